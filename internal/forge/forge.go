@@ -1,0 +1,183 @@
+// Package forge holds the domain types converge reads from and writes to a
+// code host (GitHub first), and the Forge interface every backend serves.
+//
+// Types here are what the loop reasons about, not any API's wire shapes:
+// backends translate. Logins are kept exactly as the surface reported them;
+// matching bot identities across surfaces is the caller's job (PR-O2).
+package forge
+
+import (
+	"context"
+	"time"
+)
+
+// PR states as GitHub reports them.
+const (
+	StateOpen   = "OPEN"
+	StateClosed = "CLOSED"
+	StateMerged = "MERGED"
+)
+
+// Merge states (GitHub's MergeStateStatus).
+const (
+	MergeClean    = "CLEAN"
+	MergeDirty    = "DIRTY"
+	MergeBehind   = "BEHIND"
+	MergeBlocked  = "BLOCKED"
+	MergeUnstable = "UNSTABLE"
+	MergeUnknown  = "UNKNOWN"
+	MergeHasHooks = "HAS_HOOKS"
+	MergeDraft    = "DRAFT"
+)
+
+// PullRequest is one whole observation of a pull request (PR-O1).
+type PullRequest struct {
+	Ref        PRRef
+	ID         string // node id, used by mutations
+	Number     int
+	URL        string
+	Title      string
+	Body       string
+	Author     string
+	State      string // OPEN, CLOSED, MERGED
+	IsDraft    bool
+	HeadRef    string
+	HeadSHA    string
+	BaseRef    string
+	BaseSHA    string
+	HeadRepo   string // owner/name of the head repository
+	CrossRepo  bool   // head lives in a fork
+	Mergeable  string // MERGEABLE, CONFLICTING, UNKNOWN
+	MergeState string // see Merge* constants
+
+	Checks             CheckRollup // on the head commit
+	Reviews            []Review    // oldest first, from the full list (PR-O4)
+	Threads            []Thread
+	RequestedReviewers []string
+	Labels             []string
+	Commits            []Commit // the branch's most recent commits, oldest first
+
+	// ObservedAt is the forge's idea of "now" for this observation when the
+	// backend can tell (the Date header), else the client's clock.
+	ObservedAt time.Time
+	// Requests counts API requests this observation cost.
+	Requests int
+}
+
+// Review is one submitted review.
+type Review struct {
+	ID          string // node id
+	DatabaseID  int64
+	Author      string
+	State       string // COMMENTED, APPROVED, CHANGES_REQUESTED, DISMISSED, PENDING
+	CommitSHA   string
+	SubmittedAt time.Time
+	Body        string
+}
+
+// Thread is a review thread with all its comments, oldest first.
+type Thread struct {
+	ID         string
+	Path       string
+	Line       int // 0 when the thread no longer maps to a line
+	StartLine  int // 0 for single-line threads
+	OrigLine   int
+	OrigStart  int
+	IsResolved bool
+	IsOutdated bool
+	Comments   []Comment
+}
+
+// Comment is one comment in a review thread.
+type Comment struct {
+	ID         string
+	DatabaseID int64
+	Author     string
+	Body       string
+	Path       string
+	URL        string
+	CreatedAt  time.Time
+}
+
+// CheckRollup summarises CI on one commit.
+type CheckRollup struct {
+	State    string // SUCCESS, FAILURE, PENDING, ERROR, EXPECTED, or "" when none
+	Contexts []CheckContext
+}
+
+// CheckContext is one check run or one commit status.
+type CheckContext struct {
+	Name       string
+	IsStatus   bool   // a commit status, not a check run
+	Status     string // check runs: QUEUED, IN_PROGRESS, COMPLETED
+	Conclusion string // check runs: SUCCESS, FAILURE, NEUTRAL, ...; statuses: their state
+}
+
+// Commit is one commit on the PR's branch.
+type Commit struct {
+	SHA         string
+	Message     string
+	Parents     []string
+	CommittedAt time.Time
+}
+
+// Event is one issue event (REST issues/{n}/events).
+type Event struct {
+	ID        int64
+	Event     string // e.g. copilot_work_started, labeled
+	Actor     string
+	CreatedAt time.Time
+}
+
+// IssueComment is a top-level PR conversation comment.
+type IssueComment struct {
+	ID        int64
+	Author    string
+	Body      string
+	CreatedAt time.Time
+}
+
+// CommitStatus is a commit status to post (the `converge` verdict with a
+// user token, PR-T10).
+type CommitStatus struct {
+	State       string // pending, success, failure, error
+	Context     string
+	Description string
+	TargetURL   string
+}
+
+// CheckRun is a check run to create or update (needs an App token).
+type CheckRun struct {
+	Name       string
+	HeadSHA    string
+	Status     string // queued, in_progress, completed
+	Conclusion string // success, failure, neutral, ... when completed
+	Title      string
+	Summary    string
+}
+
+// Forge is what the loops need from a code host. Every write is safe to
+// repeat only where the caller keys it; the backend never retries a write
+// that may have landed.
+type Forge interface {
+	// Observe reads the whole PR in as few requests as the forge allows.
+	Observe(ctx context.Context, ref PRRef) (*PullRequest, error)
+	// RequestReviews requests reviews by login, keeping pending requests
+	// (union). Bots and users are named separately because GitHub does.
+	RequestReviews(ctx context.Context, prID string, userLogins, botLogins []string) error
+	// ReplyToThread adds a reply to a review thread and returns it.
+	ReplyToThread(ctx context.Context, threadID, body string) (Comment, error)
+	ResolveThread(ctx context.Context, threadID string) error
+	UnresolveThread(ctx context.Context, threadID string) error
+	// IssueEvents lists the PR's issue events, oldest first.
+	IssueEvents(ctx context.Context, ref PRRef) ([]Event, error)
+	AddLabels(ctx context.Context, ref PRRef, labels ...string) error
+	RemoveLabel(ctx context.Context, ref PRRef, label string) error
+	CreateIssueComment(ctx context.Context, ref PRRef, body string) (IssueComment, error)
+	ListIssueComments(ctx context.Context, ref PRRef) ([]IssueComment, error)
+	SetCommitStatus(ctx context.Context, ref PRRef, sha string, st CommitStatus) error
+	CreateCheckRun(ctx context.Context, ref PRRef, cr CheckRun) (int64, error)
+	// Permission returns the login's permission on the repository:
+	// admin, maintain, write, triage, read or none.
+	Permission(ctx context.Context, ref PRRef, login string) (string, error)
+}

@@ -1,0 +1,170 @@
+// Package ghschema loads GitHub's public GraphQL schema (plus the later
+// additions) from ../shared/github for fidelity tests, and checks documents
+// and our own SDL against it.
+//
+// The schema is not part of this repository. When it is absent tests skip
+// with a message, except under CI=true, where they fail: CI must always run
+// the fidelity checks.
+package ghschema
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/validator"
+)
+
+var (
+	once    sync.Once
+	schema  *ast.Schema
+	loadErr error
+	dir     string
+)
+
+// Dir finds shared/github by walking up from the working directory; it
+// honours CONVERGE_GITHUB_SCHEMA_DIR when set.
+func Dir() string {
+	if d := os.Getenv("CONVERGE_GITHUB_SCHEMA_DIR"); d != "" {
+		return d
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		for _, cand := range []string{filepath.Join(d, "..", "shared", "github"), filepath.Join(d, "shared", "github")} {
+			if _, err := os.Stat(filepath.Join(cand, "schema.graphql")); err == nil {
+				return cand
+			}
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// Load returns GitHub's schema, or skips (fails under CI=true) when absent.
+func Load(t testing.TB) *ast.Schema {
+	t.Helper()
+	once.Do(func() {
+		dir = Dir()
+		if dir == "" {
+			loadErr = fmt.Errorf("GitHub schema not found: expected ../shared/github/schema.graphql beside the project (or CONVERGE_GITHUB_SCHEMA_DIR)")
+			return
+		}
+		var srcs []*ast.Source
+		for _, f := range []string{"schema.graphql", "schema-additions.graphql"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			if err != nil {
+				loadErr = err
+				return
+			}
+			srcs = append(srcs, &ast.Source{Name: f, Input: string(b)})
+		}
+		s, err := gqlparser.LoadSchema(srcs...)
+		if err != nil {
+			loadErr = fmt.Errorf("load GitHub schema: %w", err)
+			return
+		}
+		schema = s
+	})
+	if loadErr != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("fidelity check cannot run under CI=true: %v", loadErr)
+		}
+		t.Skipf("skipping fidelity check: %v", loadErr)
+	}
+	return schema
+}
+
+// ValidateDocument checks one executable document against the schema.
+func ValidateDocument(s *ast.Schema, doc string) error {
+	q, err := gqlparser.LoadQueryWithRules(s, doc, nil)
+	_ = q
+	if err != nil {
+		return err
+	}
+	return nil
+}
+
+var _ = validator.Validate
+
+// CheckSubset reports every type, field, argument, input field, enum value,
+// union member and interface of ours that GitHub's schema lacks or types
+// differently. Built-in introspection types are ignored.
+func CheckSubset(github, ours *ast.Schema) []string {
+	var probs []string
+	names := make([]string, 0, len(ours.Types))
+	for n := range ours.Types {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		def := ours.Types[name]
+		if def.BuiltIn || strings.HasPrefix(name, "__") {
+			continue
+		}
+		gh := github.Types[name]
+		if gh == nil {
+			probs = append(probs, fmt.Sprintf("type %s: not in GitHub's schema", name))
+			continue
+		}
+		if gh.Kind != def.Kind {
+			probs = append(probs, fmt.Sprintf("type %s: kind %s, GitHub has %s", name, def.Kind, gh.Kind))
+			continue
+		}
+		for _, f := range def.Fields {
+			if strings.HasPrefix(f.Name, "__") {
+				continue
+			}
+			gf := gh.Fields.ForName(f.Name)
+			if gf == nil {
+				probs = append(probs, fmt.Sprintf("%s.%s: not in GitHub's schema", name, f.Name))
+				continue
+			}
+			if gf.Type.String() != f.Type.String() {
+				probs = append(probs, fmt.Sprintf("%s.%s: type %s, GitHub has %s", name, f.Name, f.Type, gf.Type))
+			}
+			for _, a := range f.Arguments {
+				ga := gf.Arguments.ForName(a.Name)
+				if ga == nil {
+					probs = append(probs, fmt.Sprintf("%s.%s(%s): argument not in GitHub's schema", name, f.Name, a.Name))
+				} else if ga.Type.String() != a.Type.String() {
+					probs = append(probs, fmt.Sprintf("%s.%s(%s): type %s, GitHub has %s", name, f.Name, a.Name, a.Type, ga.Type))
+				}
+			}
+		}
+		for _, ev := range def.EnumValues {
+			if gh.EnumValues.ForName(ev.Name) == nil {
+				probs = append(probs, fmt.Sprintf("enum %s.%s: not in GitHub's schema", name, ev.Name))
+			}
+		}
+		for _, t := range def.Types {
+			if !contains(gh.Types, t) {
+				probs = append(probs, fmt.Sprintf("union %s: member %s not in GitHub's union", name, t))
+			}
+		}
+		for _, i := range def.Interfaces {
+			if !contains(gh.Interfaces, i) {
+				probs = append(probs, fmt.Sprintf("type %s: implements %s, GitHub's does not", name, i))
+			}
+		}
+	}
+	return probs
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
