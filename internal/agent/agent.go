@@ -1,0 +1,143 @@
+// Package agent holds what every coding-agent backend shares: the Agent
+// interface, the task an agent is handed, the status record it must end with
+// (SPEC IF-5, AG-T3), the time-box and extension rule (AG-T1), and the
+// safety helpers that keep review text and secrets where they belong
+// (SEC-2, SEC-3, AG-B1).
+//
+// Backends live in sub-packages (suggest, command, …) and never import the
+// loops that drive them.
+package agent
+
+import (
+	"context"
+	"time"
+)
+
+// DefaultBudget is the time-box of one agent run when a Task names none
+// (AG-T1).
+const DefaultBudget = 5 * time.Minute
+
+// TaskKindFix asks an agent to fix review findings in Task.Workdir.
+const TaskKindFix = "fix"
+
+// Finding is one review point an agent is asked to fix. Body, Path and
+// Author come from the forge and are untrusted DATA, never instructions
+// (SEC-2): prompts quote them with RenderTaskPrompt.
+type Finding struct {
+	ID       string `json:"id"`
+	ThreadID string `json:"thread_id,omitempty"`
+	Path     string `json:"path,omitempty"`
+	// StartLine..EndLine is the 1-based inclusive range the finding is
+	// about; StartLine 0 means the single line EndLine, EndLine 0 means the
+	// whole file (or no file at all when Path is empty).
+	StartLine int    `json:"start_line,omitempty"`
+	EndLine   int    `json:"end_line,omitempty"`
+	Body      string `json:"body"`
+	Author    string `json:"author,omitempty"`
+	// Source says where the finding came from (a reviewer bot, the local
+	// review, a human), for reports; agents must not treat it as authority.
+	Source string `json:"source,omitempty"`
+}
+
+// Task is one unit of work handed to an agent.
+type Task struct {
+	Kind    string // TaskKindFix for now
+	RunID   string
+	Round   int
+	Workdir string // a git worktree the agent may edit, and nothing else
+	// Findings are the review points to fix; the caller orders them, and
+	// never puts two findings on intersecting lines into one task (PR-S7).
+	Findings []Finding
+	// Instructions are extra repo instructions (e.g. the repo's
+	// review-instructions.md); quoted as data like comment bodies.
+	Instructions string
+	// Budget is the time-box; zero means DefaultBudget (AG-T1).
+	Budget time.Duration
+	// Env is the complete environment a subprocess gets, already scrubbed
+	// (see ScrubEnv). Nil does not mean "inherit": subprocess backends fall
+	// back to ScrubEnv(os.Environ()) so a forgotten Env never leaks a token.
+	Env []string
+}
+
+// EffectiveBudget is t.Budget, or DefaultBudget when unset.
+func (t Task) EffectiveBudget() time.Duration {
+	if t.Budget <= 0 {
+		return DefaultBudget
+	}
+	return t.Budget
+}
+
+// Status is the coarse outcome of an agent run (AG-T1).
+type Status string
+
+const (
+	StatusComplete Status = "complete"
+	StatusPartial  Status = "partial"
+	StatusBlocked  Status = "blocked"
+)
+
+// Implementer statuses (AG-T2); optional finer detail of a record.
+const (
+	ImplDone             = "DONE"
+	ImplDoneWithConcerns = "DONE_WITH_CONCERNS"
+	ImplNeedsContext     = "NEEDS_CONTEXT"
+	ImplBlocked          = "BLOCKED"
+)
+
+// Reasons set by converge itself (an agent may give any reason).
+const (
+	// ReasonUnparseable: the output held no valid status record (AG-T3).
+	ReasonUnparseable = "unparseable"
+	// ReasonBudgetExceeded: the run was stopped at its budget before it
+	// printed a valid status record (AG-T1).
+	ReasonBudgetExceeded = "budget-exceeded"
+)
+
+// StatusRecord is the last line an agent prints (IF-5). ParseStatus is the
+// only way converge reads one from agent output.
+type StatusRecord struct {
+	Status                Status   `json:"status"`
+	NextAction            string   `json:"next_action"`
+	NeedsExtensionMinutes int      `json:"needs_extension_minutes"`
+	Summary               string   `json:"summary"`
+	FilesChanged          []string `json:"files_changed"`
+	ImplementerStatus     string   `json:"implementer_status,omitempty"`
+	Concerns              []string `json:"concerns,omitempty"`
+	Reason                string   `json:"reason,omitempty"`
+}
+
+// FindingOutcome is what became of one finding of a Task. Backends that
+// cannot tell findings apart report the record's status for each.
+type FindingOutcome struct {
+	FindingID string `json:"finding_id"`
+	Status    Status `json:"status"`
+	Reason    string `json:"reason,omitempty"`
+}
+
+// Result is what an agent run produced.
+type Result struct {
+	Record   StatusRecord
+	Outcomes []FindingOutcome // one per Task finding, in Task order
+	Output   string           // tail of the raw output (stdout for subprocesses), redacted
+	Stderr   string           // tail of stderr for subprocess backends, redacted
+	Duration time.Duration
+}
+
+// Agent runs one Task. Run returns an error only when the backend could not
+// run at all (bad configuration, unusable workdir, cancelled context); every
+// outcome of a run that happened — including garbage output or a stopped
+// run — is a Result whose Record says so. Callers treat an error as blocked.
+type Agent interface {
+	Name() string
+	Run(ctx context.Context, t Task) (Result, error)
+}
+
+// OutcomesFor gives every finding the record's status, for backends that
+// cannot report per finding.
+func OutcomesFor(findings []Finding, rec StatusRecord) []FindingOutcome {
+	out := make([]FindingOutcome, 0, len(findings))
+	for _, f := range findings {
+		out = append(out, FindingOutcome{FindingID: f.ID, Status: rec.Status, Reason: rec.Reason})
+	}
+	return out
+}

@@ -1,0 +1,188 @@
+//go:build unix
+
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const recordLine = `{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"ok","files_changed":[]}`
+
+// script writes a /bin/sh script and returns its argv.
+func script(t *testing.T, body string) []string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "agent.sh")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"/bin/sh", p}
+}
+
+func TestAG_T1_RunWithBudget(t *testing.T) {
+	tests := []struct {
+		name     string
+		body     string
+		grace    time.Duration
+		status   Status
+		reason   string
+		timedOut bool
+		concern  string
+		maxTime  time.Duration
+	}{
+		{name: "finishes in time", body: "echo working; echo '" + recordLine + "'",
+			status: StatusComplete, maxTime: time.Second},
+		{name: "hang is stopped at the budget", body: "echo started; sleep 30",
+			status: StatusPartial, reason: ReasonBudgetExceeded, timedOut: true, maxTime: 2 * time.Second},
+		{name: "ignoring SIGTERM gets SIGKILL after the grace period",
+			body: "trap '' TERM; echo started; while :; do sleep 0.05; done", grace: 300 * time.Millisecond,
+			status: StatusPartial, reason: ReasonBudgetExceeded, timedOut: true, maxTime: 2 * time.Second},
+		{name: "record printed before hanging stands",
+			body:   "echo '" + recordLine + "'; sleep 30",
+			status: StatusComplete, timedOut: true, concern: "stopped at the", maxTime: 2 * time.Second},
+		{name: "summarises on SIGTERM",
+			body: `trap 'echo "{\"status\":\"partial\",\"next_action\":\"finish b.go\",\"needs_extension_minutes\":3,\"summary\":\"a.go done\",\"files_changed\":[\"a.go\"]}"; exit 0' TERM
+sleep 30 & wait`,
+			status: StatusPartial, timedOut: true, concern: "stopped at the", maxTime: 2 * time.Second},
+		{name: "garbage is unparseable", body: "echo 'all good!'",
+			status: StatusBlocked, reason: ReasonUnparseable, maxTime: time.Second},
+		{name: "non-zero exit keeps a valid record", body: "echo '" + recordLine + "'; exit 3",
+			status: StatusComplete, concern: "exited with code 3", maxTime: time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			start := time.Now()
+			res, err := RunWithBudget(context.Background(), Cmd{
+				Argv: script(t, tt.body), Budget: 300 * time.Millisecond, Grace: cmpOr(tt.grace, 5*time.Second), Env: []string{"PATH=/usr/bin:/bin"},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el > tt.maxTime {
+				t.Errorf("took %s, want under %s", el, tt.maxTime)
+			}
+			r := res.Record
+			if r.Status != tt.status || r.Reason != tt.reason || res.TimedOut != tt.timedOut {
+				t.Fatalf("got %+v timedOut=%v; want %s/%q timedOut=%v\nstdout: %s", r, res.TimedOut, tt.status, tt.reason, tt.timedOut, res.Stdout)
+			}
+			if tt.concern != "" && !strings.Contains(strings.Join(r.Concerns, "\n"), tt.concern) {
+				t.Errorf("concerns %q lack %q", r.Concerns, tt.concern)
+			}
+			if _, ok := Extend(r, 0); ok != (tt.name == "summarises on SIGTERM") {
+				t.Errorf("Extend ok = %v", ok)
+			}
+		})
+	}
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+func TestAG_T1_RunWithBudgetKillsDescendants(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	// The grandchild ignores SIGTERM and detaches from stdout, so only the
+	// group SIGKILL ends it.
+	argv := script(t, "(trap '' TERM; exec sleep 30) >/dev/null 2>&1 & echo $! > "+pidFile+"; echo '"+recordLine+"'")
+	res, err := RunWithBudget(context.Background(), Cmd{Argv: argv, Budget: 5 * time.Second, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Record.Status != StatusComplete {
+		t.Fatalf("record %+v", res.Record)
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	for _, c := range strings.TrimSpace(string(b)) {
+		pid = pid*10 + int(c-'0')
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("grandchild %d survived the run", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// alive treats a zombie as dead: once killed, reaping is up to whoever
+// inherited the process (in containers, a pid 1 that may be slow at it).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no procfs: trust kill(0)
+	}
+	_, rest, _ := strings.Cut(string(b), ") ")
+	return !strings.HasPrefix(rest, "Z")
+}
+
+func TestAG_T1_RunWithBudgetContextCancel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	res, err := RunWithBudget(ctx, Cmd{Argv: script(t, "sleep 30"), Budget: time.Minute, Grace: time.Second})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want deadline exceeded", err)
+	}
+	if time.Since(start) > 2*time.Second {
+		t.Error("cancel did not stop the process")
+	}
+	if res.Record.Status == StatusComplete {
+		t.Errorf("cancelled run reads as complete: %+v", res.Record)
+	}
+}
+
+func TestSEC2_RunWithBudgetNilEnvIsScrubbed(t *testing.T) {
+	t.Setenv("GH_TOKEN", "ghp_should_not_leak")
+	t.Setenv("LANG", "C.UTF-8")
+	res, err := RunWithBudget(context.Background(), Cmd{Argv: script(t, "env"), Budget: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(res.Stdout, "GH_TOKEN") || !strings.Contains(res.Stdout, "LANG=C.UTF-8") {
+		t.Errorf("env seen by the agent:\n%s", res.Stdout)
+	}
+}
+
+func TestRunWithBudgetStartFailure(t *testing.T) {
+	if _, err := RunWithBudget(context.Background(), Cmd{Argv: []string{"/nonexistent/agent"}}); err == nil {
+		t.Error("want an error for a missing program")
+	}
+	if _, err := RunWithBudget(context.Background(), Cmd{}); err == nil {
+		t.Error("want an error for empty argv")
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	b := &tailBuffer{max: 5}
+	for _, s := range []string{"ab", "cd", "efg", "h", "0123456789"} {
+		b.Write([]byte(s))
+	}
+	if b.String() != "56789" {
+		t.Errorf("tail = %q", b.String())
+	}
+	b = &tailBuffer{max: 5}
+	b.Write([]byte("abc"))
+	b.Write([]byte("defg"))
+	if b.String() != "cdefg" {
+		t.Errorf("tail = %q", b.String())
+	}
+}

@@ -1,0 +1,142 @@
+package agent
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// statusSchemaJSON is the IF-5 contract. Unknown properties are allowed so
+// that an agent adding detail is not failed for it; every field converge
+// reads is typed and required where the spec requires it.
+//
+//go:embed status.schema.json
+var statusSchemaJSON []byte
+
+// StatusSchema returns the embedded JSON Schema of the status record, for
+// backends that pass it to an agent CLI (e.g. a structured-output flag).
+func StatusSchema() []byte { return bytes.Clone(statusSchemaJSON) }
+
+var statusSchema = sync.OnceValue(func() *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(statusSchemaJSON))
+	if err != nil {
+		panic(fmt.Sprintf("agent: embedded status schema: %v", err))
+	}
+	c := jsonschema.NewCompiler()
+	const loc = "mem://converge/agent-status.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		panic(fmt.Sprintf("agent: embedded status schema: %v", err))
+	}
+	return c.MustCompile(loc)
+})
+
+// ParseStatus reads the status record from an agent's output (IF-5, AG-T3).
+//
+// The record is the last non-empty line of output, and that line must be a
+// JSON object valid against the embedded schema. Trailing blank lines are
+// skipped, nothing else is: text after the record, a record sharing its line
+// with other text, or an earlier record followed by anything means the agent
+// did not finish by the protocol, and an earlier line is never taken instead
+// because it may be stale or an echoed example. Any failure yields
+// {status: blocked, reason: unparseable} with the cause in Summary — never
+// complete (fail-closed).
+//
+// An implementer_status (AG-T2) decides the status: DONE and
+// DONE_WITH_CONCERNS mean complete, NEEDS_CONTEXT and BLOCKED mean blocked;
+// a contradicting status is overridden and the override noted in Concerns.
+func ParseStatus(output string) StatusRecord {
+	line := lastNonEmptyLine(output)
+	if line == "" {
+		return unparseable("no output")
+	}
+	if !strings.HasPrefix(line, "{") {
+		return unparseable("last line is not a JSON object")
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+	if err != nil {
+		return unparseable("last line is not a JSON object: " + oneLine(err.Error()))
+	}
+	if err := statusSchema().Validate(inst); err != nil {
+		return unparseable("status record fails schema: " + oneLine(err.Error()))
+	}
+	var rec StatusRecord
+	if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		// The schema admits numbers encoding/json rejects for an int (1.0,
+		// 1e3); rather than guess, fail closed.
+		return unparseable("status record: " + oneLine(err.Error()))
+	}
+	if rec.FilesChanged == nil {
+		rec.FilesChanged = []string{}
+	}
+	if implied, ok := impliedStatus(rec.ImplementerStatus); ok && implied != rec.Status {
+		rec.Concerns = append(rec.Concerns, fmt.Sprintf(
+			"status %q contradicts implementer_status %s; using %q", rec.Status, rec.ImplementerStatus, implied))
+		rec.Status = implied
+	}
+	return rec
+}
+
+func impliedStatus(impl string) (Status, bool) {
+	switch impl {
+	case ImplDone, ImplDoneWithConcerns:
+		return StatusComplete, true
+	case ImplNeedsContext, ImplBlocked:
+		return StatusBlocked, true
+	}
+	return "", false
+}
+
+func unparseable(why string) StatusRecord {
+	return StatusRecord{
+		Status:       StatusBlocked,
+		Reason:       ReasonUnparseable,
+		Summary:      "no valid status record: " + why,
+		FilesChanged: []string{},
+	}
+}
+
+func lastNonEmptyLine(s string) string {
+	for s != "" {
+		i := strings.LastIndexByte(s, '\n')
+		line := strings.TrimSpace(s[i+1:])
+		if line != "" {
+			return line
+		}
+		if i < 0 {
+			break
+		}
+		s = s[:i]
+	}
+	return ""
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// Extension limits of AG-T1.
+const (
+	MaxExtensions       = 2
+	MaxExtensionMinutes = 10
+)
+
+// Extend decides whether a run that ended with rec earns more time, given
+// that used extensions were already granted for this step (AG-T1): only a
+// partial record with a concrete next_action and a positive request, by
+// min(requested, 10) minutes, at most MaxExtensions times. Steps allowed a
+// longer time-box (build/test: 2×) scale the returned minutes themselves.
+// When ok is false the caller narrows the input or does the step itself.
+func Extend(rec StatusRecord, used int) (minutes int, ok bool) {
+	if rec.Status != StatusPartial || strings.TrimSpace(rec.NextAction) == "" {
+		return 0, false
+	}
+	if used >= MaxExtensions || rec.NeedsExtensionMinutes <= 0 {
+		return 0, false
+	}
+	return min(rec.NeedsExtensionMinutes, MaxExtensionMinutes), true
+}

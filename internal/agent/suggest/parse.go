@@ -1,0 +1,105 @@
+package suggest
+
+import "strings"
+
+// ParseSuggestion extracts the one suggestion block of a comment body, as
+// lines without endings; an empty, non-nil slice means "delete the lines".
+// Fences follow CommonMark as GitHub renders them: three or more backticks
+// or tildes, indented at most three spaces, info string "suggestion",
+// closed by a run of the same character at least as long. Other fenced
+// blocks are skipped whole, so a suggestion quoted inside one does not
+// count. reason is non-empty when there is not exactly one complete block.
+func ParseSuggestion(body string) (lines []string, reason string) {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	src := strings.Split(body, "\n")
+	found := 0
+	for i := 0; i < len(src); i++ {
+		indent, ch, n, info, ok := openingFence(src[i])
+		if !ok {
+			continue
+		}
+		isSuggestion := firstWord(info) == "suggestion"
+		var content []string
+		closed := false
+		for i++; i < len(src); i++ {
+			if closingFence(src[i], ch, n) {
+				closed = true
+				break
+			}
+			content = append(content, trimIndent(src[i], indent))
+		}
+		if !isSuggestion {
+			continue
+		}
+		if !closed {
+			return nil, ReasonUnterminated
+		}
+		found++
+		if content == nil {
+			content = []string{}
+		}
+		lines = content
+	}
+	switch {
+	case found == 0:
+		return nil, ReasonNoSuggestion
+	case found > 1:
+		return nil, ReasonMultipleSuggestions
+	}
+	return lines, ""
+}
+
+func openingFence(line string) (indent int, ch byte, n int, info string, ok bool) {
+	indent = leadingSpaces(line)
+	if indent > 3 {
+		return 0, 0, 0, "", false
+	}
+	rest := line[indent:]
+	if rest == "" || (rest[0] != '`' && rest[0] != '~') {
+		return 0, 0, 0, "", false
+	}
+	ch = rest[0]
+	for n < len(rest) && rest[n] == ch {
+		n++
+	}
+	if n < 3 {
+		return 0, 0, 0, "", false
+	}
+	info = strings.TrimSpace(rest[n:])
+	if ch == '`' && strings.Contains(info, "`") {
+		return 0, 0, 0, "", false
+	}
+	return indent, ch, n, info, true
+}
+
+func closingFence(line string, ch byte, n int) bool {
+	indent := leadingSpaces(line)
+	if indent > 3 {
+		return false
+	}
+	rest := line[indent:]
+	k := 0
+	for k < len(rest) && rest[k] == ch {
+		k++
+	}
+	return k >= n && strings.TrimRight(rest[k:], " \t") == ""
+}
+
+func leadingSpaces(s string) int {
+	n := 0
+	for n < len(s) && s[n] == ' ' {
+		n++
+	}
+	return n
+}
+
+func trimIndent(s string, indent int) string {
+	return s[min(indent, leadingSpaces(s)):]
+}
+
+func firstWord(s string) string {
+	if f := strings.Fields(s); len(f) > 0 {
+		return f[0]
+	}
+	return ""
+}

@@ -1,0 +1,221 @@
+// Package suggest is the built-in agent that applies GitHub suggested
+// changes (```suggestion blocks) exactly as written, without an LLM
+// (SPEC PR-S9). What it cannot apply cleanly it reports blocked, so the
+// caller can hand those findings to an LLM backend.
+package suggest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+)
+
+// Name is the backend's name in configuration and reports.
+const Name = "suggest"
+
+// Reasons a finding is not applied.
+const (
+	ReasonNoSuggestion        = "no-suggestion"
+	ReasonMultipleSuggestions = "multiple-suggestions"
+	ReasonUnterminated        = "unterminated-suggestion"
+	ReasonNoLines             = "no-line-range"
+	ReasonBadPath             = "invalid-path"
+	ReasonFileMissing         = "file-missing"
+	ReasonUnreadable          = "unreadable"
+	ReasonOutOfRange          = "out-of-range"
+	ReasonOverlap             = "overlaps-other-finding"
+)
+
+// Agent applies suggestion blocks. The zero value is ready to use.
+type Agent struct{}
+
+var _ agent.Agent = (*Agent)(nil)
+
+// New returns the suggestion applier.
+func New() *Agent { return &Agent{} }
+
+func (*Agent) Name() string { return Name }
+
+// Run applies the suggestion of each finding to t.Workdir: the block's
+// content replaces lines StartLine..EndLine (1-based, inclusive; StartLine
+// 0 means the single line EndLine) of Path, an empty block deletes them.
+// Within a file edits go bottom-up whatever the input order, so that no
+// edit shifts the lines of another; findings on intersecting lines of one
+// file are not both applied. The file's line endings and its final newline
+// (or lack of one) are kept. Paths are resolved inside t.Workdir only,
+// symlinks included.
+//
+// The record is complete when every finding applied, partial when some
+// did, blocked when none did; Outcomes say which and why.
+func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	start := time.Now()
+	if t.Kind != "" && t.Kind != agent.TaskKindFix {
+		return agent.Result{}, fmt.Errorf("suggest: unsupported task kind %q", t.Kind)
+	}
+	root, err := os.OpenRoot(t.Workdir)
+	if err != nil {
+		return agent.Result{}, fmt.Errorf("suggest: open workdir: %w", err)
+	}
+	defer root.Close()
+
+	outcomes := make([]agent.FindingOutcome, len(t.Findings))
+	byFile := map[string][]edit{}
+	for i, f := range t.Findings {
+		outcomes[i] = agent.FindingOutcome{FindingID: f.ID, Status: agent.StatusBlocked}
+		e, reason := prepare(i, f)
+		if reason != "" {
+			outcomes[i].Reason = reason
+			continue
+		}
+		byFile[e.path] = append(byFile[e.path], e)
+	}
+
+	var changed []string
+	for _, path := range slices.Sorted(maps.Keys(byFile)) {
+		if err := ctx.Err(); err != nil {
+			return agent.Result{}, fmt.Errorf("suggest: %w", err)
+		}
+		wrote, err := applyFile(root, path, byFile[path], outcomes)
+		if err != nil {
+			return agent.Result{}, fmt.Errorf("suggest: %s: %w", path, err)
+		}
+		if wrote {
+			// Forge paths are slash-separated; keep reports in that form.
+			changed = append(changed, filepath.ToSlash(path))
+		}
+	}
+
+	return agent.Result{
+		Record:   record(t.Findings, outcomes, changed),
+		Outcomes: outcomes,
+		Duration: time.Since(start),
+	}, nil
+}
+
+// edit is one finding ready to apply.
+type edit struct {
+	idx        int // index into the task's findings
+	path       string
+	start, end int
+	lines      []string // replacement, without line endings
+}
+
+func prepare(idx int, f agent.Finding) (edit, string) {
+	lines, reason := ParseSuggestion(f.Body)
+	if reason != "" {
+		return edit{}, reason
+	}
+	if f.EndLine <= 0 {
+		return edit{}, ReasonNoLines
+	}
+	start := f.StartLine
+	if start <= 0 {
+		start = f.EndLine
+	}
+	if start > f.EndLine {
+		return edit{}, fmt.Sprintf("%s: start line %d after end line %d", ReasonOutOfRange, start, f.EndLine)
+	}
+	p := filepath.FromSlash(f.Path)
+	if f.Path == "" || !filepath.IsLocal(p) {
+		return edit{}, fmt.Sprintf("%s: %q", ReasonBadPath, f.Path)
+	}
+	return edit{idx: idx, path: filepath.Clean(p), start: start, end: f.EndLine, lines: lines}, ""
+}
+
+// applyFile applies edits to one file and writes it once. Per-finding
+// failures land in outcomes; the error is for IO that should stop the run.
+func applyFile(root *os.Root, path string, edits []edit, outcomes []agent.FindingOutcome) (bool, error) {
+	data, err := root.ReadFile(path)
+	if err != nil {
+		reason := ReasonFileMissing
+		if !errors.Is(err, fs.ErrNotExist) {
+			// Includes a symlink leading out of the workdir.
+			reason = fmt.Sprintf("%s: %v", ReasonUnreadable, err)
+		}
+		for _, e := range edits {
+			outcomes[e.idx].Reason = reason
+		}
+		return false, nil
+	}
+	f := splitFile(string(data))
+
+	// Bottom-up, so an applied edit never moves the lines of the next one.
+	// Ties keep input order (stable) and then collide as overlaps.
+	slices.SortStableFunc(edits, func(a, b edit) int {
+		return cmp.Or(cmp.Compare(b.end, a.end), cmp.Compare(b.start, a.start))
+	})
+	applied := 0
+	floor := len(f.lines) + 1 // lowest line touched so far
+	var floorID string
+	for _, e := range edits {
+		switch {
+		case e.end > len(f.lines):
+			outcomes[e.idx].Reason = fmt.Sprintf("%s: lines %d-%d, file has %d", ReasonOutOfRange, e.start, e.end, len(f.lines))
+			continue
+		case e.end >= floor:
+			outcomes[e.idx].Reason = fmt.Sprintf("%s: %s", ReasonOverlap, floorID)
+			continue
+		}
+		f.replace(e.start, e.end, e.lines)
+		floor, floorID = e.start, outcomes[e.idx].FindingID
+		outcomes[e.idx].Status = agent.StatusComplete
+		applied++
+	}
+	if applied == 0 {
+		return false, nil
+	}
+	out := f.String()
+	if out == string(data) {
+		return false, nil
+	}
+	// WriteFile truncates in place, so the file keeps its mode and inode.
+	if err := root.WriteFile(path, []byte(out), 0o644); err != nil {
+		return false, fmt.Errorf("write: %w", err)
+	}
+	return true, nil
+}
+
+func record(findings []agent.Finding, outcomes []agent.FindingOutcome, changed []string) agent.StatusRecord {
+	var applied int
+	var concerns, pending []string
+	for _, o := range outcomes {
+		if o.Status == agent.StatusComplete {
+			applied++
+			continue
+		}
+		concerns = append(concerns, fmt.Sprintf("%s: %s", o.FindingID, o.Reason))
+		pending = append(pending, o.FindingID)
+	}
+	rec := agent.StatusRecord{
+		Summary:      fmt.Sprintf("applied %d of %d suggestions", applied, len(findings)),
+		FilesChanged: changed,
+		Concerns:     concerns,
+	}
+	if rec.FilesChanged == nil {
+		rec.FilesChanged = []string{}
+	}
+	switch {
+	case applied == len(findings):
+		rec.Status = agent.StatusComplete
+	case applied > 0:
+		rec.Status = agent.StatusPartial
+		// No extension is requested: more time cannot help a suggestion
+		// that does not apply; another backend can.
+		rec.NextAction = "fix with an LLM agent: " + strings.Join(pending, ", ")
+	default:
+		rec.Status = agent.StatusBlocked
+		rec.Reason = "no suggestion applied"
+		rec.NextAction = "fix with an LLM agent: " + strings.Join(pending, ", ")
+	}
+	return rec
+}

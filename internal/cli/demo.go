@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+type demoOptions struct {
+	StateDir     string
+	JSON         bool
+	Keep         bool
+	CopilotDelay time.Duration
+}
+
+func newDemoCmd(ios *IOStreams) *cobra.Command {
+	opts := &demoOptions{}
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "Run the whole loop offline against the built-in GitHub emulator",
+		Long: `Start the GitHub emulator in-process with a small Go repository whose
+pull request has real defects, and drive it to a proven two-stable finish:
+the scripted Copilot reviewer finds the defects over two rounds, converge
+applies the suggestions, runs the tests, commits, pushes, replies to and
+resolves every thread, and prints the proof.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDemo(cmd.Context(), ios, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default: a temporary directory removed on exit)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
+	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the state directory and worktree")
+	cmd.Flags().DurationVar(&opts.CopilotDelay, "copilot-delay", time.Second, "how long the scripted Copilot takes to review")
+	return cmd
+}
+
+func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
+	dir := opts.StateDir
+	if dir == "" {
+		tmp, err := os.MkdirTemp("", "converge-demo-")
+		if err != nil {
+			return fmt.Errorf("demo: create temporary directory: %w", err)
+		}
+		dir = tmp
+		if !opts.Keep {
+			defer os.RemoveAll(tmp)
+		}
+	}
+	hub, err := fakehub.New(fakehub.Options{
+		StateDir:     dir + "/forge",
+		CopilotDelay: opts.CopilotDelay,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if err := hub.Start(ctx); err != nil {
+		return fmt.Errorf("demo: start emulator: %w", err)
+	}
+	defer hub.Close()
+	demo, err := fakehub.SeedDemo(ctx, hub)
+	if err != nil {
+		return fmt.Errorf("demo: seed repository: %w", err)
+	}
+	ref, err := forge.ParsePRURL(demo.PRURL)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	token := hub.Tokens().Author
+	client, err := ghclient.New(ghclient.Options{
+		APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: token, CAFiles: []string{hub.CAFile()},
+	})
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	if !opts.JSON {
+		fmt.Fprintf(ios.Out, "converge demo: GitHub emulator at %s, PR %s\n", hub.APIURL(), demo.PRURL)
+	}
+
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	wake := make(chan struct{}, 1)
+	go func() {
+		for range events {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+
+	cfg := prloop.DefaultConfig()
+	cfg.ReviewStartWindow = 30 * time.Second
+	cfg.ReviewWaitMax = 2 * time.Minute
+	cfg.CIWaitMax = 2 * time.Minute
+	term, err := runLoop(ctx, ios, loopParams{
+		Ref:      ref,
+		Forge:    client,
+		CloneURL: hub.GitURL(demo.Owner, demo.Repo),
+		GitEnv:   repo.AuthEnv(token, hub.CAFile()),
+		StateDir: dir,
+		Agent:    suggest.New(),
+		Config:   cfg,
+		PollMin:  250 * time.Millisecond,
+		PollMax:  2 * time.Second,
+		Wake:     wake,
+		JSON:     opts.JSON,
+		Keep:     opts.Keep,
+		Secrets:  []string{token},
+		Author:   "converge",
+		Email:    "converge@users.noreply.github.com",
+	})
+	if term != nil && term.Proof != nil && !opts.JSON {
+		// Read the forge once more: the proof must match what it shows.
+		pr, oerr := client.Observe(ctx, ref)
+		if oerr == nil {
+			fmt.Fprintf(ios.Out, "forge check: emulator head %s, proof head %s, match=%v\n", pr.HeadSHA, term.Proof.HeadSHA, pr.HeadSHA == term.Proof.HeadSHA)
+		}
+	}
+	return err
+}

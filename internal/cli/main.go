@@ -1,0 +1,157 @@
+// Package cli holds converge's commands: one file per command, each with an
+// options struct and a run function, and Main, which maps errors to the
+// exit codes of IF-1.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+// Exit codes (IF-1), the same for every command.
+const (
+	ExitOK          = 0
+	ExitError       = 1
+	ExitUsage       = 2
+	ExitHuman       = 3
+	ExitBound       = 4
+	ExitConvergence = 5
+	ExitAuth        = 6
+	ExitUnreachable = 7
+)
+
+// IOStreams are the command's streams; tests swap in buffers.
+type IOStreams struct {
+	In     io.Reader
+	Out    io.Writer
+	ErrOut io.Writer
+	// IsTTY says whether Out is a terminal (live status lines vs plain).
+	IsTTY bool
+	// Getenv reads the environment; tests replace it.
+	Getenv func(string) string
+}
+
+// System returns the process's streams.
+func System() *IOStreams {
+	tty := false
+	if fi, err := os.Stdout.Stat(); err == nil {
+		tty = fi.Mode()&os.ModeCharDevice != 0
+	}
+	return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTTY: tty, Getenv: os.Getenv}
+}
+
+// ExitErr carries an exit code with the one-line message to print.
+type ExitErr struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitErr) Error() string { return e.Err.Error() }
+func (e *ExitErr) Unwrap() error { return e.Err }
+
+// usageErr is bad input: exit 2.
+func usageErr(format string, args ...any) error {
+	return &ExitErr{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+// silentExit ends with a code whose message was already printed.
+type silentExit struct{ code int }
+
+func (s *silentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
+
+// ExitCodeOf maps an error to its IF-1 exit code.
+func ExitCodeOf(err error) int {
+	if err == nil {
+		return ExitOK
+	}
+	var se *silentExit
+	if errors.As(err, &se) {
+		return se.code
+	}
+	var ee *ExitErr
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	switch forge.KindOf(err) {
+	case forge.KindAuth:
+		return ExitAuth
+	case forge.KindUnreachable, forge.KindRateLimited:
+		return ExitUnreachable
+	}
+	return ExitError
+}
+
+// Main runs converge with the process's arguments and returns the exit code.
+func Main() int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Run(ctx, os.Args[1:], System())
+}
+
+// Run executes one command line; it is what tests and Main call.
+func Run(ctx context.Context, args []string, ios *IOStreams) int {
+	if ios.Getenv == nil {
+		ios.Getenv = os.Getenv
+	}
+	root := NewRootCmd(ios)
+	root.SetArgs(args)
+	root.SetIn(ios.In)
+	root.SetOut(ios.Out)
+	root.SetErr(ios.ErrOut)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitCodeOf(err)
+	var se *silentExit
+	if !errors.As(err, &se) {
+		fmt.Fprintf(ios.ErrOut, "converge: %s\n", oneLine(err.Error()))
+	}
+	return code
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// NewRootCmd builds the command tree.
+func NewRootCmd(ios *IOStreams) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "converge",
+		Short:         "Drive AI coding agents until a pull request is review-clean, proven on the forge",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &ExitErr{Code: ExitUsage, Err: fmt.Errorf("%w (see --help)", err)}
+	})
+	root.AddCommand(
+		newSandboxCmd(ios),
+		newDemoCmd(ios),
+		newPRCmd(ios),
+		newStatusCmd(ios),
+		newProofCmd(ios),
+	)
+	// Unknown commands and bad arguments are usage errors (exit 2).
+	root.Args = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageErr("unknown command %q (see converge --help)", args[0])
+		}
+		return nil
+	}
+	return root
+}

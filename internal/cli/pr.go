@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/command"
+	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/forge"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+type prOptions struct {
+	URL          string
+	APIURL       string
+	CAFile       string
+	Token        string
+	Agent        string
+	AgentCmd     string
+	TestCmd      string
+	MaxIter      int
+	MaxWallClock time.Duration
+	PollMin      time.Duration
+	PollMax      time.Duration
+	StateDir     string
+	JSON         bool
+	Keep         bool
+	NoCopilot    bool
+}
+
+func newPRCmd(ios *IOStreams) *cobra.Command {
+	opts := &prOptions{}
+	def := prloop.DefaultConfig()
+	cmd := &cobra.Command{
+		Use:   "pr PR_URL",
+		Short: "Drive a pull request to a proven two-stable finish",
+		Long: `Drive a pull request until it is review-clean and the forge proves it:
+request the Copilot review, wait for it, fix what trusted reviewers found,
+build and test, commit and push one commit per round, reply to and resolve
+every thread, and stop at two-stable (or another terminal, see exit codes).`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr("pr needs exactly one PR URL, e.g. converge pr https://github.com/OWNER/REPO/pull/123")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.URL = args[0]
+			return runPR(cmd.Context(), ios, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.APIURL, "api-url", "", "REST API base URL (default from the PR URL; GITHUB_API_URL)")
+	f.StringVar(&opts.CAFile, "ca-file", "", "extra trusted CA certificates (PEM), for the API and git")
+	f.StringVar(&opts.Token, "token", "", "forge token (default: CONVERGE_TOKEN, then the gh conventions)")
+	f.StringVar(&opts.Agent, "agent", "suggest", "fixer agent: suggest (apply ```suggestion blocks) or command")
+	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run (task JSON on stdin, status record on stdout)")
+	f.StringVar(&opts.TestCmd, "test-cmd", "", "test command (default: discovered from the repository)")
+	f.IntVar(&opts.MaxIter, "max-iterations", def.MaxIterations, "maximum rounds")
+	f.DurationVar(&opts.MaxWallClock, "max-wall-clock", def.MaxWallClock, "maximum wall-clock time")
+	f.DurationVar(&opts.PollMin, "poll-min", 60*time.Second, "first wait between polls")
+	f.DurationVar(&opts.PollMax, "poll-max", 600*time.Second, "longest wait between polls (back-off cap)")
+	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
+	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree")
+	f.BoolVar(&opts.NoCopilot, "no-copilot", false, "do not expect Copilot: single-iteration mode")
+	return cmd
+}
+
+func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
+	ref, err := forge.ParsePRURL(opts.URL)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if opts.MaxIter < 1 {
+		return usageErr("--max-iterations must be at least 1, got %d", opts.MaxIter)
+	}
+	if opts.PollMin <= 0 || opts.PollMax < opts.PollMin {
+		return usageErr("--poll-min must be positive and --poll-max at least --poll-min")
+	}
+	ag, err := pickAgent(opts.Agent, opts.AgentCmd)
+	if err != nil {
+		return err
+	}
+	rest, gql, err := ghclient.Endpoints(ref, opts.APIURL, ios.Getenv)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	token, _, err := ghclient.ResolveToken(ctx, apiHost(rest), opts.Token, ios.Getenv, ghAuthToken)
+	if err != nil {
+		return err
+	}
+	var cas []string
+	if opts.CAFile != "" {
+		cas = append(cas, opts.CAFile)
+	}
+	if f := ios.Getenv("SSL_CERT_FILE"); f != "" {
+		cas = append(cas, f)
+	}
+	client, err := ghclient.New(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFiles: cas})
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	stateDir := opts.StateDir
+	if stateDir == "" {
+		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
+	}
+	var testCmd []string
+	if opts.TestCmd != "" {
+		testCmd = []string{"sh", "-c", opts.TestCmd}
+	}
+	cfg := prloop.DefaultConfig()
+	cfg.MaxIterations = opts.MaxIter
+	cfg.MaxWallClock = opts.MaxWallClock
+	cfg.ExpectsCopilot = !opts.NoCopilot
+	_, err = runLoop(ctx, ios, loopParams{
+		Ref:      ref,
+		Forge:    client,
+		CloneURL: cloneURL(ref),
+		GitEnv:   repo.AuthEnv(token, cas...),
+		StateDir: stateDir,
+		Agent:    ag,
+		TestCmd:  testCmd,
+		Config:   cfg,
+		PollMin:  opts.PollMin,
+		PollMax:  opts.PollMax,
+		JSON:     opts.JSON,
+		Keep:     opts.Keep,
+		Secrets:  []string{token},
+		Author:   "converge",
+		Email:    "converge@users.noreply.github.com",
+	})
+	return err
+}
+
+func pickAgent(name, cmdline string) (agent.Agent, error) {
+	switch name {
+	case "suggest":
+		return suggest.New(), nil
+	case "command":
+		if strings.TrimSpace(cmdline) == "" {
+			return nil, usageErr("--agent command needs --agent-cmd, e.g. --agent-cmd './fix.sh'")
+		}
+		a, err := command.New([]string{"sh", "-c", cmdline}, command.Options{})
+		if err != nil {
+			return nil, usageErr("--agent-cmd: %v", err)
+		}
+		return a, nil
+	}
+	return nil, usageErr("unknown --agent %q: use suggest or command", name)
+}
+
+// cloneURL is the repository's git URL on the PR's web host.
+func cloneURL(ref forge.PRRef) string {
+	scheme := ref.Scheme
+	if scheme == "" {
+		scheme = "https"
+	}
+	return fmt.Sprintf("%s://%s/%s/%s.git", scheme, ref.Host, ref.Owner, ref.Repo)
+}
+
+func apiHost(rest string) string {
+	s := rest
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	if i := strings.IndexByte(s, '/'); i >= 0 {
+		s = s[:i]
+	}
+	if s == "api.github.com" {
+		return "github.com"
+	}
+	return s
+}
+
+// ghAuthToken asks the gh CLI for a token, the last resort of IF-2.
+func ghAuthToken(ctx context.Context, host string) (string, error) {
+	args := []string{"auth", "token"}
+	if host != "" && host != "github.com" {
+		args = append(args, "--hostname", host)
+	}
+	out, err := exec.CommandContext(ctx, "gh", args...).Output()
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(out)), nil
+}

@@ -1,0 +1,239 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+// loopParams is everything one PR loop run needs, however it was started
+// (`converge pr` or `converge demo`).
+type loopParams struct {
+	Ref      forge.PRRef
+	Forge    forge.Forge
+	CloneURL string
+	GitEnv   []string
+	StateDir string // holds converge.db and work/
+	Agent    agent.Agent
+	TestCmd  []string
+	Config   prloop.Config
+	PollMin  time.Duration
+	PollMax  time.Duration
+	Wake     <-chan struct{}
+	JSON     bool
+	Keep     bool
+	Secrets  []string
+	Author   string
+	Email    string
+}
+
+// runLoop runs one PR loop to its terminal: lock, record, run, persist,
+// print the proof. The returned error carries the terminal's exit code.
+func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Terminal, error) {
+	db, err := store.Open(ctx, filepath.Join(p.StateDir, "converge.db"), store.WithSecrets(p.Secrets...))
+	if err != nil {
+		return nil, fmt.Errorf("open state store: %w", err)
+	}
+	defer db.Close()
+
+	target := p.Ref.String()
+	runID := store.NewRunID(time.Now())
+	holder, ok, err := db.AcquireLock(ctx, target, runID, os.Getpid())
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", target, err)
+	}
+	if !ok {
+		return nil, usageErr("a loop is already running on %s (run %s); wait for it or stop it with converge stop %s", target, holder, holder)
+	}
+	defer db.ReleaseLock(context.WithoutCancel(ctx), target, runID)
+
+	if err := db.CreateRun(ctx, store.Run{ID: runID, Kind: "pr", Target: target}); err != nil {
+		return nil, fmt.Errorf("record run: %w", err)
+	}
+	out := newReporter(ios, p.JSON, db, runID)
+	out.Report(prloop.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
+
+	ws := &prloop.GitWorkspace{
+		Root:     filepath.Join(p.StateDir, "work"),
+		RunID:    runID,
+		CloneURL: p.CloneURL,
+		GitEnv:   p.GitEnv,
+		Agent:    p.Agent,
+		AgentEnv: agent.ScrubEnv(os.Environ()),
+		Budget:   5 * time.Minute,
+		TestCmd:  p.TestCmd,
+		Author:   p.Author,
+		Email:    p.Email,
+		Logf: func(format string, args ...any) {
+			out.Report(prloop.Event{Kind: "note", Message: fmt.Sprintf(format, args...)})
+		},
+	}
+	runner := &prloop.Runner{
+		Forge:     p.Forge,
+		Workspace: ws,
+		Journal:   &storeJournal{db: db, runID: runID},
+		Reporter:  out,
+		Config:    p.Config,
+		PollMin:   p.PollMin,
+		PollMax:   p.PollMax,
+		Wake:      p.Wake,
+	}
+	term, runErr := runner.Run(ctx, p.Ref, prloop.State{Phase: prloop.PhaseStart})
+	fin := context.WithoutCancel(ctx)
+	if !p.Keep {
+		_ = ws.Cleanup(fin)
+	}
+	if runErr != nil {
+		code := ExitCodeOf(runErr)
+		status := prloop.ReasonErrored
+		if errors.Is(runErr, context.Canceled) {
+			status = "interrupted"
+		}
+		_ = db.FinishRun(fin, runID, status, code, nil)
+		return nil, fmt.Errorf("run %s: %w", runID, runErr)
+	}
+	var proof []byte
+	if term.Proof != nil {
+		proof, _ = json.Marshal(term.Proof)
+	}
+	if err := db.FinishRun(fin, runID, term.Reason, term.ExitCode, proof); err != nil {
+		return term, fmt.Errorf("record terminal: %w", err)
+	}
+	printTerminal(ios, p.JSON, runID, term)
+	if term.ExitCode != ExitOK {
+		return term, &silentExit{code: term.ExitCode}
+	}
+	return term, nil
+}
+
+// storeJournal adapts the SQLite store to the runner's Journal.
+type storeJournal struct {
+	db    *store.Store
+	runID string
+}
+
+func (j *storeJournal) SaveState(ctx context.Context, s prloop.State) error {
+	b, err := prloop.MarshalState(s)
+	if err != nil {
+		return err
+	}
+	status := store.StatusRunning
+	if s.Terminal != nil {
+		status = s.Terminal.Reason
+	}
+	return j.db.SaveState(ctx, j.runID, b, status)
+}
+
+func (j *storeJournal) BeginAction(ctx context.Context, round int, a prloop.Action) (bool, error) {
+	got, existed, err := j.db.BeginAction(ctx, store.Action{
+		Key: j.runID + "/" + a.Key, RunID: j.runID, Round: round, Kind: string(a.Kind), Target: a.ThreadID + a.Label + a.SHA,
+	})
+	if err != nil {
+		return false, err
+	}
+	return existed && got.Status == store.ActionDone, nil
+}
+
+func (j *storeJournal) FinishAction(ctx context.Context, a prloop.Action, outcome string, result any) error {
+	var b []byte
+	if result != nil {
+		var err error
+		if b, err = json.Marshal(result); err != nil {
+			return err
+		}
+	}
+	status := store.ActionDone
+	if outcome == "failed" {
+		status = store.ActionFailed
+	}
+	return j.db.FinishAction(ctx, j.runID+"/"+a.Key, status, b)
+}
+
+// reporter prints progress (UX-1) and appends it to the run's event log.
+type reporter struct {
+	mu    sync.Mutex
+	ios   *IOStreams
+	json  bool
+	db    *store.Store
+	runID string
+}
+
+func newReporter(ios *IOStreams, asJSON bool, db *store.Store, runID string) *reporter {
+	return &reporter{ios: ios, json: asJSON, db: db, runID: runID}
+}
+
+func (r *reporter) Report(e prloop.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	var data json.RawMessage
+	if e.Data != nil {
+		data, _ = json.Marshal(e.Data)
+	}
+	_ = r.db.AppendEvent(context.Background(), r.runID, store.Event{Time: e.Time, Kind: e.Kind, Round: e.Round, Message: e.Message, Data: data})
+	if r.json {
+		b, _ := json.Marshal(e)
+		fmt.Fprintln(r.ios.Out, string(b))
+		return
+	}
+	if e.Kind == "terminal" {
+		return // printed with the proof
+	}
+	prefix := "       "
+	if e.Round > 0 {
+		prefix = fmt.Sprintf("round %d", e.Round)
+	}
+	fmt.Fprintf(r.ios.Out, "%s  %-8s %s\n", prefix, e.Kind, e.Message)
+}
+
+// printTerminal prints the terminal and, at success, the proof (PR-T9).
+func printTerminal(ios *IOStreams, asJSON bool, runID string, t *prloop.Terminal) {
+	if asJSON {
+		b, _ := json.Marshal(map[string]any{"kind": "result", "run": runID, "terminal": t})
+		fmt.Fprintln(ios.Out, string(b))
+		return
+	}
+	fmt.Fprintf(ios.Out, "\nconverge: %s (exit %d) — %s\n", t.Reason, t.ExitCode, t.Message)
+	if t.Proof != nil {
+		printProof(ios, runID, t.Proof)
+	}
+}
+
+func printProof(ios *IOStreams, runID string, p *prloop.Proof) {
+	none := func(xs []string) string {
+		if len(xs) == 0 {
+			return "none"
+		}
+		return strings.Join(xs, ", ")
+	}
+	w := ios.Out
+	fmt.Fprintf(w, "proof (run %s)\n", runID)
+	fmt.Fprintf(w, "  pr                           %s\n", p.PR)
+	fmt.Fprintf(w, "  head                         %s\n", p.HeadSHA)
+	fmt.Fprintf(w, "  reviewed commit              %s (%s review %s at %s)\n", p.ReviewedCommit, p.ReviewSource, p.ReviewID, p.ReviewedAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "  ci                           %s\n", p.CIState)
+	fmt.Fprintf(w, "  merge state                  %s\n", p.MergeState)
+	fmt.Fprintf(w, "  open threads awaiting reply  %d\n", p.OpenThreadsAwaitingReply)
+	fmt.Fprintf(w, "  escalated threads            %s\n", none(p.EscalatedThreads))
+	fmt.Fprintf(w, "  hand-offs                    %s\n", none(p.HandOffs))
+	fmt.Fprintf(w, "  rounds run                   %d\n", p.RoundsRun)
+	if len(p.RevertedRounds) > 0 {
+		fmt.Fprintf(w, "  reverted rounds              %v\n", p.RevertedRounds)
+	}
+	for _, n := range p.Notes {
+		fmt.Fprintf(w, "  note                         %s\n", n)
+	}
+}

@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+)
+
+type sandboxOptions struct {
+	StateDir     string
+	Addr         string
+	HTTP         bool
+	CopilotDelay time.Duration
+	Verbose      bool
+}
+
+// sandboxInfo is the one JSON line `converge sandbox` prints.
+type sandboxInfo struct {
+	APIURL     string        `json:"api_url"`
+	GraphQLURL string        `json:"graphql_url"`
+	GitURL     string        `json:"git_url"`
+	PRURL      string        `json:"pr_url"`
+	CAFile     string        `json:"ca_file"`
+	Tokens     sandboxTokens `json:"tokens"`
+}
+
+type sandboxTokens struct {
+	Author   string `json:"author"`
+	Reviewer string `json:"reviewer"`
+	Outsider string `json:"outsider"`
+	Copilot  string `json:"copilot"`
+	CI       string `json:"ci"`
+}
+
+// sandboxMarker marks a state directory as the sandbox's own, so a restart
+// may wipe it but a user's directory is never emptied.
+const sandboxMarker = ".converge-sandbox"
+
+func newSandboxCmd(ios *IOStreams) *cobra.Command {
+	opts := &sandboxOptions{}
+	cmd := &cobra.Command{
+		Use:   "sandbox",
+		Short: "Serve a GitHub emulator with a seeded demo repository and an open PR",
+		Long: `Serve a GitHub emulator on loopback with a seeded demo repository and an
+open pull request, a scripted Copilot reviewer and a CI runner. Prints one
+JSON line with the URLs and tokens, then serves until interrupted.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSandbox(cmd.Context(), ios, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.StateDir, "state", "", "directory for the emulator's repositories (default: a temporary directory removed on exit)")
+	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:0", "address to listen on (loopback)")
+	cmd.Flags().BoolVar(&opts.HTTP, "http", false, "serve plain http instead of https")
+	cmd.Flags().DurationVar(&opts.CopilotDelay, "copilot-delay", 3*time.Second, "how long the scripted Copilot takes to review")
+	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log requests to stderr")
+	return cmd
+}
+
+func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error {
+	dir, cleanup, err := sandboxDir(opts.StateDir)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	level := slog.LevelWarn
+	if opts.Verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: level}))
+	hub, err := fakehub.New(fakehub.Options{
+		StateDir:     dir,
+		Addr:         opts.Addr,
+		HTTP:         opts.HTTP,
+		CopilotDelay: opts.CopilotDelay,
+		Logger:       logger,
+	})
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	if err := hub.Start(ctx); err != nil {
+		return &ExitErr{Code: ExitUsage, Err: fmt.Errorf("sandbox: cannot listen on %s: %v (pick another --addr)", opts.Addr, err)}
+	}
+	defer hub.Close()
+
+	demo, err := fakehub.SeedDemo(ctx, hub)
+	if err != nil {
+		return fmt.Errorf("sandbox: seed demo repository: %w", err)
+	}
+	tok := hub.Tokens()
+	info := sandboxInfo{
+		APIURL:     hub.APIURL(),
+		GraphQLURL: hub.GraphQLURL(),
+		GitURL:     hub.GitURL(demo.Owner, demo.Repo),
+		PRURL:      demo.PRURL,
+		CAFile:     hub.CAFile(),
+		Tokens: sandboxTokens{
+			Author: tok.Author, Reviewer: tok.Reviewer, Outsider: tok.Outsider,
+			Copilot: tok.Copilot, CI: tok.CI,
+		},
+	}
+	line, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(ios.Out, string(line))
+	<-ctx.Done()
+	return nil
+}
+
+// sandboxDir returns the directory the emulator keeps its repositories in.
+// A directory given with --state must be empty or a previous sandbox's.
+func sandboxDir(want string) (string, func(), error) {
+	if want == "" {
+		dir, err := os.MkdirTemp("", "converge-sandbox-")
+		if err != nil {
+			return "", nil, fmt.Errorf("sandbox: create temporary directory: %w", err)
+		}
+		return dir, func() { os.RemoveAll(dir) }, nil
+	}
+	entries, err := os.ReadDir(want)
+	switch {
+	case os.IsNotExist(err):
+	case err != nil:
+		return "", nil, usageErr("sandbox: cannot read --state %s: %v", want, err)
+	case len(entries) > 0:
+		if _, err := os.Stat(filepath.Join(want, sandboxMarker)); err != nil {
+			return "", nil, usageErr("sandbox: --state %s is not empty and not a sandbox directory; name an empty or new directory", want)
+		}
+		// A previous sandbox's state: the emulator starts fresh each time.
+		for _, e := range entries {
+			if err := os.RemoveAll(filepath.Join(want, e.Name())); err != nil {
+				return "", nil, fmt.Errorf("sandbox: clear %s: %w", want, err)
+			}
+		}
+	}
+	if err := os.MkdirAll(want, 0o755); err != nil {
+		return "", nil, usageErr("sandbox: cannot create --state %s: %v", want, err)
+	}
+	if err := os.WriteFile(filepath.Join(want, sandboxMarker), []byte("converge sandbox state\n"), 0o644); err != nil {
+		return "", nil, fmt.Errorf("sandbox: mark %s: %w", want, err)
+	}
+	return want, func() {}, nil
+}

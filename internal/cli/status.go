@@ -1,0 +1,170 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+type statusOptions struct {
+	StateDir string
+	JSON     bool
+	Limit    int
+}
+
+func newStatusCmd(ios *IOStreams) *cobra.Command {
+	opts := &statusOptions{}
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "List runs from the state store",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runStatus(cmd.Context(), ios, opts)
+		},
+	}
+	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 20, "how many runs, newest first")
+	return cmd
+}
+
+// runView is a run as status and proof print it.
+type runView struct {
+	ID       string          `json:"id"`
+	Kind     string          `json:"kind"`
+	Target   string          `json:"target"`
+	Status   string          `json:"status"`
+	ExitCode *int            `json:"exit_code,omitempty"`
+	Started  time.Time       `json:"started_at"`
+	Updated  time.Time       `json:"updated_at"`
+	Ended    *time.Time      `json:"ended_at,omitempty"`
+	Proof    json.RawMessage `json:"proof,omitempty"`
+}
+
+func viewOf(r store.Run) runView {
+	v := runView{ID: r.ID, Kind: r.Kind, Target: r.Target, Status: r.Status, Started: r.StartedAt, Updated: r.UpdatedAt, Proof: r.Proof}
+	if r.Finished() {
+		code, end := r.ExitCode, r.EndedAt
+		v.ExitCode, v.Ended = &code, &end
+	}
+	return v
+}
+
+func openStore(ctx context.Context, ios *IOStreams, dir string) (*store.Store, error) {
+	path := store.DefaultPath(ios.Getenv)
+	if dir != "" {
+		path = filepath.Join(dir, "converge.db")
+	}
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
+	return db, nil
+}
+
+func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
+	db, err := openStore(ctx, ios, opts.StateDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	runs, err := db.ListRuns(ctx, store.ListOptions{Limit: opts.Limit})
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		views := make([]runView, 0, len(runs))
+		for _, r := range runs {
+			v := viewOf(r)
+			v.Proof = nil
+			views = append(views, v)
+		}
+		return json.NewEncoder(ios.Out).Encode(views)
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(ios.Out, "no runs yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(ios.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATUS\tEXIT\tSTARTED\tTARGET")
+	for _, r := range runs {
+		exit := "-"
+		if r.Finished() {
+			exit = fmt.Sprint(r.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, exit, r.StartedAt.Local().Format(time.DateTime), r.Target)
+	}
+	return tw.Flush()
+}
+
+type proofOptions struct {
+	StateDir string
+	JSON     bool
+}
+
+func newProofCmd(ios *IOStreams) *cobra.Command {
+	opts := &proofOptions{}
+	cmd := &cobra.Command{
+		Use:   "proof RUN",
+		Short: "Print a run's stored proof of convergence",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr("proof needs exactly one run id (see converge status)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runProof(cmd.Context(), ios, opts, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	return cmd
+}
+
+func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string) error {
+	db, err := openStore(ctx, ios, opts.StateDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	r, err := db.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return usageErr("no run %q in the state store (see converge status)", id)
+	}
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		return json.NewEncoder(ios.Out).Encode(viewOf(r))
+	}
+	if len(r.Proof) == 0 {
+		fmt.Fprintf(ios.Out, "run %s ended %s: no proof (only a two-stable finish has one)\n", r.ID, r.Status)
+		if !r.Finished() {
+			return &silentExit{code: ExitError}
+		}
+		return &silentExit{code: exitOrError(r.ExitCode)}
+	}
+	var p prloop.Proof
+	if err := json.Unmarshal(r.Proof, &p); err != nil {
+		return fmt.Errorf("decode proof of %s: %w", id, err)
+	}
+	printProof(ios, r.ID, &p)
+	return nil
+}
+
+func exitOrError(code int) int {
+	if code == 0 {
+		return ExitError
+	}
+	return code
+}

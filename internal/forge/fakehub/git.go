@@ -1,0 +1,513 @@
+package fakehub
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/cgi"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// gitIdentity is set explicitly on every commit the hub writes: machines
+// running tests may have no git identity.
+var gitIdentity = []string{
+	"GIT_AUTHOR_NAME=Octo Author", "GIT_AUTHOR_EMAIL=octo-author@users.noreply.fakehub",
+	"GIT_COMMITTER_NAME=fakehub", "GIT_COMMITTER_EMAIL=noreply@fakehub",
+}
+
+// git runs git in dir with extra env and returns trimmed stdout.
+func runGit(ctx context.Context, dir string, env []string, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return strings.TrimSpace(out.String()), &gitError{args: args, err: err, stderr: strings.TrimSpace(errb.String())}
+	}
+	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+type gitError struct {
+	args   []string
+	err    error
+	stderr string
+}
+
+func (e *gitError) Error() string {
+	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.args, " "), e.err, e.stderr)
+}
+
+func (e *gitError) Unwrap() error { return e.err }
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// initBare creates a bare repository whose HEAD names branch.
+func initBare(ctx context.Context, dir, branch string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("mkdir repo: %w", err)
+	}
+	if _, err := runGit(ctx, dir, nil, nil, "init", "--bare", "--quiet", "--initial-branch="+branch); err != nil {
+		return err
+	}
+	// Pushes over http need receive-pack; fetches of arbitrary shas help
+	// clients that fetch a PR head by oid.
+	for _, kv := range [][2]string{{"http.receivepack", "true"}, {"uploadpack.allowAnySHA1InWant", "true"}, {"receive.denyDeleteCurrent", "warn"}} {
+		if _, err := runGit(ctx, dir, nil, nil, "config", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// commitFiles writes files on top of parent (or an empty tree when parent is
+// "") into the bare repository and returns the new commit. A file whose
+// content is the DeleteFile marker is removed.
+func commitFiles(ctx context.Context, dir, parent string, files map[string]string, message string, when time.Time) (string, error) {
+	idx, err := os.CreateTemp("", "fakehub-index-")
+	if err != nil {
+		return "", fmt.Errorf("temp index: %w", err)
+	}
+	idxPath := idx.Name()
+	idx.Close()
+	os.Remove(idxPath)
+	defer os.Remove(idxPath)
+	env := []string{"GIT_INDEX_FILE=" + idxPath}
+	if parent != "" {
+		if _, err := runGit(ctx, dir, env, nil, "read-tree", parent); err != nil {
+			return "", err
+		}
+	}
+	var info strings.Builder
+	for path, content := range files {
+		if content == DeleteFile {
+			if _, err := runGit(ctx, dir, env, nil, "update-index", "--force-remove", "--", path); err != nil {
+				return "", err
+			}
+			continue
+		}
+		sha, err := runGit(ctx, dir, nil, []byte(content), "hash-object", "-w", "--stdin")
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&info, "100644 %s\t%s\n", sha, path)
+	}
+	if info.Len() > 0 {
+		if _, err := runGit(ctx, dir, env, []byte(info.String()), "update-index", "--add", "--index-info"); err != nil {
+			return "", err
+		}
+	}
+	tree, err := runGit(ctx, dir, env, nil, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"commit-tree", tree, "-m", message}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	date := when.Format(time.RFC3339)
+	cenv := append([]string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, gitIdentity...)
+	return runGit(ctx, dir, cenv, nil, args...)
+}
+
+// DeleteFile as a file's content in CreatePR/PushFiles removes the file.
+const DeleteFile = "\x00fakehub:delete\x00"
+
+func revParse(ctx context.Context, dir, rev string) (string, error) {
+	return runGit(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+}
+
+// readRefs maps branch name to sha.
+func readRefs(ctx context.Context, dir string) (map[string]string, error) {
+	out, err := runGit(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		sha, ref, ok := strings.Cut(l, " ")
+		if ok {
+			refs[strings.TrimPrefix(ref, "refs/heads/")] = sha
+		}
+	}
+	return refs, nil
+}
+
+// fileAt reads a file's exact bytes at a commit.
+func fileAt(ctx context.Context, dir, sha, path string) (string, bool) {
+	cmd := exec.CommandContext(ctx, "git", "cat-file", "blob", sha+":"+path)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", false
+	}
+	return string(out), true
+}
+
+// gitCache memoises answers that depend only on immutable commit ids.
+type gitCache struct {
+	mu      sync.Mutex
+	merge   map[string]mergeInfo
+	commits map[string][]commitInfo
+	hunks   map[string][]hunk
+	changed map[string]int
+}
+
+type mergeInfo struct {
+	conflict bool
+	behind   bool
+	tree     string
+}
+
+// mergeState computes conflicts with merge-tree and "behind" with
+// merge-base --is-ancestor.
+func (h *Hub) mergeState(ctx context.Context, dir, base, head string) (mergeInfo, error) {
+	key := dir + "\x00" + base + "\x00" + head
+	h.git.mu.Lock()
+	if mi, ok := h.git.merge[key]; ok {
+		h.git.mu.Unlock()
+		return mi, nil
+	}
+	h.git.mu.Unlock()
+	var mi mergeInfo
+	out, err := runGit(ctx, dir, nil, nil, "merge-tree", "--write-tree", "--no-messages", base, head)
+	switch {
+	case err == nil:
+		mi.tree = strings.SplitN(out, "\n", 2)[0]
+	case exitCode(err) == 1:
+		mi.conflict = true
+	default:
+		return mi, err
+	}
+	_, err = runGit(ctx, dir, nil, nil, "merge-base", "--is-ancestor", base, head)
+	switch {
+	case err == nil:
+	case exitCode(err) == 1:
+		mi.behind = true
+	default:
+		return mi, err
+	}
+	h.git.mu.Lock()
+	if h.git.merge == nil {
+		h.git.merge = map[string]mergeInfo{}
+	}
+	h.git.merge[key] = mi
+	h.git.mu.Unlock()
+	return mi, nil
+}
+
+type commitInfo struct {
+	sha       string
+	parents   []string
+	committed time.Time
+	authored  time.Time
+	message   string
+}
+
+// prCommits lists base..head oldest first.
+func (h *Hub) prCommits(ctx context.Context, dir, base, head string) ([]commitInfo, error) {
+	key := dir + "\x00" + base + "\x00" + head
+	h.git.mu.Lock()
+	if c, ok := h.git.commits[key]; ok {
+		h.git.mu.Unlock()
+		return c, nil
+	}
+	h.git.mu.Unlock()
+	out, err := runGit(ctx, dir, nil, nil, "log", "--reverse", "--format=%H%x00%P%x00%cI%x00%aI%x00%B%x1e", base+".."+head)
+	if err != nil {
+		return nil, err
+	}
+	var cs []commitInfo
+	for _, rec := range strings.Split(out, "\x1e") {
+		rec = strings.TrimLeft(rec, "\n")
+		f := strings.SplitN(rec, "\x00", 5)
+		if len(f) < 5 {
+			continue
+		}
+		ct, _ := time.Parse(time.RFC3339, f[2])
+		at, _ := time.Parse(time.RFC3339, f[3])
+		cs = append(cs, commitInfo{sha: f[0], parents: strings.Fields(f[1]), committed: ct.UTC(), authored: at.UTC(), message: strings.TrimRight(f[4], "\n")})
+	}
+	h.git.mu.Lock()
+	if h.git.commits == nil {
+		h.git.commits = map[string][]commitInfo{}
+	}
+	h.git.commits[key] = cs
+	h.git.mu.Unlock()
+	return cs, nil
+}
+
+// commitOne reads one commit's metadata.
+func commitOne(ctx context.Context, dir, sha string) (commitInfo, error) {
+	out, err := runGit(ctx, dir, nil, nil, "log", "-1", "--format=%H%x00%P%x00%cI%x00%aI%x00%B", sha)
+	if err != nil {
+		return commitInfo{}, err
+	}
+	f := strings.SplitN(out, "\x00", 5)
+	if len(f) < 5 {
+		return commitInfo{}, fmt.Errorf("parse commit %s", sha)
+	}
+	ct, _ := time.Parse(time.RFC3339, f[2])
+	at, _ := time.Parse(time.RFC3339, f[3])
+	return commitInfo{sha: f[0], parents: strings.Fields(f[1]), committed: ct.UTC(), authored: at.UTC(), message: strings.TrimRight(f[4], "\n")}, nil
+}
+
+// changedFiles counts files changed between the merge base and head.
+func (h *Hub) changedFiles(ctx context.Context, dir, base, head string) int {
+	key := dir + "\x00" + base + "\x00" + head
+	h.git.mu.Lock()
+	if n, ok := h.git.changed[key]; ok {
+		h.git.mu.Unlock()
+		return n
+	}
+	h.git.mu.Unlock()
+	out, err := runGit(ctx, dir, nil, nil, "diff", "--name-only", base+"..."+head)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if l != "" {
+			n++
+		}
+	}
+	h.git.mu.Lock()
+	if h.git.changed == nil {
+		h.git.changed = map[string]int{}
+	}
+	h.git.changed[key] = n
+	h.git.mu.Unlock()
+	return n
+}
+
+// hunk is one -U0 hunk: old lines [oldStart, oldStart+oldLen) became new
+// lines [newStart, newStart+newLen). A zero length means the hunk sits after
+// line start.
+type hunk struct{ oldStart, oldLen, newStart, newLen int }
+
+// deletedFile marks a path that no longer exists at the new commit.
+var deletedFile = []hunk{{oldStart: -1}}
+
+var hunkRE = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
+
+func (h *Hub) diffHunks(ctx context.Context, dir, from, to, path string) ([]hunk, error) {
+	key := dir + "\x00" + from + "\x00" + to + "\x00" + path
+	h.git.mu.Lock()
+	if hs, ok := h.git.hunks[key]; ok {
+		h.git.mu.Unlock()
+		return hs, nil
+	}
+	h.git.mu.Unlock()
+	var hs []hunk
+	if _, ok := fileAt(ctx, dir, to, path); !ok {
+		hs = deletedFile
+	} else {
+		out, err := runGit(ctx, dir, nil, nil, "diff", "-U0", "--no-color", "--no-ext-diff", from, to, "--", path)
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range strings.Split(out, "\n") {
+			m := hunkRE.FindStringSubmatch(l)
+			if m == nil {
+				continue
+			}
+			atoi := func(s string, def int) int {
+				if s == "" {
+					return def
+				}
+				n, _ := strconv.Atoi(s)
+				return n
+			}
+			hs = append(hs, hunk{atoi(m[1], 0), atoi(m[2], 1), atoi(m[3], 0), atoi(m[4], 1)})
+		}
+	}
+	h.git.mu.Lock()
+	if h.git.hunks == nil {
+		h.git.hunks = map[string][]hunk{}
+	}
+	h.git.hunks[key] = hs
+	h.git.mu.Unlock()
+	return hs, nil
+}
+
+// mapRange maps lines [start, end] of the old file through hunks; ok is
+// false when any of those lines changed (the thread is outdated).
+func mapRange(hs []hunk, start, end int) (newStart, newEnd int, ok bool) {
+	if len(hs) == 1 && hs[0].oldStart == -1 {
+		return 0, 0, false
+	}
+	shift := 0
+	for _, x := range hs {
+		if x.oldLen == 0 {
+			// Pure insertion after line oldStart.
+			switch {
+			case x.oldStart < start:
+				shift += x.newLen
+			case x.oldStart < end:
+				return 0, 0, false
+			}
+			continue
+		}
+		last := x.oldStart + x.oldLen - 1
+		switch {
+		case last < start:
+			shift += x.newLen - x.oldLen
+		case x.oldStart > end:
+		default:
+			return 0, 0, false
+		}
+	}
+	return start + shift, end + shift, true
+}
+
+// serveGit hands smart-HTTP to git http-backend after checking the token;
+// pushes need write access and re-read the refs afterwards.
+func (h *Hub) serveGit(w http.ResponseWriter, r *http.Request) {
+	u := h.authenticate(r)
+	h.mu.Lock()
+	h.countLocked("git", u)
+	h.mu.Unlock()
+	p := r.URL.Path
+	i := strings.Index(p, ".git")
+	parts := strings.Split(strings.Trim(p[:i], "/"), "/")
+	if len(parts) != 2 {
+		writeJSON(w, http.StatusNotFound, notFoundBody())
+		return
+	}
+	owner, name := parts[0], parts[1]
+	h.mu.Lock()
+	rp := h.repoLocked(owner, name)
+	h.mu.Unlock()
+	if rp == nil {
+		http.Error(w, "Repository not found.", http.StatusNotFound)
+		return
+	}
+	if u == nil {
+		w.Header().Set("WWW-Authenticate", `Basic realm="fakehub"`)
+		http.Error(w, "Authentication required", http.StatusUnauthorized)
+		return
+	}
+	push := strings.HasSuffix(p, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack"
+	if push && !u.canWrite() {
+		http.Error(w, fmt.Sprintf("Permission to %s/%s.git denied to %s.", owner, name, u.restLogin), http.StatusForbidden)
+		return
+	}
+	env := []string{
+		"GIT_PROJECT_ROOT=" + filepath.Join(h.opts.StateDir, "repos"),
+		"GIT_HTTP_EXPORT_ALL=1",
+		"REMOTE_USER=" + u.restLogin,
+		"GIT_CONFIG_NOSYSTEM=1",
+	}
+	for _, k := range []string{"PATH", "HOME"} {
+		env = append(env, k+"="+os.Getenv(k))
+	}
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		http.Error(w, "git not found", http.StatusInternalServerError)
+		return
+	}
+	// The CGI handler would trust the client's Content-Length; git sends
+	// chunked bodies for big pushes, which http-backend reads to EOF.
+	handler := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Env: env, Dir: h.opts.StateDir}
+	handler.ServeHTTP(w, r)
+	if push && r.Method == http.MethodPost {
+		h.afterPush(owner, name, u)
+	}
+}
+
+// afterPush re-reads refs and moves PR heads (and bases) accordingly.
+func (h *Hub) afterPush(owner, name string, by *user) {
+	ctx := h.bgCtx()
+	h.mu.Lock()
+	rp := h.repoLocked(owner, name)
+	h.mu.Unlock()
+	if rp == nil {
+		return
+	}
+	refs, err := readRefs(ctx, rp.dir)
+	if err != nil {
+		h.log.Error("fakehub read refs", "repo", rp.fullName(), "err", err)
+		return
+	}
+	h.refsChanged(ctx, rp, refs, by)
+}
+
+func (h *Hub) bgCtx() context.Context {
+	if h.ctx != nil {
+		return h.ctx
+	}
+	return context.Background()
+}
+
+// refsChanged updates every open PR from the branch tips and starts CI on
+// moved heads.
+func (h *Hub) refsChanged(ctx context.Context, rp *repo, refs map[string]string, by *user) {
+	type moved struct {
+		p     *pr
+		old   string
+		force bool
+	}
+	var ms []moved
+	h.mu.Lock()
+	prs := append([]*pr(nil), rp.prs...)
+	h.mu.Unlock()
+	for _, p := range prs {
+		h.mu.Lock()
+		open := p.state == "OPEN"
+		head, base, oldHead := p.headRef, p.baseRef, p.headSHA
+		h.mu.Unlock()
+		if !open {
+			continue
+		}
+		newHead, newBase := refs[head], refs[base]
+		force := false
+		if newHead != "" && newHead != oldHead {
+			if _, err := runGit(ctx, rp.dir, nil, nil, "merge-base", "--is-ancestor", oldHead, newHead); err != nil {
+				force = true
+			}
+		}
+		h.mu.Lock()
+		if newBase != "" {
+			p.baseSHA = newBase
+		}
+		if newHead != "" && newHead != p.headSHA {
+			ms = append(ms, moved{p: p, old: p.headSHA, force: force})
+			p.headSHA = newHead
+			p.heads = append(p.heads, newHead)
+			p.updatedAt = h.now()
+			if force {
+				h.addEventLocked(p, &issueEvent{event: "head_ref_force_pushed", actor: by, commitID: newHead})
+			}
+			h.publishLocked(Event{Kind: "push", Owner: rp.owner, Repo: rp.name, Number: p.number, SHA: newHead, Actor: by.restLogin})
+		}
+		h.mu.Unlock()
+	}
+	for _, m := range ms {
+		h.startCI(rp, m.p)
+	}
+	if len(ms) == 0 {
+		h.mu.Lock()
+		h.publishLocked(Event{Kind: "push", Owner: rp.owner, Repo: rp.name, Actor: by.restLogin})
+		h.mu.Unlock()
+	}
+}

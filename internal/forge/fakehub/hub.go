@@ -1,0 +1,516 @@
+// Package fakehub is a GitHub emulator for tests, the demo and
+// `converge sandbox`: REST under /api/v3, GraphQL under /api/graphql (served
+// from our own SDL, a checked subset of GitHub's public schema) and git smart
+// HTTP over real bare repositories, on loopback, with https by default so the
+// real gh CLI and go-github's Enterprise mode talk to it unchanged.
+//
+// Reviewers are scripted (Copilot) and CI runs a real test command on every
+// new head, so a whole review loop can run against it end to end.
+package fakehub
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	graphqlgo "github.com/graph-gophers/graphql-go"
+)
+
+// Options configure a Hub.
+type Options struct {
+	// StateDir holds the bare repositories and ca.pem; a temporary
+	// directory (removed by Close) when empty.
+	StateDir string
+	// Addr to listen on; default 127.0.0.1:0.
+	Addr string
+	// HTTP serves plain http instead of https.
+	HTTP bool
+	// CopilotDelay is how long a requested Copilot review takes; default 1s.
+	// Negative means immediately.
+	CopilotDelay time.Duration
+	// Logger receives request and background-work logs; discarded when nil.
+	Logger *slog.Logger
+}
+
+// Tokens are the per-hub secrets, one per identity.
+type Tokens struct {
+	Author   string // octo-author: opens PRs, write access
+	Reviewer string // octo-reviewer: a human reviewer with write access
+	Outsider string // outsider: read only
+	Copilot  string // the Copilot reviewer bot
+	CI       string // github-actions[bot]
+}
+
+// Logins of the built-in identities.
+const (
+	LoginAuthor   = "octo-author"
+	LoginReviewer = "octo-reviewer"
+	LoginOutsider = "outsider"
+	// LoginCopilot is Copilot's GraphQL login; REST reviews say
+	// LoginCopilotREST, inline comments, events and requested reviewers say
+	// LoginCopilotShort (PR-O2).
+	LoginCopilot      = "copilot-pull-request-reviewer"
+	LoginCopilotREST  = "copilot-pull-request-reviewer[bot]"
+	LoginCopilotShort = "Copilot"
+	// LoginCI is the CI app's GraphQL login; REST says LoginCIREST.
+	LoginCI     = "github-actions"
+	LoginCIREST = "github-actions[bot]"
+)
+
+// Hub is one running emulator.
+type Hub struct {
+	opts    Options
+	log     *slog.Logger
+	tempDir bool
+	tokens  Tokens
+
+	caPEM   []byte
+	caFile  string
+	tlsCert tls.Certificate
+	pool    *x509.CertPool
+
+	schema *graphqlgo.Schema
+
+	ln     net.Listener
+	srv    *http.Server
+	host   string
+	scheme string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	users   map[string]*user // by token
+	byLogin map[string]*user // by any login variant, lower-case
+	repos   map[string]*repo // "owner/name"
+	nodes   map[string]any   // node id -> object
+	nextID  int64
+	subs    map[int]chan Event
+	nextSub int
+	faults  []*fault
+	counts  RequestCounts
+	rate    map[string]*rateWindow // by login
+
+	git gitCache
+}
+
+// New prepares a hub: state directory, CA and tokens. Start serves it.
+func New(opts Options) (*Hub, error) {
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.CopilotDelay == 0 {
+		opts.CopilotDelay = time.Second
+	}
+	h := &Hub{
+		opts:    opts,
+		log:     opts.Logger,
+		users:   map[string]*user{},
+		byLogin: map[string]*user{},
+		repos:   map[string]*repo{},
+		nodes:   map[string]any{},
+		subs:    map[int]chan Event{},
+		rate:    map[string]*rateWindow{},
+		nextID:  1000,
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if h.opts.StateDir == "" {
+		d, err := os.MkdirTemp("", "fakehub-")
+		if err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+		h.opts.StateDir = d
+		h.tempDir = true
+	}
+	if err := os.MkdirAll(filepath.Join(h.opts.StateDir, "repos"), 0o755); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	h.scheme = "https"
+	if opts.HTTP {
+		h.scheme = "http"
+	}
+	if err := h.makeCA(); err != nil {
+		return nil, err
+	}
+	h.makeUsers()
+	s, err := graphqlgo.ParseSchema(schemaSDL, &rootResolver{h: h}, graphqlgo.MaxParallelism(1))
+	if err != nil {
+		return nil, fmt.Errorf("parse schema: %w", err)
+	}
+	h.schema = s
+	return h, nil
+}
+
+// Start listens and serves until Close (or ctx ends).
+func (h *Hub) Start(ctx context.Context) error {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", h.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	h.ln = ln
+	h.host = ln.Addr().String()
+	h.ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	h.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+	}
+	if !h.opts.HTTP {
+		h.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{h.tlsCert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, h.srv.TLSConfig)
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			h.log.Error("fakehub serve", "err", err)
+		}
+	}()
+	// Closing when the caller's context ends keeps tests from leaking servers.
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		select {
+		case <-ctx.Done():
+			h.shutdown()
+		case <-h.ctx.Done():
+		}
+	}()
+	h.log.Info("fakehub listening", "url", h.BaseURL())
+	return nil
+}
+
+func (h *Hub) shutdown() {
+	h.cancel()
+	if h.srv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = h.srv.Shutdown(sctx)
+	}
+}
+
+// Close stops serving, cancels background work (Copilot, CI) and waits for
+// it; a temporary state directory is removed.
+func (h *Hub) Close() error {
+	if h.cancel != nil {
+		h.shutdown()
+	}
+	h.wg.Wait()
+	h.mu.Lock()
+	for id, ch := range h.subs {
+		close(ch)
+		delete(h.subs, id)
+	}
+	h.mu.Unlock()
+	if h.tempDir {
+		return os.RemoveAll(h.opts.StateDir)
+	}
+	return nil
+}
+
+// Host is host:port of the running hub.
+func (h *Hub) Host() string { return h.host }
+
+// Scheme is https, or http with Options.HTTP.
+func (h *Hub) Scheme() string { return h.scheme }
+
+// BaseURL is scheme://host.
+func (h *Hub) BaseURL() string { return h.scheme + "://" + h.host }
+
+// APIURL is the REST base, Enterprise style.
+func (h *Hub) APIURL() string { return h.BaseURL() + "/api/v3" }
+
+// GraphQLURL is the GraphQL endpoint, Enterprise style.
+func (h *Hub) GraphQLURL() string { return h.BaseURL() + "/api/graphql" }
+
+// GitURL is the smart-HTTP clone URL of a repository.
+func (h *Hub) GitURL(owner, repo string) string {
+	return fmt.Sprintf("%s/%s/%s.git", h.BaseURL(), owner, repo)
+}
+
+// PRURL is a pull request's web URL.
+func (h *Hub) PRURL(owner, repo string, number int) string {
+	return fmt.Sprintf("%s/%s/%s/pull/%d", h.BaseURL(), owner, repo, number)
+}
+
+// CAFile is the PEM file of the CA that signed the server certificate.
+func (h *Hub) CAFile() string { return h.caFile }
+
+// CAPEM is the CA certificate in PEM.
+func (h *Hub) CAPEM() []byte { return h.caPEM }
+
+// StateDir is where the bare repositories live.
+func (h *Hub) StateDir() string { return h.opts.StateDir }
+
+// Tokens returns the identities' tokens.
+func (h *Hub) Tokens() Tokens { return h.tokens }
+
+// HTTPClient returns a client that trusts the hub's CA.
+func (h *Hub) HTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: h.pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
+}
+
+// GitEnv is the environment git needs to talk to the hub with token: the CA
+// and an Authorization header passed as config through the environment, as
+// converge does (IF-2), so nothing lands on disk.
+func (h *Hub) GitEnv(token string) []string {
+	env := []string{
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
+	}
+	if !h.opts.HTTP {
+		env = append(env, "GIT_SSL_CAINFO="+h.caFile)
+	}
+	if token != "" {
+		env = append(env, "GIT_CONFIG_COUNT=1",
+			"GIT_CONFIG_KEY_0=http.extraHeader",
+			"GIT_CONFIG_VALUE_0=Authorization: Bearer "+token)
+	}
+	return env
+}
+
+// ServeHTTP routes the three surfaces: REST, GraphQL and git.
+func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rec := &statusRecorder{ResponseWriter: w, status: 200}
+	defer func() {
+		h.log.Debug("fakehub request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "dur", time.Since(start))
+	}()
+	p := r.URL.Path
+	if f := h.takeFault(p); f != nil {
+		writeJSON(rec, f.status, map[string]any{"message": http.StatusText(f.status), "documentation_url": docURL})
+		return
+	}
+	switch {
+	case p == "/api/graphql" || p == "/api/graphql/":
+		h.serveGraphQL(rec, r)
+	case strings.HasPrefix(p, "/api/v3"):
+		h.serveREST(rec, r)
+	case strings.Contains(p, ".git/") || strings.HasSuffix(p, ".git"):
+		h.serveGit(rec, r)
+	default:
+		h.serveWeb(rec, r)
+	}
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	s.status = code
+	s.ResponseWriter.WriteHeader(code)
+}
+
+// Flush lets git's streamed responses through.
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// serveWeb answers the PR web URL with a minimal page so links resolve.
+func (h *Hub) serveWeb(w http.ResponseWriter, r *http.Request) {
+	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
+	if len(parts) >= 4 && parts[2] == "pull" {
+		h.mu.Lock()
+		rp := h.repos[parts[0]+"/"+parts[1]]
+		var title string
+		if rp != nil {
+			for _, pr := range rp.prs {
+				if fmt.Sprint(pr.number) == parts[3] {
+					title = pr.title
+				}
+			}
+		}
+		h.mu.Unlock()
+		if title != "" {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			fmt.Fprintf(w, "<!doctype html><title>%s</title><h1>%s</h1>\n", htmlEscape(title), htmlEscape(title))
+			return
+		}
+	}
+	writeJSON(w, http.StatusNotFound, notFoundBody())
+}
+
+func htmlEscape(s string) string {
+	r := strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", `"`, "&quot;")
+	return r.Replace(s)
+}
+
+// Event is one change in the hub, for subscribers that want to wake early
+// instead of polling.
+type Event struct {
+	Kind   string // push, pr_opened, review, comment, check, status, label, state, review_requested, copilot_started, copilot_finished
+	Owner  string
+	Repo   string
+	Number int    // 0 when not tied to a PR
+	SHA    string // the commit involved, when any
+	Actor  string
+	Detail string // e.g. the check conclusion or the label name
+	At     time.Time
+}
+
+// Subscribe delivers every later Event until cancel. Slow subscribers lose
+// events (the channel is buffered) rather than stall the hub.
+func (h *Hub) Subscribe() (<-chan Event, func()) {
+	ch := make(chan Event, 256)
+	h.mu.Lock()
+	id := h.nextSub
+	h.nextSub++
+	h.subs[id] = ch
+	h.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			h.mu.Lock()
+			if c, ok := h.subs[id]; ok {
+				delete(h.subs, id)
+				close(c)
+			}
+			h.mu.Unlock()
+		})
+	}
+}
+
+// publishLocked sends ev to subscribers; h.mu must be held.
+func (h *Hub) publishLocked(ev Event) {
+	if ev.At.IsZero() {
+		ev.At = h.now()
+	}
+	for _, ch := range h.subs {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+func (h *Hub) now() time.Time { return time.Now().UTC().Truncate(time.Second) }
+
+// newIDLocked hands out increasing database ids shared by all objects, as
+// GitHub's are increasing per kind.
+func (h *Hub) newIDLocked() int64 {
+	h.nextID++
+	return h.nextID
+}
+
+type fault struct {
+	prefix string
+	status int
+	count  int
+}
+
+// InjectFault makes the next count requests whose path starts with
+// pathPrefix (e.g. "/api/graphql", "/api/v3/repos/o/r/issues") fail with
+// status and a GitHub-style body.
+func (h *Hub) InjectFault(pathPrefix string, status, count int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.faults = append(h.faults, &fault{prefix: pathPrefix, status: status, count: count})
+}
+
+func (h *Hub) takeFault(path string) *fault {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, f := range h.faults {
+		if strings.HasPrefix(path, f.prefix) {
+			f.count--
+			if f.count <= 0 {
+				h.faults = append(h.faults[:i], h.faults[i+1:]...)
+			}
+			return f
+		}
+	}
+	return nil
+}
+
+// RequestCounts counts API requests so tests and benchmarks can hold
+// converge to a request budget.
+type RequestCounts struct {
+	REST        int            // REST requests answered (including 304s)
+	NotModified int            // of which 304 Not Modified
+	GraphQL     int            // GraphQL requests
+	Git         int            // git smart-HTTP requests
+	ByLogin     map[string]int // REST+GraphQL by the token's login
+}
+
+// Total is REST + GraphQL.
+func (c RequestCounts) Total() int { return c.REST + c.GraphQL }
+
+// RequestCount returns a copy of the counters.
+func (h *Hub) RequestCount() RequestCounts {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.counts
+	c.ByLogin = map[string]int{}
+	for k, v := range h.counts.ByLogin {
+		c.ByLogin[k] = v
+	}
+	return c
+}
+
+// ResetRequestCounts zeroes the counters.
+func (h *Hub) ResetRequestCounts() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.counts = RequestCounts{}
+}
+
+func (h *Hub) countLocked(kind string, u *user) {
+	if h.counts.ByLogin == nil {
+		h.counts.ByLogin = map[string]int{}
+	}
+	switch kind {
+	case "rest":
+		h.counts.REST++
+	case "304":
+		h.counts.REST++
+		h.counts.NotModified++
+	case "graphql":
+		h.counts.GraphQL++
+	case "git":
+		h.counts.Git++
+		return
+	}
+	if u != nil {
+		h.counts.ByLogin[u.login]++
+	}
+}
+
+// rateWindow is a token's primary rate-limit hour.
+type rateWindow struct {
+	reset       time.Time
+	used        int
+	graphqlUsed int
+}
+
+const rateLimit = 5000
+
+func (h *Hub) rateLocked(u *user) *rateWindow {
+	rw := h.rate[u.login]
+	if rw == nil || time.Now().After(rw.reset) {
+		rw = &rateWindow{reset: time.Now().Add(time.Hour).Truncate(time.Second)}
+		h.rate[u.login] = rw
+	}
+	return rw
+}

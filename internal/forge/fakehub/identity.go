@@ -1,0 +1,161 @@
+package fakehub
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// user is one identity. GitHub spells bots differently per surface, so each
+// surface's login is kept.
+type user struct {
+	login      string // GraphQL login
+	restLogin  string // REST user.login
+	shortLogin string // inline comments, events, requested reviewers (Copilot only)
+	id         int64
+	typ        string // User or Bot
+	perm       string // admin, write, read
+	name       string
+}
+
+func (u *user) nodeID() string {
+	if u.typ == "Bot" {
+		return fmt.Sprintf("BOT_fh%d", u.id)
+	}
+	return fmt.Sprintf("U_fh%d", u.id)
+}
+
+// surfaceLogin is the login for comments, events and requested reviewers.
+func (u *user) surfaceLogin() string {
+	if u.shortLogin != "" {
+		return u.shortLogin
+	}
+	return u.restLogin
+}
+
+func (u *user) canWrite() bool { return u.perm == "write" || u.perm == "admin" }
+
+func randomToken(prefix string) string {
+	b := make([]byte, 18)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return prefix + hex.EncodeToString(b)
+}
+
+func (h *Hub) makeUsers() {
+	h.tokens = Tokens{
+		Author:   randomToken("ghp_fhA"),
+		Reviewer: randomToken("ghp_fhR"),
+		Outsider: randomToken("ghp_fhO"),
+		Copilot:  randomToken("ghs_fhC"),
+		CI:       randomToken("ghs_fhI"),
+	}
+	add := func(tok string, u *user) {
+		h.users[tok] = u
+		for _, l := range []string{u.login, u.restLogin, u.shortLogin} {
+			if l != "" {
+				h.byLogin[strings.ToLower(l)] = u
+			}
+		}
+	}
+	add(h.tokens.Author, &user{login: LoginAuthor, restLogin: LoginAuthor, id: 101, typ: "User", perm: "write", name: "Octo Author"})
+	add(h.tokens.Reviewer, &user{login: LoginReviewer, restLogin: LoginReviewer, id: 102, typ: "User", perm: "write", name: "Octo Reviewer"})
+	add(h.tokens.Outsider, &user{login: LoginOutsider, restLogin: LoginOutsider, id: 103, typ: "User", perm: "read", name: "Out Sider"})
+	add(h.tokens.Copilot, &user{login: LoginCopilot, restLogin: LoginCopilotREST, shortLogin: LoginCopilotShort, id: 175728472, typ: "Bot", perm: "write"})
+	add(h.tokens.CI, &user{login: LoginCI, restLogin: LoginCIREST, id: 41898282, typ: "Bot", perm: "write"})
+}
+
+func (h *Hub) copilot() *user { return h.users[h.tokens.Copilot] }
+func (h *Hub) ciUser() *user  { return h.users[h.tokens.CI] }
+
+// userByLogin finds any identity by any of its logins; h.users is fixed after
+// New, so no lock is needed.
+func (h *Hub) userByLogin(login string) *user { return h.byLogin[strings.ToLower(login)] }
+
+// authenticate reads `Authorization: token X`, `Bearer X` or Basic (token as
+// password, as git sends it).
+func (h *Hub) authenticate(r *http.Request) *user {
+	a := r.Header.Get("Authorization")
+	var tok string
+	switch {
+	case strings.HasPrefix(strings.ToLower(a), "token "):
+		tok = strings.TrimSpace(a[6:])
+	case strings.HasPrefix(strings.ToLower(a), "bearer "):
+		tok = strings.TrimSpace(a[7:])
+	default:
+		if _, p, ok := r.BasicAuth(); ok {
+			tok = p
+		}
+	}
+	if tok == "" {
+		return nil
+	}
+	return h.users[tok]
+}
+
+// makeCA creates a throwaway CA and a server certificate for loopback names.
+func (h *Hub) makeCA() error {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("ca key: %w", err)
+	}
+	now := time.Now()
+	caTmpl := &x509.Certificate{
+		SerialNumber:          big.NewInt(1),
+		Subject:               pkix.Name{CommonName: "fakehub test CA", Organization: []string{"converge fakehub"}},
+		NotBefore:             now.Add(-time.Hour),
+		NotAfter:              now.Add(30 * 24 * time.Hour),
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("ca cert: %w", err)
+	}
+	caCert, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return fmt.Errorf("ca cert: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("server key: %w", err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2),
+		Subject:      pkix.Name{CommonName: "localhost"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(30 * 24 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{"localhost"},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
+	if err != nil {
+		return fmt.Errorf("server cert: %w", err)
+	}
+	h.tlsCert = tls.Certificate{Certificate: [][]byte{der, caDER}, PrivateKey: key}
+	h.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	h.pool = x509.NewCertPool()
+	h.pool.AddCert(caCert)
+	h.caFile = filepath.Join(h.opts.StateDir, "ca.pem")
+	if err := os.WriteFile(h.caFile, h.caPEM, 0o644); err != nil {
+		return fmt.Errorf("write ca: %w", err)
+	}
+	return nil
+}

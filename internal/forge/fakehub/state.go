@@ -1,0 +1,256 @@
+package fakehub
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// repo is one repository; everything in it is guarded by Hub.mu.
+type repo struct {
+	owner, name   string
+	id            int64
+	dir           string // bare repository
+	defaultBranch string
+	testCommand   []string
+	createdAt     time.Time
+
+	prs        []*pr // by number order
+	nextNumber int
+	statuses   []*commitStatus
+	checkRuns  []*checkRun
+	labels     map[string]*label // known labels by lower-case name
+	// copilotScript applies to PRs without their own script.
+	copilotScript *CopilotScript
+	// ci cancels the running CI job per PR number.
+	ci map[int]context.CancelFunc
+}
+
+func (r *repo) fullName() string { return r.owner + "/" + r.name }
+func (r *repo) nodeID() string   { return fmt.Sprintf("R_fh%d", r.id) }
+
+type label struct {
+	id    int64
+	name  string
+	color string
+}
+
+type pr struct {
+	repo      *repo
+	number    int
+	id        int64
+	title     string
+	body      string
+	author    *user
+	state     string // OPEN, CLOSED, MERGED
+	draft     bool
+	headRef   string
+	baseRef   string
+	headSHA   string
+	baseSHA   string // base tip as last read
+	createdAt time.Time
+	updatedAt time.Time
+	closedAt  time.Time
+	mergedAt  time.Time
+	mergedBy  *user
+	mergeSHA  string
+
+	labels        []*label
+	requested     []*user
+	reviews       []*review
+	threads       []*thread
+	events        []*issueEvent
+	issueComments []*issueComment
+	heads         []string // every head the PR has had, oldest first
+
+	copilotScript *CopilotScript
+	copilotRound  int
+	copilotBusy   bool
+}
+
+func (p *pr) nodeID() string { return fmt.Sprintf("PR_fh%d", p.id) }
+
+type review struct {
+	pr          *pr
+	id          int64
+	author      *user
+	state       string // COMMENTED, APPROVED, CHANGES_REQUESTED
+	body        string
+	commitSHA   string
+	submittedAt time.Time
+}
+
+func (r *review) nodeID() string { return fmt.Sprintf("PRR_fh%d", r.id) }
+
+// thread is anchored on a line range of the commit it was made on; its
+// current position is derived from the diff to the PR's head.
+type thread struct {
+	pr         *pr
+	id         int64
+	path       string
+	line       int // original line (on commitSHA)
+	startLine  int // 0 for a single line
+	side       string
+	commitSHA  string
+	resolved   bool
+	resolvedBy *user
+	comments   []*reviewComment
+}
+
+func (t *thread) nodeID() string { return fmt.Sprintf("PRRT_fh%d", t.id) }
+
+type reviewComment struct {
+	thread    *thread
+	id        int64
+	reviewID  int64
+	author    *user
+	body      string
+	createdAt time.Time
+	replyTo   int64
+	commitSHA string // head when written
+}
+
+func (c *reviewComment) nodeID() string { return fmt.Sprintf("PRRC_fh%d", c.id) }
+
+type issueEvent struct {
+	id        int64
+	event     string
+	actor     *user
+	createdAt time.Time
+	// extra fields some events carry
+	label             string
+	requestedReviewer *user
+	commitID          string
+}
+
+type issueComment struct {
+	id        int64
+	author    *user
+	body      string
+	createdAt time.Time
+	updatedAt time.Time
+}
+
+type commitStatus struct {
+	id          int64
+	sha         string
+	state       string // pending, success, failure, error
+	context     string
+	description string
+	targetURL   string
+	creator     *user
+	createdAt   time.Time
+	updatedAt   time.Time
+}
+
+type checkRun struct {
+	id          int64
+	sha         string
+	name        string
+	status      string // queued, in_progress, completed
+	conclusion  string
+	title       string
+	summary     string
+	text        string
+	detailsURL  string
+	app         *user
+	startedAt   time.Time
+	completedAt time.Time
+}
+
+func (c *checkRun) nodeID() string { return fmt.Sprintf("CR_fh%d", c.id) }
+
+func (h *Hub) repoLocked(owner, name string) *repo {
+	return h.repos[owner+"/"+name]
+}
+
+func (r *repo) pr(number int) *pr {
+	for _, p := range r.prs {
+		if p.number == number {
+			return p
+		}
+	}
+	return nil
+}
+
+// addEventLocked records an issue event on a PR.
+func (h *Hub) addEventLocked(p *pr, ev *issueEvent) {
+	ev.id = h.newIDLocked()
+	if ev.createdAt.IsZero() {
+		ev.createdAt = h.now()
+	}
+	p.events = append(p.events, ev)
+}
+
+// latestStatuses returns the newest status per context for sha.
+func (r *repo) latestStatuses(sha string) []*commitStatus {
+	var out []*commitStatus
+	seen := map[string]int{}
+	for _, s := range r.statuses {
+		if s.sha != sha {
+			continue
+		}
+		if i, ok := seen[s.context]; ok {
+			out[i] = s
+			continue
+		}
+		seen[s.context] = len(out)
+		out = append(out, s)
+	}
+	return out
+}
+
+// latestCheckRuns returns the newest check run per name for sha, as the
+// rollup shows them.
+func (r *repo) latestCheckRuns(sha string) []*checkRun {
+	var out []*checkRun
+	seen := map[string]int{}
+	for _, c := range r.checkRuns {
+		if c.sha != sha {
+			continue
+		}
+		if i, ok := seen[c.name]; ok {
+			out[i] = c
+			continue
+		}
+		seen[c.name] = len(out)
+		out = append(out, c)
+	}
+	return out
+}
+
+// rollupState combines check runs and statuses as GitHub's
+// statusCheckRollup.state does; "" when there is nothing.
+func (r *repo) rollupState(sha string) string {
+	runs, sts := r.latestCheckRuns(sha), r.latestStatuses(sha)
+	if len(runs)+len(sts) == 0 {
+		return ""
+	}
+	failure, pending := false, false
+	for _, c := range runs {
+		if c.status != "completed" {
+			pending = true
+			continue
+		}
+		switch c.conclusion {
+		case "success", "neutral", "skipped":
+		default:
+			failure = true
+		}
+	}
+	for _, s := range sts {
+		switch s.state {
+		case "pending":
+			pending = true
+		case "failure", "error":
+			failure = true
+		}
+	}
+	switch {
+	case failure:
+		return "FAILURE"
+	case pending:
+		return "PENDING"
+	}
+	return "SUCCESS"
+}

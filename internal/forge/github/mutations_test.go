@@ -1,0 +1,133 @@
+package github
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+func sentVars(t *testing.T, r recorded) map[string]any {
+	t.Helper()
+	var b struct {
+		Variables map[string]any `json:"variables"`
+	}
+	if err := json.Unmarshal(r.Body, &b); err != nil {
+		t.Fatalf("body: %v", err)
+	}
+	return b.Variables
+}
+
+func TestPR_O5_RequestReviewsByLoginUnion(t *testing.T) {
+	reg := newRegistry(t)
+	reg.GraphQL("RequestReviewsByLogin", gqlData(map[string]any{"requestReviewsByLogin": map[string]any{"clientMutationId": nil}}))
+	reg.GraphQL("RequestReviewsByLogin", gqlData(map[string]any{"requestReviewsByLogin": map[string]any{"clientMutationId": nil}}))
+	c, _ := newTestClient(t, reg)
+
+	if err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, []string{"copilot-pull-request-reviewer"}); err != nil {
+		t.Fatalf("RequestReviews: %v", err)
+	}
+	if err := c.RequestReviews(context.Background(), "PR_kwDOA", []string{"bob"}, []string{"copilot-pull-request-reviewer"}); err != nil {
+		t.Fatalf("RequestReviews: %v", err)
+	}
+	reqs := reg.requests()
+	want := []map[string]any{
+		{"input": map[string]any{"pullRequestId": "PR_kwDOA", "union": true, "botLogins": []any{"copilot-pull-request-reviewer"}}},
+		{"input": map[string]any{"pullRequestId": "PR_kwDOA", "union": true, "botLogins": []any{"copilot-pull-request-reviewer"}, "userLogins": []any{"bob"}}},
+	}
+	for i := range want {
+		if got := sentVars(t, reqs[i]); !reflect.DeepEqual(got, want[i]) {
+			t.Errorf("request %d variables = %v, want %v", i, got, want[i])
+		}
+	}
+	// Nothing to request costs nothing.
+	if err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, nil); err != nil || len(reg.requests()) != 2 {
+		t.Errorf("empty request: err %v, requests %d", err, len(reg.requests()))
+	}
+}
+
+func TestPR_O5_RequestReviewsRefusedIsDetectable(t *testing.T) {
+	reg := newRegistry(t)
+	reg.GraphQL("RequestReviewsByLogin", gqlErrs("UNPROCESSABLE", "Could not resolve bot copilot-pull-request-reviewer"))
+	c, _ := newTestClient(t, reg)
+	err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, []string{"copilot-pull-request-reviewer"})
+	if forge.KindOf(err) != forge.KindInvalid || !errors.Is(err, ErrReviewerUnavailable) {
+		t.Fatalf("err = %v (kind %v), want invalid wrapping ErrReviewerUnavailable", err, forge.KindOf(err))
+	}
+	if !strings.Contains(err.Error(), "Could not resolve bot") {
+		t.Errorf("err %q lacks GitHub's message", err)
+	}
+	if n := len(reg.requests()); n != 1 {
+		t.Errorf("a refused mutation was sent %d times, want 1", n)
+	}
+}
+
+func TestPR_O1_ReplyResolveUnresolveThread(t *testing.T) {
+	reg := newRegistry(t)
+	at := time.Date(2026, 3, 2, 1, 2, 3, 0, time.UTC)
+	reg.GraphQL("AddThreadReply", gqlData(map[string]any{"addPullRequestReviewThreadReply": map[string]any{
+		"comment": comment("PRRC_9", 99, "converge-bot", "Fixed in abc.", at)}}))
+	reg.GraphQL("ResolveThread", gqlData(map[string]any{"resolveReviewThread": map[string]any{"thread": map[string]any{"id": "PRRT_1", "isResolved": true}}}))
+	reg.GraphQL("UnresolveThread", gqlData(map[string]any{"unresolveReviewThread": map[string]any{"thread": map[string]any{"id": "PRRT_1", "isResolved": false}}}))
+	c, _ := newTestClient(t, reg)
+	ctx := context.Background()
+
+	got, err := c.ReplyToThread(ctx, "PRRT_1", "Fixed in abc.")
+	if err != nil {
+		t.Fatalf("ReplyToThread: %v", err)
+	}
+	if got.ID != "PRRC_9" || got.DatabaseID != 99 || got.Author != "converge-bot" || !got.CreatedAt.Equal(at) {
+		t.Errorf("reply = %+v", got)
+	}
+	if err := c.ResolveThread(ctx, "PRRT_1"); err != nil {
+		t.Fatalf("ResolveThread: %v", err)
+	}
+	if err := c.UnresolveThread(ctx, "PRRT_1"); err != nil {
+		t.Fatalf("UnresolveThread: %v", err)
+	}
+	reqs := reg.requests()
+	if v := sentVars(t, reqs[0]); !reflect.DeepEqual(v, map[string]any{"input": map[string]any{"pullRequestReviewThreadId": "PRRT_1", "body": "Fixed in abc."}}) {
+		t.Errorf("reply variables = %v", v)
+	}
+	for _, r := range reqs[1:] {
+		if v := sentVars(t, r); !reflect.DeepEqual(v, map[string]any{"input": map[string]any{"threadId": "PRRT_1"}}) {
+			t.Errorf("%s variables = %v", r.OpName, v)
+		}
+	}
+}
+
+func TestPR_G6_TruncateBody(t *testing.T) {
+	if s := strings.Repeat("a", MaxBodyChars); TruncateBody(s) != s {
+		t.Error("a body at the limit was changed")
+	}
+	for _, n := range []int{MaxBodyChars + 1, MaxBodyChars + 5000, 3 * MaxBodyChars} {
+		long := strings.Repeat("é", n) // multi-byte: the limit is in characters
+		got := TruncateBody(long)
+		if c := utf8.RuneCountInString(got); c > MaxBodyChars || c < MaxBodyChars-200 {
+			t.Errorf("n=%d: truncated to %d characters, want just under %d", n, c, MaxBodyChars)
+		}
+		if !utf8.ValidString(got) || !strings.Contains(got, "truncated by converge") {
+			t.Errorf("n=%d: no valid note in the truncated body", n)
+		}
+	}
+}
+
+func TestPR_G6_ReplyBodyIsTruncated(t *testing.T) {
+	reg := newRegistry(t)
+	reg.GraphQL("AddThreadReply", gqlData(map[string]any{"addPullRequestReviewThreadReply": map[string]any{
+		"comment": comment("PRRC_9", 99, "me", "…", time.Now())}}))
+	c, _ := newTestClient(t, reg)
+	if _, err := c.ReplyToThread(context.Background(), "PRRT_1", strings.Repeat("x", 70000)); err != nil {
+		t.Fatal(err)
+	}
+	body := sentVars(t, reg.requests()[0])["input"].(map[string]any)["body"].(string)
+	if utf8.RuneCountInString(body) > MaxBodyChars {
+		t.Errorf("sent %d characters", utf8.RuneCountInString(body))
+	}
+}

@@ -1,0 +1,421 @@
+package github
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/github/graphql"
+)
+
+// Wire shapes of the observe documents; only what forge types need.
+
+type login struct {
+	Login string `json:"login"`
+}
+
+func (l *login) get() string {
+	if l == nil {
+		return ""
+	}
+	return l.Login
+}
+
+// bigInt reads GitHub's BigInt (a JSON string) and tolerates a number.
+type bigInt int64
+
+func (b *bigInt) UnmarshalJSON(p []byte) error {
+	p = bytes.Trim(p, `"`)
+	if len(p) == 0 || string(p) == "null" {
+		*b = 0
+		return nil
+	}
+	n, err := strconv.ParseInt(string(p), 10, 64)
+	if err != nil {
+		return fmt.Errorf("BigInt %q: %w", p, err)
+	}
+	*b = bigInt(n)
+	return nil
+}
+
+type pageInfo struct {
+	HasNextPage bool   `json:"hasNextPage"`
+	EndCursor   string `json:"endCursor"`
+}
+
+type commentNode struct {
+	ID             string    `json:"id"`
+	FullDatabaseID bigInt    `json:"fullDatabaseId"`
+	Author         *login    `json:"author"`
+	Body           string    `json:"body"`
+	Path           string    `json:"path"`
+	URL            string    `json:"url"`
+	CreatedAt      time.Time `json:"createdAt"`
+}
+
+type commentConn struct {
+	PageInfo pageInfo      `json:"pageInfo"`
+	Nodes    []commentNode `json:"nodes"`
+}
+
+type threadNode struct {
+	ID                string      `json:"id"`
+	IsResolved        bool        `json:"isResolved"`
+	IsOutdated        bool        `json:"isOutdated"`
+	Path              string      `json:"path"`
+	Line              *int        `json:"line"`
+	StartLine         *int        `json:"startLine"`
+	OriginalLine      *int        `json:"originalLine"`
+	OriginalStartLine *int        `json:"originalStartLine"`
+	Comments          commentConn `json:"comments"`
+}
+
+type threadConn struct {
+	PageInfo pageInfo     `json:"pageInfo"`
+	Nodes    []threadNode `json:"nodes"`
+}
+
+type prNode struct {
+	ID                string `json:"id"`
+	Number            int    `json:"number"`
+	URL               string `json:"url"`
+	Title             string `json:"title"`
+	Body              string `json:"body"`
+	State             string `json:"state"`
+	IsDraft           bool   `json:"isDraft"`
+	IsCrossRepository bool   `json:"isCrossRepository"`
+	Author            *login `json:"author"`
+	HeadRefName       string `json:"headRefName"`
+	HeadRefOid        string `json:"headRefOid"`
+	BaseRefName       string `json:"baseRefName"`
+	BaseRefOid        string `json:"baseRefOid"`
+	HeadRepository    *struct {
+		NameWithOwner string `json:"nameWithOwner"`
+	} `json:"headRepository"`
+	Mergeable        string `json:"mergeable"`
+	MergeStateStatus string `json:"mergeStateStatus"`
+	Labels           struct {
+		Nodes []struct {
+			Name string `json:"name"`
+		} `json:"nodes"`
+	} `json:"labels"`
+	ReviewRequests struct {
+		Nodes []struct {
+			RequestedReviewer *struct {
+				Typename string `json:"__typename"`
+				Login    string `json:"login"`
+				Slug     string `json:"slug"`
+			} `json:"requestedReviewer"`
+		} `json:"nodes"`
+	} `json:"reviewRequests"`
+	Reviews struct {
+		Nodes []struct {
+			ID             string     `json:"id"`
+			FullDatabaseID bigInt     `json:"fullDatabaseId"`
+			Author         *login     `json:"author"`
+			State          string     `json:"state"`
+			Body           string     `json:"body"`
+			SubmittedAt    *time.Time `json:"submittedAt"`
+			Commit         *struct {
+				Oid string `json:"oid"`
+			} `json:"commit"`
+		} `json:"nodes"`
+	} `json:"reviews"`
+	Commits struct {
+		Nodes []struct {
+			Commit struct {
+				Oid           string    `json:"oid"`
+				Message       string    `json:"message"`
+				CommittedDate time.Time `json:"committedDate"`
+				Parents       struct {
+					Nodes []struct {
+						Oid string `json:"oid"`
+					} `json:"nodes"`
+				} `json:"parents"`
+				StatusCheckRollup *struct {
+					State    string `json:"state"`
+					Contexts struct {
+						Nodes []struct {
+							Typename   string `json:"__typename"`
+							Name       string `json:"name"`
+							Status     string `json:"status"`
+							Conclusion string `json:"conclusion"`
+							Context    string `json:"context"`
+							State      string `json:"state"`
+						} `json:"nodes"`
+					} `json:"contexts"`
+				} `json:"statusCheckRollup"`
+			} `json:"commit"`
+		} `json:"nodes"`
+	} `json:"commits"`
+	ReviewThreads threadConn `json:"reviewThreads"`
+}
+
+type observeData struct {
+	Repository *struct {
+		PullRequest *prNode `json:"pullRequest"`
+	} `json:"repository"`
+}
+
+// Observe reads the whole PR with one GraphQL query, paging only past a
+// full page of threads or of one thread's comments (PR-O1).
+func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullRequest, error) {
+	const op = "observe pr"
+	ctx, n := withCounter(ctx)
+	vars := map[string]any{"owner": ref.Owner, "name": ref.Repo, "number": ref.Number}
+	var d observeData
+	hdr, err := c.graphQL(ctx, op, graphql.Doc("observe"), vars, false, &d)
+	if err != nil {
+		return nil, c.gqlFail(op, err)
+	}
+	if d.Repository == nil || d.Repository.PullRequest == nil {
+		return nil, c.fail(forge.KindNotFound, op, fmt.Sprintf("%s not found (or the token cannot see it)", ref), nil)
+	}
+	node := d.Repository.PullRequest
+
+	threads := node.ReviewThreads.Nodes
+	for pi := node.ReviewThreads.PageInfo; pi.HasNextPage; {
+		var page struct {
+			Repository *struct {
+				PullRequest *struct {
+					ReviewThreads threadConn `json:"reviewThreads"`
+				} `json:"pullRequest"`
+			} `json:"repository"`
+		}
+		pv := map[string]any{"owner": ref.Owner, "name": ref.Repo, "number": ref.Number, "after": pi.EndCursor}
+		if _, err := c.graphQL(ctx, op, graphql.Doc("threads_page"), pv, false, &page); err != nil {
+			return nil, c.gqlFail(op, err)
+		}
+		if page.Repository == nil || page.Repository.PullRequest == nil {
+			return nil, c.fail(forge.KindNotFound, op, fmt.Sprintf("%s vanished while reading its threads", ref), nil)
+		}
+		tc := page.Repository.PullRequest.ReviewThreads
+		threads = append(threads, tc.Nodes...)
+		if tc.PageInfo.HasNextPage && (tc.PageInfo.EndCursor == "" || tc.PageInfo.EndCursor == pi.EndCursor) {
+			return nil, c.fail(forge.KindOther, op, "thread pagination did not advance", nil)
+		}
+		pi = tc.PageInfo
+	}
+	for i := range threads {
+		if err := c.restOfComments(ctx, op, &threads[i]); err != nil {
+			return nil, err
+		}
+	}
+
+	pr := toPullRequest(ref, node, threads)
+	pr.ObservedAt = c.now()
+	if t, err := http.ParseTime(hdr.Get("Date")); err == nil {
+		pr.ObservedAt = t
+	}
+	pr.Requests = int(n.Load())
+	c.log.Debug("github: observed", "pr", ref.String(), "requests", pr.Requests, "threads", len(pr.Threads))
+	return pr, nil
+}
+
+func (c *Client) restOfComments(ctx context.Context, op string, t *threadNode) error {
+	for pi := t.Comments.PageInfo; pi.HasNextPage; {
+		var page struct {
+			Node *struct {
+				Comments commentConn `json:"comments"`
+			} `json:"node"`
+		}
+		vars := map[string]any{"id": t.ID, "after": pi.EndCursor}
+		if _, err := c.graphQL(ctx, op, graphql.Doc("thread_comments_page"), vars, false, &page); err != nil {
+			return c.gqlFail(op, err)
+		}
+		if page.Node == nil {
+			return c.fail(forge.KindNotFound, op, fmt.Sprintf("thread %s vanished while reading its comments", t.ID), nil)
+		}
+		cc := page.Node.Comments
+		t.Comments.Nodes = append(t.Comments.Nodes, cc.Nodes...)
+		if cc.PageInfo.HasNextPage && (cc.PageInfo.EndCursor == "" || cc.PageInfo.EndCursor == pi.EndCursor) {
+			return c.fail(forge.KindOther, op, "comment pagination did not advance", nil)
+		}
+		pi = cc.PageInfo
+	}
+	return nil
+}
+
+func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.PullRequest {
+	pr := &forge.PullRequest{
+		Ref:        ref,
+		ID:         n.ID,
+		Number:     n.Number,
+		URL:        n.URL,
+		Title:      n.Title,
+		Body:       n.Body,
+		Author:     n.Author.get(),
+		State:      n.State,
+		IsDraft:    n.IsDraft,
+		HeadRef:    n.HeadRefName,
+		HeadSHA:    n.HeadRefOid,
+		BaseRef:    n.BaseRefName,
+		BaseSHA:    n.BaseRefOid,
+		CrossRepo:  n.IsCrossRepository,
+		Mergeable:  n.Mergeable,
+		MergeState: n.MergeStateStatus,
+	}
+	if n.HeadRepository != nil {
+		pr.HeadRepo = n.HeadRepository.NameWithOwner
+	}
+	for _, l := range n.Labels.Nodes {
+		pr.Labels = append(pr.Labels, l.Name)
+	}
+	for _, rr := range n.ReviewRequests.Nodes {
+		r := rr.RequestedReviewer
+		switch {
+		case r == nil:
+			// A reviewer the token cannot see (e.g. a secret team).
+		case r.Typename == "Team":
+			pr.RequestedReviewers = append(pr.RequestedReviewers, r.Slug)
+		case r.Login != "":
+			pr.RequestedReviewers = append(pr.RequestedReviewers, r.Login)
+		}
+	}
+	for _, r := range n.Reviews.Nodes {
+		rv := forge.Review{
+			ID:         r.ID,
+			DatabaseID: int64(r.FullDatabaseID),
+			Author:     r.Author.get(),
+			State:      r.State,
+			Body:       r.Body,
+		}
+		if r.SubmittedAt != nil {
+			rv.SubmittedAt = *r.SubmittedAt
+		}
+		if r.Commit != nil {
+			rv.CommitSHA = r.Commit.Oid
+		}
+		pr.Reviews = append(pr.Reviews, rv)
+	}
+	for _, cn := range n.Commits.Nodes {
+		cm := forge.Commit{SHA: cn.Commit.Oid, Message: cn.Commit.Message, CommittedAt: cn.Commit.CommittedDate}
+		for _, p := range cn.Commit.Parents.Nodes {
+			cm.Parents = append(cm.Parents, p.Oid)
+		}
+		pr.Commits = append(pr.Commits, cm)
+	}
+	// commits(last:) lists oldest first, so the head's rollup is the last.
+	if k := len(n.Commits.Nodes); k > 0 {
+		if roll := n.Commits.Nodes[k-1].Commit.StatusCheckRollup; roll != nil {
+			pr.Checks.State = roll.State
+			for _, x := range roll.Contexts.Nodes {
+				cc := forge.CheckContext{Name: x.Name, Status: x.Status, Conclusion: x.Conclusion}
+				if x.Typename == "StatusContext" {
+					cc = forge.CheckContext{Name: x.Context, IsStatus: true, Conclusion: x.State}
+				}
+				pr.Checks.Contexts = append(pr.Checks.Contexts, cc)
+			}
+		}
+	}
+	for _, t := range threads {
+		pr.Threads = append(pr.Threads, toThread(t))
+	}
+	return pr
+}
+
+func toThread(t threadNode) forge.Thread {
+	th := forge.Thread{
+		ID:         t.ID,
+		Path:       t.Path,
+		Line:       deref(t.Line),
+		StartLine:  deref(t.StartLine),
+		OrigLine:   deref(t.OriginalLine),
+		OrigStart:  deref(t.OriginalStartLine),
+		IsResolved: t.IsResolved,
+		IsOutdated: t.IsOutdated,
+	}
+	for _, c := range t.Comments.Nodes {
+		th.Comments = append(th.Comments, toComment(c))
+	}
+	return th
+}
+
+func toComment(c commentNode) forge.Comment {
+	return forge.Comment{
+		ID:         c.ID,
+		DatabaseID: int64(c.FullDatabaseID),
+		Author:     c.Author.get(),
+		Body:       c.Body,
+		Path:       c.Path,
+		URL:        c.URL,
+		CreatedAt:  c.CreatedAt,
+	}
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// RequestReviews asks for reviews with requestReviewsByLogin and union:
+// true, so pending reviewers stay requested (PR-O5, PR-S1). GitHub
+// refusing it (GraphQL errors) wraps ErrReviewerUnavailable.
+func (c *Client) RequestReviews(ctx context.Context, prID string, userLogins, botLogins []string) error {
+	const op = "request reviews"
+	if len(userLogins) == 0 && len(botLogins) == 0 {
+		return nil
+	}
+	input := map[string]any{"pullRequestId": prID, "union": true}
+	if len(userLogins) > 0 {
+		input["userLogins"] = userLogins
+	}
+	if len(botLogins) > 0 {
+		input["botLogins"] = botLogins
+	}
+	_, err := c.graphQL(ctx, op, graphql.Doc("request_reviews"), map[string]any{"input": input}, true, nil)
+	if ge, ok := err.(*gqlErrors); ok && !ge.has("RATE_LIMITED") {
+		who := append(append([]string{}, botLogins...), userLogins...)
+		fe := c.fail(forge.KindInvalid, op, fmt.Sprintf("cannot request reviews from %v: %s", who, ge.Error()), ge)
+		fe.Err = &reviewerUnavailable{fe.Err}
+		return fe
+	}
+	return c.gqlFail(op, err)
+}
+
+type reviewerUnavailable struct{ err error }
+
+func (e *reviewerUnavailable) Error() string   { return e.err.Error() }
+func (e *reviewerUnavailable) Unwrap() []error { return []error{ErrReviewerUnavailable, e.err} }
+
+// ReplyToThread adds a reply to a review thread (truncated per PR-G6).
+func (c *Client) ReplyToThread(ctx context.Context, threadID, body string) (forge.Comment, error) {
+	const op = "reply to thread"
+	input := map[string]any{"pullRequestReviewThreadId": threadID, "body": TruncateBody(body)}
+	var d struct {
+		AddPullRequestReviewThreadReply *struct {
+			Comment *commentNode `json:"comment"`
+		} `json:"addPullRequestReviewThreadReply"`
+	}
+	if _, err := c.graphQL(ctx, op, graphql.Doc("reply"), map[string]any{"input": input}, true, &d); err != nil {
+		return forge.Comment{}, c.gqlFail(op, err)
+	}
+	if d.AddPullRequestReviewThreadReply == nil || d.AddPullRequestReviewThreadReply.Comment == nil {
+		return forge.Comment{}, c.fail(forge.KindInvalid, op, "GitHub returned no comment for thread "+threadID, nil)
+	}
+	return toComment(*d.AddPullRequestReviewThreadReply.Comment), nil
+}
+
+// ResolveThread marks a review thread resolved.
+func (c *Client) ResolveThread(ctx context.Context, threadID string) error {
+	return c.setResolved(ctx, "resolve thread", "resolve", threadID)
+}
+
+// UnresolveThread reopens a review thread.
+func (c *Client) UnresolveThread(ctx context.Context, threadID string) error {
+	return c.setResolved(ctx, "unresolve thread", "unresolve", threadID)
+}
+
+func (c *Client) setResolved(ctx context.Context, op, doc, threadID string) error {
+	vars := map[string]any{"input": map[string]any{"threadId": threadID}}
+	if _, err := c.graphQL(ctx, op, graphql.Doc(doc), vars, true, nil); err != nil {
+		return c.gqlFail(op, err)
+	}
+	return nil
+}

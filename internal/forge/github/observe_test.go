@@ -1,0 +1,239 @@
+package github
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+var testRef = forge.PRRef{Host: "ghe.example.com", Scheme: "https", Owner: "octo", Repo: "hello", Number: 7}
+
+// Fixtures in GitHub's wire shape (as api.github.com answers the observe
+// document).
+
+func comment(id string, db int64, author, body string, at time.Time) map[string]any {
+	return map[string]any{
+		"id": id, "fullDatabaseId": fmt.Sprint(db), "author": map[string]any{"login": author},
+		"body": body, "path": "main.go", "url": "https://ghe.example.com/octo/hello/pull/7#discussion_r" + fmt.Sprint(db),
+		"createdAt": at.Format(time.RFC3339),
+	}
+}
+
+func page(hasNext bool, cursor string) map[string]any {
+	var c any
+	if cursor != "" {
+		c = cursor
+	}
+	return map[string]any{"hasNextPage": hasNext, "endCursor": c}
+}
+
+func thread(id string, comments []any, hasMore bool) map[string]any {
+	cur := ""
+	if hasMore {
+		cur = "C_" + id + "_1"
+	}
+	return map[string]any{
+		"id": id, "isResolved": false, "isOutdated": false, "path": "main.go",
+		"line": 12, "startLine": nil, "originalLine": 12, "originalStartLine": nil,
+		"comments": map[string]any{"pageInfo": page(hasMore, cur), "nodes": comments},
+	}
+}
+
+func commit(oid, msg string, parents []string, rollup any) map[string]any {
+	ps := []any{}
+	for _, p := range parents {
+		ps = append(ps, map[string]any{"oid": p})
+	}
+	return map[string]any{"commit": map[string]any{
+		"oid": oid, "message": msg, "committedDate": "2026-03-01T10:00:00Z",
+		"parents": map[string]any{"nodes": ps}, "statusCheckRollup": rollup,
+	}}
+}
+
+func observeFixture(threads []any, threadsPage map[string]any) map[string]any {
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	return map[string]any{
+		"rateLimit": map[string]any{"cost": 1, "remaining": 4999, "resetAt": "2026-03-04T06:00:00Z"},
+		"repository": map[string]any{"pullRequest": map[string]any{
+			"id": "PR_kwDOA", "number": 7, "url": "https://ghe.example.com/octo/hello/pull/7",
+			"title": "Add greeting", "body": "Says hello.", "state": "OPEN", "isDraft": false,
+			"isCrossRepository": false, "author": map[string]any{"login": "alice"},
+			"headRefName": "feature", "headRefOid": "bbbb", "baseRefName": "main", "baseRefOid": "0000",
+			"headRepository":   map[string]any{"nameWithOwner": "octo/hello"},
+			"mergeable":        "MERGEABLE",
+			"mergeStateStatus": "BLOCKED",
+			"labels":           map[string]any{"nodes": []any{map[string]any{"name": "converge"}, map[string]any{"name": "needs: review"}}},
+			"reviewRequests": map[string]any{"nodes": []any{
+				map[string]any{"requestedReviewer": map[string]any{"__typename": "Bot", "login": "Copilot"}},
+				map[string]any{"requestedReviewer": map[string]any{"__typename": "User", "login": "bob"}},
+				map[string]any{"requestedReviewer": map[string]any{"__typename": "Team", "slug": "core"}},
+				map[string]any{"requestedReviewer": nil},
+			}},
+			"reviews": map[string]any{"nodes": []any{
+				map[string]any{"id": "PRR_1", "fullDatabaseId": "101", "author": map[string]any{"login": "copilot-pull-request-reviewer"},
+					"state": "COMMENTED", "body": "Copilot reviewed 1 file and generated 1 comment.", "submittedAt": t0.Format(time.RFC3339),
+					"commit": map[string]any{"oid": "aaaa"}},
+				map[string]any{"id": "PRR_2", "fullDatabaseId": "102", "author": nil,
+					"state": "APPROVED", "body": "", "submittedAt": t0.Add(time.Hour).Format(time.RFC3339),
+					"commit": map[string]any{"oid": "bbbb"}},
+			}},
+			"commits": map[string]any{"nodes": []any{
+				commit("aaaa", "first", []string{"0000"}, map[string]any{"state": "FAILURE", "contexts": map[string]any{"nodes": []any{}}}),
+				commit("bbbb", "second", []string{"aaaa"}, map[string]any{"state": "PENDING", "contexts": map[string]any{"nodes": []any{
+					map[string]any{"__typename": "CheckRun", "name": "build", "status": "COMPLETED", "conclusion": "SUCCESS"},
+					map[string]any{"__typename": "CheckRun", "name": "test", "status": "IN_PROGRESS", "conclusion": nil},
+					map[string]any{"__typename": "StatusContext", "context": "ci/legacy", "state": "PENDING"},
+				}}}),
+			}},
+			"reviewThreads": map[string]any{"pageInfo": threadsPage, "nodes": threads},
+		}},
+	}
+}
+
+func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
+	reg := newRegistry(t)
+	t0 := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	th := thread("PRRT_1", []any{comment("PRRC_1", 9001, "Copilot", "Nil check missing.", t0)}, false)
+	th["isOutdated"], th["startLine"], th["line"] = true, 10, nil
+	reg.GraphQL("PullRequestObservation", gqlData(observeFixture([]any{th}, page(false, "")),
+		"Date", "Wed, 04 Mar 2026 08:00:00 GMT"))
+	c, _ := newTestClient(t, reg)
+
+	pr, err := c.Observe(context.Background(), testRef)
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if pr.Requests != 1 || len(reg.requests()) != 1 {
+		t.Fatalf("Requests = %d, sent %d; want one of each", pr.Requests, len(reg.requests()))
+	}
+	if r := reg.requests()[0]; r.Host != "ghe.example.com" || r.Path != "/api/graphql" {
+		t.Errorf("sent to %s%s, want ghe.example.com/api/graphql", r.Host, r.Path)
+	}
+	var sent map[string]any
+	json.Unmarshal(reg.requests()[0].Body, &sent)
+	if v := sent["variables"]; !reflect.DeepEqual(v, map[string]any{"owner": "octo", "name": "hello", "number": float64(7)}) {
+		t.Errorf("variables = %v", v)
+	}
+
+	want := &forge.PullRequest{
+		Ref: testRef, ID: "PR_kwDOA", Number: 7, URL: "https://ghe.example.com/octo/hello/pull/7",
+		Title: "Add greeting", Body: "Says hello.", Author: "alice", State: "OPEN",
+		HeadRef: "feature", HeadSHA: "bbbb", BaseRef: "main", BaseSHA: "0000", HeadRepo: "octo/hello",
+		Mergeable: "MERGEABLE", MergeState: "BLOCKED",
+		Checks: forge.CheckRollup{State: "PENDING", Contexts: []forge.CheckContext{
+			{Name: "build", Status: "COMPLETED", Conclusion: "SUCCESS"},
+			{Name: "test", Status: "IN_PROGRESS"},
+			{Name: "ci/legacy", IsStatus: true, Conclusion: "PENDING"},
+		}},
+		Reviews: []forge.Review{
+			{ID: "PRR_1", DatabaseID: 101, Author: "copilot-pull-request-reviewer", State: "COMMENTED",
+				CommitSHA: "aaaa", SubmittedAt: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), Body: "Copilot reviewed 1 file and generated 1 comment."},
+			{ID: "PRR_2", DatabaseID: 102, State: "APPROVED", CommitSHA: "bbbb", SubmittedAt: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)},
+		},
+		Threads: []forge.Thread{{
+			ID: "PRRT_1", Path: "main.go", Line: 0, StartLine: 10, OrigLine: 12, IsOutdated: true,
+			Comments: []forge.Comment{{ID: "PRRC_1", DatabaseID: 9001, Author: "Copilot", Body: "Nil check missing.",
+				Path: "main.go", URL: "https://ghe.example.com/octo/hello/pull/7#discussion_r9001", CreatedAt: t0}},
+		}},
+		RequestedReviewers: []string{"Copilot", "bob", "core"},
+		Labels:             []string{"converge", "needs: review"},
+		Commits: []forge.Commit{
+			{SHA: "aaaa", Message: "first", Parents: []string{"0000"}, CommittedAt: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)},
+			{SHA: "bbbb", Message: "second", Parents: []string{"aaaa"}, CommittedAt: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)},
+		},
+		ObservedAt: time.Date(2026, 3, 4, 8, 0, 0, 0, time.UTC),
+		Requests:   1,
+	}
+	if !reflect.DeepEqual(pr, want) {
+		g, _ := json.MarshalIndent(pr, "", " ")
+		w, _ := json.MarshalIndent(want, "", " ")
+		t.Errorf("observation differs\n got: %s\nwant: %s", g, w)
+	}
+}
+
+func TestPR_O1_PaginatesThreadsPastOneHundred(t *testing.T) {
+	reg := newRegistry(t)
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	mk := func(from, to int) []any {
+		var out []any
+		for i := from; i < to; i++ {
+			id := fmt.Sprintf("T%03d", i)
+			out = append(out, thread(id, []any{comment(id+"_c0", int64(i), "Copilot", "x", t0)}, false))
+		}
+		return out
+	}
+	first := mk(0, 100)
+	// Thread T005 has 230 comments: one full page in the observation, then
+	// two follow-up pages.
+	var cs []any
+	for i := range 100 {
+		cs = append(cs, comment(fmt.Sprintf("T005_c%d", i), int64(i), "bob", "y", t0))
+	}
+	first[5] = thread("T005", cs, true)
+	reg.GraphQL("PullRequestObservation", gqlData(observeFixture(first, page(true, "CUR100"))))
+	reg.GraphQL("PullRequestThreadsPage", gqlData(map[string]any{"repository": map[string]any{"pullRequest": map[string]any{
+		"reviewThreads": map[string]any{"pageInfo": page(true, "CUR200"), "nodes": mk(100, 200)}}}}))
+	reg.GraphQL("PullRequestThreadsPage", gqlData(map[string]any{"repository": map[string]any{"pullRequest": map[string]any{
+		"reviewThreads": map[string]any{"pageInfo": page(false, "CUR250"), "nodes": mk(200, 250)}}}}))
+	commentsPage := func(from, to int, more bool, cur string) map[string]any {
+		var nodes []any
+		for i := from; i < to; i++ {
+			nodes = append(nodes, comment(fmt.Sprintf("T005_c%d", i), int64(i), "bob", "y", t0))
+		}
+		return map[string]any{"node": map[string]any{"comments": map[string]any{"pageInfo": page(more, cur), "nodes": nodes}}}
+	}
+	reg.GraphQL("ThreadCommentsPage", gqlData(commentsPage(100, 200, true, "C_T005_2")))
+	reg.GraphQL("ThreadCommentsPage", gqlData(commentsPage(200, 230, false, "C_T005_3")))
+	c, _ := newTestClient(t, reg)
+
+	pr, err := c.Observe(context.Background(), testRef)
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if len(pr.Threads) != 250 {
+		t.Fatalf("threads = %d, want 250", len(pr.Threads))
+	}
+	for i, th := range pr.Threads {
+		if want := fmt.Sprintf("T%03d", i); th.ID != want {
+			t.Fatalf("thread %d = %s, want %s (order kept)", i, th.ID, want)
+		}
+	}
+	if n := len(pr.Threads[5].Comments); n != 230 {
+		t.Errorf("T005 comments = %d, want 230", n)
+	}
+	if pr.Requests != 5 {
+		t.Errorf("Requests = %d, want 5 (1 observe + 2 thread pages + 2 comment pages)", pr.Requests)
+	}
+	// Cursors are passed on.
+	var afters []any
+	for _, g := range reg.gql {
+		if a, ok := g.Variables["after"]; ok {
+			afters = append(afters, a)
+		}
+	}
+	if want := []any{"CUR100", "CUR200", "C_T005_1", "C_T005_2"}; !reflect.DeepEqual(afters, want) {
+		t.Errorf("after cursors = %v, want %v", afters, want)
+	}
+}
+
+func TestPR_O1_ObserveNotFound(t *testing.T) {
+	reg := newRegistry(t)
+	reg.GraphQL("PullRequestObservation", jsonResp(200, map[string]any{
+		"data": map[string]any{"repository": map[string]any{"pullRequest": nil}},
+		"errors": []any{map[string]any{"type": "NOT_FOUND", "path": []any{"repository", "pullRequest"},
+			"message": "Could not resolve to a PullRequest with the number of 7."}},
+	}))
+	reg.GraphQL("PullRequestObservation", gqlData(map[string]any{"repository": nil}))
+	c, _ := newTestClient(t, reg)
+	for range 2 {
+		_, err := c.Observe(context.Background(), testRef)
+		if forge.KindOf(err) != forge.KindNotFound {
+			t.Errorf("err = %v (kind %v), want not-found", err, forge.KindOf(err))
+		}
+	}
+}

@@ -1,0 +1,197 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"reflect"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+var connRefused = &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connect: connection refused", Addr: "ghe.example.com:443"}}
+
+func minimalObserve() map[string]any { return observeFixture(nil, page(false, "")) }
+
+func TestREL1_RetriesServerErrorsThenSucceeds(t *testing.T) {
+	reg := newRegistry(t)
+	reg.GraphQL("PullRequestObservation", respond(502, `{"message":"Server Error"}`))
+	reg.GraphQL("PullRequestObservation", respond(503, "upstream connect error"))
+	reg.GraphQL("PullRequestObservation", gqlData(minimalObserve()))
+	reg.REST("GET", eventsPath, respond(500, `{"message":"Server Error"}`))
+	reg.REST("GET", eventsPath, jsonResp(200, []any{event(1, "labeled", "a")}))
+	c, sl := newTestClient(t, reg)
+
+	pr, err := c.Observe(context.Background(), testRef)
+	if err != nil {
+		t.Fatalf("Observe: %v", err)
+	}
+	if pr.Requests != 3 {
+		t.Errorf("Requests = %d, want 3 (retries cost requests too)", pr.Requests)
+	}
+	if _, err := c.IssueEvents(context.Background(), testRef); err != nil {
+		t.Fatalf("IssueEvents: %v", err)
+	}
+	if got, want := sl.all(), []time.Duration{time.Second, 2 * time.Second, time.Second}; !reflect.DeepEqual(got, want) {
+		t.Errorf("back-off = %v, want %v", got, want)
+	}
+}
+
+func TestREL1_PersistingFaultEndsUnreachable(t *testing.T) {
+	reg := newRegistry(t)
+	for range 4 {
+		reg.GraphQL("PullRequestObservation", respond(502, `{"message":"Server Error"}`))
+	}
+	for range 4 {
+		reg.REST("GET", eventsPath, fail(connRefused))
+	}
+	c, sl := newTestClient(t, reg)
+	_, err := c.Observe(context.Background(), testRef)
+	if forge.KindOf(err) != forge.KindUnreachable {
+		t.Errorf("observe: %v (kind %v), want unreachable", err, forge.KindOf(err))
+	}
+	_, err = c.IssueEvents(context.Background(), testRef)
+	if forge.KindOf(err) != forge.KindUnreachable {
+		t.Errorf("events: %v (kind %v), want unreachable", err, forge.KindOf(err))
+	}
+	if n := len(sl.all()); n != 6 {
+		t.Errorf("slept %d times, want 3 per call (4 attempts)", n)
+	}
+}
+
+func TestREL1_RateLimitWaits(t *testing.T) {
+	reset := mockDate.Add(42 * time.Second)
+	tests := []struct {
+		name  string
+		first func(*http.Request) (*http.Response, error)
+		wait  time.Duration
+	}{
+		{"retry-after on 403", respond(403, `{"message":"You have exceeded a secondary rate limit."}`, "Retry-After", "7"), 7 * time.Second},
+		{"retry-after on 429", respond(429, `{"message":"slow down"}`, "Retry-After", "3"), 3 * time.Second},
+		{"primary spent waits for reset", respond(403, `{"message":"API rate limit exceeded"}`,
+			"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())), 43 * time.Second},
+		{"secondary without headers waits a minute", respond(403,
+			`{"message":"You have exceeded a secondary rate limit","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`), time.Minute},
+		{"graphql RATE_LIMITED in a 200", gqlErrs("RATE_LIMITED", "API rate limit exceeded for user ID 1.",
+			"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())), 43 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := newRegistry(t)
+			reg.GraphQL("PullRequestObservation", tt.first)
+			reg.GraphQL("PullRequestObservation", gqlData(minimalObserve()))
+			c, sl := newTestClient(t, reg)
+			if _, err := c.Observe(context.Background(), testRef); err != nil {
+				t.Fatalf("Observe: %v", err)
+			}
+			if got := sl.all(); !reflect.DeepEqual(got, []time.Duration{tt.wait}) {
+				t.Errorf("waits = %v, want [%v]", got, tt.wait)
+			}
+		})
+	}
+}
+
+func TestREL1_RateLimitBeyondMaxWaitEndsRateLimited(t *testing.T) {
+	reg := newRegistry(t)
+	reset := mockDate.Add(40 * time.Minute)
+	reg.REST("GET", eventsPath, respond(403, `{"message":"API rate limit exceeded for user"}`,
+		"X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())))
+	reg.GraphQL("PullRequestObservation", gqlErrs("RATE_LIMITED", "API rate limit exceeded",
+		"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())))
+	c, sl := newTestClient(t, reg)
+	_, err := c.IssueEvents(context.Background(), testRef)
+	if forge.KindOf(err) != forge.KindRateLimited {
+		t.Errorf("events: %v (kind %v), want rate-limited", err, forge.KindOf(err))
+	}
+	_, err = c.Observe(context.Background(), testRef)
+	if forge.KindOf(err) != forge.KindRateLimited {
+		t.Errorf("observe: %v (kind %v), want rate-limited", err, forge.KindOf(err))
+	}
+	if len(sl.all()) != 0 {
+		t.Errorf("slept %v; a 40-minute wait is the engine's, not the client's", sl.all())
+	}
+}
+
+func TestREL1_WritesNotRetriedBlindly(t *testing.T) {
+	reg := newRegistry(t)
+	reg.GraphQL("ResolveThread", respond(502, `{"message":"Server Error"}`))
+	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/comments", respond(500, `{"message":"Server Error"}`))
+	reg.GraphQL("AddThreadReply", fail(errors.New("read: connection reset by peer")))
+	c, sl := newTestClient(t, reg)
+	ctx := context.Background()
+	if err := c.ResolveThread(ctx, "PRRT_1"); forge.KindOf(err) != forge.KindUnreachable {
+		t.Errorf("resolve: %v, want unreachable", err)
+	}
+	if _, err := c.CreateIssueComment(ctx, testRef, "x"); forge.KindOf(err) != forge.KindUnreachable {
+		t.Errorf("comment: %v, want unreachable", err)
+	}
+	if _, err := c.ReplyToThread(ctx, "PRRT_1", "x"); forge.KindOf(err) != forge.KindUnreachable {
+		t.Errorf("reply: %v, want unreachable", err)
+	}
+	if n := len(reg.requests()); n != 3 || len(sl.all()) != 0 {
+		t.Errorf("writes sent %d times with %d sleeps; a write that may have landed is never repeated", n, len(sl.all()))
+	}
+}
+
+func TestREL1_WritesRetriedWhenTheyDidNotLand(t *testing.T) {
+	reg := newRegistry(t)
+	reg.GraphQL("ResolveThread", fail(connRefused))
+	reg.GraphQL("ResolveThread", respond(429, `{"message":"slow down"}`, "Retry-After", "2"))
+	reg.GraphQL("ResolveThread", gqlErrs("RATE_LIMITED", "rate limited"))
+	reg.GraphQL("ResolveThread", gqlData(map[string]any{"resolveReviewThread": map[string]any{"thread": map[string]any{"id": "PRRT_1", "isResolved": true}}}))
+	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", fail(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}))
+	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", jsonResp(200, []any{}))
+	c, sl := newTestClient(t, reg)
+	if err := c.ResolveThread(context.Background(), "PRRT_1"); err != nil {
+		t.Fatalf("ResolveThread: %v", err)
+	}
+	if err := c.AddLabels(context.Background(), testRef, "x"); err != nil {
+		t.Fatalf("AddLabels: %v", err)
+	}
+	// dial: back-off 1s; 429: its retry-after; header-less RATE_LIMITED as
+	// the second refusal: a minute, doubled; the label's dial: 1s.
+	if got, want := sl.all(), []time.Duration{time.Second, 2 * time.Second, 2 * time.Minute, time.Second}; !reflect.DeepEqual(got, want) {
+		t.Errorf("waits = %v, want %v", got, want)
+	}
+}
+
+func TestREL1_SleepHonoursContext(t *testing.T) {
+	reg := newRegistry(t)
+	reg.GraphQL("PullRequestObservation", respond(502, "bad gateway"))
+	ctx, cancel := context.WithCancel(context.Background())
+	c, _ := newTestClient(t, reg, func(o *Options) {
+		o.Retry.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return sleepCtx(ctx, d) }
+	})
+	start := time.Now()
+	_, err := c.Observe(ctx, testRef)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	if time.Since(start) > time.Second {
+		t.Error("a cancelled wait still slept")
+	}
+}
+
+func TestREL1_TimeoutsRetriedForReads(t *testing.T) {
+	reg := newRegistry(t)
+	hang := func(req *http.Request) (*http.Response, error) {
+		<-req.Context().Done()
+		return nil, req.Context().Err()
+	}
+	reg.GraphQL("PullRequestObservation", hang)
+	reg.GraphQL("PullRequestObservation", gqlData(minimalObserve()))
+	reg.GraphQL("ResolveThread", hang)
+	c, _ := newTestClient(t, reg, func(o *Options) { o.Timeout = 20 * time.Millisecond })
+	if _, err := c.Observe(context.Background(), testRef); err != nil {
+		t.Fatalf("Observe after a timeout: %v", err)
+	}
+	err := c.ResolveThread(context.Background(), "PRRT_1")
+	if forge.KindOf(err) != forge.KindUnreachable {
+		t.Errorf("a timed-out write: %v, want unreachable without retry", err)
+	}
+}

@@ -1,0 +1,491 @@
+package github
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// RetryPolicy bounds REL-1's retries. Zero fields take the defaults.
+type RetryPolicy struct {
+	// MaxAttempts per request, the first included (default 4).
+	MaxAttempts int
+	// BaseDelay is the first back-off; each retry doubles it (default 1s).
+	BaseDelay time.Duration
+	// MaxDelay caps one back-off step (default 30s).
+	MaxDelay time.Duration
+	// MaxWait is the longest rate-limit wait sat out in-process (default
+	// 2m); a longer one ends the call as KindRateLimited so the engine, not
+	// a blocked goroutine, owns the wait.
+	MaxWait time.Duration
+	// Sleep waits d or until ctx is done; tests inject a fake.
+	Sleep func(ctx context.Context, d time.Duration) error
+	// Now is the clock used to read x-ratelimit-reset.
+	Now func() time.Time
+}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	if p.MaxAttempts <= 0 {
+		p.MaxAttempts = 4
+	}
+	if p.BaseDelay <= 0 {
+		p.BaseDelay = time.Second
+	}
+	if p.MaxDelay <= 0 {
+		p.MaxDelay = 30 * time.Second
+	}
+	if p.MaxWait <= 0 {
+		p.MaxWait = 2 * time.Minute
+	}
+	if p.Sleep == nil {
+		p.Sleep = sleepCtx
+	}
+	if p.Now == nil {
+		p.Now = time.Now
+	}
+	return p
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// backoff is BaseDelay·2^(n-1), capped.
+func (p RetryPolicy) backoff(n int) time.Duration {
+	d := p.BaseDelay
+	for i := 1; i < n && d < p.MaxDelay; i++ {
+		d *= 2
+	}
+	return min(d, p.MaxDelay)
+}
+
+type ctxKey int
+
+const (
+	keyCounter ctxKey = iota
+	keyKind
+)
+
+// reqKind tells the retry transport what a POST is: GraphQL queries are
+// reads, mutations are writes.
+type reqKind int
+
+const (
+	kindREST reqKind = iota
+	kindGraphQLQuery
+	kindGraphQLMutation
+)
+
+func withKind(ctx context.Context, k reqKind) context.Context {
+	return context.WithValue(ctx, keyKind, k)
+}
+
+func kindOf(ctx context.Context) reqKind {
+	k, _ := ctx.Value(keyKind).(reqKind)
+	return k
+}
+
+// withCounter makes every HTTP attempt under ctx count into the returned
+// counter, retries and redirects included: they all cost rate limit.
+func withCounter(ctx context.Context) (context.Context, *atomic.Int64) {
+	n := new(atomic.Int64)
+	return context.WithValue(ctx, keyCounter, n), n
+}
+
+func count(ctx context.Context) {
+	if n, ok := ctx.Value(keyCounter).(*atomic.Int64); ok {
+		n.Add(1)
+	}
+}
+
+// authTransport attaches the token only to the origins it was issued for
+// (IF-2); a redirect elsewhere goes out bare.
+type authTransport struct {
+	next    http.RoundTripper
+	header  string
+	allowed []*url.URL
+	log     *slog.Logger
+}
+
+func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	if t.header != "" && t.allows(req.URL) {
+		r.Header.Set("Authorization", t.header)
+	} else {
+		if r.Header.Get("Authorization") != "" || t.header != "" {
+			t.log.Debug("github: sending without token to a host it was not issued for", "host", req.URL.Host)
+		}
+		r.Header.Del("Authorization")
+	}
+	return t.next.RoundTrip(r)
+}
+
+func (t *authTransport) allows(u *url.URL) bool {
+	for _, a := range t.allowed {
+		if sameOrigin(u, a) {
+			return true
+		}
+	}
+	return false
+}
+
+func sameOrigin(a, b *url.URL) bool {
+	return strings.EqualFold(a.Scheme, b.Scheme) &&
+		strings.EqualFold(a.Hostname(), b.Hostname()) &&
+		port(a) == port(b)
+}
+
+func port(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	if strings.EqualFold(u.Scheme, "http") {
+		return "80"
+	}
+	return "443"
+}
+
+// errAttemptTimeout marks one attempt that outlived Options.Timeout, so it
+// is told apart from the caller's own deadline.
+var errAttemptTimeout = errors.New("request timed out")
+
+type attemptTimeoutError struct{ err error }
+
+func (e *attemptTimeoutError) Error() string   { return errAttemptTimeout.Error() }
+func (e *attemptTimeoutError) Unwrap() []error { return []error{errAttemptTimeout, e.err} }
+func (e *attemptTimeoutError) Timeout() bool   { return true }
+
+// retryTransport is REL-1: reads are retried on 5xx, timeouts, network
+// errors and rate limits; writes only when the request provably did not
+// land (no connection, or a rate-limit refusal).
+type retryTransport struct {
+	next    http.RoundTripper
+	policy  RetryPolicy
+	timeout time.Duration
+	log     *slog.Logger
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	read := req.Method == http.MethodGet || req.Method == http.MethodHead || kindOf(ctx) == kindGraphQLQuery
+	graphQL := kindOf(ctx) != kindREST
+
+	var body []byte
+	if req.Body != nil && req.Body != http.NoBody {
+		b, err := io.ReadAll(req.Body)
+		req.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		body = b
+	}
+
+	limited := 0 // rate-limit refusals so far; the header-less wait doubles on each
+	for attempt := 1; ; attempt++ {
+		resp, err := t.attempt(ctx, req, body)
+		if err == nil && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests ||
+			(graphQL && resp.StatusCode == http.StatusOK)) {
+			// The verdict needs the body; keep it readable for the caller.
+			b, rerr := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if rerr != nil {
+				resp, err = nil, rerr
+			} else {
+				resp.Body = io.NopCloser(bytes.NewReader(b))
+				resp.ContentLength = int64(len(b))
+				if v := t.classify(resp, b, limited+1); v.retry {
+					limited++
+					if v.wait > t.policy.MaxWait {
+						t.log.Warn("github: rate limited beyond the in-process wait", "host", req.URL.Host, "wait", v.wait)
+						return resp, nil
+					}
+					if attempt >= t.policy.MaxAttempts {
+						return resp, nil
+					}
+					if serr := t.sleep(ctx, req, attempt, v); serr != nil {
+						return nil, serr
+					}
+					continue
+				}
+				return resp, nil
+			}
+		}
+		v := t.classifyOther(resp, err, attempt, read)
+		if !v.retry || attempt >= t.policy.MaxAttempts {
+			return resp, err
+		}
+		if resp != nil {
+			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+			resp.Body.Close()
+		}
+		if serr := t.sleep(ctx, req, attempt, v); serr != nil {
+			return nil, serr
+		}
+	}
+}
+
+func (t *retryTransport) sleep(ctx context.Context, req *http.Request, attempt int, v verdict) error {
+	t.log.Warn("github: retrying", "method", req.Method, "host", req.URL.Host, "path", req.URL.Path,
+		"attempt", attempt, "wait", v.wait, "reason", v.reason)
+	return t.policy.Sleep(ctx, v.wait)
+}
+
+func (t *retryTransport) attempt(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if t.timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, t.timeout)
+	}
+	r := req.Clone(actx)
+	if body != nil {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		r.ContentLength = int64(len(body))
+	}
+	count(ctx)
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		timedOut := ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
+		cancel()
+		if timedOut {
+			return nil, &attemptTimeoutError{err}
+		}
+		return nil, err
+	}
+	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
+	return resp, nil
+}
+
+// cancelBody ends an attempt's timeout context once the body is done, so
+// the deadline covers reading the answer too.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelBody) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+type verdict struct {
+	retry  bool
+	wait   time.Duration
+	reason string
+}
+
+// classify judges a 403, 429 or GraphQL 200 whose body has been read; hit
+// counts rate-limit refusals including this one.
+func (t *retryTransport) classify(resp *http.Response, body []byte, hit int) verdict {
+	if resp.StatusCode == http.StatusOK {
+		if !graphQLRateLimited(body) {
+			return verdict{}
+		}
+		// Refused before execution: safe to repeat a mutation too.
+		return verdict{true, t.rateLimitWait(resp.Header, hit), "graphql rate limited"}
+	}
+	if !isRateLimit(resp, body) {
+		return verdict{}
+	}
+	return verdict{true, t.rateLimitWait(resp.Header, hit), fmt.Sprintf("rate limited (%d)", resp.StatusCode)}
+}
+
+func (t *retryTransport) classifyOther(resp *http.Response, err error, attempt int, read bool) verdict {
+	if err != nil {
+		if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errAttemptTimeout)) {
+			return verdict{}
+		}
+		if permanentNetError(err) {
+			return verdict{}
+		}
+		if notSent(err) {
+			return verdict{true, t.policy.backoff(attempt), "cannot connect: " + err.Error()}
+		}
+		if read {
+			return verdict{true, t.policy.backoff(attempt), err.Error()}
+		}
+		return verdict{}
+	}
+	if resp.StatusCode >= 500 && read {
+		wait := t.policy.backoff(attempt)
+		if d, ok := retryAfter(resp.Header, t.policy.Now()); ok {
+			wait = max(wait, d)
+		}
+		return verdict{true, wait, fmt.Sprintf("server error %d", resp.StatusCode)}
+	}
+	return verdict{}
+}
+
+// rateLimitWait follows GitHub's rules: retry-after, else the reset time
+// when the primary limit is spent, else at least a minute, doubling.
+func (t *retryTransport) rateLimitWait(h http.Header, hit int) time.Duration {
+	now := t.policy.Now()
+	if d, ok := retryAfter(h, now); ok {
+		return d
+	}
+	if h.Get("X-Ratelimit-Remaining") == "0" {
+		if reset, ok := rateReset(h); ok {
+			return max(reset.Sub(now), 0) + time.Second
+		}
+	}
+	d := time.Minute
+	for i := 1; i < hit; i++ {
+		d *= 2
+	}
+	return d
+}
+
+func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if at, err := http.ParseTime(v); err == nil {
+		return max(at.Sub(now), 0), true
+	}
+	return 0, false
+}
+
+func rateReset(h http.Header) (time.Time, bool) {
+	s, err := strconv.ParseInt(strings.TrimSpace(h.Get("X-Ratelimit-Reset")), 10, 64)
+	if err != nil || s <= 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(s, 0), true
+}
+
+// isRateLimit tells a 403/429 rate-limit refusal from a permission one.
+func isRateLimit(resp *http.Response, body []byte) bool {
+	if resp.StatusCode != http.StatusForbidden && resp.StatusCode != http.StatusTooManyRequests {
+		return false
+	}
+	if resp.Header.Get("Retry-After") != "" || resp.Header.Get("X-Ratelimit-Remaining") == "0" {
+		return true
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return true
+	}
+	return strings.Contains(strings.ToLower(string(body)), "rate limit")
+}
+
+func graphQLRateLimited(body []byte) bool {
+	if !bytes.Contains(body, []byte("RATE_LIMITED")) {
+		return false
+	}
+	var r struct {
+		Errors []struct {
+			Type string `json:"type"`
+		} `json:"errors"`
+	}
+	if json.Unmarshal(body, &r) != nil {
+		return false
+	}
+	for _, e := range r.Errors {
+		if e.Type == "RATE_LIMITED" {
+			return true
+		}
+	}
+	return false
+}
+
+// notSent reports errors that prove no byte of the request reached the
+// server: the connection was never made.
+func notSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// permanentNetError reports faults a retry cannot fix: a certificate the
+// client does not trust, a host that does not exist.
+func permanentNetError(err error) bool {
+	var unknownCA x509.UnknownAuthorityError
+	var hostErr x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var verify *tls.CertificateVerificationError
+	var dns *net.DNSError
+	switch {
+	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid), errors.As(err, &verify):
+		return true
+	case errors.As(err, &dns) && dns.IsNotFound:
+		return true
+	}
+	return false
+}
+
+// HTTPClientWithCA returns an HTTP client trusting the system roots plus
+// every PEM file named (--ca-file, SSL_CERT_FILE; empty names are skipped).
+//
+// Go lets SSL_CERT_FILE replace the system bundle; IF-3 says it adds to it,
+// so the distribution bundle is loaded back in when the variable is set.
+func HTTPClientWithCA(caFiles ...string) (*http.Client, error) {
+	var files []string
+	for _, f := range caFiles {
+		if f = strings.TrimSpace(f); f != "" {
+			files = append(files, f)
+		}
+	}
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	if len(files) == 0 {
+		return &http.Client{Transport: base}, nil
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil || pool == nil {
+		pool = x509.NewCertPool()
+	}
+	if os.Getenv("SSL_CERT_FILE") != "" {
+		for _, f := range systemBundles {
+			if b, err := os.ReadFile(f); err == nil {
+				pool.AppendCertsFromPEM(b)
+				break
+			}
+		}
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("read CA file: %w", err)
+		}
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, fmt.Errorf("CA file %s: no PEM certificates found", f)
+		}
+	}
+	base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: base}, nil
+}
+
+// systemBundles are the distribution CA bundles Go itself looks for.
+var systemBundles = []string{
+	"/etc/ssl/certs/ca-certificates.crt",
+	"/etc/pki/tls/certs/ca-bundle.crt",
+	"/etc/ssl/ca-bundle.pem",
+	"/etc/pki/tls/cacert.pem",
+	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
+	"/etc/ssl/cert.pem",
+}

@@ -1,0 +1,81 @@
+package prloop
+
+import (
+	"fmt"
+	"strings"
+)
+
+// disposition is the one place a thread's disposition is chosen (PR-S12):
+// never hand-judged elsewhere. staleFrom > 0 means converge resolved the
+// thread in that round and the resolve never landed. A finding the fix did
+// not report on gets no disposition: it stays open and actionable, and the
+// next round takes it up again, which is the fail-closed reading of
+// silence (and of a push recovered after a crash, whose outcome is unknown).
+func disposition(id string, fix *FixResult, staleFrom int) (disp, reason string) {
+	if staleFrom > 0 {
+		return DispStale, fmt.Sprintf("resolved in round %d", staleFrom)
+	}
+	if fix == nil {
+		return "", ""
+	}
+	for _, b := range fix.Blocked {
+		if b.ID == id {
+			r := strings.TrimSpace(b.Reason)
+			if r == "" {
+				r = "the fixers could not address it"
+			}
+			return DispEscalated, r
+		}
+	}
+	for _, a := range fix.Addressed {
+		if a == id {
+			return DispAddressed, ""
+		}
+	}
+	return "", ""
+}
+
+// resolves reports whether a disposition closes its thread; escalated and
+// deferred threads stay open for the human (PR-S12).
+func resolves(disp string) bool {
+	return disp == DispAddressed || disp == DispStale
+}
+
+// replyBody renders a reply: the disposition in words, the signature, and
+// the hidden marker last so the next observation can see the reply exists.
+func replyBody(rec ThreadRecord, prURL, author string) string {
+	var b strings.Builder
+	switch rec.Disposition {
+	case DispAddressed:
+		fmt.Fprintf(&b, "Addressed in %s.", commitLink(prURL, rec.HeadSHA))
+	case DispStale:
+		fmt.Fprintf(&b, "Stale: converge already addressed this and %s; resolving it again.", defang(rec.Reason))
+	case DispDeferred:
+		fmt.Fprintf(&b, "Deferred to a human: %s. Leaving this thread open.", defang(rec.Reason))
+	case DispEscalated:
+		fmt.Fprintf(&b, "Escalated to a human: %s. Leaving this thread open.", defang(rec.Reason))
+	}
+	b.WriteString("\n\n— converge")
+	if author != "" {
+		fmt.Fprintf(&b, ", on behalf of @%s", author)
+	}
+	b.WriteString("\n\n")
+	b.WriteString(Marker(rec.ThreadID, rec.HeadSHA, rec.Disposition))
+	return b.String()
+}
+
+// commitLink links the fixing commit; GitHub renders the PR commit URL as a
+// link to the change in the PR, and a bare SHA still autolinks elsewhere.
+func commitLink(prURL, sha string) string {
+	if prURL == "" {
+		return sha
+	}
+	return fmt.Sprintf("[%s](%s/commits/%s)", abbrev(sha), strings.TrimSuffix(prURL, "/"), sha)
+}
+
+func abbrev(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

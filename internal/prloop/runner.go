@@ -1,0 +1,377 @@
+package prloop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+// Clock is the engine's time source; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+	// After waits d; it is the only way the engine waits.
+	After(d time.Duration) <-chan time.Time
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+func (SystemClock) Now() time.Time                         { return time.Now() }
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Workspace is the local side of the loop: a clone of the PR's repository
+// and the fix round (agents, build/test, commit, push).
+type Workspace interface {
+	// Prepare makes the clone ready and returns base...head added+deleted
+	// lines of the PR as it is now.
+	Prepare(ctx context.Context, pr *forge.PullRequest) (baseDiffLines int, err error)
+	// Fix runs the round's fixers on the PR's head, builds and tests, and
+	// commits and pushes at most one commit carrying the round trailer.
+	Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (FixResult, error)
+}
+
+// Journal persists the run; every method is called before the risky step
+// it guards (state before acting, the action before it runs).
+type Journal interface {
+	SaveState(ctx context.Context, s State) error
+	// BeginAction records an action about to run; done is true when an
+	// earlier attempt with the same key finished, so it must not repeat.
+	BeginAction(ctx context.Context, round int, a Action) (done bool, err error)
+	FinishAction(ctx context.Context, a Action, outcome string, result any) error
+}
+
+// Event is one progress report (UX-1): printed as a line or NDJSON.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Kind    string    `json:"kind"` // observe, round, review, fix, reply, resolve, label, status, wait, terminal, note
+	Round   int       `json:"round,omitempty"`
+	Message string    `json:"message"`
+	Data    any       `json:"data,omitempty"`
+}
+
+// Reporter receives progress events.
+type Reporter interface{ Report(Event) }
+
+// ReporterFunc adapts a function.
+type ReporterFunc func(Event)
+
+func (f ReporterFunc) Report(e Event) { f(e) }
+
+// Runner is the local engine: observe → Decide → persist → act, owning
+// waiting and back-off; step code never sleeps.
+type Runner struct {
+	Forge     forge.Forge
+	Workspace Workspace
+	Journal   Journal
+	Reporter  Reporter
+	Clock     Clock
+	Config    Config
+
+	PollMin time.Duration // first wait between polls (PR-S2: 60 s)
+	PollMax time.Duration // back-off cap (600 s)
+	// Wake, when set, ends a wait early (webhooks in server mode, the
+	// in-process emulator in the demo). The engine re-reads the world on
+	// wake; it never trusts what the event carried.
+	Wake <-chan struct{}
+	// Stop, when closed or signalled, ends the run cleanly at the next step.
+	Stop <-chan struct{}
+
+	perms map[string]string // per-run permission cache (SEC-1)
+}
+
+// Run drives one PR until a terminal. It returns the terminal; an error is
+// returned only for faults that end the run (the state is persisted first).
+func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal, error) {
+	if r.Clock == nil {
+		r.Clock = SystemClock{}
+	}
+	if r.PollMin <= 0 {
+		r.PollMin = 60 * time.Second
+	}
+	if r.PollMax < r.PollMin {
+		r.PollMax = 10 * r.PollMin
+	}
+	r.perms = map[string]string{}
+	wait := r.PollMin
+	var result *ActResult
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		obs, err := r.observe(ctx, ref, st, result)
+		if err != nil {
+			return nil, fmt.Errorf("observe: %w", err)
+		}
+		prevPhase := st.Phase
+		next, actions, term := Decide(st, obs, r.Config)
+		if err := r.Journal.SaveState(ctx, next); err != nil {
+			return nil, fmt.Errorf("persist state: %w", err)
+		}
+		if next.Round != st.Round {
+			r.report(Event{Kind: "round", Round: next.Round, Message: fmt.Sprintf("round %d on %s", next.Round, short(obs.PR.HeadSHA))})
+		}
+		st = next
+		result = nil
+		waited := false
+		for _, a := range actions {
+			if a.Kind == ActWait {
+				if term != nil {
+					continue
+				}
+				if prevPhase != st.Phase {
+					wait = r.PollMin
+				}
+				r.report(Event{Kind: "wait", Round: st.Round, Message: a.Reason})
+				if err := r.sleep(ctx, wait); err != nil {
+					return nil, err
+				}
+				wait = min(wait*2, r.PollMax)
+				waited = true
+				continue
+			}
+			res, err := r.act(ctx, obs.PR, st.Round, a)
+			if err != nil {
+				return nil, err
+			}
+			if res != nil {
+				result = mergeResult(result, res)
+			}
+		}
+		if !waited {
+			wait = r.PollMin
+		}
+		if term != nil {
+			r.report(Event{Kind: "terminal", Round: st.Round, Message: term.Reason + ": " + term.Message, Data: term})
+			return term, nil
+		}
+	}
+}
+
+func mergeResult(into, r *ActResult) *ActResult {
+	if into == nil {
+		return r
+	}
+	if r.RequestRefused {
+		into.RequestRefused, into.RefusedReason = true, r.RefusedReason
+	}
+	if r.Fix != nil {
+		into.Fix = r.Fix
+	}
+	return into
+}
+
+func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-r.Clock.After(d):
+	case <-r.Wake:
+	case <-r.Stop:
+	}
+	return nil
+}
+
+func (r *Runner) stopRequested() bool {
+	if r.Stop == nil {
+		return false
+	}
+	select {
+	case <-r.Stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// observe reads the world whole: the PR, and only while a requested Copilot
+// review has not started, its issue events (PR-O1).
+func (r *Runner) observe(ctx context.Context, ref forge.PRRef, st State, result *ActResult) (Observation, error) {
+	pr, err := r.Forge.Observe(ctx, ref)
+	if err != nil {
+		return Observation{}, err
+	}
+	obs := Observation{Now: r.Clock.Now(), PR: pr, Result: result, StopRequested: r.stopRequested()}
+	if st.WantsEvents() {
+		evs, err := r.Forge.IssueEvents(ctx, ref)
+		if err != nil {
+			return Observation{}, fmt.Errorf("issue events: %w", err)
+		}
+		obs.EventsRead = true
+		for _, e := range evs {
+			if e.Event == "copilot_work_started" && e.ID > obs.CopilotStartedMax {
+				obs.CopilotStartedMax = e.ID
+			}
+		}
+	}
+	if st.StartedAt.IsZero() && pr.State == forge.StateOpen {
+		lines, err := r.Workspace.Prepare(ctx, pr)
+		if err != nil {
+			return Observation{}, fmt.Errorf("prepare workspace: %w", err)
+		}
+		obs.BaseDiffLines = lines
+	}
+	obs.Permissions, err = r.permissions(ctx, ref, pr)
+	if err != nil {
+		return Observation{}, err
+	}
+	return obs, nil
+}
+
+// permissions looks up, once per run, the permission of every author of an
+// unresolved thread (SEC-1). Bots on the allowlist need no lookup.
+func (r *Runner) permissions(ctx context.Context, ref forge.PRRef, pr *forge.PullRequest) (map[string]string, error) {
+	bots := map[string]bool{}
+	for _, b := range r.Config.TrustedBots {
+		bots[strings.ToLower(b)] = true
+	}
+	var logins []string
+	for _, t := range pr.Threads {
+		if t.IsResolved || len(t.Comments) == 0 {
+			continue
+		}
+		l := strings.ToLower(t.Comments[0].Author)
+		if l == "" || bots[l] {
+			continue
+		}
+		if _, ok := r.perms[l]; !ok {
+			logins = append(logins, l)
+		}
+	}
+	sort.Strings(logins)
+	for _, l := range logins {
+		if _, ok := r.perms[l]; ok {
+			continue
+		}
+		p, err := r.Forge.Permission(ctx, ref, l)
+		if err != nil {
+			if forge.KindOf(err) == forge.KindNotFound {
+				p = "none"
+			} else {
+				return nil, fmt.Errorf("permission of %s: %w", l, err)
+			}
+		}
+		r.perms[l] = p
+	}
+	out := make(map[string]string, len(r.perms))
+	for k, v := range r.perms {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// act runs one action once: the journal refuses a key that already finished,
+// and the forge's own state (markers, labels, resolved flags) is what Decide
+// checked before asking.
+func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Action) (*ActResult, error) {
+	done, err := r.Journal.BeginAction(ctx, round, a)
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", a.Key, err)
+	}
+	if done && a.Kind != ActFix {
+		return nil, nil
+	}
+	var (
+		res     *ActResult
+		outcome = "ok"
+		detail  any
+	)
+	switch a.Kind {
+	case ActRequestReview:
+		err = r.Forge.RequestReviews(ctx, pr.ID, nil, []string{CopilotBotLogin})
+		if err != nil && forge.KindOf(err) == forge.KindInvalid {
+			// Copilot is not available here: single-iteration mode (PR-S1).
+			res = &ActResult{RequestRefused: true, RefusedReason: err.Error()}
+			outcome, err = "refused", nil
+			r.report(Event{Kind: "review", Round: round, Message: "copilot review refused; single-iteration mode"})
+		} else if err == nil {
+			r.report(Event{Kind: "review", Round: round, Message: "requested copilot review"})
+		}
+	case ActFix:
+		r.report(Event{Kind: "fix", Round: round, Message: fmt.Sprintf("fixing %d finding(s)", len(a.Findings))})
+		var fr FixResult
+		fr, err = r.Workspace.Fix(ctx, pr, round, a.Findings)
+		if err == nil {
+			res = &ActResult{Fix: &fr}
+			detail = fr
+			msg := fmt.Sprintf("%d addressed, %d blocked", len(fr.Addressed), len(fr.Blocked))
+			if fr.CommitSHA != "" {
+				msg += ", pushed " + short(fr.CommitSHA)
+			}
+			r.report(Event{Kind: "fix", Round: round, Message: msg, Data: fr})
+		}
+	case ActReply:
+		_, err = r.Forge.ReplyToThread(ctx, a.ThreadID, a.Body)
+		if err == nil {
+			r.report(Event{Kind: "reply", Round: round, Message: "replied to " + a.ThreadID})
+		}
+	case ActResolve:
+		err = r.Forge.ResolveThread(ctx, a.ThreadID)
+		if err == nil {
+			r.report(Event{Kind: "resolve", Round: round, Message: "resolved " + a.ThreadID})
+		}
+	case ActAddLabel:
+		err = r.Forge.AddLabels(ctx, pr.Ref, a.Label)
+	case ActRemoveLabel:
+		err = r.Forge.RemoveLabel(ctx, pr.Ref, a.Label)
+		if forge.KindOf(err) == forge.KindNotFound {
+			err = nil
+		}
+	case ActSetStatus:
+		err = r.Forge.SetCommitStatus(ctx, pr.Ref, a.SHA, forge.CommitStatus{
+			State: a.State, Context: StatusContext, Description: truncate(a.Reason, 140),
+		})
+	default:
+		err = fmt.Errorf("unknown action %q", a.Kind)
+	}
+	if err != nil {
+		_ = r.Journal.FinishAction(ctx, a, "failed", err.Error())
+		return nil, fmt.Errorf("%s: %w", a.Kind, err)
+	}
+	if err := r.Journal.FinishAction(ctx, a, outcome, detail); err != nil {
+		return nil, fmt.Errorf("journal %s: %w", a.Key, err)
+	}
+	return res, nil
+}
+
+func (r *Runner) report(e Event) {
+	if r.Reporter == nil {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = r.Clock.Now()
+	}
+	r.Reporter.Report(e)
+}
+
+func short(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+// MarshalState is how the engine stores State.
+func MarshalState(s State) ([]byte, error) { return json.Marshal(s) }
+
+// UnmarshalState reads a stored State.
+func UnmarshalState(b []byte) (State, error) {
+	var s State
+	if len(b) == 0 {
+		return s, errors.New("empty state")
+	}
+	err := json.Unmarshal(b, &s)
+	return s, err
+}

@@ -1,0 +1,313 @@
+// Package prloop is the PR review loop: its persisted State, the pure
+// Decide function that holds every rule of SPEC §1 that can be a rule, and
+// the types the engine (runner) uses to observe and act.
+//
+// Decide is pure: no IO, no clock (time arrives in Observation.Now), no
+// randomness, no dependence on map iteration order. The same Decide runs in
+// the local engine and, later, inside a Temporal workflow.
+package prloop
+
+import (
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+// Phase is where the loop is within a round.
+type Phase string
+
+const (
+	// PhaseStart is the first step of a run: record the starting head and
+	// end at once when the PR is already two-stable (PR-S1).
+	PhaseStart Phase = "start"
+	// PhaseRequest is the top of a round: request the Copilot review.
+	PhaseRequest Phase = "request"
+	// PhaseAwaitReview waits for the requested review to start and land on
+	// the current head (PR-S1, PR-S2), and for CI to settle.
+	PhaseAwaitReview Phase = "await-review"
+	// PhaseFix has dispatched a Fix action and waits for its FixResult.
+	PhaseFix Phase = "fix"
+	// PhaseReply replies to and resolves threads after the push (PR-S12).
+	PhaseReply Phase = "reply"
+	// PhaseVerify is the convergence check on a fresh observation (PR-T1).
+	PhaseVerify Phase = "verify"
+	// PhaseDone: a terminal was reached; Decide returns it again.
+	PhaseDone Phase = "done"
+)
+
+// Terminal reasons (PR-T1..T8) with their exit codes (IF-1).
+const (
+	ReasonTwoStable           = "two-stable"
+	ReasonPRClosed            = "pr-closed"
+	ReasonHumanPush           = "human-push"
+	ReasonBaseMoved           = "base-moved"
+	ReasonNoIndependentReview = "blocked-no-independent-review"
+	ReasonConvergenceFailure  = "convergence-failure"
+	ReasonCapExhausted        = "cap-exhausted"
+	ReasonIdleTimeout         = "idle-timeout"
+	ReasonStoppedByHuman      = "stopped-by-human"
+	ReasonErrored             = "errored"
+)
+
+// ExitCode maps a terminal reason to its IF-1 exit code.
+func ExitCode(reason string) int {
+	switch reason {
+	case ReasonTwoStable:
+		return 0
+	case ReasonPRClosed, ReasonHumanPush, ReasonBaseMoved, ReasonNoIndependentReview, ReasonIdleTimeout, ReasonStoppedByHuman:
+		return 3
+	case ReasonCapExhausted:
+		return 4
+	case ReasonConvergenceFailure:
+		return 5
+	}
+	return 1
+}
+
+// Labels converge applies on the forge.
+const (
+	LabelReady          = "converge:ready-for-merge"
+	LabelNeedsAttention = "converge:needs-attention"
+	StatusContext       = "converge" // PR-T10 commit status / check run name
+	CommitTrailer       = "Converge-Round"
+	CopilotBotLogin     = "copilot-pull-request-reviewer" // botLogins value for requestReviewsByLogin
+)
+
+// Dispositions of a thread (PR-S12), chosen by one function.
+const (
+	DispAddressed = "addressed"
+	DispStale     = "stale"
+	DispDeferred  = "deferred"
+	DispEscalated = "escalated"
+)
+
+// Config holds every knob of the loop; DefaultConfig has the defaults of
+// SPEC §1 in one place (PR-M4).
+type Config struct {
+	MaxIterations       int           // PR-T5: rounds; the (N+1)th never starts
+	MaxWallClock        time.Duration // PR-T5
+	DiffMultiplier      float64       // PR-T6: loop lines vs the PR's lines at start
+	MaxStructuralRounds int           // PR-T6: k consecutive structural rounds
+	IdleTimeout         time.Duration // PR-T3
+	ReviewStartWindow   time.Duration // PR-S1: no start within this → accept an existing review of the head
+	ReviewWaitMax       time.Duration // PR-S2: bounded wait for a started review to land
+	CIWaitMax           time.Duration // bounded wait for CI to settle on the head
+	ExpectsCopilot      bool          // false → single-iteration mode (PR-M3)
+	ExpectNoChecks      bool          // PR-T1(2): the repo has no CI
+	TrustedBots         []string      // PR-O2 allowlist, matched lower-case
+	Self                string        // converge's own login: its comments are never findings
+	// PushVisibleWait bounds how long an observation may still show the
+	// head before the loop's own push (the forge lags a push by seconds)
+	// before that reads as a force-push (PR-T4). Zero: no grace.
+	PushVisibleWait time.Duration
+}
+
+// DefaultConfig returns the defaults of SPEC §1.
+func DefaultConfig() Config {
+	return Config{
+		MaxIterations:       8,
+		MaxWallClock:        4 * time.Hour,
+		DiffMultiplier:      3,
+		MaxStructuralRounds: 3,
+		IdleTimeout:         30 * time.Minute,
+		ReviewStartWindow:   2 * time.Minute,
+		ReviewWaitMax:       20 * time.Minute,
+		CIWaitMax:           30 * time.Minute,
+		PushVisibleWait:     2 * time.Minute,
+		ExpectsCopilot:      true,
+		TrustedBots: []string{
+			"copilot", "copilot-pull-request-reviewer", "copilot-pull-request-reviewer[bot]",
+			"copilot[bot]", "github-copilot[bot]",
+		},
+	}
+}
+
+// Finding is one normalized review point (SPEC vocabulary).
+type Finding struct {
+	ID        string `json:"id"` // the thread id for forge findings
+	ThreadID  string `json:"thread_id,omitempty"`
+	Path      string `json:"path"`
+	StartLine int    `json:"start_line"`
+	EndLine   int    `json:"end_line"`
+	Summary   string `json:"summary"` // first comment's body
+	Verdict   string `json:"verdict"` // structural | minor
+	Source    string `json:"source"`  // copilot | human | bot | local
+	Author    string `json:"author"`
+	// Reopened: converge resolved this thread earlier and a human reopened
+	// it; the thread's earlier replies are input to the fix (PR-S12).
+	Reopened bool `json:"reopened,omitempty"`
+}
+
+// ThreadRecord remembers what converge did to a thread in this run.
+type ThreadRecord struct {
+	ThreadID    string `json:"thread_id"`
+	Round       int    `json:"round"`
+	Disposition string `json:"disposition"`
+	HeadSHA     string `json:"head_sha"`
+	Reason      string `json:"reason,omitempty"`
+	Resolved    bool   `json:"resolved"` // converge emitted the resolve
+	// ObservedResolved: a later observation showed the thread resolved, so
+	// finding it open again means a human reopened it (never stale).
+	ObservedResolved bool `json:"observed_resolved,omitempty"`
+}
+
+// RoundRecord is the ledger line of one round (PR-M5).
+type RoundRecord struct {
+	N          int       `json:"n"`
+	HeadSHA    string    `json:"head_sha"` // head the round reviewed
+	ReviewID   string    `json:"review_id,omitempty"`
+	Findings   []Finding `json:"findings,omitempty"`
+	CommitSHA  string    `json:"commit_sha,omitempty"`
+	Structural bool      `json:"structural"`
+	StartedAt  time.Time `json:"started_at"`
+}
+
+// State is the loop's persisted state. It is plain data (JSON) so it can be
+// stored before every risky step and replayed.
+type State struct {
+	Phase     Phase     `json:"phase"`
+	Round     int       `json:"round"` // rounds started so far
+	StartedAt time.Time `json:"started_at"`
+
+	InitialHead      string `json:"initial_head"`
+	LastLoopSHA      string `json:"last_loop_sha"` // PR-T4 / PR-S11
+	InitialDiffLines int    `json:"initial_diff_lines"`
+	LoopDiffLines    int    `json:"loop_diff_lines"`
+
+	ConsecutiveStructural int  `json:"consecutive_structural"`
+	SingleIteration       bool `json:"single_iteration"` // PR-M3, sticky
+	// SingleIterationWhy records the decision (PR-S1: "recorded in the run").
+	SingleIterationWhy string `json:"single_iteration_why,omitempty"`
+
+	// The current round's review request (PR-S1).
+	RequestedAt    time.Time `json:"requested_at,omitzero"`
+	RequestHead    string    `json:"request_head,omitempty"`
+	EventMark      int64     `json:"event_mark"`             // highest copilot_work_started id before the request
+	EventMarkSet   bool      `json:"event_mark_set"`         // events were read when the mark was taken
+	SeenReviews    []string  `json:"seen_reviews,omitempty"` // Copilot review ids that existed before the request
+	ReviewMark     string    `json:"review_mark,omitempty"`  // newest Copilot review id before the request
+	ReviewStarted  bool      `json:"review_started"`
+	AcceptedReview string    `json:"accepted_review,omitempty"` // the review this round counts
+
+	Kept        []Finding `json:"kept,omitempty"` // this round's kept findings
+	ReplyPasses int       `json:"reply_passes"`   // bounded retries of PhaseReply
+
+	// HeadSeen is the head of the latest observation and HeadSeenAt when
+	// it first appeared: the CI wait (and the UNKNOWN merge state) is
+	// bounded from there.
+	HeadSeen   string    `json:"head_seen,omitempty"`
+	HeadSeenAt time.Time `json:"head_seen_at,omitzero"`
+	// PushedAt is when the loop last reported a push (PushVisibleWait).
+	PushedAt time.Time `json:"pushed_at,omitzero"`
+
+	Threads []ThreadRecord `json:"threads,omitempty"` // dispositions so far
+
+	Rounds []RoundRecord `json:"rounds,omitempty"`
+
+	LastActivityAt time.Time `json:"last_activity_at,omitzero"` // PR-T3
+	Terminal       *Terminal `json:"terminal,omitempty"`
+}
+
+// Observation is one fresh read of the world, plus the outcome of the
+// previous act. The engine fills it; Decide never trusts an older picture.
+type Observation struct {
+	Now time.Time
+	PR  *forge.PullRequest
+
+	// CopilotStartedMax is the highest copilot_work_started event id seen
+	// (0 when events were not read this step; see State.WantsEvents).
+	CopilotStartedMax int64
+	EventsRead        bool
+
+	// Permissions maps a lower-case login to its repository permission
+	// (admin, maintain, write, triage, read, none) for every author of an
+	// unresolved thread (SEC-1). Missing means unknown: untrusted.
+	Permissions map[string]string
+
+	// BaseDiffLines is added+deleted lines of base...head at run start.
+	BaseDiffLines int
+
+	// StopRequested: `converge stop` or a trusted converge:stop label (PR-G5).
+	StopRequested bool
+
+	// Result is the outcome of the previous step's actions, if any.
+	Result *ActResult
+}
+
+// ActionKind names what the engine must do.
+type ActionKind string
+
+const (
+	ActRequestReview ActionKind = "request-review" // Copilot via requestReviewsByLogin, union
+	ActWait          ActionKind = "wait"           // nothing to do until the world changes
+	ActFix           ActionKind = "fix"            // agents → build/test → commit → push
+	ActReply         ActionKind = "reply"
+	ActResolve       ActionKind = "resolve"
+	ActAddLabel      ActionKind = "add-label"
+	ActRemoveLabel   ActionKind = "remove-label"
+	ActSetStatus     ActionKind = "set-status" // PR-T10 `converge` verdict on a commit
+)
+
+// Action is one step for the engine. Key is deterministic (run-independent
+// parts only: round, kind, target) so a repeated act is recognised.
+type Action struct {
+	Kind     ActionKind `json:"kind"`
+	Key      string     `json:"key"`
+	ThreadID string     `json:"thread_id,omitempty"`
+	Body     string     `json:"body,omitempty"`
+	Label    string     `json:"label,omitempty"`
+	SHA      string     `json:"sha,omitempty"`
+	State    string     `json:"state,omitempty"` // set-status: pending|success|failure|error
+	Reason   string     `json:"reason,omitempty"`
+	Round    int        `json:"round,omitempty"`
+	Findings []Finding  `json:"findings,omitempty"` // fix
+}
+
+// ActResult is what the engine reports back from acting.
+type ActResult struct {
+	RequestRefused bool       `json:"request_refused,omitempty"` // Copilot not available → PR-M3
+	RefusedReason  string     `json:"refused_reason,omitempty"`
+	Fix            *FixResult `json:"fix,omitempty"`
+}
+
+// FixResult is the outcome of one ActFix.
+type FixResult struct {
+	Round        int              `json:"round"`
+	Addressed    []string         `json:"addressed,omitempty"` // finding ids fixed and pushed
+	Blocked      []BlockedFinding `json:"blocked,omitempty"`
+	TestsPassed  bool             `json:"tests_passed"`
+	CommitSHA    string           `json:"commit_sha,omitempty"` // pushed head; "" when nothing was committed
+	LinesChanged int              `json:"lines_changed"`        // added+deleted by the commit
+}
+
+// BlockedFinding is a finding the fixers could not address.
+type BlockedFinding struct {
+	ID     string `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// Terminal is how a run ended.
+type Terminal struct {
+	Reason   string `json:"reason"`
+	ExitCode int    `json:"exit_code"`
+	Message  string `json:"message"`
+	Proof    *Proof `json:"proof,omitempty"`
+}
+
+// Proof is printed and stored at success (PR-T9): proof, not assertion.
+type Proof struct {
+	PR                       string    `json:"pr"`
+	HeadSHA                  string    `json:"head_sha"`
+	ReviewedCommit           string    `json:"reviewed_commit"`
+	ReviewID                 string    `json:"review_id,omitempty"`
+	ReviewSource             string    `json:"review_source"` // copilot | local
+	ReviewedAt               time.Time `json:"reviewed_at"`
+	CIState                  string    `json:"ci_state"`
+	OpenThreadsAwaitingReply int       `json:"open_threads_awaiting_reply"`
+	EscalatedThreads         []string  `json:"escalated_threads"`
+	HandOffs                 []string  `json:"hand_offs"` // untrusted / deferred threads listed, not acted on
+	RoundsRun                int       `json:"rounds_run"`
+	RevertedRounds           []int     `json:"reverted_rounds"`
+	MergeState               string    `json:"merge_state"`
+	Notes                    []string  `json:"notes,omitempty"` // e.g. BEHIND (PR-T7)
+}

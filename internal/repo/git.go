@@ -1,0 +1,315 @@
+// Package repo drives git through the git command line (never a Go git
+// library, so behaviour matches what users and CI see) and discovers a
+// repository's own build, test and lint commands (REPO-C1).
+//
+// Credentials reach git only through the environment (IF-2): see AuthEnv.
+// Nothing in this package writes a token into a remote URL or a config
+// file, and errors never carry one.
+package repo
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Git runs git commands in one working directory.
+//
+// Every command runs with the process environment, then the defaults
+// below, then Env (later entries win):
+//   - GIT_TERMINAL_PROMPT=0 and GCM_INTERACTIVE=never: a missing or
+//     rejected credential fails at once instead of waiting for a human.
+//   - LC_ALL=C: messages we match (push rejections) stay in English.
+//
+// System and global git config are kept on purpose: they carry proxies,
+// CA settings and URL rewrites that the user's own git needs on this
+// machine. Identity does not come from them: Commit sets it explicitly.
+type Git struct {
+	Dir string
+	Env []string
+}
+
+// Error is a failed git command. Its message names the subcommand and the
+// most telling line of stderr, with credentials removed.
+type Error struct {
+	Subcommand string
+	ExitCode   int    // -1 when git did not run or was killed
+	Stderr     string // whole stderr, credentials removed
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := "git " + e.Subcommand
+	if line := lastLine(e.Stderr); line != "" {
+		return msg + ": " + line
+	}
+	if e.Err != nil {
+		return msg + ": " + e.Err.Error()
+	}
+	return msg + ": exit status " + strconv.Itoa(e.ExitCode)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// lastLine is the last non-empty stderr line that is not a hint, which is
+// where git puts the reason ("fatal: ...", "error: ...").
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := strings.TrimSpace(lines[i])
+		if l != "" && !strings.HasPrefix(l, "hint:") {
+			return l
+		}
+	}
+	return ""
+}
+
+// Run runs git with args in g.Dir and returns its stdout.
+func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
+	return g.run(ctx, nil, args...)
+}
+
+func (g *Git) run(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = g.Dir
+	cmd.Env = g.environ()
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	if err == nil {
+		return stdout.String(), nil
+	}
+	code := -1
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	}
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	clean := g.redactor()
+	return clean(stdout.String()), &Error{
+		Subcommand: subcommand(args),
+		ExitCode:   code,
+		Stderr:     clean(stderr.String()),
+		Err:        redactedErr(err, clean),
+	}
+}
+
+// redactedErr keeps errors.Is working for context errors while making sure
+// no other error text carries a credential.
+func redactedErr(err error, clean func(string) string) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return err // "exit status N": nothing secret
+	}
+	return errors.New(clean(err.Error()))
+}
+
+func (g *Git) environ() []string {
+	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "LC_ALL=C")
+	return append(env, g.Env...)
+}
+
+// subcommand is the first argument that is not a global option.
+func subcommand(args []string) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-c" || a == "-C" || a == "--git-dir" || a == "--work-tree":
+			i++
+		case strings.HasPrefix(a, "-"):
+		default:
+			return a
+		}
+	}
+	return ""
+}
+
+var urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
+
+// redactor removes credentials from git output: userinfo in URLs and any
+// secret carried by the Authorization header in Env.
+func (g *Git) redactor() func(string) string {
+	secrets := envSecrets(append(os.Environ(), g.Env...))
+	return func(s string) string {
+		s = urlUserinfo.ReplaceAllString(s, "${1}***@")
+		for _, sec := range secrets {
+			s = strings.ReplaceAll(s, sec, "***")
+		}
+		return s
+	}
+}
+
+// envSecrets finds the credentials AuthEnv put in an environment, longest
+// first.
+func envSecrets(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(k, "GIT_CONFIG_VALUE_") {
+			continue
+		}
+		_, cred, ok := strings.Cut(v, "Authorization:")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(cred)
+		if len(fields) == 0 {
+			continue
+		}
+		c := fields[len(fields)-1]
+		out = append(out, c)
+		if dec, err := base64.StdEncoding.DecodeString(c); err == nil {
+			if _, pw, ok := strings.Cut(string(dec), ":"); ok && pw != "" {
+				out = append(out, pw)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out
+}
+
+// AuthEnv returns environment entries that give git a forge token and
+// trusted CAs without writing either to disk (IF-2, IF-3): the token goes
+// in an http.extraHeader set through GIT_CONFIG_COUNT/KEY/VALUE, in the
+// Basic form GitHub accepts for git over HTTPS ("x-access-token:TOKEN").
+// An empty token adds no header. caFiles[0], when given, becomes
+// GIT_SSL_CAINFO; git takes a single CA file, so several must be joined
+// first (see CABundle). The header goes to whatever host the command
+// talks to: prefer AuthEnvFor when the remote is known.
+//
+// The GIT_CONFIG_* entries replace any the caller's environment set.
+func AuthEnv(token string, caFiles ...string) []string {
+	return authEnv("", token, caFiles)
+}
+
+// AuthEnvFor is AuthEnv with the header (and the CA) scoped to remoteURL's
+// scheme and host, so that a redirect or a submodule on another host never
+// receives the token.
+func AuthEnvFor(remoteURL, token string, caFiles ...string) []string {
+	return authEnv(urlScope(remoteURL), token, caFiles)
+}
+
+func authEnv(scope, token string, caFiles []string) []string {
+	var kv [][2]string
+	key := func(name string) string {
+		if scope == "" {
+			return "http." + name
+		}
+		return "http." + scope + "." + name
+	}
+	var env []string
+	if token != "" {
+		// An empty helper list keeps stored credentials (another account's,
+		// perhaps) out of the exchange.
+		kv = append(kv, [2]string{"credential.helper", ""})
+		kv = append(kv, [2]string{key("extraHeader"), "Authorization: Basic " + BasicAuth(token)})
+	}
+	if len(caFiles) > 0 && caFiles[0] != "" {
+		if scope == "" {
+			env = append(env, "GIT_SSL_CAINFO="+caFiles[0])
+		} else {
+			kv = append(kv, [2]string{key("sslCAInfo"), caFiles[0]})
+		}
+	}
+	if len(kv) > 0 {
+		env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(kv)))
+		for i, p := range kv {
+			env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, p[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, p[1]))
+		}
+	}
+	return env
+}
+
+// urlScope reduces a remote URL to scheme://host[:port]/ for http.<url>.*
+// config matching.
+func urlScope(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return ""
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	if i := strings.LastIndex(host, "@"); i >= 0 {
+		host = host[i+1:]
+	}
+	return scheme + "://" + host + "/"
+}
+
+// BasicAuth is the credential of the Authorization header AuthEnv sends.
+func BasicAuth(token string) string {
+	return base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
+}
+
+// Secrets lists the forms in which token can appear in output, for a
+// redactor (SEC-3): the token and the header credential derived from it.
+func Secrets(token string) []string {
+	if token == "" {
+		return nil
+	}
+	return []string{token, BasicAuth(token)}
+}
+
+// CABundle writes to dst one PEM file holding the system's CA roots (when
+// found) and caFiles, for GIT_SSL_CAINFO, which replaces rather than adds
+// to git's trusted roots.
+func CABundle(dst string, caFiles ...string) error {
+	var buf bytes.Buffer
+	for _, sys := range []string{
+		"/etc/ssl/certs/ca-certificates.crt",
+		"/etc/pki/tls/certs/ca-bundle.crt",
+		"/etc/ssl/ca-bundle.pem",
+		"/etc/ssl/cert.pem",
+	} {
+		if b, err := os.ReadFile(sys); err == nil {
+			buf.Write(b)
+			buf.WriteByte('\n')
+			break
+		}
+	}
+	for _, f := range caFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return fmt.Errorf("ca bundle: %w", err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	if err := os.WriteFile(dst, buf.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("ca bundle: %w", err)
+	}
+	return nil
+}
+
+// ScrubEnv returns environ without forge tokens and git credential
+// configuration, for commands that must not receive them (build, test,
+// agents: SEC-2).
+func ScrubEnv(environ []string) []string {
+	drop := map[string]bool{
+		"GH_TOKEN": true, "GITHUB_TOKEN": true, "GH_ENTERPRISE_TOKEN": true,
+		"GITHUB_ENTERPRISE_TOKEN": true, "CONVERGE_TOKEN": true, "GIT_CONFIG_COUNT": true,
+	}
+	var out []string
+	for _, kv := range environ {
+		k, _, _ := strings.Cut(kv, "=")
+		if drop[k] || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}

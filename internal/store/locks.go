@@ -1,0 +1,82 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// AcquireLock takes the one-loop-per-target lock (PR-G5) for runID, whose
+// process is pid. It returns the holder's run id and whether runID now
+// holds the lock. Acquiring a lock runID already holds succeeds.
+//
+// A lock is stale, and taken over, when its run has finished or when it
+// was taken on this host by a process that is no longer alive. A lock
+// taken on another host is only stale once its run has finished: we
+// cannot see that host's processes.
+//
+// Every change is a compare-and-swap on the previous holder, so two
+// concurrent callers never both win.
+func (s *Store) AcquireLock(ctx context.Context, target, runID string, pid int) (holder string, ok bool, err error) {
+	t, rid := s.red(target), s.red(runID)
+	for attempt := 0; attempt < 8; attempt++ {
+		now := fmtTime(s.now())
+		res, err := s.db.ExecContext(ctx, `INSERT INTO locks(target, run_id, pid, host, acquired_at)
+			VALUES(?, ?, ?, ?, ?) ON CONFLICT(target) DO NOTHING`, t, rid, pid, s.host, now)
+		if err != nil {
+			return "", false, fmt.Errorf("acquire lock %s: %w", target, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return runID, true, nil
+		}
+		var (
+			curRun, curHost string
+			curPID          int
+			ended           sql.NullString
+			runExists       bool
+		)
+		err = s.db.QueryRowContext(ctx, `SELECT l.run_id, l.pid, l.host, r.ended_at, r.id IS NOT NULL
+			FROM locks l LEFT JOIN runs r ON r.id = l.run_id WHERE l.target = ?`, t).
+			Scan(&curRun, &curPID, &curHost, &ended, &runExists)
+		if errors.Is(err, sql.ErrNoRows) {
+			continue // released meanwhile: try to insert again
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("acquire lock %s: %w", target, err)
+		}
+		if curRun == rid {
+			if curPID != pid || curHost != s.host {
+				// The same run resumed in a new process: record the live pid.
+				if _, err := s.db.ExecContext(ctx, `UPDATE locks SET pid = ?, host = ? WHERE target = ? AND run_id = ?`,
+					pid, s.host, t, rid); err != nil {
+					return "", false, fmt.Errorf("acquire lock %s: %w", target, err)
+				}
+			}
+			return runID, true, nil
+		}
+		stale := !runExists || ended.Valid || (curHost == s.host && !pidAlive(curPID))
+		if !stale {
+			return curRun, false, nil
+		}
+		res, err = s.db.ExecContext(ctx, `UPDATE locks SET run_id = ?, pid = ?, host = ?, acquired_at = ?
+			WHERE target = ? AND run_id = ? AND pid = ? AND host = ?`, rid, pid, s.host, now, t, curRun, curPID, curHost)
+		if err != nil {
+			return "", false, fmt.Errorf("acquire lock %s: %w", target, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			return runID, true, nil
+		}
+		// Someone else changed the lock between our read and write: look again.
+	}
+	return "", false, fmt.Errorf("acquire lock %s: too much contention", target)
+}
+
+// ReleaseLock drops runID's lock on target. Releasing a lock held by
+// another run, or not held at all, does nothing.
+func (s *Store) ReleaseLock(ctx context.Context, target, runID string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM locks WHERE target = ? AND run_id = ?`, s.red(target), s.red(runID)); err != nil {
+		return fmt.Errorf("release lock %s: %w", target, err)
+	}
+	return nil
+}
