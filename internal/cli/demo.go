@@ -81,7 +81,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 	}
 	token := hub.Tokens().Author
 	client, err := ghclient.New(ghclient.Options{
-		APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: token, CAFiles: []string{hub.CAFile()},
+		APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: token, CAFile: hub.CAFile(),
 	})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
@@ -110,7 +110,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 		Ref:      ref,
 		Forge:    client,
 		CloneURL: hub.GitURL(demo.Owner, demo.Repo),
-		GitEnv:   repo.AuthEnv(token, hub.CAFile()),
+		GitEnv:   repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), token, hub.CAFile()),
 		StateDir: dir,
 		Agent:    suggest.New(),
 		Config:   cfg,

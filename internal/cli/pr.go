@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -96,7 +95,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	token, _, err := ghclient.ResolveToken(ctx, apiHost(rest), opts.Token, ios.Getenv, ghAuthToken)
+	token, _, err := ghclient.ResolveToken(apiHost(rest), opts.Token, ios.Getenv, ghclient.GHAuthToken)
 	if err != nil {
 		return err
 	}
@@ -107,7 +106,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if f := ios.Getenv("SSL_CERT_FILE"); f != "" {
 		cas = append(cas, f)
 	}
-	client, err := ghclient.New(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFiles: cas})
+	client, err := ghclient.New(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile})
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -127,7 +126,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		Ref:      ref,
 		Forge:    client,
 		CloneURL: cloneURL(ref),
-		GitEnv:   repo.AuthEnv(token, cas...),
+		GitEnv:   repo.AuthEnvFor(cloneURL(ref), token, cas...),
 		StateDir: stateDir,
 		Agent:    ag,
 		TestCmd:  testCmd,
@@ -181,17 +180,4 @@ func apiHost(rest string) string {
 		return "github.com"
 	}
 	return s
-}
-
-// ghAuthToken asks the gh CLI for a token, the last resort of IF-2.
-func ghAuthToken(ctx context.Context, host string) (string, error) {
-	args := []string{"auth", "token"}
-	if host != "" && host != "github.com" {
-		args = append(args, "--hostname", host)
-	}
-	out, err := exec.CommandContext(ctx, "gh", args...).Output()
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(string(out)), nil
 }

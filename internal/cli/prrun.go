@@ -49,18 +49,19 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 
 	target := p.Ref.String()
 	runID := store.NewRunID(time.Now())
+	if err := db.CreateRun(ctx, store.Run{ID: runID, Kind: "pr", Target: target}); err != nil {
+		return nil, fmt.Errorf("record run: %w", err)
+	}
 	holder, ok, err := db.AcquireLock(ctx, target, runID, os.Getpid())
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", target, err)
 	}
 	if !ok {
+		_ = db.FinishRun(ctx, runID, "refused", ExitUsage, nil)
 		return nil, usageErr("a loop is already running on %s (run %s); wait for it or stop it with converge stop %s", target, holder, holder)
 	}
 	defer db.ReleaseLock(context.WithoutCancel(ctx), target, runID)
 
-	if err := db.CreateRun(ctx, store.Run{ID: runID, Kind: "pr", Target: target}); err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
-	}
 	out := newReporter(ios, p.JSON, db, runID)
 	out.Report(prloop.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
 

@@ -180,14 +180,17 @@ type State struct {
 	SingleIterationWhy string `json:"single_iteration_why,omitempty"`
 
 	// The current round's review request (PR-S1).
-	RequestedAt    time.Time `json:"requested_at,omitzero"`
-	RequestHead    string    `json:"request_head,omitempty"`
-	EventMark      int64     `json:"event_mark"`             // highest copilot_work_started id before the request
-	EventMarkSet   bool      `json:"event_mark_set"`         // events were read when the mark was taken
-	SeenReviews    []string  `json:"seen_reviews,omitempty"` // Copilot review ids that existed before the request
-	ReviewMark     string    `json:"review_mark,omitempty"`  // newest Copilot review id before the request
-	ReviewStarted  bool      `json:"review_started"`
-	AcceptedReview string    `json:"accepted_review,omitempty"` // the review this round counts
+	RequestedAt time.Time `json:"requested_at,omitzero"`
+	RequestHead string    `json:"request_head,omitempty"`
+	// RequestedForgeAt is RequestedAt on the forge's clock (the
+	// observation's ObservedAt), which review times are compared with.
+	RequestedForgeAt time.Time `json:"requested_forge_at,omitzero"`
+	EventMark        int64     `json:"event_mark"`             // highest copilot_work_started id before the request
+	EventMarkSet     bool      `json:"event_mark_set"`         // events were read when the mark was taken
+	SeenReviews      []string  `json:"seen_reviews,omitempty"` // Copilot review ids that existed before the request
+	ReviewMark       string    `json:"review_mark,omitempty"`  // newest Copilot review id before the request
+	ReviewStarted    bool      `json:"review_started"`
+	AcceptedReview   string    `json:"accepted_review,omitempty"` // the review this round counts
 
 	Kept        []Finding `json:"kept,omitempty"` // this round's kept findings
 	ReplyPasses int       `json:"reply_passes"`   // bounded retries of PhaseReply

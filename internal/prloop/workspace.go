@@ -51,7 +51,7 @@ func (w *GitWorkspace) Prepare(ctx context.Context, pr *forge.PullRequest) (int,
 		if err := os.MkdirAll(filepath.Dir(cloneDir), 0o755); err != nil {
 			return 0, fmt.Errorf("make clone dir: %w", err)
 		}
-		if err := repo.Clone(ctx, w.CloneURL, cloneDir, w.GitEnv); err != nil {
+		if _, err := repo.Clone(ctx, w.CloneURL, cloneDir, w.GitEnv); err != nil {
 			return 0, err
 		}
 	}

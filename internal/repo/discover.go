@@ -140,7 +140,7 @@ func fromDoc(dir, name string, needHeading bool, set func(string, []string, stri
 			continue
 		}
 		for _, k := range kinds {
-			if !docPatterns[k].MatchString(cmd) {
+			if !docPatterns[k].MatchString(stripEnvAssign(cmd)) {
 				continue
 			}
 			if needHeading && !headingNames(heading, k) {
@@ -171,10 +171,25 @@ func shellArgv(line string) []string {
 	if i := strings.Index(line, " #"); i >= 0 {
 		line = strings.TrimSpace(line[:i])
 	}
-	if strings.ContainsAny(line, "|&;<>()$`*?[]{}~=\\\"'") {
+	fields := strings.Fields(line)
+	if strings.ContainsAny(line, "|&;<>()$`*?[]{}~\\\"'") || len(fields) > 0 && envAssign.MatchString(fields[0]) {
 		return []string{"sh", "-c", line}
 	}
-	return strings.Fields(line)
+	return fields
+}
+
+// envAssign matches a leading VAR=value word of a command line.
+var envAssign = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
+
+// stripEnvAssign drops leading VAR=value words, to recognise the command.
+func stripEnvAssign(line string) string {
+	for {
+		f, rest, _ := strings.Cut(line, " ")
+		if !envAssign.MatchString(f) || rest == "" {
+			return line
+		}
+		line = strings.TrimSpace(rest)
+	}
 }
 
 var makeTarget = regexp.MustCompile(`^([A-Za-z0-9_./-]+(?:[ \t]+[A-Za-z0-9_./-]+)*)[ \t]*::?(?:[^=]|$)`)

@@ -198,9 +198,9 @@ func AuthEnv(token string, caFiles ...string) []string {
 	return authEnv("", token, caFiles)
 }
 
-// AuthEnvFor is AuthEnv with the header (and the CA) scoped to remoteURL's
-// scheme and host, so that a redirect or a submodule on another host never
-// receives the token.
+// AuthEnvFor is AuthEnv with the header scoped to remoteURL's scheme and
+// host, so that a redirect or a submodule on another host never receives
+// the token.
 func AuthEnvFor(remoteURL, token string, caFiles ...string) []string {
 	return authEnv(urlScope(remoteURL), token, caFiles)
 }
@@ -220,12 +220,11 @@ func authEnv(scope, token string, caFiles []string) []string {
 		kv = append(kv, [2]string{"credential.helper", ""})
 		kv = append(kv, [2]string{key("extraHeader"), "Authorization: Basic " + BasicAuth(token)})
 	}
+	// The CA goes in GIT_SSL_CAINFO even when scoped: git 2.39 with
+	// libcurl-gnutls was seen ignoring http.sslCAInfo from GIT_CONFIG_*
+	// and -c, while honouring the variable.
 	if len(caFiles) > 0 && caFiles[0] != "" {
-		if scope == "" {
-			env = append(env, "GIT_SSL_CAINFO="+caFiles[0])
-		} else {
-			kv = append(kv, [2]string{key("sslCAInfo"), caFiles[0]})
-		}
+		env = append(env, "GIT_SSL_CAINFO="+caFiles[0])
 	}
 	if len(kv) > 0 {
 		env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(kv)))

@@ -22,7 +22,7 @@ var ErrNonFastForward = errors.New("push rejected: not a fast-forward")
 
 // Clone clones url into dir (whose parent is created) and returns a Git
 // for it. env is kept on the returned Git for later fetches and pushes;
-// pass AuthEnv's entries there, never a token in url.
+// pass AuthEnv's entries there, never a token in url (IF-2).
 func Clone(ctx context.Context, url, dir string, env []string) (*Git, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("clone: %w", err)

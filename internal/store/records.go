@@ -203,7 +203,7 @@ const actionCols = `key, run_id, round, kind, target, status, result, started_at
 
 func scanAction(sc interface{ Scan(...any) error }) (Action, error) {
 	var (
-		a                         Action
+		a                        Action
 		result, started, updated sql.NullString
 	)
 	if err := sc.Scan(&a.Key, &a.RunID, &a.Round, &a.Kind, &a.Target, &a.Status, &result, &started, &updated); err != nil {

@@ -104,6 +104,9 @@ type Hub struct {
 	rate    map[string]*rateWindow // by login
 
 	git gitCache
+
+	rest     *http.ServeMux
+	restOnce sync.Once
 }
 
 // New prepares a hub: state directory, CA and tokens. Start serves it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strings"
+	"time"
 
 	graphqlgo "github.com/graph-gophers/graphql-go"
 )
@@ -25,7 +26,7 @@ func (r *rootResolver) Node(ctx context.Context, args struct{ ID graphqlgo.ID })
 	return &nodeRes{h: h, v: v}, nil
 }
 
-func (r *rootResolver) RateLimit(ctx context.Context, args struct{ DryRun *bool }) *rateLimitRes {
+func (r *rootResolver) RateLimit(ctx context.Context, args struct{ DryRun bool }) *rateLimitRes {
 	h := r.h
 	u := ctxUser(ctx)
 	h.mu.Lock()
@@ -35,7 +36,7 @@ func (r *rootResolver) RateLimit(ctx context.Context, args struct{ DryRun *bool 
 }
 
 func (r *rootResolver) Repository(ctx context.Context, args struct {
-	FollowRenames *bool
+	FollowRenames bool
 	Name          string
 	Owner         string
 }) (*repoRes, error) {
@@ -55,7 +56,7 @@ func (r *rootResolver) Viewer(ctx context.Context) *userRes {
 
 type rateLimitRes struct {
 	used  int
-	reset interface{ Unix() int64 }
+	reset time.Time
 }
 
 func (r *rateLimitRes) Cost() int32      { return 1 }
@@ -64,7 +65,7 @@ func (r *rateLimitRes) NodeCount() int32 { return 100 }
 func (r *rateLimitRes) Remaining() int32 { return int32(rateLimit - r.used) }
 func (r *rateLimitRes) Used() int32      { return int32(r.used) }
 func (r *rateLimitRes) ResetAt() DateTime {
-	return dt(timeUnix(r.reset.Unix()))
+	return dt(r.reset)
 }
 
 // nodeRes resolves the Node interface.
@@ -115,20 +116,20 @@ func (n *nodeRes) ToCheckRun() (*checkRunRes, bool) {
 	v, ok := n.v.(*checkRun)
 	return &checkRunRes{h: n.h, c: v}, ok
 }
-func (n *nodeRes) ToUser() (*userRes, bool)                { return nil, false }
-func (n *nodeRes) ToBot() (*botRes, bool)                  { return nil, false }
-func (n *nodeRes) ToTeam() (*teamRes, bool)                { return nil, false }
-func (n *nodeRes) ToRef() (*refRes, bool)                  { return nil, false }
-func (n *nodeRes) ToLabel() (*labelRes, bool)              { return nil, false }
+func (n *nodeRes) ToUser() (*userRes, bool)                   { return nil, false }
+func (n *nodeRes) ToBot() (*botRes, bool)                     { return nil, false }
+func (n *nodeRes) ToTeam() (*teamRes, bool)                   { return nil, false }
+func (n *nodeRes) ToRef() (*refRes, bool)                     { return nil, false }
+func (n *nodeRes) ToLabel() (*labelRes, bool)                 { return nil, false }
 func (n *nodeRes) ToReviewRequest() (*reviewRequestRes, bool) { return nil, false }
-func (n *nodeRes) ToPullRequestCommit() (*prCommitRes, bool) { return nil, false }
-func (n *nodeRes) ToCommit() (*commitRes, bool)            { return nil, false }
-func (n *nodeRes) ToStatusCheckRollup() (*rollupRes, bool) { return nil, false }
-func (n *nodeRes) ToCheckSuite() (*checkSuiteRes, bool)    { return nil, false }
-func (n *nodeRes) ToApp() (*appRes, bool)                  { return nil, false }
-func (n *nodeRes) ToWorkflowRun() (*workflowRunRes, bool)  { return nil, false }
-func (n *nodeRes) ToWorkflow() (*workflowRes, bool)        { return nil, false }
-func (n *nodeRes) ToStatusContext() (*statusRes, bool)     { return nil, false }
+func (n *nodeRes) ToPullRequestCommit() (*prCommitRes, bool)  { return nil, false }
+func (n *nodeRes) ToCommit() (*commitRes, bool)               { return nil, false }
+func (n *nodeRes) ToStatusCheckRollup() (*rollupRes, bool)    { return nil, false }
+func (n *nodeRes) ToCheckSuite() (*checkSuiteRes, bool)       { return nil, false }
+func (n *nodeRes) ToApp() (*appRes, bool)                     { return nil, false }
+func (n *nodeRes) ToWorkflowRun() (*workflowRunRes, bool)     { return nil, false }
+func (n *nodeRes) ToWorkflow() (*workflowRes, bool)           { return nil, false }
+func (n *nodeRes) ToStatusContext() (*statusRes, bool)        { return nil, false }
 
 // Actors.
 
@@ -268,7 +269,7 @@ func (r *refRes) Target() *gitObjectRes {
 
 type gitObjectRes struct{ c *commitRes }
 
-func (g *gitObjectRes) Oid() GitObjectID          { return GitObjectID(g.c.sha) }
+func (g *gitObjectRes) Oid() GitObjectID             { return GitObjectID(g.c.sha) }
 func (g *gitObjectRes) ToCommit() (*commitRes, bool) { return g.c, true }
 
 // Pull request.
@@ -397,7 +398,7 @@ type labelConn struct {
 	total int
 }
 
-func (c *labelConn) Nodes() *[]*labelRes  { return &c.nodes }
+func (c *labelConn) Nodes() *[]*labelRes { return &c.nodes }
 func (c *labelConn) PageInfo() *pageInfo { return c.pi }
 func (c *labelConn) TotalCount() int32   { return int32(c.total) }
 
@@ -532,10 +533,10 @@ func (r *reviewRes) Body() string { return r.rv.body }
 func (r *reviewRes) Commit() *commitRes {
 	return &commitRes{h: r.h, rp: r.rv.pr.repo, sha: r.rv.commitSHA}
 }
-func (r *reviewRes) CreatedAt() DateTime          { return dt(r.rv.submittedAt) }
-func (r *reviewRes) DatabaseId() *int32           { n := int32(r.rv.id); return &n }
-func (r *reviewRes) FullDatabaseId() *BigInt      { return bigint(r.rv.id) }
-func (r *reviewRes) ID() graphqlgo.ID             { return graphqlgo.ID(r.rv.nodeID()) }
+func (r *reviewRes) CreatedAt() DateTime     { return dt(r.rv.submittedAt) }
+func (r *reviewRes) DatabaseId() *int32      { n := int32(r.rv.id); return &n }
+func (r *reviewRes) FullDatabaseId() *BigInt { return bigint(r.rv.id) }
+func (r *reviewRes) ID() graphqlgo.ID        { return graphqlgo.ID(r.rv.nodeID()) }
 func (r *reviewRes) ReactionGroups() *[]*reactionGroupRes {
 	var gs []*reactionGroupRes
 	for _, c := range []string{"THUMBS_UP", "THUMBS_DOWN", "LAUGH", "HOORAY", "CONFUSED", "HEART", "ROCKET", "EYES"} {
@@ -543,8 +544,8 @@ func (r *reviewRes) ReactionGroups() *[]*reactionGroupRes {
 	}
 	return &gs
 }
-func (r *reviewRes) State() string           { return r.rv.state }
-func (r *reviewRes) SubmittedAt() *DateTime  { return dtp(r.rv.submittedAt) }
+func (r *reviewRes) State() string          { return r.rv.state }
+func (r *reviewRes) SubmittedAt() *DateTime { return dtp(r.rv.submittedAt) }
 func (r *reviewRes) Url() URI {
 	p := r.rv.pr
 	return URI(fmt.Sprintf("%s#pullrequestreview-%d", r.h.PRURL(p.repo.owner, p.repo.name, p.number), r.rv.id))
@@ -637,7 +638,7 @@ func (c *commitRes) AbbreviatedOid() string                     { return c.sha[:
 func (c *commitRes) AuthoredDate(ctx context.Context) DateTime  { return dt(c.load(ctx).authored) }
 func (c *commitRes) CommittedDate(ctx context.Context) DateTime { return dt(c.load(ctx).committed) }
 func (c *commitRes) ID() graphqlgo.ID                           { return graphqlgo.ID("C_fh" + c.sha) }
-func (c *commitRes) Message(ctx context.Context) string          { return c.load(ctx).message }
+func (c *commitRes) Message(ctx context.Context) string         { return c.load(ctx).message }
 func (c *commitRes) MessageHeadline(ctx context.Context) string {
 	m, _, _ := strings.Cut(c.load(ctx).message, "\n")
 	return m
@@ -813,7 +814,7 @@ func (a *appRes) Slug() string { return a.u.login }
 
 type workflowRunRes struct{ c *checkRun }
 
-func (w *workflowRunRes) ID() graphqlgo.ID      { return graphqlgo.ID(fmt.Sprintf("WFR_fh%d", w.c.id)) }
+func (w *workflowRunRes) ID() graphqlgo.ID       { return graphqlgo.ID(fmt.Sprintf("WFR_fh%d", w.c.id)) }
 func (w *workflowRunRes) Workflow() *workflowRes { return &workflowRes{} }
 
 type workflowRes struct{}
@@ -875,8 +876,8 @@ type threadEdge struct {
 	node   *threadRes
 }
 
-func (e *threadEdge) Cursor() string          { return e.cursor }
-func (e *threadEdge) Node() *threadRes        { return e.node }
+func (e *threadEdge) Cursor() string   { return e.cursor }
+func (e *threadEdge) Node() *threadRes { return e.node }
 
 type threadRes struct {
 	h *Hub

@@ -122,6 +122,7 @@ func New(opts Options) (*Client, error) {
 		policy:  opts.Retry.withDefaults(),
 		timeout: timeout,
 		log:     log,
+		redact:  redactor{secrets: []string{opts.Token}},
 	}
 
 	ua := opts.UserAgent

@@ -13,9 +13,6 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 )
 
-// DotComHost is the web host of github.com; its API lives on another host.
-const DotComHost = "github.com"
-
 const (
 	dotComREST    = "https://api.github.com"
 	dotComGraphQL = "https://api.github.com/graphql"

@@ -35,7 +35,29 @@ func (r redactor) redact(s string) string {
 	return s
 }
 
-// redactedError shows a redacted message and keeps the chain for errors.As.
+// leaks reports whether any error in err's tree says a secret.
+func (r redactor) leaks(err error) bool {
+	if err == nil {
+		return false
+	}
+	if r.redact(err.Error()) != err.Error() {
+		return true
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return r.leaks(u.Unwrap())
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if r.leaks(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// redactedError shows a redacted message. It keeps the chain for errors.As
+// only when nothing in it says the token; otherwise the chain is cut.
 type redactedError struct {
 	msg string
 	err error
@@ -47,7 +69,11 @@ func (e *redactedError) Unwrap() error { return e.err }
 func (c *Client) fail(kind forge.ErrorKind, op, msg string, err error) *forge.Error {
 	fe := &forge.Error{Kind: kind, Op: op, Msg: c.redact.redact(msg)}
 	if err != nil {
-		fe.Err = &redactedError{msg: c.redact.redact(err.Error()), err: err}
+		re := &redactedError{msg: c.redact.redact(err.Error()), err: err}
+		if c.redact.leaks(err) {
+			re.err = nil
+		}
+		fe.Err = re
 	}
 	return fe
 }
@@ -168,12 +194,12 @@ func netMessage(err error) (string, bool) {
 		return "DNS lookup of " + dns.Name + " failed (" + dns.Err + ")", true
 	case errors.Is(err, errAttemptTimeout):
 		return "request timed out", true
+	case errors.As(err, &rh):
+		return "TLS handshake failed; is the server speaking https? (check the scheme)", true
 	case errors.As(err, &op):
 		return strings.TrimSpace(op.Op + ": " + innermost(op.Err)), true
 	case errors.As(err, &ne) && ne.Timeout():
 		return "request timed out", true
-	case errors.As(err, &rh):
-		return "TLS handshake failed; is the server speaking https? (check the scheme)", true
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {

@@ -187,6 +187,7 @@ type retryTransport struct {
 	policy  RetryPolicy
 	timeout time.Duration
 	log     *slog.Logger
+	redact  redactor
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -214,6 +215,9 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body.Close()
 			if rerr != nil {
 				resp, err = nil, rerr
+				if ctx.Err() == nil && errors.Is(rerr, context.DeadlineExceeded) {
+					err = &attemptTimeoutError{rerr}
+				}
 			} else {
 				resp.Body = io.NopCloser(bytes.NewReader(b))
 				resp.ContentLength = int64(len(b))
@@ -250,7 +254,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func (t *retryTransport) sleep(ctx context.Context, req *http.Request, attempt int, v verdict) error {
 	t.log.Warn("github: retrying", "method", req.Method, "host", req.URL.Host, "path", req.URL.Path,
-		"attempt", attempt, "wait", v.wait, "reason", v.reason)
+		"attempt", attempt, "wait", v.wait, "reason", t.redact.redact(v.reason))
 	return t.policy.Sleep(ctx, v.wait)
 }
 

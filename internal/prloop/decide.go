@@ -1,0 +1,621 @@
+package prloop
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+const (
+	// maxTransitions bounds the phases one Decide walks on one observation.
+	// The longest real chain is reply → verify → request → triage → verify.
+	maxTransitions = 12
+	// maxReplyPasses bounds how often the reply phase asks again for
+	// replies and resolves the forge does not show yet; after that the
+	// verdict counts what is still open rather than the loop hanging.
+	maxReplyPasses = 3
+)
+
+// Decide is the whole PR loop as a pure function (DESIGN: the one idea).
+// It reads the fresh observation against the persisted state and returns
+// the next state, the actions to run in order, and a terminal when the run
+// ends (with that terminal's label and status actions). It never sleeps:
+// an ActWait asks the engine to observe again after its own back-off.
+func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
+	s = s.clone()
+	if s.Phase == PhaseDone && s.Terminal != nil {
+		return s, nil, s.Terminal
+	}
+	if o.PR == nil {
+		return s, []Action{{Kind: ActWait, Key: roundKey(s.Round, "wait"), Reason: "no observation of the pull request"}}, nil
+	}
+	d := &step{s: s, o: o, c: c, pr: o.PR, head: o.PR.HeadSHA}
+	d.bookkeep()
+	if d.preTerminal() {
+		return d.s, d.acts, d.term
+	}
+	d.runPhases()
+	// Work in flight is finished before a time guard may end the run: a
+	// pushed fix without its replies is the half-done state PR-S12 forbids.
+	if d.term == nil && d.s.Phase != PhaseFix && d.s.Phase != PhaseReply {
+		if reason, msg := d.guards(); reason != "" {
+			d.end(reason, msg, nil)
+		}
+	}
+	return d.s, d.acts, d.term
+}
+
+// WantsEvents tells the engine to read the PR's issue events with the next
+// observation (PR-O1: only while a requested Copilot review has not
+// started). It is also true in the phases that may start the next round on
+// the same observation, because the request's baseline event id must be
+// read before the request is made.
+func (s State) WantsEvents() bool {
+	if s.SingleIteration {
+		return false
+	}
+	switch s.Phase {
+	case "", PhaseStart, PhaseRequest, PhaseReply, PhaseVerify:
+		return true
+	case PhaseAwaitReview:
+		return !s.ReviewStarted
+	}
+	return false
+}
+
+// step is one Decide call: the state being changed, the observation it is
+// changed against, and what it has decided so far.
+type step struct {
+	s    State
+	o    Observation
+	c    Config
+	pr   *forge.PullRequest
+	head string
+
+	acts []Action
+	term *Terminal
+	// path is the commits from the head back to the previous last loop
+	// commit, head first, as the PR-T4 walk found them: a crash after a
+	// push is recognised in it.
+	path          []forge.Commit
+	roundsStarted int
+}
+
+// bookkeep records what every observation teaches, whatever the phase.
+func (d *step) bookkeep() {
+	s, o := &d.s, d.o
+	if s.Phase == "" {
+		s.Phase = PhaseStart
+	}
+	if s.StartedAt.IsZero() {
+		s.StartedAt = o.Now
+		s.InitialHead, s.LastLoopSHA = d.head, d.head
+		s.InitialDiffLines = o.BaseDiffLines
+		s.LastActivityAt = o.Now
+	}
+	if d.head != s.HeadSeen {
+		s.HeadSeen, s.HeadSeenAt = d.head, o.Now
+	}
+	if t := latestActivity(d.pr, d.c); t.After(s.LastActivityAt) {
+		s.LastActivityAt = t
+	}
+	resolved := map[string]bool{}
+	for _, t := range d.pr.Threads {
+		resolved[t.ID] = t.IsResolved
+	}
+	for i := range s.Threads {
+		if s.Threads[i].Resolved && resolved[s.Threads[i].ThreadID] {
+			s.Threads[i].ObservedResolved = true
+		}
+	}
+	if !s.SingleIteration {
+		switch {
+		case o.Result != nil && o.Result.RequestRefused:
+			s.SingleIteration = true
+			s.SingleIterationWhy = "the forge refused the Copilot review request"
+			if o.Result.RefusedReason != "" {
+				s.SingleIterationWhy += ": " + o.Result.RefusedReason
+			}
+		case !d.c.ExpectsCopilot:
+			s.SingleIteration = true
+			s.SingleIterationWhy = "Copilot is not expected on this repository (expects_copilot: false)"
+		}
+	}
+}
+
+// preTerminal checks the terminals that hold whatever the phase, in the
+// order of PR-T7 (stopped-by-human right after pr-closed: a closed PR is
+// the stronger fact).
+func (d *step) preTerminal() bool {
+	switch d.pr.State {
+	case forge.StateClosed, forge.StateMerged:
+		d.end(ReasonPRClosed, fmt.Sprintf("the pull request is %s; converge never pushes to it", d.pr.State), nil)
+		return true
+	}
+	if d.o.StopRequested {
+		d.end(ReasonStoppedByHuman, "a human asked converge to stop", nil)
+		return true
+	}
+	if msg := d.humanPush(); msg != "" {
+		d.end(ReasonHumanPush, msg, nil)
+		return true
+	}
+	if d.pr.MergeState == forge.MergeDirty {
+		d.end(ReasonBaseMoved, fmt.Sprintf("%s conflicts with %s; merge the base in by hand, then run converge again", d.pr.HeadRef, d.pr.BaseRef), nil)
+		return true
+	}
+	return false
+}
+
+// humanPush is PR-T4. It walks from the head through first parents to the
+// last loop commit; every commit on the way must carry the loop's trailer.
+// When all do (the loop's own push, perhaps not yet recorded because of a
+// crash) the last loop commit advances to the head.
+func (d *step) humanPush() string {
+	s := &d.s
+	if d.head == s.LastLoopSHA {
+		return ""
+	}
+	bySHA := make(map[string]forge.Commit, len(d.pr.Commits))
+	for _, c := range d.pr.Commits {
+		bySHA[c.SHA] = c
+	}
+	var path []forge.Commit
+	cur := d.head
+	for cur != s.LastLoopSHA {
+		c, ok := bySHA[cur]
+		if !ok || len(path) > len(d.pr.Commits) {
+			if d.lagging() {
+				return ""
+			}
+			return fmt.Sprintf("the head %s does not descend from converge's last commit %s (a force-push or a rewrite)", abbrev(d.head), abbrev(s.LastLoopSHA))
+		}
+		if _, ok := roundTrailer(c.Message); !ok {
+			return fmt.Sprintf("commit %s has no %s trailer: someone else pushed to the branch", abbrev(c.SHA), CommitTrailer)
+		}
+		path = append(path, c)
+		if len(c.Parents) == 0 {
+			cur = ""
+			continue
+		}
+		cur = c.Parents[0]
+	}
+	d.path = path
+	s.LastLoopSHA = d.head
+	return ""
+}
+
+// lagging reports an observation that still shows a head from before the
+// loop's own push: the forge lags a push by seconds, and reading that as a
+// force-push (or reviewing the old head) would be wrong. Bounded by
+// PushVisibleWait, after which the head is taken at its word.
+func (d *step) lagging() bool {
+	s := d.s
+	if d.head == s.LastLoopSHA || s.PushedAt.IsZero() || d.o.Now.Sub(s.PushedAt) > d.c.PushVisibleWait {
+		return false
+	}
+	if d.head == s.InitialHead {
+		return true
+	}
+	for _, r := range s.Rounds {
+		if d.head == r.HeadSHA || d.head == r.CommitSHA {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *step) runPhases() {
+	for range maxTransitions {
+		var more bool
+		switch d.s.Phase {
+		case PhaseStart:
+			more = d.start()
+		case PhaseRequest:
+			more = d.request()
+		case PhaseAwaitReview:
+			more = d.awaitReview()
+		case PhaseFix:
+			more = d.fix()
+		case PhaseReply:
+			more = d.reply()
+		case PhaseVerify:
+			more = d.verify()
+		default:
+			d.end(ReasonErrored, fmt.Sprintf("unknown phase %q in the stored state", d.s.Phase), nil)
+		}
+		if !more || d.term != nil {
+			return
+		}
+	}
+	d.wait("re-observing")
+}
+
+// start is PR-S1's shortcut: a PR already two-stable on its current head
+// ends at once without requesting anything.
+func (d *step) start() bool {
+	v := d.verdict(true)
+	if v.ciOK && len(v.awaiting) == 0 && v.reviewOK {
+		if d.mergeUnknown() {
+			d.wait("merge state UNKNOWN; observing again")
+			return false
+		}
+		d.succeed(v)
+		return false
+	}
+	d.s.Phase = PhaseRequest
+	return true
+}
+
+// request is the top of a round (PR-S1): the round cap and the time guards
+// first (PR-G1: the (N+1)th round never starts), then the request.
+func (d *step) request() bool {
+	s, c := &d.s, d.c
+	if d.lagging() {
+		d.wait("waiting for the forge to show the pushed head " + abbrev(s.LastLoopSHA))
+		return false
+	}
+	if c.MaxIterations > 0 && s.Round >= c.MaxIterations {
+		d.end(ReasonCapExhausted, fmt.Sprintf("%d rounds have run (max_iterations %d); round %d never starts", s.Round, c.MaxIterations, s.Round+1), nil)
+		return false
+	}
+	if reason, msg := d.guards(); reason != "" {
+		d.end(reason, msg, nil)
+		return false
+	}
+	if d.roundsStarted > 0 {
+		// One round per observation: a round that changed nothing must not
+		// spin through the next ones on the same picture of the world.
+		d.wait("the next round starts on the next observation")
+		return false
+	}
+	d.roundsStarted++
+	s.Round++
+	s.RequestedAt, s.RequestedForgeAt, s.RequestHead = d.o.Now, d.forgeNow(), d.head
+	s.ReviewStarted, s.AcceptedReview, s.Kept, s.ReplyPasses = false, "", nil, 0
+	s.EventMark, s.EventMarkSet = d.o.CopilotStartedMax, d.o.EventsRead
+	s.SeenReviews, s.ReviewMark = nil, ""
+	for _, r := range d.pr.Reviews {
+		if isCopilot(r.Author, c) {
+			s.SeenReviews = append(s.SeenReviews, r.ID)
+		}
+	}
+	if r := bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool { return isCopilot(r.Author, c) }); r != nil {
+		s.ReviewMark = r.ID
+	}
+	s.Rounds = append(s.Rounds, RoundRecord{N: s.Round, HeadSHA: d.head, StartedAt: d.o.Now})
+	d.pendingStatus()
+	if s.SingleIteration {
+		return d.triage()
+	}
+	d.acts = append(d.acts, Action{Kind: ActRequestReview, Key: roundKey(s.Round, "request-review"), Round: s.Round, SHA: d.head})
+	s.Phase = PhaseAwaitReview
+	return false
+}
+
+// forgeNow is the forge's clock when the observation carries it; review
+// times are the forge's, so comparing them with the engine's clock would
+// let a skew hide a review that landed.
+func (d *step) forgeNow() time.Time {
+	if !d.pr.ObservedAt.IsZero() {
+		return d.pr.ObservedAt
+	}
+	return d.o.Now
+}
+
+// pendingStatus is PR-T10: a head the loop works on shows it.
+func (d *step) pendingStatus() {
+	if d.head == "" || convergeStatus(d.pr.Checks) == "pending" {
+		return
+	}
+	d.acts = append(d.acts, Action{
+		Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/pending", d.head), SHA: d.head, State: "pending",
+		Round: d.s.Round, Reason: fmt.Sprintf("converge: round %d running", d.s.Round),
+	})
+}
+
+// awaitReview is PR-S1, PR-S2, PR-O3 and PR-O4: a request counts only once
+// the forge shows it started, and only a successful review of the current
+// head is accepted.
+func (d *step) awaitReview() bool {
+	s, c := &d.s, d.c
+	if s.SingleIteration {
+		// The request was refused (PR-M3): work on the existing threads.
+		return d.triage()
+	}
+	isNew := func(r forge.Review) bool { return isCopilot(r.Author, c) && !slices.Contains(s.SeenReviews, r.ID) }
+	if s.EventMarkSet && d.o.EventsRead && d.o.CopilotStartedMax > s.EventMark {
+		s.ReviewStarted = true
+	}
+	for _, r := range d.pr.Reviews {
+		if isNew(r) {
+			s.ReviewStarted = true
+		}
+	}
+	landed := bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool {
+		return isNew(r) && r.CommitSHA == d.head && !r.SubmittedAt.Before(s.RequestedForgeAt) && !isErrorReview(r.Body)
+	})
+	if landed != nil {
+		d.accept(landed)
+		return d.triage()
+	}
+	// An error or quota review is no signal (PR-O3): the round goes on
+	// without an independent review instead of waiting for one that will
+	// not come on this head.
+	if bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool { return isNew(r) && isErrorReview(r.Body) }) != nil {
+		return d.triage()
+	}
+	waited := d.o.Now.Sub(s.RequestedAt)
+	if !s.ReviewStarted && waited >= c.ReviewStartWindow {
+		// GitHub may not start a review on an unchanged head: a
+		// successful review of this head already says what it would.
+		if r := reviewedHead(d.pr, c); r != nil {
+			d.accept(r)
+			return d.triage()
+		}
+	}
+	if waited >= c.ReviewWaitMax {
+		return d.triage()
+	}
+	d.wait("awaiting copilot review")
+	return false
+}
+
+func (d *step) accept(r *forge.Review) {
+	d.s.AcceptedReview, d.s.ReviewStarted = r.ID, true
+	d.round().ReviewID = r.ID
+}
+
+// triage is PR-S3, PR-S5 and SEC-1: every open, trusted thread converge
+// has not handed off on this head is a structural finding; untrusted ones
+// are only listed.
+func (d *step) triage() bool {
+	s := &d.s
+	var findings []Finding
+	var stale []threadView
+	for _, v := range classifyThreads(*s, d.o, d.c) {
+		switch v.Kind {
+		case thFinding:
+			findings = append(findings, finding(v, d.c))
+		case thStale:
+			stale = append(stale, v)
+		}
+	}
+	rr := d.round()
+	rr.Findings = slices.Clone(findings)
+	rr.Structural = len(findings) > 0
+	s.Kept = slices.Clone(findings)
+	for _, v := range stale {
+		disp, reason := disposition(v.T.ID, nil, v.StaleFrom)
+		s.Threads = append(s.Threads, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
+	}
+	s.ReplyPasses = 0
+	if len(findings) > 0 {
+		s.ConsecutiveStructural++
+		d.acts = append(d.acts, d.fixAction())
+		s.Phase = PhaseFix
+		return false
+	}
+	s.ConsecutiveStructural = 0
+	s.Phase = PhaseVerify
+	if len(stale) > 0 {
+		s.Phase = PhaseReply
+	}
+	return true
+}
+
+func (d *step) fixAction() Action {
+	return Action{Kind: ActFix, Key: roundKey(d.s.Round, "fix"), Round: d.s.Round, SHA: d.head, Findings: slices.Clone(d.s.Kept)}
+}
+
+// fix takes the fix's outcome: the new loop commit, the diff it cost
+// (PR-T6) and each finding's disposition.
+func (d *step) fix() bool {
+	s := &d.s
+	var res *FixResult
+	if r := d.o.Result; r != nil && r.Fix != nil && (r.Fix.Round == 0 || r.Fix.Round == s.Round) {
+		res = r.Fix
+	}
+	if res == nil {
+		res = d.recoveredFix()
+	}
+	if res == nil {
+		// No outcome and no pushed commit: the engine restarted before the
+		// fix ran or reported. Ask again under the same key.
+		d.acts = append(d.acts, d.fixAction())
+		return false
+	}
+	if res.CommitSHA != "" {
+		s.LastLoopSHA, s.PushedAt = res.CommitSHA, d.o.Now
+		d.round().CommitSHA = res.CommitSHA
+	}
+	s.LoopDiffLines += res.LinesChanged
+	for _, f := range s.Kept {
+		id := f.ThreadID
+		if id == "" {
+			id = f.ID
+		}
+		disp, reason := disposition(f.ID, res, 0)
+		if disp == "" {
+			continue
+		}
+		s.Threads = append(s.Threads, ThreadRecord{ThreadID: id, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
+	}
+	s.Phase, s.ReplyPasses = PhaseReply, 0
+	return true
+}
+
+// recoveredFix sees a push whose report was lost (a crash between pushing
+// and recording, REL-2): a commit of this round's trailer on the branch.
+// Which findings it addressed is unknown, so none gets a disposition; the
+// threads stay open and the next round takes them up.
+func (d *step) recoveredFix() *FixResult {
+	for _, c := range d.path {
+		if n, ok := roundTrailer(c.Message); ok && n == d.s.Round {
+			return &FixResult{Round: d.s.Round, CommitSHA: d.head}
+		}
+	}
+	return nil
+}
+
+// reply is PR-S12: reply first, then resolve, each once per (thread, head,
+// disposition) as the forge's own markers show.
+func (d *step) reply() bool {
+	s := &d.s
+	byID := make(map[string]forge.Thread, len(d.pr.Threads))
+	for _, t := range d.pr.Threads {
+		byID[t.ID] = t
+	}
+	var acts []Action
+	for i := range s.Threads {
+		rec := &s.Threads[i]
+		t, ok := byID[rec.ThreadID]
+		if rec.Round != s.Round || !ok {
+			continue
+		}
+		if t.IsResolved {
+			if resolves(rec.Disposition) {
+				rec.Resolved, rec.ObservedResolved = true, true
+			}
+			continue
+		}
+		if !hasMarker(t, rec.HeadSHA, rec.Disposition, d.c) {
+			acts = append(acts, Action{
+				Kind: ActReply, Key: fmt.Sprintf("%s/%s", roundKey(s.Round, "reply/"+rec.ThreadID), rec.Disposition),
+				ThreadID: rec.ThreadID, Round: s.Round, SHA: rec.HeadSHA, Reason: rec.Disposition,
+				Body: replyBody(*rec, d.pr.URL, d.pr.Author),
+			})
+		}
+		if resolves(rec.Disposition) {
+			acts = append(acts, Action{Kind: ActResolve, Key: roundKey(s.Round, "resolve/"+rec.ThreadID), ThreadID: rec.ThreadID, Round: s.Round})
+			rec.Resolved = true
+		}
+	}
+	if len(acts) == 0 || s.ReplyPasses >= maxReplyPasses {
+		s.Phase = PhaseVerify
+		return true
+	}
+	s.ReplyPasses++
+	d.acts = append(d.acts, acts...)
+	return false
+}
+
+// verify is PR-T1, PR-T2 and PR-T6 on a fresh observation.
+func (d *step) verify() bool {
+	s, c := &d.s, d.c
+	if d.lagging() {
+		d.wait("waiting for the forge to show the pushed head " + abbrev(s.LastLoopSHA))
+		return false
+	}
+	v := d.verdict(!d.roundStructural())
+	settledOthers := v.minorOnly && len(v.awaiting) == 0
+	if settledOthers && !v.ciOK && (v.ci == ciPending || v.ci == ciNone) && d.o.Now.Sub(s.HeadSeenAt) < c.CIWaitMax {
+		d.wait("awaiting CI on " + abbrev(d.head))
+		return false
+	}
+	if settledOthers && v.ciOK {
+		if d.mergeUnknown() {
+			d.wait("merge state UNKNOWN; observing again")
+			return false
+		}
+		if v.reviewOK {
+			d.succeed(v)
+			return false
+		}
+		if s.RequestHead != d.head {
+			// The round pushed: a new round can still bring a review of
+			// the new head.
+			s.Phase = PhaseRequest
+			return true
+		}
+		d.end(ReasonNoIndependentReview, fmt.Sprintf("no successful Copilot review of the head %s; conjuncts 1-3 of two-stable hold", abbrev(d.head)), nil)
+		return false
+	}
+	if msg := d.convergenceFailure(); msg != "" {
+		d.end(ReasonConvergenceFailure, msg, nil)
+		return false
+	}
+	s.Phase = PhaseRequest
+	return true
+}
+
+func (d *step) roundStructural() bool {
+	for _, f := range d.s.Kept {
+		if f.Verdict != "minor" {
+			return true
+		}
+	}
+	return false
+}
+
+// mergeUnknown: GitHub computes the merge state lazily after a push, so
+// UNKNOWN is transient (PR-T7); it only delays a verdict, and only for as
+// long as CI may take on the same head.
+func (d *step) mergeUnknown() bool {
+	return d.pr.MergeState == forge.MergeUnknown && d.o.Now.Sub(d.s.HeadSeenAt) < d.c.CIWaitMax
+}
+
+// convergenceFailure is PR-T6.
+func (d *step) convergenceFailure() string {
+	s, c := d.s, d.c
+	if c.DiffMultiplier > 0 && s.InitialDiffLines > 0 && float64(s.LoopDiffLines) > c.DiffMultiplier*float64(s.InitialDiffLines) {
+		return fmt.Sprintf("the loop changed %d lines, more than %g× the PR's %d lines at start", s.LoopDiffLines, c.DiffMultiplier, s.InitialDiffLines)
+	}
+	if c.MaxStructuralRounds > 0 && s.ConsecutiveStructural >= c.MaxStructuralRounds {
+		return fmt.Sprintf("%d consecutive rounds had structural findings", s.ConsecutiveStructural)
+	}
+	return ""
+}
+
+// guards are the time guards, last in PR-T7's order: the wall clock
+// (PR-T5) and the idle timeout (PR-T3: a yield, only after a round that was
+// not structural).
+func (d *step) guards() (string, string) {
+	s, c, now := d.s, d.c, d.o.Now
+	if c.MaxWallClock > 0 && now.Sub(s.StartedAt) > c.MaxWallClock {
+		return ReasonCapExhausted, fmt.Sprintf("the run passed its wall clock of %s", c.MaxWallClock)
+	}
+	if c.IdleTimeout > 0 && s.ConsecutiveStructural == 0 && now.Sub(s.LastActivityAt) > c.IdleTimeout {
+		return ReasonIdleTimeout, fmt.Sprintf("no comment or review for %s; yielding to a human (not a verified success)", c.IdleTimeout)
+	}
+	return "", ""
+}
+
+func (d *step) wait(reason string) {
+	d.acts = append(d.acts, Action{Kind: ActWait, Key: roundKey(d.s.Round, "wait"), Round: d.s.Round, Reason: reason})
+}
+
+// end makes the terminal. Its side effects replace whatever this step had
+// decided before: a terminal supersedes the work it interrupts.
+func (d *step) end(reason, msg string, proof *Proof) {
+	t := &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: msg, Proof: proof}
+	d.acts = terminalActions(t, d.pr)
+	d.s.Phase, d.s.Terminal, d.term = PhaseDone, t, t
+}
+
+// round is the record of the current round, created when missing.
+func (d *step) round() *RoundRecord {
+	s := &d.s
+	if n := len(s.Rounds); n == 0 || s.Rounds[n-1].N != s.Round {
+		s.Rounds = append(s.Rounds, RoundRecord{N: s.Round, HeadSHA: d.head, StartedAt: d.o.Now})
+	}
+	return &s.Rounds[len(s.Rounds)-1]
+}
+
+func roundKey(round int, what string) string {
+	return fmt.Sprintf("round-%d/%s", round, what)
+}
+
+// clone copies every slice so Decide never writes into its caller's state.
+func (s State) clone() State {
+	s.SeenReviews = slices.Clone(s.SeenReviews)
+	s.Kept = slices.Clone(s.Kept)
+	s.Threads = slices.Clone(s.Threads)
+	s.Rounds = slices.Clone(s.Rounds)
+	for i := range s.Rounds {
+		s.Rounds[i].Findings = slices.Clone(s.Rounds[i].Findings)
+	}
+	return s
+}

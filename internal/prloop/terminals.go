@@ -1,0 +1,91 @@
+package prloop
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+// statusFor is the PR-T10 verdict a terminal publishes on the head: a
+// bound or a failure to converge is a failure of the run; every hand-off
+// is an error state, which tools read as "not proven".
+func statusFor(reason string) string {
+	switch reason {
+	case ReasonTwoStable:
+		return "success"
+	case ReasonCapExhausted, ReasonConvergenceFailure:
+		return "failure"
+	}
+	return "error"
+}
+
+func hasLabel(pr *forge.PullRequest, label string) bool {
+	for _, l := range pr.Labels {
+		if strings.EqualFold(l, label) {
+			return true
+		}
+	}
+	return false
+}
+
+// terminalActions are a terminal's side effects: label hygiene (PR-T1,
+// PR-T2, PR-T8) and the published verdict (PR-T10). Each is emitted only
+// when the forge does not already show it, so a second run on a converged
+// PR writes nothing (PR-S12). A closed PR gets nothing: it is not ours.
+func terminalActions(t *Terminal, pr *forge.PullRequest) []Action {
+	if pr == nil || t.Reason == ReasonPRClosed {
+		return nil
+	}
+	add, remove := LabelNeedsAttention, LabelReady
+	if t.Reason == ReasonTwoStable {
+		add, remove = LabelReady, LabelNeedsAttention
+	}
+	var acts []Action
+	if !hasLabel(pr, add) {
+		acts = append(acts, Action{Kind: ActAddLabel, Key: "terminal/add-label/" + add, Label: add, Reason: t.Reason})
+	}
+	if hasLabel(pr, remove) {
+		acts = append(acts, Action{Kind: ActRemoveLabel, Key: "terminal/remove-label/" + remove, Label: remove, Reason: t.Reason})
+	}
+	st := statusFor(t.Reason)
+	if pr.HeadSHA != "" && convergeStatus(pr.Checks) != st {
+		acts = append(acts, Action{
+			Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/%s", pr.HeadSHA, st),
+			SHA: pr.HeadSHA, State: st, Reason: statusDescription(t),
+		})
+	}
+	return acts
+}
+
+// statusDescription fits the verdict in a commit status description
+// (GitHub allows 140 characters).
+func statusDescription(t *Terminal) string {
+	if p := t.Proof; p != nil {
+		d := fmt.Sprintf("two-stable: %d round(s), CI %s, 0 threads awaiting reply", p.RoundsRun, p.CIState)
+		if p.ReviewID != "" {
+			d = fmt.Sprintf("two-stable: %s review of %s, %d round(s), CI %s", p.ReviewSource, abbrev(p.ReviewedCommit), p.RoundsRun, p.CIState)
+		}
+		return clip(d, 140)
+	}
+	return clip(t.Reason+": "+t.Message, 140)
+}
+
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
+// Fail ends a run outside Decide's own rules, for the engine: an unhandled
+// error (ReasonErrored, PR-T8) gets the same label and status hygiene as
+// every other non-success terminal. The state comes back PhaseDone so a
+// later Decide returns the terminal again.
+func Fail(s State, o Observation, reason, message string) (State, []Action, *Terminal) {
+	s = s.clone()
+	t := &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: message}
+	s.Phase, s.Terminal = PhaseDone, t
+	return s, terminalActions(t, o.PR), t
+}

@@ -1,0 +1,100 @@
+package repo_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+func TestRunCommand(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	out, code, err := repo.RunCommand(ctx, dir, []string{"sh", "-c", "pwd; echo out; echo err >&2; exit 3"}, nil, 0)
+	if err != nil || code != 3 {
+		t.Fatalf("code %d err %v", code, err)
+	}
+	if !strings.Contains(out, "out\n") || !strings.Contains(out, "err\n") || !strings.Contains(out, filepath.Base(dir)) {
+		t.Errorf("output = %q", out)
+	}
+	out, code, err = repo.RunCommand(ctx, dir, []string{"sh", "-c", "echo $FOO"}, []string{"FOO=bar"}, 0)
+	if err != nil || code != 0 || out != "bar\n" {
+		t.Errorf("env: %q %d %v", out, code, err)
+	}
+	// Output is tail-limited: the end (where a test runner's verdict is) stays.
+	out, _, _ = repo.RunCommand(ctx, dir, []string{"sh", "-c", "i=0; while [ $i -lt 500 ]; do echo line$i; i=$((i+1)); done"}, nil, 100)
+	if !strings.HasSuffix(out, "line499\n") || strings.Contains(out, "line0\n") || len(out) > 100+60 || !strings.Contains(out, "dropped") {
+		t.Errorf("tail output = %q", out)
+	}
+	if _, code, err := repo.RunCommand(ctx, dir, []string{"no-such-command-xyz"}, nil, 0); err == nil || code != -1 {
+		t.Errorf("missing command: %d %v", code, err)
+	}
+}
+
+func TestRunCommandKillsProcessGroupOnCancel(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	var err error
+	var code int
+	start := time.Now()
+	go func() {
+		defer close(done)
+		// The grandchild keeps stdout open: without a group kill the run
+		// would wait for it.
+		_, code, err = repo.RunCommand(ctx, dir, []string{"sh", "-c", "sleep 30 & echo $! > child.pid; wait"}, nil, 0)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if b, _ := os.ReadFile(pidFile); len(strings.TrimSpace(string(b))) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("child never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(4 * time.Second):
+		t.Fatal("RunCommand did not return after cancel")
+	}
+	if !errors.Is(err, context.Canceled) || code != -1 {
+		t.Errorf("cancelled run: code %d err %v", code, err)
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	// The killed grandchild may linger as a zombie of its dead parent until
+	// init reaps it; wait briefly for it to disappear.
+	for i := 0; i < 100; i++ {
+		if syscall.Kill(pid, 0) != nil || isZombie(pid) {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Errorf("grandchild %d still alive after cancel", pid)
+}
+
+func isZombie(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	if i := strings.LastIndex(s, ")"); i >= 0 && i+2 < len(s) {
+		return s[i+2] == 'Z'
+	}
+	return false
+}
