@@ -146,12 +146,13 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newStatusCmd(ios),
 		newProofCmd(ios),
 	)
-	// Unknown commands and bad arguments are usage errors (exit 2).
-	root.Args = func(cmd *cobra.Command, args []string) error {
+	// Unknown commands are usage errors (exit 2), not a silent help page.
+	root.Args = cobra.ArbitraryArgs
+	root.RunE = func(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 {
 			return usageErr("unknown command %q (see converge --help)", args[0])
 		}
-		return nil
+		return cmd.Help()
 	}
 	return root
 }

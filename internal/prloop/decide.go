@@ -155,7 +155,7 @@ func (d *step) preTerminal() bool {
 // crash) the last loop commit advances to the head.
 func (d *step) humanPush() string {
 	s := &d.s
-	if d.head == s.LastLoopSHA {
+	if d.head == s.LastLoopSHA || d.lagging() {
 		return ""
 	}
 	bySHA := make(map[string]forge.Commit, len(d.pr.Commits))
@@ -167,9 +167,6 @@ func (d *step) humanPush() string {
 	for cur != s.LastLoopSHA {
 		c, ok := bySHA[cur]
 		if !ok || len(path) > len(d.pr.Commits) {
-			if d.lagging() {
-				return ""
-			}
 			return fmt.Sprintf("the head %s does not descend from converge's last commit %s (a force-push or a rewrite)", abbrev(d.head), abbrev(s.LastLoopSHA))
 		}
 		if _, ok := roundTrailer(c.Message); !ok {

@@ -90,7 +90,7 @@ func started(head string) State {
 // made on head.
 func verifying(head string, n int) State {
 	s := started(head)
-	s.Phase, s.Round, s.RequestHead, s.RequestedAt = PhaseVerify, n, head, at(0)
+	s.Phase, s.Round, s.RequestHead, s.RequestedAt, s.RequestedForgeAt = PhaseVerify, n, head, at(0), at(0)
 	for i := 1; i <= n; i++ {
 		s.Rounds = append(s.Rounds, RoundRecord{N: i, HeadSHA: head, StartedAt: at(0)})
 	}

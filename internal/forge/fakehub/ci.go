@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // CICheckName is the check run the CI runner reports.
@@ -80,6 +82,11 @@ func runCI(ctx context.Context, gitDir, sha string, cmd []string) (string, error
 		}
 	}
 	c.Env = env
+	// Kill the whole process group on cancel: a test command's children
+	// would otherwise hold the output pipe open past the cancel.
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return syscall.Kill(-c.Process.Pid, syscall.SIGKILL) }
+	c.WaitDelay = 2 * time.Second
 	var buf bytes.Buffer
 	c.Stdout, c.Stderr = &buf, &buf
 	err = c.Run()

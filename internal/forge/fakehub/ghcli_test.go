@@ -38,9 +38,12 @@ func TestGhCLI_PRViewAgainstEmulator(t *testing.T) {
 	}
 
 	type view struct {
-		HeadRefOid        string
-		MergeStateStatus  string
-		Reviews           []struct{ Author struct{ Login string }; State, Body string }
+		HeadRefOid       string
+		MergeStateStatus string
+		Reviews          []struct {
+			Author      struct{ Login string }
+			State, Body string
+		}
 		StatusCheckRollup []struct {
 			Typename   string `json:"__typename"`
 			Name       string

@@ -12,7 +12,9 @@ import (
 func headRefOid(t *testing.T, h *Hub, n int) string {
 	t.Helper()
 	r := gql(t, h, h.Tokens().Author, `query($n: Int!) { repository(owner: "acme", name: "widget") { pullRequest(number: $n) { headRefOid } } }`, map[string]any{"n": n})
-	var got struct{ Repository struct{ PullRequest struct{ HeadRefOid string } } }
+	var got struct {
+		Repository struct{ PullRequest struct{ HeadRefOid string } }
+	}
 	if err := json.Unmarshal(r.Data, &got); err != nil || len(r.Errors) > 0 {
 		t.Fatal(err, r.Errors)
 	}
@@ -88,14 +90,16 @@ func TestPR_O4_ThreadsOutdatedIsNotResolved(t *testing.T) {
 		t.Fatal(err)
 	}
 	type th struct {
-		Path                                    string
-		Line, StartLine, OriginalLine           *int
-		IsOutdated, IsResolved                  bool
+		Path                          string
+		Line, StartLine, OriginalLine *int
+		IsOutdated, IsResolved        bool
 	}
 	threads := func() []th {
 		r := gql(t, h, h.Tokens().Author, `query { repository(owner: "acme", name: "widget") { pullRequest(number: 1) { reviewThreads(first: 10) { nodes { path line startLine originalLine isOutdated isResolved } } } } }`, nil)
 		var got struct {
-			Repository struct{ PullRequest struct{ ReviewThreads struct{ Nodes []th } } }
+			Repository struct {
+				PullRequest struct{ ReviewThreads struct{ Nodes []th } }
+			}
 		}
 		if err := json.Unmarshal(r.Data, &got); err != nil || len(r.Errors) > 0 {
 			t.Fatal(err, r.Errors)
@@ -141,7 +145,9 @@ func TestMergeStateFromGit(t *testing.T) {
 	state := func() (string, string) {
 		r := gql(t, h, h.Tokens().Author, `query { repository(owner: "acme", name: "widget") { pullRequest(number: 1) { mergeable mergeStateStatus } } }`, nil)
 		var got struct {
-			Repository struct{ PullRequest struct{ Mergeable, MergeStateStatus string } }
+			Repository struct {
+				PullRequest struct{ Mergeable, MergeStateStatus string }
+			}
 		}
 		if err := json.Unmarshal(r.Data, &got); err != nil || len(r.Errors) > 0 {
 			t.Fatal(err, r.Errors)

@@ -143,7 +143,9 @@ func TestPR_O1_ThreadAndCommentPagination(t *testing.T) {
 	}
 	var seen []string
 	r := gql(t, h, tok, docs["observe"], map[string]any{"owner": "acme", "name": "widget", "number": n})
-	var first struct{ Repository struct{ PullRequest struct{ ReviewThreads page } } }
+	var first struct {
+		Repository struct{ PullRequest struct{ ReviewThreads page } }
+	}
 	if err := json.Unmarshal(r.Data, &first); err != nil || len(r.Errors) > 0 {
 		t.Fatal(err, r.Errors)
 	}
@@ -171,7 +173,9 @@ func TestPR_O1_ThreadAndCommentPagination(t *testing.T) {
 			break
 		}
 		r := gql(t, h, tok, docs["threads_page"], map[string]any{"owner": "acme", "name": "widget", "number": n, "after": pg.PageInfo.EndCursor})
-		var next struct{ Repository struct{ PullRequest struct{ ReviewThreads page } } }
+		var next struct {
+			Repository struct{ PullRequest struct{ ReviewThreads page } }
+		}
 		if err := json.Unmarshal(r.Data, &next); err != nil || len(r.Errors) > 0 {
 			t.Fatal(err, r.Errors)
 		}

@@ -3,6 +3,7 @@ package fakehub
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -140,3 +141,5 @@ func waitFor(t *testing.T, events <-chan Event, d time.Duration, ok func(Event) 
 		}
 	}
 }
+
+func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

@@ -42,6 +42,7 @@ func (h *Hub) restMux() *http.ServeMux {
 	handle("POST "+R+"/pulls/{number}/reviews", h.withPR(h.restCreateReview))
 	handle("GET "+R+"/pulls/{number}/comments", h.withPR(h.restListReviewComments))
 	handle("POST "+R+"/pulls/{number}/comments/{id}/replies", h.withPR(h.restReply))
+	handle("POST "+R+"/pulls/{number}/comments", h.withPR(h.restCreateReviewComment))
 	handle("GET "+R+"/pulls/{number}/requested_reviewers", h.withPR(h.restListRequested))
 	handle("POST "+R+"/pulls/{number}/requested_reviewers", h.withPR(h.restRequestReviewers))
 	handle("DELETE "+R+"/pulls/{number}/requested_reviewers", h.withPR(h.restRemoveReviewers))
@@ -69,11 +70,11 @@ const restKey restKeyT = 1
 // restCtx is one REST request: who asked, what it names, and a buffered
 // answer so GETs get an ETag.
 type restCtx struct {
-	h      *Hub
-	r      *http.Request
-	u      *user
-	rp     *repo
-	p      *pr
+	h       *Hub
+	r       *http.Request
+	u       *user
+	rp      *repo
+	p       *pr
 	status  int
 	body    any
 	hdr     http.Header
@@ -692,16 +693,7 @@ func (h *Hub) restReply(c *restCtx) {
 		return
 	}
 	id, _ := strconv.ParseInt(c.r.PathValue("id"), 10, 64)
-	h.mu.Lock()
-	var t *thread
-	for _, x := range c.p.threads {
-		for _, rc := range x.comments {
-			if rc.id == id {
-				t = x
-			}
-		}
-	}
-	h.mu.Unlock()
+	t := h.threadOfComment(c.p, id)
 	if t == nil {
 		c.notFound()
 		return
@@ -712,6 +704,63 @@ func (h *Hub) restReply(c *restCtx) {
 	}
 	rc := h.replyToThread(c.u, t, in.Body)
 	c.reply(201, h.commentJSON(c.ctx(), rc))
+}
+
+// restCreateReviewComment is a single inline comment (its own review) or,
+// with in_reply_to, a reply.
+func (h *Hub) restCreateReviewComment(c *restCtx) {
+	var in struct {
+		Body      string `json:"body"`
+		InReplyTo int64  `json:"in_reply_to"`
+		CommitID  string `json:"commit_id"`
+		Path      string `json:"path"`
+		Line      int    `json:"line"`
+		StartLine int    `json:"start_line"`
+		Side      string `json:"side"`
+	}
+	if !c.decode(&in) {
+		return
+	}
+	if strings.TrimSpace(in.Body) == "" {
+		c.invalid("PullRequestReviewComment", "body", "missing_field", "")
+		return
+	}
+	if in.InReplyTo != 0 {
+		t := h.threadOfComment(c.p, in.InReplyTo)
+		if t == nil {
+			c.notFound()
+			return
+		}
+		c.reply(201, h.commentJSON(c.ctx(), h.replyToThread(c.u, t, in.Body)))
+		return
+	}
+	rv, err := h.createReview(c.ctx(), c.u, c.p, "COMMENT", "", in.CommitID, []NewComment{{Path: in.Path, Line: in.Line, StartLine: in.StartLine, Side: in.Side, Body: in.Body}})
+	if err != nil {
+		c.unprocessable(err.Error())
+		return
+	}
+	h.mu.Lock()
+	var rc *reviewComment
+	for _, t := range c.p.threads {
+		if t.comments[0].reviewID == rv.id {
+			rc = t.comments[0]
+		}
+	}
+	h.mu.Unlock()
+	c.reply(201, h.commentJSON(c.ctx(), rc))
+}
+
+func (h *Hub) threadOfComment(p *pr, id int64) *thread {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range p.threads {
+		for _, rc := range t.comments {
+			if rc.id == id {
+				return t
+			}
+		}
+	}
+	return nil
 }
 
 func (h *Hub) restListRequested(c *restCtx) {

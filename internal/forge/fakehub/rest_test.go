@@ -92,7 +92,7 @@ func TestREST_GoGitHubClient(t *testing.T) {
 	}
 
 	// Issue comments.
-	ic, _, err := author.Issues.CreateComment(ctx, "acme", "widget", n, &github.IssueComment{Body: github.Ptr("Summary")})
+	ic, _, err := author.Issues.CreateComment(ctx, "acme", "widget", n, github.IssueCommentRequest{Body: "Summary"})
 	if err != nil || ic.GetBody() != "Summary" {
 		t.Fatalf("issue comment: %v %v", ic, err)
 	}

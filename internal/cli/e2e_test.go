@@ -1,0 +1,310 @@
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+)
+
+// syncBuffer is an io.Writer safe to read while a command writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testIO returns streams backed by buffers and an environment of env only.
+func testIO(env map[string]string) (*IOStreams, *syncBuffer, *syncBuffer) {
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	return &IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut, Getenv: func(k string) string { return env[k] }}, out, errOut
+}
+
+// startHub runs the emulator in-process with the demo repository seeded.
+func startHub(t *testing.T, delay time.Duration) (*fakehub.Hub, fakehub.DemoInfo) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir(), CopilotDelay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hub.Close() })
+	demo, err := fakehub.SeedDemo(ctx, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hub, demo
+}
+
+func observe(t *testing.T, hub *fakehub.Hub, prURL string) *forge.PullRequest {
+	t.Helper()
+	ref, err := forge.ParsePRURL(prURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: hub.Tokens().Reviewer, CAFile: hub.CAFile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := c.Observe(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}
+
+// forgeWrites summarises what converge could have written, as the API
+// shows it: replies, resolutions, head, labels.
+func forgeWrites(pr *forge.PullRequest) string {
+	comments, resolved := 0, 0
+	for _, th := range pr.Threads {
+		comments += len(th.Comments)
+		if th.IsResolved {
+			resolved++
+		}
+	}
+	return fmt.Sprintf("head=%s comments=%d resolved=%d labels=%v", pr.HeadSHA, comments, resolved, pr.Labels)
+}
+
+func prArgs(hub *fakehub.Hub, demo fakehub.DemoInfo, state string) []string {
+	return []string{"pr", demo.PRURL, "--api-url", hub.APIURL(), "--ca-file", hub.CAFile(),
+		"--state", state, "--poll-min", "50ms", "--poll-max", "500ms"}
+}
+
+// TestIF6_DemoConvergesWithProof runs `converge demo`: exit 0 and a proof
+// whose head is the emulator's head with no thread awaiting reply.
+func TestIF6_DemoConvergesWithProof(t *testing.T) {
+	ios, out, errOut := testIO(nil)
+	code := Run(context.Background(), []string{"demo", "--state", t.TempDir()}, ios)
+	if code != 0 {
+		t.Fatalf("demo exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	s := out.String()
+	for _, want := range []string{"converge: two-stable (exit 0)", "open threads awaiting reply  0", "rounds run                   3", "match=true"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, s)
+		}
+	}
+}
+
+// TestPR_S12_ConvergesThenSecondRunWritesNothing drives the sandbox PR to
+// two-stable with `converge pr`, then runs again: exit 0 and nothing new on
+// the forge (no reply, resolve, commit or label).
+func TestPR_S12_ConvergesThenSecondRunWritesNothing(t *testing.T) {
+	hub, demo := startHub(t, 200*time.Millisecond)
+	state := t.TempDir()
+	env := map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author}
+
+	ios, out, errOut := testIO(env)
+	if code := Run(context.Background(), prArgs(hub, demo, state), ios); code != 0 {
+		t.Fatalf("first run exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	first := observe(t, hub, demo.PRURL)
+	if !strings.Contains(out.String(), "head                         "+first.HeadSHA) {
+		t.Fatalf("proof head is not the forge's head %s:\n%s", first.HeadSHA, out)
+	}
+	for _, th := range first.Threads {
+		if !th.IsResolved {
+			t.Errorf("thread %s left unresolved", th.ID)
+		}
+	}
+	before := forgeWrites(first)
+	reviewsBefore := len(first.Reviews)
+
+	ios2, out2, errOut2 := testIO(env)
+	if code := Run(context.Background(), prArgs(hub, demo, state), ios2); code != 0 {
+		t.Fatalf("second run exit %d\nstdout:\n%s\nstderr:\n%s", code, out2, errOut2)
+	}
+	second := observe(t, hub, demo.PRURL)
+	if after := forgeWrites(second); after != before {
+		t.Errorf("second run wrote to the forge:\nbefore %s\nafter  %s", before, after)
+	}
+	if len(second.Reviews) != reviewsBefore {
+		t.Errorf("second run triggered a new review: %d → %d", reviewsBefore, len(second.Reviews))
+	}
+	if strings.Contains(out2.String(), "requested copilot review") {
+		t.Errorf("second run requested a review on an already two-stable PR (PR-S1):\n%s", out2)
+	}
+}
+
+// runPRWhile starts `converge pr` and calls during once the first Copilot
+// review has been requested, then returns the exit code and output.
+func runPRWhile(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, during func()) (int, string) {
+	t.Helper()
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author})
+	ctx, stop := context.WithTimeout(context.Background(), 60*time.Second)
+	defer stop()
+	done := make(chan int, 1)
+	go func() { done <- Run(ctx, prArgs(hub, demo, t.TempDir()), ios) }()
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == "copilot_started" {
+				during()
+				select {
+				case code := <-done:
+					return code, out.String() + errOut.String()
+				case <-ctx.Done():
+					t.Fatalf("loop did not end: %s", out)
+				}
+			}
+		case code := <-done:
+			t.Fatalf("loop ended (exit %d) before the review started:\n%s%s", code, out, errOut)
+		}
+	}
+}
+
+// TestPR_T4_HumanPushEndsLoop: a push without the loop's trailer ends the
+// run human-push, exit 3.
+func TestPR_T4_HumanPushEndsLoop(t *testing.T) {
+	hub, demo := startHub(t, 2*time.Second)
+	pr, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
+	code, out := runPRWhile(t, hub, demo, func() {
+		if _, err := hub.PushFiles(demo.Owner, demo.Repo, pr.HeadRef, map[string]string{"NOTES.md": "human notes\n"}, "docs: add notes"); err != nil {
+			t.Errorf("human push: %v", err)
+		}
+	})
+	if code != ExitHuman || !strings.Contains(out, "human-push") {
+		t.Fatalf("want exit 3 human-push, got %d:\n%s", code, out)
+	}
+}
+
+// TestPR_T7_ClosedMidLoopEndsWithoutPush: closing the PR ends the run
+// pr-closed (exit 3) and the loop pushes nothing.
+func TestPR_T7_ClosedMidLoopEndsWithoutPush(t *testing.T) {
+	hub, demo := startHub(t, 2*time.Second)
+	before, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
+	code, out := runPRWhile(t, hub, demo, func() {
+		url := fmt.Sprintf("%s/repos/%s/%s/pulls/%d", hub.APIURL(), demo.Owner, demo.Repo, demo.Number)
+		req, _ := http.NewRequest(http.MethodPatch, url, strings.NewReader(`{"state":"closed"}`))
+		req.Header.Set("Authorization", "token "+hub.Tokens().Author)
+		resp, err := hub.HTTPClient().Do(req)
+		if err != nil {
+			t.Errorf("close: %v", err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Errorf("close: HTTP %d", resp.StatusCode)
+		}
+	})
+	if code != ExitHuman || !strings.Contains(out, "pr-closed") {
+		t.Fatalf("want exit 3 pr-closed, got %d:\n%s", code, out)
+	}
+	after, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
+	if after.HeadSHA != before.HeadSHA {
+		t.Errorf("loop pushed to a closed PR: head %s → %s", before.HeadSHA, after.HeadSHA)
+	}
+}
+
+// TestSandbox_PrintsJSONAndServesGit runs `converge sandbox`: it prints its
+// JSON line quickly; git clone with the author token works and a push to
+// the PR branch moves the PR's headRefOid.
+func TestSandbox_PrintsJSONAndServesGit(t *testing.T) {
+	pr, pw := io.Pipe()
+	ios := &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	start := time.Now()
+	go func() { done <- Run(ctx, []string{"sandbox", "--state", filepath.Join(t.TempDir(), "sbx")}, ios) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("sandbox exit %d after interrupt", code)
+		}
+	})
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, pr)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("sandbox took %s to start, want < 5s", d)
+	}
+	var info sandboxInfo
+	if err := json.Unmarshal([]byte(line), &info); err != nil {
+		t.Fatalf("sandbox line is not JSON: %v\n%s", err, line)
+	}
+	if info.APIURL == "" || info.GraphQLURL == "" || info.GitURL == "" || info.PRURL == "" || info.CAFile == "" ||
+		info.Tokens.Author == "" || info.Tokens.Reviewer == "" || info.Tokens.Outsider == "" || info.Tokens.Copilot == "" || info.Tokens.CI == "" {
+		t.Fatalf("sandbox line misses fields: %s", line)
+	}
+
+	ref, err := forge.ParsePRURL(info.PRURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ghclient.New(ghclient.Options{APIURL: info.APIURL, GraphQLURL: info.GraphQLURL, Token: info.Tokens.Author, CAFile: info.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := client.Observe(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(),
+			"GIT_TERMINAL_PROMPT=0", "GIT_SSL_CAINFO="+info.CAFile,
+			"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=http.extraHeader", "GIT_CONFIG_VALUE_0=Authorization: Bearer "+info.Tokens.Author,
+			"GIT_AUTHOR_NAME=Tester", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=Tester", "GIT_COMMITTER_EMAIL=t@example.com")
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, b)
+		}
+		return strings.TrimSpace(string(b))
+	}
+	git("clone", "--quiet", info.GitURL, ".")
+	git("checkout", "--quiet", before.HeadRef)
+	if err := os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("pushed by a test\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	git("add", "NOTES.md")
+	git("commit", "--quiet", "-m", "test push")
+	sha := git("rev-parse", "HEAD")
+	git("push", "--quiet", "origin", "HEAD:"+before.HeadRef)
+
+	after, err := client.Observe(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.HeadSHA != sha || after.HeadSHA == before.HeadSHA {
+		t.Fatalf("push did not move headRefOid: before %s, pushed %s, now %s", before.HeadSHA, sha, after.HeadSHA)
+	}
+}
