@@ -154,6 +154,32 @@ func TestPR_S12_ConvergesThenSecondRunWritesNothing(t *testing.T) {
 	if strings.Contains(out2.String(), "requested copilot review") {
 		t.Errorf("second run requested a review on an already two-stable PR (PR-S1):\n%s", out2)
 	}
+
+	// UX-2: status and proof read the state store.
+	ios3, out3, _ := testIO(env)
+	if code := Run(context.Background(), []string{"status", "--json", "--state", state}, ios3); code != 0 {
+		t.Fatalf("status exit %d", code)
+	}
+	var runs []runView
+	if err := json.Unmarshal([]byte(out3.String()), &runs); err != nil {
+		t.Fatalf("status --json: %v\n%s", err, out3)
+	}
+	if len(runs) != 2 || runs[0].Status != "two-stable" || runs[1].Status != "two-stable" {
+		t.Fatalf("status: want two two-stable runs, got %+v", runs)
+	}
+	ios4, out4, _ := testIO(env)
+	if code := Run(context.Background(), []string{"proof", runs[1].ID, "--json", "--state", state}, ios4); code != 0 {
+		t.Fatalf("proof exit %d", code)
+	}
+	var view struct {
+		Proof struct {
+			HeadSHA    string `json:"head_sha"`
+			OpenThread int    `json:"open_threads_awaiting_reply"`
+		} `json:"proof"`
+	}
+	if err := json.Unmarshal([]byte(out4.String()), &view); err != nil || view.Proof.HeadSHA != first.HeadSHA {
+		t.Fatalf("proof --json: want head %s, got %s (%v)", first.HeadSHA, out4, err)
+	}
 }
 
 // runPRWhile starts `converge pr` and calls during once the first Copilot

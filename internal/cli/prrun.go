@@ -168,6 +168,7 @@ type reporter struct {
 	json  bool
 	db    *store.Store
 	runID string
+	live  bool // a status line is on screen without its newline
 }
 
 func newReporter(ios *IOStreams, asJSON bool, db *store.Store, runID string) *reporter {
@@ -191,13 +192,32 @@ func (r *reporter) Report(e prloop.Event) {
 		return
 	}
 	if e.Kind == "terminal" {
+		if r.live {
+			fmt.Fprintln(r.ios.Out)
+			r.live = false
+		}
 		return // printed with the proof
 	}
 	prefix := "       "
 	if e.Round > 0 {
 		prefix = fmt.Sprintf("round %d", e.Round)
 	}
-	fmt.Fprintf(r.ios.Out, "%s  %-8s %s\n", prefix, e.Kind, e.Message)
+	line := fmt.Sprintf("%s  %-8s %s", prefix, e.Kind, e.Message)
+	if !r.ios.IsTTY {
+		fmt.Fprintln(r.ios.Out, line)
+		return
+	}
+	// On a terminal, waits share one live status line (UX-1) that the
+	// next event overwrites, instead of scrolling a line per poll.
+	if r.live {
+		fmt.Fprint(r.ios.Out, "\r\033[K")
+	}
+	r.live = e.Kind == "wait"
+	if r.live {
+		fmt.Fprintf(r.ios.Out, "%s (%s)", line, e.Time.Local().Format(time.TimeOnly))
+		return
+	}
+	fmt.Fprintln(r.ios.Out, line)
 }
 
 // printTerminal prints the terminal and, at success, the proof (PR-T9).
