@@ -158,6 +158,12 @@ func (d *step) humanPush() string {
 	if d.head == s.LastLoopSHA || d.lagging() {
 		return ""
 	}
+	if r := d.o.Result; r != nil && r.Fix != nil && r.Fix.CommitSHA != "" && r.Fix.CommitSHA == d.head {
+		// The fix just reported pushing exactly this head: it is ours even
+		// if the observation's commit list has not caught up with it.
+		s.LastLoopSHA = d.head
+		return ""
+	}
 	bySHA := make(map[string]forge.Commit, len(d.pr.Commits))
 	for _, c := range d.pr.Commits {
 		bySHA[c.SHA] = c
@@ -220,6 +226,8 @@ func (d *step) runPhases() {
 			more = d.reply()
 		case PhaseVerify:
 			more = d.verify()
+		case PhaseDone:
+			d.end(ReasonErrored, "the stored state is done but holds no terminal", nil)
 		default:
 			d.end(ReasonErrored, fmt.Sprintf("unknown phase %q in the stored state", d.s.Phase), nil)
 		}

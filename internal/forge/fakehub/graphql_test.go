@@ -3,6 +3,8 @@ package fakehub
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -54,7 +56,10 @@ func TestPR_O1_ClientDocumentsRunWithoutErrors(t *testing.T) {
 		"request_reviews":      {"input": map[string]any{"pullRequestId": p.nodeID(), "userLogins": []string{LoginReviewer}, "botLogins": []string{LoginCopilot}, "union": true}},
 	}
 	docs := ghgraphql.All()
-	for name, doc := range docs {
+	// Sorted, so resolve runs before unresolve.
+	names := slices.Sorted(maps.Keys(docs))
+	for _, name := range names {
+		doc := docs[name]
 		v, ok := vars[name]
 		if !ok {
 			t.Errorf("no variables for client document %s: add them here", name)

@@ -1,0 +1,134 @@
+package prloop_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+// fakeClock advances by every wait it is asked for, and lets a sliver of
+// real time pass so the emulator's reviewer can work meanwhile.
+type fakeClock struct {
+	mu    sync.Mutex
+	now   time.Time
+	waits []time.Duration
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	return time.After(d / 50)
+}
+
+// memJournal keeps the run in memory; the SQLite journal is exercised by
+// the CLI's end-to-end tests.
+type memJournal struct {
+	mu     sync.Mutex
+	states []prloop.State
+	done   map[string]bool
+}
+
+func (j *memJournal) SaveState(_ context.Context, s prloop.State) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	j.states = append(j.states, s)
+	return nil
+}
+
+func (j *memJournal) BeginAction(_ context.Context, _ int, a prloop.Action) (bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.done[a.Key], nil
+}
+
+func (j *memJournal) FinishAction(_ context.Context, a prloop.Action, outcome string, _ any) error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.done == nil {
+		j.done = map[string]bool{}
+	}
+	j.done[a.Key] = outcome != "failed"
+	return nil
+}
+
+// TestPR_S2_RunnerOwnsDoublingBackOff runs the real loop against the
+// emulator with an injected clock: every wait is PollMin or double the
+// previous one, capped at PollMax, and the run still ends two-stable.
+func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir(), CopilotDelay: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	demo, err := fakehub.SeedDemo(ctx, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := forge.ParsePRURL(demo.PRURL)
+	tok := hub.Tokens().Author
+	client, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: tok, CAFile: hub.CAFile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	const pollMin, pollMax = time.Second, 8 * time.Second
+	r := &prloop.Runner{
+		Forge: client,
+		Workspace: &prloop.GitWorkspace{
+			Root: t.TempDir(), RunID: "r-test", CloneURL: hub.GitURL(demo.Owner, demo.Repo),
+			GitEnv: repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),
+			Agent:  suggest.New(), Budget: time.Minute,
+		},
+		Journal: &memJournal{},
+		Clock:   clock,
+		Config:  prloop.DefaultConfig(),
+		PollMin: pollMin,
+		PollMax: pollMax,
+	}
+	term, err := r.Run(ctx, ref, prloop.State{Phase: prloop.PhaseStart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if term.Reason != prloop.ReasonTwoStable {
+		t.Fatalf("want two-stable, got %+v", term)
+	}
+	if len(clock.waits) == 0 {
+		t.Fatal("the runner never waited")
+	}
+	doubled := false
+	prev := time.Duration(0)
+	for i, d := range clock.waits {
+		switch {
+		case d == pollMin:
+		case prev > 0 && d == min(2*prev, pollMax):
+			doubled = true
+		default:
+			t.Fatalf("wait %d is %s after %s: want %s or double the previous, capped at %s (all: %v)", i, d, prev, pollMin, pollMax, clock.waits)
+		}
+		prev = d
+	}
+	if !doubled {
+		t.Errorf("waits never backed off: %v", clock.waits)
+	}
+}
