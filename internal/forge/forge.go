@@ -177,6 +177,8 @@ type Forge interface {
 	ListIssueComments(ctx context.Context, ref PRRef) ([]IssueComment, error)
 	SetCommitStatus(ctx context.Context, ref PRRef, sha string, st CommitStatus) error
 	CreateCheckRun(ctx context.Context, ref PRRef, cr CheckRun) (int64, error)
+	// Viewer returns the login the client acts as: converge's identity.
+	Viewer(ctx context.Context) (string, error)
 	// Permission returns the login's permission on the repository:
 	// admin, maintain, write, triage, read or none.
 	Permission(ctx context.Context, ref PRRef, login string) (string, error)

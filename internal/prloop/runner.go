@@ -98,16 +98,28 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 		r.PollMax = 10 * r.PollMin
 	}
 	r.perms = map[string]string{}
+	if r.Config.Self == "" {
+		// Markers are believed only from converge's own identity.
+		self, err := r.Forge.Viewer(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("identify token: %w", err)
+		}
+		r.Config.Self = self
+	}
 	wait := r.PollMin
-	var result *ActResult
+	var (
+		result  *ActResult
+		lastObs Observation
+	)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		obs, err := r.observe(ctx, ref, st, result)
 		if err != nil {
-			return nil, fmt.Errorf("observe: %w", err)
+			return nil, r.fail(ctx, st, lastObs, fmt.Errorf("observe: %w", err))
 		}
+		lastObs = obs
 		prevPhase := st.Phase
 		next, actions, term := Decide(st, obs, r.Config)
 		if err := r.Journal.SaveState(ctx, next); err != nil {
@@ -137,7 +149,7 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 			}
 			res, err := r.act(ctx, obs.PR, st.Round, a)
 			if err != nil {
-				return nil, err
+				return nil, r.fail(ctx, st, obs, err)
 			}
 			if res != nil {
 				result = mergeResult(result, res)
@@ -151,6 +163,34 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 			return term, nil
 		}
 	}
+}
+
+// fail ends the run errored (PR-T8): the terminal state is persisted, and
+// while the forge still answers, the needs-attention label and a failed
+// verdict are applied best effort. The original error is returned so the
+// caller's exit code says what went wrong (auth, unreachable, ...).
+func (r *Runner) fail(ctx context.Context, st State, obs Observation, cause error) error {
+	if ctx.Err() != nil {
+		return cause
+	}
+	next, actions, term := Fail(st, obs, ReasonErrored, cause.Error())
+	if err := r.Journal.SaveState(ctx, next); err != nil {
+		return errors.Join(cause, fmt.Errorf("persist errored state: %w", err))
+	}
+	switch forge.KindOf(cause) {
+	case forge.KindAuth, forge.KindUnreachable, forge.KindRateLimited:
+		// The forge cannot take the label now; the state says errored.
+	default:
+		if obs.PR != nil {
+			for _, a := range actions {
+				if _, err := r.act(ctx, obs.PR, next.Round, a); err != nil {
+					break
+				}
+			}
+		}
+	}
+	r.report(Event{Kind: "terminal", Round: next.Round, Message: term.Reason + ": " + term.Message, Data: term})
+	return cause
 }
 
 func mergeResult(into, r *ActResult) *ActResult {

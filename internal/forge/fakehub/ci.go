@@ -23,7 +23,7 @@ const CICheckName = "ci/test"
 func (h *Hub) startCI(rp *repo, p *pr) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(rp.testCommand) == 0 || p.state != "OPEN" {
+	if len(rp.testCommand) == 0 || p.state != "OPEN" || h.closed {
 		return
 	}
 	if cancel := rp.ci[p.number]; cancel != nil {

@@ -68,6 +68,10 @@ func (h *Hub) startCopilotLocked(p *pr) {
 	cp := h.copilot()
 	h.addEventLocked(p, &issueEvent{event: "copilot_work_started", actor: cp})
 	h.publishLocked(Event{Kind: "copilot_started", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: cp.surfaceLogin()})
+	if h.closed {
+		p.copilotBusy = false
+		return
+	}
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()

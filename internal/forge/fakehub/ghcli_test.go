@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
-	"time"
+
+	"github.com/convergeloop/converge/internal/testutil/ghschema"
 )
 
 // TestGhCLI_PRViewAgainstEmulator runs the real gh CLI against the https
@@ -98,5 +100,29 @@ func TestGhCLI_PRViewAgainstEmulator(t *testing.T) {
 	if v := ghView(); v.HeadRefOid != sha || len(v.StatusCheckRollup) != 0 {
 		t.Errorf("after push: headRefOid %s (want %s), rollup %+v", v.HeadRefOid, sha, v.StatusCheckRollup)
 	}
-	_ = time.Second
+}
+
+// ghPRViewQuery is the query gh 2.23.0 sends for
+// `gh pr view N --json headRefOid,reviews,statusCheckRollup,mergeStateStatus`
+// (captured from the emulator's debug log), so the emulator's fidelity to it
+// is checked even where gh is not installed.
+const ghPRViewQuery = `
+	query PullRequestByNumber($owner: String!, $repo: String!, $pr_number: Int!) {
+		repository(owner: $owner, name: $repo) {
+			pullRequest(number: $pr_number) {headRefOid,reviews(first: 100) {nodes {id,author{login},authorAssociation,submittedAt,body,state,commit{oid},reactionGroups{content,users{totalCount}}}pageInfo{hasNextPage,endCursor}totalCount},statusCheckRollup: commits(last: 1) {nodes {commit {statusCheckRollup {contexts(first:100) {nodes {__typename...on StatusContext {context,state,targetUrl,createdAt},...on CheckRun {name,checkSuite{workflowRun{workflow{name}}},status,conclusion,startedAt,completedAt,detailsUrl}},pageInfo{hasNextPage,endCursor}}}}}},mergeStateStatus,id,number}
+		}
+	}`
+
+func TestGhCLI_QueryIsValidAndServed(t *testing.T) {
+	t.Parallel()
+	github := ghschema.Load(t)
+	if err := ghschema.ValidateDocument(github, ghPRViewQuery); err != nil {
+		t.Fatalf("gh's query against GitHub's schema: %v", err)
+	}
+	h := newHub(t, Options{})
+	n := seedPR(t, h, RepoOptions{})
+	r := gql(t, h, h.Tokens().Author, ghPRViewQuery, map[string]any{"owner": "acme", "repo": "widget", "pr_number": n})
+	if len(r.Errors) > 0 || !strings.Contains(string(r.Data), `"mergeStateStatus":"CLEAN"`) {
+		t.Errorf("gh's query: %s %v", r.Data, r.Errors)
+	}
 }

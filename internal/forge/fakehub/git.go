@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"os"
@@ -426,8 +427,28 @@ func (h *Hub) serveGit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "git not found", http.StatusInternalServerError)
 		return
 	}
-	// The CGI handler would trust the client's Content-Length; git sends
-	// chunked bodies for big pushes, which http-backend reads to EOF.
+	// net/http/cgi passes no CONTENT_LENGTH for chunked bodies (git sends
+	// those for pushes over http.postBuffer) and http-backend then reads
+	// nothing, so such bodies are spooled to learn their length.
+	if r.ContentLength < 0 && r.Body != nil {
+		f, err := os.CreateTemp("", "fakehub-push-")
+		if err != nil {
+			http.Error(w, "spool body", http.StatusInternalServerError)
+			return
+		}
+		defer os.Remove(f.Name())
+		defer f.Close()
+		n, err := io.Copy(f, r.Body)
+		if err == nil {
+			_, err = f.Seek(0, io.SeekStart)
+		}
+		if err != nil {
+			http.Error(w, "read body", http.StatusBadRequest)
+			return
+		}
+		r.Body, r.ContentLength = f, n
+		r.TransferEncoding = nil
+	}
 	handler := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Env: env, Dir: h.opts.StateDir}
 	handler.ServeHTTP(w, r)
 	if push && r.Method == http.MethodPost {

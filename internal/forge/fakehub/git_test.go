@@ -1,6 +1,8 @@
 package fakehub
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -170,4 +172,27 @@ func TestMergeStateFromGit(t *testing.T) {
 		t.Errorf("conflict: %s %s", m, s)
 	}
 	_ = n
+}
+
+// TestGit_LargePushIsChunked pushes more than http.postBuffer, so git sends
+// a chunked body without Content-Length through the CGI bridge.
+func TestGit_LargePushIsChunked(t *testing.T) {
+	t.Parallel()
+	h := newHub(t, Options{})
+	n := seedPR(t, h, RepoOptions{})
+	tok := h.Tokens().Author
+	dir := t.TempDir()
+	work := filepath.Join(dir, "w")
+	mustGit(t, h, tok, dir, "clone", "--quiet", "--branch", "feature/greet", h.GitURL("acme", "widget"), work)
+	b := make([]byte, 1<<20)
+	_, _ = rand.Read(b)
+	if err := os.WriteFile(filepath.Join(work, "blob.txt"), []byte(hex.EncodeToString(b)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustGit(t, h, tok, work, "add", "blob.txt")
+	mustGit(t, h, tok, work, "commit", "--quiet", "-m", "Big")
+	mustGit(t, h, tok, work, "-c", "http.postBuffer=65536", "push", "--quiet", "origin", "feature/greet")
+	if got, want := headRefOid(t, h, n), mustGit(t, h, tok, work, "rev-parse", "HEAD"); got != want {
+		t.Errorf("head %s, want %s", got, want)
+	}
 }

@@ -126,10 +126,10 @@ func githubErrors(errs []*gqlerrors.QueryError) []map[string]any {
 
 // Custom scalars, serialised as GitHub does.
 
-type DateTime struct{ time.Time }
+type gqlDateTime struct{ time.Time }
 
-func (DateTime) ImplementsGraphQLType(name string) bool { return name == "DateTime" }
-func (t *DateTime) UnmarshalGraphQL(input any) error {
+func (gqlDateTime) ImplementsGraphQLType(name string) bool { return name == "DateTime" }
+func (t *gqlDateTime) UnmarshalGraphQL(input any) error {
 	s, ok := input.(string)
 	if !ok {
 		return fmt.Errorf("wrong type for DateTime: %T", input)
@@ -138,71 +138,62 @@ func (t *DateTime) UnmarshalGraphQL(input any) error {
 	t.Time = v
 	return err
 }
-func (t DateTime) MarshalJSON() ([]byte, error) {
+func (t gqlDateTime) MarshalJSON() ([]byte, error) {
 	return json.Marshal(t.UTC().Format(time.RFC3339))
 }
 
-func dt(t time.Time) DateTime { return DateTime{t} }
+func dt(t time.Time) gqlDateTime { return gqlDateTime{t} }
 
-func dtp(t time.Time) *DateTime {
+func dtp(t time.Time) *gqlDateTime {
 	if t.IsZero() {
 		return nil
 	}
-	return &DateTime{t}
+	return &gqlDateTime{t}
 }
 
-type URI string
+type gqlURI string
 
-func (URI) ImplementsGraphQLType(name string) bool { return name == "URI" }
-func (u *URI) UnmarshalGraphQL(input any) error {
+func (gqlURI) ImplementsGraphQLType(name string) bool { return name == "URI" }
+func (u *gqlURI) UnmarshalGraphQL(input any) error {
 	s, ok := input.(string)
 	if !ok {
 		return fmt.Errorf("wrong type for URI: %T", input)
 	}
-	*u = URI(s)
+	*u = gqlURI(s)
 	return nil
 }
 
-type GitObjectID string
+type gqlGitObjectID string
 
-func (GitObjectID) ImplementsGraphQLType(name string) bool { return name == "GitObjectID" }
-func (g *GitObjectID) UnmarshalGraphQL(input any) error {
+func (gqlGitObjectID) ImplementsGraphQLType(name string) bool { return name == "GitObjectID" }
+func (g *gqlGitObjectID) UnmarshalGraphQL(input any) error {
 	s, ok := input.(string)
 	if !ok {
 		return fmt.Errorf("wrong type for GitObjectID: %T", input)
 	}
-	*g = GitObjectID(s)
+	*g = gqlGitObjectID(s)
 	return nil
 }
 
-// BigInt is serialised as a JSON string, as GitHub does.
-type BigInt string
+// gqlBigInt is serialised as a JSON string, as GitHub does.
+type gqlBigInt string
 
-func (BigInt) ImplementsGraphQLType(name string) bool { return name == "BigInt" }
-func (b *BigInt) UnmarshalGraphQL(input any) error {
+func (gqlBigInt) ImplementsGraphQLType(name string) bool { return name == "BigInt" }
+func (b *gqlBigInt) UnmarshalGraphQL(input any) error {
 	switch v := input.(type) {
 	case string:
-		*b = BigInt(v)
+		*b = gqlBigInt(v)
 	case int32:
-		*b = BigInt(strconv.Itoa(int(v)))
+		*b = gqlBigInt(strconv.Itoa(int(v)))
 	default:
 		return fmt.Errorf("wrong type for BigInt: %T", input)
 	}
 	return nil
 }
 
-func bigint(n int64) *BigInt {
-	b := BigInt(strconv.FormatInt(n, 10))
+func bigint(n int64) *gqlBigInt {
+	b := gqlBigInt(strconv.FormatInt(n, 10))
 	return &b
-}
-
-type HTML string
-
-func (HTML) ImplementsGraphQLType(name string) bool { return name == "HTML" }
-func (x *HTML) UnmarshalGraphQL(input any) error {
-	s, _ := input.(string)
-	*x = HTML(s)
-	return nil
 }
 
 // Pagination with opaque cursors over a list's indexes.

@@ -103,7 +103,8 @@ type Hub struct {
 	counts  RequestCounts
 	rate    map[string]*rateWindow // by login
 
-	git gitCache
+	git    gitCache
+	closed bool // no new background work once set
 
 	rest     *http.ServeMux
 	restOnce sync.Once
@@ -209,6 +210,9 @@ func (h *Hub) shutdown() {
 // Close stops serving, cancels background work (Copilot, CI) and waits for
 // it; a temporary state directory is removed.
 func (h *Hub) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
 	if h.cancel != nil {
 		h.shutdown()
 	}

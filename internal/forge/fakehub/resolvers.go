@@ -64,7 +64,7 @@ func (r *rateLimitRes) Limit() int32     { return rateLimit }
 func (r *rateLimitRes) NodeCount() int32 { return 100 }
 func (r *rateLimitRes) Remaining() int32 { return int32(rateLimit - r.used) }
 func (r *rateLimitRes) Used() int32      { return int32(r.used) }
-func (r *rateLimitRes) ResetAt() DateTime {
+func (r *rateLimitRes) ResetAt() gqlDateTime {
 	return dt(r.reset)
 }
 
@@ -158,8 +158,8 @@ type userRes struct {
 	u *user
 }
 
-func (u *userRes) AvatarUrl(args struct{ Size *int32 }) URI {
-	return URI(fmt.Sprintf("%s/avatars/u/%d", u.h.BaseURL(), u.u.id))
+func (u *userRes) AvatarUrl(args struct{ Size *int32 }) gqlURI {
+	return gqlURI(fmt.Sprintf("%s/avatars/u/%d", u.h.BaseURL(), u.u.id))
 }
 func (u *userRes) DatabaseId() *int32 { n := int32(u.u.id); return &n }
 func (u *userRes) ID() graphqlgo.ID   { return graphqlgo.ID(u.u.nodeID()) }
@@ -170,22 +170,22 @@ func (u *userRes) Name() *string {
 	}
 	return &u.u.name
 }
-func (u *userRes) ResourcePath() URI { return URI("/" + u.u.login) }
-func (u *userRes) Url() URI          { return URI(u.h.BaseURL() + "/" + u.u.login) }
+func (u *userRes) ResourcePath() gqlURI { return gqlURI("/" + u.u.login) }
+func (u *userRes) Url() gqlURI          { return gqlURI(u.h.BaseURL() + "/" + u.u.login) }
 
 type botRes struct {
 	h *Hub
 	u *user
 }
 
-func (b *botRes) AvatarUrl(args struct{ Size *int32 }) URI {
-	return URI(fmt.Sprintf("%s/avatars/in/%d", b.h.BaseURL(), b.u.id))
+func (b *botRes) AvatarUrl(args struct{ Size *int32 }) gqlURI {
+	return gqlURI(fmt.Sprintf("%s/avatars/in/%d", b.h.BaseURL(), b.u.id))
 }
-func (b *botRes) DatabaseId() *int32 { n := int32(b.u.id); return &n }
-func (b *botRes) ID() graphqlgo.ID   { return graphqlgo.ID(b.u.nodeID()) }
-func (b *botRes) Login() string      { return b.u.login }
-func (b *botRes) ResourcePath() URI  { return URI("/apps/" + b.u.login) }
-func (b *botRes) Url() URI           { return URI(b.h.BaseURL() + "/apps/" + b.u.login) }
+func (b *botRes) DatabaseId() *int32   { n := int32(b.u.id); return &n }
+func (b *botRes) ID() graphqlgo.ID     { return graphqlgo.ID(b.u.nodeID()) }
+func (b *botRes) Login() string        { return b.u.login }
+func (b *botRes) ResourcePath() gqlURI { return gqlURI("/apps/" + b.u.login) }
+func (b *botRes) Url() gqlURI          { return gqlURI(b.h.BaseURL() + "/apps/" + b.u.login) }
 
 type teamRes struct{ slug string }
 
@@ -233,7 +233,7 @@ func (r *repoRes) IsPrivate() bool       { return false }
 func (r *repoRes) Name() string          { return r.rp.name }
 func (r *repoRes) NameWithOwner() string { return r.rp.fullName() }
 func (r *repoRes) Owner() *ownerRes      { return &ownerRes{h: r.h, u: r.h.ownerUser(r.rp.owner)} }
-func (r *repoRes) Url() URI              { return URI(r.h.BaseURL() + "/" + r.rp.fullName()) }
+func (r *repoRes) Url() gqlURI           { return gqlURI(r.h.BaseURL() + "/" + r.rp.fullName()) }
 func (r *repoRes) ViewerPermission(ctx context.Context) *string {
 	u := ctxUser(ctx)
 	p := "READ"
@@ -269,7 +269,7 @@ func (r *refRes) Target() *gitObjectRes {
 
 type gitObjectRes struct{ c *commitRes }
 
-func (g *gitObjectRes) Oid() GitObjectID             { return GitObjectID(g.c.sha) }
+func (g *gitObjectRes) Oid() gqlGitObjectID          { return gqlGitObjectID(g.c.sha) }
 func (g *gitObjectRes) ToCommit() (*commitRes, bool) { return g.c, true }
 
 // Pull request.
@@ -279,7 +279,7 @@ type prRes struct {
 	p *pr
 }
 
-// snap copies the fields a resolver needs under the lock.
+// lock holds h.mu until the returned func runs: defer r.lock()().
 func (r *prRes) lock() func() { r.h.mu.Lock(); return r.h.mu.Unlock }
 
 func (r *prRes) Author() *actorRes { return actorOf(r.h, r.p.author) }
@@ -287,9 +287,9 @@ func (r *prRes) BaseRefName() string {
 	defer r.lock()()
 	return r.p.baseRef
 }
-func (r *prRes) BaseRefOid() GitObjectID {
+func (r *prRes) BaseRefOid() gqlGitObjectID {
 	defer r.lock()()
-	return GitObjectID(r.p.baseSHA)
+	return gqlGitObjectID(r.p.baseSHA)
 }
 func (r *prRes) Body() string {
 	defer r.lock()()
@@ -299,15 +299,15 @@ func (r *prRes) Closed() bool {
 	defer r.lock()()
 	return r.p.state != "OPEN"
 }
-func (r *prRes) CreatedAt() DateTime { return dt(r.p.createdAt) }
-func (r *prRes) UpdatedAt() DateTime {
+func (r *prRes) CreatedAt() gqlDateTime { return dt(r.p.createdAt) }
+func (r *prRes) UpdatedAt() gqlDateTime {
 	defer r.lock()()
 	return dt(r.p.updatedAt)
 }
 func (r *prRes) HeadRefName() string { return r.p.headRef }
-func (r *prRes) HeadRefOid() GitObjectID {
+func (r *prRes) HeadRefOid() gqlGitObjectID {
 	defer r.lock()()
-	return GitObjectID(r.p.headSHA)
+	return gqlGitObjectID(r.p.headSHA)
 }
 func (r *prRes) HeadRepository() *repoRes { return &repoRes{h: r.h, rp: r.p.repo} }
 func (r *prRes) HeadRepositoryOwner() *ownerRes {
@@ -332,8 +332,8 @@ func (r *prRes) Title() string {
 	defer r.lock()()
 	return r.p.title
 }
-func (r *prRes) Url() URI {
-	return URI(r.h.PRURL(r.p.repo.owner, r.p.repo.name, r.p.number))
+func (r *prRes) Url() gqlURI {
+	return gqlURI(r.h.PRURL(r.p.repo.owner, r.p.repo.name, r.p.number))
 }
 
 func (r *prRes) Mergeable(ctx context.Context) (string, error) {
@@ -533,10 +533,10 @@ func (r *reviewRes) Body() string { return r.rv.body }
 func (r *reviewRes) Commit() *commitRes {
 	return &commitRes{h: r.h, rp: r.rv.pr.repo, sha: r.rv.commitSHA}
 }
-func (r *reviewRes) CreatedAt() DateTime     { return dt(r.rv.submittedAt) }
-func (r *reviewRes) DatabaseId() *int32      { n := int32(r.rv.id); return &n }
-func (r *reviewRes) FullDatabaseId() *BigInt { return bigint(r.rv.id) }
-func (r *reviewRes) ID() graphqlgo.ID        { return graphqlgo.ID(r.rv.nodeID()) }
+func (r *reviewRes) CreatedAt() gqlDateTime     { return dt(r.rv.submittedAt) }
+func (r *reviewRes) DatabaseId() *int32         { n := int32(r.rv.id); return &n }
+func (r *reviewRes) FullDatabaseId() *gqlBigInt { return bigint(r.rv.id) }
+func (r *reviewRes) ID() graphqlgo.ID           { return graphqlgo.ID(r.rv.nodeID()) }
 func (r *reviewRes) ReactionGroups() *[]*reactionGroupRes {
 	var gs []*reactionGroupRes
 	for _, c := range []string{"THUMBS_UP", "THUMBS_DOWN", "LAUGH", "HOORAY", "CONFUSED", "HEART", "ROCKET", "EYES"} {
@@ -544,11 +544,11 @@ func (r *reviewRes) ReactionGroups() *[]*reactionGroupRes {
 	}
 	return &gs
 }
-func (r *reviewRes) State() string          { return r.rv.state }
-func (r *reviewRes) SubmittedAt() *DateTime { return dtp(r.rv.submittedAt) }
-func (r *reviewRes) Url() URI {
+func (r *reviewRes) State() string             { return r.rv.state }
+func (r *reviewRes) SubmittedAt() *gqlDateTime { return dtp(r.rv.submittedAt) }
+func (r *reviewRes) Url() gqlURI {
 	p := r.rv.pr
-	return URI(fmt.Sprintf("%s#pullrequestreview-%d", r.h.PRURL(p.repo.owner, p.repo.name, p.number), r.rv.id))
+	return gqlURI(fmt.Sprintf("%s#pullrequestreview-%d", r.h.PRURL(p.repo.owner, p.repo.name, p.number), r.rv.id))
 }
 
 func association(rp *repo, u *user) string {
@@ -634,16 +634,16 @@ func (c *commitRes) load(ctx context.Context) commitInfo {
 	return *c.info
 }
 
-func (c *commitRes) AbbreviatedOid() string                     { return c.sha[:min(7, len(c.sha))] }
-func (c *commitRes) AuthoredDate(ctx context.Context) DateTime  { return dt(c.load(ctx).authored) }
-func (c *commitRes) CommittedDate(ctx context.Context) DateTime { return dt(c.load(ctx).committed) }
-func (c *commitRes) ID() graphqlgo.ID                           { return graphqlgo.ID("C_fh" + c.sha) }
-func (c *commitRes) Message(ctx context.Context) string         { return c.load(ctx).message }
+func (c *commitRes) AbbreviatedOid() string                        { return c.sha[:min(7, len(c.sha))] }
+func (c *commitRes) AuthoredDate(ctx context.Context) gqlDateTime  { return dt(c.load(ctx).authored) }
+func (c *commitRes) CommittedDate(ctx context.Context) gqlDateTime { return dt(c.load(ctx).committed) }
+func (c *commitRes) ID() graphqlgo.ID                              { return graphqlgo.ID("C_fh" + c.sha) }
+func (c *commitRes) Message(ctx context.Context) string            { return c.load(ctx).message }
 func (c *commitRes) MessageHeadline(ctx context.Context) string {
 	m, _, _ := strings.Cut(c.load(ctx).message, "\n")
 	return m
 }
-func (c *commitRes) Oid() GitObjectID { return GitObjectID(c.sha) }
+func (c *commitRes) Oid() gqlGitObjectID { return gqlGitObjectID(c.sha) }
 func (c *commitRes) Parents(ctx context.Context, args pageArgs) (*commitConn, error) {
 	ps := c.load(ctx).parents
 	s, e, pi, err := paginate(len(ps), args, "parents")
@@ -735,7 +735,7 @@ type checkRunRes struct {
 func (r *checkRunRes) lock() func() { r.h.mu.Lock(); return r.h.mu.Unlock }
 
 func (r *checkRunRes) CheckSuite() *checkSuiteRes { return &checkSuiteRes{c: r.c} }
-func (r *checkRunRes) CompletedAt() *DateTime {
+func (r *checkRunRes) CompletedAt() *gqlDateTime {
 	defer r.lock()()
 	return dtp(r.c.completedAt)
 }
@@ -748,16 +748,16 @@ func (r *checkRunRes) Conclusion() *string {
 	return &s
 }
 func (r *checkRunRes) DatabaseId() *int32 { n := int32(r.c.id); return &n }
-func (r *checkRunRes) DetailsUrl() *URI {
+func (r *checkRunRes) DetailsUrl() *gqlURI {
 	if r.c.detailsURL == "" {
 		return nil
 	}
-	u := URI(r.c.detailsURL)
+	u := gqlURI(r.c.detailsURL)
 	return &u
 }
 func (r *checkRunRes) ID() graphqlgo.ID { return graphqlgo.ID(r.c.nodeID()) }
 func (r *checkRunRes) Name() string     { return r.c.name }
-func (r *checkRunRes) StartedAt() *DateTime {
+func (r *checkRunRes) StartedAt() *gqlDateTime {
 	defer r.lock()()
 	return dtp(r.c.startedAt)
 }
@@ -827,18 +827,18 @@ type statusRes struct {
 	s *commitStatus
 }
 
-func (s *statusRes) Context() string     { return s.s.context }
-func (s *statusRes) CreatedAt() DateTime { return dt(s.s.createdAt) }
+func (s *statusRes) Context() string        { return s.s.context }
+func (s *statusRes) CreatedAt() gqlDateTime { return dt(s.s.createdAt) }
 func (s *statusRes) Description() *string {
 	return strp(s.s.description)
 }
 func (s *statusRes) ID() graphqlgo.ID { return graphqlgo.ID(fmt.Sprintf("SC_fh%d", s.s.id)) }
 func (s *statusRes) State() string    { return strings.ToUpper(s.s.state) }
-func (s *statusRes) TargetUrl() *URI {
+func (s *statusRes) TargetUrl() *gqlURI {
 	if s.s.targetURL == "" {
 		return nil
 	}
-	u := URI(s.s.targetURL)
+	u := gqlURI(s.s.targetURL)
 	return &u
 }
 
@@ -1009,10 +1009,10 @@ func (r *commentRes) Body() string      { return r.c.body }
 func (r *commentRes) Commit() *commitRes {
 	return &commitRes{h: r.h, rp: r.c.thread.pr.repo, sha: r.c.commitSHA}
 }
-func (r *commentRes) CreatedAt() DateTime     { return dt(r.c.createdAt) }
-func (r *commentRes) DatabaseId() *int32      { n := int32(r.c.id); return &n }
-func (r *commentRes) FullDatabaseId() *BigInt { return bigint(r.c.id) }
-func (r *commentRes) ID() graphqlgo.ID        { return graphqlgo.ID(r.c.nodeID()) }
+func (r *commentRes) CreatedAt() gqlDateTime     { return dt(r.c.createdAt) }
+func (r *commentRes) DatabaseId() *int32         { n := int32(r.c.id); return &n }
+func (r *commentRes) FullDatabaseId() *gqlBigInt { return bigint(r.c.id) }
+func (r *commentRes) ID() graphqlgo.ID           { return graphqlgo.ID(r.c.nodeID()) }
 func (r *commentRes) Line(ctx context.Context) *int32 {
 	l, _, out := r.h.threadPos(ctx, r.c.thread)
 	if out {
@@ -1038,7 +1038,7 @@ func (r *commentRes) ReplyTo() *commentRes {
 	}
 	return nil
 }
-func (r *commentRes) Url() URI { return URI(r.h.commentURL(r.c)) }
+func (r *commentRes) Url() gqlURI { return gqlURI(r.h.commentURL(r.c)) }
 
 func (h *Hub) commentURL(c *reviewComment) string {
 	p := c.thread.pr

@@ -52,6 +52,9 @@ func (h *Hub) restMux() *http.ServeMux {
 	handle("POST "+R+"/issues/{number}/labels", h.withPR(h.restAddLabels))
 	handle("DELETE "+R+"/issues/{number}/labels/{name}", h.withPR(h.restRemoveLabel))
 	handle("GET "+R+"/issues/{number}/events", h.withPR(h.restListEvents))
+	// The timeline carries the same Copilot events; commits and reviews
+	// are left to GraphQL.
+	handle("GET "+R+"/issues/{number}/timeline", h.withPR(h.restListEvents))
 	handle("POST "+R+"/statuses/{sha}", h.withRepo(h.restCreateStatus))
 	handle("GET "+R+"/commits/{ref}/status", h.withRepo(h.restCombinedStatus))
 	handle("GET "+R+"/commits/{ref}/statuses", h.withRepo(h.restListStatuses))

@@ -60,6 +60,9 @@ type Client struct {
 
 	mu    sync.Mutex
 	etags map[string]cachedPage
+
+	viewerMu sync.Mutex
+	viewer   string
 }
 
 const defaultUserAgent = "converge"

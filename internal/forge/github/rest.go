@@ -226,3 +226,19 @@ func isStatus(err error, status int) bool {
 	var er *gh.ErrorResponse
 	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == status
 }
+
+// Viewer returns the login the token acts as (GET /user), cached: it is
+// converge's own identity for a run.
+func (c *Client) Viewer(ctx context.Context) (string, error) {
+	c.viewerMu.Lock()
+	defer c.viewerMu.Unlock()
+	if c.viewer != "" {
+		return c.viewer, nil
+	}
+	u, _, err := c.rest.Users.Get(ctx, "")
+	if err != nil {
+		return "", c.mapErr("read viewer", c.restURL, err)
+	}
+	c.viewer = u.GetLogin()
+	return c.viewer, nil
+}

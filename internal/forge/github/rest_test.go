@@ -158,3 +158,17 @@ func TestSEC1_Permission(t *testing.T) {
 		}
 	}
 }
+
+// TestPR_S12_ViewerIsConvergesIdentity: the token's login is read once per
+// client (replies are believed only from converge's own identity).
+func TestPR_S12_ViewerIsConvergesIdentity(t *testing.T) {
+	reg := newRegistry(t)
+	reg.REST("GET", "/api/v3/user", jsonResp(200, map[string]any{"login": "octo-author", "id": 7}))
+	c, _ := newTestClient(t, reg)
+	for i := 0; i < 2; i++ {
+		got, err := c.Viewer(context.Background())
+		if err != nil || got != "octo-author" {
+			t.Fatalf("Viewer = %q, %v; want octo-author", got, err)
+		}
+	}
+}
