@@ -44,17 +44,17 @@ func TestREST_GoGitHubClient(t *testing.T) {
 
 	// A review with a single-line and a multi-line comment opens two threads.
 	rv, _, err := rev.PullRequests.CreateReview(ctx, "acme", "widget", n, &github.PullRequestReviewRequest{
-		Event: github.Ptr("REQUEST_CHANGES"), Body: github.Ptr("Please fix."),
+		Event: new("REQUEST_CHANGES"), Body: new("Please fix."),
 		Comments: []*github.DraftReviewComment{
-			{Path: github.Ptr("main.go"), Line: github.Ptr(4), Side: github.Ptr("RIGHT"), Body: github.Ptr("Comma?")},
-			{Path: github.Ptr("main.go"), StartLine: github.Ptr(4), Line: github.Ptr(5), Side: github.Ptr("RIGHT"), Body: github.Ptr("Two lines.")},
+			{Path: new("main.go"), Line: new(4), Side: new("RIGHT"), Body: new("Comma?")},
+			{Path: new("main.go"), StartLine: new(4), Line: new(5), Side: new("RIGHT"), Body: new("Two lines.")},
 		},
 	})
 	if err != nil || rv.GetState() != "CHANGES_REQUESTED" || rv.GetCommitID() != head || rv.GetUser().GetLogin() != LoginReviewer {
 		t.Fatalf("create review: %v %v", rv, err)
 	}
 	_, _, err = rev.PullRequests.CreateReview(ctx, "acme", "widget", n, &github.PullRequestReviewRequest{
-		Event: github.Ptr("COMMENT"), Comments: []*github.DraftReviewComment{{Path: github.Ptr("main.go"), Line: github.Ptr(99), Body: github.Ptr("x")}},
+		Event: new("COMMENT"), Comments: []*github.DraftReviewComment{{Path: new("main.go"), Line: new(99), Body: new("x")}},
 	})
 	if er, ok := err.(*github.ErrorResponse); !ok || er.Response.StatusCode != 422 {
 		t.Errorf("comment on a missing line: %v", err)
@@ -98,11 +98,11 @@ func TestREST_GoGitHubClient(t *testing.T) {
 	}
 
 	// Statuses and check runs both land on the commit.
-	st, _, err := author.Repositories.CreateStatus(ctx, "acme", "widget", head, github.RepoStatus{State: github.Ptr("success"), Context: github.Ptr("converge")})
+	st, _, err := author.Repositories.CreateStatus(ctx, "acme", "widget", head, github.RepoStatus{State: new("success"), Context: new("converge")})
 	if err != nil || st.GetState() != "success" {
 		t.Fatalf("status: %v %v", st, err)
 	}
-	if _, _, err := author.Repositories.CreateStatus(ctx, "acme", "widget", head, github.RepoStatus{State: github.Ptr("bogus")}); err == nil {
+	if _, _, err := author.Repositories.CreateStatus(ctx, "acme", "widget", head, github.RepoStatus{State: new("bogus")}); err == nil {
 		t.Error("invalid status state must 422")
 	} else if er, ok := err.(*github.ErrorResponse); !ok || er.Response.StatusCode != 422 || len(er.Errors) != 1 {
 		t.Errorf("invalid status: %v", err)
@@ -114,12 +114,12 @@ func TestREST_GoGitHubClient(t *testing.T) {
 	if _, _, err := author.Checks.CreateCheckRun(ctx, "acme", "widget", github.CreateCheckRunOptions{Name: "lint", HeadSHA: head}); err == nil {
 		t.Error("a user token must not create check runs")
 	}
-	cr, _, err := ci.Checks.CreateCheckRun(ctx, "acme", "widget", github.CreateCheckRunOptions{Name: "lint", HeadSHA: head, Status: github.Ptr("in_progress")})
+	cr, _, err := ci.Checks.CreateCheckRun(ctx, "acme", "widget", github.CreateCheckRunOptions{Name: "lint", HeadSHA: head, Status: new("in_progress")})
 	if err != nil || cr.GetStatus() != "in_progress" {
 		t.Fatalf("check run: %v %v", cr, err)
 	}
-	cr, _, err = ci.Checks.UpdateCheckRun(ctx, "acme", "widget", cr.GetID(), github.UpdateCheckRunOptions{Name: "lint", Conclusion: github.Ptr("failure"),
-		Output: &github.CheckRunOutput{Title: github.Ptr("2 problems"), Summary: github.Ptr("see log")}})
+	cr, _, err = ci.Checks.UpdateCheckRun(ctx, "acme", "widget", cr.GetID(), github.UpdateCheckRunOptions{Name: "lint", Conclusion: new("failure"),
+		Output: &github.CheckRunOutput{Title: new("2 problems"), Summary: new("see log")}})
 	if err != nil || cr.GetStatus() != "completed" || cr.GetConclusion() != "failure" {
 		t.Fatalf("update check run: %v %v", cr, err)
 	}
@@ -164,7 +164,7 @@ func TestREST_GoGitHubClient(t *testing.T) {
 	}
 
 	// Close via PATCH.
-	closed, _, err := author.PullRequests.Edit(ctx, "acme", "widget", n, &github.PullRequest{State: github.Ptr("closed")})
+	closed, _, err := author.PullRequests.Edit(ctx, "acme", "widget", n, &github.PullRequest{State: new("closed")})
 	if err != nil || closed.GetState() != "closed" {
 		t.Fatalf("close: %v %v", closed, err)
 	}
