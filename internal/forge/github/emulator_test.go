@@ -1,0 +1,226 @@
+package github_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	gh "github.com/google/go-github/v93/github"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+)
+
+// emulatorPR starts the emulator with a one-finding Copilot script and
+// returns a client acting as the PR author.
+func emulatorPR(t *testing.T) (*fakehub.Hub, *ghclient.Client, forge.PRRef) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir(), CopilotDelay: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hub.Close() })
+	if err := hub.CreateRepo("acme", "widget", map[string]string{
+		"go.mod":  "module example.com/widget\n\ngo 1.22\n",
+		"main.go": "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n",
+	}, fakehub.RepoOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := hub.CreatePR("acme", "widget", fakehub.NewPR{
+		Head: "feature/bye", Title: "Say bye", Body: "Adds a farewell.",
+		Files: map[string]string{"main.go": "package main\n\nfunc main() {\n\tprintln(\"hello\")\n\tprintln(\"bye\")\n}\n"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.SetCopilotScript("acme", "widget", n, fakehub.CopilotScript{Rounds: []fakehub.CopilotRound{{
+		Findings: []fakehub.Finding{{Path: "main.go", Anchor: `println("bye")`, Body: "Say goodbye in full.", Suggestion: "\tprintln(\"goodbye\")"}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: hub.Tokens().Author, CAFile: hub.CAFile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := forge.ParsePRURL(hub.PRURL("acme", "widget", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hub, c, ref
+}
+
+// TestPR_O1_ObserveIsOneGraphQLRequestAgainstEmulator: the client reads a
+// whole PR from the emulator in one GraphQL request and nothing else.
+func TestPR_O1_ObserveIsOneGraphQLRequestAgainstEmulator(t *testing.T) {
+	hub, c, ref := emulatorPR(t)
+	hub.ResetRequestCounts()
+	pr, err := c.Observe(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := hub.RequestCount()
+	if counts.GraphQL != 1 || counts.REST != 0 || pr.Requests != 1 {
+		t.Fatalf("observe cost graphql=%d rest=%d (client says %d); want exactly one GraphQL request", counts.GraphQL, counts.REST, pr.Requests)
+	}
+	st, _ := hub.PR("acme", "widget", ref.Number)
+	if pr.State != forge.StateOpen || pr.HeadSHA != st.HeadSHA || pr.HeadRef != "feature/bye" || pr.BaseRef != "main" || pr.Author != "octo-author" {
+		t.Fatalf("observation does not match the emulator: %+v vs %+v", pr, st)
+	}
+	if pr.MergeState != forge.MergeClean || len(pr.Commits) != 1 || pr.Commits[0].SHA != st.HeadSHA {
+		t.Fatalf("merge state / commits: %s %+v", pr.MergeState, pr.Commits)
+	}
+}
+
+// TestPR_O2_RequestCopilotThroughClient: requesting Copilot through the
+// client yields copilot_work_started, a review by the bot and threads, with
+// the right login on each surface; reply, resolve, unresolve, labels,
+// statuses and permissions round-trip through the emulator.
+func TestPR_O2_RequestCopilotThroughClient(t *testing.T) {
+	hub, c, ref := emulatorPR(t)
+	ctx := context.Background()
+	events, cancel := hub.Subscribe()
+	defer cancel()
+
+	pr, err := c.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := c.IssueEvents(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RequestReviews(ctx, pr.ID, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for done := false; !done; {
+		select {
+		case e := <-events:
+			done = e.Kind == "copilot_finished"
+		case <-deadline:
+			t.Fatal("copilot never finished its review")
+		}
+	}
+
+	after, err := c.IssueEvents(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started *forge.Event
+	for i := range after {
+		if after[i].Event == "copilot_work_started" {
+			started = &after[i]
+		}
+	}
+	if started == nil || started.Actor != "Copilot" || (len(before) > 0 && started.ID <= before[len(before)-1].ID) {
+		t.Fatalf("want a new copilot_work_started by Copilot, got %+v (before %+v)", after, before)
+	}
+
+	pr, err = c.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pr.Reviews) != 1 || pr.Reviews[0].Author != "copilot-pull-request-reviewer" || pr.Reviews[0].CommitSHA != pr.HeadSHA || pr.Reviews[0].State != "COMMENTED" {
+		t.Fatalf("GraphQL review: %+v", pr.Reviews)
+	}
+	if len(pr.Threads) != 1 || len(pr.Threads[0].Comments) != 1 || pr.Threads[0].Comments[0].Author != "copilot-pull-request-reviewer" || pr.Threads[0].Path != "main.go" || pr.Threads[0].Line != 5 {
+		t.Fatalf("GraphQL thread: %+v", pr.Threads)
+	}
+	if !strings.Contains(pr.Threads[0].Comments[0].Body, "```suggestion") {
+		t.Errorf("finding lacks its suggestion block: %q", pr.Threads[0].Comments[0].Body)
+	}
+
+	// The REST surfaces, read with go-github as any other client would.
+	rest, err := gh.NewClient(gh.WithHTTPClient(hub.HTTPClient()), gh.WithAuthToken(hub.Tokens().Reviewer), gh.WithEnterpriseURLs(hub.APIURL(), hub.APIURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reviews, _, err := rest.PullRequests.ListReviews(ctx, "acme", "widget", ref.Number, nil)
+	if err != nil || len(reviews) != 1 || reviews[0].GetUser().GetLogin() != "copilot-pull-request-reviewer[bot]" {
+		t.Fatalf("REST review author: %v %v", reviews, err)
+	}
+	comments, _, err := rest.PullRequests.ListComments(ctx, "acme", "widget", ref.Number, nil)
+	if err != nil || len(comments) != 1 || comments[0].GetUser().GetLogin() != "Copilot" {
+		t.Fatalf("REST inline comment author: %v %v", comments, err)
+	}
+
+	th := pr.Threads[0].ID
+	reply, err := c.ReplyToThread(ctx, th, "Fixed, thanks.")
+	if err != nil || reply.Author != "octo-author" {
+		t.Fatalf("reply: %+v %v", reply, err)
+	}
+	if err := c.ResolveThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	pr, _ = c.Observe(ctx, ref)
+	if !pr.Threads[0].IsResolved || len(pr.Threads[0].Comments) != 2 {
+		t.Fatalf("after reply+resolve: %+v", pr.Threads[0])
+	}
+	if err := c.UnresolveThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddLabels(ctx, ref, "converge:needs-attention"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetCommitStatus(ctx, ref, pr.HeadSHA, forge.CommitStatus{State: "pending", Context: "converge", Description: "running"}); err != nil {
+		t.Fatal(err)
+	}
+	pr, _ = c.Observe(ctx, ref)
+	if pr.Threads[0].IsResolved || len(pr.Labels) != 1 || pr.Labels[0] != "converge:needs-attention" {
+		t.Fatalf("after unresolve+label: resolved=%v labels=%v", pr.Threads[0].IsResolved, pr.Labels)
+	}
+	found := false
+	for _, cc := range pr.Checks.Contexts {
+		found = found || (cc.IsStatus && cc.Name == "converge")
+	}
+	if !found {
+		t.Errorf("commit status converge not in the rollup: %+v", pr.Checks)
+	}
+	if err := c.RemoveLabel(ctx, ref, "converge:needs-attention"); err != nil {
+		t.Fatal(err)
+	}
+
+	for login, want := range map[string]string{"octo-reviewer": "write", "outsider": "read", "nobody-here": "none"} {
+		if got, err := c.Permission(ctx, ref, login); err != nil || got != want {
+			t.Errorf("Permission(%s) = %q, %v; want %q", login, got, err, want)
+		}
+	}
+	if v, err := c.Viewer(ctx); err != nil || v != "octo-author" {
+		t.Errorf("Viewer = %q, %v", v, err)
+	}
+
+	// An unchanged event list costs a 304 (PR-O1).
+	if _, err := c.IssueEvents(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	hub.ResetRequestCounts()
+	if _, err := c.IssueEvents(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if n := hub.RequestCount().NotModified; n != 1 {
+		t.Errorf("unchanged issue events: %d answered 304, want 1", n)
+	}
+}
+
+// TestIF1_EmulatorRejectsBadToken: a wrong token is an auth error (exit 6).
+func TestIF1_EmulatorRejectsBadToken(t *testing.T) {
+	hub, _, ref := emulatorPR(t)
+	c, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: "ghp_wrong", CAFile: hub.CAFile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Observe(context.Background(), ref)
+	if forge.KindOf(err) != forge.KindAuth {
+		t.Fatalf("want an auth error, got %v", err)
+	}
+	if strings.Contains(err.Error(), "ghp_wrong") {
+		t.Errorf("error leaks the token: %v", err)
+	}
+}
