@@ -334,3 +334,63 @@ func TestSandbox_PrintsJSONAndServesGit(t *testing.T) {
 		t.Fatalf("push did not move headRefOid: before %s, pushed %s, now %s", before.HeadSHA, sha, after.HeadSHA)
 	}
 }
+
+// TestAG_B1_CommandAgentBlockedEscalates drives the sandbox PR with an
+// external command agent that cannot fix anything: converge reads its
+// status record, pushes nothing, replies "escalated" without resolving,
+// and lists those threads as hand-offs in the proof. The agent never sees
+// the forge token (SEC-2).
+func TestAG_B1_CommandAgentBlockedEscalates(t *testing.T) {
+	hub, demo := startHub(t, 100*time.Millisecond)
+	dir := t.TempDir()
+	script := filepath.Join(dir, "agent.sh")
+	envDump := filepath.Join(dir, "agent-env")
+	taskDump := filepath.Join(dir, "agent-task")
+	if err := os.WriteFile(script, []byte(`#!/bin/sh
+cat > `+taskDump+`
+env > `+envDump+`
+echo "thinking..."
+echo '{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary":"cannot fix this","files_changed":[],"reason":"needs a human"}'
+`), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
+	tok := hub.Tokens().Author
+	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": tok})
+	args := append(prArgs(hub, demo, t.TempDir()), "--agent", "command", "--agent-cmd", script)
+	code := Run(context.Background(), args, ios)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	after := observe(t, hub, demo.PRURL)
+	if after.HeadSHA != before.HeadSHA {
+		t.Errorf("a blocked agent's round pushed: %s → %s", before.HeadSHA, after.HeadSHA)
+	}
+	escalated := 0
+	for _, th := range after.Threads {
+		if th.IsResolved {
+			t.Errorf("thread %s resolved though nothing was fixed", th.ID)
+		}
+		last := th.Comments[len(th.Comments)-1]
+		if strings.Contains(last.Body, "disposition=escalated") && strings.Contains(last.Body, "needs a human") {
+			escalated++
+		}
+	}
+	if escalated != len(after.Threads) || escalated == 0 {
+		t.Errorf("want every thread escalated with the agent's reason, got %d of %d", escalated, len(after.Threads))
+	}
+	if !strings.Contains(out.String(), "escalated threads            PRRT_") {
+		t.Errorf("proof does not list the escalated threads:\n%s", out)
+	}
+	env, err := os.ReadFile(envDump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, _ := os.ReadFile(taskDump)
+	if strings.Contains(string(env), tok) || strings.Contains(string(task), tok) {
+		t.Errorf("the agent received the forge token")
+	}
+	if !strings.Contains(string(task), `"findings"`) {
+		t.Errorf("the agent got no task JSON on stdin: %s", task)
+	}
+}
