@@ -394,3 +394,58 @@ echo '{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary"
 		t.Errorf("the agent got no task JSON on stdin: %s", task)
 	}
 }
+
+// TestPR_T5_MaxIterationsEndsCapExhausted: with --max-iterations 1 the
+// second round never starts: cap-exhausted, exit 4, after round 1's push.
+func TestPR_T5_MaxIterationsEndsCapExhausted(t *testing.T) {
+	hub, demo := startHub(t, 100*time.Millisecond)
+	before, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
+	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author})
+	code := Run(context.Background(), append(prArgs(hub, demo, t.TempDir()), "--max-iterations", "1"), ios)
+	if code != ExitBound || !strings.Contains(out.String(), "cap-exhausted") {
+		t.Fatalf("want exit 4 cap-exhausted, got %d\n%s%s", code, out, errOut)
+	}
+	if strings.Contains(out.String(), "round 2  round") {
+		t.Errorf("a second round started:\n%s", out.String())
+	}
+	after := observe(t, hub, demo.PRURL)
+	if after.HeadSHA == before.HeadSHA {
+		t.Errorf("round 1 pushed nothing")
+	}
+	found := false
+	for _, l := range after.Labels {
+		found = found || l == "converge:needs-attention"
+	}
+	if !found {
+		t.Errorf("a non-success terminal must apply needs-attention (PR-T8), labels %v", after.Labels)
+	}
+}
+
+// TestPR_G5_SecondLoopOnSamePRIsRefused: one loop per PR at a time.
+func TestPR_G5_SecondLoopOnSamePRIsRefused(t *testing.T) {
+	hub, demo := startHub(t, 3*time.Second)
+	state := t.TempDir()
+	env := map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author}
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	ios1, _, _ := testIO(env)
+	done := make(chan int, 1)
+	go func() { done <- Run(ctx, prArgs(hub, demo, state), ios1) }()
+	for e := range events {
+		if e.Kind == "copilot_started" {
+			break
+		}
+	}
+	ios2, out2, errOut2 := testIO(env)
+	code := Run(context.Background(), prArgs(hub, demo, state), ios2)
+	if code != ExitUsage || !strings.Contains(errOut2.String(), "already running") {
+		t.Fatalf("second loop: want exit 2 'already running', got %d\n%s%s", code, out2, errOut2)
+	}
+	if n := strings.Count(errOut2.String(), "\n"); n != 1 {
+		t.Errorf("want one error line, got %d:\n%s", n, errOut2)
+	}
+	stop()
+	<-done
+}

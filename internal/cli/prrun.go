@@ -58,7 +58,7 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	}
 	if !ok {
 		_ = db.FinishRun(ctx, runID, "refused", ExitUsage, nil)
-		return nil, usageErr("a loop is already running on %s (run %s); wait for it or stop it with converge stop %s", target, holder, holder)
+		return nil, usageErr("a loop is already running on %s (run %s); wait for it to end (converge status shows it)", target, holder)
 	}
 	defer db.ReleaseLock(context.WithoutCancel(ctx), target, runID)
 
