@@ -19,6 +19,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/store"
 )
 
 // syncBuffer is an io.Writer safe to read while a command writes to it.
@@ -179,6 +180,26 @@ func TestPR_S12_ConvergesThenSecondRunWritesNothing(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out4.String()), &view); err != nil || view.Proof.HeadSHA != first.HeadSHA {
 		t.Fatalf("proof --json: want head %s, got %s (%v)", first.HeadSHA, out4, err)
+	}
+
+	// PR-M5: the per-round ledger: every finding with its disposition.
+	db, err := store.Open(context.Background(), filepath.Join(state, "converge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	rounds, err := db.Rounds(context.Background(), runs[1].ID)
+	if err != nil || len(rounds) != 3 || rounds[0].CommitSHA == "" || !rounds[0].Structural || rounds[2].Structural {
+		t.Fatalf("rounds ledger: %+v %v", rounds, err)
+	}
+	findings, err := db.Findings(context.Background(), runs[1].ID)
+	if err != nil || len(findings) != 3 {
+		t.Fatalf("findings ledger: %+v %v", findings, err)
+	}
+	for _, f := range findings {
+		if f.Disposition != "addressed" || f.ThreadID == "" || f.Source != "copilot" {
+			t.Errorf("finding %+v: want addressed copilot thread", f)
+		}
 	}
 }
 

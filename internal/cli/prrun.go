@@ -122,6 +122,9 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 type storeJournal struct {
 	db    *store.Store
 	runID string
+	// ledger is the last round ledger written, so a step rewrites only
+	// the rounds whose record changed (PR-M5).
+	ledger map[int]string
 }
 
 func (j *storeJournal) SaveState(ctx context.Context, s prloop.State) error {
@@ -133,7 +136,54 @@ func (j *storeJournal) SaveState(ctx context.Context, s prloop.State) error {
 	if s.Terminal != nil {
 		status = s.Terminal.Reason
 	}
-	return j.db.SaveState(ctx, j.runID, b, status)
+	if err := j.db.SaveState(ctx, j.runID, b, status); err != nil {
+		return err
+	}
+	return j.saveLedger(ctx, s)
+}
+
+// saveLedger records each round and its findings with their dispositions,
+// so status and the decision log read rounds without decoding state.
+func (j *storeJournal) saveLedger(ctx context.Context, s prloop.State) error {
+	if j.ledger == nil {
+		j.ledger = map[int]string{}
+	}
+	disp := map[string]string{}
+	for _, t := range s.Threads {
+		disp[fmt.Sprintf("%d/%s", t.Round, t.ThreadID)] = t.Disposition
+	}
+	for _, r := range s.Rounds {
+		var fs []store.Finding
+		for _, f := range r.Findings {
+			fs = append(fs, store.Finding{
+				ID: f.ID, ThreadID: f.ThreadID, Path: f.Path, StartLine: f.StartLine, EndLine: f.EndLine,
+				Summary: f.Summary, Verdict: f.Verdict, Source: f.Source, Author: f.Author,
+				Disposition: disp[fmt.Sprintf("%d/%s", r.N, f.ThreadID)],
+			})
+		}
+		key, err := json.Marshal(struct {
+			R prloop.RoundRecord
+			F []store.Finding
+		}{r, fs})
+		if err != nil {
+			return err
+		}
+		if j.ledger[r.N] == string(key) {
+			continue
+		}
+		summary, _ := json.Marshal(r)
+		if err := j.db.AddRound(ctx, store.Round{
+			RunID: j.runID, N: r.N, HeadSHA: r.HeadSHA, StartedAt: r.StartedAt,
+			CommitSHA: r.CommitSHA, Structural: r.Structural, Summary: summary,
+		}); err != nil {
+			return fmt.Errorf("record round %d: %w", r.N, err)
+		}
+		if err := j.db.AddFindings(ctx, j.runID, r.N, fs); err != nil {
+			return fmt.Errorf("record findings of round %d: %w", r.N, err)
+		}
+		j.ledger[r.N] = string(key)
+	}
+	return nil
 }
 
 func (j *storeJournal) BeginAction(ctx context.Context, round int, a prloop.Action) (bool, error) {
