@@ -470,3 +470,43 @@ func TestPR_G5_SecondLoopOnSamePRIsRefused(t *testing.T) {
 	stop()
 	<-done
 }
+
+// TestREL3_BadInputAgainstEmulator: a wrong token, a PR that does not exist
+// and an untrusted certificate each give one error line and their IF-1
+// exit code, and no run is recorded for them.
+func TestREL3_BadInputAgainstEmulator(t *testing.T) {
+	hub, demo := startHub(t, time.Second)
+	missing := strings.Replace(demo.PRURL, "/pull/1", "/pull/99", 1)
+	for _, tc := range []struct {
+		name, token, url string
+		noCA             bool
+		code             int
+		want             string
+	}{
+		{"wrong token", "ghp_wrong", demo.PRURL, false, ExitAuth, "token rejected"},
+		{"no such PR", hub.Tokens().Author, missing, false, ExitUsage, "no pull request 99"},
+		{"untrusted CA", hub.Tokens().Author, demo.PRURL, true, ExitUnreachable, "--ca-file"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			state := t.TempDir()
+			args := []string{"pr", tc.url, "--state", state}
+			if !tc.noCA {
+				args = append(args, "--ca-file", hub.CAFile())
+			}
+			ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": tc.token})
+			code := Run(context.Background(), args, ios)
+			if code != tc.code || !strings.Contains(errOut.String(), tc.want) {
+				t.Fatalf("exit %d, want %d with %q\nstdout:%s\nstderr:%s", code, tc.code, tc.want, out, errOut)
+			}
+			if n := strings.Count(errOut.String(), "\n"); n != 1 {
+				t.Errorf("want one error line, got:\n%s", errOut)
+			}
+			if strings.Contains(errOut.String()+out.String(), tc.token) {
+				t.Errorf("error leaks the token")
+			}
+			if _, err := os.Stat(filepath.Join(state, "converge.db")); err == nil {
+				t.Errorf("bad input recorded a run")
+			}
+		})
+	}
+}

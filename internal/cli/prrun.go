@@ -41,6 +41,20 @@ type loopParams struct {
 // runLoop runs one PR loop to its terminal: lock, record, run, persist,
 // print the proof. The returned error carries the terminal's exit code.
 func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Terminal, error) {
+	// Bad input fails before anything is recorded: the token must work
+	// and the PR must exist.
+	self, err := p.Forge.Viewer(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := p.Forge.Observe(ctx, p.Ref); err != nil {
+		if forge.KindOf(err) == forge.KindNotFound {
+			return nil, usageErr("no pull request %d in %s on %s visible to %s; check the PR URL", p.Ref.Number, p.Ref.FullName(), p.Ref.Host, self)
+		}
+		return nil, err
+	}
+	p.Config.Self = self
+
 	db, err := store.Open(ctx, filepath.Join(p.StateDir, "converge.db"), store.WithSecrets(p.Secrets...))
 	if err != nil {
 		return nil, fmt.Errorf("open state store: %w", err)
