@@ -1,0 +1,116 @@
+package prloop_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+const calcGo = `package calc
+
+// Double doubles n.
+func Double(n int) int {
+	return n * 2
+}
+
+// Half halves n.
+func Half(n int) int {
+	return n / 2
+}
+`
+
+const calcTest = `package calc
+
+import "testing"
+
+func TestDouble(t *testing.T) {
+	if Double(2) != 4 {
+		t.Fatal("Double(2) != 4")
+	}
+}
+`
+
+func suggestion(s string) string { return "Please change this.\n\n```suggestion\n" + s + "\n```\n" }
+
+// TestPR_S10_RedBuildIsNeverPushed: of two suggested fixes, the one that
+// turns the repository's tests red is blocked; the green one is committed
+// with the round trailer and pushed to the PR's head branch (PR-S11).
+func TestPR_S10_RedBuildIsNeverPushed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer hub.Close()
+	if err := hub.CreateRepo("acme", "calc", map[string]string{"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc.go": calcGo, "calc_test.go": calcTest}, fakehub.RepoOptions{TestCommand: []string{"go", "test", "./..."}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := hub.CreatePR("acme", "calc", fakehub.NewPR{Head: "feature/half", Title: "Half", Files: map[string]string{"calc.go": calcGo + "\n// Third thirds n.\nfunc Third(n int) int { return n / 3 }\n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := forge.ParsePRURL(hub.PRURL("acme", "calc", n))
+	tok := hub.Tokens().Author
+	client, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: tok, CAFile: hub.CAFile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := client.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &prloop.GitWorkspace{
+		Root: t.TempDir(), RunID: "r-ws", CloneURL: hub.GitURL("acme", "calc"),
+		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
+		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
+	}
+	if _, err := ws.Prepare(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+	findings := []prloop.Finding{
+		// Breaks TestDouble: must not be pushed.
+		{ID: "T-red", ThreadID: "T-red", Path: "calc.go", StartLine: 5, EndLine: 5, Summary: suggestion("\treturn n * 3")},
+		// Harmless and green.
+		{ID: "T-green", ThreadID: "T-green", Path: "calc.go", StartLine: 8, EndLine: 8, Summary: suggestion("// Half halves n, rounding toward zero.")},
+	}
+	res, err := ws.Fix(ctx, pr, 1, findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Addressed) != 1 || res.Addressed[0] != "T-green" {
+		t.Fatalf("addressed %v, want only T-green", res.Addressed)
+	}
+	if len(res.Blocked) != 1 || res.Blocked[0].ID != "T-red" || !strings.Contains(res.Blocked[0].Reason, "tests fail") {
+		t.Fatalf("blocked %+v, want T-red blocked by failing tests", res.Blocked)
+	}
+	if res.CommitSHA == "" || res.LinesChanged != 2 {
+		t.Fatalf("commit %q lines %d, want a pushed commit changing 2 lines", res.CommitSHA, res.LinesChanged)
+	}
+	st, _ := hub.PR("acme", "calc", n)
+	if st.HeadSHA != res.CommitSHA {
+		t.Fatalf("PR head %s, want the pushed fix %s", st.HeadSHA, res.CommitSHA)
+	}
+	after, err := client.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := after.Commits[len(after.Commits)-1]
+	if !repo.HasTrailer(last.Message, prloop.CommitTrailer) || !strings.Contains(last.Message, "Converge-Round: 1") {
+		t.Errorf("the loop's commit lacks its trailer:\n%s", last.Message)
+	}
+	if conclusion, err := hub.WaitCI(ctx, "acme", "calc", res.CommitSHA); err != nil || conclusion != "success" {
+		t.Errorf("CI on the pushed fix: %q %v", conclusion, err)
+	}
+}
