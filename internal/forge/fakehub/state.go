@@ -184,37 +184,31 @@ func (h *Hub) addEventLocked(p *pr, ev *issueEvent) {
 
 // latestStatuses returns the newest status per context for sha.
 func (r *repo) latestStatuses(sha string) []*commitStatus {
-	var out []*commitStatus
-	seen := map[string]int{}
-	for _, s := range r.statuses {
-		if s.sha != sha {
-			continue
-		}
-		if i, ok := seen[s.context]; ok {
-			out[i] = s
-			continue
-		}
-		seen[s.context] = len(out)
-		out = append(out, s)
-	}
-	return out
+	return latestPer(r.statuses, func(s *commitStatus) (bool, string) { return s.sha == sha, s.context })
 }
 
 // latestCheckRuns returns the newest check run per name for sha, as the
 // rollup shows them.
 func (r *repo) latestCheckRuns(sha string) []*checkRun {
-	var out []*checkRun
+	return latestPer(r.checkRuns, func(c *checkRun) (bool, string) { return c.sha == sha, c.name })
+}
+
+// latestPer keeps, of the items that match, the newest one per key, in
+// the order each key first appeared (items are oldest first).
+func latestPer[T any](items []T, match func(T) (bool, string)) []T {
+	var out []T
 	seen := map[string]int{}
-	for _, c := range r.checkRuns {
-		if c.sha != sha {
+	for _, it := range items {
+		ok, key := match(it)
+		if !ok {
 			continue
 		}
-		if i, ok := seen[c.name]; ok {
-			out[i] = c
+		if i, dup := seen[key]; dup {
+			out[i] = it
 			continue
 		}
-		seen[c.name] = len(out)
-		out = append(out, c)
+		seen[key] = len(out)
+		out = append(out, it)
 	}
 	return out
 }
