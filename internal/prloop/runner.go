@@ -313,6 +313,9 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", a.Key, err)
 	}
+	// A fix is asked for again only when Decide saw neither its result
+	// nor its pushed commit, so it did not land: run it. Every other
+	// finished action is not repeated.
 	if done && a.Kind != ActFix {
 		return nil, nil
 	}
