@@ -207,13 +207,19 @@ func TestPR_S12_ConvergesThenSecondRunWritesNothing(t *testing.T) {
 // review has been requested, then returns the exit code and output.
 func runPRWhile(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, during func()) (int, string) {
 	t.Helper()
+	return runPRWhileIn(t, hub, demo, t.TempDir(), during)
+}
+
+// runPRWhileIn is runPRWhile with the state directory named.
+func runPRWhileIn(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state string, during func()) (int, string) {
+	t.Helper()
 	events, cancel := hub.Subscribe()
 	defer cancel()
 	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author})
 	ctx, stop := context.WithTimeout(context.Background(), 60*time.Second)
 	defer stop()
 	done := make(chan int, 1)
-	go func() { done <- Run(ctx, prArgs(hub, demo, t.TempDir()), ios) }()
+	go func() { done <- Run(ctx, prArgs(hub, demo, state), ios) }()
 	for {
 		select {
 		case e := <-events:
@@ -509,4 +515,63 @@ func TestREL3_BadInputAgainstEmulator(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPR_G5_StopFromOutsideAndByLabel: `converge stop RUN` from another
+// command, and the converge:stop label on the PR, each end a running loop
+// stopped-by-human (exit 3) and release its lock.
+func TestPR_G5_StopFromOutsideAndByLabel(t *testing.T) {
+	t.Run("converge stop", func(t *testing.T) {
+		hub, demo := startHub(t, 2*time.Second)
+		state := t.TempDir()
+		code, out := runPRWhileIn(t, hub, demo, state, func() {
+			ios, sout, _ := testIO(nil)
+			if c := Run(context.Background(), []string{"status", "--json", "--state", state}, ios); c != 0 {
+				t.Errorf("status exit %d", c)
+				return
+			}
+			var runs []runView
+			if err := json.Unmarshal([]byte(sout.String()), &runs); err != nil || len(runs) != 1 || runs[0].Target != demo.PRURL {
+				t.Errorf("status: %v %s", err, sout)
+				return
+			}
+			ios2, out2, errOut2 := testIO(nil)
+			if c := Run(context.Background(), []string{"stop", runs[0].ID, "--state", state}, ios2); c != 0 || !strings.Contains(out2.String(), "stop requested") {
+				t.Errorf("stop exit %d: %s%s", c, out2, errOut2)
+			}
+		})
+		if code != ExitHuman || !strings.Contains(out, "stopped-by-human") {
+			t.Fatalf("want exit 3 stopped-by-human, got %d:\n%s", code, out)
+		}
+		// The lock is released: another run may take it.
+		db, err := store.Open(context.Background(), filepath.Join(state, "converge.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if err := db.CreateRun(context.Background(), store.Run{ID: "r-next", Kind: "pr", Target: demo.PRURL}); err != nil {
+			t.Fatal(err)
+		}
+		if holder, ok, err := db.AcquireLock(context.Background(), demo.PRURL, "r-next", os.Getpid()); err != nil || !ok {
+			t.Errorf("lock still held by %q after stop (%v)", holder, err)
+		}
+	})
+	t.Run("label", func(t *testing.T) {
+		hub, demo := startHub(t, 2*time.Second)
+		code, out := runPRWhile(t, hub, demo, func() {
+			url := fmt.Sprintf("%s/repos/%s/%s/issues/%d/labels", hub.APIURL(), demo.Owner, demo.Repo, demo.Number)
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"labels":["converge:stop"]}`))
+			req.Header.Set("Authorization", "token "+hub.Tokens().Reviewer)
+			resp, err := hub.HTTPClient().Do(req)
+			if err != nil {
+				t.Errorf("label: %v", err)
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		})
+		if code != ExitHuman || !strings.Contains(out, "converge:stop label") {
+			t.Fatalf("want exit 3 stopped by the label, got %d:\n%s", code, out)
+		}
+	})
 }

@@ -145,6 +145,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newPRCmd(ios),
 		newStatusCmd(ios),
 		newProofCmd(ios),
+		newStopCmd(ios),
 	)
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs

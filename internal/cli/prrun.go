@@ -103,6 +103,10 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		PollMin:   p.PollMin,
 		PollMax:   p.PollMax,
 		Wake:      p.Wake,
+		StopRequested: func(ctx context.Context) bool {
+			stop, err := db.StopRequested(ctx, runID)
+			return err == nil && stop
+		},
 	}
 	term, runErr := runner.Run(ctx, p.Ref, prloop.State{Phase: prloop.PhaseStart})
 	fin := context.WithoutCancel(ctx)

@@ -135,7 +135,14 @@ func (d *step) preTerminal() bool {
 		return true
 	}
 	if d.o.StopRequested {
-		d.end(ReasonStoppedByHuman, "a human asked converge to stop", nil)
+		d.end(ReasonStoppedByHuman, "a human asked converge to stop (converge stop)", nil)
+		return true
+	}
+	// Labelling needs triage access on the forge, so the label is a
+	// trusted human's word (PR-G5). It stays: later runs stop too until a
+	// human removes it.
+	if hasLabel(d.pr, LabelStop) {
+		d.end(ReasonStoppedByHuman, "the "+LabelStop+" label is on the pull request; remove it to run converge again", nil)
 		return true
 	}
 	if msg := d.humanPush(); msg != "" {

@@ -912,3 +912,45 @@ func TestFailAppliesTerminalHygiene(t *testing.T) {
 	_, acts, _ = Fail(State{}, Observation{}, ReasonErrored, "forge unreachable")
 	wantActs(t, acts)
 }
+
+// TestPR_G5_StopLabelEndsRun: the converge:stop label ends the run
+// stopped-by-human (exit 3) before any request, fix or reply, even on a PR
+// that would otherwise be two-stable; a closed PR still wins (PR-T7).
+func TestPR_G5_StopLabelEndsRun(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		state State
+		pr    func() *forge.PullRequest
+		want  string
+	}{
+		{"fresh run", State{}, func() *forge.PullRequest { return newPR("h1") }, ReasonStoppedByHuman},
+		{"otherwise two-stable", verifying("h1", 1), func() *forge.PullRequest {
+			pr := newPR("h1")
+			pr.Reviews = []forge.Review{okReview("R1", "h1", at(0))}
+			return pr
+		}, ReasonStoppedByHuman},
+		{"closed wins", verifying("h1", 1), func() *forge.PullRequest {
+			pr := newPR("h1")
+			pr.State = forge.StateClosed
+			return pr
+		}, ReasonPRClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pr := tc.pr()
+			pr.Labels = append(pr.Labels, LabelStop)
+			_, acts, term := Decide(tc.state, obs(at(1), pr), cfg())
+			if term == nil || term.Reason != tc.want {
+				t.Fatalf("terminal %+v, want %s", term, tc.want)
+			}
+			if term.Reason == ReasonStoppedByHuman && term.ExitCode != 3 {
+				t.Errorf("exit %d, want 3", term.ExitCode)
+			}
+			for _, a := range acts {
+				switch a.Kind {
+				case ActRequestReview, ActFix, ActReply, ActResolve:
+					t.Errorf("a stopped run acted: %+v", a)
+				}
+			}
+		})
+	}
+}

@@ -81,6 +81,9 @@ type Runner struct {
 	Wake <-chan struct{}
 	// Stop, when closed or signalled, ends the run cleanly at the next step.
 	Stop <-chan struct{}
+	// StopRequested, when set, is asked every step whether a stop was
+	// requested from outside the process (`converge stop RUN`).
+	StopRequested func(ctx context.Context) bool
 
 	perms map[string]string // per-run permission cache (SEC-1)
 }
@@ -217,7 +220,10 @@ func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
-func (r *Runner) stopRequested() bool {
+func (r *Runner) stopRequested(ctx context.Context) bool {
+	if r.StopRequested != nil && r.StopRequested(ctx) {
+		return true
+	}
 	if r.Stop == nil {
 		return false
 	}
@@ -236,7 +242,7 @@ func (r *Runner) observe(ctx context.Context, ref forge.PRRef, st State, result 
 	if err != nil {
 		return Observation{}, err
 	}
-	obs := Observation{Now: r.Clock.Now(), PR: pr, Result: result, StopRequested: r.stopRequested()}
+	obs := Observation{Now: r.Clock.Now(), PR: pr, Result: result, StopRequested: r.stopRequested(ctx)}
 	if st.WantsEvents() {
 		evs, err := r.Forge.IssueEvents(ctx, ref)
 		if err != nil {

@@ -68,7 +68,8 @@ func ExitCode(reason string) int {
 const (
 	LabelReady          = "converge:ready-for-merge"
 	LabelNeedsAttention = "converge:needs-attention"
-	StatusContext       = "converge" // PR-T10 commit status / check run name
+	LabelStop           = "converge:stop" // a human's stop request (PR-G5)
+	StatusContext       = "converge"      // PR-T10 commit status / check run name
 	CommitTrailer       = "Converge-Round"
 	CopilotBotLogin     = "copilot-pull-request-reviewer" // botLogins value for requestReviewsByLogin
 )

@@ -87,6 +87,9 @@ CREATE TABLE events (
 );
 CREATE INDEX events_run ON events(run_id, seq);
 `,
+	// 2: `converge stop RUN` asks a running loop, in another process, to
+	// end at its next step (PR-G5).
+	`ALTER TABLE runs ADD COLUMN stop_requested INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // SchemaVersion is the schema version this build writes.

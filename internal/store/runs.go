@@ -180,6 +180,33 @@ func (s *Store) FinishRun(ctx context.Context, id, status string, exitCode int, 
 	return nil
 }
 
+// RequestStop asks the run to end cleanly at its next step (PR-G5). A
+// finished run cannot be stopped: the error says how it ended.
+func (s *Store) RequestStop(ctx context.Context, id string) error {
+	r, err := s.GetRun(ctx, id)
+	if err != nil {
+		return err
+	}
+	if r.Finished() {
+		return fmt.Errorf("run %s already ended %s", id, r.Status)
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE runs SET stop_requested = 1, updated_at = ? WHERE id = ?`, fmtTime(s.now()), s.red(id))
+	return s.checkOne(res, err, "request stop", "run", id)
+}
+
+// StopRequested reports whether RequestStop was called for the run.
+func (s *Store) StopRequested(ctx context.Context, id string) (bool, error) {
+	var stop bool
+	err := s.db.QueryRowContext(ctx, `SELECT stop_requested FROM runs WHERE id = ?`, s.red(id)).Scan(&stop)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, &NotFoundError{What: "run", ID: id}
+	}
+	if err != nil {
+		return false, fmt.Errorf("read stop request of %s: %w", id, err)
+	}
+	return stop, nil
+}
+
 func (s *Store) checkOne(res sql.Result, err error, op, what, id string) error {
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, id, err)

@@ -493,3 +493,30 @@ func TestNewRunID(t *testing.T) {
 		t.Error("NewRunID repeated")
 	}
 }
+
+// TestPR_G5_StopRequestReachesTheRun: `converge stop` in one process is
+// seen by the loop's handle on the same file; a finished run refuses it.
+func TestPR_G5_StopRequestReachesTheRun(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "converge.db")
+	loop, cli := openT(t, path), openT(t, path)
+	ctx := context.Background()
+	newRun(t, loop, "r-1", "https://example.test/o/r/pull/1")
+	if stop, err := loop.StopRequested(ctx, "r-1"); err != nil || stop {
+		t.Fatalf("fresh run: stop=%v err=%v", stop, err)
+	}
+	if err := cli.RequestStop(ctx, "r-1"); err != nil {
+		t.Fatal(err)
+	}
+	if stop, err := loop.StopRequested(ctx, "r-1"); err != nil || !stop {
+		t.Fatalf("after RequestStop: stop=%v err=%v", stop, err)
+	}
+	if err := cli.RequestStop(ctx, "r-nope"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("unknown run: %v", err)
+	}
+	if err := loop.FinishRun(ctx, "r-1", "stopped-by-human", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cli.RequestStop(ctx, "r-1"); err == nil || !strings.Contains(err.Error(), "already ended stopped-by-human") {
+		t.Fatalf("finished run: %v", err)
+	}
+}

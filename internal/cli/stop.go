@@ -1,0 +1,55 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/store"
+)
+
+type stopOptions struct {
+	StateDir string
+}
+
+func newStopCmd(ios *IOStreams) *cobra.Command {
+	opts := &stopOptions{}
+	cmd := &cobra.Command{
+		Use:   "stop RUN",
+		Short: "Ask a running loop to end cleanly at its next step",
+		Long: `Ask a running loop to end cleanly at its next step: it finishes the
+action in flight, records stopped-by-human (exit 3) and releases its lock.
+From the pull request, a trusted human can do the same with the
+converge:stop label.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr("stop needs exactly one run id (see converge status)")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runStop(cmd.Context(), ios, opts, args[0])
+		},
+	}
+	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	return cmd
+}
+
+func runStop(ctx context.Context, ios *IOStreams, opts *stopOptions, id string) error {
+	db, err := openStore(ctx, ios, opts.StateDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	err = db.RequestStop(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return usageErr("no run %q in the state store (see converge status)", id)
+	}
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	fmt.Fprintf(ios.Out, "stop requested for run %s; it ends at its next step\n", id)
+	return nil
+}
