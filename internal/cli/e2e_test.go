@@ -575,3 +575,74 @@ func TestPR_G5_StopFromOutsideAndByLabel(t *testing.T) {
 		}
 	})
 }
+
+// TestREL2_KillAfterPushThenRerun kills `converge pr` (SIGKILL) right after
+// its first push, before it can reply, then runs it again: the rerun ends
+// two-stable with no duplicate reply, resolve or commit and no lost thread.
+// The threads the killed run fixed are answered "addressed" from the
+// commit's Converge-Addressed trailers, not fixed again.
+func TestREL2_KillAfterPushThenRerun(t *testing.T) {
+	if _, err := exec.LookPath("converge"); err != nil {
+		t.Skip("converge is not on PATH (TestMain installs it)")
+	}
+	hub, demo := startHub(t, 300*time.Millisecond)
+	state := t.TempDir()
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	cmd := exec.Command("converge", prArgs(hub, demo, state)...)
+	cmd.Env = append(os.Environ(), "CONVERGE_TOKEN="+hub.Tokens().Author)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(30 * time.Second)
+	for killed := false; !killed; {
+		select {
+		case e := <-events:
+			if e.Kind == "push" {
+				_ = cmd.Process.Kill()
+				killed = true
+			}
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("no push within 30s:\n%s", out.String())
+		}
+	}
+	_ = cmd.Wait()
+	if strings.Contains(out.String(), "replied") {
+		t.Logf("the killed run got a reply out before dying; the rerun must still not repeat it")
+	}
+
+	ios, out2, errOut2 := testIO(map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author})
+	if code := Run(context.Background(), prArgs(hub, demo, state), ios); code != 0 {
+		t.Fatalf("rerun exit %d\nkilled run:\n%s\nrerun:\n%s%s", code, out.String(), out2, errOut2)
+	}
+	pr := observe(t, hub, demo.PRURL)
+	loopCommits := 0
+	for _, c := range pr.Commits {
+		if strings.Contains(c.Message, "Converge-Round:") {
+			loopCommits++
+		}
+	}
+	if loopCommits != 2 {
+		t.Errorf("want the 2 fix commits of the demo, got %d loop commits", loopCommits)
+	}
+	if len(pr.Threads) != 3 {
+		t.Fatalf("want the demo's 3 threads, got %d", len(pr.Threads))
+	}
+	for _, th := range pr.Threads {
+		if !th.IsResolved {
+			t.Errorf("thread %s left open", th.ID)
+		}
+		replies := 0
+		for _, c := range th.Comments[1:] {
+			if strings.Contains(c.Body, "converge:reply") {
+				replies++
+			}
+		}
+		if replies != 1 || !strings.Contains(th.Comments[len(th.Comments)-1].Body, "disposition=addressed") {
+			t.Errorf("thread %s: want exactly one addressed reply, got %d:\n%+v", th.ID, replies, th.Comments)
+		}
+	}
+}

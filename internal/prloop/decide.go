@@ -387,14 +387,26 @@ func (d *step) triage() bool {
 	s := &d.s
 	var findings []Finding
 	var stale []threadView
+	var recovered []ThreadRecord
+	inGit := addressedInGit(d.pr)
 	for _, v := range classifyThreads(*s, d.o, d.c) {
 		switch v.Kind {
 		case thFinding:
+			// A loop commit says it addressed this thread but no reply
+			// followed: a crash between push and reply (REL-2). Reply
+			// "addressed" citing that commit; never fix it again. A thread
+			// converge already answered is not this case (it may have been
+			// reopened by a human, PR-S12).
+			if sha, ok := inGit[v.T.ID]; ok && !repliedAs(v.T, DispAddressed, d.c) {
+				recovered = append(recovered, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: DispAddressed, HeadSHA: sha})
+				continue
+			}
 			findings = append(findings, finding(v, d.c))
 		case thStale:
 			stale = append(stale, v)
 		}
 	}
+	s.Threads = append(s.Threads, recovered...)
 	rr := d.round()
 	rr.Findings = slices.Clone(findings)
 	rr.Structural = len(findings) > 0
@@ -412,7 +424,7 @@ func (d *step) triage() bool {
 	}
 	s.ConsecutiveStructural = 0
 	s.Phase = PhaseVerify
-	if len(stale) > 0 {
+	if len(stale) > 0 || len(recovered) > 0 {
 		s.Phase = PhaseReply
 	}
 	return true
@@ -461,12 +473,12 @@ func (d *step) fix() bool {
 
 // recoveredFix sees a push whose report was lost (a crash between pushing
 // and recording, REL-2): a commit of this round's trailer on the branch.
-// Which findings it addressed is unknown, so none gets a disposition; the
-// threads stay open and the next round takes them up.
+// Its Converge-Addressed trailers say which findings it addressed; the
+// others get no disposition and the next round takes them up.
 func (d *step) recoveredFix() *FixResult {
 	for _, c := range d.path {
 		if n, ok := roundTrailer(c.Message); ok && n == d.s.Round {
-			return &FixResult{Round: d.s.Round, CommitSHA: d.head}
+			return &FixResult{Round: d.s.Round, CommitSHA: d.head, Addressed: trailerValues(c.Message, AddressedTrailer)}
 		}
 	}
 	return nil

@@ -94,3 +94,14 @@ func hasMarker(t forge.Thread, head, disp string, c Config) bool {
 	}
 	return false
 }
+
+// repliedAs reports whether converge ever replied to t with disp, on any
+// head.
+func repliedAs(t forge.Thread, disp string, c Config) bool {
+	for _, m := range threadMarkers(t, c) {
+		if m.Disposition == disp {
+			return true
+		}
+	}
+	return false
+}

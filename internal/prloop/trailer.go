@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/repo"
 )
 
@@ -39,4 +40,20 @@ func roundTrailer(msg string) (int, bool) {
 		return 0, true
 	}
 	return n, true
+}
+
+// addressedInGit maps each thread id named by a loop commit's
+// Converge-Addressed trailer on the branch to that commit (the newest
+// wins). Commits without the loop's round trailer are not believed.
+func addressedInGit(pr *forge.PullRequest) map[string]string {
+	out := map[string]string{}
+	for _, c := range pr.Commits {
+		if _, ok := roundTrailer(c.Message); !ok {
+			continue
+		}
+		for _, id := range trailerValues(c.Message, AddressedTrailer) {
+			out[id] = c.SHA
+		}
+	}
+	return out
 }

@@ -71,7 +71,11 @@ const (
 	LabelStop           = "converge:stop" // a human's stop request (PR-G5)
 	StatusContext       = "converge"      // PR-T10 commit status / check run name
 	CommitTrailer       = "Converge-Round"
-	CopilotBotLogin     = "copilot-pull-request-reviewer" // botLogins value for requestReviewsByLogin
+	// AddressedTrailer names, in the loop's commit, each thread the commit
+	// addresses: the trace in git that lets a run that crashed between
+	// pushing and replying reply "addressed" instead of fixing again.
+	AddressedTrailer = "Converge-Addressed"
+	CopilotBotLogin  = "copilot-pull-request-reviewer" // botLogins value for requestReviewsByLogin
 )
 
 // Dispositions of a thread (PR-S12), chosen by one function.

@@ -316,13 +316,20 @@ func commitMessage(round int, fs []Finding, addressed []string) string {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "converge: address review findings (round %d)\n\n", round)
+	var threads []string
 	for _, f := range fs {
 		if !done[f.ID] {
 			continue
 		}
 		fmt.Fprintf(&b, "- %s:%d %s\n", f.Path, f.EndLine, firstLine(f.Summary))
+		if f.ThreadID != "" {
+			threads = append(threads, f.ThreadID)
+		}
 	}
 	fmt.Fprintf(&b, "\n%s: %s\n", CommitTrailer, strconv.Itoa(round))
+	for _, id := range threads {
+		fmt.Fprintf(&b, "%s: %s\n", AddressedTrailer, id)
+	}
 	return b.String()
 }
 
