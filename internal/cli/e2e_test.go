@@ -618,6 +618,14 @@ func TestREL2_KillAfterPushThenRerun(t *testing.T) {
 	if code := Run(context.Background(), prArgs(hub, demo, state), ios); code != 0 {
 		t.Fatalf("rerun exit %d\nkilled run:\n%s\nrerun:\n%s%s", code, out.String(), out2, errOut2)
 	}
+	ios3, out3, _ := testIO(nil)
+	if code := Run(context.Background(), []string{"status", "--json", "--state", state}, ios3); code != 0 {
+		t.Fatalf("status exit %d", code)
+	}
+	var runs []runView
+	if err := json.Unmarshal([]byte(out3.String()), &runs); err != nil || len(runs) != 2 || runs[0].Status != "two-stable" || runs[1].Status != "interrupted" {
+		t.Errorf("status after kill and rerun: want two-stable then interrupted, got %s (%v)", out3, err)
+	}
 	pr := observe(t, hub, demo.PRURL)
 	loopCommits := 0
 	for _, c := range pr.Commits {

@@ -75,6 +75,15 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		return nil, usageErr("a loop is already running on %s (run %s); wait for it to end (converge status shows it)", target, holder)
 	}
 	defer db.ReleaseLock(context.WithoutCancel(ctx), target, runID)
+	// Holding the lock proves earlier unfinished runs on this PR are dead
+	// (killed or crashed): record them as interrupted so status tells.
+	if runs, err := db.ListRuns(ctx, store.ListOptions{Target: target}); err == nil {
+		for _, r := range runs {
+			if r.ID != runID && !r.Finished() {
+				_ = db.FinishRun(ctx, r.ID, "interrupted", ExitError, nil)
+			}
+		}
+	}
 
 	out := newReporter(ios, p.JSON, db, runID)
 	out.Report(prloop.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
