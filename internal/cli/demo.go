@@ -119,7 +119,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 		Wake:     wake,
 		JSON:     opts.JSON,
 		Keep:     opts.Keep,
-		Secrets:  []string{token},
+		Secrets:  repo.Secrets(token),
 		Author:   "converge",
 		Email:    "converge@users.noreply.github.com",
 	})

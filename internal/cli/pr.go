@@ -135,7 +135,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		PollMax:  opts.PollMax,
 		JSON:     opts.JSON,
 		Keep:     opts.Keep,
-		Secrets:  []string{token},
+		Secrets:  repo.Secrets(token),
 		Author:   "converge",
 		Email:    "converge@users.noreply.github.com",
 	})
