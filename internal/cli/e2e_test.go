@@ -19,6 +19,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -181,6 +182,10 @@ func TestPR_S12_ConvergesThenSecondRunWritesNothing(t *testing.T) {
 	if err := json.Unmarshal([]byte(out4.String()), &view); err != nil || view.Proof.HeadSHA != first.HeadSHA {
 		t.Fatalf("proof --json: want head %s, got %s (%v)", first.HeadSHA, out4, err)
 	}
+
+	// SEC-3: no file under the state directory (store, WAL, clone,
+	// worktrees) holds the token in any form.
+	assertNoSecretUnder(t, state, hub.Tokens().Author)
 
 	// PR-M5: the per-round ledger: every finding with its disposition.
 	db, err := store.Open(context.Background(), filepath.Join(state, "converge.db"))
@@ -652,5 +657,30 @@ func TestREL2_KillAfterPushThenRerun(t *testing.T) {
 		if replies != 1 || !strings.Contains(th.Comments[len(th.Comments)-1].Body, "disposition=addressed") {
 			t.Errorf("thread %s: want exactly one addressed reply, got %d:\n%+v", th.ID, replies, th.Comments)
 		}
+	}
+}
+
+// assertNoSecretUnder fails when any file below dir contains the token,
+// raw or as the basic-auth header git would send.
+func assertNoSecretUnder(t *testing.T, dir, token string) {
+	t.Helper()
+	forms := repo.Secrets(token)
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, f := range forms {
+			if bytes.Contains(b, []byte(f)) {
+				t.Errorf("%s holds the token", path)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
