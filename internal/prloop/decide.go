@@ -261,12 +261,21 @@ func (d *step) start() bool {
 	return true
 }
 
+// waitForPushedHead asks to observe again while the forge still shows the
+// head from before the loop's own push (bounded by PushVisibleWait).
+func (d *step) waitForPushedHead() bool {
+	if !d.lagging() {
+		return false
+	}
+	d.wait("waiting for the forge to show the pushed head " + abbrev(d.s.LastLoopSHA))
+	return true
+}
+
 // request is the top of a round (PR-S1): the round cap and the time guards
 // first (PR-G1: the (N+1)th round never starts), then the request.
 func (d *step) request() bool {
 	s, c := &d.s, d.c
-	if d.lagging() {
-		d.wait("waiting for the forge to show the pushed head " + abbrev(s.LastLoopSHA))
+	if d.waitForPushedHead() {
 		return false
 	}
 	if c.MaxIterations > 0 && s.Round >= c.MaxIterations {
@@ -529,8 +538,7 @@ func (d *step) reply() bool {
 // verify is PR-T1, PR-T2 and PR-T6 on a fresh observation.
 func (d *step) verify() bool {
 	s, c := &d.s, d.c
-	if d.lagging() {
-		d.wait("waiting for the forge to show the pushed head " + abbrev(s.LastLoopSHA))
+	if d.waitForPushedHead() {
 		return false
 	}
 	v := d.verdict(!d.roundStructural())

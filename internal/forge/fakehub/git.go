@@ -174,6 +174,28 @@ type gitCache struct {
 	changed map[string]int
 }
 
+// memo returns m[key], computing and storing it on a miss. Answers depend
+// only on immutable commit ids, so a racing duplicate compute is harmless.
+func memo[T any](c *gitCache, m *map[string]T, key string, compute func() (T, error)) (T, error) {
+	c.mu.Lock()
+	v, ok := (*m)[key]
+	c.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	v, err := compute()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if *m == nil {
+		*m = map[string]T{}
+	}
+	(*m)[key] = v
+	c.mu.Unlock()
+	return v, nil
+}
+
 type mergeInfo struct {
 	conflict bool
 	behind   bool
@@ -184,37 +206,27 @@ type mergeInfo struct {
 // merge-base --is-ancestor.
 func (h *Hub) mergeState(ctx context.Context, dir, base, head string) (mergeInfo, error) {
 	key := dir + "\x00" + base + "\x00" + head
-	h.git.mu.Lock()
-	if mi, ok := h.git.merge[key]; ok {
-		h.git.mu.Unlock()
+	return memo(&h.git, &h.git.merge, key, func() (mergeInfo, error) {
+		var mi mergeInfo
+		out, err := runGit(ctx, dir, nil, nil, "merge-tree", "--write-tree", "--no-messages", base, head)
+		switch {
+		case err == nil:
+			mi.tree = strings.SplitN(out, "\n", 2)[0]
+		case exitCode(err) == 1:
+			mi.conflict = true
+		default:
+			return mi, err
+		}
+		_, err = runGit(ctx, dir, nil, nil, "merge-base", "--is-ancestor", base, head)
+		switch {
+		case err == nil:
+		case exitCode(err) == 1:
+			mi.behind = true
+		default:
+			return mi, err
+		}
 		return mi, nil
-	}
-	h.git.mu.Unlock()
-	var mi mergeInfo
-	out, err := runGit(ctx, dir, nil, nil, "merge-tree", "--write-tree", "--no-messages", base, head)
-	switch {
-	case err == nil:
-		mi.tree = strings.SplitN(out, "\n", 2)[0]
-	case exitCode(err) == 1:
-		mi.conflict = true
-	default:
-		return mi, err
-	}
-	_, err = runGit(ctx, dir, nil, nil, "merge-base", "--is-ancestor", base, head)
-	switch {
-	case err == nil:
-	case exitCode(err) == 1:
-		mi.behind = true
-	default:
-		return mi, err
-	}
-	h.git.mu.Lock()
-	if h.git.merge == nil {
-		h.git.merge = map[string]mergeInfo{}
-	}
-	h.git.merge[key] = mi
-	h.git.mu.Unlock()
-	return mi, nil
+	})
 }
 
 type commitInfo struct {
@@ -228,34 +240,24 @@ type commitInfo struct {
 // prCommits lists base..head oldest first.
 func (h *Hub) prCommits(ctx context.Context, dir, base, head string) ([]commitInfo, error) {
 	key := dir + "\x00" + base + "\x00" + head
-	h.git.mu.Lock()
-	if c, ok := h.git.commits[key]; ok {
-		h.git.mu.Unlock()
-		return c, nil
-	}
-	h.git.mu.Unlock()
-	out, err := runGit(ctx, dir, nil, nil, "log", "--reverse", "--format=%H%x00%P%x00%cI%x00%aI%x00%B%x1e", base+".."+head)
-	if err != nil {
-		return nil, err
-	}
-	var cs []commitInfo
-	for _, rec := range strings.Split(out, "\x1e") {
-		rec = strings.TrimLeft(rec, "\n")
-		f := strings.SplitN(rec, "\x00", 5)
-		if len(f) < 5 {
-			continue
+	return memo(&h.git, &h.git.commits, key, func() ([]commitInfo, error) {
+		out, err := runGit(ctx, dir, nil, nil, "log", "--reverse", "--format=%H%x00%P%x00%cI%x00%aI%x00%B%x1e", base+".."+head)
+		if err != nil {
+			return nil, err
 		}
-		ct, _ := time.Parse(time.RFC3339, f[2])
-		at, _ := time.Parse(time.RFC3339, f[3])
-		cs = append(cs, commitInfo{sha: f[0], parents: strings.Fields(f[1]), committed: ct.UTC(), authored: at.UTC(), message: strings.TrimRight(f[4], "\n")})
-	}
-	h.git.mu.Lock()
-	if h.git.commits == nil {
-		h.git.commits = map[string][]commitInfo{}
-	}
-	h.git.commits[key] = cs
-	h.git.mu.Unlock()
-	return cs, nil
+		var cs []commitInfo
+		for _, rec := range strings.Split(out, "\x1e") {
+			rec = strings.TrimLeft(rec, "\n")
+			f := strings.SplitN(rec, "\x00", 5)
+			if len(f) < 5 {
+				continue
+			}
+			ct, _ := time.Parse(time.RFC3339, f[2])
+			at, _ := time.Parse(time.RFC3339, f[3])
+			cs = append(cs, commitInfo{sha: f[0], parents: strings.Fields(f[1]), committed: ct.UTC(), authored: at.UTC(), message: strings.TrimRight(f[4], "\n")})
+		}
+		return cs, nil
+	})
 }
 
 // commitOne reads one commit's metadata.
@@ -276,28 +278,19 @@ func commitOne(ctx context.Context, dir, sha string) (commitInfo, error) {
 // changedFiles counts files changed between the merge base and head.
 func (h *Hub) changedFiles(ctx context.Context, dir, base, head string) int {
 	key := dir + "\x00" + base + "\x00" + head
-	h.git.mu.Lock()
-	if n, ok := h.git.changed[key]; ok {
-		h.git.mu.Unlock()
-		return n
-	}
-	h.git.mu.Unlock()
-	out, err := runGit(ctx, dir, nil, nil, "diff", "--name-only", base+"..."+head)
-	if err != nil {
-		return 0
-	}
-	n := 0
-	for _, l := range strings.Split(out, "\n") {
-		if l != "" {
-			n++
+	n, _ := memo(&h.git, &h.git.changed, key, func() (int, error) {
+		out, err := runGit(ctx, dir, nil, nil, "diff", "--name-only", base+"..."+head)
+		if err != nil {
+			return 0, err
 		}
-	}
-	h.git.mu.Lock()
-	if h.git.changed == nil {
-		h.git.changed = map[string]int{}
-	}
-	h.git.changed[key] = n
-	h.git.mu.Unlock()
+		n := 0
+		for _, l := range strings.Split(out, "\n") {
+			if l != "" {
+				n++
+			}
+		}
+		return n, nil
+	})
 	return n
 }
 
@@ -313,42 +306,32 @@ var hunkRE = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
 
 func (h *Hub) diffHunks(ctx context.Context, dir, from, to, path string) ([]hunk, error) {
 	key := dir + "\x00" + from + "\x00" + to + "\x00" + path
-	h.git.mu.Lock()
-	if hs, ok := h.git.hunks[key]; ok {
-		h.git.mu.Unlock()
-		return hs, nil
-	}
-	h.git.mu.Unlock()
-	var hs []hunk
-	if _, ok := fileAt(ctx, dir, to, path); !ok {
-		hs = deletedFile
-	} else {
-		out, err := runGit(ctx, dir, nil, nil, "diff", "-U0", "--no-color", "--no-ext-diff", from, to, "--", path)
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range strings.Split(out, "\n") {
-			m := hunkRE.FindStringSubmatch(l)
-			if m == nil {
-				continue
+	return memo(&h.git, &h.git.hunks, key, func() ([]hunk, error) {
+		var hs []hunk
+		if _, ok := fileAt(ctx, dir, to, path); !ok {
+			hs = deletedFile
+		} else {
+			out, err := runGit(ctx, dir, nil, nil, "diff", "-U0", "--no-color", "--no-ext-diff", from, to, "--", path)
+			if err != nil {
+				return nil, err
 			}
-			atoi := func(s string, def int) int {
-				if s == "" {
-					return def
+			for _, l := range strings.Split(out, "\n") {
+				m := hunkRE.FindStringSubmatch(l)
+				if m == nil {
+					continue
 				}
-				n, _ := strconv.Atoi(s)
-				return n
+				atoi := func(s string, def int) int {
+					if s == "" {
+						return def
+					}
+					n, _ := strconv.Atoi(s)
+					return n
+				}
+				hs = append(hs, hunk{atoi(m[1], 0), atoi(m[2], 1), atoi(m[3], 0), atoi(m[4], 1)})
 			}
-			hs = append(hs, hunk{atoi(m[1], 0), atoi(m[2], 1), atoi(m[3], 0), atoi(m[4], 1)})
 		}
-	}
-	h.git.mu.Lock()
-	if h.git.hunks == nil {
-		h.git.hunks = map[string][]hunk{}
-	}
-	h.git.hunks[key] = hs
-	h.git.mu.Unlock()
-	return hs, nil
+		return hs, nil
+	})
 }
 
 // mapRange maps lines [start, end] of the old file through hunks; ok is
