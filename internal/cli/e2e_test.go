@@ -21,6 +21,7 @@ import (
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
 // syncBuffer is an io.Writer safe to read while a command writes to it.
@@ -50,21 +51,7 @@ func testIO(env map[string]string) (*IOStreams, *syncBuffer, *syncBuffer) {
 // startHub runs the emulator in-process with the demo repository seeded.
 func startHub(t *testing.T, delay time.Duration) (*fakehub.Hub, fakehub.DemoInfo) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir(), CopilotDelay: delay})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hub.Close() })
-	demo, err := fakehub.SeedDemo(ctx, hub)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hub, demo
+	return hubtest.Demo(t, delay)
 }
 
 func observe(t *testing.T, hub *fakehub.Hub, prURL string) *forge.PullRequest {
@@ -73,11 +60,7 @@ func observe(t *testing.T, hub *fakehub.Hub, prURL string) *forge.PullRequest {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: hub.Tokens().Reviewer, CAFile: hub.CAFile()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pr, err := c.Observe(context.Background(), ref)
+	pr, err := hubtest.Client(t, hub, hub.Tokens().Reviewer).Observe(context.Background(), ref)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,10 +8,9 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
 // fakeClock advances by every wait it is asked for, and lets a sliver of
@@ -73,24 +72,10 @@ func (j *memJournal) FinishAction(_ context.Context, a prloop.Action, outcome st
 func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir(), CopilotDelay: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Close()
-	demo, err := fakehub.SeedDemo(ctx, hub)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hub, demo := hubtest.Demo(t, 300*time.Millisecond)
 	ref, _ := forge.ParsePRURL(demo.PRURL)
 	tok := hub.Tokens().Author
-	client, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: tok, CAFile: hub.CAFile()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := hubtest.Client(t, hub, tok)
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	const pollMin, pollMax = time.Second, 8 * time.Second
 	r := &prloop.Runner{

@@ -9,9 +9,9 @@ import (
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
 const calcGo = `package calc
@@ -46,14 +46,7 @@ func suggestion(s string) string { return "Please change this.\n\n```suggestion\
 func TestPR_S10_RedBuildIsNeverPushed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer hub.Close()
+	hub := hubtest.Start(t, 0)
 	if err := hub.CreateRepo("acme", "calc", map[string]string{"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc.go": calcGo, "calc_test.go": calcTest}, fakehub.RepoOptions{TestCommand: []string{"go", "test", "./..."}}); err != nil {
 		t.Fatal(err)
 	}
@@ -63,10 +56,7 @@ func TestPR_S10_RedBuildIsNeverPushed(t *testing.T) {
 	}
 	ref, _ := forge.ParsePRURL(hub.PRURL("acme", "calc", n))
 	tok := hub.Tokens().Author
-	client, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: tok, CAFile: hub.CAFile()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	client := hubtest.Client(t, hub, tok)
 	pr, err := client.Observe(ctx, ref)
 	if err != nil {
 		t.Fatal(err)

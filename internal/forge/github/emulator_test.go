@@ -11,22 +11,14 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
 // emulatorPR starts the emulator with a one-finding Copilot script and
 // returns a client acting as the PR author.
 func emulatorPR(t *testing.T) (*fakehub.Hub, *ghclient.Client, forge.PRRef) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir(), CopilotDelay: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hub.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hub.Close() })
+	hub := hubtest.Start(t, 100*time.Millisecond)
 	if err := hub.CreateRepo("acme", "widget", map[string]string{
 		"go.mod":  "module example.com/widget\n\ngo 1.22\n",
 		"main.go": "package main\n\nfunc main() {\n\tprintln(\"hello\")\n}\n",
@@ -45,10 +37,7 @@ func emulatorPR(t *testing.T) (*fakehub.Hub, *ghclient.Client, forge.PRRef) {
 	}}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: hub.Tokens().Author, CAFile: hub.CAFile()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := hubtest.Client(t, hub, hub.Tokens().Author)
 	ref, err := forge.ParsePRURL(hub.PRURL("acme", "widget", n))
 	if err != nil {
 		t.Fatal(err)

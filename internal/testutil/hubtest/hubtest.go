@@ -1,0 +1,50 @@
+// Package hubtest starts the GitHub emulator for tests in other packages
+// and gives them a converge client against it.
+package hubtest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+)
+
+// Start runs an emulator over https for the test's lifetime, with the
+// scripted Copilot answering after delay.
+func Start(t testing.TB, delay time.Duration) *fakehub.Hub {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir(), CopilotDelay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hub.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hub.Close() })
+	return hub
+}
+
+// Demo starts an emulator seeded with the demo repository and its PR.
+func Demo(t testing.TB, delay time.Duration) (*fakehub.Hub, fakehub.DemoInfo) {
+	t.Helper()
+	hub := Start(t, delay)
+	demo, err := fakehub.SeedDemo(context.Background(), hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hub, demo
+}
+
+// Client is converge's GitHub client acting with token against hub.
+func Client(t testing.TB, hub *fakehub.Hub, token string) *ghclient.Client {
+	t.Helper()
+	c, err := ghclient.New(ghclient.Options{APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: token, CAFile: hub.CAFile()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
