@@ -10,6 +10,7 @@ package agent
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,11 @@ const DefaultBudget = 5 * time.Minute
 
 // TaskKindFix asks an agent to fix review findings in Task.Workdir.
 const TaskKindFix = "fix"
+
+// TaskKindReview asks an agent to review Task.Diff from one angle
+// (PR-S4). Its final message is a JSON array of findings, not a status
+// record: see package review.
+const TaskKindReview = "review"
 
 // Finding is one review point an agent is asked to fix. Body, Path and
 // Author come from the forge and are untrusted DATA, never instructions
@@ -48,6 +54,14 @@ type Task struct {
 	// Findings are the review points to fix; the caller orders them, and
 	// never puts two findings on intersecting lines into one task (PR-S7).
 	Findings []Finding
+	// Review tasks (TaskKindReview): the angle to review from, what it
+	// looks for, and the diff under review (git diff base...head), which
+	// is untrusted data like comment bodies.
+	Angle      string
+	AngleFocus string
+	Diff       string
+	BaseRef    string
+	HeadSHA    string
 	// Instructions are extra repo instructions (e.g. the repo's
 	// review-instructions.md); quoted as data like comment bodies.
 	Instructions string
@@ -140,4 +154,34 @@ func OutcomesFor(findings []Finding, rec StatusRecord) []FindingOutcome {
 		out = append(out, FindingOutcome{FindingID: f.ID, Status: rec.Status, Reason: rec.Reason})
 	}
 	return out
+}
+
+// RunFailure is an agent that could not run (AG-T4): a missing binary, a
+// crash, a non-zero exit without a status record, or unparseable output
+// after its retry. It is an error of the run, never a disposition of a
+// finding: the run ends errored naming the agent and its last stderr lines.
+type RunFailure struct {
+	Agent  string // the backend's Name()
+	What   string // short lowercase cause, e.g. "exited 2 without a status record"
+	Stderr string // last lines of stderr, redacted
+}
+
+func (e *RunFailure) Error() string {
+	s := "agent " + e.Agent + " could not run: " + e.What
+	if t := lastLines(e.Stderr, 5); t != "" {
+		s += "; last stderr: " + t
+	}
+	return s
+}
+
+// lastLines joins the last n non-empty lines of s with " | ".
+func lastLines(s string, n int) string {
+	var out []string
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			out = append([]string{l}, out...)
+		}
+	}
+	return strings.Join(out, " | ")
 }

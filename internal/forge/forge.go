@@ -56,6 +56,15 @@ type PullRequest struct {
 	RequestedReviewers []string
 	Labels             []string
 	Commits            []Commit // the branch's most recent commits, oldest first
+	// CommitsComplete: Commits holds every commit of the PR, so a SHA
+	// absent from it is not in the head's history (PR-T12).
+	CommitsComplete bool
+	// IssueComments are the PR's top-level conversation comments, oldest
+	// first (PR-T13; converge's own summary comments, PR-S4).
+	IssueComments []IssueComment
+	// CloneURL is the repository's git URL as the API reports it (SEC-6):
+	// credentials go there and nowhere else.
+	CloneURL string
 
 	// ObservedAt is the forge's idea of "now" for this observation when the
 	// backend can tell (the Date header), else the client's clock.
@@ -73,6 +82,11 @@ type Review struct {
 	CommitSHA   string
 	SubmittedAt time.Time
 	Body        string
+	// CommentCount is the review's own inline comment count as the forge
+	// reports it (GraphQL comments.totalCount); with the body's stated count
+	// and the visible threads it tells a settled review from one whose
+	// comments are not visible yet (PR-O2).
+	CommentCount int
 }
 
 // Thread is a review thread with all its comments, oldest first.
@@ -97,6 +111,12 @@ type Comment struct {
 	Path       string
 	URL        string
 	CreatedAt  time.Time
+	// ReviewID is the node id of the review the comment was submitted
+	// with ("" when unknown), so a review's threads can be counted (PR-O2).
+	ReviewID string
+	// OriginalCommit is the commit the comment was written against: a
+	// suggestion may only replace the lines it saw there (issue 6, case 8).
+	OriginalCommit string
 }
 
 // CheckRollup summarises CI on one commit.
@@ -132,6 +152,7 @@ type Event struct {
 // IssueComment is a top-level PR conversation comment.
 type IssueComment struct {
 	ID        int64
+	NodeID    string
 	Author    string
 	Body      string
 	CreatedAt time.Time

@@ -34,6 +34,10 @@ type Workspace interface {
 	// Fix runs the round's fixers on the PR's head, builds and tests, and
 	// commits and pushes at most one commit carrying the round trailer.
 	Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (FixResult, error)
+	// LocalReview runs the multi-angle review of base...head (PR-S4) as
+	// separate agent runs, cached per head. An agent that cannot run is a
+	// *agent.RunFailure (AG-T4).
+	LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (LocalReviewResult, error)
 }
 
 // Journal persists the run; every method is called before the risky step

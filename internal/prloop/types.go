@@ -141,6 +141,16 @@ type Finding struct {
 	// Reopened: converge resolved this thread earlier and a human reopened
 	// it; the thread's earlier replies are input to the fix (PR-S12).
 	Reopened bool `json:"reopened,omitempty"`
+	// Outdated threads: StartLine..EndLine is the current position (0 when
+	// the forge has none); OrigStart..OrigEnd at OriginalCommit is what the
+	// reviewer saw (a suggestion may replace only those lines).
+	Outdated       bool   `json:"outdated,omitempty"`
+	OrigStart      int    `json:"orig_start,omitempty"`
+	OrigEnd        int    `json:"orig_end,omitempty"`
+	OriginalCommit string `json:"original_commit,omitempty"`
+	// CommentID is set for a top-level PR comment or a human review body
+	// (PR-T13): no thread to resolve, answered with a top-level comment.
+	CommentID string `json:"comment_id,omitempty"`
 }
 
 // ThreadRecord remembers what converge did to a thread in this run.
@@ -253,7 +263,10 @@ const (
 	ActResolve       ActionKind = "resolve"
 	ActAddLabel      ActionKind = "add-label"
 	ActRemoveLabel   ActionKind = "remove-label"
-	ActSetStatus     ActionKind = "set-status" // PR-T10 `converge` verdict on a commit
+	ActSetStatus     ActionKind = "set-status"   // PR-T10 `converge` verdict on a commit
+	ActLocalReview   ActionKind = "local-review" // PR-S4 multi-angle review of the head
+	ActComment       ActionKind = "comment"      // a top-level PR comment (summary, PR-T13 replies)
+	ActUnresolve     ActionKind = "unresolve"    // PR-T12: an "addressed" claim git no longer proves
 )
 
 // Action is one step for the engine. Key is deterministic (run-independent
@@ -276,6 +289,34 @@ type ActResult struct {
 	RequestRefused bool       `json:"request_refused,omitempty"` // Copilot not available → PR-M3
 	RefusedReason  string     `json:"refused_reason,omitempty"`
 	Fix            *FixResult `json:"fix,omitempty"`
+	// RequestFailed: a transient fault kept the review request from
+	// landing; it is retried, never read as a refusal (PR-M3).
+	RequestFailed bool               `json:"request_failed,omitempty"`
+	LocalReview   *LocalReviewResult `json:"local_review,omitempty"`
+}
+
+// LocalReviewResult is one multi-angle local review of a head (PR-S4).
+type LocalReviewResult struct {
+	Head string `json:"head"`
+	// Findings of every angle, Source "local"; an angle that could not be
+	// parsed contributes one structural "review could not be parsed"
+	// finding without a path.
+	Findings []Finding `json:"findings,omitempty"`
+	// Degraded: some angle's output could not be parsed; such a review is
+	// never the independent review of conjunct 4.
+	Degraded bool          `json:"degraded,omitempty"`
+	Angles   []AngleResult `json:"angles"`
+	// Summary is the markdown comment to post (PR-S4), ending in a hidden
+	// marker naming the head and round.
+	Summary string `json:"summary,omitempty"`
+	Cached  bool   `json:"cached,omitempty"`
+}
+
+// AngleResult is one angle's outcome in a local review.
+type AngleResult struct {
+	Name     string `json:"name"`
+	Parsed   bool   `json:"parsed"`
+	Findings int    `json:"findings"`
 }
 
 // FixResult is the outcome of one ActFix.
@@ -286,6 +327,10 @@ type FixResult struct {
 	TestsPassed  bool             `json:"tests_passed"`
 	CommitSHA    string           `json:"commit_sha,omitempty"` // pushed head; "" when nothing was committed
 	LinesChanged int              `json:"lines_changed"`        // added+deleted by the commit
+	// BaselineRed: the tests were red on the PR's head before any fix
+	// (AG-T5); BaselineTail holds their first failing lines.
+	BaselineRed  bool   `json:"baseline_red,omitempty"`
+	BaselineTail string `json:"baseline_tail,omitempty"`
 }
 
 // BlockedFinding is a finding the fixers could not address.

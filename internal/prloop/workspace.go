@@ -14,6 +14,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/repo"
+	localreview "github.com/convergeloop/converge/internal/review"
 )
 
 // GitWorkspace is the Workspace on a real git clone under the state
@@ -24,6 +25,9 @@ type GitWorkspace struct {
 	CloneURL string   // the repository's git URL
 	GitEnv   []string // credentials and CAs, via the environment only (IF-2)
 	Agent    agent.Agent
+	// Reviewer runs the local multi-angle review (PR-S4); nil when no
+	// agent that can review is configured.
+	Reviewer *localreview.Reviewer
 	AgentEnv []string      // scrubbed environment for agents (AG-B1)
 	Budget   time.Duration // per agent run (AG-T1)
 	TestCmd  []string      // overrides discovery (REPO-C1) when set
