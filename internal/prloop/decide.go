@@ -3,6 +3,7 @@ package prloop
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -123,6 +124,45 @@ func (d *step) bookkeep() {
 			s.SingleIterationWhy = "Copilot is not expected on this repository (expects_copilot: false)"
 		}
 	}
+	if r := o.Result; r != nil {
+		if lr := r.LocalReview; lr != nil && lr.Head != "" {
+			d.recordLocalReview(*lr)
+		}
+		if f := r.Fix; f != nil && f.BaselineRed {
+			s.BaselineRed, s.BaselineTail = true, f.BaselineTail
+		}
+	}
+	if s.NoSignalHead != d.head {
+		s.NoSignalHead, s.NoSignalTries = d.head, 0
+	}
+}
+
+// recordLocalReview keeps the latest local review per head; a few heads
+// are enough, since only the current head's review ever counts.
+func (d *step) recordLocalReview(lr LocalReviewResult) {
+	s := &d.s
+	rec := LocalReviewRecord{Head: lr.Head, Round: s.Round, Degraded: lr.Degraded, Findings: slices.Clone(lr.Findings), Summary: lr.Summary}
+	out := s.LocalReviews[:0:0]
+	for _, r := range s.LocalReviews {
+		if r.Head != lr.Head {
+			out = append(out, r)
+		}
+	}
+	out = append(out, rec)
+	if len(out) > 3 {
+		out = out[len(out)-3:]
+	}
+	s.LocalReviews = out
+}
+
+// localReview is the local review of head, if one ran.
+func (s State) localReview(head string) *LocalReviewRecord {
+	for i := len(s.LocalReviews) - 1; i >= 0; i-- {
+		if s.LocalReviews[i].Head == head {
+			return &s.LocalReviews[i]
+		}
+	}
+	return nil
 }
 
 // preTerminal checks the terminals that hold whatever the phase, in the
@@ -249,15 +289,43 @@ func (d *step) runPhases() {
 // ends at once without requesting anything.
 func (d *step) start() bool {
 	v := d.verdict(true)
-	if v.ciOK && len(v.awaiting) == 0 && v.reviewOK {
-		if d.mergeUnknown() {
-			d.wait("merge state UNKNOWN; observing again")
+	if v.ciOK && len(v.awaiting) == 0 && len(v.handOffs) == 0 && len(v.blockers) == 0 {
+		if d.unsettledWait(v) {
 			return false
 		}
-		d.succeed(v)
-		return false
+		if v.reviewOK {
+			if d.mergeUnknown() {
+				d.wait("merge state UNKNOWN; observing again")
+				return false
+			}
+			d.succeed(v)
+			return false
+		}
 	}
 	d.s.Phase = PhaseRequest
+	return true
+}
+
+// unsettledWait observes again, a bounded number of times, while Copilot's
+// latest review of the head is not settled: its comments may not be
+// visible yet (PR-O2).
+func (d *step) unsettledWait(v verdict) bool {
+	if v.signal != sigUnsettled || v.latest == nil {
+		return false
+	}
+	return d.unsettled(v.latest, v.signalWhy)
+}
+
+func (d *step) unsettled(r *forge.Review, why string) bool {
+	s := &d.s
+	if s.UnsettledReview != r.ID {
+		s.UnsettledReview, s.UnsettledCount = r.ID, 0
+	}
+	if s.UnsettledCount >= d.c.UnsettledReads {
+		return false
+	}
+	s.UnsettledCount++
+	d.wait(fmt.Sprintf("Copilot review %s is not settled (%s); observing again (%d/%d)", r.ID, why, s.UnsettledCount, d.c.UnsettledReads))
 	return true
 }
 
@@ -307,13 +375,25 @@ func (d *step) request() bool {
 		s.ReviewMark = r.ID
 	}
 	s.Rounds = append(s.Rounds, RoundRecord{N: s.Round, HeadSHA: d.head, StartedAt: d.o.Now})
+	s.RequestAttempts = 0
 	d.pendingStatus()
-	if s.SingleIteration {
-		return d.triage()
+	if c.LocalReview {
+		d.acts = append(d.acts, d.localReviewAction())
 	}
-	d.acts = append(d.acts, Action{Kind: ActRequestReview, Key: roundKey(s.Round, "request-review"), Round: s.Round, SHA: d.head})
 	s.Phase = PhaseAwaitReview
+	if s.SingleIteration {
+		return true
+	}
+	d.acts = append(d.acts, d.requestAction())
 	return false
+}
+
+func (d *step) requestAction() Action {
+	return Action{Kind: ActRequestReview, Key: roundKey(d.s.Round, "request-review"), Round: d.s.Round, SHA: d.head}
+}
+
+func (d *step) localReviewAction() Action {
+	return Action{Kind: ActLocalReview, Key: roundKey(d.s.Round, "local-review"), Round: d.s.Round, SHA: d.head}
 }
 
 // forgeNow is the forge's clock when the observation carries it; review
@@ -337,14 +417,25 @@ func (d *step) pendingStatus() {
 	})
 }
 
-// awaitReview is PR-S1, PR-S2, PR-O3 and PR-O4: a request counts only once
-// the forge shows it started, and only a successful review of the current
-// head is accepted.
+// awaitReview is PR-S1, PR-S2, PR-O2, PR-O3 and PR-O4: a request counts
+// only once the forge shows it started, and only a settled, readable
+// review of the current head is accepted.
 func (d *step) awaitReview() bool {
 	s, c := &d.s, d.c
 	if s.SingleIteration {
-		// The request was refused (PR-M3): work on the existing threads.
-		return d.triage()
+		// No Copilot (PR-M3): the local review carries the round.
+		return d.afterReview()
+	}
+	if r := d.o.Result; r != nil && r.RequestFailed {
+		// A transient fault is never a refusal (PR-M3): ask again, within
+		// bounds, after the engine's back-off.
+		s.RequestAttempts++
+		if s.RequestAttempts < c.RequestRetries {
+			d.acts = append(d.acts, d.requestAction())
+			d.wait(fmt.Sprintf("the review request failed (attempt %d/%d); retrying", s.RequestAttempts, c.RequestRetries))
+			return false
+		}
+		return d.afterReview()
 	}
 	isNew := func(r forge.Review) bool { return isCopilot(r.Author, c) && !slices.Contains(s.SeenReviews, r.ID) }
 	if s.EventMarkSet && d.o.EventsRead && d.o.CopilotStartedMax > s.EventMark {
@@ -356,32 +447,57 @@ func (d *step) awaitReview() bool {
 		}
 	}
 	landed := bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool {
-		return isNew(r) && r.CommitSHA == d.head && !r.SubmittedAt.Before(s.RequestedForgeAt) && !isErrorReview(r.Body)
+		return isNew(r) && r.CommitSHA == d.head && !r.SubmittedAt.Before(s.RequestedForgeAt)
 	})
 	if landed != nil {
-		d.accept(landed)
-		return d.triage()
-	}
-	// An error or quota review is no signal (PR-O3): the round goes on
-	// without an independent review instead of waiting for one that will
-	// not come on this head.
-	if bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool { return isNew(r) && isErrorReview(r.Body) }) != nil {
-		return d.triage()
+		sig, why := readReview(*landed, d.pr)
+		switch sig {
+		case sigUnsettled:
+			if d.unsettled(landed, why) {
+				return false
+			}
+		case sigClean, sigFindings:
+			d.accept(landed)
+		}
+		// No signal (an error, a quota, an unknown wording, or a review
+		// that never settled) is never terminal: the round goes on with
+		// the local review and the threads as they are (PR-O3).
+		return d.afterReview()
 	}
 	waited := d.o.Now.Sub(s.RequestedAt)
 	if !s.ReviewStarted && waited >= c.ReviewStartWindow {
-		// GitHub may not start a review on an unchanged head: a
-		// successful review of this head already says what it would.
-		if r := reviewedHead(d.pr, c); r != nil {
-			d.accept(r)
-			return d.triage()
+		// GitHub may not start a review on an unchanged head: Copilot's
+		// latest review, when it is of this head and readable, already
+		// says what a new one would (PR-S1).
+		v := d.verdict(true)
+		if v.review != nil {
+			d.accept(v.review)
+			return d.afterReview()
+		}
+		if d.unsettledWait(v) {
+			return false
 		}
 	}
 	if waited >= c.ReviewWaitMax {
-		return d.triage()
+		return d.afterReview()
 	}
 	d.wait("awaiting copilot review")
 	return false
+}
+
+// afterReview goes to triage once the round's local review, when one is
+// configured, has reported on the head.
+func (d *step) afterReview() bool {
+	if d.c.LocalReview && d.s.localReview(d.head) == nil {
+		if slices.ContainsFunc(d.acts, func(a Action) bool { return a.Kind == ActLocalReview }) {
+			return false
+		}
+		// Its result was lost (a crash between acting and observing):
+		// run it again; results are cached per head.
+		d.acts = append(d.acts, d.localReviewAction())
+		return false
+	}
+	return d.triage()
 }
 
 func (d *step) accept(r *forge.Review) {
@@ -389,17 +505,22 @@ func (d *step) accept(r *forge.Review) {
 	d.round().ReviewID = r.ID
 }
 
-// triage is PR-S3, PR-S5 and SEC-1: every open, trusted thread converge
-// has not handed off on this head is a structural finding; untrusted ones
-// are only listed.
+// triage is PR-S3, PR-S5, PR-T12, PR-T13 and SEC-1: every open, trusted
+// thread that is not a hand-off, every trusted top-level comment and
+// changes-requested review not yet answered, and the local review's
+// findings, are this round's findings; untrusted ones are only listed.
 func (d *step) triage() bool {
 	s := &d.s
 	var findings []Finding
-	var stale []threadView
-	var recovered []ThreadRecord
+	var recorded []ThreadRecord
 	inGit := addressedInGit(d.pr)
 	for _, v := range classifyThreads(*s, d.o, d.c) {
 		switch v.Kind {
+		case thDropped:
+			// PR-T12: "addressed" by a commit no longer on the branch.
+			d.acts = append(d.acts, Action{Kind: ActUnresolve, Key: roundKey(s.Round, "unresolve/"+v.T.ID), ThreadID: v.T.ID, Round: s.Round,
+				Reason: "the commit that addressed it is no longer in the head's history"})
+			findings = append(findings, finding(v, d.c))
 		case thFinding:
 			// A loop commit says it addressed this thread but no reply
 			// followed: a crash between push and reply (REL-2). Reply
@@ -407,40 +528,86 @@ func (d *step) triage() bool {
 			// converge already answered is not this case (it may have been
 			// reopened by a human, PR-S12).
 			if sha, ok := inGit[v.T.ID]; ok && !repliedAs(v.T, DispAddressed, d.c) {
-				recovered = append(recovered, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: DispAddressed, HeadSHA: sha})
+				recorded = append(recorded, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: DispAddressed, HeadSHA: sha})
 				continue
 			}
 			findings = append(findings, finding(v, d.c))
 		case thStale:
-			stale = append(stale, v)
+			disp, reason := disposition(v.T.ID, nil, v.StaleFrom)
+			recorded = append(recorded, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
+		case thPendingResolve:
+			// Replied before a crash, never resolved: resolve under the
+			// reply that is already there (REL-2).
+			recorded = append(recorded, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: v.Marker.Disposition, HeadSHA: v.Marker.Head})
 		}
 	}
-	s.Threads = append(s.Threads, recovered...)
+	findings = append(findings, commentFindings(d.pr, d.o, d.c)...)
+	if lr := s.localReview(d.head); lr != nil {
+		findings = append(findings, lr.Findings...)
+		d.postSummary(*lr)
+	}
+	s.Threads = append(s.Threads, recorded...)
 	rr := d.round()
 	rr.Findings = slices.Clone(findings)
-	rr.Structural = len(findings) > 0
 	s.Kept = slices.Clone(findings)
-	for _, v := range stale {
-		disp, reason := disposition(v.T.ID, nil, v.StaleFrom)
-		s.Threads = append(s.Threads, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
-	}
+	structural := d.roundStructural()
+	rr.Structural = structural
 	s.ReplyPasses = 0
-	if len(findings) > 0 {
+	if structural {
 		s.ConsecutiveStructural++
+	} else {
+		s.ConsecutiveStructural = 0
+	}
+	if fix := fixable(findings); len(fix) > 0 {
 		d.acts = append(d.acts, d.fixAction())
 		s.Phase = PhaseFix
 		return false
 	}
-	s.ConsecutiveStructural = 0
 	s.Phase = PhaseVerify
-	if len(stale) > 0 || len(recovered) > 0 {
+	if len(recorded) > 0 {
 		s.Phase = PhaseReply
 	}
 	return true
 }
 
+// fixable are the findings a fixer can act on: structural ones that point
+// somewhere or quote something. A local angle that could not be parsed
+// has nothing to fix; it only keeps the round structural.
+func fixable(fs []Finding) []Finding {
+	var out []Finding
+	for _, f := range fs {
+		if f.Verdict == "minor" || (f.Path == "" && f.ThreadID == "" && f.CommentID == "") {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// postSummary posts the round's local review summary once per head
+// (PR-S4); the forge's own comments say whether it is there.
+func (d *step) postSummary(lr LocalReviewRecord) {
+	if lr.Summary == "" || summaryPosted(d.pr, lr.Head, d.c) {
+		return
+	}
+	d.acts = append(d.acts, Action{Kind: ActComment, Key: "summary/" + lr.Head, Body: lr.Summary, SHA: lr.Head, Round: d.s.Round, Reason: summaryReason})
+}
+
+// summaryReason marks the summary comment, whose failed post is logged and
+// never fatal (PR-S4).
+const summaryReason = "local-review-summary"
+
+func summaryPosted(pr *forge.PullRequest, head string, c Config) bool {
+	for _, ic := range pr.IssueComments {
+		if selfComment(ic.Author, c) && strings.Contains(ic.Body, "converge:local-review head="+head) {
+			return true
+		}
+	}
+	return false
+}
+
 func (d *step) fixAction() Action {
-	return Action{Kind: ActFix, Key: roundKey(d.s.Round, "fix"), Round: d.s.Round, SHA: d.head, Findings: slices.Clone(d.s.Kept)}
+	return Action{Kind: ActFix, Key: roundKey(d.s.Round, "fix"), Round: d.s.Round, SHA: d.head, Findings: fixable(d.s.Kept)}
 }
 
 // fix takes the fix's outcome: the new loop commit, the diff it cost
@@ -461,16 +628,19 @@ func (d *step) fix() bool {
 		return false
 	}
 	if res.CommitSHA != "" {
-		s.LastLoopSHA, s.PushedAt = res.CommitSHA, d.o.Now
+		s.LastLoopSHA, s.PushedAt, s.PushedForgeAt = res.CommitSHA, d.o.Now, d.forgeNow()
 		d.round().CommitSHA = res.CommitSHA
 	}
 	s.LoopDiffLines += res.LinesChanged
-	for _, f := range s.Kept {
+	for _, f := range fixable(s.Kept) {
 		id := f.ThreadID
 		if id == "" {
 			id = f.ID
 		}
 		disp, reason := disposition(f.ID, res, 0)
+		if disp == DispEscalated && s.BaselineRed {
+			reason += "; note: the tests were already red on the PR's head before any fix: " + s.BaselineTail
+		}
 		if disp == "" {
 			continue
 		}
@@ -504,6 +674,19 @@ func (d *step) reply() bool {
 	var acts []Action
 	for i := range s.Threads {
 		rec := &s.Threads[i]
+		if rec.Round == s.Round && isCommentKey(rec.ThreadID) {
+			// PR-T13: a top-level comment or a review body has no thread;
+			// it is answered once with a top-level comment quoting it.
+			if !commentAnswered(d.pr, rec.ThreadID, rec.HeadSHA, rec.Disposition, d.c) {
+				who, body := quotedText(d.pr, rec.ThreadID)
+				acts = append(acts, Action{
+					Kind: ActComment, Key: fmt.Sprintf("%s/%s", roundKey(s.Round, "answer/"+rec.ThreadID), rec.Disposition),
+					ThreadID: rec.ThreadID, Round: s.Round, SHA: rec.HeadSHA, Reason: rec.Disposition,
+					Body: commentReplyBody(*rec, d.pr, who, body),
+				})
+			}
+			continue
+		}
 		t, ok := byID[rec.ThreadID]
 		if rec.Round != s.Round || !ok {
 			continue
@@ -535,7 +718,7 @@ func (d *step) reply() bool {
 	return false
 }
 
-// verify is PR-T1, PR-T2 and PR-T6 on a fresh observation.
+// verify is PR-T1, PR-T2, PR-T6 and PR-T11 on a fresh observation.
 func (d *step) verify() bool {
 	s, c := &d.s, d.c
 	if d.waitForPushedHead() {
@@ -552,7 +735,14 @@ func (d *step) verify() bool {
 			d.wait("merge state UNKNOWN; observing again")
 			return false
 		}
+		if !v.reviewOK && d.unsettledWait(v) {
+			return false
+		}
 		if v.reviewOK {
+			if len(v.handOffs) > 0 || len(v.blockers) > 0 {
+				d.end(ReasonHandedOff, handOffMessage(v), nil)
+				return false
+			}
 			d.succeed(v)
 			return false
 		}
@@ -562,7 +752,15 @@ func (d *step) verify() bool {
 			s.Phase = PhaseRequest
 			return true
 		}
-		d.end(ReasonNoIndependentReview, fmt.Sprintf("no successful Copilot review of the head %s; conjuncts 1-3 of two-stable hold", abbrev(d.head)), nil)
+		if c.ExpectsCopilot && !s.SingleIteration && s.NoSignalTries < c.NoSignalRetries {
+			// No signal is never terminal (PR-O3): re-request after the
+			// back-off, within the guards.
+			s.NoSignalTries++
+			s.Phase = PhaseRequest
+			d.wait(fmt.Sprintf("no usable review of %s (%s); re-requesting (%d/%d)", abbrev(d.head), v.reviewWhy, s.NoSignalTries, c.NoSignalRetries))
+			return false
+		}
+		d.end(ReasonNoIndependentReview, fmt.Sprintf("no independent review of the head %s (%s); conjuncts 1-3 of two-stable hold", abbrev(d.head), v.reviewWhy), nil)
 		return false
 	}
 	if msg := d.convergenceFailure(); msg != "" {
@@ -623,7 +821,15 @@ func (d *step) wait(reason string) {
 // decided before: a terminal supersedes the work it interrupts.
 func (d *step) end(reason, msg string, proof *Proof) {
 	t := &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: msg, Proof: proof}
-	d.acts = terminalActions(t, d.pr)
+	var keep []Action
+	for _, a := range d.acts {
+		// The local review's summary belongs on the PR whatever the
+		// verdict (PR-S4).
+		if a.Kind == ActComment && a.Reason == summaryReason {
+			keep = append(keep, a)
+		}
+	}
+	d.acts = append(keep, terminalActions(t, d.pr)...)
 	d.s.Phase, d.s.Terminal, d.term = PhaseDone, t, t
 }
 
@@ -646,6 +852,8 @@ func (s State) clone() State {
 	s.Kept = slices.Clone(s.Kept)
 	s.Threads = slices.Clone(s.Threads)
 	s.Rounds = slices.Clone(s.Rounds)
+	s.LocalReviews = slices.Clone(s.LocalReviews)
+	s.PriorResolved = slices.Clone(s.PriorResolved)
 	for i := range s.Rounds {
 		s.Rounds[i].Findings = slices.Clone(s.Rounds[i].Findings)
 	}

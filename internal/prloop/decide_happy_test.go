@@ -31,8 +31,9 @@ func TestPR_HappyPathThreeRounds(t *testing.T) {
 	wantActs(t, acts, "wait")
 
 	// 3: Copilot's review lands on h0 with two threads.
-	pr.Reviews = []forge.Review{review("R1", "h0", at(4), "Copilot reviewed 2 files and generated 2 comments.")}
-	pr.Threads = []forge.Thread{copilotThread("T1", "nil deref"), copilotThread("T2", "off by one")}
+	t1, t2 := copilotThread("T1", "nil deref"), copilotThread("T2", "off by one")
+	pr.Reviews = []forge.Review{rooted(review("R1", "h0", at(4), "Copilot reviewed 2 files and generated 2 comments."), &t1, &t2)}
+	pr.Threads = []forge.Thread{t1, t2}
 	o := obs(at(4), pr)
 	o.CopilotStartedMax = 101
 	s, acts, _ = Decide(s, o, c)
@@ -68,8 +69,9 @@ func TestPR_HappyPathThreeRounds(t *testing.T) {
 	pr = forgeApply(pr, acts, at(9))
 
 	// 6: round 2's review on h1 with one new thread.
-	pr.Reviews = append(pr.Reviews, review("R2", "h1", at(13), "generated 1 comment"))
-	pr.Threads = append(pr.Threads, copilotThread("T3", "missing test"))
+	t3 := copilotThread("T3", "missing test")
+	pr.Reviews = append(pr.Reviews, rooted(review("R2", "h1", at(13), "generated 1 comment"), &t3))
+	pr.Threads = append(pr.Threads, t3)
 	s, acts, _ = Decide(s, obs(at(13), pr), c)
 	wantActs(t, acts, "fix round-2/fix")
 	if len(acts[0].Findings) != 1 || acts[0].Findings[0].ID != "T3" {

@@ -1,7 +1,7 @@
 package prloop
 
 import (
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -84,39 +84,6 @@ func ownText(body string) string {
 	return strings.ToLower(strings.Join(out, "\n"))
 }
 
-var errorPhrases = []string{
-	"copilot encountered an error",
-	"encountered an error and was unable to review",
-	"unable to review this pull request",
-	"quota has been reached",
-	"quota was reached",
-	"reached your quota",
-	"reached the quota",
-	"quota exceeded",
-	"exceeded your quota",
-	"exceeded the quota",
-}
-
-// reviewCount matches the ways a Copilot review states what it found; a
-// body that states a count reviewed the diff, whatever else it says.
-var reviewCount = regexp.MustCompile(`generated (no new|\d+) comments?|comments generated:\s*\d+|\*\*findings:\*\*|reviewed changes`)
-
-// isErrorReview is PR-O3: a Copilot review saying it hit an error or a
-// quota is no signal. A real review whose overview happens to mention
-// quotas states its count, which keeps it a review.
-func isErrorReview(body string) bool {
-	text := ownText(body)
-	if reviewCount.MatchString(text) {
-		return false
-	}
-	for _, p := range errorPhrases {
-		if strings.Contains(text, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // bestReview picks, among the reviews pred admits, the latest; at equal
 // times the one on the head wins (PR-O4), then the later in the list.
 func bestReview(reviews []forge.Review, head string, pred func(forge.Review) bool) *forge.Review {
@@ -138,14 +105,6 @@ func bestReview(reviews []forge.Review, head string, pred func(forge.Review) boo
 	return best
 }
 
-// reviewedHead returns the review that proves conjunct 4 on head: a
-// successful Copilot review whose commit is the head (PR-T1).
-func reviewedHead(pr *forge.PullRequest, c Config) *forge.Review {
-	return bestReview(pr.Reviews, pr.HeadSHA, func(r forge.Review) bool {
-		return isCopilot(r.Author, c) && r.CommitSHA == pr.HeadSHA && !isErrorReview(r.Body)
-	})
-}
-
 // threadKind is what converge makes of one observed thread.
 type threadKind int
 
@@ -153,10 +112,16 @@ const (
 	thResolved  threadKind = iota // resolved on the forge: nothing to do
 	thOwn                         // opened by converge: never a finding
 	thUntrusted                   // SEC-1: listed as a hand-off, never acted on
-	thEscalated                   // converge escalated it on this head: a hand-off
-	thDeferred                    // converge deferred it on this head: a hand-off
+	thEscalated                   // converge escalated it and no one spoke since: a hand-off
+	thDeferred                    // converge deferred it and no one spoke since: a hand-off
 	thStale                       // converge resolved it before and the resolve never landed
-	thFinding                     // actionable: goes to triage
+	// thPendingResolve: converge replied (addressed, by a commit on the
+	// branch) and the resolve never followed — a crash between the two.
+	thPendingResolve
+	// thDropped: resolved as addressed by a commit that is no longer in
+	// the head's history (PR-T12): unresolve it and handle it again.
+	thDropped
+	thFinding // actionable: goes to triage
 )
 
 // threadView is one thread as triage and verify see it.
@@ -165,6 +130,8 @@ type threadView struct {
 	Kind      threadKind
 	StaleFrom int  // thStale: the round whose resolve never landed
 	Reopened  bool // thFinding: converge resolved it once and it is open again
+	// Marker is converge's last reply marker in the thread, if any.
+	Marker *ReplyMarker
 }
 
 // classifyThreads is the single reading of the thread list that triage,
@@ -180,9 +147,19 @@ func classifyThreads(s State, o Observation, c Config) []threadView {
 
 func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView {
 	v := threadView{T: t}
+	markers := threadMarkers(t, c)
+	var last *markerAt
+	if n := len(markers); n > 0 {
+		last = &markers[n-1]
+		v.Marker = &last.ReplyMarker
+	}
 	switch {
 	case t.IsResolved:
 		v.Kind = thResolved
+		if last != nil && last.Disposition == DispAddressed && len(t.Comments) > 0 && !isSelf(t.Comments[0].Author, c) &&
+			trusted(t.Comments[0].Author, o, c) && inHistory(o.PR, last.Head) == historyAbsent {
+			v.Kind, v.Reopened = thDropped, true
+		}
 		return v
 	case len(t.Comments) == 0:
 		v.Kind = thUntrusted
@@ -194,13 +171,11 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 		v.Kind = thUntrusted
 		return v
 	}
-	head := o.PR.HeadSHA
-	markers := threadMarkers(t, c)
-	for _, m := range markers {
-		if m.Head != markerField(head) {
-			continue
-		}
-		switch m.Disposition {
+	spoke := last != nil && humanSpokeAfter(t, last.Index, c)
+	if last != nil && !spoke {
+		// A hand-off stays handed off on every later head until a human
+		// adds to the thread: answered once per hand-off (PR-T11).
+		switch last.Disposition {
 		case DispEscalated:
 			v.Kind = thEscalated
 			return v
@@ -209,28 +184,61 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 			return v
 		}
 	}
-	last := lastResolveRecord(s.Threads, t.ID, s.Round)
-	lastMarker := -1
+	rec := lastResolveRecord(s.Threads, t.ID, s.Round)
 	for _, m := range markers {
 		if m.Disposition == DispAddressed || m.Disposition == DispStale {
 			v.Reopened = true
 		}
-		lastMarker = max(lastMarker, m.Index)
 	}
-	if last != nil {
+	if rec != nil {
 		v.Reopened = true
 		// Stale only when the forge never showed our resolve and no one
 		// spoke in the thread since our reply: otherwise a human reopened
 		// it or answered, and it goes back to triage (PR-S12).
-		if !last.ObservedResolved && !humanSpokeAfter(t, lastMarker, c) {
+		if !rec.ObservedResolved && !spoke {
 			v.Kind = thStale
-			v.StaleFrom = last.Round
+			v.StaleFrom = rec.Round
 			v.Reopened = false
+			return v
+		}
+		v.Kind = thFinding
+		return v
+	}
+	if last != nil && !spoke && !slices.Contains(s.PriorResolved, t.ID) {
+		// converge's reply is the last word and no run ever saw the thread
+		// resolved: the resolve after it never happened (a crash, REL-2).
+		// Believed only while git still holds the addressing commit.
+		switch {
+		case last.Disposition == DispStale,
+			last.Disposition == DispAddressed && inHistory(o.PR, last.Head) == historyPresent:
+			v.Kind, v.Reopened = thPendingResolve, false
 			return v
 		}
 	}
 	v.Kind = thFinding
 	return v
+}
+
+type history int
+
+const (
+	historyUnknown history = iota
+	historyPresent
+	historyAbsent
+)
+
+// inHistory says whether sha is a commit of the PR's branch, as far as the
+// observation can prove: absent only when the commit list is complete.
+func inHistory(pr *forge.PullRequest, sha string) history {
+	for _, c := range pr.Commits {
+		if markerField(c.SHA) == sha || c.SHA == sha {
+			return historyPresent
+		}
+	}
+	if pr.CommitsComplete {
+		return historyAbsent
+	}
+	return historyUnknown
 }
 
 // lastResolveRecord is converge's latest resolve of id in an earlier round.
@@ -260,13 +268,12 @@ func finding(v threadView, c Config) Finding {
 	t := v.T
 	first := t.Comments[0]
 	end, start := t.Line, t.StartLine
-	if end == 0 {
-		// An outdated thread may no longer map to a line; its original
-		// range still says where the reviewer pointed.
-		end, start = t.OrigLine, t.OrigStart
-	}
 	if start == 0 {
 		start = end
+	}
+	ostart := t.OrigStart
+	if ostart == 0 {
+		ostart = t.OrigLine
 	}
 	path := t.Path
 	if path == "" {
@@ -283,6 +290,13 @@ func finding(v threadView, c Config) Finding {
 		Source:    source(first.Author, c),
 		Author:    first.Author,
 		Reopened:  v.Reopened,
+		// An outdated thread keeps its current position (0 when it no
+		// longer maps to a line) apart from what the reviewer saw, so a
+		// suggestion is never applied at stale line numbers (case 8).
+		Outdated:       t.IsOutdated || t.Line == 0,
+		OrigStart:      ostart,
+		OrigEnd:        t.OrigLine,
+		OriginalCommit: first.OriginalCommit,
 	}
 }
 

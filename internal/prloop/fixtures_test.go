@@ -57,6 +57,16 @@ func okReview(id, sha string, when time.Time) forge.Review {
 	return review(id, sha, when, "## Pull request overview\n\nCopilot reviewed 2 out of 2 changed files in this pull request and generated no new comments.")
 }
 
+// rooted makes r the review the threads were submitted with, and sets its
+// own comment count, as the forge shows a settled review (PR-O2).
+func rooted(r forge.Review, threads ...*forge.Thread) forge.Review {
+	for _, t := range threads {
+		t.Comments[0].ReviewID = r.ID
+	}
+	r.CommentCount = len(threads)
+	return r
+}
+
 func errReview(id, sha string, when time.Time) forge.Review {
 	return review(id, sha, when, "Copilot encountered an error and was unable to review this pull request. You can try again by re-requesting a review.")
 }

@@ -2,18 +2,30 @@ package prloop
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
 )
 
-// verdict is the four conjuncts of two-stable (PR-T1) on one observation.
+// verdict is the four conjuncts of two-stable (PR-T1) on one observation,
+// with what keeps a run from success beyond them (PR-T11, PR-T13).
 type verdict struct {
-	minorOnly bool          // (1) no structural finding this round
-	ci        string        // (2) CI on the head
-	ciOK      bool          //     settled and passed, or no checks where none are expected
-	awaiting  []string      // (3) unresolved actionable threads
-	review    *forge.Review // (4) a successful Copilot review of the head
-	reviewOK  bool          //     or single-iteration mode, where no review can come
+	minorOnly bool   // (1) no structural finding this round
+	ci        string // (2) CI on the head
+	ciOK      bool   //     settled and passed, or no checks where none are expected
+	awaiting  []string
+	// (4) the independent review of the head: Copilot's latest review
+	// (review) or the local multi-angle review (local).
+	review    *forge.Review
+	local     *LocalReviewRecord
+	reviewOK  bool
+	reviewWhy string // why (4) does not hold
+	// latest is Copilot's latest review and signal what it says.
+	latest    *forge.Review
+	signal    reviewSignal
+	signalWhy string
+	handOffs  []string // open trusted threads converge handed to a human
+	blockers  []string // trusted humans whose latest review requests changes
 	views     []threadView
 }
 
@@ -21,21 +33,69 @@ func (d *step) verdict(minorOnly bool) verdict {
 	v := verdict{minorOnly: minorOnly, ci: ciState(d.pr.Checks), views: classifyThreads(d.s, d.o, d.c)}
 	v.ciOK = v.ci == ciSuccess || (v.ci == ciNone && d.c.ExpectNoChecks)
 	for _, tv := range v.views {
-		if tv.Kind == thFinding || tv.Kind == thStale {
+		switch tv.Kind {
+		case thFinding, thStale, thDropped, thPendingResolve:
 			v.awaiting = append(v.awaiting, tv.T.ID)
+		case thEscalated, thDeferred:
+			v.handOffs = append(v.handOffs, tv.T.ID)
 		}
 	}
-	v.review = reviewedHead(d.pr, d.c)
-	v.reviewOK = v.review != nil || d.s.SingleIteration
+	for _, f := range commentFindings(d.pr, d.o, d.c) {
+		v.awaiting = append(v.awaiting, f.ID)
+	}
+	v.blockers = changesRequested(d.pr, d.o, d.c)
+	v.review, v.latest, v.signal, v.reviewWhy = d.copilotArm()
+	v.signalWhy = v.reviewWhy
+	if lr := d.s.localReview(d.head); lr != nil {
+		switch {
+		case lr.Degraded:
+			v.reviewWhy += "; the local review of the head was degraded"
+		case lr.structural() > 0:
+			// Its findings keep conjunct 1 from holding; as a review it ran.
+			v.local = lr
+		default:
+			v.local = lr
+		}
+	} else if d.c.LocalReview {
+		v.reviewWhy += "; no local review of the head yet"
+	}
+	v.reviewOK = v.review != nil || v.local != nil
 	return v
+}
+
+// copilotArm is PR-T1(4) for Copilot: its latest review on the PR is of
+// the head, was submitted after the loop's last push, and reads clean or
+// with settled findings. A review of an earlier head never counts, even
+// one of a commit that became the head again after a force-push (it is
+// not the latest).
+func (d *step) copilotArm() (ok, latest *forge.Review, sig reviewSignal, why string) {
+	latest = latestCopilot(d.pr, d.c)
+	if latest == nil {
+		return nil, nil, sigNone, "no Copilot review on the pull request"
+	}
+	if latest.CommitSHA != d.head {
+		return nil, latest, sigNone, fmt.Sprintf("Copilot's latest review %s is of %s, not the head", latest.ID, abbrev(latest.CommitSHA))
+	}
+	if p := d.s.PushedForgeAt; d.s.LastLoopSHA == d.head && !p.IsZero() && latest.SubmittedAt.Before(p.Truncate(time.Second)) {
+		return nil, latest, sigNone, fmt.Sprintf("Copilot's latest review %s predates the loop's last push", latest.ID)
+	}
+	sig, why = readReview(*latest, d.pr)
+	switch sig {
+	case sigClean, sigFindings:
+		return latest, latest, sig, ""
+	}
+	return nil, latest, sig, fmt.Sprintf("Copilot's latest review %s is %s: %s", latest.ID, sig, why)
 }
 
 // succeed ends the run two-stable with its proof (PR-T9).
 func (d *step) succeed(v verdict) {
 	p := d.proof(v)
 	msg := fmt.Sprintf("two-stable on %s after %d round(s)", abbrev(p.HeadSHA), p.RoundsRun)
-	if p.ReviewID != "" {
+	switch p.ReviewSource {
+	case "copilot":
 		msg += fmt.Sprintf("; Copilot reviewed %s", abbrev(p.ReviewedCommit))
+	case "local":
+		msg += fmt.Sprintf("; the local multi-angle review of %s came back without structural findings", abbrev(p.ReviewedCommit))
 	}
 	d.end(ReasonTwoStable, msg, p)
 }
@@ -59,22 +119,29 @@ func (d *step) proof(v verdict) *Proof {
 	if v.ci == ciNone {
 		p.CIState = "none (no checks expected)"
 	}
-	// The round's accepted review is the one to cite when it is of this
-	// head; otherwise the latest successful review of the head.
-	r := v.review
-	for i := range pr.Reviews {
-		if acc := &pr.Reviews[i]; acc.ID == d.s.AcceptedReview && acc.CommitSHA == pr.HeadSHA && !isErrorReview(acc.Body) {
-			r = acc
+	switch {
+	case v.review != nil:
+		r := v.review
+		p.ReviewedCommit, p.ReviewID, p.ReviewSource, p.ReviewedAt = r.CommitSHA, r.ID, "copilot", r.SubmittedAt
+	case v.local != nil:
+		p.ReviewedCommit, p.ReviewSource, p.ReviewedAt = v.local.Head, "local", d.o.Now
+		for _, rr := range d.s.Rounds {
+			if rr.N == v.local.Round {
+				p.ReviewedAt = rr.StartedAt
+			}
 		}
 	}
-	if r != nil {
-		p.ReviewedCommit, p.ReviewID, p.ReviewSource, p.ReviewedAt = r.CommitSHA, r.ID, "copilot", r.SubmittedAt
-	}
 	for _, tv := range v.views {
-		switch tv.Kind {
-		case thEscalated:
+		// At success every hand-off is resolved (PR-T11); the proof still
+		// names the threads converge handed to a human.
+		handed := ""
+		if tv.Kind == thResolved && tv.Marker != nil {
+			handed = tv.Marker.Disposition
+		}
+		switch {
+		case tv.Kind == thEscalated, handed == DispEscalated:
 			p.EscalatedThreads = append(p.EscalatedThreads, tv.T.ID)
-		case thDeferred, thUntrusted:
+		case tv.Kind == thDeferred, tv.Kind == thUntrusted, handed == DispDeferred:
 			p.HandOffs = append(p.HandOffs, tv.T.ID)
 		}
 	}
@@ -82,7 +149,10 @@ func (d *step) proof(v verdict) *Proof {
 		p.Notes = append(p.Notes, "the branch is BEHIND its base: not terminal (PR-T7); merge the base in before merging")
 	}
 	if d.s.SingleIteration {
-		p.Notes = append(p.Notes, "single-iteration mode ("+d.s.SingleIterationWhy+"): converged on zero threads awaiting reply and CI; no independent review of this head ran (no local review exists yet)")
+		p.Notes = append(p.Notes, "single-iteration mode ("+d.s.SingleIterationWhy+"): the local multi-angle review is the independent review")
+	}
+	if d.s.BaselineRed {
+		p.Notes = append(p.Notes, "the tests were red on the PR's head before any fix (baseline): "+d.s.BaselineTail)
 	}
 	return p
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -281,16 +282,31 @@ func (r *Runner) permissions(ctx context.Context, ref forge.PRRef, pr *forge.Pul
 		bots[strings.ToLower(b)] = true
 	}
 	var logins []string
-	for _, t := range pr.Threads {
-		if t.IsResolved || len(t.Comments) == 0 {
-			continue
+	want := func(login string) {
+		l := strings.ToLower(login)
+		if l == "" || bots[l] || strings.EqualFold(l, r.Config.Self) {
+			return
 		}
-		l := strings.ToLower(t.Comments[0].Author)
-		if l == "" || bots[l] {
-			continue
-		}
-		if _, ok := r.perms[l]; !ok {
+		if _, ok := r.perms[l]; !ok && !slices.Contains(logins, l) {
 			logins = append(logins, l)
+		}
+	}
+	for _, t := range pr.Threads {
+		if len(t.Comments) == 0 {
+			continue
+		}
+		// Resolved threads too: PR-T12 reopens a trusted one whose
+		// addressing commit was dropped.
+		want(t.Comments[0].Author)
+	}
+	// PR-T13: top-level comments and reviews of humans.
+	for _, ic := range pr.IssueComments {
+		want(ic.Author)
+	}
+	for _, rv := range pr.Reviews {
+		switch rv.State {
+		case "APPROVED", "CHANGES_REQUESTED", "DISMISSED":
+			want(rv.Author)
 		}
 	}
 	sort.Strings(logins)
@@ -326,7 +342,7 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 	// A fix is asked for again only when Decide saw neither its result
 	// nor its pushed commit, so it did not land: run it. Every other
 	// finished action is not repeated.
-	if done && a.Kind != ActFix {
+	if done && a.Kind != ActFix && a.Kind != ActLocalReview {
 		return nil, nil
 	}
 	var (
@@ -337,13 +353,42 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 	switch a.Kind {
 	case ActRequestReview:
 		err = r.Forge.RequestReviews(ctx, pr.ID, nil, []string{CopilotBotLogin})
-		if err != nil && forge.KindOf(err) == forge.KindInvalid {
-			// Copilot is not available here: single-iteration mode (PR-S1).
+		switch {
+		case err == nil:
+			r.report(Event{Kind: "review", Round: round, Message: "requested copilot review"})
+		case refusal(err):
+			// Copilot is not available here: single-iteration mode (PR-M3).
 			res = &ActResult{RequestRefused: true, RefusedReason: err.Error()}
 			outcome, err = "refused", nil
 			r.report(Event{Kind: "review", Round: round, Message: "copilot review refused; single-iteration mode"})
+		case transient(err):
+			// Never a refusal: Decide asks again after the back-off.
+			r.report(Event{Kind: "review", Round: round, Message: "review request failed, will retry: " + err.Error()})
+			res = &ActResult{RequestFailed: true}
+			outcome, detail, err = "failed", err.Error(), nil
+		}
+	case ActLocalReview:
+		r.report(Event{Kind: "review", Round: round, Message: "local multi-angle review of " + short(a.SHA)})
+		var lr LocalReviewResult
+		lr, err = r.Workspace.LocalReview(ctx, pr, round)
+		if err == nil {
+			res = &ActResult{LocalReview: &lr}
+			detail = lr.Angles
+			r.report(Event{Kind: "review", Round: round, Message: localReviewLine(lr), Data: lr.Angles})
+		}
+	case ActComment:
+		_, err = r.Forge.CreateIssueComment(ctx, pr.Ref, a.Body)
+		if err != nil && a.Reason == summaryReason {
+			// A failed summary post is logged, never fatal (PR-S4).
+			r.report(Event{Kind: "note", Round: round, Message: "could not post the local review summary: " + err.Error()})
+			outcome, detail, err = "failed", err.Error(), nil
 		} else if err == nil {
-			r.report(Event{Kind: "review", Round: round, Message: "requested copilot review"})
+			r.report(Event{Kind: "comment", Round: round, Message: "commented on the pull request (" + a.Reason + ")"})
+		}
+	case ActUnresolve:
+		err = r.Forge.UnresolveThread(ctx, a.ThreadID)
+		if err == nil {
+			r.report(Event{Kind: "resolve", Round: round, Message: "reopened " + a.ThreadID + ": " + a.Reason})
 		}
 	case ActFix:
 		r.report(Event{Kind: "fix", Round: round, Message: fmt.Sprintf("fixing %d finding(s)", len(a.Findings))})
@@ -386,10 +431,54 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 		_ = r.Journal.FinishAction(ctx, a, "failed", err.Error())
 		return nil, fmt.Errorf("%s: %w", a.Kind, err)
 	}
+	if outcome == "failed" {
+		// Recorded as failed so the same key may run again.
+		_ = r.Journal.FinishAction(ctx, a, outcome, detail)
+		return res, nil
+	}
 	if err := r.Journal.FinishAction(ctx, a, outcome, detail); err != nil {
 		return nil, fmt.Errorf("journal %s: %w", a.Key, err)
 	}
 	return res, nil
+}
+
+// refusal is a definite "Copilot cannot review here" (PR-M3): the forge
+// refused the request as invalid or does not know the bot. Nothing else is.
+func refusal(err error) bool {
+	switch forge.KindOf(err) {
+	case forge.KindInvalid, forge.KindNotFound:
+		return true
+	}
+	return false
+}
+
+// transient faults on the review request are retried by Decide; auth
+// failures and the like end the run.
+func transient(err error) bool {
+	switch forge.KindOf(err) {
+	case forge.KindUnreachable, forge.KindRateLimited, forge.KindOther:
+		return !errors.Is(err, context.Canceled)
+	}
+	return false
+}
+
+func localReviewLine(lr LocalReviewResult) string {
+	structural, minor := 0, 0
+	for _, f := range lr.Findings {
+		if f.Verdict == "minor" {
+			minor++
+		} else {
+			structural++
+		}
+	}
+	msg := fmt.Sprintf("local review of %s: %d angle(s), %d structural, %d minor", short(lr.Head), len(lr.Angles), structural, minor)
+	if lr.Degraded {
+		msg += ", degraded (an angle could not be parsed)"
+	}
+	if lr.Cached {
+		msg += " (cached)"
+	}
+	return msg
 }
 
 func (r *Runner) report(e Event) {

@@ -47,6 +47,9 @@ const (
 	ReasonIdleTimeout         = "idle-timeout"
 	ReasonStoppedByHuman      = "stopped-by-human"
 	ReasonErrored             = "errored"
+	// ReasonHandedOff: everything converge can act on converged but
+	// trusted threads it escalated or deferred are still open (PR-T11).
+	ReasonHandedOff = "handed-off"
 )
 
 // ExitCode maps a terminal reason to its IF-1 exit code.
@@ -54,7 +57,7 @@ func ExitCode(reason string) int {
 	switch reason {
 	case ReasonTwoStable:
 		return 0
-	case ReasonPRClosed, ReasonHumanPush, ReasonBaseMoved, ReasonNoIndependentReview, ReasonIdleTimeout, ReasonStoppedByHuman:
+	case ReasonPRClosed, ReasonHumanPush, ReasonBaseMoved, ReasonNoIndependentReview, ReasonIdleTimeout, ReasonStoppedByHuman, ReasonHandedOff:
 		return 3
 	case ReasonCapExhausted:
 		return 4
@@ -105,6 +108,19 @@ type Config struct {
 	// head before the loop's own push (the forge lags a push by seconds)
 	// before that reads as a force-push (PR-T4). Zero: no grace.
 	PushVisibleWait time.Duration
+	// LocalReview: a review agent is configured, so every round runs the
+	// local multi-angle review (PR-S4), the second arm of conjunct 4.
+	LocalReview bool
+	// UnsettledReads bounds how often a Copilot review whose count, own
+	// comments and visible threads disagree is observed again before the
+	// round takes it as no signal (PR-O2).
+	UnsettledReads int
+	// NoSignalRetries bounds the re-requests on one head whose Copilot
+	// review gave no signal (PR-O3), before blocked-no-independent-review.
+	NoSignalRetries int
+	// RequestRetries bounds the retries of a review request that failed
+	// transiently (PR-M3: a transient error is never a refusal).
+	RequestRetries int
 }
 
 // DefaultConfig returns the defaults of SPEC §1.
@@ -120,6 +136,9 @@ func DefaultConfig() Config {
 		CIWaitMax:           30 * time.Minute,
 		PushVisibleWait:     2 * time.Minute,
 		ExpectsCopilot:      true,
+		UnsettledReads:      5,
+		NoSignalRetries:     2,
+		RequestRetries:      5,
 		TrustedBots: []string{
 			"copilot", "copilot-pull-request-reviewer", "copilot-pull-request-reviewer[bot]",
 			"copilot[bot]", "github-copilot[bot]",
@@ -224,6 +243,50 @@ type State struct {
 
 	LastActivityAt time.Time `json:"last_activity_at,omitzero"` // PR-T3
 	Terminal       *Terminal `json:"terminal,omitempty"`
+
+	// PushedForgeAt is the forge's clock when the loop's last push was
+	// seen: a review must be submitted after it to count (PR-T1(4)).
+	PushedForgeAt time.Time `json:"pushed_forge_at,omitzero"`
+	// UnsettledReview and UnsettledCount count the observations of one
+	// Copilot review that was not settled yet (PR-O2).
+	UnsettledReview string `json:"unsettled_review,omitempty"`
+	UnsettledCount  int    `json:"unsettled_count,omitempty"`
+	// NoSignalHead and NoSignalTries count the re-requests on a head whose
+	// Copilot review gave no signal (PR-O3).
+	NoSignalHead  string `json:"no_signal_head,omitempty"`
+	NoSignalTries int    `json:"no_signal_tries,omitempty"`
+	// RequestAttempts counts this round's review requests that failed
+	// transiently (PR-M3).
+	RequestAttempts int `json:"request_attempts,omitempty"`
+	// LocalReviews are the local reviews of recent heads (PR-S4).
+	LocalReviews []LocalReviewRecord `json:"local_reviews,omitempty"`
+	// BaselineRed: the tests were red on the PR's head before any fix
+	// (AG-T5); BaselineTail holds their first failing lines.
+	BaselineRed  bool   `json:"baseline_red,omitempty"`
+	BaselineTail string `json:"baseline_tail,omitempty"`
+	// PriorResolved are threads an earlier run of this PR saw resolved
+	// after converge resolved them: open again, a human reopened them.
+	PriorResolved []string `json:"prior_resolved,omitempty"`
+}
+
+// LocalReviewRecord is one local review of a head as the state keeps it.
+type LocalReviewRecord struct {
+	Head     string    `json:"head"`
+	Round    int       `json:"round"`
+	Degraded bool      `json:"degraded,omitempty"`
+	Findings []Finding `json:"findings,omitempty"`
+	Summary  string    `json:"summary,omitempty"`
+}
+
+// structural counts the record's structural findings.
+func (r LocalReviewRecord) structural() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Verdict != "minor" {
+			n++
+		}
+	}
+	return n
 }
 
 // Observation is one fresh read of the world, plus the outcome of the
