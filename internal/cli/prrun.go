@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -77,11 +78,13 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	defer db.ReleaseLock(context.WithoutCancel(ctx), target, runID)
 	// Holding the lock proves earlier unfinished runs on this PR are dead
 	// (killed or crashed): record them as interrupted so status tells.
+	var prior []string
 	if runs, err := db.ListRuns(ctx, store.ListOptions{Target: target}); err == nil {
 		for _, r := range runs {
 			if r.ID != runID && !r.Finished() {
 				_ = db.FinishRun(ctx, r.ID, "interrupted", ExitError, nil)
 			}
+			prior = append(prior, observedResolved(r.State)...)
 		}
 	}
 
@@ -117,7 +120,10 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 			return err == nil && stop
 		},
 	}
-	term, runErr := runner.Run(ctx, p.Ref, prloop.State{Phase: prloop.PhaseStart})
+	// Threads earlier runs saw resolved after converge resolved them: open
+	// now, a human reopened them, which the forge alone cannot tell from a
+	// resolve a crash kept from happening (PR-S12, REL-2).
+	term, runErr := runner.Run(ctx, p.Ref, prloop.State{Phase: prloop.PhaseStart, PriorResolved: prior})
 	fin := context.WithoutCancel(ctx)
 	if !p.Keep {
 		_ = ws.Cleanup(fin)
@@ -143,6 +149,27 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		return term, &silentExit{code: term.ExitCode}
 	}
 	return term, nil
+}
+
+// observedResolved reads, from a stored run state, the threads that run saw
+// resolved after converge resolved them.
+func observedResolved(raw []byte) []string {
+	if len(raw) == 0 {
+		return nil
+	}
+	var st prloop.State
+	if json.Unmarshal(raw, &st) != nil {
+		return nil
+	}
+	var ids []string
+	for _, t := range st.Threads {
+		if t.ObservedResolved {
+			ids = append(ids, prloop.PriorResolvedKey(t.ThreadID, t.HeadSHA, t.Disposition))
+		}
+	}
+	ids = append(ids, st.PriorResolved...)
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 // storeJournal adapts the SQLite store to the runner's Journal.

@@ -204,7 +204,7 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 		v.Kind = thFinding
 		return v
 	}
-	if last != nil && !spoke && !slices.Contains(s.PriorResolved, t.ID) {
+	if last != nil && !spoke && !slices.Contains(s.PriorResolved, PriorResolvedKey(t.ID, last.Head, last.Disposition)) {
 		// converge's reply is the last word and no run ever saw the thread
 		// resolved: the resolve after it never happened (a crash, REL-2).
 		// Believed only while git still holds the addressing commit.
@@ -217,6 +217,13 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 	}
 	v.Kind = thFinding
 	return v
+}
+
+// PriorResolvedKey names one converge reply that an earlier run saw
+// followed by a resolve; a thread open under that same reply now was
+// reopened by a human.
+func PriorResolvedKey(thread, head, disposition string) string {
+	return markerField(thread) + "|" + markerField(head) + "|" + disposition
 }
 
 type history int

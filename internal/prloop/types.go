@@ -264,8 +264,9 @@ type State struct {
 	// (AG-T5); BaselineTail holds their first failing lines.
 	BaselineRed  bool   `json:"baseline_red,omitempty"`
 	BaselineTail string `json:"baseline_tail,omitempty"`
-	// PriorResolved are threads an earlier run of this PR saw resolved
-	// after converge resolved them: open again, a human reopened them.
+	// PriorResolved are the replies (PriorResolvedKey) after which an
+	// earlier run of this PR saw the thread resolved: a thread open again
+	// under the same reply was reopened by a human.
 	PriorResolved []string `json:"prior_resolved,omitempty"`
 }
 
