@@ -16,6 +16,7 @@ import (
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -35,6 +36,11 @@ type prOptions struct {
 	JSON         bool
 	Keep         bool
 	NoCopilot    bool
+	// The local multi-angle review (PR-S4); empty agent and command mean
+	// the fixer's.
+	ReviewAgent    string
+	ReviewAgentCmd string
+	ReviewAngles   string
 }
 
 func newPRCmd(ios *IOStreams) *cobra.Command {
@@ -73,6 +79,9 @@ every thread, and stop at two-stable (or another terminal, see exit codes).`,
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree")
 	f.BoolVar(&opts.NoCopilot, "no-copilot", false, "do not expect Copilot: single-iteration mode")
+	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command (default: the same as --agent; suggest cannot review)")
+	f.StringVar(&opts.ReviewAgentCmd, "review-agent-cmd", "", "with --review-agent command: the program to run per angle (default: --agent-cmd)")
+	f.StringVar(&opts.ReviewAngles, "review-angles", review.DefaultAngleNames(), "comma-separated angles of the local review, one agent run each")
 	return cmd
 }
 
@@ -88,6 +97,10 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		return usageErr("--poll-min must be positive and --poll-max at least --poll-min")
 	}
 	ag, err := pickAgent(opts.Agent, opts.AgentCmd)
+	if err != nil {
+		return err
+	}
+	reviewer, err := pickReviewer(opts)
 	if err != nil {
 		return err
 	}
@@ -122,6 +135,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	cfg.MaxIterations = opts.MaxIter
 	cfg.MaxWallClock = opts.MaxWallClock
 	cfg.ExpectsCopilot = !opts.NoCopilot
+	cfg.LocalReview = reviewer != nil
 	_, err = runLoop(ctx, ios, loopParams{
 		Ref:      ref,
 		Forge:    client,
@@ -129,6 +143,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		GitEnv:   repo.AuthEnvFor(cloneURL(ref), token, cas...),
 		StateDir: stateDir,
 		Agent:    ag,
+		Reviewer: reviewer,
 		TestCmd:  testCmd,
 		Config:   cfg,
 		PollMin:  opts.PollMin,
@@ -157,6 +172,39 @@ func pickAgent(name, cmdline string) (agent.Agent, error) {
 		return a, nil
 	}
 	return nil, usageErr("unknown --agent %q: use suggest or command", name)
+}
+
+// pickReviewer builds the local review from the --review-* flags. It is
+// nil when the review agent cannot review (suggest): then the run has no
+// local review, and without Copilot no independent review at all.
+func pickReviewer(opts *prOptions) (*review.Reviewer, error) {
+	angles, err := review.ParseAngles(opts.ReviewAngles)
+	if err != nil {
+		return nil, usageErr("--review-angles: %v", err)
+	}
+	name, cmdline := opts.ReviewAgent, opts.ReviewAgentCmd
+	if name == "" {
+		name = opts.Agent
+	}
+	if cmdline == "" {
+		cmdline = opts.AgentCmd
+	}
+	switch name {
+	case "suggest":
+		return nil, nil
+	case "command":
+		if strings.TrimSpace(cmdline) == "" {
+			return nil, usageErr("--review-agent command needs --review-agent-cmd (or --agent-cmd), e.g. --review-agent-cmd './review.sh'")
+		}
+		a, err := command.New([]string{"sh", "-c", cmdline}, command.Options{Name: "review-command"})
+		if err != nil {
+			return nil, usageErr("--review-agent-cmd: %v", err)
+		}
+		// The command line is part of the cache key: another reviewer's
+		// verdict on a head is not this one's.
+		return &review.Reviewer{Agent: a, Angles: angles, AgentID: cmdline}, nil
+	}
+	return nil, usageErr("unknown --review-agent %q: use command (suggest cannot review)", name)
 }
 
 // cloneURL is the repository's git URL on the PR's web host.

@@ -15,6 +15,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -27,6 +28,9 @@ type loopParams struct {
 	GitEnv   []string
 	StateDir string // holds converge.db and work/
 	Agent    agent.Agent
+	// Reviewer runs the local multi-angle review (PR-S4); nil when the
+	// review agent cannot review.
+	Reviewer *review.Reviewer
 	TestCmd  []string
 	Config   prloop.Config
 	PollMin  time.Duration
@@ -97,6 +101,7 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		CloneURL: p.CloneURL,
 		GitEnv:   p.GitEnv,
 		Agent:    p.Agent,
+		Reviewer: p.Reviewer,
 		AgentEnv: agent.ScrubEnv(os.Environ()),
 		Budget:   5 * time.Minute,
 		TestCmd:  p.TestCmd,

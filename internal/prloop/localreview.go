@@ -2,12 +2,147 @@ package prloop
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 
 	"github.com/convergeloop/converge/internal/forge"
+	localreview "github.com/convergeloop/converge/internal/review"
 )
 
-// LocalReview runs the multi-angle review of the PR's head (PR-S4).
+// ReviewInstructionsFile is the repo's shared review instructions, read by
+// Copilot and by the local angles alike (PR-S4).
+const ReviewInstructionsFile = ".github/review-instructions.md"
+
+// maxInstructions bounds what the instructions file adds to every angle's
+// prompt; a larger file is cut, with a note the agents can see.
+const maxInstructions = 64 << 10
+
+// LocalReview runs the multi-angle review of the PR's head (PR-S4) in the
+// run's worktree, reset to the head before and after: agents are told not
+// to edit, and one that did must not leak its edits into the next fix. It
+// must not run while Fix does, as both use the worktree.
 func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (LocalReviewResult, error) {
-	return LocalReviewResult{}, errors.New("local review: not implemented")
+	if w.Reviewer == nil {
+		return LocalReviewResult{}, errors.New("local review: no review agent is configured (--review-agent command with --review-agent-cmd)")
+	}
+	if w.worktree == nil {
+		if _, err := w.Prepare(ctx, pr); err != nil {
+			return LocalReviewResult{}, err
+		}
+	}
+	if err := w.fetch(ctx, pr); err != nil {
+		return LocalReviewResult{}, err
+	}
+	if err := w.reset(ctx, pr.HeadSHA); err != nil {
+		return LocalReviewResult{}, err
+	}
+	instructions, err := readInstructions(w.worktree.Dir)
+	if err != nil {
+		return LocalReviewResult{}, err
+	}
+
+	rv := *w.Reviewer
+	if rv.Budget <= 0 {
+		rv.Budget = w.Budget
+	}
+	if rv.Env == nil {
+		rv.Env = w.AgentEnv
+	}
+	if rv.CacheDir == "" {
+		rv.CacheDir = filepath.Join(w.Root, "review-cache")
+	}
+	res, err := rv.Review(ctx, localreview.Input{
+		Workdir:      w.worktree.Dir,
+		BaseRef:      "origin/" + pr.BaseRef,
+		Head:         pr.HeadSHA,
+		Instructions: instructions,
+		Round:        round,
+		RunID:        w.RunID,
+		GitEnv:       w.GitEnv,
+	})
+	if rerr := w.reset(ctx, pr.HeadSHA); rerr != nil && err == nil {
+		err = rerr
+	}
+	if err != nil {
+		return LocalReviewResult{}, err
+	}
+	if res.Cached {
+		w.logf("local review of %s: reused the cached review of this head", abbrev(pr.HeadSHA))
+	}
+	return toLocalReviewResult(res, round), nil
+}
+
+// readInstructions reads the instructions file through an os.Root, so that
+// a symlink in the PR cannot hand an agent a file from outside the
+// worktree (a credential file, say) as "instructions".
+func readInstructions(dir string) (string, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return "", fmt.Errorf("local review: open worktree: %w", err)
+	}
+	defer root.Close()
+	// A missing, unreadable or escaping file is no reason to stop
+	// reviewing: the angles review without it.
+	f, err := root.Open(filepath.FromSlash(ReviewInstructionsFile))
+	if err != nil {
+		return "", nil
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		return "", nil
+	}
+	raw, err := io.ReadAll(io.LimitReader(f, maxInstructions+1))
+	if err != nil {
+		return "", nil
+	}
+	if len(raw) > maxInstructions {
+		return string(raw[:maxInstructions]) + "\n[… instructions cut at 64 KiB]", nil
+	}
+	return string(raw), nil
+}
+
+// toLocalReviewResult turns a review into the loop's findings. Ids are
+// deterministic, so the same point on the same head is the same finding
+// in every run and in the cache.
+func toLocalReviewResult(res localreview.Result, round int) LocalReviewResult {
+	out := LocalReviewResult{
+		Head:     res.Head,
+		Degraded: res.Degraded,
+		Cached:   res.Cached,
+		Summary:  localreview.Summary(res, round),
+		Angles:   []AngleResult{},
+	}
+	for _, a := range res.Angles {
+		out.Angles = append(out.Angles, AngleResult{Name: a.Angle, Parsed: a.Parsed, Findings: len(a.Findings)})
+	}
+	seen := map[string]bool{}
+	for _, f := range res.Findings {
+		id := LocalFindingID(f)
+		if seen[id] {
+			continue // the same point twice from one angle is one finding
+		}
+		seen[id] = true
+		out.Findings = append(out.Findings, Finding{
+			ID:        id,
+			Path:      f.File,
+			StartLine: f.StartLine,
+			EndLine:   f.EndLine,
+			Summary:   f.Summary,
+			Verdict:   f.Verdict,
+			Source:    "local",
+			Author:    "local-review/" + f.Angle,
+		})
+	}
+	return out
+}
+
+// LocalFindingID is "local:<angle>:<file>:<start>-<end>:<hash of summary>".
+func LocalFindingID(f localreview.Finding) string {
+	h := sha256.Sum256([]byte(f.Summary))
+	return fmt.Sprintf("local:%s:%s:%d-%d:%s", f.Angle, f.File, f.StartLine, f.EndLine, hex.EncodeToString(h[:6]))
 }

@@ -2,20 +2,94 @@
 // runs, one per angle, over git diff base...head, each answering with a JSON
 // array of findings read fail-closed; the summary comment of a round; and a
 // cache of results per head.
+//
+// The contract with a review agent: the agent gets an agent.Task of kind
+// agent.TaskKindReview and ends its final message (for subprocess backends,
+// stdout) with one line holding a JSON array (see ParseAnswer). Its record's
+// Status tells whether the process itself ended normally: anything but
+// agent.StatusComplete without a parseable array is an agent that could not
+// run (AG-T4), retried once and then an *agent.RunFailure, never a finding.
 package review
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+// Verdicts of a finding.
+const (
+	VerdictStructural = "structural"
+	VerdictMinor      = "minor"
 )
 
 // Angle is one point of view the review takes.
 type Angle struct {
 	Name  string // e.g. correctness-leak
 	Focus string // what the angle looks for, told to the agent
+}
+
+// DefaultAngles are the angles of PR-S4 when none are configured.
+func DefaultAngles() []Angle {
+	return []Angle{
+		{Name: "correctness-leak", Focus: "Correctness and leaks: logic that gives wrong results or mishandles errors, " +
+			"and resources, goroutines, locks, secrets or data that leak or are never released."},
+		{Name: "edge-cases", Focus: "Edge cases: empty, nil, zero, negative, very large, malformed, concurrent or " +
+			"repeated inputs and states that the change does not handle."},
+		{Name: "test-quality", Focus: "Test quality: whether the change is tested at all, whether the tests would fail " +
+			"if the code were wrong, and tests that are flaky, tautological or assert the wrong outcome."},
+	}
+}
+
+// DefaultAngleNames is DefaultAngles as a flag value.
+func DefaultAngleNames() string {
+	var names []string
+	for _, a := range DefaultAngles() {
+		names = append(names, a.Name)
+	}
+	return strings.Join(names, ",")
+}
+
+// angleName keeps names usable in finding ids, cache keys and the summary
+// without escaping.
+var angleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// ParseAngles reads a comma-separated list of angle names (a flag value).
+// A default angle keeps its focus; any other name gets a focus that just
+// names it, so a user can add a point of view without writing a prompt.
+func ParseAngles(s string) ([]Angle, error) {
+	known := map[string]Angle{}
+	for _, a := range DefaultAngles() {
+		known[a.Name] = a
+	}
+	var out []Angle
+	seen := map[string]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		name := strings.TrimSpace(part)
+		if name == "" {
+			return nil, fmt.Errorf("review angles %q: empty angle name", s)
+		}
+		if !angleName.MatchString(name) {
+			return nil, fmt.Errorf("review angle %q: use letters, digits, '.', '_' and '-' (at most 64)", name)
+		}
+		if seen[name] {
+			return nil, fmt.Errorf("review angle %q is listed twice", name)
+		}
+		seen[name] = true
+		a, ok := known[name]
+		if !ok {
+			a = Angle{Name: name, Focus: fmt.Sprintf("Review the change from the angle %q: find what is wrong with it from that point of view.", name)}
+		}
+		out = append(out, a)
+	}
+	return out, nil
 }
 
 // Finding is one point an angle raised.
@@ -33,17 +107,45 @@ type AngleResult struct {
 	Angle    string    `json:"angle"`
 	Parsed   bool      `json:"parsed"` // the output held a valid JSON array
 	Findings []Finding `json:"findings,omitempty"`
+	// Why says what was wrong with an answer that was not parsed.
+	Why string `json:"why,omitempty"`
 }
 
 // Result is one whole local review of a head.
 type Result struct {
 	Head   string        `json:"head"`
+	Agent  string        `json:"agent,omitempty"`
 	Angles []AngleResult `json:"angles"`
 	// Findings of every angle; an unparsed angle adds one structural
 	// "review could not be parsed" finding without a file.
 	Findings []Finding `json:"findings,omitempty"`
 	Degraded bool      `json:"degraded"` // some angle was not parsed
 	Cached   bool      `json:"-"`
+}
+
+// Structural counts the structural findings.
+func (r Result) Structural() int {
+	n := 0
+	for _, f := range r.Findings {
+		if f.Verdict != VerdictMinor {
+			n++
+		}
+	}
+	return n
+}
+
+// Clean: at least one angle ran, every angle answered, and none found
+// anything. A zero Result is not clean: no review is never a clean one.
+func (r Result) Clean() bool {
+	if len(r.Angles) == 0 || r.Degraded || len(r.Findings) > 0 {
+		return false
+	}
+	for _, a := range r.Angles {
+		if !a.Parsed {
+			return false
+		}
+	}
+	return true
 }
 
 // Input is what a review looks at.
@@ -54,18 +156,214 @@ type Input struct {
 	Instructions string // the repo's review instructions, if any (data)
 	Round        int
 	RunID        string
+	// GitEnv is the environment for the git diff (not for agents); nil
+	// runs git with this process's environment.
+	GitEnv []string
 }
 
 // Reviewer runs the angles through an agent.
 type Reviewer struct {
 	Agent    agent.Agent
-	Angles   []Angle
+	Angles   []Angle // nil means DefaultAngles
 	Budget   time.Duration
 	Env      []string
 	CacheDir string // results per head are cached here when set
+	// AgentID tells apart, in the cache key, configurations of one
+	// backend (a command agent's command line, say); empty means the
+	// agent's name alone.
+	AgentID string
+	// MaxParallel bounds the angles running at once; zero runs them all
+	// at once, as each is mostly waiting on a model.
+	MaxParallel int
 }
 
-// Review runs every angle on in.Head.
+// CanReview reports whether a can run review tasks. A backend says it
+// cannot with a CanReview() bool method; the built-in suggest backend
+// only applies suggested changes and has no judgement to review with.
+func CanReview(a agent.Agent) bool {
+	if a == nil {
+		return false
+	}
+	if c, ok := a.(interface{ CanReview() bool }); ok {
+		return c.CanReview()
+	}
+	return true
+}
+
+// UnparsedSummary is the finding an angle without a usable answer adds.
+func UnparsedSummary(angle string) string {
+	return fmt.Sprintf("review could not be parsed (angle %s)", angle)
+}
+
+// Review runs every angle on in.Head as a separate agent run, in parallel.
+// An angle whose answer cannot be parsed is a structural finding and makes
+// the result degraded; an agent that cannot run at all is retried once and
+// then an *agent.RunFailure (AG-T4).
 func (r *Reviewer) Review(ctx context.Context, in Input) (Result, error) {
-	return Result{}, errors.New("local review: not implemented")
+	if r.Agent == nil {
+		return Result{}, errors.New("local review: no review agent configured")
+	}
+	if !CanReview(r.Agent) {
+		return Result{}, fmt.Errorf("local review: agent %s cannot review", r.Agent.Name())
+	}
+	if in.Head == "" || in.BaseRef == "" || in.Workdir == "" {
+		return Result{}, errors.New("local review: workdir, base ref and head are required")
+	}
+	angles := r.Angles
+	if len(angles) == 0 {
+		angles = DefaultAngles()
+	}
+	if err := checkAngles(angles); err != nil {
+		return Result{}, err
+	}
+
+	key := r.cacheKey(in, angles)
+	if res, ok := r.loadCache(key, in.Head); ok {
+		res.Cached = true
+		return res, nil
+	}
+
+	g := &repo.Git{Dir: in.Workdir, Env: in.GitEnv}
+	diff, err := g.Run(ctx, "diff", "--no-color", "--no-ext-diff", "--find-renames", in.BaseRef+"..."+in.Head, "--")
+	if err != nil {
+		return Result{}, fmt.Errorf("local review: diff %s...%s: %w", in.BaseRef, in.Head, err)
+	}
+
+	results, err := r.runAngles(ctx, in, angles, diff)
+	if err != nil {
+		return Result{}, err
+	}
+	res := assemble(in.Head, r.Agent.Name(), results)
+	if !res.Degraded {
+		// A failed write only costs a re-review of this head later.
+		_ = r.storeCache(key, res)
+	}
+	return res, nil
+}
+
+func checkAngles(angles []Angle) error {
+	seen := map[string]bool{}
+	for _, a := range angles {
+		if !angleName.MatchString(a.Name) {
+			return fmt.Errorf("local review: bad angle name %q", a.Name)
+		}
+		if seen[a.Name] {
+			return fmt.Errorf("local review: angle %q configured twice", a.Name)
+		}
+		seen[a.Name] = true
+	}
+	return nil
+}
+
+func (r *Reviewer) runAngles(ctx context.Context, in Input, angles []Angle, diff string) ([]AngleResult, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	par := r.MaxParallel
+	if par <= 0 || par > len(angles) {
+		par = len(angles)
+	}
+	sem := make(chan struct{}, par)
+	results := make([]AngleResult, len(angles))
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	for i, a := range angles {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			ar, err := r.runAngle(ctx, in, a, diff)
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+				// One angle that cannot run fails the review: the others
+				// would be spent on a result nobody uses.
+				cancel(err)
+				return
+			}
+			results[i] = ar
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := context.Cause(ctx); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// runAngle runs one angle, and once more when the agent could not run.
+func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string) (AngleResult, error) {
+	t := agent.Task{
+		Kind:         agent.TaskKindReview,
+		RunID:        in.RunID,
+		Round:        in.Round,
+		Workdir:      in.Workdir,
+		Angle:        a.Name,
+		AngleFocus:   a.Focus,
+		Diff:         diff,
+		BaseRef:      in.BaseRef,
+		HeadSHA:      in.Head,
+		Instructions: in.Instructions,
+		Budget:       r.Budget,
+		Env:          r.Env,
+	}
+	var what, stderr string
+	for attempt := 1; attempt <= 2; attempt++ {
+		res, err := r.Agent.Run(ctx, t)
+		if cerr := context.Cause(ctx); cerr != nil {
+			return AngleResult{}, cerr
+		}
+		if err == nil {
+			ar := ParseAnswer(a.Name, res.Output)
+			if ar.Parsed || res.Record.Status == agent.StatusComplete {
+				return ar, nil
+			}
+			what = ranBadly(res.Record)
+		} else {
+			what = err.Error()
+		}
+		stderr = res.Stderr
+	}
+	return AngleResult{}, &agent.RunFailure{
+		Agent:  r.Agent.Name(),
+		What:   fmt.Sprintf("review angle %s: %s (tried twice)", a.Name, what),
+		Stderr: stderr,
+	}
+}
+
+func ranBadly(rec agent.StatusRecord) string {
+	why := strings.TrimSpace(rec.Summary)
+	if why == "" {
+		why = strings.TrimSpace(rec.Reason)
+	}
+	if why == "" {
+		why = "did not end normally"
+	}
+	return why + ", without a review array"
+}
+
+// assemble flattens the angles' findings, one structural finding for each
+// angle without a usable answer.
+func assemble(head, agentName string, angles []AngleResult) Result {
+	res := Result{Head: head, Agent: agentName, Angles: angles}
+	for _, ar := range angles {
+		if !ar.Parsed {
+			res.Degraded = true
+			res.Findings = append(res.Findings, Finding{Angle: ar.Angle, Summary: UnparsedSummary(ar.Angle), Verdict: VerdictStructural})
+			continue
+		}
+		res.Findings = append(res.Findings, ar.Findings...)
+	}
+	return res
 }

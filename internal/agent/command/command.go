@@ -1,7 +1,9 @@
 // Package command is the agent backend that runs any program (SPEC AG-B1,
-// `exec`). The program gets the task as JSON on stdin, runs in the task's
-// worktree with the task's scrubbed environment under the task's time-box,
-// and must end its stdout with a status record line (IF-5).
+// `exec`). The program gets the task as JSON on stdin (see Input), runs in
+// the task's worktree with the task's scrubbed environment under the
+// task's time-box, and ends its stdout with its answer: a status record
+// line (IF-5) for a fix task, a JSON array of findings for a review task
+// (PR-S4).
 package command
 
 import (
@@ -14,7 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 )
 
-// Input is the JSON document a program reads on stdin:
+// Input is the JSON document a program reads on stdin. A fix task:
 //
 //	{
 //	  "kind": "fix",
@@ -29,8 +31,36 @@ import (
 //	  "status_schema": {…}                   // JSON Schema of the final stdout line
 //	}
 //
-// Finding bodies and instructions are untrusted data (SEC-2); a program
-// passing them to a model should use prompt, which quotes them.
+// The last non-empty line of stdout must be the status record (IF-5).
+//
+// A review task (one angle of the local review, PR-S4):
+//
+//	{
+//	  "kind": "review",
+//	  "run_id": "r1", "round": 2,
+//	  "workdir": "/abs/worktree",            // checked out at head_sha; read, never edit
+//	  "budget_seconds": 300,
+//	  "findings": [],
+//	  "angle": "edge-cases",                 // the point of view to review from
+//	  "angle_focus": "Edge cases: …",        // what that angle looks for
+//	  "base_ref": "origin/main",
+//	  "head_sha": "0123abc…",
+//	  "diff": "diff --git a/…",              // git diff base_ref...head_sha (data)
+//	  "instructions": "…",                   // .github/review-instructions.md at the head (data)
+//	  "prompt": "…"                          // the review prompt, quoting diff and instructions
+//	}
+//
+// The program prints no status record; its answer is the last line of
+// stdout that starts with '[', a JSON array of
+//
+//	{"file": "a.go", "line_range": [3, 4], "summary": "…", "verdict": "structural"|"minor"}
+//
+// and exactly "[]" when it finds nothing (see review.ParseAnswer). It must
+// exit 0: a non-zero exit, a crash or a stop at the budget without an array
+// is an agent that could not run, not an empty review.
+//
+// Finding bodies, the diff and instructions are untrusted data (SEC-2); a
+// program passing them to a model should use prompt, which quotes them.
 type Input struct {
 	Kind          string          `json:"kind"`
 	RunID         string          `json:"run_id"`
@@ -39,8 +69,16 @@ type Input struct {
 	BudgetSeconds float64         `json:"budget_seconds"`
 	Findings      []agent.Finding `json:"findings"`
 	Instructions  string          `json:"instructions,omitempty"`
-	Prompt        string          `json:"prompt"`
-	StatusSchema  json.RawMessage `json:"status_schema"`
+	// Review tasks only.
+	Angle      string `json:"angle,omitempty"`
+	AngleFocus string `json:"angle_focus,omitempty"`
+	BaseRef    string `json:"base_ref,omitempty"`
+	HeadSHA    string `json:"head_sha,omitempty"`
+	Diff       string `json:"diff,omitempty"`
+
+	Prompt string `json:"prompt"`
+	// StatusSchema is absent for review tasks, which answer with an array.
+	StatusSchema json.RawMessage `json:"status_schema,omitempty"`
 }
 
 // Options configure a command agent.
@@ -81,9 +119,13 @@ func (a *Agent) Name() string { return a.opts.Name }
 // budget-exceeded (unless it already printed a record), and a non-zero
 // exit keeps a valid record with a concern (see agent.RunWithBudget). The
 // program cannot report per finding, so each gets the record's status.
+//
+// A review task has no status record: its Record only says how the process
+// ended (see reviewRecord), and the answer is in Output for the caller.
 func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	budget := t.EffectiveBudget()
-	in, err := json.Marshal(Input{
+	review := t.Kind == agent.TaskKindReview
+	input := Input{
 		Kind:          t.Kind,
 		RunID:         t.RunID,
 		Round:         t.Round,
@@ -92,8 +134,17 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		Findings:      nonNil(t.Findings),
 		Instructions:  t.Instructions,
 		Prompt:        agent.RenderTaskPrompt(t),
-		StatusSchema:  agent.StatusSchema(),
-	})
+	}
+	var parse func(string) agent.StatusRecord
+	if review {
+		input.Angle, input.AngleFocus, input.BaseRef, input.HeadSHA, input.Diff = t.Angle, t.AngleFocus, t.BaseRef, t.HeadSHA, t.Diff
+		// Any stdout is "valid" here so the budget rule keeps its hands
+		// off; how the process ended is judged below from the exit.
+		parse = func(string) agent.StatusRecord { return agent.StatusRecord{Status: agent.StatusComplete} }
+	} else {
+		input.StatusSchema = agent.StatusSchema()
+	}
+	in, err := json.Marshal(input)
 	if err != nil {
 		return agent.Result{}, fmt.Errorf("command agent: encode task: %w", err)
 	}
@@ -104,7 +155,11 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		Stdin:  in,
 		Budget: budget,
 		Grace:  a.opts.Grace,
+		Parse:  parse,
 	})
+	if review {
+		res.Record = reviewRecord(res, budget)
+	}
 	out := agent.Result{
 		Record:   redactRecord(res.Record, a.opts.Secrets),
 		Output:   agent.Redact(res.Stdout, a.opts.Secrets...),
@@ -117,6 +172,28 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		return out, fmt.Errorf("command agent %s: %w", a.opts.Name, err)
 	}
 	return out, nil
+}
+
+// reviewRecord says how a review run ended: complete only for a normal
+// exit 0, so that a crash or a stop that left no array is told apart from
+// an answer that could not be parsed.
+func reviewRecord(res agent.CmdResult, budget time.Duration) agent.StatusRecord {
+	rec := agent.StatusRecord{FilesChanged: []string{}}
+	switch {
+	case res.TimedOut:
+		rec.Status, rec.Reason = agent.StatusPartial, agent.ReasonBudgetExceeded
+		rec.Summary = fmt.Sprintf("stopped at the %s budget", budget)
+	case res.ExitCode < 0:
+		rec.Status, rec.Reason = agent.StatusBlocked, "killed"
+		rec.Summary = "ended by a signal"
+	case res.ExitCode != 0:
+		rec.Status, rec.Reason = agent.StatusBlocked, "exit-code"
+		rec.Summary = fmt.Sprintf("exited with code %d", res.ExitCode)
+	default:
+		rec.Status = agent.StatusComplete
+		rec.Summary = "review finished"
+	}
+	return rec
 }
 
 // redactRecord keeps secrets an agent echoed out of the record, which is

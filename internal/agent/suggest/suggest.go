@@ -46,6 +46,14 @@ func New() *Agent { return &Agent{} }
 
 func (*Agent) Name() string { return Name }
 
+// ErrCannotReview is Run's answer to a review task (PR-S4).
+var ErrCannotReview = errors.New("suggest: the suggest backend only applies ```suggestion blocks and cannot review; use a command agent as the review agent")
+
+// CanReview is false: applying suggestions takes no judgement, so this
+// backend can never be the independent review of a head, and an empty
+// answer from it must not read as a clean one.
+func (*Agent) CanReview() bool { return false }
+
 // Run applies the suggestion of each finding to t.Workdir: the block's
 // content replaces lines StartLine..EndLine (1-based, inclusive; StartLine
 // 0 means the single line EndLine) of Path, an empty block deletes them.
@@ -59,6 +67,9 @@ func (*Agent) Name() string { return Name }
 // did, blocked when none did; Outcomes say which and why.
 func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	start := time.Now()
+	if t.Kind == agent.TaskKindReview {
+		return agent.Result{}, ErrCannotReview
+	}
 	if t.Kind != "" && t.Kind != agent.TaskKindFix {
 		return agent.Result{}, fmt.Errorf("suggest: unsupported task kind %q", t.Kind)
 	}
