@@ -43,6 +43,15 @@ type Finding struct {
 	// Source says where the finding came from (a reviewer bot, the local
 	// review, a human), for reports; agents must not treat it as authority.
 	Source string `json:"source,omitempty"`
+	// Outdated: the code under the thread changed since the review.
+	// StartLine..EndLine is then the thread's current position (0 when the
+	// forge has none), and OrigStart..OrigEnd the lines the reviewer saw at
+	// OriginalCommit: a suggestion may replace only those lines, and only
+	// where they still stand unchanged (PR-S9).
+	Outdated       bool   `json:"outdated,omitempty"`
+	OrigStart      int    `json:"orig_start,omitempty"`
+	OrigEnd        int    `json:"orig_end,omitempty"`
+	OriginalCommit string `json:"original_commit,omitempty"`
 }
 
 // Task is one unit of work handed to an agent.
@@ -140,7 +149,9 @@ type Result struct {
 // Agent runs one Task. Run returns an error only when the backend could not
 // run at all (bad configuration, unusable workdir, cancelled context); every
 // outcome of a run that happened — including garbage output or a stopped
-// run — is a Result whose Record says so. Callers treat an error as blocked.
+// run — is a Result whose Record says so. An error, like a run without a
+// valid record, is no answer about the findings: callers retry once, then
+// end the run (AG-T4, see FailureOf).
 type Agent interface {
 	Name() string
 	Run(ctx context.Context, t Task) (Result, error)

@@ -1,19 +1,19 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"time"
+
+	"github.com/convergeloop/converge/internal/agent/proc"
 )
 
 // DefaultGrace is how long a process told to stop at its budget has to
 // print its status record before it is killed (AG-T1: told to summarize,
 // then stopped).
-const DefaultGrace = 10 * time.Second
+const DefaultGrace = proc.DefaultGrace
 
 // OutputTail is how much of each output stream a run keeps. The status
 // record is the last line, so the tail is all that parsing needs, and it
@@ -63,9 +63,6 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 	if len(c.Argv) == 0 {
 		return CmdResult{}, errors.New("run agent: empty argv")
 	}
-	if err := ctx.Err(); err != nil {
-		return CmdResult{}, fmt.Errorf("run agent %s: %w", c.Argv[0], err)
-	}
 	budget := c.Budget
 	if budget <= 0 {
 		budget = DefaultBudget
@@ -83,67 +80,35 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 		parse = ParseStatus
 	}
 
-	stdout, stderr := &tailBuffer{max: OutputTail}, &tailBuffer{max: OutputTail}
-	cmd := exec.Command(c.Argv[0], c.Argv[1:]...)
-	cmd.Dir = c.Dir
-	cmd.Env = env
-	cmd.Stdin = bytes.NewReader(c.Stdin)
-	cmd.Stdout = stdout
-	cmd.Stderr = stderr
-	// A descendant that escapes the process group may hold the pipes open;
-	// don't wait for it longer than the grace period.
-	cmd.WaitDelay = grace
-	setProcessGroup(cmd)
-
-	start := time.Now()
-	if err := cmd.Start(); err != nil {
-		return CmdResult{}, fmt.Errorf("run agent %s: %w", c.Argv[0], err)
+	p, err := proc.Run(ctx, proc.Spec{
+		Argv: c.Argv, Dir: c.Dir, Env: env, Stdin: c.Stdin,
+		Budget: budget, Grace: grace, MaxOutput: OutputTail,
+	})
+	if !p.Started {
+		return CmdResult{}, fmt.Errorf("run agent %s: %w", c.Argv[0], errors.Unwrap(err))
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-
-	timer := time.NewTimer(budget)
-	defer timer.Stop()
-	var waitErr error
-	var timedOut bool
-	var ctxErr error
-	select {
-	case waitErr = <-done:
-	case <-timer.C:
-		timedOut = true
-		waitErr = stop(cmd, done, grace)
-	case <-ctx.Done():
-		ctxErr = ctx.Err()
-		waitErr = stop(cmd, done, grace)
-	}
-	killGroup(cmd)
-
 	res := CmdResult{
-		Stdout:   stdout.String(),
-		Stderr:   stderr.String(),
-		ExitCode: -1,
-		TimedOut: timedOut,
-		Duration: time.Since(start),
+		Stdout:   p.Stdout,
+		Stderr:   p.Stderr,
+		ExitCode: p.ExitCode,
+		TimedOut: p.TimedOut,
+		Duration: p.Duration,
 	}
-	if cmd.ProcessState != nil {
-		res.ExitCode = cmd.ProcessState.ExitCode()
-	}
-	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) && ctxErr == nil {
-		return res, fmt.Errorf("run agent %s: %w", c.Argv[0], waitErr)
+	if err != nil {
+		return res, fmt.Errorf("run agent %s: %w", c.Argv[0], errors.Unwrap(err))
 	}
 
 	rec := parse(res.Stdout)
 	valid := rec.Reason != ReasonUnparseable
 	switch {
-	case timedOut && !valid:
+	case p.TimedOut && !valid:
 		rec = StatusRecord{
 			Status:       StatusPartial,
 			Reason:       ReasonBudgetExceeded,
 			Summary:      fmt.Sprintf("stopped at the %s budget without a status record", budget),
 			FilesChanged: []string{},
 		}
-	case timedOut:
+	case p.TimedOut:
 		rec.Concerns = append(rec.Concerns, fmt.Sprintf("stopped at the %s budget", budget))
 	case valid && res.ExitCode != 0:
 		rec.Concerns = append(rec.Concerns, fmt.Sprintf("agent exited with code %d", res.ExitCode))
@@ -151,44 +116,8 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 		rec.Summary += fmt.Sprintf(" (exit code %d)", res.ExitCode)
 	}
 	res.Record = rec
-	if ctxErr != nil {
-		return res, fmt.Errorf("run agent %s: %w", c.Argv[0], ctxErr)
+	if p.Interrupted != nil {
+		return res, fmt.Errorf("run agent %s: %w", c.Argv[0], p.Interrupted)
 	}
 	return res, nil
 }
-
-// stop asks the process group to end, then forces it.
-func stop(cmd *exec.Cmd, done <-chan error, grace time.Duration) error {
-	signalGroup(cmd, false)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		signalGroup(cmd, true)
-		return <-done
-	}
-}
-
-// tailBuffer keeps the last max bytes written. exec gives each stream its
-// own copying goroutine, and a buffer is read only after Wait, so no lock.
-type tailBuffer struct {
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if len(p) >= t.max {
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return n, nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
-}
-
-func (t *tailBuffer) String() string { return string(t.buf) }

@@ -170,19 +170,3 @@ func TestRunWithBudgetStartFailure(t *testing.T) {
 		t.Error("want an error for empty argv")
 	}
 }
-
-func TestTailBuffer(t *testing.T) {
-	b := &tailBuffer{max: 5}
-	for _, s := range []string{"ab", "cd", "efg", "h", "0123456789"} {
-		b.Write([]byte(s))
-	}
-	if b.String() != "56789" {
-		t.Errorf("tail = %q", b.String())
-	}
-	b = &tailBuffer{max: 5}
-	b.Write([]byte("abc"))
-	b.Write([]byte("defg"))
-	if b.String() != "cdefg" {
-		t.Errorf("tail = %q", b.String())
-	}
-}

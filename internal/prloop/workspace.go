@@ -1,11 +1,13 @@
 package prloop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,14 +32,27 @@ type GitWorkspace struct {
 	Reviewer *localreview.Reviewer
 	AgentEnv []string      // scrubbed environment for agents (AG-B1)
 	Budget   time.Duration // per agent run (AG-T1)
-	TestCmd  []string      // overrides discovery (REPO-C1) when set
-	Author   string        // commit author name
-	Email    string        // commit author email
-	Logf     func(format string, args ...any)
+	// TestBudget time-boxes each build/test run (AG-T5); zero means
+	// DefaultTestBudget.
+	TestBudget time.Duration
+	TestCmd    []string // overrides discovery (REPO-C1) when set
+	Author     string   // commit author name
+	Email      string   // commit author email
+	Logf       func(format string, args ...any)
 
 	clone    *repo.Git
 	worktree *repo.Git
+	// baselines are the test runs of heads, by SHA (AG-T5): a head is
+	// tested once per run, and a pushed fix's own run is its head's.
+	baselines map[string]testRun
 }
+
+// DefaultTestBudget is the time-box of one build/test run (AG-T5, PR-S10).
+const DefaultTestBudget = 10 * time.Minute
+
+// agentAttempts is how often a fixer that could not run is tried before
+// the run ends errored (AG-T4: retried once).
+const agentAttempts = 2
 
 var _ Workspace = (*GitWorkspace)(nil)
 
@@ -96,8 +111,11 @@ func (w *GitWorkspace) Cleanup(ctx context.Context) error {
 }
 
 // Fix applies the round's findings on the PR's current head, keeps only
-// changes that leave the build green (PR-S10), and commits and pushes at
-// most one commit carrying the round trailer (PR-S11). Never force-pushes.
+// changes that add no test failure to the head's own (PR-S10, AG-T5), and
+// commits and pushes at most one commit carrying the round trailer
+// (PR-S11). Never force-pushes. A fixer that cannot run, even on its
+// retry, ends the round with a *agent.RunFailure (AG-T4), not with
+// dispositions.
 func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (FixResult, error) {
 	res := FixResult{Round: round}
 	if w.worktree == nil {
@@ -112,39 +130,59 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 		return res, err
 	}
 	ordered := bottomUp(findings)
+	test := w.testCommand()
+	var base *testRun
+	if len(test) > 0 {
+		b, err := w.baseline(ctx, pr.HeadSHA, test)
+		if err != nil {
+			return res, err
+		}
+		base = &b
+		if !b.ok() {
+			res.BaselineRed = true
+			res.BaselineTail = strings.Join(b.excerpt(nil), "\n")
+			w.logf("tests are already red on the PR's head %s, before any fix; fixes are judged against that: %s",
+				short(pr.HeadSHA), strings.Join(b.excerpt(nil), " | "))
+		}
+	}
 
 	outcomes, err := w.apply(ctx, pr, round, ordered)
 	if err != nil {
 		return res, err
 	}
 	applied := appliedIDs(outcomes)
-	test := w.testCommand()
-	if len(applied) > 0 && len(test) > 0 {
-		ok, out, err := w.runTests(ctx, test)
+	var final *testRun // the test run of the tree that gets committed
+	if len(applied) > 0 && base != nil {
+		tr, err := w.runTests(ctx, test)
 		if err != nil {
 			return res, err
 		}
-		if !ok {
+		if bad := judge(base, tr); bad != "" {
 			// A red build: keep only the fixes that are green one by one.
-			w.logf("tests failed with all fixes; trying them one at a time: %s", lastLine(out))
-			outcomes, err = w.applyEach(ctx, pr, round, ordered, test)
+			w.logf("tests failed with all fixes; trying them one at a time: %s", bad)
+			outcomes, final, err = w.applyEach(ctx, pr, round, ordered, test, base)
 			if err != nil {
 				return res, err
 			}
 			applied = appliedIDs(outcomes)
+		} else {
+			final = &tr
+		}
+		if final != nil && !final.ok() {
+			w.logf("keeping the fixes: their tests fail only where the PR's head already failed")
 		}
 	}
-	res.TestsPassed = true
+	if final != nil {
+		res.TestsPassed = final.ok()
+	} else {
+		res.TestsPassed = !res.BaselineRed
+	}
 	for _, f := range ordered {
 		o := outcomes[f.ID]
 		if o.Status == agent.StatusComplete {
 			res.Addressed = append(res.Addressed, f.ID)
 		} else {
-			reason := o.Reason
-			if reason == "" {
-				reason = "the fixer could not address it"
-			}
-			res.Blocked = append(res.Blocked, BlockedFinding{ID: f.ID, Reason: reason})
+			res.Blocked = append(res.Blocked, BlockedFinding{ID: f.ID, Reason: res.handOff(o.Reason)})
 		}
 	}
 	if len(applied) == 0 {
@@ -159,7 +197,7 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	if errors.Is(err, repo.ErrNothingToCommit) {
 		// Fixers reported success but changed nothing: nothing was addressed.
 		for _, id := range res.Addressed {
-			res.Blocked = append(res.Blocked, BlockedFinding{ID: id, Reason: "the fix changed nothing"})
+			res.Blocked = append(res.Blocked, BlockedFinding{ID: id, Reason: res.handOff("the fix changed nothing")})
 		}
 		res.Addressed = nil
 		return res, nil
@@ -170,6 +208,11 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	if err := w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef); err != nil {
 		return res, err
 	}
+	if final != nil {
+		// The pushed tree is the one just tested: that run is the new
+		// head's baseline, so the next round does not test it again.
+		w.baselines[sha] = *final
+	}
 	add, del, err := w.worktree.DiffLines(ctx, sha+"~1", sha)
 	if err != nil {
 		return res, err
@@ -177,6 +220,38 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	res.CommitSHA = sha
 	res.LinesChanged = add + del
 	return res, nil
+}
+
+// handOff is the reason a blocked finding is handed off with; on a head
+// whose tests were red before any fix it says so, with the failing lines,
+// so the human does not blame the fix (AG-T5).
+func (r *FixResult) handOff(reason string) string {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		reason = "the fixer could not address it"
+	}
+	if r.BaselineRed {
+		reason += "; the tests were already red on the PR's head before any fix: " +
+			strings.ReplaceAll(r.BaselineTail, "\n", " | ")
+	}
+	return reason
+}
+
+// baseline is the test run of head, run once per head (AG-T5). The
+// worktree is reset afterwards so nothing the tests wrote is committed.
+func (w *GitWorkspace) baseline(ctx context.Context, head string, test []string) (testRun, error) {
+	if b, ok := w.baselines[head]; ok {
+		return b, nil
+	}
+	b, err := w.runTests(ctx, test)
+	if err != nil {
+		return testRun{}, err
+	}
+	if w.baselines == nil {
+		w.baselines = map[string]testRun{}
+	}
+	w.baselines[head] = b
+	return b, w.reset(ctx, head)
 }
 
 func (w *GitWorkspace) reset(ctx context.Context, sha string) error {
@@ -193,54 +268,102 @@ func (w *GitWorkspace) reset(ctx context.Context, sha string) error {
 }
 
 func (w *GitWorkspace) task(round int, fs []Finding) agent.Task {
-	t := agent.Task{Kind: "fix", RunID: w.RunID, Round: round, Workdir: w.worktree.Dir, Budget: w.Budget, Env: w.AgentEnv}
+	t := agent.Task{Kind: agent.TaskKindFix, RunID: w.RunID, Round: round, Workdir: w.worktree.Dir, Budget: w.Budget, Env: w.AgentEnv}
 	for _, f := range fs {
 		t.Findings = append(t.Findings, agent.Finding{
 			ID: f.ID, ThreadID: f.ThreadID, Path: f.Path, StartLine: f.StartLine, EndLine: f.EndLine,
 			Body: f.Summary, Author: f.Author, Source: f.Source,
+			Outdated: f.Outdated, OrigStart: f.OrigStart, OrigEnd: f.OrigEnd, OriginalCommit: f.OriginalCommit,
 		})
 	}
 	return t
 }
 
-func (w *GitWorkspace) apply(ctx context.Context, _ *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
-	r, err := w.Agent.Run(ctx, w.task(round, fs))
+// apply runs the fixer on fs from a clean head. Every finding gets an
+// outcome with a reason a human can act on: a finding the agent did not
+// report on takes the record's status, and a silent refusal the record's
+// own words.
+func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
+	r, err := w.runAgent(ctx, pr, w.task(round, fs))
 	if err != nil {
-		return nil, fmt.Errorf("agent %s: %w", w.Agent.Name(), err)
+		return nil, err
 	}
 	out := map[string]agent.FindingOutcome{}
 	for _, o := range r.Outcomes {
 		out[o.FindingID] = o
 	}
 	for _, f := range fs {
-		if _, ok := out[f.ID]; !ok {
-			out[f.ID] = agent.FindingOutcome{FindingID: f.ID, Status: r.Record.Status, Reason: r.Record.Reason}
+		o, ok := out[f.ID]
+		if !ok {
+			o = agent.FindingOutcome{FindingID: f.ID, Status: r.Record.Status, Reason: r.Record.Reason}
 		}
+		if o.Status != agent.StatusComplete && strings.TrimSpace(o.Reason) == "" {
+			o.Reason = silentReason(r.Record)
+		}
+		out[f.ID] = o
 	}
 	return out, nil
 }
 
+// silentReason words a record that gave no reason for not completing.
+func silentReason(rec agent.StatusRecord) string {
+	for _, s := range []string{rec.Reason, rec.NextAction, rec.Summary} {
+		if s = strings.TrimSpace(s); s != "" {
+			return s
+		}
+	}
+	return fmt.Sprintf("the agent reported %s without a reason", cmp.Or(string(rec.Status), "no status"))
+}
+
+// runAgent runs the fixer, and once more when it could not run: a crash,
+// no valid status record, a stop at its budget without one, or an error
+// (AG-T4). A second failure is the run's, as a *agent.RunFailure. The
+// retry starts from the clean head again, whatever the first attempt left.
+func (w *GitWorkspace) runAgent(ctx context.Context, pr *forge.PullRequest, t agent.Task) (agent.Result, error) {
+	name := w.Agent.Name()
+	var fail *agent.RunFailure
+	for attempt := 1; attempt <= agentAttempts; attempt++ {
+		if attempt > 1 {
+			if err := w.reset(ctx, pr.HeadSHA); err != nil {
+				return agent.Result{}, err
+			}
+		}
+		r, err := w.Agent.Run(ctx, t)
+		if ctx.Err() != nil {
+			// Stopped from outside: the run ends for that reason, and the
+			// agent is not to blame.
+			return agent.Result{}, fmt.Errorf("agent %s: %w", name, ctx.Err())
+		}
+		if fail = agent.FailureOf(name, r, err); fail == nil {
+			return r, nil
+		}
+		w.logf("agent %s could not run (attempt %d of %d): %s", name, attempt, agentAttempts, fail.What)
+	}
+	return agent.Result{}, fail
+}
+
 // applyEach applies fixes one at a time from a clean head, keeping each
-// whose tests stay green; the kept ones are then re-applied together.
-func (w *GitWorkspace) applyEach(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding, test []string) (map[string]agent.FindingOutcome, error) {
+// that adds no test failure to the baseline; the kept ones are then
+// re-applied together and tested again, which is the run returned.
+func (w *GitWorkspace) applyEach(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding, test []string, base *testRun) (map[string]agent.FindingOutcome, *testRun, error) {
 	out := map[string]agent.FindingOutcome{}
 	var keep []Finding
 	for _, f := range fs {
 		if err := w.reset(ctx, pr.HeadSHA); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		outs, err := w.apply(ctx, pr, round, []Finding{f})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		o := outs[f.ID]
 		if o.Status == agent.StatusComplete {
-			ok, tail, err := w.runTests(ctx, test)
+			tr, err := w.runTests(ctx, test)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			if !ok {
-				o = agent.FindingOutcome{FindingID: f.ID, Status: agent.StatusBlocked, Reason: "tests fail with this fix: " + lastLine(tail)}
+			if bad := judge(base, tr); bad != "" {
+				o = agent.FindingOutcome{FindingID: f.ID, Status: agent.StatusBlocked, Reason: tr.redReason("tests fail with this fix: ", bad)}
 			} else {
 				keep = append(keep, f)
 			}
@@ -248,30 +371,33 @@ func (w *GitWorkspace) applyEach(ctx context.Context, pr *forge.PullRequest, rou
 		out[f.ID] = o
 	}
 	if err := w.reset(ctx, pr.HeadSHA); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(keep) == 0 {
-		return out, nil
+		return out, nil, nil
 	}
 	again, err := w.apply(ctx, pr, round, keep)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for id, o := range again {
 		out[id] = o
 	}
-	if ok, tail, err := w.runTests(ctx, test); err != nil {
-		return nil, err
-	} else if !ok {
+	tr, err := w.runTests(ctx, test)
+	if err != nil {
+		return nil, nil, err
+	}
+	if bad := judge(base, tr); bad != "" {
 		// Green alone, red together: push nothing this round.
 		if err := w.reset(ctx, pr.HeadSHA); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, f := range keep {
-			out[f.ID] = agent.FindingOutcome{FindingID: f.ID, Status: agent.StatusBlocked, Reason: "fixes conflict in tests: " + lastLine(tail)}
+			out[f.ID] = agent.FindingOutcome{FindingID: f.ID, Status: agent.StatusBlocked, Reason: tr.redReason("fixes conflict in tests: ", bad)}
 		}
+		return out, nil, nil
 	}
-	return out, nil
+	return out, &tr, nil
 }
 
 func (w *GitWorkspace) testCommand() []string {
@@ -281,12 +407,187 @@ func (w *GitWorkspace) testCommand() []string {
 	return repo.Discover(w.worktree.Dir).Test
 }
 
-func (w *GitWorkspace) runTests(ctx context.Context, argv []string) (bool, string, error) {
-	out, code, err := repo.RunCommand(ctx, w.worktree.Dir, argv, w.AgentEnv, 64<<10)
-	if err != nil && code < 0 {
-		return false, out, fmt.Errorf("run tests %s: %w", strings.Join(argv, " "), err)
+// runTests runs the build/test command in the worktree under its
+// time-box. A run stopped at the budget is red; only a command that could
+// not run at all is an error.
+func (w *GitWorkspace) runTests(ctx context.Context, argv []string) (testRun, error) {
+	budget := w.TestBudget
+	if budget <= 0 {
+		budget = DefaultTestBudget
 	}
-	return code == 0, out, nil
+	env := w.AgentEnv
+	if env == nil {
+		env = agent.ScrubEnv(os.Environ())
+	}
+	r, err := repo.RunTimeBoxed(ctx, w.worktree.Dir, argv, env, 64<<10, budget)
+	if err != nil {
+		return testRun{}, fmt.Errorf("run tests %s: %w", strings.Join(argv, " "), err)
+	}
+	return testRun{out: r.Output, code: r.ExitCode, timedOut: r.TimedOut, budget: budget}, nil
+}
+
+// testRun is one build/test run.
+type testRun struct {
+	out      string
+	code     int
+	timedOut bool
+	budget   time.Duration
+}
+
+func (t testRun) ok() bool { return t.code == 0 && !t.timedOut }
+
+// redReason words a red run for a hand-off: a time-out as such, else
+// prefix and the failing lines.
+func (t testRun) redReason(prefix, lines string) string {
+	if t.timedOut {
+		return lines
+	}
+	return prefix + lines
+}
+
+// excerpt is the first failing lines of a red run, one detail line after
+// each, limited to those whose key is in only (all when only is nil):
+// what a hand-off quotes. Output without recognisable failure lines gives
+// its last lines, and no output its exit status, so it is never empty.
+func (t testRun) excerpt(only map[string]bool) []string {
+	if t.timedOut {
+		return []string{"tests timed out after " + fmtDuration(t.budget)}
+	}
+	var out []string
+	for _, f := range failures(t.out) {
+		if only != nil && !only[f.key] {
+			continue
+		}
+		out = append(out, f.lines...)
+		if len(out) >= maxExcerpt {
+			return out[:maxExcerpt]
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	lines := nonEmptyLines(t.out)
+	if len(lines) == 0 {
+		return []string{fmt.Sprintf("exit status %d, no output", t.code)}
+	}
+	return lines[max(0, len(lines)-maxExcerpt):]
+}
+
+const maxExcerpt = 6
+
+// judge says why run tr is not acceptable against the head's baseline
+// run, or "" when it is (AG-T5). On a green baseline any red run fails,
+// as before: a round never pushes a red build. On a red baseline a run
+// fails only by a failure line the baseline lacks — or, when neither has
+// failure lines to compare, by another exit status — so a fix is not
+// blamed for failures it found. A run that timed out always fails: what it
+// would have printed is unknown.
+func judge(base *testRun, tr testRun) string {
+	switch {
+	case tr.timedOut:
+		return "tests timed out after " + fmtDuration(tr.budget)
+	case tr.ok():
+		return ""
+	case base == nil || base.ok() || base.timedOut:
+		return strings.Join(tr.excerpt(nil), " | ")
+	}
+	had := map[string]bool{}
+	for _, f := range failures(base.out) {
+		had[f.key] = true
+	}
+	fails := failures(tr.out)
+	if len(fails) == 0 && len(had) == 0 {
+		if tr.code == base.code {
+			return ""
+		}
+		return fmt.Sprintf("exit status %d, was %d before the fix: %s", tr.code, base.code, strings.Join(tr.excerpt(nil), " | "))
+	}
+	added := map[string]bool{}
+	for _, f := range fails {
+		if !had[f.key] {
+			added[f.key] = true
+		}
+	}
+	switch {
+	case len(fails) == 0:
+		// Red in a way the baseline's failure lines do not show (a build
+		// that no longer compiles, a crash): not the baseline's failure.
+		return strings.Join(tr.excerpt(nil), " | ")
+	case len(added) == 0:
+		return ""
+	}
+	return strings.Join(tr.excerpt(added), " | ")
+}
+
+// failure is one failing test or package in a test run's output: key is
+// the line normalised for comparison across runs, lines are what a
+// hand-off quotes (the line, and the detail line under it when indented).
+type failure struct {
+	key   string
+	lines []string
+}
+
+// failureLine matches the verdict lines of common test runners: go test
+// (--- FAIL: TestX, FAIL pkg), TAP (not ok), pytest (FAILED path::test)
+// and cargo (test name ... FAILED).
+var failureLine = regexp.MustCompile(`^\s*(--- FAIL: \S+|FAIL\s+\S+.*|not ok\b.*|FAILED\s+\S+.*|test \S+ \.\.\. FAILED)`)
+
+// timing is a run time that changes from run to run: "(0.01s)" after a
+// go test name, "\t0.005s" after a package, " in 1.2s".
+var timing = regexp.MustCompile(`\s*\(\d+(\.\d+)?m?s\)\s*$|\s+\d+(\.\d+)?m?s\s*$`)
+
+// tapNumber is a TAP test number, which shifts when tests are added.
+var tapNumber = regexp.MustCompile(`^not ok \d+\b`)
+
+func failures(out string) []failure {
+	lines := strings.Split(out, "\n")
+	var fs []failure
+	seen := map[string]bool{}
+	for i, l := range lines {
+		l = strings.TrimRight(l, "\r")
+		if !failureLine.MatchString(l) {
+			continue
+		}
+		key := strings.Join(strings.Fields(timing.ReplaceAllString(strings.TrimSpace(l), "")), " ")
+		key = tapNumber.ReplaceAllString(key, "not ok")
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		f := failure{key: key, lines: []string{truncate(strings.Join(strings.Fields(l), " "), 200)}}
+		if i+1 < len(lines) {
+			next := strings.TrimRight(lines[i+1], "\r")
+			indent := len(l) - len(strings.TrimLeft(l, " \t"))
+			if d := strings.TrimSpace(next); d != "" && len(next)-len(strings.TrimLeft(next, " \t")) > indent && !failureLine.MatchString(next) {
+				f.lines = append(f.lines, truncate(d, 200))
+			}
+		}
+		fs = append(fs, f)
+	}
+	return fs
+}
+
+func nonEmptyLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, truncate(l, 200))
+		}
+	}
+	return out
+}
+
+// fmtDuration drops the zero units time.Duration prints ("10m", not
+// "10m0s") — it is read in replies.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func appliedIDs(m map[string]agent.FindingOutcome) []string {
@@ -343,11 +644,6 @@ func firstLine(s string) string {
 		s = s[:i]
 	}
 	return truncate(s, 72)
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return truncate(strings.TrimSpace(lines[len(lines)-1]), 200)
 }
 
 func sanitize(host string) string { return strings.NewReplacer(":", "_", "/", "_").Replace(host) }

@@ -4,90 +4,76 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
-	"strconv"
-	"sync"
 	"time"
+
+	"github.com/convergeloop/converge/internal/agent/proc"
 )
 
 // DefaultMaxOutput is RunCommand's output limit when maxOutput <= 0.
-const DefaultMaxOutput = 1 << 20
+const DefaultMaxOutput = proc.DefaultMaxOutput
+
+// commandGrace is how long a build or test stopped at its budget, or by
+// ctx, has between SIGTERM and SIGKILL: enough for a test runner to print
+// which test was running, not so long that a hung one holds the round.
+const commandGrace = 5 * time.Second
 
 // RunCommand runs argv in dir and returns its combined stdout and stderr,
 // keeping only the last maxOutput bytes (a failing test prints its verdict
 // last), and its exit code. A command that runs and fails is not an error:
 // err is nil and exitCode non-zero. err reports a command that could not
 // start (exitCode -1) or was stopped because ctx ended (the context's
-// error): then the whole process group is killed, so test runners' child
+// error): then the whole process group is stopped, so test runners' child
 // processes do not linger.
 //
 // env is the complete environment, as in exec.Cmd (nil inherits this
 // process's); build and test commands should get ScrubEnv(os.Environ()).
 func RunCommand(ctx context.Context, dir string, argv []string, env []string, maxOutput int) (output string, exitCode int, err error) {
+	r, err := RunTimeBoxed(ctx, dir, argv, env, maxOutput, 0)
+	return r.Output, r.ExitCode, err
+}
+
+// CommandResult is one run of a build or test command.
+type CommandResult struct {
+	Output   string // combined stdout and stderr, the tail kept
+	ExitCode int    // -1 when it never ran or was stopped
+	// TimedOut: stopped at its budget; a test run that timed out is red,
+	// whatever it printed (AG-T5).
+	TimedOut bool
+	Duration time.Duration
+}
+
+// RunTimeBoxed is RunCommand with a time-box (AG-T5, PR-S10): at budget
+// (none when zero) the command's process group is told to stop and is
+// killed shortly after, like an agent's (AG-T1). A run stopped at its
+// budget is not an error: TimedOut is set and ExitCode is -1.
+func RunTimeBoxed(ctx context.Context, dir string, argv []string, env []string, maxOutput int, budget time.Duration) (CommandResult, error) {
 	if len(argv) == 0 {
-		return "", -1, errors.New("run command: empty argv")
+		return CommandResult{ExitCode: -1}, errors.New("run command: empty argv")
 	}
 	if maxOutput <= 0 {
 		maxOutput = DefaultMaxOutput
 	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = env
-	setProcessGroup(cmd)
-	cmd.Cancel = func() error { return killProcessGroup(cmd) }
-	// Grandchildren may hold the output pipe open after the group kill
-	// misses them (they changed group): stop waiting for them eventually.
-	cmd.WaitDelay = 5 * time.Second
-	out := &tailBuffer{max: maxOutput}
-	cmd.Stdout, cmd.Stderr = out, out
-	runErr := cmd.Run()
-	output = out.String()
-	if ctx.Err() != nil {
-		return output, -1, fmt.Errorf("run %s: %w", argv[0], ctx.Err())
+	p, err := proc.Run(ctx, proc.Spec{
+		Argv: argv, Dir: dir, Env: env,
+		Budget: budget, Grace: commandGrace, MaxOutput: maxOutput, Combined: true,
+	})
+	r := CommandResult{
+		Output:   proc.WithDropNote(p.Stdout, p.StdoutDropped),
+		ExitCode: p.ExitCode,
+		TimedOut: p.TimedOut,
+		Duration: p.Duration,
 	}
-	if runErr == nil {
-		return output, 0, nil
+	switch {
+	case err != nil:
+		return r, err
+	case p.Interrupted != nil:
+		r.ExitCode = -1
+		return r, fmt.Errorf("run %s: %w", argv[0], p.Interrupted)
+	case p.TimedOut:
+		r.ExitCode = -1
+		return r, nil
+	case p.ExitCode < 0:
+		return r, fmt.Errorf("run %s: killed by a signal", argv[0])
 	}
-	var ee *exec.ExitError
-	if errors.As(runErr, &ee) {
-		if code := ee.ExitCode(); code >= 0 {
-			return output, code, nil
-		}
-		return output, -1, fmt.Errorf("run %s: %w", argv[0], runErr) // killed by a signal
-	}
-	return output, -1, fmt.Errorf("run %s: %w", argv[0], runErr)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu      sync.Mutex
-	max     int
-	buf     []byte
-	dropped int64
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(p)
-	if len(p) >= t.max {
-		t.dropped += int64(len(t.buf) + len(p) - t.max)
-		t.buf = append(t.buf[:0], p[len(p)-t.max:]...)
-		return n, nil
-	}
-	if over := len(t.buf) + len(p) - t.max; over > 0 {
-		t.dropped += int64(over)
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	t.buf = append(t.buf, p...)
-	return n, nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.dropped == 0 {
-		return string(t.buf)
-	}
-	return "[… " + strconv.FormatInt(t.dropped, 10) + " earlier bytes dropped]\n" + string(t.buf)
+	return r, nil
 }

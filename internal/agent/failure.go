@@ -1,0 +1,35 @@
+package agent
+
+import "strings"
+
+// FailureOf tells whether a fix run that returned (r, err) happened by the
+// protocol or could not run (AG-T4): an error from Run, output without a
+// valid status record (a crash or a non-zero exit without one included),
+// or a run stopped at its budget before printing one. Anything else — a
+// valid record of any status — is nil: the record is the agent's answer.
+// name is the backend's Name(); the stderr tail is redacted again, as the
+// failure is printed and stored.
+func FailureOf(name string, r Result, err error) *RunFailure {
+	var what string
+	switch {
+	case err != nil:
+		what = strings.Join(strings.Fields(err.Error()), " ")
+	case r.Record.Reason == ReasonUnparseable, r.Record.Reason == ReasonBudgetExceeded:
+		what = r.Record.Summary
+		if what == "" {
+			what = r.Record.Reason
+		}
+	default:
+		return nil
+	}
+	return &RunFailure{Agent: name, What: what, Stderr: Redact(tailLines(r.Stderr, 20))}
+}
+
+// tailLines is the last n lines of s.
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

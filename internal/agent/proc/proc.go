@@ -1,0 +1,200 @@
+// Package proc runs a subprocess under a time-box: in a process group of
+// its own, told to stop (SIGTERM) at its budget and killed (SIGKILL) after
+// a grace period, with whatever it left running killed when it ends. Agent
+// runs (AG-T1) and build/test runs (AG-T5, PR-S10) both go through Run, so
+// the two time-boxes cannot drift apart.
+package proc
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// DefaultGrace is the time between SIGTERM and SIGKILL when a Spec names
+// none.
+const DefaultGrace = 10 * time.Second
+
+// DefaultMaxOutput is how much of each stream Run keeps when a Spec names
+// no limit.
+const DefaultMaxOutput = 1 << 20
+
+// Spec is a subprocess to run.
+type Spec struct {
+	Argv  []string
+	Dir   string
+	Env   []string // as in exec.Cmd: nil inherits this process's environment
+	Stdin []byte   // nil reads as an empty stdin
+	// Budget is the time-box; zero or less means none (only ctx ends it).
+	Budget time.Duration
+	// Grace is the time between SIGTERM and SIGKILL, at the budget or when
+	// ctx ends; zero means DefaultGrace.
+	Grace time.Duration
+	// MaxOutput is how many bytes of each stream are kept (the tail);
+	// zero means DefaultMaxOutput.
+	MaxOutput int
+	// Combined sends stderr into Stdout, interleaved as written.
+	Combined bool
+}
+
+// Result is what Run observed.
+type Result struct {
+	Started bool
+	Stdout  string // last MaxOutput bytes
+	Stderr  string // last MaxOutput bytes; empty when Combined
+	// StdoutDropped and StderrDropped count the bytes cut from the head.
+	StdoutDropped, StderrDropped int64
+	ExitCode                     int  // -1 when ended by a signal or never started
+	TimedOut                     bool // stopped at the budget
+	// Interrupted is ctx's error when ctx ended the run.
+	Interrupted error
+	Duration    time.Duration
+}
+
+// Run runs s.Argv and waits for it. Stopping — at the budget or when ctx
+// ends — signals the whole process group, so the shells, compilers and
+// test binaries the process started stop with it; the group is also
+// killed once the leader exits. A process that runs and fails, or is
+// stopped, is not an error: the Result says so. The error reports a
+// process that could not start (Started false) or a wait that failed for
+// another reason than the exit status.
+func Run(ctx context.Context, s Spec) (Result, error) {
+	res := Result{ExitCode: -1}
+	if len(s.Argv) == 0 {
+		return res, errors.New("run: empty argv")
+	}
+	if err := ctx.Err(); err != nil {
+		res.Interrupted = err
+		return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
+	}
+	grace := s.Grace
+	if grace <= 0 {
+		grace = DefaultGrace
+	}
+	max := s.MaxOutput
+	if max <= 0 {
+		max = DefaultMaxOutput
+	}
+	stdout := &Tail{Max: max}
+	stderr := stdout
+	if !s.Combined {
+		stderr = &Tail{Max: max}
+	}
+	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
+	cmd.Dir = s.Dir
+	cmd.Env = s.Env
+	cmd.Stdin = bytes.NewReader(s.Stdin)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	// A descendant that escapes the process group may hold the pipes open;
+	// don't wait for it longer than the grace period.
+	cmd.WaitDelay = grace
+	setProcessGroup(cmd)
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
+	}
+	res.Started = true
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	var budget <-chan time.Time
+	if s.Budget > 0 {
+		timer := time.NewTimer(s.Budget)
+		defer timer.Stop()
+		budget = timer.C
+	}
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-budget:
+		res.TimedOut = true
+		waitErr = stop(cmd, done, grace)
+	case <-ctx.Done():
+		res.Interrupted = ctx.Err()
+		waitErr = stop(cmd, done, grace)
+	}
+	killGroup(cmd)
+
+	res.Duration = time.Since(start)
+	res.Stdout, res.StdoutDropped = stdout.Content()
+	if !s.Combined {
+		res.Stderr, res.StderrDropped = stderr.Content()
+	}
+	if cmd.ProcessState != nil {
+		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	var exitErr *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		return res, fmt.Errorf("run %s: %w", s.Argv[0], waitErr)
+	}
+	return res, nil
+}
+
+// stop asks the process group to end, then forces it.
+func stop(cmd *exec.Cmd, done <-chan error, grace time.Duration) error {
+	signalGroup(cmd, false)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		signalGroup(cmd, true)
+		return <-done
+	}
+}
+
+// Tail is an io.Writer that keeps the last Max bytes written: a failing
+// command prints its verdict and an agent its status record last, and the
+// bound keeps chatty processes from filling memory.
+type Tail struct {
+	Max     int
+	mu      sync.Mutex
+	buf     []byte
+	dropped int64
+}
+
+func (t *Tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(p)
+	if len(p) >= t.Max {
+		t.dropped += int64(len(t.buf) + len(p) - t.Max)
+		t.buf = append(t.buf[:0], p[len(p)-t.Max:]...)
+		return n, nil
+	}
+	if over := len(t.buf) + len(p) - t.Max; over > 0 {
+		t.dropped += int64(over)
+		t.buf = append(t.buf[:0], t.buf[over:]...)
+	}
+	t.buf = append(t.buf, p...)
+	return n, nil
+}
+
+// Content returns the kept bytes and how many were dropped before them.
+func (t *Tail) Content() (string, int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf), t.dropped
+}
+
+// String is the kept bytes, preceded by a note when some were dropped.
+func (t *Tail) String() string {
+	s, dropped := t.Content()
+	return WithDropNote(s, dropped)
+}
+
+// WithDropNote prefixes s with a note of how many bytes were cut before it,
+// so that a reader of a tail does not take it for the whole output.
+func WithDropNote(s string, dropped int64) string {
+	if dropped == 0 {
+		return s
+	}
+	return "[… " + strconv.FormatInt(dropped, 10) + " earlier bytes dropped]\n" + s
+}
