@@ -34,6 +34,14 @@ const (
 	ReasonUnreadable          = "unreadable"
 	ReasonOutOfRange          = "out-of-range"
 	ReasonOverlap             = "overlaps-other-finding"
+	// ReasonStale: the lines the reviewer saw are not, unchanged, at the
+	// thread's current position, so the suggestion is not written (case
+	// 8 of issue 6: applied at stale line numbers it corrupts the file).
+	// Worded for the hand-off reply, as it is what a human reads.
+	ReasonStale = "the suggestion no longer matches the code"
+	// ReasonNoChange: the suggestion equals the lines it replaces; that is
+	// never reported as addressed.
+	ReasonNoChange = "the suggestion changes nothing"
 )
 
 // Agent applies suggestion blocks. The zero value is ready to use.
@@ -57,6 +65,12 @@ func (*Agent) CanReview() bool { return false }
 // Run applies the suggestion of each finding to t.Workdir: the block's
 // content replaces lines StartLine..EndLine (1-based, inclusive; StartLine
 // 0 means the single line EndLine) of Path, an empty block deletes them.
+// It does so only when those lines are the ones the suggestion was written
+// against: OrigStart..OrigEnd of Path at OriginalCommit, read from the
+// workdir's git history, unchanged (when OriginalCommit is empty the
+// current lines are taken as seen, unless the thread is Outdated). A
+// suggestion that no longer matches, or that would change nothing, is
+// blocked, never written.
 // Within a file edits go bottom-up whatever the input order, so that no
 // edit shifts the lines of another; findings on intersecting lines of one
 // file are not both applied. The file's line endings and its final newline
@@ -83,7 +97,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	byFile := map[string][]edit{}
 	for i, f := range t.Findings {
 		outcomes[i] = agent.FindingOutcome{FindingID: f.ID, Status: agent.StatusBlocked}
-		e, reason := prepare(i, f)
+		e, reason := prepare(i, f, t.Workdir, t.Env)
 		if reason != "" {
 			outcomes[i].Reason = reason
 			continue
@@ -96,7 +110,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		if err := ctx.Err(); err != nil {
 			return agent.Result{}, fmt.Errorf("suggest: %w", err)
 		}
-		wrote, err := applyFile(root, path, byFile[path], outcomes)
+		wrote, err := applyFile(ctx, root, path, byFile[path], outcomes)
 		if err != nil {
 			return agent.Result{}, fmt.Errorf("suggest: %s: %w", path, err)
 		}
@@ -119,14 +133,27 @@ type edit struct {
 	path       string
 	start, end int
 	lines      []string // replacement, without line endings
+	// seen is what the reviewer saw: lines origStart..origEnd of path at
+	// commit; a nil seen means the current lines are taken as seen.
+	seen *seenLines
 }
 
-func prepare(idx int, f agent.Finding) (edit, string) {
+type seenLines struct {
+	workdir            string
+	env                []string
+	commit             string
+	origStart, origEnd int
+}
+
+func prepare(idx int, f agent.Finding, workdir string, env []string) (edit, string) {
 	lines, reason := ParseSuggestion(f.Body)
 	if reason != "" {
 		return edit{}, reason
 	}
 	if f.EndLine <= 0 {
+		if f.Outdated || f.OriginalCommit != "" {
+			return edit{}, ReasonStale + ": the thread has no current position in the file"
+		}
 		return edit{}, ReasonNoLines
 	}
 	start := f.StartLine
@@ -140,12 +167,32 @@ func prepare(idx int, f agent.Finding) (edit, string) {
 	if f.Path == "" || !filepath.IsLocal(p) {
 		return edit{}, fmt.Sprintf("%s: %q", ReasonBadPath, f.Path)
 	}
-	return edit{idx: idx, path: filepath.Clean(p), start: start, end: f.EndLine, lines: lines}, ""
+	e := edit{idx: idx, path: filepath.Clean(p), start: start, end: f.EndLine, lines: lines}
+	switch {
+	case f.OriginalCommit != "":
+		if !isCommitID(f.OriginalCommit) {
+			return edit{}, fmt.Sprintf("%s: the reviewed commit %q is not a commit id", ReasonStale, f.OriginalCommit)
+		}
+		s := &seenLines{workdir: workdir, env: env, commit: f.OriginalCommit, origStart: f.OrigStart, origEnd: f.OrigEnd}
+		if s.origEnd <= 0 {
+			// The forge gave no original position: the thread did not move.
+			s.origStart, s.origEnd = start, f.EndLine
+		} else if s.origStart <= 0 {
+			s.origStart = s.origEnd
+		}
+		if s.origStart > s.origEnd {
+			return edit{}, fmt.Sprintf("%s: reviewed start line %d after end line %d", ReasonOutOfRange, s.origStart, s.origEnd)
+		}
+		e.seen = s
+	case f.Outdated:
+		return edit{}, ReasonStale + ": the code changed since the review and the reviewed commit is unknown"
+	}
+	return e, ""
 }
 
 // applyFile applies edits to one file and writes it once. Per-finding
 // failures land in outcomes; the error is for IO that should stop the run.
-func applyFile(root *os.Root, path string, edits []edit, outcomes []agent.FindingOutcome) (bool, error) {
+func applyFile(ctx context.Context, root *os.Root, path string, edits []edit, outcomes []agent.FindingOutcome) (bool, error) {
 	data, err := root.ReadFile(path)
 	if err != nil {
 		reason := ReasonFileMissing
@@ -168,6 +215,7 @@ func applyFile(root *os.Root, path string, edits []edit, outcomes []agent.Findin
 	applied := 0
 	floor := len(f.lines) + 1 // lowest line touched so far
 	var floorID string
+	originals := map[string]originalFile{} // by commit
 	for _, e := range edits {
 		switch {
 		case e.end > len(f.lines):
@@ -175,6 +223,24 @@ func applyFile(root *os.Root, path string, edits []edit, outcomes []agent.Findin
 			continue
 		case e.end >= floor:
 			outcomes[e.idx].Reason = fmt.Sprintf("%s: %s", ReasonOverlap, floorID)
+			continue
+		}
+		// Edits go bottom-up and never overlap, so these are still the
+		// lines of the file as it was before any edit.
+		current := f.lines[e.start-1 : e.end]
+		if e.seen != nil {
+			orig, ok := originals[e.seen.commit]
+			if !ok {
+				orig = readOriginal(ctx, e.seen, path)
+				originals[e.seen.commit] = orig
+			}
+			if why := e.seen.mismatch(orig, current, path, e.start, e.end); why != "" {
+				outcomes[e.idx].Reason = ReasonStale + ": " + why
+				continue
+			}
+		}
+		if slices.Equal(current, e.lines) {
+			outcomes[e.idx].Reason = fmt.Sprintf("%s: lines %d-%d already read as suggested", ReasonNoChange, e.start, e.end)
 			continue
 		}
 		f.replace(e.start, e.end, e.lines)
