@@ -1,6 +1,7 @@
 package prloop
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
