@@ -28,6 +28,8 @@ type prOptions struct {
 	Agent        string
 	AgentCmd     string
 	TestCmd      string
+	AgentTimeout time.Duration // per agent run (AG-T1)
+	TestTimeout  time.Duration // per build/test run (AG-T5)
 	MaxIter      int
 	MaxWallClock time.Duration
 	PollMin      time.Duration
@@ -71,6 +73,8 @@ every thread, and stop at two-stable (or another terminal, see exit codes).`,
 	f.StringVar(&opts.Agent, "agent", "suggest", "fixer agent: suggest (apply ```suggestion blocks) or command")
 	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run (task JSON on stdin, status record on stdout)")
 	f.StringVar(&opts.TestCmd, "test-cmd", "", "test command (default: discovered from the repository)")
+	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of one agent run; at it the agent is stopped, and a run without a status record is retried once")
+	f.DurationVar(&opts.TestTimeout, "test-timeout", prloop.DefaultTestBudget, "time-box of one build/test run; a run stopped at it counts as failing")
 	f.IntVar(&opts.MaxIter, "max-iterations", def.MaxIterations, "maximum rounds")
 	f.DurationVar(&opts.MaxWallClock, "max-wall-clock", def.MaxWallClock, "maximum wall-clock time")
 	f.DurationVar(&opts.PollMin, "poll-min", 60*time.Second, "first wait between polls")
@@ -95,6 +99,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	}
 	if opts.PollMin <= 0 || opts.PollMax < opts.PollMin {
 		return usageErr("--poll-min must be positive and --poll-max at least --poll-min")
+	}
+	if opts.AgentTimeout <= 0 || opts.TestTimeout <= 0 {
+		return usageErr("--agent-timeout and --test-timeout must be positive")
 	}
 	ag, err := pickAgent(opts.Agent, opts.AgentCmd)
 	if err != nil {
@@ -153,6 +160,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		Secrets:  repo.Secrets(token),
 		Author:   "converge",
 		Email:    "converge@users.noreply.github.com",
+
+		AgentBudget: opts.AgentTimeout,
+		TestBudget:  opts.TestTimeout,
 	})
 	return err
 }
@@ -165,7 +175,12 @@ func pickAgent(name, cmdline string) (agent.Agent, error) {
 		if strings.TrimSpace(cmdline) == "" {
 			return nil, usageErr("--agent command needs --agent-cmd, e.g. --agent-cmd './fix.sh'")
 		}
-		a, err := command.New([]string{"sh", "-c", cmdline}, command.Options{})
+		// A missing program fails here, before the forge is touched,
+		// rather than as a failed agent run in round one (AG-T4).
+		if err := command.Preflight(cmdline); err != nil {
+			return nil, usageErr("--agent-cmd: %v", err)
+		}
+		a, err := command.New([]string{"sh", "-c", command.AbsProgram(cmdline)}, command.Options{})
 		if err != nil {
 			return nil, usageErr("--agent-cmd: %v", err)
 		}

@@ -41,6 +41,11 @@ type loopParams struct {
 	Secrets  []string
 	Author   string
 	Email    string
+
+	// AgentBudget and TestBudget time-box each agent and build/test run
+	// (AG-T1, AG-T5); zero means the defaults.
+	AgentBudget time.Duration
+	TestBudget  time.Duration
 }
 
 // runLoop runs one PR loop to its terminal: lock, record, run, persist,
@@ -103,13 +108,14 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		Agent:    p.Agent,
 		Reviewer: p.Reviewer,
 		AgentEnv: agent.ScrubEnv(os.Environ()),
-		Budget:   5 * time.Minute,
+		Budget:   p.AgentBudget,
 		TestCmd:  p.TestCmd,
 		Author:   p.Author,
 		Email:    p.Email,
 		Logf: func(format string, args ...any) {
 			out.Report(prloop.Event{Kind: "note", Message: fmt.Sprintf(format, args...)})
 		},
+		TestBudget: p.TestBudget,
 	}
 	runner := &prloop.Runner{
 		Forge:     p.Forge,
