@@ -28,6 +28,17 @@ type CopilotRound struct {
 	Findings []Finding
 	// Error makes the review Copilot's "encountered an error" body (PR-O3).
 	Error bool
+	// Body, when set, is the review's exact body (even ""), in place of
+	// the generated overview or the error body; the findings are still
+	// posted, so a body can be made to disagree with them.
+	Body *string
+	// Delay overrides Options.CopilotDelay for this round (negative:
+	// immediately).
+	Delay time.Duration
+	// NoStart accepts the request but never starts a review: no
+	// copilot_work_started event, and Copilot stays requested. The next
+	// request plays the next round.
+	NoStart bool
 }
 
 // CopilotScript is the ordered reviews Copilot gives on a PR; once they run
@@ -36,8 +47,21 @@ type CopilotScript struct {
 	Rounds []CopilotRound
 }
 
-// CopilotErrorBody is what Copilot says when its review failed.
-const CopilotErrorBody = "Copilot encountered an error and was unable to review this pull request. You can try again by re-requesting a review."
+// Bodies Copilot is seen to write instead of a review (PR-O3): none of
+// them is a clean review.
+const (
+	// CopilotErrorBody is what Copilot says when its review failed.
+	CopilotErrorBody = "Copilot encountered an error and was unable to review this pull request. You can try again by re-requesting a review."
+	// CopilotNoFilesBody is said when no file could be reviewed.
+	CopilotNoFilesBody = "Copilot wasn't able to review any files in this pull request."
+	// CopilotQuotaBody is said when the requester's quota is spent.
+	CopilotQuotaBody = "You have reached your monthly limit of premium requests for Copilot code review. Copilot wasn't able to review this pull request."
+	// CopilotUnavailableBody is said during an outage.
+	CopilotUnavailableBody = "Copilot code review is temporarily unavailable. Please try again later."
+)
+
+// Text returns a pointer to s, for CopilotRound.Body.
+func Text(s string) *string { return &s }
 
 // SetCopilotScript scripts Copilot on one PR, or on every PR of the
 // repository without its own script when number is 0.
@@ -62,45 +86,23 @@ func (h *Hub) SetCopilotScript(owner, repoName string, number int, script Copilo
 	return nil
 }
 
-// startCopilotLocked records the start of a review and schedules it.
-func (h *Hub) startCopilotLocked(p *pr) {
-	p.copilotBusy = true
-	cp := h.copilot()
-	h.addEventLocked(p, &issueEvent{event: "copilot_work_started", actor: cp})
-	h.publishLocked(Event{Kind: "copilot_started", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: cp.surfaceLogin()})
-	if h.closed {
-		p.copilotBusy = false
-		return
+// SetCopilotAvailable enables or disables Copilot code review on a
+// repository; while disabled, requesting the bot is refused (PR-M3).
+func (h *Hub) SetCopilotAvailable(owner, repoName string, ok bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rp := h.repoLocked(owner, repoName)
+	if rp == nil {
+		return fmt.Errorf("set copilot available: no repo %s/%s", owner, repoName)
 	}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		h.runCopilot(p)
-	}()
+	rp.noCopilot = !ok
+	return nil
 }
 
-func (h *Hub) runCopilot(p *pr) {
-	ctx := h.bgCtx()
-	defer func() {
-		h.mu.Lock()
-		defer h.mu.Unlock()
-		p.copilotBusy = false
-		cp := h.copilot()
-		removeRequestedLocked(p, cp)
-		h.addEventLocked(p, &issueEvent{event: "copilot_work_finished", actor: cp})
-		h.publishLocked(Event{Kind: "copilot_finished", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: cp.surfaceLogin()})
-	}()
-	if d := h.opts.CopilotDelay; d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-	}
-	h.mu.Lock()
-	head, base, dir := p.headSHA, p.baseSHA, p.repo.dir
+// startCopilotLocked plays the next scripted round for a request: it
+// records the start of a review and schedules it, unless the round never
+// starts.
+func (h *Hub) startCopilotLocked(p *pr) {
 	script := p.copilotScript
 	if script == nil {
 		script = p.repo.copilotScript
@@ -110,20 +112,80 @@ func (h *Hub) runCopilot(p *pr) {
 		round = script.Rounds[p.copilotRound]
 	}
 	p.copilotRound++
-	h.mu.Unlock()
+	if round.NoStart {
+		return
+	}
+	p.copilotBusy = true
+	cp := h.copilot()
+	h.addEventLocked(p, &issueEvent{event: "copilot_work_started", actor: cp})
+	h.publishLocked(Event{Kind: "copilot_started", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: cp.surfaceLogin()})
+	if h.closed {
+		p.copilotBusy = false
+		return
+	}
+	delay := h.opts.CopilotDelay
+	if round.Delay != 0 {
+		delay = round.Delay
+	}
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.runCopilot(p, round, delay)
+	}()
+}
+
+func (h *Hub) runCopilot(p *pr, round CopilotRound, delay time.Duration) {
+	ctx := h.bgCtx()
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			h.mu.Lock()
+			h.finishCopilotLocked(p)
+			h.mu.Unlock()
+			return
+		case <-t.C:
+		}
+	}
+	h.mu.RLock()
+	head, base, dir := p.headSHA, p.baseSHA, p.repo.dir
+	h.mu.RUnlock()
 
 	files := h.changedFiles(ctx, dir, base, head)
 	var body string
 	var comments []NewComment
-	if round.Error {
-		body = CopilotErrorBody
-	} else {
+	if !round.Error || round.Body != nil {
 		comments = copilotComments(ctx, dir, head, round.Findings)
+	}
+	switch {
+	case round.Body != nil:
+		body = *round.Body
+	case round.Error:
+		body = CopilotErrorBody
+	default:
 		body = copilotBody(files, len(comments))
 	}
-	if _, err := h.createReview(ctx, h.copilot(), p, "COMMENT", body, head, comments); err != nil {
+	cp := h.copilot()
+	state, commit, err := h.checkReview(ctx, cp, p, "COMMENT", body, head, comments)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil {
 		h.log.Error("fakehub copilot review", "pr", p.number, "err", err)
+	} else {
+		h.addReviewLocked(cp, p, state, body, commit, comments)
 	}
+	// The review, the end of the request and copilot_work_finished are one
+	// change, as a reader should never see half of them.
+	h.finishCopilotLocked(p)
+}
+
+func (h *Hub) finishCopilotLocked(p *pr) {
+	p.copilotBusy = false
+	cp := h.copilot()
+	removeRequestedLocked(p, cp)
+	h.addEventLocked(p, &issueEvent{event: "copilot_work_finished", actor: cp})
+	h.publishLocked(Event{Kind: "copilot_finished", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: cp.surfaceLogin()})
 }
 
 // copilotComments anchors the findings still present in head.

@@ -136,3 +136,75 @@ func TestPR_O2_CopilotLoginsPerSurface(t *testing.T) {
 		t.Errorf("clean round: %v", rvs)
 	}
 }
+
+// TestPR_O3_CopilotScriptBodiesDelaysAndNoStart: a round can dictate the
+// review's exact body (also empty, also at odds with its findings), its
+// own delay, or accept the request and never start.
+func TestPR_O3_CopilotScriptBodiesDelaysAndNoStart(t *testing.T) {
+	t.Parallel()
+	// Only a round's own delay can make a review land in this test.
+	h := newHub(t, Options{CopilotDelay: time.Hour})
+	n := seedPR(t, h, RepoOptions{})
+	p := h.prForTest(t, "acme", "widget", n)
+	fast := 10 * time.Millisecond
+	bye := Finding{Path: "main.go", Anchor: `println("bye")`, Body: "Say goodbye."}
+	if err := h.SetCopilotScript("acme", "widget", n, CopilotScript{Rounds: []CopilotRound{
+		{Body: Text(CopilotNoFilesBody), Delay: fast},
+		{Body: Text(""), Findings: []Finding{bye}, Delay: fast},
+		{NoStart: true},
+		{Body: Text(CopilotQuotaBody), Delay: fast},
+		{Error: true, Delay: -1},
+		{Body: Text(CopilotUnavailableBody), Delay: fast},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	gh := ghClient(t, h, h.Tokens().Author)
+	events, cancel := h.Subscribe()
+	defer cancel()
+	started := func() int {
+		evs, _, err := gh.Issues.ListIssueEvents(t.Context(), "acme", "widget", n, &github.ListOptions{PerPage: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		k := 0
+		for _, e := range evs {
+			if e.GetEvent() == "copilot_work_started" {
+				k++
+			}
+		}
+		return k
+	}
+	review := func() {
+		t.Helper()
+		requestCopilot(t, h, p)
+		waitFor(t, events, 10*time.Second, func(ev Event) bool { return ev.Kind == "copilot_finished" })
+	}
+
+	review()
+	review()
+	requestCopilot(t, h, p) // NoStart
+	time.Sleep(5 * fast)
+	st, _ := h.PR("acme", "widget", n)
+	if st.Reviews != 2 || len(st.Requested) != 1 || st.Requested[0] != LoginCopilot || started() != 2 {
+		t.Fatalf("a round that never starts: %d reviews, requested %v, %d starts", st.Reviews, st.Requested, started())
+	}
+	review()
+	review()
+	review()
+
+	st, _ = h.PR("acme", "widget", n)
+	var bodies []string
+	for _, rv := range st.ReviewList {
+		bodies = append(bodies, rv.Body)
+	}
+	want := []string{CopilotNoFilesBody, "", CopilotQuotaBody, CopilotErrorBody, CopilotUnavailableBody}
+	if strings.Join(bodies, "|") != strings.Join(want, "|") {
+		t.Errorf("bodies %q, want %q", bodies, want)
+	}
+	if st.ReviewList[1].Comments != 1 || st.Threads != 1 || st.ThreadList[0].ReviewID != st.ReviewList[1].ID {
+		t.Errorf("the empty-bodied review must still carry its finding: %+v %+v", st.ReviewList[1], st.ThreadList)
+	}
+	if started() != 5 || st.CopilotRounds != 6 || len(st.Requested) != 0 {
+		t.Errorf("%d starts, %d rounds played, requested %v", started(), st.CopilotRounds, st.Requested)
+	}
+}

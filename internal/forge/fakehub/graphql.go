@@ -10,8 +10,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
+	graphqlgo "github.com/graph-gophers/graphql-go"
 	gqlerrors "github.com/graph-gophers/graphql-go/errors"
 )
 
@@ -79,19 +81,35 @@ func (h *Hub) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, map[string]any{"message": "Problems parsing JSON", "documentation_url": docURL})
 		return
 	}
+	if f := h.takeGraphQLFault(req); f != nil {
+		writeFault(w, f.status)
+		return
+	}
 	h.mu.Lock()
 	h.countLocked("graphql", u)
 	rw := h.rateLocked(u)
 	rw.graphqlUsed++
-	remaining, reset := rateLimit-rw.graphqlUsed, rw.reset
+	used, reset := rw.graphqlUsed, rw.reset
 	h.mu.Unlock()
+	remaining := rateLimit - used
 	w.Header().Set("X-RateLimit-Limit", strconv.Itoa(rateLimit))
 	w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 	w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
-	w.Header().Set("X-RateLimit-Used", strconv.Itoa(rateLimit-remaining))
+	w.Header().Set("X-RateLimit-Used", strconv.Itoa(used))
 	w.Header().Set("X-RateLimit-Resource", "graphql")
-	ctx := context.WithValue(r.Context(), userKey, u)
-	resp := h.schema.Exec(ctx, req.Query, req.OperationName, req.Variables)
+	ex := &gqlExec{rateUsed: used, rateReset: reset, reads: map[*pr]int64{}}
+	ctx := context.WithValue(context.WithValue(r.Context(), userKey, u), execKey, ex)
+	// One request, one snapshot: a reader must never see a review without
+	// the threads written in the same change (PR-O2).
+	lock, unlock := h.mu.RLock, h.mu.RUnlock
+	if isMutation(req.Query) {
+		lock, unlock = h.mu.Lock, h.mu.Unlock
+	}
+	resp := func() *graphqlgo.Response {
+		lock()
+		defer unlock()
+		return h.schema.Exec(ctx, req.Query, req.OperationName, req.Variables)
+	}()
 	out := map[string]any{}
 	if len(resp.Errors) > 0 {
 		out["errors"] = githubErrors(resp.Errors)
@@ -101,6 +119,124 @@ func (h *Hub) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, out)
 }
+
+// writeFault answers an injected fault.
+func writeFault(w http.ResponseWriter, status int) {
+	if status == http.StatusOK {
+		writeJSON(w, status, map[string]any{"data": nil, "errors": []any{map[string]any{
+			"message": "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug. Please include `F4K3:H0B` when reporting this issue.",
+		}}})
+		return
+	}
+	writeJSON(w, status, map[string]any{"message": http.StatusText(status), "documentation_url": docURL})
+}
+
+// gqlExec is one GraphQL request as its resolvers see it: the rate window
+// counted before execution (resolvers may not write the model under a read
+// lock) and the lag fault's clock, the read number of each PR it touched.
+type gqlExec struct {
+	rateUsed  int
+	rateReset time.Time
+
+	mu    sync.Mutex
+	reads map[*pr]int64
+}
+
+const execKey ctxKey = 2
+
+func execOf(ctx context.Context) *gqlExec {
+	ex, _ := ctx.Value(execKey).(*gqlExec)
+	return ex
+}
+
+// readOf returns this request's read number of p, counting the read on
+// first use: every request that touches a PR is one read of it.
+func (h *Hub) readOf(ctx context.Context, p *pr) int64 {
+	ex := execOf(ctx)
+	if ex == nil {
+		return p.reads.Load()
+	}
+	ex.mu.Lock()
+	defer ex.mu.Unlock()
+	n, ok := ex.reads[p]
+	if !ok {
+		n = p.reads.Add(1)
+		ex.reads[p] = n
+	}
+	return n
+}
+
+// isMutation reports whether the document holds a mutation operation. It
+// is lexical and errs towards true, which only costs a write lock.
+func isMutation(doc string) bool {
+	depth := 0
+	for i := 0; i < len(doc); i++ {
+		switch c := doc[i]; {
+		case c == '#':
+			for i < len(doc) && doc[i] != '\n' {
+				i++
+			}
+		case c == '"':
+			if strings.HasPrefix(doc[i:], `"""`) {
+				end := strings.Index(doc[i+3:], `"""`)
+				if end < 0 {
+					return true
+				}
+				i += end + 5
+				continue
+			}
+			for i++; i < len(doc) && doc[i] != '"'; i++ {
+				if doc[i] == '\\' {
+					i++
+				}
+			}
+		case c == '{' || c == '(':
+			depth++
+		case c == '}' || c == ')':
+			depth--
+		case isNameStart(c):
+			j := i
+			for j < len(doc) && isNameChar(doc[j]) {
+				j++
+			}
+			if depth == 0 && doc[i:j] == "mutation" {
+				return true
+			}
+			i = j - 1
+		}
+	}
+	return false
+}
+
+// selectsField reports whether doc names field other than as an argument,
+// a variable or part of a longer name.
+func selectsField(doc, field string) bool {
+	for off := 0; ; {
+		k := strings.Index(doc[off:], field)
+		if k < 0 {
+			return false
+		}
+		i, j := off+k, off+k+len(field)
+		off = j
+		if i > 0 && (isNameChar(doc[i-1]) || doc[i-1] == '$') {
+			continue
+		}
+		if j < len(doc) && isNameChar(doc[j]) {
+			continue
+		}
+		rest := strings.TrimLeft(doc[j:], " \t\r\n,")
+		if strings.HasPrefix(rest, ":") {
+			continue
+		}
+		return true
+	}
+}
+
+func isNameStart(c byte) bool {
+	return c == '_' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')
+}
+
+func isNameChar(c byte) bool { return isNameStart(c) || ('0' <= c && c <= '9') }
 
 // githubErrors reshapes errors as GitHub sends them: the error type at the
 // top level next to path and message.

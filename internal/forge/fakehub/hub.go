@@ -41,6 +41,8 @@ type Options struct {
 	CopilotDelay time.Duration
 	// Logger receives request and background-work logs; discarded when nil.
 	Logger *slog.Logger
+	// ReviewLag turns the lag fault on from the start (see ReviewLag).
+	ReviewLag ReviewLag
 }
 
 // Tokens are the per-hub secrets, one per identity.
@@ -91,7 +93,10 @@ type Hub struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu      sync.Mutex
+	// mu guards the model. A GraphQL query holds it for reading for its
+	// whole execution so it reads one snapshot; a mutation holds it for
+	// writing. Resolvers therefore never lock it themselves.
+	mu      sync.RWMutex
 	users   map[string]*user // by token
 	byLogin map[string]*user // by any login variant, lower-case
 	repos   map[string]*repo // "owner/name"
@@ -100,6 +105,7 @@ type Hub struct {
 	subs    map[int]chan Event
 	nextSub int
 	faults  []*fault
+	lag     ReviewLag
 	counts  RequestCounts
 	rate    map[string]*rateWindow // by login
 
@@ -128,6 +134,7 @@ func New(opts Options) (*Hub, error) {
 		subs:    map[int]chan Event{},
 		rate:    map[string]*rateWindow{},
 		nextID:  1000,
+		lag:     opts.ReviewLag,
 	}
 	if h.log == nil {
 		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -339,7 +346,7 @@ func (s *statusRecorder) Flush() {
 func (h *Hub) serveWeb(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.Trim(r.URL.Path, "/"), "/")
 	if len(parts) >= 4 && parts[2] == "pull" {
-		h.mu.Lock()
+		h.mu.RLock()
 		rp := h.repos[parts[0]+"/"+parts[1]]
 		var title string
 		if rp != nil {
@@ -349,7 +356,7 @@ func (h *Hub) serveWeb(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 		}
-		h.mu.Unlock()
+		h.mu.RUnlock()
 		if title != "" {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			fmt.Fprintf(w, "<!doctype html><title>%s</title><h1>%s</h1>\n", htmlEscape(title), htmlEscape(title))
@@ -423,6 +430,9 @@ func (h *Hub) newIDLocked() int64 {
 
 type fault struct {
 	prefix string
+	// field, when set, limits a GraphQL fault to requests naming it as
+	// their operation or selecting it as a field.
+	field  string
 	status int
 	count  int
 }
@@ -436,11 +446,33 @@ func (h *Hub) InjectFault(pathPrefix string, status, count int) {
 	h.faults = append(h.faults, &fault{prefix: pathPrefix, status: status, count: count})
 }
 
+// InjectGraphQLFault makes the next count GraphQL requests that select
+// field (e.g. "requestReviewsByLogin") or are the operation named field
+// fail, before anything executes. A 5xx status answers as GitHub's front
+// end does; status 200 answers as GitHub does when a query blew up inside:
+// no data and one untyped "Something went wrong" error.
+func (h *Hub) InjectGraphQLFault(field string, status, count int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.faults = append(h.faults, &fault{prefix: "/api/graphql", field: field, status: status, count: count})
+}
+
 func (h *Hub) takeFault(path string) *fault {
+	return h.takeFaultMatching(func(f *fault) bool { return f.field == "" && strings.HasPrefix(path, f.prefix) })
+}
+
+// takeGraphQLFault finds a field-targeted fault for one GraphQL request.
+func (h *Hub) takeGraphQLFault(req gqlRequest) *fault {
+	return h.takeFaultMatching(func(f *fault) bool {
+		return f.field != "" && (req.OperationName == f.field || selectsField(req.Query, f.field))
+	})
+}
+
+func (h *Hub) takeFaultMatching(match func(*fault) bool) *fault {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, f := range h.faults {
-		if strings.HasPrefix(path, f.prefix) {
+		if match(f) {
 			f.count--
 			if f.count <= 0 {
 				h.faults = append(h.faults[:i], h.faults[i+1:]...)
@@ -466,8 +498,8 @@ func (c RequestCounts) Total() int { return c.REST + c.GraphQL }
 
 // RequestCount returns a copy of the counters.
 func (h *Hub) RequestCount() RequestCounts {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	c := h.counts
 	c.ByLogin = map[string]int{}
 	for k, v := range h.counts.ByLogin {

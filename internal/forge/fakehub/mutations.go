@@ -2,6 +2,7 @@ package fakehub
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -23,9 +24,7 @@ func (r *rootResolver) RequestReviewsByLogin(ctx context.Context, args struct {
 	h := r.h
 	in := args.Input
 	u := ctxUser(ctx)
-	h.mu.Lock()
 	p, _ := h.nodes[string(in.PullRequestId)].(*pr)
-	h.mu.Unlock()
 	if p == nil {
 		return nil, notFoundf("Could not resolve to a node with the global id of '%s'", in.PullRequestId)
 	}
@@ -45,7 +44,9 @@ func (r *rootResolver) RequestReviewsByLogin(ctx context.Context, args struct {
 	if in.BotLogins != nil {
 		for _, l := range *in.BotLogins {
 			ru := h.userByLogin(strings.TrimSuffix(l, "[bot]"))
-			if ru == nil || ru.typ != "Bot" || ru != h.copilot() {
+			// A repository without Copilot code review does not know the
+			// bot: the definite refusal of PR-M3.
+			if ru == nil || ru.typ != "Bot" || ru != h.copilot() || p.repo.noCopilot {
 				return nil, notFoundf("Could not resolve to a Bot with the login of '%s'.", l)
 			}
 			want = append(want, ru)
@@ -55,7 +56,7 @@ func (r *rootResolver) RequestReviewsByLogin(ctx context.Context, args struct {
 		return nil, notFoundf("Could not resolve to a Team with the slug of '%s'.", (*in.TeamSlugs)[0])
 	}
 	union := in.Union != nil && *in.Union
-	if err := h.requestReviewers(u, p, want, union); err != nil {
+	if err := h.requestReviewersLocked(u, p, want, union); err != nil {
 		return nil, err
 	}
 	return &requestReviewsPayload{h: h, p: p, u: u, cmid: in.ClientMutationId}, nil
@@ -77,6 +78,10 @@ func (p *requestReviewsPayload) PullRequest() *prRes       { return &prRes{h: p.
 func (h *Hub) requestReviewers(by *user, p *pr, want []*user, union bool) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.requestReviewersLocked(by, p, want, union)
+}
+
+func (h *Hub) requestReviewersLocked(by *user, p *pr, want []*user, union bool) error {
 	if p.state != "OPEN" {
 		return unprocessablef("Pull request is closed")
 	}
@@ -139,16 +144,14 @@ func (r *rootResolver) AddPullRequestReviewThreadReply(ctx context.Context, args
 }) (*replyPayload, error) {
 	h := r.h
 	in := args.Input
-	h.mu.Lock()
 	t, _ := h.nodes[string(in.PullRequestReviewThreadId)].(*thread)
-	h.mu.Unlock()
 	if t == nil {
 		return nil, notFoundf("Could not resolve to a node with the global id of '%s'", in.PullRequestReviewThreadId)
 	}
 	if strings.TrimSpace(in.Body) == "" {
 		return nil, unprocessablef("Body can't be blank")
 	}
-	c := h.replyToThread(ctxUser(ctx), t, in.Body)
+	c := h.replyToThreadLocked(ctxUser(ctx), t, in.Body)
 	return &replyPayload{h: h, c: c, cmid: in.ClientMutationId}, nil
 }
 
@@ -165,6 +168,10 @@ func (p *replyPayload) Comment() *commentRes      { return &commentRes{h: p.h, c
 func (h *Hub) replyToThread(by *user, t *thread, body string) *reviewComment {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	return h.replyToThreadLocked(by, t, body)
+}
+
+func (h *Hub) replyToThreadLocked(by *user, t *thread, body string) *reviewComment {
 	first := t.comments[0]
 	c := &reviewComment{thread: t, id: h.newIDLocked(), author: by, body: body, createdAt: h.now(), replyTo: first.id, commitSHA: t.pr.headSHA}
 	// A reply outside a review still belongs to a (single-comment) review
@@ -195,8 +202,6 @@ func (r *rootResolver) UnresolveReviewThread(ctx context.Context, args resolveIn
 func (r *rootResolver) setResolved(ctx context.Context, args resolveInput, resolved bool) (*resolvePayload, error) {
 	h := r.h
 	u := ctxUser(ctx)
-	h.mu.Lock()
-	defer h.mu.Unlock()
 	t, _ := h.nodes[string(args.Input.ThreadId)].(*thread)
 	if t == nil {
 		return nil, notFoundf("Could not resolve to a node with the global id of '%s'", args.Input.ThreadId)
@@ -242,42 +247,59 @@ type NewComment struct {
 // createReview submits a review on the PR's current head (or commit), each
 // comment opening a thread.
 func (h *Hub) createReview(ctx context.Context, by *user, p *pr, event, body, commit string, comments []NewComment) (*review, error) {
-	state := map[string]string{"COMMENT": "COMMENTED", "APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "": "COMMENTED"}[strings.ToUpper(event)]
-	if state == "" {
-		return nil, fmt.Errorf("event %q is not one of COMMENT, APPROVE, REQUEST_CHANGES", event)
-	}
-	if (state == "APPROVED" || state == "CHANGES_REQUESTED") && by == p.author {
-		return nil, fmt.Errorf("can not %s your own pull request", strings.ToLower(strings.ReplaceAll(event, "_", " ")))
-	}
-	if state == "CHANGES_REQUESTED" && body == "" {
-		return nil, fmt.Errorf("body is required when requesting changes")
+	state, commit, err := h.checkReview(ctx, by, p, event, body, commit, comments)
+	if err != nil {
+		return nil, err
 	}
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.addReviewLocked(by, p, state, body, commit, comments), nil
+}
+
+// checkReview validates a review against git, outside the lock, and
+// returns its state and commit.
+func (h *Hub) checkReview(ctx context.Context, by *user, p *pr, event, body, commit string, comments []NewComment) (string, string, error) {
+	state := map[string]string{"COMMENT": "COMMENTED", "APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "": "COMMENTED"}[strings.ToUpper(event)]
+	if state == "" {
+		return "", "", fmt.Errorf("event %q is not one of COMMENT, APPROVE, REQUEST_CHANGES", event)
+	}
+	if (state == "APPROVED" || state == "CHANGES_REQUESTED") && by == p.author {
+		return "", "", fmt.Errorf("can not %s your own pull request", strings.ToLower(strings.ReplaceAll(event, "_", " ")))
+	}
+	if state == "CHANGES_REQUESTED" && body == "" {
+		return "", "", fmt.Errorf("body is required when requesting changes")
+	}
+	h.mu.RLock()
 	if commit == "" {
 		commit = p.headSHA
 	}
 	dir := p.repo.dir
-	h.mu.Unlock()
+	h.mu.RUnlock()
 	for _, c := range comments {
 		if c.Path == "" || c.Line <= 0 {
-			return nil, fmt.Errorf("comment needs path and line")
+			return "", "", fmt.Errorf("comment needs path and line")
 		}
 		content, ok := fileAt(ctx, dir, commit, c.Path)
 		if !ok {
-			return nil, fmt.Errorf("path %s is not in the diff", c.Path)
+			return "", "", fmt.Errorf("path %s is not in the diff", c.Path)
 		}
 		n := strings.Count(content, "\n")
 		if !strings.HasSuffix(content, "\n") {
 			n++
 		}
 		if c.Line > n || (c.StartLine != 0 && (c.StartLine > c.Line || c.StartLine < 1)) {
-			return nil, fmt.Errorf("line %d of %s could not be resolved", c.Line, c.Path)
+			return "", "", fmt.Errorf("line %d of %s could not be resolved", c.Line, c.Path)
 		}
 	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	return state, commit, nil
+}
+
+// addReviewLocked adds a checked review with all its threads in one change,
+// so no reader sees the review without them (PR-O2).
+func (h *Hub) addReviewLocked(by *user, p *pr, state, body, commit string, comments []NewComment) *review {
 	now := h.now()
-	rv := &review{pr: p, id: h.newIDLocked(), author: by, state: state, body: body, commitSHA: commit, submittedAt: now}
+	rv := &review{pr: p, id: h.newIDLocked(), author: by, state: state, body: body, commitSHA: commit, submittedAt: now, comments: len(comments)}
+	h.drawLagLocked(p, rv)
 	p.reviews = append(p.reviews, rv)
 	h.nodes[rv.nodeID()] = rv
 	for _, c := range comments {
@@ -285,7 +307,7 @@ func (h *Hub) createReview(ctx context.Context, by *user, p *pr, event, body, co
 		if side == "" {
 			side = "RIGHT"
 		}
-		t := &thread{pr: p, id: h.newIDLocked(), path: c.Path, line: c.Line, startLine: c.StartLine, side: side, commitSHA: commit}
+		t := &thread{pr: p, id: h.newIDLocked(), path: c.Path, line: c.Line, startLine: c.StartLine, side: side, commitSHA: commit, review: rv}
 		rc := &reviewComment{thread: t, id: h.newIDLocked(), reviewID: rv.id, author: by, body: c.Body, createdAt: now, commitSHA: commit}
 		t.comments = []*reviewComment{rc}
 		p.threads = append(p.threads, t)
@@ -297,5 +319,31 @@ func (h *Hub) createReview(ctx context.Context, by *user, p *pr, event, body, co
 	}
 	p.updatedAt = now
 	h.publishLocked(Event{Kind: "review", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, SHA: commit, Actor: by.restLogin, Detail: state})
+	return rv
+}
+
+// dismissReview dismisses a submitted approval or change request, as
+// REST's dismissals endpoint does.
+func (h *Hub) dismissReview(by *user, p *pr, id int64, message string) (*review, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var rv *review
+	for _, x := range p.reviews {
+		if x.id == id {
+			rv = x
+		}
+	}
+	if rv == nil {
+		return nil, errNoReview
+	}
+	if rv.state != "APPROVED" && rv.state != "CHANGES_REQUESTED" {
+		return nil, fmt.Errorf("can not dismiss a %s pull request review", strings.ToLower(rv.state))
+	}
+	rv.state = "DISMISSED"
+	h.addEventLocked(p, &issueEvent{event: "review_dismissed", actor: by})
+	p.updatedAt = h.now()
+	h.publishLocked(Event{Kind: "review", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, SHA: rv.commitSHA, Actor: by.restLogin, Detail: "DISMISSED:" + message})
 	return rv, nil
 }
+
+var errNoReview = errors.New("no such review")

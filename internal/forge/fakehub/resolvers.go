@@ -10,29 +10,28 @@ import (
 	graphqlgo "github.com/graph-gophers/graphql-go"
 )
 
-// Resolvers for schema.graphql. Each method reads the model under h.mu;
-// git work (merge state, line mapping, commit metadata) runs outside it.
+// Resolvers for schema.graphql. serveGraphQL holds h.mu for the whole
+// request (read for queries, write for mutations), so resolvers read and
+// write the model without locking; git work (merge state, line mapping,
+// commit metadata) depends only on immutable commit ids.
 
 type rootResolver struct{ h *Hub }
 
 func (r *rootResolver) Node(ctx context.Context, args struct{ ID graphqlgo.ID }) (*nodeRes, error) {
 	h := r.h
-	h.mu.Lock()
 	v := h.nodes[string(args.ID)]
-	h.mu.Unlock()
 	if v == nil {
 		return nil, notFoundf("Could not resolve to a node with the global id of '%s'", args.ID)
+	}
+	if p, ok := v.(*pr); ok {
+		h.readOf(ctx, p)
 	}
 	return &nodeRes{h: h, v: v}, nil
 }
 
 func (r *rootResolver) RateLimit(ctx context.Context, args struct{ DryRun bool }) *rateLimitRes {
-	h := r.h
-	u := ctxUser(ctx)
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	rw := h.rateLocked(u)
-	return &rateLimitRes{used: rw.graphqlUsed, reset: rw.reset}
+	ex := execOf(ctx)
+	return &rateLimitRes{used: ex.rateUsed, reset: ex.rateReset}
 }
 
 func (r *rootResolver) Repository(ctx context.Context, args struct {
@@ -41,9 +40,7 @@ func (r *rootResolver) Repository(ctx context.Context, args struct {
 	Owner         string
 }) (*repoRes, error) {
 	h := r.h
-	h.mu.Lock()
 	rp := h.repoLocked(args.Owner, args.Name)
-	h.mu.Unlock()
 	if rp == nil {
 		return nil, notFoundf("Could not resolve to a Repository with the name '%s/%s'.", args.Owner, args.Name)
 	}
@@ -115,6 +112,10 @@ func (n *nodeRes) ToRepository() (*repoRes, bool) {
 func (n *nodeRes) ToCheckRun() (*checkRunRes, bool) {
 	v, ok := n.v.(*checkRun)
 	return &checkRunRes{h: n.h, c: v}, ok
+}
+func (n *nodeRes) ToIssueComment() (*issueCommentRes, bool) {
+	v, ok := n.v.(*issueComment)
+	return &issueCommentRes{h: n.h, c: v}, ok
 }
 func (n *nodeRes) ToUser() (*userRes, bool)                   { return nil, false }
 func (n *nodeRes) ToBot() (*botRes, bool)                     { return nil, false }
@@ -245,13 +246,12 @@ func (r *repoRes) ViewerPermission(ctx context.Context) *string {
 	}
 	return &p
 }
-func (r *repoRes) PullRequest(args struct{ Number int32 }) (*prRes, error) {
-	r.h.mu.Lock()
+func (r *repoRes) PullRequest(ctx context.Context, args struct{ Number int32 }) (*prRes, error) {
 	p := r.rp.pr(int(args.Number))
-	r.h.mu.Unlock()
 	if p == nil {
 		return nil, notFoundf("Could not resolve to a PullRequest with the number of %d.", args.Number)
 	}
+	r.h.readOf(ctx, p)
 	return &prRes{h: r.h, p: p}, nil
 }
 
@@ -279,34 +279,25 @@ type prRes struct {
 	p *pr
 }
 
-// lock holds h.mu until the returned func runs: defer r.lock()().
-func (r *prRes) lock() func() { r.h.mu.Lock(); return r.h.mu.Unlock }
-
 func (r *prRes) Author() *actorRes { return actorOf(r.h, r.p.author) }
 func (r *prRes) BaseRefName() string {
-	defer r.lock()()
 	return r.p.baseRef
 }
 func (r *prRes) BaseRefOid() gqlGitObjectID {
-	defer r.lock()()
 	return gqlGitObjectID(r.p.baseSHA)
 }
 func (r *prRes) Body() string {
-	defer r.lock()()
 	return r.p.body
 }
 func (r *prRes) Closed() bool {
-	defer r.lock()()
 	return r.p.state != "OPEN"
 }
 func (r *prRes) CreatedAt() gqlDateTime { return dt(r.p.createdAt) }
 func (r *prRes) UpdatedAt() gqlDateTime {
-	defer r.lock()()
 	return dt(r.p.updatedAt)
 }
 func (r *prRes) HeadRefName() string { return r.p.headRef }
 func (r *prRes) HeadRefOid() gqlGitObjectID {
-	defer r.lock()()
 	return gqlGitObjectID(r.p.headSHA)
 }
 func (r *prRes) HeadRepository() *repoRes { return &repoRes{h: r.h, rp: r.p.repo} }
@@ -316,20 +307,16 @@ func (r *prRes) HeadRepositoryOwner() *ownerRes {
 func (r *prRes) ID() graphqlgo.ID        { return graphqlgo.ID(r.p.nodeID()) }
 func (r *prRes) IsCrossRepository() bool { return false }
 func (r *prRes) IsDraft() bool {
-	defer r.lock()()
 	return r.p.draft
 }
 func (r *prRes) Merged() bool {
-	defer r.lock()()
 	return r.p.state == "MERGED"
 }
 func (r *prRes) Number() int32 { return int32(r.p.number) }
 func (r *prRes) State() string {
-	defer r.lock()()
 	return r.p.state
 }
 func (r *prRes) Title() string {
-	defer r.lock()()
 	return r.p.title
 }
 func (r *prRes) Url() gqlURI {
@@ -337,21 +324,36 @@ func (r *prRes) Url() gqlURI {
 }
 
 func (r *prRes) Mergeable(ctx context.Context) (string, error) {
-	m, _, err := r.h.mergeStatus(ctx, r.p)
+	m, _, err := r.h.mergeStatusOf(ctx, mergeInputOf(r.p))
 	return m, err
 }
 
 func (r *prRes) MergeStateStatus(ctx context.Context) (string, error) {
-	_, s, err := r.h.mergeStatus(ctx, r.p)
+	_, s, err := r.h.mergeStatusOf(ctx, mergeInputOf(r.p))
 	return s, err
 }
 
-// mergeStatus derives mergeable and mergeStateStatus from git and checks.
+// mergeInput is what merge status depends on, read under h.mu.
+type mergeInput struct {
+	state, base, head, dir, rollup string
+	draft                          bool
+}
+
+func mergeInputOf(p *pr) mergeInput {
+	return mergeInput{state: p.state, draft: p.draft, base: p.baseSHA, head: p.headSHA, dir: p.repo.dir, rollup: p.repo.rollupState(p.headSHA)}
+}
+
+// mergeStatus derives mergeable and mergeStateStatus from git and checks;
+// it takes h.mu itself, so callers must not hold it.
 func (h *Hub) mergeStatus(ctx context.Context, p *pr) (mergeable, state string, err error) {
-	h.mu.Lock()
-	st, draft, base, head, dir := p.state, p.draft, p.baseSHA, p.headSHA, p.repo.dir
-	rollup := p.repo.rollupState(head)
-	h.mu.Unlock()
+	h.mu.RLock()
+	in := mergeInputOf(p)
+	h.mu.RUnlock()
+	return h.mergeStatusOf(ctx, in)
+}
+
+func (h *Hub) mergeStatusOf(ctx context.Context, in mergeInput) (mergeable, state string, err error) {
+	st, draft, base, head, dir, rollup := in.state, in.draft, in.base, in.head, in.dir, in.rollup
 	if st == "MERGED" {
 		return "UNKNOWN", "UNKNOWN", nil
 	}
@@ -379,7 +381,6 @@ func (h *Hub) mergeStatus(ctx context.Context, p *pr) (mergeable, state string, 
 }
 
 func (r *prRes) Labels(args pageArgs) (*labelConn, error) {
-	defer r.lock()()
 	ls := r.p.labels
 	s, e, pi, err := paginate(len(ls), args, "labels")
 	if err != nil {
@@ -410,7 +411,6 @@ func (l *labelRes) ID() graphqlgo.ID     { return graphqlgo.ID(fmt.Sprintf("LA_f
 func (l *labelRes) Name() string         { return l.l.name }
 
 func (r *prRes) ReviewRequests(args pageArgs) (*reviewRequestConn, error) {
-	defer r.lock()()
 	us := r.p.requested
 	s, e, _, err := paginate(len(us), args, "reviewRequests")
 	if err != nil {
@@ -459,7 +459,6 @@ func (r *prRes) Reviews(args struct {
 	Last   *int32
 	States *[]string
 }) (*reviewConn, error) {
-	defer r.lock()()
 	var rvs []*review
 	for _, rv := range r.p.reviews {
 		if args.Author != nil && !strings.EqualFold(rv.author.login, *args.Author) {
@@ -475,7 +474,6 @@ func (r *prRes) Reviews(args struct {
 
 // LatestReviews keeps each author's newest review, as GitHub's projection.
 func (r *prRes) LatestReviews(args pageArgs) (*reviewConn, error) {
-	defer r.lock()()
 	var rvs []*review
 	idx := map[*user]int{}
 	for _, rv := range r.p.reviews {
@@ -500,6 +498,53 @@ func (r *prRes) reviewConn(rvs []*review, args pageArgs, name string) (*reviewCo
 	}
 	return c, nil
 }
+
+// Repository is the PR's base repository.
+func (r *prRes) Repository() *repoRes { return &repoRes{h: r.h, rp: r.p.repo} }
+
+// Comments are the PR's top-level conversation comments.
+func (r *prRes) Comments(args pageArgs) (*issueCommentConn, error) {
+	cs := r.p.issueComments
+	s, e, pi, err := paginate(len(cs), args, "comments")
+	if err != nil {
+		return nil, err
+	}
+	c := &issueCommentConn{pi: pi, total: len(cs)}
+	for _, ic := range cs[s:e] {
+		c.nodes = append(c.nodes, &issueCommentRes{h: r.h, p: r.p, c: ic})
+	}
+	return c, nil
+}
+
+type issueCommentConn struct {
+	nodes []*issueCommentRes
+	pi    *pageInfo
+	total int
+}
+
+func (c *issueCommentConn) Nodes() *[]*issueCommentRes { return &c.nodes }
+func (c *issueCommentConn) PageInfo() *pageInfo        { return c.pi }
+func (c *issueCommentConn) TotalCount() int32          { return int32(c.total) }
+
+type issueCommentRes struct {
+	h *Hub
+	p *pr // nil when reached through node(id)
+	c *issueComment
+}
+
+func (r *issueCommentRes) Author() *actorRes { return actorOf(r.h, r.c.author) }
+func (r *issueCommentRes) AuthorAssociation() string {
+	if r.p == nil {
+		return "NONE"
+	}
+	return association(r.p.repo, r.c.author)
+}
+func (r *issueCommentRes) Body() string               { return r.c.body }
+func (r *issueCommentRes) CreatedAt() gqlDateTime     { return dt(r.c.createdAt) }
+func (r *issueCommentRes) DatabaseId() *int32         { n := int32(r.c.id); return &n }
+func (r *issueCommentRes) FullDatabaseId() *gqlBigInt { return bigint(r.c.id) }
+func (r *issueCommentRes) ID() graphqlgo.ID           { return graphqlgo.ID(r.c.nodeID()) }
+func (r *issueCommentRes) UpdatedAt() gqlDateTime     { return dt(r.c.updatedAt) }
 
 func containsStr(xs []string, x string) bool {
 	for _, y := range xs {
@@ -551,6 +596,31 @@ func (r *reviewRes) Url() gqlURI {
 	return gqlURI(fmt.Sprintf("%s#pullrequestreview-%d", r.h.PRURL(p.repo.owner, p.repo.name, p.number), r.rv.id))
 }
 
+// Comments are the inline comments submitted with the review; under the
+// lag fault they are absent (and counted 0 unless the count is current).
+func (r *reviewRes) Comments(ctx context.Context, args pageArgs) (*commentConn, error) {
+	var cs []*reviewComment
+	rv := r.rv
+	if !rv.lagging(r.h.readOf(ctx, rv.pr)) || rv.countCurrent {
+		for _, t := range rv.pr.threads {
+			for _, c := range t.comments {
+				if c.reviewID == rv.id {
+					cs = append(cs, c)
+				}
+			}
+		}
+	}
+	s, e, pi, err := paginate(len(cs), args, "comments")
+	if err != nil {
+		return nil, err
+	}
+	c := &commentConn{pi: pi, total: len(cs)}
+	for i := s; i < e; i++ {
+		c.nodes = append(c.nodes, &commentRes{h: r.h, c: cs[i]})
+		c.edges = append(c.edges, &commentEdge{cursor: cursor(i), node: &commentRes{h: r.h, c: cs[i]}})
+	}
+	return c, nil
+}
 func association(rp *repo, u *user) string {
 	switch {
 	case strings.EqualFold(u.login, rp.owner):
@@ -577,9 +647,7 @@ func (reactingUsersRes) TotalCount() int32 { return 0 }
 // Commits.
 
 func (r *prRes) Commits(ctx context.Context, args pageArgs) (*prCommitConn, error) {
-	r.h.mu.Lock()
 	base, head, dir := r.p.baseSHA, r.p.headSHA, r.p.repo.dir
-	r.h.mu.Unlock()
 	cs, err := r.h.prCommits(ctx, dir, base, head)
 	if err != nil {
 		return nil, fmt.Errorf("list commits: %w", err)
@@ -657,8 +725,6 @@ func (c *commitRes) Parents(ctx context.Context, args pageArgs) (*commitConn, er
 	return cc, nil
 }
 func (c *commitRes) StatusCheckRollup() *rollupRes {
-	c.h.mu.Lock()
-	defer c.h.mu.Unlock()
 	if c.rp.rollupState(c.sha) == "" {
 		return nil
 	}
@@ -685,13 +751,9 @@ type rollupRes struct {
 
 func (r *rollupRes) ID() graphqlgo.ID { return graphqlgo.ID("SCR_fh" + r.sha) }
 func (r *rollupRes) State() string {
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
 	return r.rp.rollupState(r.sha)
 }
 func (r *rollupRes) Contexts(args pageArgs) (*ctxConn, error) {
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
 	var all []*ctxRes
 	runs, sts := r.rp.latestCheckRuns(r.sha), r.rp.latestStatuses(r.sha)
 	for _, c := range runs {
@@ -732,15 +794,11 @@ type checkRunRes struct {
 	c *checkRun
 }
 
-func (r *checkRunRes) lock() func() { r.h.mu.Lock(); return r.h.mu.Unlock }
-
 func (r *checkRunRes) CheckSuite() *checkSuiteRes { return &checkSuiteRes{c: r.c} }
 func (r *checkRunRes) CompletedAt() *gqlDateTime {
-	defer r.lock()()
 	return dtp(r.c.completedAt)
 }
 func (r *checkRunRes) Conclusion() *string {
-	defer r.lock()()
 	if r.c.conclusion == "" {
 		return nil
 	}
@@ -758,23 +816,18 @@ func (r *checkRunRes) DetailsUrl() *gqlURI {
 func (r *checkRunRes) ID() graphqlgo.ID { return graphqlgo.ID(r.c.nodeID()) }
 func (r *checkRunRes) Name() string     { return r.c.name }
 func (r *checkRunRes) StartedAt() *gqlDateTime {
-	defer r.lock()()
 	return dtp(r.c.startedAt)
 }
 func (r *checkRunRes) Status() string {
-	defer r.lock()()
 	return strings.ToUpper(r.c.status)
 }
 func (r *checkRunRes) Summary() *string {
-	defer r.lock()()
 	return strp(r.c.summary)
 }
 func (r *checkRunRes) Text() *string {
-	defer r.lock()()
 	return strp(r.c.text)
 }
 func (r *checkRunRes) Title() *string {
-	defer r.lock()()
 	return strp(r.c.title)
 }
 
@@ -844,9 +897,14 @@ func (s *statusRes) TargetUrl() *gqlURI {
 
 // Review threads.
 
-func (r *prRes) ReviewThreads(args pageArgs) (*threadConn, error) {
-	defer r.lock()()
-	ts := r.p.threads
+func (r *prRes) ReviewThreads(ctx context.Context, args pageArgs) (*threadConn, error) {
+	read := r.h.readOf(ctx, r.p)
+	var ts []*thread
+	for _, t := range r.p.threads {
+		if t.review == nil || !t.review.lagging(read) {
+			ts = append(ts, t)
+		}
+	}
 	s, e, pi, err := paginate(len(ts), args, "reviewThreads")
 	if err != nil {
 		return nil, err
@@ -884,8 +942,6 @@ type threadRes struct {
 	t *thread
 }
 
-func (r *threadRes) lock() func() { r.h.mu.Lock(); return r.h.mu.Unlock }
-
 func (r *threadRes) Comments(args struct {
 	After  *string
 	Before *string
@@ -893,7 +949,6 @@ func (r *threadRes) Comments(args struct {
 	Last   *int32
 	Skip   *int32
 }) (*commentConn, error) {
-	defer r.lock()()
 	cs := r.t.comments
 	if args.Skip != nil && *args.Skip > 0 {
 		cs = cs[min(int(*args.Skip), len(cs)):]
@@ -912,22 +967,21 @@ func (r *threadRes) Comments(args struct {
 func (r *threadRes) DiffSide() string { return r.t.side }
 func (r *threadRes) ID() graphqlgo.ID { return graphqlgo.ID(r.t.nodeID()) }
 func (r *threadRes) IsOutdated(ctx context.Context) bool {
-	_, _, out := r.h.threadPos(ctx, r.t)
+	_, _, out := r.h.threadPosOf(ctx, threadPosInputOf(r.t))
 	return out
 }
 func (r *threadRes) IsResolved() bool {
-	defer r.lock()()
 	return r.t.resolved
 }
 func (r *threadRes) Line(ctx context.Context) *int32 {
-	l, _, out := r.h.threadPos(ctx, r.t)
+	l, _, out := r.h.threadPosOf(ctx, threadPosInputOf(r.t))
 	if out {
 		return nil
 	}
 	return i32p(l)
 }
 func (r *threadRes) StartLine(ctx context.Context) *int32 {
-	_, s, out := r.h.threadPos(ctx, r.t)
+	_, s, out := r.h.threadPosOf(ctx, threadPosInputOf(r.t))
 	if out {
 		return nil
 	}
@@ -951,12 +1005,27 @@ func i32p(n int) *int32 {
 	return &v
 }
 
-// threadPos maps a thread's original range to the PR's current head.
+// threadPosInput is what a thread's position depends on, read under h.mu.
+type threadPosInput struct {
+	head, commit, dir, path string
+	line, start             int
+}
+
+func threadPosInputOf(t *thread) threadPosInput {
+	return threadPosInput{head: t.pr.headSHA, commit: t.commitSHA, dir: t.pr.repo.dir, path: t.path, line: t.line, start: t.startLine}
+}
+
+// threadPos maps a thread's original range to the PR's current head; it
+// takes h.mu itself, so callers must not hold it.
 func (h *Hub) threadPos(ctx context.Context, t *thread) (line, start int, outdated bool) {
-	h.mu.Lock()
-	head, commit, dir := t.pr.headSHA, t.commitSHA, t.pr.repo.dir
-	path, ol, os := t.path, t.line, t.startLine
-	h.mu.Unlock()
+	h.mu.RLock()
+	in := threadPosInputOf(t)
+	h.mu.RUnlock()
+	return h.threadPosOf(ctx, in)
+}
+
+func (h *Hub) threadPosOf(ctx context.Context, in threadPosInput) (line, start int, outdated bool) {
+	head, commit, dir, path, ol, os := in.head, in.commit, in.dir, in.path, in.line, in.start
 	if head == commit {
 		return ol, os, false
 	}
@@ -1014,7 +1083,7 @@ func (r *commentRes) DatabaseId() *int32         { n := int32(r.c.id); return &n
 func (r *commentRes) FullDatabaseId() *gqlBigInt { return bigint(r.c.id) }
 func (r *commentRes) ID() graphqlgo.ID           { return graphqlgo.ID(r.c.nodeID()) }
 func (r *commentRes) Line(ctx context.Context) *int32 {
-	l, _, out := r.h.threadPos(ctx, r.c.thread)
+	l, _, out := r.h.threadPosOf(ctx, threadPosInputOf(r.c.thread))
 	if out {
 		return nil
 	}
@@ -1029,8 +1098,6 @@ func (r *commentRes) ReplyTo() *commentRes {
 	if r.c.replyTo == 0 {
 		return nil
 	}
-	r.h.mu.Lock()
-	defer r.h.mu.Unlock()
 	for _, c := range r.c.thread.comments {
 		if c.id == r.c.replyTo {
 			return &commentRes{h: r.h, c: c}
@@ -1040,6 +1107,17 @@ func (r *commentRes) ReplyTo() *commentRes {
 }
 func (r *commentRes) Url() gqlURI { return gqlURI(r.h.commentURL(r.c)) }
 
+// PullRequestReview is the review the comment was submitted with; replies
+// made outside a review belong to a single-comment review GitHub creates
+// for them, which the emulator does not list.
+func (r *commentRes) PullRequestReview() *reviewRes {
+	for _, rv := range r.c.thread.pr.reviews {
+		if rv.id == r.c.reviewID {
+			return &reviewRes{h: r.h, rv: rv}
+		}
+	}
+	return nil
+}
 func (h *Hub) commentURL(c *reviewComment) string {
 	p := c.thread.pr
 	return fmt.Sprintf("%s#discussion_r%d", h.PRURL(p.repo.owner, p.repo.name, p.number), c.id)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -40,6 +41,8 @@ func (h *Hub) restMux() *http.ServeMux {
 	handle("PUT "+R+"/pulls/{number}/merge", h.withPR(h.restMerge))
 	handle("GET "+R+"/pulls/{number}/reviews", h.withPR(h.restListReviews))
 	handle("POST "+R+"/pulls/{number}/reviews", h.withPR(h.restCreateReview))
+	handle("GET "+R+"/pulls/{number}/reviews/{id}", h.withPR(h.restGetReview))
+	handle("PUT "+R+"/pulls/{number}/reviews/{id}/dismissals", h.withPR(h.restDismissReview))
 	handle("GET "+R+"/pulls/{number}/comments", h.withPR(h.restListReviewComments))
 	handle("POST "+R+"/pulls/{number}/comments/{id}/replies", h.withPR(h.restReply))
 	handle("POST "+R+"/pulls/{number}/comments", h.withPR(h.restCreateReviewComment))
@@ -602,6 +605,49 @@ func (h *Hub) restListReviews(c *restCtx) {
 	c.reply(200, out)
 }
 
+func (h *Hub) restGetReview(c *restCtx) {
+	id, _ := strconv.ParseInt(c.r.PathValue("id"), 10, 64)
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, rv := range c.p.reviews {
+		if rv.id == id {
+			c.reply(200, h.reviewJSON(rv))
+			return
+		}
+	}
+	c.notFound()
+}
+
+// restDismissReview is PUT .../reviews/{id}/dismissals: a collaborator
+// withdraws an approval or a change request (PR-T13).
+func (h *Hub) restDismissReview(c *restCtx) {
+	var in struct {
+		Message string `json:"message"`
+		Event   string `json:"event"`
+	}
+	if !c.decode(&in) || !c.needWrite() {
+		return
+	}
+	if strings.TrimSpace(in.Message) == "" {
+		c.invalid("PullRequestReview", "message", "missing_field", "")
+		return
+	}
+	id, _ := strconv.ParseInt(c.r.PathValue("id"), 10, 64)
+	rv, err := h.dismissReview(c.u, c.p, id, in.Message)
+	switch {
+	case errors.Is(err, errNoReview):
+		c.notFound()
+		return
+	case err != nil:
+		c.unprocessable(err.Error())
+		return
+	}
+	h.mu.RLock()
+	j := h.reviewJSON(rv)
+	h.mu.RUnlock()
+	c.reply(200, j)
+}
+
 func (h *Hub) restCreateReview(c *restCtx) {
 	var in struct {
 		CommitID string `json:"commit_id"`
@@ -830,7 +876,7 @@ func (h *Hub) restRemoveReviewers(c *restCtx) {
 func (h *Hub) issueCommentJSON(p *pr, ic *issueComment) map[string]any {
 	rp := p.repo
 	return map[string]any{
-		"id": ic.id, "node_id": fmt.Sprintf("IC_fh%d", ic.id), "body": ic.body, "user": h.userJSON(ic.author, ic.author.surfaceLogin()),
+		"id": ic.id, "node_id": ic.nodeID(), "body": ic.body, "user": h.userJSON(ic.author, ic.author.surfaceLogin()),
 		"created_at": ts(ic.createdAt), "updated_at": ts(ic.updatedAt), "author_association": association(rp, ic.author),
 		"url":       fmt.Sprintf("%s/repos/%s/issues/comments/%d", h.APIURL(), rp.fullName(), ic.id),
 		"html_url":  fmt.Sprintf("%s#issuecomment-%d", h.PRURL(rp.owner, rp.name, p.number), ic.id),
@@ -864,6 +910,7 @@ func (h *Hub) restCreateIssueComment(c *restCtx) {
 	now := h.now()
 	ic := &issueComment{id: h.newIDLocked(), author: c.u, body: in.Body, createdAt: now, updatedAt: now}
 	c.p.issueComments = append(c.p.issueComments, ic)
+	h.nodes[ic.nodeID()] = ic
 	c.p.updatedAt = now
 	h.publishLocked(Event{Kind: "comment", Owner: c.rp.owner, Repo: c.rp.name, Number: c.p.number, Actor: c.u.restLogin})
 	c.reply(201, h.issueCommentJSON(c.p, ic))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"time"
 )
 
 // RepoOptions shape a seeded repository.
@@ -14,6 +15,9 @@ type RepoOptions struct {
 	TestCommand []string
 	// DefaultBranch defaults to main.
 	DefaultBranch string
+	// NoCopilot: Copilot code review is not enabled on the repository;
+	// requesting the bot is refused as GitHub refuses an unknown bot.
+	NoCopilot bool
 }
 
 // NewPR describes a pull request to seed.
@@ -48,7 +52,7 @@ func (h *Hub) CreateRepo(owner, name string, files map[string]string, opts RepoO
 		return fmt.Errorf("create repo %s/%s: already exists", owner, name)
 	}
 	rp := &repo{owner: owner, name: name, id: h.newIDLocked(), dir: dir, defaultBranch: opts.DefaultBranch,
-		testCommand: opts.TestCommand, createdAt: h.now(), nextNumber: 1, labels: map[string]*label{}, ci: map[int]context.CancelFunc{}}
+		testCommand: opts.TestCommand, createdAt: h.now(), nextNumber: 1, labels: map[string]*label{}, ci: map[int]context.CancelFunc{}, noCopilot: opts.NoCopilot}
 	h.repos[owner+"/"+name] = rp
 	h.nodes[rp.nodeID()] = rp
 	h.mu.Unlock()
@@ -175,7 +179,9 @@ func (h *Hub) CreatePR(owner, repoName string, np NewPR) (int, error) {
 	return p.number, nil
 }
 
-// PRState is a snapshot of a PR for tests.
+// PRState is a snapshot of a PR for tests. It is the stored truth, read
+// in one piece and untouched by the lag fault, so a test can check what a
+// run claimed against what the forge holds.
 type PRState struct {
 	Number        int
 	State         string
@@ -188,12 +194,40 @@ type PRState struct {
 	Reviews       int
 	Threads       int
 	CopilotRounds int // script rounds consumed
+	// Rollup is the head's combined CI state (SUCCESS, FAILURE, PENDING,
+	// or "" when nothing reported).
+	Rollup        string
+	ReviewList    []ReviewState // oldest first
+	ThreadList    []ThreadState // oldest first
+	IssueComments int
+}
+
+// ReviewState is one stored review.
+type ReviewState struct {
+	ID          string // node id
+	DatabaseID  int64
+	Author      string // GraphQL login
+	State       string // COMMENTED, APPROVED, CHANGES_REQUESTED, DISMISSED
+	CommitSHA   string
+	Body        string
+	SubmittedAt time.Time
+	Comments    int // inline comments submitted with it
+}
+
+// ThreadState is one stored review thread.
+type ThreadState struct {
+	ID       string
+	Path     string
+	ReviewID string // node id of the review that opened it
+	Resolved bool
+	Authors  []string // GraphQL logins of its comments, oldest first
+	Bodies   []string
 }
 
 // PR returns a snapshot of a pull request.
 func (h *Hub) PR(owner, repoName string, number int) (PRState, error) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	h.mu.RLock()
+	defer h.mu.RUnlock()
 	rp := h.repoLocked(owner, repoName)
 	if rp == nil {
 		return PRState{}, fmt.Errorf("no repo %s/%s", owner, repoName)
@@ -203,12 +237,28 @@ func (h *Hub) PR(owner, repoName string, number int) (PRState, error) {
 		return PRState{}, fmt.Errorf("no pull request %s#%d", rp.fullName(), number)
 	}
 	st := PRState{Number: p.number, State: p.state, HeadRef: p.headRef, HeadSHA: p.headSHA, BaseRef: p.baseRef,
-		BaseSHA: p.baseSHA, Reviews: len(p.reviews), Threads: len(p.threads), CopilotRounds: p.copilotRound}
+		BaseSHA: p.baseSHA, Reviews: len(p.reviews), Threads: len(p.threads), CopilotRounds: p.copilotRound,
+		Rollup: rp.rollupState(p.headSHA), IssueComments: len(p.issueComments)}
 	for _, l := range p.labels {
 		st.Labels = append(st.Labels, l.name)
 	}
 	for _, u := range p.requested {
 		st.Requested = append(st.Requested, u.login)
+	}
+	for _, rv := range p.reviews {
+		st.ReviewList = append(st.ReviewList, ReviewState{ID: rv.nodeID(), DatabaseID: rv.id, Author: rv.author.login, State: rv.state,
+			CommitSHA: rv.commitSHA, Body: rv.body, SubmittedAt: rv.submittedAt, Comments: rv.comments})
+	}
+	for _, t := range p.threads {
+		ts := ThreadState{ID: t.nodeID(), Path: t.path, Resolved: t.resolved}
+		if t.review != nil {
+			ts.ReviewID = t.review.nodeID()
+		}
+		for _, c := range t.comments {
+			ts.Authors = append(ts.Authors, c.author.login)
+			ts.Bodies = append(ts.Bodies, c.body)
+		}
+		st.ThreadList = append(st.ThreadList, ts)
 	}
 	return st, nil
 }

@@ -3,6 +3,7 @@ package fakehub
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,9 @@ type repo struct {
 	labels     map[string]*label // known labels by lower-case name
 	// copilotScript applies to PRs without their own script.
 	copilotScript *CopilotScript
+	// noCopilot: Copilot code review is not enabled here, so requests for
+	// the bot are refused.
+	noCopilot bool
 	// ci cancels the running CI job per PR number.
 	ci map[int]context.CancelFunc
 }
@@ -66,6 +70,10 @@ type pr struct {
 	copilotScript *CopilotScript
 	copilotRound  int
 	copilotBusy   bool
+
+	// reads counts GraphQL requests that touched the PR: the lag fault's
+	// clock. Atomic because queries advance it under the read lock.
+	reads atomic.Int64
 }
 
 func (p *pr) nodeID() string { return fmt.Sprintf("PR_fh%d", p.id) }
@@ -78,7 +86,17 @@ type review struct {
 	body        string
 	commitSHA   string
 	submittedAt time.Time
+	comments    int // inline comments submitted with the review
+
+	// Lag fault: up to read lagUntil of the PR the review's threads are
+	// absent, and its comment count reads 0 unless countCurrent.
+	lagUntil     int64
+	countCurrent bool
 }
+
+// lagging reports whether the review's comments are still invisible at the
+// PR's read number read.
+func (r *review) lagging(read int64) bool { return read <= r.lagUntil }
 
 func (r *review) nodeID() string { return fmt.Sprintf("PRR_fh%d", r.id) }
 
@@ -95,6 +113,7 @@ type thread struct {
 	resolved   bool
 	resolvedBy *user
 	comments   []*reviewComment
+	review     *review // the review that opened the thread
 }
 
 func (t *thread) nodeID() string { return fmt.Sprintf("PRRT_fh%d", t.id) }
@@ -130,6 +149,8 @@ type issueComment struct {
 	createdAt time.Time
 	updatedAt time.Time
 }
+
+func (c *issueComment) nodeID() string { return fmt.Sprintf("IC_fh%d", c.id) }
 
 type commitStatus struct {
 	id          int64

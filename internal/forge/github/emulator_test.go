@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -211,5 +212,174 @@ func TestIF1_EmulatorRejectsBadToken(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "ghp_wrong") {
 		t.Errorf("error leaks the token: %v", err)
+	}
+}
+
+// waitCopilot waits for Copilot to finish a review on the hub.
+func waitCopilot(t *testing.T, events <-chan fakehub.Event) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-events:
+			if e.Kind == "copilot_finished" {
+				return
+			}
+		case <-deadline:
+			t.Fatal("copilot never finished its review")
+		}
+	}
+}
+
+// TestPR_O2_ObserveReadsCountsLinksAndConversation: one observation
+// carries each review's own comment count, each comment's review and
+// original commit, the top-level conversation, the clone URL the API
+// reports and whether the commit list is whole — still in one request.
+func TestPR_O2_ObserveReadsCountsLinksAndConversation(t *testing.T) {
+	hub, c, ref := emulatorPR(t)
+	ctx := context.Background()
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	pr, err := c.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RequestReviews(ctx, pr.ID, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
+		t.Fatal(err)
+	}
+	waitCopilot(t, events)
+	rev := hubtest.Client(t, hub, hub.Tokens().Reviewer)
+	if _, err := rev.CreateIssueComment(ctx, ref, "Please also update the changelog."); err != nil {
+		t.Fatal(err)
+	}
+
+	hub.ResetRequestCounts()
+	pr, err = c.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := hub.RequestCount().Total(); n != 1 {
+		t.Errorf("observation cost %d requests, want 1", n)
+	}
+	if len(pr.Reviews) != 1 || pr.Reviews[0].CommentCount != 1 {
+		t.Fatalf("reviews: %+v", pr.Reviews)
+	}
+	if len(pr.Threads) != 1 {
+		t.Fatalf("threads: %+v", pr.Threads)
+	}
+	cm := pr.Threads[0].Comments[0]
+	if cm.ReviewID != pr.Reviews[0].ID || cm.OriginalCommit != pr.HeadSHA {
+		t.Errorf("comment links: review %q (want %q), original commit %q (want %q)", cm.ReviewID, pr.Reviews[0].ID, cm.OriginalCommit, pr.HeadSHA)
+	}
+	if len(pr.IssueComments) != 1 || pr.IssueComments[0].Author != "octo-reviewer" ||
+		pr.IssueComments[0].Body != "Please also update the changelog." || pr.IssueComments[0].ID == 0 || pr.IssueComments[0].NodeID == "" {
+		t.Errorf("issue comments: %+v", pr.IssueComments)
+	}
+	if want := hub.GitURL("acme", "widget"); pr.CloneURL != want {
+		t.Errorf("clone URL %q, want the emulator's git URL %q", pr.CloneURL, want)
+	}
+	if !pr.CommitsComplete || len(pr.Commits) != 1 {
+		t.Errorf("commits complete=%v (%d commits), want the whole list", pr.CommitsComplete, len(pr.Commits))
+	}
+}
+
+// TestPR_O2_LagFaultSeenThroughTheClient: under the lag fault the client
+// sees a review whose body states a count while its own count is 0 and its
+// thread is absent, and sees them settle on read K+1.
+func TestPR_O2_LagFaultSeenThroughTheClient(t *testing.T) {
+	hub, c, ref := emulatorPR(t)
+	ctx := context.Background()
+	hub.SetReviewLag(2)
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	pr, err := c.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RequestReviews(ctx, pr.ID, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
+		t.Fatal(err)
+	}
+	waitCopilot(t, events)
+	for read := 1; read <= 3; read++ {
+		pr, err := c.Observe(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(pr.Reviews) != 1 || !strings.Contains(pr.Reviews[0].Body, "generated 1 comment.") {
+			t.Fatalf("read %d: the review itself must be visible: %+v", read, pr.Reviews)
+		}
+		settled := pr.Reviews[0].CommentCount == 1 && len(pr.Threads) == 1 && pr.Threads[0].Comments[0].ReviewID == pr.Reviews[0].ID
+		lagging := pr.Reviews[0].CommentCount == 0 && len(pr.Threads) == 0
+		if (read <= 2 && !lagging) || (read == 3 && !settled) {
+			t.Errorf("read %d: count %d, %d threads", read, pr.Reviews[0].CommentCount, len(pr.Threads))
+		}
+	}
+}
+
+// TestPR_M3_RefusalTellsFromTransientAgainstEmulator: a repository without
+// Copilot refuses the bot (KindInvalid, ErrReviewerUnavailable); a 502 or
+// GitHub's "something went wrong" on the request is unreachable, starts
+// nothing, and a retry then starts Copilot.
+func TestPR_M3_RefusalTellsFromTransientAgainstEmulator(t *testing.T) {
+	hub, c, ref := emulatorPR(t)
+	ctx := context.Background()
+	pr, err := c.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bot := []string{"copilot-pull-request-reviewer"}
+
+	if err := hub.SetCopilotAvailable("acme", "widget", false); err != nil {
+		t.Fatal(err)
+	}
+	err = c.RequestReviews(ctx, pr.ID, nil, bot)
+	if forge.KindOf(err) != forge.KindInvalid || !errors.Is(err, ghclient.ErrReviewerUnavailable) {
+		t.Fatalf("without Copilot: %v (kind %v), want a refusal", err, forge.KindOf(err))
+	}
+	if err := hub.SetCopilotAvailable("acme", "widget", true); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, status := range []int{502, 200} {
+		hub.InjectGraphQLFault("requestReviewsByLogin", status, 1)
+		if _, err := c.Observe(ctx, ref); err != nil {
+			t.Fatalf("a fault aimed at the mutation hit a query: %v", err)
+		}
+		err = c.RequestReviews(ctx, pr.ID, nil, bot)
+		if k := forge.KindOf(err); k != forge.KindUnreachable || errors.Is(err, ghclient.ErrReviewerUnavailable) {
+			t.Fatalf("status %d: %v (kind %v), want unreachable and no refusal", status, err, k)
+		}
+	}
+	evs, err := c.IssueEvents(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Event == "copilot_work_started" {
+			t.Fatalf("a failed request started Copilot: %+v", evs)
+		}
+	}
+	if err := c.RequestReviews(ctx, pr.ID, nil, bot); err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if st, _ := hub.PR("acme", "widget", ref.Number); len(st.Requested) != 1 {
+		t.Errorf("after the retry Copilot is not requested: %v", st.Requested)
+	}
+
+	// A repository created without Copilot refuses it from the start.
+	if err := hub.CreateRepo("acme", "plain", nil, fakehub.RepoOptions{NoCopilot: true}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := hub.CreatePR("acme", "plain", fakehub.NewPR{Head: "f", Title: "t", Files: map[string]string{"a.txt": "a\n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pref, _ := forge.ParsePRURL(hub.PRURL("acme", "plain", n))
+	ppr, err := c.Observe(ctx, pref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RequestReviews(ctx, ppr.ID, nil, bot); !errors.Is(err, ghclient.ErrReviewerUnavailable) {
+		t.Errorf("NoCopilot repository: %v, want a refusal", err)
 	}
 }

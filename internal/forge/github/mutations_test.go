@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"reflect"
 	"strings"
 	"testing"
@@ -130,4 +131,50 @@ func TestPR_G6_ReplyBodyIsTruncated(t *testing.T) {
 	if utf8.RuneCountInString(body) > MaxBodyChars {
 		t.Errorf("sent %d characters", utf8.RuneCountInString(body))
 	}
+}
+
+// TestPR_M3_OnlyADefiniteRefusalIsRefused: of the ways a review request
+// can fail, only GitHub's word that the reviewer cannot be requested is a
+// refusal (KindInvalid wrapping ErrReviewerUnavailable); faults that may
+// pass are unreachable or rate-limited and never read as one.
+func TestPR_M3_OnlyADefiniteRefusalIsRefused(t *testing.T) {
+	tests := []struct {
+		name    string
+		resp    []func(*http.Request) (*http.Response, error)
+		kind    forge.ErrorKind
+		refused bool
+	}{
+		{"unknown bot", one(gqlErrs("NOT_FOUND", "Could not resolve to a Bot with the login of 'copilot-pull-request-reviewer'.")), forge.KindInvalid, true},
+		{"unprocessable", one(gqlErrs("UNPROCESSABLE", "Review cannot be requested from pull request author.")), forge.KindInvalid, true},
+		{"502 from the front end", one(respond(502, `{"message":"Server Error"}`)), forge.KindUnreachable, false},
+		{"something went wrong", one(gqlErrs("", "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug.")), forge.KindUnreachable, false},
+		{"internal type", one(gqlErrs("INTERNAL", "internal error")), forge.KindUnreachable, false},
+		{"rate limited", []func(*http.Request) (*http.Response, error){
+			gqlErrs("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
+			gqlErrs("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
+			gqlErrs("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
+			gqlErrs("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
+		}, forge.KindRateLimited, false},
+		{"forbidden", one(gqlErrs("FORBIDDEN", "octo does not have the correct permissions to execute `RequestReviewsByLogin`")), forge.KindAuth, false},
+		{"pr gone", one(gqlErrs("NOT_FOUND", "Could not resolve to a node with the global id of 'PR_kwDOA'")), forge.KindNotFound, false},
+		{"untyped", one(gqlErrs("", "Parse error on \"}\"")), forge.KindOther, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reg := newRegistry(t)
+			for _, r := range tt.resp {
+				reg.GraphQL("RequestReviewsByLogin", r)
+			}
+			c, _ := newTestClient(t, reg)
+			err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, []string{"copilot-pull-request-reviewer"})
+			if forge.KindOf(err) != tt.kind || errors.Is(err, ErrReviewerUnavailable) != tt.refused {
+				t.Fatalf("err = %v (kind %v, refused %v), want kind %v refused %v",
+					err, forge.KindOf(err), errors.Is(err, ErrReviewerUnavailable), tt.kind, tt.refused)
+			}
+		})
+	}
+}
+
+func one(r func(*http.Request) (*http.Response, error)) []func(*http.Request) (*http.Response, error) {
+	return []func(*http.Request) (*http.Response, error){r}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -48,13 +49,19 @@ type pageInfo struct {
 }
 
 type commentNode struct {
-	ID             string    `json:"id"`
-	FullDatabaseID bigInt    `json:"fullDatabaseId"`
-	Author         *login    `json:"author"`
-	Body           string    `json:"body"`
-	Path           string    `json:"path"`
-	URL            string    `json:"url"`
-	CreatedAt      time.Time `json:"createdAt"`
+	ID                string    `json:"id"`
+	FullDatabaseID    bigInt    `json:"fullDatabaseId"`
+	Author            *login    `json:"author"`
+	Body              string    `json:"body"`
+	Path              string    `json:"path"`
+	URL               string    `json:"url"`
+	CreatedAt         time.Time `json:"createdAt"`
+	PullRequestReview *struct {
+		ID string `json:"id"`
+	} `json:"pullRequestReview"`
+	OriginalCommit *struct {
+		Oid string `json:"oid"`
+	} `json:"originalCommit"`
 }
 
 type commentConn struct {
@@ -96,6 +103,9 @@ type prNode struct {
 	HeadRepository    *struct {
 		NameWithOwner string `json:"nameWithOwner"`
 	} `json:"headRepository"`
+	Repository *struct {
+		URL string `json:"url"`
+	} `json:"repository"`
 	Mergeable        string `json:"mergeable"`
 	MergeStateStatus string `json:"mergeStateStatus"`
 	Labels           struct {
@@ -123,10 +133,23 @@ type prNode struct {
 			Commit         *struct {
 				Oid string `json:"oid"`
 			} `json:"commit"`
+			Comments struct {
+				TotalCount int `json:"totalCount"`
+			} `json:"comments"`
 		} `json:"nodes"`
 	} `json:"reviews"`
-	Commits struct {
+	Comments struct {
 		Nodes []struct {
+			ID             string    `json:"id"`
+			FullDatabaseID bigInt    `json:"fullDatabaseId"`
+			Author         *login    `json:"author"`
+			Body           string    `json:"body"`
+			CreatedAt      time.Time `json:"createdAt"`
+		} `json:"nodes"`
+	} `json:"comments"`
+	Commits struct {
+		TotalCount int `json:"totalCount"`
+		Nodes      []struct {
 			Commit struct {
 				Oid           string    `json:"oid"`
 				Message       string    `json:"message"`
@@ -170,7 +193,7 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 	var d observeData
 	hdr, err := c.graphQL(ctx, op, graphql.Doc("observe"), vars, false, &d)
 	if err != nil {
-		return nil, c.gqlFail(op, err)
+		return nil, c.readFail(op, err)
 	}
 	if d.Repository == nil || d.Repository.PullRequest == nil {
 		return nil, c.fail(forge.KindNotFound, op, fmt.Sprintf("%s not found (or the token cannot see it)", ref), nil)
@@ -188,7 +211,7 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 		}
 		pv := map[string]any{"owner": ref.Owner, "name": ref.Repo, "number": ref.Number, "after": pi.EndCursor}
 		if _, err := c.graphQL(ctx, op, graphql.Doc("threads_page"), pv, false, &page); err != nil {
-			return nil, c.gqlFail(op, err)
+			return nil, c.readFail(op, err)
 		}
 		if page.Repository == nil || page.Repository.PullRequest == nil {
 			return nil, c.fail(forge.KindNotFound, op, fmt.Sprintf("%s vanished while reading its threads", ref), nil)
@@ -216,6 +239,15 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 	return pr, nil
 }
 
+// readFail maps a failed read: GitHub's untyped "Something went wrong" is
+// its own fault and may pass, so it is unreachable, not a refusal.
+func (c *Client) readFail(op string, err error) error {
+	if ge, ok := err.(*gqlErrors); ok && ge.transient() {
+		return c.fail(forge.KindUnreachable, op, fmt.Sprintf("%s failed the query: %s; try again later", c.graphqlURL.Host, ge.Error()), ge)
+	}
+	return c.gqlFail(op, err)
+}
+
 func (c *Client) restOfComments(ctx context.Context, op string, t *threadNode) error {
 	for pi := t.Comments.PageInfo; pi.HasNextPage; {
 		var page struct {
@@ -225,7 +257,7 @@ func (c *Client) restOfComments(ctx context.Context, op string, t *threadNode) e
 		}
 		vars := map[string]any{"id": t.ID, "after": pi.EndCursor}
 		if _, err := c.graphQL(ctx, op, graphql.Doc("thread_comments_page"), vars, false, &page); err != nil {
-			return c.gqlFail(op, err)
+			return c.readFail(op, err)
 		}
 		if page.Node == nil {
 			return c.fail(forge.KindNotFound, op, fmt.Sprintf("thread %s vanished while reading its comments", t.ID), nil)
@@ -262,6 +294,19 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 	if n.HeadRepository != nil {
 		pr.HeadRepo = n.HeadRepository.NameWithOwner
 	}
+	if n.Repository != nil && n.Repository.URL != "" {
+		// GitHub's clone_url is the repository's URL plus ".git".
+		pr.CloneURL = strings.TrimSuffix(n.Repository.URL, "/") + ".git"
+	}
+	for _, ic := range n.Comments.Nodes {
+		pr.IssueComments = append(pr.IssueComments, forge.IssueComment{
+			ID:        int64(ic.FullDatabaseID),
+			NodeID:    ic.ID,
+			Author:    ic.Author.get(),
+			Body:      ic.Body,
+			CreatedAt: ic.CreatedAt,
+		})
+	}
 	for _, l := range n.Labels.Nodes {
 		pr.Labels = append(pr.Labels, l.Name)
 	}
@@ -283,6 +328,9 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 			Author:     r.Author.get(),
 			State:      r.State,
 			Body:       r.Body,
+			// Read in the same request as the threads, so the two can be
+			// compared (PR-O2).
+			CommentCount: r.Comments.TotalCount,
 		}
 		if r.SubmittedAt != nil {
 			rv.SubmittedAt = *r.SubmittedAt
@@ -299,6 +347,9 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 		}
 		pr.Commits = append(pr.Commits, cm)
 	}
+	// A page holding the whole connection proves a SHA absent from it is
+	// not on the branch (PR-T12).
+	pr.CommitsComplete = n.Commits.TotalCount <= len(n.Commits.Nodes)
 	// commits(last:) lists oldest first, so the head's rollup is the last.
 	if k := len(n.Commits.Nodes); k > 0 {
 		if roll := n.Commits.Nodes[k-1].Commit.StatusCheckRollup; roll != nil {
@@ -336,7 +387,7 @@ func toThread(t threadNode) forge.Thread {
 }
 
 func toComment(c commentNode) forge.Comment {
-	return forge.Comment{
+	fc := forge.Comment{
 		ID:         c.ID,
 		DatabaseID: int64(c.FullDatabaseID),
 		Author:     c.Author.get(),
@@ -345,6 +396,13 @@ func toComment(c commentNode) forge.Comment {
 		URL:        c.URL,
 		CreatedAt:  c.CreatedAt,
 	}
+	if c.PullRequestReview != nil {
+		fc.ReviewID = c.PullRequestReview.ID
+	}
+	if c.OriginalCommit != nil {
+		fc.OriginalCommit = c.OriginalCommit.Oid
+	}
+	return fc
 }
 
 func deref(p *int) int {
@@ -355,8 +413,14 @@ func deref(p *int) int {
 }
 
 // RequestReviews asks for reviews with requestReviewsByLogin and union:
-// true, so pending reviewers stay requested (PR-O5, PR-S1). GitHub
-// refusing it (GraphQL errors) wraps ErrReviewerUnavailable.
+// true, so pending reviewers stay requested (PR-O5, PR-S1).
+//
+// Only a definite refusal of a reviewer (GitHub cannot resolve the bot or
+// user here, e.g. Copilot review is not enabled on the repository) is
+// KindInvalid wrapping ErrReviewerUnavailable (PR-M3). A fault that may
+// pass is KindUnreachable (5xx, timeout, GitHub's "something went wrong")
+// or KindRateLimited; a token that may not request is KindAuth, and a PR
+// that does not resolve is KindNotFound.
 func (c *Client) RequestReviews(ctx context.Context, prID string, userLogins, botLogins []string) error {
 	const op = "request reviews"
 	if len(userLogins) == 0 && len(botLogins) == 0 {
@@ -370,13 +434,56 @@ func (c *Client) RequestReviews(ctx context.Context, prID string, userLogins, bo
 		input["botLogins"] = botLogins
 	}
 	_, err := c.graphQL(ctx, op, graphql.Doc("request_reviews"), map[string]any{"input": input}, true, nil)
-	if ge, ok := err.(*gqlErrors); ok && !ge.has("RATE_LIMITED") {
-		who := append(append([]string{}, botLogins...), userLogins...)
-		fe := c.fail(forge.KindInvalid, op, fmt.Sprintf("cannot request reviews from %v: %s", who, ge.Error()), ge)
-		fe.Err = &reviewerUnavailable{fe.Err}
-		return fe
+	ge, ok := err.(*gqlErrors)
+	if !ok {
+		return c.gqlFail(op, err)
 	}
-	return c.gqlFail(op, err)
+	who := append(append([]string{}, botLogins...), userLogins...)
+	switch {
+	case ge.has("RATE_LIMITED"), ge.has("FORBIDDEN"):
+		return c.gqlFail(op, err)
+	case ge.has("INSUFFICIENT_SCOPES"):
+		return c.fail(forge.KindAuth, op, fmt.Sprintf("token rejected by %s: %s", c.graphqlURL.Host, ge.Error()), ge)
+	case ge.has("NOT_FOUND") && strings.Contains(ge.Error(), prID):
+		return c.fail(forge.KindNotFound, op, ge.Error(), ge)
+	case ge.transient():
+		return c.fail(forge.KindUnreachable, op, fmt.Sprintf("%s failed to request reviews from %v: %s; try again later", c.graphqlURL.Host, who, ge.Error()), ge)
+	case !ge.typed():
+		// No type: not GitHub's word on the reviewer, so never read as
+		// a refusal (PR-M3).
+		return c.fail(forge.KindOther, op, fmt.Sprintf("cannot request reviews from %v: %s", who, ge.Error()), ge)
+	}
+	fe := c.fail(forge.KindInvalid, op, fmt.Sprintf("cannot request reviews from %v: %s", who, ge.Error()), ge)
+	fe.Err = &reviewerUnavailable{fe.Err}
+	return fe
+}
+
+// transient reports errors GitHub gives for a failure on its side that a
+// later try may not meet: an untyped "Something went wrong" (its answer
+// to an internal timeout) or a service type.
+func (e *gqlErrors) transient() bool {
+	for _, x := range e.errs {
+		switch x.Type {
+		case "INTERNAL", "SERVICE_UNAVAILABLE", "TIMEOUT":
+			return true
+		case "":
+			m := strings.ToLower(x.Message)
+			if strings.Contains(m, "something went wrong") || strings.Contains(m, "timeout") || strings.Contains(m, "timed out") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// typed reports whether any error carries GitHub's type.
+func (e *gqlErrors) typed() bool {
+	for _, x := range e.errs {
+		if x.Type != "" {
+			return true
+		}
+	}
+	return false
 }
 
 type reviewerUnavailable struct{ err error }

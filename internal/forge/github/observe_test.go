@@ -20,7 +20,8 @@ func comment(id string, db int64, author, body string, at time.Time) map[string]
 	return map[string]any{
 		"id": id, "fullDatabaseId": fmt.Sprint(db), "author": map[string]any{"login": author},
 		"body": body, "path": "main.go", "url": "https://ghe.example.com/octo/hello/pull/7#discussion_r" + fmt.Sprint(db),
-		"createdAt": at.Format(time.RFC3339),
+		"createdAt": at.Format(time.RFC3339), "pullRequestReview": map[string]any{"id": "PRR_1"},
+		"originalCommit": map[string]any{"oid": "aaaa"},
 	}
 }
 
@@ -65,6 +66,7 @@ func observeFixture(threads []any, threadsPage map[string]any) map[string]any {
 			"isCrossRepository": false, "author": map[string]any{"login": "alice"},
 			"headRefName": "feature", "headRefOid": "bbbb", "baseRefName": "main", "baseRefOid": "0000",
 			"headRepository":   map[string]any{"nameWithOwner": "octo/hello"},
+			"repository":       map[string]any{"url": "https://ghe.example.com/octo/hello"},
 			"mergeable":        "MERGEABLE",
 			"mergeStateStatus": "BLOCKED",
 			"labels":           map[string]any{"nodes": []any{map[string]any{"name": "converge"}, map[string]any{"name": "needs: review"}}},
@@ -77,12 +79,18 @@ func observeFixture(threads []any, threadsPage map[string]any) map[string]any {
 			"reviews": map[string]any{"nodes": []any{
 				map[string]any{"id": "PRR_1", "fullDatabaseId": "101", "author": map[string]any{"login": "copilot-pull-request-reviewer"},
 					"state": "COMMENTED", "body": "Copilot reviewed 1 file and generated 1 comment.", "submittedAt": t0.Format(time.RFC3339),
-					"commit": map[string]any{"oid": "aaaa"}},
+					"commit": map[string]any{"oid": "aaaa"}, "comments": map[string]any{"totalCount": 1}},
 				map[string]any{"id": "PRR_2", "fullDatabaseId": "102", "author": nil,
 					"state": "APPROVED", "body": "", "submittedAt": t0.Add(time.Hour).Format(time.RFC3339),
-					"commit": map[string]any{"oid": "bbbb"}},
+					"commit": map[string]any{"oid": "bbbb"}, "comments": map[string]any{"totalCount": 0}},
 			}},
-			"commits": map[string]any{"nodes": []any{
+			"comments": map[string]any{"nodes": []any{
+				map[string]any{"id": "IC_1", "fullDatabaseId": "5000000001", "author": map[string]any{"login": "bob"},
+					"body": "Please also update the docs.", "createdAt": t0.Add(2 * time.Hour).Format(time.RFC3339)},
+				map[string]any{"id": "IC_2", "fullDatabaseId": "5000000002", "author": nil,
+					"body": "ghost", "createdAt": t0.Add(3 * time.Hour).Format(time.RFC3339)},
+			}},
+			"commits": map[string]any{"totalCount": 3, "nodes": []any{
 				commit("aaaa", "first", []string{"0000"}, map[string]any{"state": "FAILURE", "contexts": map[string]any{"nodes": []any{}}}),
 				commit("bbbb", "second", []string{"aaaa"}, map[string]any{"state": "PENDING", "contexts": map[string]any{"nodes": []any{
 					map[string]any{"__typename": "CheckRun", "name": "build", "status": "COMPLETED", "conclusion": "SUCCESS"},
@@ -132,13 +140,15 @@ func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
 		}},
 		Reviews: []forge.Review{
 			{ID: "PRR_1", DatabaseID: 101, Author: "copilot-pull-request-reviewer", State: "COMMENTED",
-				CommitSHA: "aaaa", SubmittedAt: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), Body: "Copilot reviewed 1 file and generated 1 comment."},
+				CommitSHA: "aaaa", SubmittedAt: time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC), Body: "Copilot reviewed 1 file and generated 1 comment.",
+				CommentCount: 1},
 			{ID: "PRR_2", DatabaseID: 102, State: "APPROVED", CommitSHA: "bbbb", SubmittedAt: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)},
 		},
 		Threads: []forge.Thread{{
 			ID: "PRRT_1", Path: "main.go", Line: 0, StartLine: 10, OrigLine: 12, IsOutdated: true,
 			Comments: []forge.Comment{{ID: "PRRC_1", DatabaseID: 9001, Author: "Copilot", Body: "Nil check missing.",
-				Path: "main.go", URL: "https://ghe.example.com/octo/hello/pull/7#discussion_r9001", CreatedAt: t0}},
+				Path: "main.go", URL: "https://ghe.example.com/octo/hello/pull/7#discussion_r9001", CreatedAt: t0,
+				ReviewID: "PRR_1", OriginalCommit: "aaaa"}},
 		}},
 		RequestedReviewers: []string{"Copilot", "bob", "core"},
 		Labels:             []string{"converge", "needs: review"},
@@ -146,6 +156,13 @@ func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
 			{SHA: "aaaa", Message: "first", Parents: []string{"0000"}, CommittedAt: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)},
 			{SHA: "bbbb", Message: "second", Parents: []string{"aaaa"}, CommittedAt: time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)},
 		},
+		// Three commits, two read: an absent SHA proves nothing.
+		CommitsComplete: false,
+		IssueComments: []forge.IssueComment{
+			{ID: 5000000001, NodeID: "IC_1", Author: "bob", Body: "Please also update the docs.", CreatedAt: time.Date(2026, 3, 1, 11, 0, 0, 0, time.UTC)},
+			{ID: 5000000002, NodeID: "IC_2", Body: "ghost", CreatedAt: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)},
+		},
+		CloneURL:   "https://ghe.example.com/octo/hello.git",
 		ObservedAt: time.Date(2026, 3, 4, 8, 0, 0, 0, time.UTC),
 		Requests:   1,
 	}

@@ -195,3 +195,14 @@ func TestREL1_TimeoutsRetriedForReads(t *testing.T) {
 		t.Errorf("a timed-out write: %v, want unreachable without retry", err)
 	}
 }
+
+// TestREL1_ObserveSomethingWentWrongIsUnreachable: GitHub's untyped
+// internal failure is its fault and may pass, not a refused query.
+func TestREL1_ObserveSomethingWentWrongIsUnreachable(t *testing.T) {
+	reg := newRegistry(t)
+	reg.GraphQL("PullRequestObservation", gqlErrs("", "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug."))
+	c, _ := newTestClient(t, reg)
+	if _, err := c.Observe(context.Background(), testRef); forge.KindOf(err) != forge.KindUnreachable {
+		t.Errorf("observe: %v (kind %v), want unreachable", err, forge.KindOf(err))
+	}
+}

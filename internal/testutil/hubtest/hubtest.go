@@ -15,9 +15,19 @@ import (
 // scripted Copilot answering after delay.
 func Start(t testing.TB, delay time.Duration) *fakehub.Hub {
 	t.Helper()
+	return StartWith(t, fakehub.Options{CopilotDelay: delay})
+}
+
+// StartWith runs an emulator with opts (e.g. a seeded lag fault) for the
+// test's lifetime; an empty StateDir becomes a test temporary directory.
+func StartWith(t testing.TB, opts fakehub.Options) *fakehub.Hub {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir(), CopilotDelay: delay})
+	if opts.StateDir == "" {
+		opts.StateDir = t.TempDir()
+	}
+	hub, err := fakehub.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
