@@ -1,5 +1,9 @@
 // Command converge drives AI coding agents until a pull request is
 // review-clean and the forge itself proves it.
+//
+// On Linux, cli.Main may re-exec this binary once at start-up, so that a
+// token given in the environment or with --token is not left where agents
+// running as the same user could read it in /proc (SEC-2).
 package main
 
 import (

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/secure"
 )
 
 // Exit codes (IF-1), the same for every command.
@@ -37,7 +38,8 @@ type IOStreams struct {
 	ErrOut io.Writer
 	// IsTTY says whether Out is a terminal (live status lines vs plain).
 	IsTTY bool
-	// Getenv reads the environment; tests replace it.
+	// Getenv reads the environment; tests replace it. Main's also sees the
+	// token variables secure.Harden took out of the process environment.
 	Getenv func(string) string
 }
 
@@ -92,10 +94,28 @@ func ExitCodeOf(err error) int {
 }
 
 // Main runs converge with the process's arguments and returns the exit code.
+//
+// It first hides the forge token from other processes of the same user
+// (SEC-2), which may re-exec the binary; tests that call Run directly stay
+// in process.
 func Main() int {
+	start, err := secure.Harden(os.Args)
+	ios := System()
+	if err != nil {
+		fmt.Fprintf(ios.ErrOut, "converge: %s\n", oneLine(err.Error()))
+		return ExitError
+	}
+	if start.Warning != "" {
+		fmt.Fprintf(ios.ErrOut, "converge: warning: %s\n", oneLine(start.Warning))
+	}
+	ios.Getenv = start.Getenv(os.Getenv)
+	var args []string
+	if len(start.Args) > 1 {
+		args = start.Args[1:]
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return Run(ctx, os.Args[1:], System())
+	return Run(ctx, args, ios)
 }
 
 // Run executes one command line; it is what tests and Main call.

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"time"
@@ -38,6 +37,9 @@ type prOptions struct {
 	JSON         bool
 	Keep         bool
 	NoCopilot    bool
+	// AllowHostMismatch lets a PR URL name another host than the API's
+	// (SEC-6); git still clones from where the API says.
+	AllowHostMismatch bool
 	// The local multi-angle review (PR-S4); empty agent and command mean
 	// the fixer's.
 	ReviewAgent    string
@@ -86,6 +88,7 @@ every thread, and stop at two-stable (or another terminal, see exit codes).`,
 	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command (default: the same as --agent; suggest cannot review)")
 	f.StringVar(&opts.ReviewAgentCmd, "review-agent-cmd", "", "with --review-agent command: the program to run per angle (default: --agent-cmd)")
 	f.StringVar(&opts.ReviewAngles, "review-angles", review.DefaultAngleNames(), "comma-separated angles of the local review, one agent run each")
+	f.BoolVar(&opts.AllowHostMismatch, "allow-host-mismatch", false, "accept a PR URL on another host than the API's (git still uses the API's clone URL)")
 	return cmd
 }
 
@@ -115,7 +118,14 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	token, _, err := ghclient.ResolveToken(apiHost(rest), opts.Token, ios.Getenv, ghclient.GHAuthToken)
+	if err := checkPRHost(ref, rest, opts.AllowHostMismatch); err != nil {
+		return err
+	}
+	webHost, err := ghclient.WebHost(rest)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	token, _, err := ghclient.ResolveToken(webHost, opts.Token, ios.Getenv, ghclient.GHAuthToken)
 	if err != nil {
 		return err
 	}
@@ -146,8 +156,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	_, err = runLoop(ctx, ios, loopParams{
 		Ref:      ref,
 		Forge:    client,
-		CloneURL: cloneURL(ref),
-		GitEnv:   repo.AuthEnvFor(cloneURL(ref), token, cas...),
+		Remote:   gitRemote(rest, ref, token, cas),
 		StateDir: stateDir,
 		Agent:    ag,
 		Reviewer: reviewer,
@@ -220,27 +229,4 @@ func pickReviewer(opts *prOptions) (*review.Reviewer, error) {
 		return &review.Reviewer{Agent: a, Angles: angles, AgentID: cmdline}, nil
 	}
 	return nil, usageErr("unknown --review-agent %q: use command (suggest cannot review)", name)
-}
-
-// cloneURL is the repository's git URL on the PR's web host.
-func cloneURL(ref forge.PRRef) string {
-	scheme := ref.Scheme
-	if scheme == "" {
-		scheme = "https"
-	}
-	return fmt.Sprintf("%s://%s/%s/%s.git", scheme, ref.Host, ref.Owner, ref.Repo)
-}
-
-func apiHost(rest string) string {
-	s := rest
-	if i := strings.Index(s, "://"); i >= 0 {
-		s = s[i+3:]
-	}
-	if i := strings.IndexByte(s, '/'); i >= 0 {
-		s = s[:i]
-	}
-	if s == "api.github.com" {
-		return "github.com"
-	}
-	return s
 }

@@ -26,6 +26,9 @@ type loopParams struct {
 	Forge    forge.Forge
 	CloneURL string
 	GitEnv   []string
+	// Remote, when set, replaces CloneURL and GitEnv with what it makes
+	// of the clone URL the pre-flight observation reports (SEC-6).
+	Remote   func(reported string) (cloneURL string, gitEnv []string, err error)
 	StateDir string // holds converge.db and work/
 	Agent    agent.Agent
 	// Reviewer runs the local multi-angle review (PR-S4); nil when the
@@ -57,11 +60,17 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	if err != nil {
 		return nil, err
 	}
-	if _, err := p.Forge.Observe(ctx, p.Ref); err != nil {
+	pre, err := p.Forge.Observe(ctx, p.Ref)
+	if err != nil {
 		if forge.KindOf(err) == forge.KindNotFound {
 			return nil, usageErr("no pull request %d in %s on %s visible to %s; check the PR URL", p.Ref.Number, p.Ref.FullName(), p.Ref.Host, self)
 		}
 		return nil, err
+	}
+	if p.Remote != nil {
+		if p.CloneURL, p.GitEnv, err = p.Remote(pre.CloneURL); err != nil {
+			return nil, err
+		}
 	}
 	p.Config.Self = self
 

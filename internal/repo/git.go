@@ -19,6 +19,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/convergeloop/converge/internal/secure"
 )
 
 // Git runs git commands in one working directory.
@@ -200,9 +202,16 @@ func AuthEnv(token string, caFiles ...string) []string {
 
 // AuthEnvFor is AuthEnv with the header scoped to remoteURL's scheme and
 // host, so that a redirect or a submodule on another host never receives
-// the token.
+// the token. A remote that is neither https nor http to a loopback address
+// gets no header (SEC-6); GitAuthEnv reports that as an error instead.
 func AuthEnvFor(remoteURL, token string, caFiles ...string) []string {
-	return authEnv(urlScope(remoteURL), token, caFiles)
+	scope := urlScope(remoteURL)
+	if scope == "" {
+		// No scheme (scp-style ssh): an http header has no use there, and
+		// unscoped it would reach every host.
+		token = ""
+	}
+	return authEnv(scope, token, caFiles)
 }
 
 func authEnv(scope, token string, caFiles []string) []string {
@@ -218,7 +227,12 @@ func authEnv(scope, token string, caFiles []string) []string {
 		// An empty helper list keeps stored credentials (another account's,
 		// perhaps) out of the exchange.
 		kv = append(kv, [2]string{"credential.helper", ""})
-		kv = append(kv, [2]string{key("extraHeader"), "Authorization: Basic " + BasicAuth(token)})
+		// A remote git would reach in clear gets no header at all: the
+		// fetch then fails for want of credentials instead of leaking them
+		// (SEC-6). GitAuthEnv says so up front.
+		if scope == "" || secure.CheckTokenURLString(scope) == nil {
+			kv = append(kv, [2]string{key("extraHeader"), "Authorization: Basic " + BasicAuth(token)})
+		}
 	}
 	// The CA goes in GIT_SSL_CAINFO even when scoped: git 2.39 with
 	// libcurl-gnutls was seen ignoring http.sslCAInfo from GIT_CONFIG_*

@@ -21,6 +21,7 @@ import (
 	gh "github.com/google/go-github/v93/github"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/secure"
 )
 
 var _ forge.Forge = (*Client)(nil)
@@ -90,6 +91,15 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("invalid GraphQL URL %q", safeURL(gqlStr))
 	}
 	restURL, _ := url.Parse(restStr)
+	if opts.Token != "" {
+		// SEC-6: refused here, before any request, rather than sent; a
+		// local emulator on loopback keeps its plain http.
+		for _, u := range []*url.URL{restURL, gu} {
+			if err := secure.CheckTokenURL(u); err != nil {
+				return nil, err
+			}
+		}
+	}
 
 	base := opts.HTTPClient
 	if base == nil {

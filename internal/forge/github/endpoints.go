@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/secure"
 )
 
 const (
@@ -149,17 +150,110 @@ func endpointsFromAPIURL(u *url.URL) (rest, graphql string) {
 
 // apiHostMatches reports whether an API host serves the PR web host.
 func apiHostMatches(apiHost, webHost string) bool {
-	if IsDotCom(webHost) {
-		return IsDotCom(apiHost)
-	}
-	a, w := normHost(apiHost), normHost(webHost)
-	return a == w || a == "api."+w
+	return SameHost(webHostOf(apiHost), webHost)
 }
 
-// normHost lower-cases host[:port] and drops a default https port.
-func normHost(h string) string {
+// WebHost is the host[:port] that serves web pages and git for the API at
+// apiURL (a REST base as Endpoints returns it). GitHub splits the two:
+// api.github.com serves github.com, api.TENANT.ghe.com serves TENANT.ghe.com.
+// Enterprise Server and the emulator serve both from one host. Credentials
+// follow this mapping (SEC-6), so it is explicit rather than guessed from an
+// "api." prefix.
+func WebHost(apiURL string) (string, error) {
+	u, err := parseAPIURL(apiURL)
+	if err != nil {
+		return "", fmt.Errorf("invalid API URL %q: %v", safeURL(apiURL), err)
+	}
+	return webHostOf(u.Host), nil
+}
+
+func webHostOf(apiHost string) string {
+	h := canonHost(apiHost)
+	switch {
+	case IsDotCom(h):
+		return "github.com"
+	case strings.HasPrefix(h, "api.") && isTenancy(h):
+		return strings.TrimPrefix(h, "api.")
+	}
+	return h
+}
+
+// SameHost reports whether two host[:port] name the same web host: case
+// and a default port aside, and www.github.com being github.com.
+func SameHost(a, b string) bool {
+	if IsDotCom(a) || IsDotCom(b) {
+		return IsDotCom(a) && IsDotCom(b) && !isAPIDotCom(a) && !isAPIDotCom(b)
+	}
+	return canonHost(a) == canonHost(b)
+}
+
+func isAPIDotCom(h string) bool { return strings.HasPrefix(strings.ToLower(h), "api.") }
+
+// canonHost lower-cases host[:port] and drops the port when it is the
+// default of http or https: a PR URL and an API URL may spell either.
+func canonHost(h string) string {
 	h = strings.ToLower(h)
-	return strings.TrimSuffix(h, ":443")
+	for _, p := range []string{":443", ":80"} {
+		h = strings.TrimSuffix(h, p)
+	}
+	return h
+}
+
+// CheckHosts refuses a PR whose web host is not the one the API at apiURL
+// serves (SEC-6): the token resolved for the API must not be spent on, or
+// git pointed at, a host the API does not vouch for. allowMismatch is the
+// user's explicit word that the API does serve that PR; the clone URL then
+// still comes from the API.
+func CheckHosts(ref forge.PRRef, apiURL string, allowMismatch bool) error {
+	web, err := WebHost(apiURL)
+	if err != nil {
+		return err
+	}
+	if allowMismatch || SameHost(ref.Host, web) {
+		return nil
+	}
+	return &HostMismatchError{PRHost: ref.Host, APIHost: web}
+}
+
+// HostMismatchError is a PR URL on another host than the API's.
+type HostMismatchError struct {
+	PRHost  string // from the PR URL
+	APIHost string // the web host the API serves
+}
+
+func (e *HostMismatchError) Error() string {
+	return fmt.Sprintf("PR URL host %s is not the API's host %s (--api-url): "+
+		"give a PR URL on %s or an --api-url for %s, or pass --allow-host-mismatch if %s really serves this PR",
+		e.PRHost, e.APIHost, e.APIHost, e.PRHost, e.APIHost)
+}
+
+// CloneURL checks the clone URL the API reported for owner/repo, or derives
+// one on the API's web host when it reported none, and returns the URL git
+// may be given the token for (SEC-6): on the API's own web host, https, or
+// plain http to a loopback address only.
+func CloneURL(apiURL, reported, owner, repo string) (string, error) {
+	api, err := parseAPIURL(apiURL)
+	if err != nil {
+		return "", fmt.Errorf("invalid API URL %q: %v", safeURL(apiURL), err)
+	}
+	web := webHostOf(api.Host)
+	if strings.TrimSpace(reported) == "" {
+		reported = fmt.Sprintf("%s://%s/%s/%s.git", api.Scheme, web, owner, repo)
+	}
+	u, err := url.Parse(reported)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("the API reported an unusable clone URL %q", safeURL(reported))
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("the API reported a clone URL with credentials in it (%s); refusing it", u.Redacted())
+	}
+	if !SameHost(u.Host, web) {
+		return "", fmt.Errorf("the API reported clone URL %s on %s, not on %s which the API serves; refusing to send the token there", u.Redacted(), u.Host, web)
+	}
+	if err := secure.CheckTokenURL(u); err != nil {
+		return "", err
+	}
+	return u.String(), nil
 }
 
 func hostname(hostport string) string {

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/convergeloop/converge/internal/secure"
 )
 
 // RetryPolicy bounds REL-1's retries. Zero fields take the defaults.
@@ -145,6 +147,11 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 func (t *authTransport) allows(u *url.URL) bool {
+	// New refused such origins already; this holds for any request built
+	// later by hand, so no path sends the token in clear (SEC-6).
+	if secure.CheckTokenURL(u) != nil {
+		return false
+	}
 	for _, a := range t.allowed {
 		if sameOrigin(u, a) {
 			return true

@@ -1,0 +1,37 @@
+package cli
+
+import (
+	"github.com/convergeloop/converge/internal/forge"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+// checkPRHost refuses, before any request, a PR URL whose host the API at
+// rest does not serve (SEC-6): with --api-url on one host and the PR on
+// another, the run would otherwise clone from the PR's host with the
+// API's token. allow is --allow-host-mismatch.
+func checkPRHost(ref forge.PRRef, rest string, allow bool) error {
+	if err := ghclient.CheckHosts(ref, rest, allow); err != nil {
+		return usageErr("%v", err)
+	}
+	return nil
+}
+
+// gitRemote returns how runLoop turns the clone URL the API reported in
+// its pre-flight observation into git's remote and credentials (SEC-6,
+// IF-2): the API's URL, or one derived on the API's host when it gave
+// none, never the PR URL's host; and refused, not used, when the token
+// would travel in clear.
+func gitRemote(rest string, ref forge.PRRef, token string, caFiles []string) func(reported string) (string, []string, error) {
+	return func(reported string) (string, []string, error) {
+		u, err := ghclient.CloneURL(rest, reported, ref.Owner, ref.Repo)
+		if err != nil {
+			return "", nil, usageErr("%v", err)
+		}
+		env, err := repo.GitAuthEnv(u, token, caFiles...)
+		if err != nil {
+			return "", nil, usageErr("%v", err)
+		}
+		return u, env, nil
+	}
+}
