@@ -443,13 +443,10 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 }
 
 // refusal is a definite "Copilot cannot review here" (PR-M3): the forge
-// refused the request as invalid or does not know the bot. Nothing else is.
+// refused the request as invalid (the bot unknown, Copilot not enabled).
+// Nothing else is: a missing PR is an error, a fault is transient.
 func refusal(err error) bool {
-	switch forge.KindOf(err) {
-	case forge.KindInvalid, forge.KindNotFound:
-		return true
-	}
-	return false
+	return forge.KindOf(err) == forge.KindInvalid
 }
 
 // transient faults on the review request are retried by Decide; auth
