@@ -353,7 +353,7 @@ func TestSandbox_PrintsJSONAndServesGit(t *testing.T) {
 // TestAG_B1_CommandAgentBlockedEscalates drives the sandbox PR with an
 // external command agent that cannot fix anything: converge reads its
 // status record, pushes nothing, replies "escalated" without resolving,
-// and lists those threads as hand-offs in the proof. The agent never sees
+// and ends handed-off naming those threads (PR-T11), never ready-for-merge. The agent never sees
 // the forge token (SEC-2).
 func TestAG_B1_CommandAgentBlockedEscalates(t *testing.T) {
 	hub, demo := startHub(t, 100*time.Millisecond)
@@ -372,12 +372,14 @@ echo '{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary"
 	before, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
 	tok := hub.Tokens().Author
 	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": tok})
-	args := append(prArgs(hub, demo, t.TempDir()), "--agent", "command", "--agent-cmd", script)
+	args := append(prArgs(hub, demo, t.TempDir()), "--agent", "command", "--agent-cmd", script, "--review-agent", "suggest")
 	code := Run(context.Background(), args, ios)
-	if code != 0 {
-		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	// Open hand-offs are never ready-for-merge (PR-T11): handed-off, exit 3.
+	if code != ExitHuman || !strings.Contains(out.String(), "converge: handed-off") {
+		t.Fatalf("want handed-off (exit 3), got exit %d\n%s%s", code, out, errOut)
 	}
 	after := observe(t, hub, demo.PRURL)
+	assertNotReady(t, after)
 	if after.HeadSHA != before.HeadSHA {
 		t.Errorf("a blocked agent's round pushed: %s → %s", before.HeadSHA, after.HeadSHA)
 	}
@@ -394,8 +396,10 @@ echo '{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary"
 	if escalated != len(after.Threads) || escalated == 0 {
 		t.Errorf("want every thread escalated with the agent's reason, got %d of %d", escalated, len(after.Threads))
 	}
-	if !strings.Contains(out.String(), "escalated threads            PRRT_") {
-		t.Errorf("proof does not list the escalated threads:\n%s", out)
+	for _, th := range after.Threads {
+		if !strings.Contains(out.String(), th.ID) {
+			t.Errorf("the verdict does not name the open hand-off %s:\n%s", th.ID, out)
+		}
 	}
 	env, err := os.ReadFile(envDump)
 	if err != nil {

@@ -1,0 +1,245 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v93/github"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/testutil/hubtest"
+)
+
+// The helpers here play the other actors on the emulator with their own
+// tokens and check outcomes at the forge, never in converge's own output.
+
+// runBin runs the real converge binary (TestMain puts it on PATH) with env
+// added to a clean environment, and returns its exit code and output.
+func runBin(t *testing.T, env map[string]string, args ...string) (int, string) {
+	t.Helper()
+	bin := "converge"
+	if b := os.Getenv("CONVERGE_TEST_BIN"); b != "" {
+		// Another build, e.g. an older commit, to show a test fails there.
+		bin = b
+	}
+	if _, err := exec.LookPath(bin); err != nil {
+		t.Fatal("converge is not on PATH (TestMain installs it)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = cleanEnv(env)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if err != nil {
+		ee, ok := err.(*exec.ExitError)
+		if !ok {
+			t.Fatalf("run converge: %v\n%s", err, out.String())
+		}
+		code = ee.ExitCode()
+	}
+	return code, out.String()
+}
+
+// cleanEnv is the test process's environment without any token, plus env.
+func cleanEnv(env map[string]string) []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CONVERGE_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GITHUB_API_URL":
+			continue
+		}
+		out = append(out, kv)
+	}
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	return out
+}
+
+// authorEnv is converge acting as the PR's author.
+func authorEnv(hub *fakehub.Hub) map[string]string {
+	return map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author}
+}
+
+// restAs is go-github acting as one of the emulator's actors.
+func restAs(t *testing.T, hub *fakehub.Hub, token string) *github.Client {
+	t.Helper()
+	c, err := github.NewClient(github.WithHTTPClient(hub.HTTPClient()), github.WithAuthToken(token), github.WithEnterpriseURLs(hub.APIURL(), hub.APIURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// forcePush points the PR's branch at sha as the author would with
+// `git push --force`.
+func forcePush(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, sha string) {
+	t.Helper()
+	ctx := context.Background()
+	env := append(os.Environ(), hub.GitEnv(hub.Tokens().Author)...)
+	dir := filepath.Join(t.TempDir(), "clone")
+	if _, err := repo.Clone(ctx, hub.GitURL(demo.Owner, demo.Repo), dir, env); err != nil {
+		t.Fatal(err)
+	}
+	g := &repo.Git{Dir: dir, Env: env}
+	if _, err := g.Run(ctx, "fetch", "origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(ctx, "push", "--force", "origin", sha+":refs/heads/"+fakehub.DemoBranch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fileAtHead reads path at the PR's head through a fresh clone.
+func fileAtHead(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, path string) string {
+	t.Helper()
+	ctx := context.Background()
+	env := append(os.Environ(), hub.GitEnv(hub.Tokens().Reviewer)...)
+	dir := filepath.Join(t.TempDir(), "read")
+	if _, err := repo.Clone(ctx, hub.GitURL(demo.Owner, demo.Repo), dir, env); err != nil {
+		t.Fatal(err)
+	}
+	g := &repo.Git{Dir: dir, Env: env}
+	out, err := g.Run(ctx, "show", "origin/"+fakehub.DemoBranch+":"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// copilotLogin matches Copilot on every API surface.
+func copilotLogin(l string) bool { return strings.Contains(strings.ToLower(l), "copilot") }
+
+// trustedLogin is who may drive fixes on the emulator: write access or
+// Copilot (the outsider has read only).
+func trustedLogin(l string) bool {
+	return copilotLogin(l) || strings.EqualFold(l, fakehub.LoginAuthor) || strings.EqualFold(l, fakehub.LoginReviewer)
+}
+
+// forgeVerdict is what the forge itself proves about a PR that converge
+// called two-stable: the latest Copilot review (or converge's clean local
+// review summary) is of the head and clean, no trusted thread is open, CI
+// is green on the head, and the labels say ready. "" means proven.
+func forgeVerdict(pr *forge.PullRequest, localOK bool) string {
+	var why []string
+	var latest *forge.Review
+	for i := range pr.Reviews {
+		r := &pr.Reviews[i]
+		if !copilotLogin(r.Author) {
+			continue
+		}
+		if latest == nil || r.SubmittedAt.After(latest.SubmittedAt) || (r.SubmittedAt.Equal(latest.SubmittedAt) && r.CommitSHA == pr.HeadSHA) {
+			latest = r
+		}
+	}
+	copilotOK := latest != nil && latest.CommitSHA == pr.HeadSHA && latest.CommentCount == 0 &&
+		strings.Contains(latest.Body, "generated no new comments")
+	localClean := false
+	for _, ic := range pr.IssueComments {
+		if strings.Contains(ic.Body, "converge:local-review head="+pr.HeadSHA) && localCleanSummary(ic.Body) {
+			localClean = true
+		}
+	}
+	if !copilotOK && !(localOK && localClean) {
+		desc := "none"
+		if latest != nil {
+			desc = fmt.Sprintf("%s on %s with %d comments: %q", latest.ID, latest.CommitSHA, latest.CommentCount, latest.Body)
+		}
+		why = append(why, "no clean independent review of the head "+pr.HeadSHA+" (latest Copilot review: "+desc+")")
+	}
+	for _, th := range pr.Threads {
+		if !th.IsResolved && len(th.Comments) > 0 && trustedLogin(th.Comments[0].Author) {
+			why = append(why, "trusted thread "+th.ID+" is open")
+		}
+	}
+	ciSeen := false
+	for _, cx := range pr.Checks.Contexts {
+		if strings.EqualFold(cx.Name, "converge") {
+			continue
+		}
+		ciSeen = true
+		if !strings.EqualFold(cx.Conclusion, "SUCCESS") {
+			why = append(why, fmt.Sprintf("CI %s is %s/%s on the head", cx.Name, cx.Status, cx.Conclusion))
+		}
+	}
+	if !ciSeen {
+		why = append(why, "no CI on the head")
+	}
+	ready := false
+	for _, l := range pr.Labels {
+		if l == "converge:ready-for-merge" {
+			ready = true
+		}
+		if l == "converge:needs-attention" {
+			why = append(why, "needs-attention label on a two-stable PR")
+		}
+	}
+	if !ready {
+		why = append(why, "no ready-for-merge label")
+	}
+	return strings.Join(why, "; ")
+}
+
+// localCleanSummary reads converge's local review summary comment: clean
+// when it reports no findings and no unparsed angle.
+func localCleanSummary(body string) bool {
+	l := strings.ToLower(body)
+	return strings.Contains(l, "clean") && !strings.Contains(l, "could not be parsed") && !strings.Contains(l, "structural (")
+}
+
+// assertNotReady fails when the forge shows converge's success marks.
+func assertNotReady(t *testing.T, pr *forge.PullRequest) {
+	t.Helper()
+	for _, l := range pr.Labels {
+		if l == "converge:ready-for-merge" {
+			t.Errorf("the PR is labelled ready-for-merge: %v", pr.Labels)
+		}
+	}
+	for _, cx := range pr.Checks.Contexts {
+		if strings.EqualFold(cx.Name, "converge") && strings.EqualFold(cx.Conclusion, "SUCCESS") {
+			t.Errorf("converge's own status on the head is success")
+		}
+	}
+}
+
+// convergeReplies counts converge's marked replies in a thread.
+func convergeReplies(th forge.Thread) []string {
+	var out []string
+	for _, c := range th.Comments {
+		if strings.Contains(c.Body, "converge:reply") {
+			out = append(out, c.Body)
+		}
+	}
+	return out
+}
+
+func clientAs(t *testing.T, hub *fakehub.Hub, token string) *ghclient.Client {
+	t.Helper()
+	return hubtest.Client(t, hub, token)
+}
+
+func observeAs(t *testing.T, hub *fakehub.Hub, prURL, token string) *forge.PullRequest {
+	t.Helper()
+	ref, err := forge.ParsePRURL(prURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := hubtest.Client(t, hub, token).Observe(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pr
+}

@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-github/v93/github"
+
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+)
+
+// TestSoak_NoFalseSuccess drives the whole loop against the emulator under
+// randomized Copilot delays and bodies, lag faults, finding counts, human
+// reviewers and agent outcomes, one seed per run. Every run that exits 0 is
+// checked at the forge (forgeVerdict); a run that does not exit 0 must not
+// leave the PR labelled ready. CONVERGE_SOAK_SEEDS sets the number of seeds
+// (10 by default; `make soak` runs 200), CONVERGE_SOAK_SEED0 the first.
+func TestSoak_NoFalseSuccess(t *testing.T) {
+	seeds := envInt("CONVERGE_SOAK_SEEDS", 10)
+	seed0 := envInt("CONVERGE_SOAK_SEED0", 1)
+	var runs, falseSuccess, successes atomic.Int64
+	t.Run("seeds", func(t *testing.T) {
+		for i := range seeds {
+			seed := uint64(seed0 + i)
+			t.Run(fmt.Sprintf("seed-%d", seed), func(t *testing.T) {
+				t.Parallel()
+				sc := newSoakCase(seed)
+				code, out, verdict := sc.run(t)
+				runs.Add(1)
+				if code == 0 {
+					successes.Add(1)
+				}
+				if verdict != "" {
+					falseSuccess.Add(1)
+					t.Errorf("FALSE SUCCESS (seed %d, %s): exit %d: %s\n%s", seed, sc, code, verdict, out)
+				}
+			})
+		}
+	})
+	summary := fmt.Sprintf("false_success=%d runs=%d two_stable=%d", falseSuccess.Load(), runs.Load(), successes.Load())
+	t.Log(summary)
+	fmt.Println(summary)
+}
+
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// soakCase is one seed's world.
+type soakCase struct {
+	seed      uint64
+	delay     time.Duration
+	lagMax    int
+	script    fakehub.CopilotScript
+	agent     string // suggest, blocked, crash, local
+	humanNote bool   // a reviewer thread no fixer can address
+	changes   bool   // a reviewer requests changes
+	desc      []string
+}
+
+func newSoakCase(seed uint64) *soakCase {
+	r := rand.New(rand.NewPCG(seed, 0x5eed))
+	sc := &soakCase{seed: seed, delay: time.Duration(r.IntN(200)) * time.Millisecond, lagMax: r.IntN(7)}
+	var all []fakehub.Finding
+	for _, rd := range fakehub.DemoScript().Rounds {
+		all = append(all, rd.Findings...)
+	}
+	bodies := []string{fakehub.CopilotNoFilesBody, fakehub.CopilotQuotaBody, fakehub.CopilotUnavailableBody, "", "LGTM"}
+	for range 1 + r.IntN(4) {
+		var rd fakehub.CopilotRound
+		switch p := r.Float64(); {
+		case p < 0.1:
+			rd.Error = true
+		case p < 0.2:
+			rd.Body = fakehub.Text(bodies[r.IntN(len(bodies))])
+		case p < 0.25:
+			rd.NoStart = true
+		default:
+			for _, f := range all {
+				if r.IntN(2) == 0 {
+					rd.Findings = append(rd.Findings, f)
+				}
+			}
+		}
+		if r.IntN(3) == 0 {
+			rd.Delay = time.Duration(1+r.IntN(400)) * time.Millisecond
+		}
+		sc.script.Rounds = append(sc.script.Rounds, rd)
+	}
+	switch p := r.Float64(); {
+	case p < 0.6:
+		sc.agent = "suggest"
+	case p < 0.72:
+		sc.agent = "blocked"
+	case p < 0.8:
+		sc.agent = "crash"
+	default:
+		sc.agent = "local"
+	}
+	sc.humanNote = r.IntN(5) == 0
+	sc.changes = r.IntN(8) == 0
+	sc.desc = []string{fmt.Sprintf("delay=%s lag<=%d rounds=%d agent=%s human-note=%v changes=%v", sc.delay, sc.lagMax, len(sc.script.Rounds), sc.agent, sc.humanNote, sc.changes)}
+	return sc
+}
+
+func (sc *soakCase) String() string { return strings.Join(sc.desc, " ") }
+
+// run plays the seed and returns the exit code, the output and, when the
+// outcome is a false success, why.
+func (sc *soakCase) run(t *testing.T) (int, string, string) {
+	hub, demo := startHub(t, sc.delay)
+	hub.SetReviewLagSeeded(int64(sc.seed), sc.lagMax)
+	if err := hub.SetCopilotScript(demo.Owner, demo.Repo, demo.Number, sc.script); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	gh := restAs(t, hub, hub.Tokens().Reviewer)
+	if sc.humanNote {
+		if _, _, err := gh.PullRequests.CreateReview(ctx, demo.Owner, demo.Repo, demo.Number, &github.PullRequestReviewRequest{
+			Event: github.Ptr("COMMENT"),
+			Comments: []*github.DraftReviewComment{{
+				Path: github.Ptr("summary.go"), Line: github.Ptr(3), Side: github.Ptr("RIGHT"), Body: github.Ptr("Is errors the right dependency here?"),
+			}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if sc.changes {
+		if _, _, err := gh.PullRequests.CreateReview(ctx, demo.Owner, demo.Repo, demo.Number, &github.PullRequestReviewRequest{
+			Event: github.Ptr("REQUEST_CHANGES"), Body: github.Ptr("Not before the API is agreed."),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	args := append(prArgs(hub, demo, filepath.Join(dir, "state")), "--poll-min", "20ms", "--poll-max", "200ms")
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	local := false
+	switch sc.agent {
+	case "blocked":
+		args = append(args, "--review-agent", "suggest", "--agent", "command", "--agent-cmd", write("blocked.sh", `#!/bin/sh
+cat > /dev/null
+echo '{"status":"blocked","next_action":"ask the author","needs_extension_minutes":0,"summary":"cannot","files_changed":[],"reason":"needs a human"}'
+`))
+	case "crash":
+		args = append(args, "--review-agent", "suggest", "--agent", "command", "--agent-cmd", write("crash.sh", "#!/bin/sh\necho boom >&2\nexit 2\n"))
+	case "local":
+		// No Copilot: command angles review the head for real, and one
+		// angle sometimes answers garbage (a degraded review).
+		local = true
+		r := rand.New(rand.NewPCG(sc.seed, 0x10ca1))
+		garbage := r.IntN(4) == 0
+		review := `#!/bin/sh
+cat > /dev/null
+if grep -q 'i+n < len(xs)' summary.go; then
+  echo '[{"file":"summary.go","line_range":[27,27],"summary":"MovingSum drops the last window","verdict":"structural"}]'
+else
+  echo '[]'
+fi
+`
+		if garbage {
+			review = "#!/bin/sh\ncat > /dev/null\necho 'Looks fine to me!'\n"
+		}
+		args = append(args, "--no-copilot",
+			"--agent", "command", "--agent-cmd", write("fix.sh", `#!/bin/sh
+cat > /dev/null
+sed -i 's/i+n < len(xs)/i+n <= len(xs)/' summary.go
+echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["summary.go"]}'
+`),
+			"--review-agent", "command", "--review-agent-cmd", write("review.sh", review), "--review-angles", "correctness-leak,edge-cases")
+		sc.desc = append(sc.desc, fmt.Sprintf("garbage-angle=%v", garbage))
+	}
+	code, out := runBin(t, authorEnv(hub), args...)
+	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	if code == 0 {
+		return code, out, forgeVerdict(pr, local)
+	}
+	for _, l := range pr.Labels {
+		if l == "converge:ready-for-merge" {
+			return code, out, "exit " + strconv.Itoa(code) + " but the PR is labelled ready-for-merge"
+		}
+	}
+	return code, out, ""
+}
