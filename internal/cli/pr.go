@@ -114,6 +114,11 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.NoCopilot && reviewer == nil {
+		// Conjunct 4 is never dropped (PR-T1): with neither Copilot nor a
+		// review agent the run could only end blocked, so say it now.
+		return usageErr("--no-copilot leaves no independent review: the %s agent cannot review; add --review-agent command --review-agent-cmd CMD", reviewAgentName(opts))
+	}
 	rest, gql, err := ghclient.Endpoints(ref, opts.APIURL, ios.Getenv)
 	if err != nil {
 		return usageErr("%v", err)
@@ -198,6 +203,13 @@ func pickAgent(name, cmdline string) (agent.Agent, error) {
 	return nil, usageErr("unknown --agent %q: use suggest or command", name)
 }
 
+func reviewAgentName(opts *prOptions) string {
+	if opts.ReviewAgent != "" {
+		return opts.ReviewAgent
+	}
+	return opts.Agent
+}
+
 // pickReviewer builds the local review from the --review-* flags. It is
 // nil when the review agent cannot review (suggest): then the run has no
 // local review, and without Copilot no independent review at all.
@@ -220,7 +232,10 @@ func pickReviewer(opts *prOptions) (*review.Reviewer, error) {
 		if strings.TrimSpace(cmdline) == "" {
 			return nil, usageErr("--review-agent command needs --review-agent-cmd (or --agent-cmd), e.g. --review-agent-cmd './review.sh'")
 		}
-		a, err := command.New([]string{"sh", "-c", cmdline}, command.Options{Name: "review-command"})
+		if err := command.Preflight(cmdline); err != nil {
+			return nil, usageErr("--review-agent-cmd: %v", err)
+		}
+		a, err := command.New([]string{"sh", "-c", command.AbsProgram(cmdline)}, command.Options{Name: "review-command"})
 		if err != nil {
 			return nil, usageErr("--review-agent-cmd: %v", err)
 		}

@@ -108,6 +108,11 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 
 	out := newReporter(ios, p.JSON, db, runID)
 	out.Report(prloop.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
+	if p.Reviewer == nil {
+		// Pre-flight says it plainly (PR-S4): Copilot is the only
+		// independent review this run can have.
+		out.Report(prloop.Event{Kind: "note", Message: "no local review: the " + p.Agent.Name() + " agent cannot review; only a Copilot review of the head can prove two-stable (--review-agent command adds one)"})
+	}
 
 	ws := &prloop.GitWorkspace{
 		Root:     filepath.Join(p.StateDir, "work"),
