@@ -3,7 +3,7 @@ GO ?= go
 # The race detector needs cgo and a C compiler; without them tests still run.
 RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null && echo -race)
 
-.PHONY: build test lint demo
+.PHONY: build test lint demo soak
 
 build:
 	$(GO) build -o bin/converge ./cmd/converge
@@ -21,3 +21,12 @@ lint:
 
 demo:
 	$(GO) run ./cmd/converge demo
+
+# The soak of the whole loop (issue 6): 200 randomized seeds against the
+# emulator; every run that exits 0 is checked at the forge. Prints
+# false_success=N runs=M (RELIABILITY.md).
+SOAK_SEEDS ?= 200
+soak:
+	CONVERGE_SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -count=1 -run '^TestSoak_NoFalseSuccess$$' -v -parallel 4 -timeout 60m ./internal/cli \
+		| tee soak.log | grep -E '^(false_success=|--- FAIL|FAIL|ok)'
+	@! grep -q '^--- FAIL' soak.log
