@@ -771,9 +771,24 @@ func (d *step) verify() bool {
 	return true
 }
 
+// roundStructural reports a structural finding of this round that is
+// still converge's to act on: one it handed to a human this round
+// (escalated or deferred) is a hand-off, not a structural finding, so a
+// round that only handed off ends handed-off at once instead of asking
+// for another review of an unchanged head (PR-T11).
 func (d *step) roundStructural() bool {
+	handed := map[string]bool{}
+	for _, r := range d.s.Threads {
+		if r.Round == d.s.Round && (r.Disposition == DispEscalated || r.Disposition == DispDeferred) {
+			handed[r.ThreadID] = true
+		}
+	}
 	for _, f := range d.s.Kept {
-		if f.Verdict != "minor" {
+		id := f.ThreadID
+		if id == "" {
+			id = f.ID
+		}
+		if f.Verdict != "minor" && !handed[id] {
 			return true
 		}
 	}

@@ -1103,3 +1103,29 @@ func TestPR_G5_StopLabelEndsRun(t *testing.T) {
 		})
 	}
 }
+
+// TestPR_T11_RoundThatOnlyHandsOffEndsHandedOff: every finding of the
+// round was escalated and nothing was pushed; the review of the head
+// stands, so the run ends handed-off at once (exit 3, needs-attention)
+// instead of asking for another review of an unchanged head.
+func TestPR_T11_RoundThatOnlyHandsOffEndsHandedOff(t *testing.T) {
+	c := cfg()
+	s := awaiting("h1", 1)
+	pr := newPR("h1")
+	th := thread("T1", "bob", "rethink the API")
+	pr.Reviews = []forge.Review{okReview("R1", "h1", at(3))}
+	pr.Threads = []forge.Thread{th}
+	s, acts, _ := Decide(s, obs(at(3), pr), c)
+	wantActs(t, acts, "fix round-1/fix")
+	o := obs(at(4), pr)
+	o.Result = &ActResult{Fix: &FixResult{Round: 1, Blocked: []BlockedFinding{{ID: "T1", Reason: "needs a human"}}}}
+	s, acts, _ = Decide(s, o, c)
+	wantActs(t, acts, "reply round-1/reply/T1/escalated")
+	pr = forgeApply(pr, acts, at(4))
+	_, acts, term := Decide(s, obs(at(5), pr), c)
+	wantTerminal(t, term, ReasonHandedOff)
+	wantActs(t, acts, "add-label "+LabelNeedsAttention, "set-status error h1")
+	if term.ExitCode != 3 || !strings.Contains(term.Message, "T1") {
+		t.Fatalf("terminal %+v", term)
+	}
+}
