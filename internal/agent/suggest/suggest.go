@@ -23,17 +23,18 @@ import (
 // Name is the backend's name in configuration and reports.
 const Name = "suggest"
 
-// Reasons a finding is not applied.
+// Reasons a finding is not applied. They are quoted in the hand-off reply
+// a human reads, so they are worded for one.
 const (
-	ReasonNoSuggestion        = "no-suggestion"
-	ReasonMultipleSuggestions = "multiple-suggestions"
-	ReasonUnterminated        = "unterminated-suggestion"
-	ReasonNoLines             = "no-line-range"
-	ReasonBadPath             = "invalid-path"
-	ReasonFileMissing         = "file-missing"
-	ReasonUnreadable          = "unreadable"
-	ReasonOutOfRange          = "out-of-range"
-	ReasonOverlap             = "overlaps-other-finding"
+	ReasonNoSuggestion        = "the comment has no ```suggestion block, and the built-in suggest agent applies only those"
+	ReasonMultipleSuggestions = "the comment has more than one ```suggestion block"
+	ReasonUnterminated        = "the ```suggestion block is not closed"
+	ReasonNoLines             = "the comment names no line range to replace"
+	ReasonBadPath             = "the comment's file path is not inside the repository"
+	ReasonFileMissing         = "the file the comment is on does not exist on the head"
+	ReasonUnreadable          = "the file the comment is on cannot be read"
+	ReasonOutOfRange          = "the comment's lines are past the end of the file"
+	ReasonOverlap             = "the suggestion overlaps another finding's lines"
 	// ReasonStale: the lines the reviewer saw are not, unchanged, at the
 	// thread's current position, so the suggestion is not written (case
 	// 8 of issue 6: applied at stale line numbers it corrupts the file).
