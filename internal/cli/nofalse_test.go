@@ -70,7 +70,7 @@ func TestPR_T13_HumanChangesRequestedBlocksSuccess(t *testing.T) {
 	ctx := context.Background()
 	gh := restAs(t, hub, hub.Tokens().Reviewer)
 	rv, _, err := gh.PullRequests.CreateReview(ctx, demo.Owner, demo.Repo, demo.Number, &github.PullRequestReviewRequest{
-		Event: github.Ptr("REQUEST_CHANGES"), Body: github.Ptr("Please also reject negative window sizes in MovingSum."),
+		Event: new("REQUEST_CHANGES"), Body: new("Please also reject negative window sizes in MovingSum."),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -128,10 +128,10 @@ func TestPR_T11_HandOffAnsweredOnceAndEndsHandedOff(t *testing.T) {
 	ctx := context.Background()
 	gh := restAs(t, hub, hub.Tokens().Reviewer)
 	if _, _, err := gh.PullRequests.CreateReview(ctx, demo.Owner, demo.Repo, demo.Number, &github.PullRequestReviewRequest{
-		Event: github.Ptr("COMMENT"),
+		Event: new("COMMENT"),
 		Comments: []*github.DraftReviewComment{{
-			Path: github.Ptr("summary.go"), Line: github.Ptr(5), Side: github.Ptr("RIGHT"),
-			Body: github.Ptr("Should this package depend on fmt at all? Let's discuss the API first."),
+			Path: new("summary.go"), Line: new(5), Side: new("RIGHT"),
+			Body: new("Should this package depend on fmt at all? Let's discuss the API first."),
 		}},
 	}); err != nil {
 		t.Fatal(err)

@@ -128,9 +128,9 @@ func (sc *soakCase) run(t *testing.T) (int, string, string) {
 	gh := restAs(t, hub, hub.Tokens().Reviewer)
 	if sc.humanNote {
 		if _, _, err := gh.PullRequests.CreateReview(ctx, demo.Owner, demo.Repo, demo.Number, &github.PullRequestReviewRequest{
-			Event: github.Ptr("COMMENT"),
+			Event: new("COMMENT"),
 			Comments: []*github.DraftReviewComment{{
-				Path: github.Ptr("summary.go"), Line: github.Ptr(3), Side: github.Ptr("RIGHT"), Body: github.Ptr("Is errors the right dependency here?"),
+				Path: new("summary.go"), Line: new(3), Side: new("RIGHT"), Body: new("Is errors the right dependency here?"),
 			}},
 		}); err != nil {
 			t.Fatal(err)
@@ -138,7 +138,7 @@ func (sc *soakCase) run(t *testing.T) (int, string, string) {
 	}
 	if sc.changes {
 		if _, _, err := gh.PullRequests.CreateReview(ctx, demo.Owner, demo.Repo, demo.Number, &github.PullRequestReviewRequest{
-			Event: github.Ptr("REQUEST_CHANGES"), Body: github.Ptr("Not before the API is agreed."),
+			Event: new("REQUEST_CHANGES"), Body: new("Not before the API is agreed."),
 		}); err != nil {
 			t.Fatal(err)
 		}
