@@ -31,12 +31,16 @@ type prOptions struct {
 	TestTimeout  time.Duration // per build/test run (AG-T5)
 	MaxIter      int
 	MaxWallClock time.Duration
-	PollMin      time.Duration
-	PollMax      time.Duration
-	StateDir     string
-	JSON         bool
-	Keep         bool
-	NoCopilot    bool
+	// Waits of a round (PR-S1, PR-S2): GitHub's Copilot takes minutes.
+	ReviewStartWindow time.Duration
+	ReviewWait        time.Duration
+	CIWait            time.Duration
+	PollMin           time.Duration
+	PollMax           time.Duration
+	StateDir          string
+	JSON              bool
+	Keep              bool
+	NoCopilot         bool
 	// AllowHostMismatch lets a PR URL name another host than the API's
 	// (SEC-6); git still clones from where the API says.
 	AllowHostMismatch bool
@@ -79,6 +83,9 @@ every thread, and stop at two-stable (or another terminal, see exit codes).`,
 	f.DurationVar(&opts.TestTimeout, "test-timeout", prloop.DefaultTestBudget, "time-box of one build/test run; a run stopped at it counts as failing")
 	f.IntVar(&opts.MaxIter, "max-iterations", def.MaxIterations, "maximum rounds")
 	f.DurationVar(&opts.MaxWallClock, "max-wall-clock", def.MaxWallClock, "maximum wall-clock time")
+	f.DurationVar(&opts.ReviewStartWindow, "review-start-window", def.ReviewStartWindow, "how long a requested Copilot review may take to start before Copilot's latest review of the head is taken instead")
+	f.DurationVar(&opts.ReviewWait, "review-wait", def.ReviewWaitMax, "longest wait for a requested Copilot review to land")
+	f.DurationVar(&opts.CIWait, "ci-wait", def.CIWaitMax, "longest wait for CI to settle on a head")
 	f.DurationVar(&opts.PollMin, "poll-min", 60*time.Second, "first wait between polls")
 	f.DurationVar(&opts.PollMax, "poll-max", 600*time.Second, "longest wait between polls (back-off cap)")
 	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
@@ -105,6 +112,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	}
 	if opts.AgentTimeout <= 0 || opts.TestTimeout <= 0 {
 		return usageErr("--agent-timeout and --test-timeout must be positive")
+	}
+	if opts.ReviewStartWindow <= 0 || opts.ReviewWait < opts.ReviewStartWindow || opts.CIWait <= 0 {
+		return usageErr("--review-start-window and --ci-wait must be positive and --review-wait at least --review-start-window")
 	}
 	ag, err := pickAgent(opts.Agent, opts.AgentCmd)
 	if err != nil {
@@ -156,6 +166,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	cfg := prloop.DefaultConfig()
 	cfg.MaxIterations = opts.MaxIter
 	cfg.MaxWallClock = opts.MaxWallClock
+	cfg.ReviewStartWindow, cfg.ReviewWaitMax, cfg.CIWaitMax = opts.ReviewStartWindow, opts.ReviewWait, opts.CIWait
 	cfg.ExpectsCopilot = !opts.NoCopilot
 	cfg.LocalReview = reviewer != nil
 	_, err = runLoop(ctx, ios, loopParams{

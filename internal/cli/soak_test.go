@@ -144,7 +144,10 @@ func (sc *soakCase) run(t *testing.T) (int, string, string) {
 		}
 	}
 	dir := t.TempDir()
-	args := append(prArgs(hub, demo, filepath.Join(dir, "state")), "--poll-min", "20ms", "--poll-max", "200ms")
+	// GitHub's minutes scaled down: a review that never starts is given
+	// up on in seconds, not twenty minutes.
+	args := append(prArgs(hub, demo, filepath.Join(dir, "state")), "--poll-min", "20ms", "--poll-max", "200ms",
+		"--review-start-window", "2s", "--review-wait", "8s", "--ci-wait", "60s")
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
 		if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
