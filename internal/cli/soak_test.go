@@ -27,6 +27,7 @@ func TestSoak_NoFalseSuccess(t *testing.T) {
 	seeds := envInt("CONVERGE_SOAK_SEEDS", 10)
 	seed0 := envInt("CONVERGE_SOAK_SEED0", 1)
 	var runs, falseSuccess, successes atomic.Int64
+	var byExit [8]atomic.Int64 // how the runs ended, by IF-1 exit code
 	t.Run("seeds", func(t *testing.T) {
 		for i := range seeds {
 			seed := uint64(seed0 + i)
@@ -38,6 +39,9 @@ func TestSoak_NoFalseSuccess(t *testing.T) {
 				if code == 0 {
 					successes.Add(1)
 				}
+				if code >= 0 && code < len(byExit) {
+					byExit[code].Add(1)
+				}
 				if verdict != "" {
 					falseSuccess.Add(1)
 					t.Errorf("FALSE SUCCESS (seed %d, %s): exit %d: %s\n%s", seed, sc, code, verdict, out)
@@ -45,7 +49,13 @@ func TestSoak_NoFalseSuccess(t *testing.T) {
 			})
 		}
 	})
-	summary := fmt.Sprintf("false_success=%d runs=%d two_stable=%d", falseSuccess.Load(), runs.Load(), successes.Load())
+	var exits []string
+	for code := range byExit {
+		if n := byExit[code].Load(); n > 0 {
+			exits = append(exits, fmt.Sprintf("exit%d=%d", code, n))
+		}
+	}
+	summary := fmt.Sprintf("false_success=%d runs=%d two_stable=%d %s", falseSuccess.Load(), runs.Load(), successes.Load(), strings.Join(exits, " "))
 	t.Log(summary)
 	fmt.Println(summary)
 }
