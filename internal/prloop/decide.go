@@ -290,10 +290,10 @@ func (d *step) runPhases() {
 func (d *step) start() bool {
 	v := d.verdict(true)
 	if v.ciOK && len(v.awaiting) == 0 && len(v.handOffs) == 0 && len(v.blockers) == 0 {
-		if d.unsettledWait(v) {
+		if d.unsettledWait(v) || d.unseenWait(v) {
 			return false
 		}
-		if v.reviewOK {
+		if v.reviewOK && len(v.unseen) == 0 {
 			if d.mergeUnknown() {
 				d.wait("merge state UNKNOWN; observing again")
 				return false
@@ -316,6 +316,18 @@ func (d *step) unsettledWait(v verdict) bool {
 	return d.unsettled(v.latest, v.signalWhy)
 }
 
+// unseenWait observes again, a bounded number of times, while any review
+// counts more comments of its own than the threads show: a thread may not
+// be visible yet, and zero open threads would then be a false reading of
+// conjunct 3 (PR-O2, PR-T1(3)).
+func (d *step) unseenWait(v verdict) bool {
+	if len(v.unseen) == 0 {
+		return false
+	}
+	r := v.unseen[0]
+	return d.unsettled(&r, fmt.Sprintf("it counts %d comment(s), %d visible in threads", r.CommentCount, reviewComments(r, d.pr)))
+}
+
 func (d *step) unsettled(r *forge.Review, why string) bool {
 	s := &d.s
 	if s.UnsettledReview != r.ID {
@@ -325,7 +337,7 @@ func (d *step) unsettled(r *forge.Review, why string) bool {
 		return false
 	}
 	s.UnsettledCount++
-	d.wait(fmt.Sprintf("Copilot review %s is not settled (%s); observing again (%d/%d)", r.ID, why, s.UnsettledCount, d.c.UnsettledReads))
+	d.wait(fmt.Sprintf("review %s by %s is not settled (%s); observing again (%d/%d)", r.ID, r.Author, why, s.UnsettledCount, d.c.UnsettledReads))
 	return true
 }
 
@@ -735,7 +747,14 @@ func (d *step) verify() bool {
 			d.wait("merge state UNKNOWN; observing again")
 			return false
 		}
-		if !v.reviewOK && d.unsettledWait(v) {
+		if (!v.reviewOK && d.unsettledWait(v)) || d.unseenWait(v) {
+			return false
+		}
+		if len(v.unseen) > 0 {
+			// Still not visible after the bounded reads: conjunct 3 cannot
+			// be proven on this observation; a new round reads again.
+			s.Phase = PhaseRequest
+			d.wait(fmt.Sprintf("review %s's comments are still not all visible; not proven, trying another round", v.unseen[0].ID))
 			return false
 		}
 		if v.reviewOK {

@@ -1129,3 +1129,33 @@ func TestPR_T11_RoundThatOnlyHandsOffEndsHandedOff(t *testing.T) {
 		t.Fatalf("terminal %+v", term)
 	}
 }
+
+// TestPR_O2_ReviewWithUnseenCommentsProvesNothing: any review (a human's
+// too) that counts more comments of its own than the threads show may
+// have a thread not visible yet; zero open threads is then not proven.
+func TestPR_O2_ReviewWithUnseenCommentsProvesNothing(t *testing.T) {
+	c := cfg()
+	pr := newPR("h1")
+	pr.Reviews = []forge.Review{okReview("R1", "h1", at(-30)),
+		{ID: "RH", Author: "bob", State: "COMMENTED", CommitSHA: "h1", SubmittedAt: at(-1), CommentCount: 1}}
+	s := State{}
+	for i := 1; i <= c.UnsettledReads; i++ {
+		var acts []Action
+		var term *Terminal
+		s, acts, term = Decide(s, obs(at(0), pr), c)
+		wantTerminal(t, term, "")
+		wantActs(t, acts, "wait")
+	}
+	// Past the bound it is still not two-stable: a round starts instead.
+	_, acts, term := Decide(s, obs(at(0), pr), c)
+	wantTerminal(t, term, "")
+	wantActs(t, acts, "set-status pending h1", "request-review round-1/request-review")
+
+	// Once the thread is visible, it is the finding it always was.
+	th := thread("T1", "bob", "rename this")
+	th.Comments[0].ReviewID = "RH"
+	pr.Threads = []forge.Thread{th}
+	_, acts, term = Decide(State{}, obs(at(0), pr), c)
+	wantTerminal(t, term, "")
+	wantActs(t, acts, "set-status pending h1", "request-review round-1/request-review")
+}

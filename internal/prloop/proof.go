@@ -24,9 +24,12 @@ type verdict struct {
 	latest    *forge.Review
 	signal    reviewSignal
 	signalWhy string
-	handOffs  []string // open trusted threads converge handed to a human
-	blockers  []string // trusted humans whose latest review requests changes
-	views     []threadView
+	// unseen are reviews that count more comments of their own than the
+	// threads show yet (PR-O2): nothing is proven while one is.
+	unseen   []forge.Review
+	handOffs []string // open trusted threads converge handed to a human
+	blockers []string // trusted humans whose latest review requests changes
+	views    []threadView
 }
 
 func (d *step) verdict(minorOnly bool) verdict {
@@ -44,6 +47,11 @@ func (d *step) verdict(minorOnly bool) verdict {
 		v.awaiting = append(v.awaiting, f.ID)
 	}
 	v.blockers = changesRequested(d.pr, d.o, d.c)
+	for _, r := range d.pr.Reviews {
+		if r.CommentCount > reviewComments(r, d.pr) {
+			v.unseen = append(v.unseen, r)
+		}
+	}
 	v.review, v.latest, v.signal, v.reviewWhy = d.copilotArm()
 	v.signalWhy = v.reviewWhy
 	if lr := d.s.localReview(d.head); lr != nil {

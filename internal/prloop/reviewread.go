@@ -135,6 +135,20 @@ func reviewThreads(r forge.Review, pr *forge.PullRequest) int {
 	return n
 }
 
+// reviewComments counts the comments in the threads that were submitted
+// with r, first or reply.
+func reviewComments(r forge.Review, pr *forge.PullRequest) int {
+	n := 0
+	for _, t := range pr.Threads {
+		for _, c := range t.Comments {
+			if r.ID != "" && c.ReviewID == r.ID {
+				n++
+			}
+		}
+	}
+	return n
+}
+
 // latestCopilot is Copilot's latest review on the PR: latest by submission
 // time, ties to the one on the head (PR-T1(4), PR-O4).
 func latestCopilot(pr *forge.PullRequest, c Config) *forge.Review {
