@@ -504,9 +504,11 @@ func (d *step) afterReview() bool {
 		if slices.ContainsFunc(d.acts, func(a Action) bool { return a.Kind == ActLocalReview }) {
 			return false
 		}
-		// Its result was lost (a crash between acting and observing):
-		// run it again; results are cached per head.
+		// Still running beside the forge poll (the engine does not start
+		// the same key twice), or its result was lost in a crash: ask for
+		// it again, results are cached per head, and wait for it.
 		d.acts = append(d.acts, d.localReviewAction())
+		d.wait("awaiting the local review of " + abbrev(d.head))
 		return false
 	}
 	return d.triage()

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -91,6 +92,18 @@ type Runner struct {
 	StopRequested func(ctx context.Context) bool
 
 	perms map[string]string // per-run permission cache (SEC-1)
+	// review is the local review running beside the forge poll (PR-S4);
+	// its result joins the next observation.
+	review *pendingReview
+	wg     sync.WaitGroup
+}
+
+// pendingReview is one local review in flight.
+type pendingReview struct {
+	a    Action
+	done chan struct{}
+	res  LocalReviewResult
+	err  error
 }
 
 // Run drives one PR until a terminal. It returns the terminal; an error is
@@ -106,6 +119,14 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 		r.PollMax = 10 * r.PollMin
 	}
 	r.perms = map[string]string{}
+	// A local review still running when the run ends is stopped, and
+	// waited for, before the caller may remove its worktree.
+	ctx, cancel := context.WithCancel(ctx)
+	defer func() {
+		cancel()
+		r.wg.Wait()
+		r.review = nil
+	}()
 	if r.Config.Self == "" {
 		// Markers are believed only from converge's own identity.
 		self, err := r.Forge.Viewer(ctx)
@@ -122,6 +143,11 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
+		}
+		if res, err := r.collectReview(ctx); err != nil {
+			return nil, r.fail(ctx, st, lastObs, err)
+		} else if res != nil {
+			result = mergeResult(result, res)
 		}
 		obs, err := r.observe(ctx, ref, st, result)
 		if err != nil {
@@ -201,6 +227,70 @@ func (r *Runner) fail(ctx context.Context, st State, obs Observation, cause erro
 	return cause
 }
 
+// startReview starts the local review of a in the background. A review
+// of the same key already running is not started twice; one of another
+// key is finished first, and its result returned.
+func (r *Runner) startReview(ctx context.Context, pr *forge.PullRequest, round int, a Action) (*ActResult, error) {
+	var res *ActResult
+	if p := r.review; p != nil {
+		if p.a.Key == a.Key {
+			return nil, nil
+		}
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		var err error
+		if res, err = r.collectReview(ctx); err != nil {
+			return nil, err
+		}
+	}
+	p := &pendingReview{a: a, done: make(chan struct{})}
+	r.review = p
+	r.report(Event{Kind: "review", Round: round, Message: "local multi-angle review of " + short(a.SHA) + " started"})
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(p.done)
+		p.res, p.err = r.Workspace.LocalReview(ctx, pr, round)
+	}()
+	return res, nil
+}
+
+// collectReview returns the local review's result once it finished, and
+// journals it; an agent that could not run ends the run (AG-T4).
+func (r *Runner) collectReview(ctx context.Context) (*ActResult, error) {
+	p := r.review
+	if p == nil {
+		return nil, nil
+	}
+	select {
+	case <-p.done:
+	default:
+		return nil, nil
+	}
+	r.review = nil
+	if p.err != nil {
+		_ = r.Journal.FinishAction(ctx, p.a, "failed", p.err.Error())
+		return nil, fmt.Errorf("%s: %w", p.a.Kind, p.err)
+	}
+	if err := r.Journal.FinishAction(ctx, p.a, "ok", p.res.Angles); err != nil {
+		return nil, fmt.Errorf("journal %s: %w", p.a.Key, err)
+	}
+	r.report(Event{Kind: "review", Round: p.a.Round, Message: localReviewLine(p.res), Data: p.res.Angles})
+	return &ActResult{LocalReview: &p.res}, nil
+}
+
+// reviewDone is the running review's done channel; nil (never ready)
+// when none runs.
+func (r *Runner) reviewDone() <-chan struct{} {
+	if r.review == nil {
+		return nil
+	}
+	return r.review.done
+}
+
 func mergeResult(into, r *ActResult) *ActResult {
 	if into == nil {
 		return r
@@ -210,6 +300,12 @@ func mergeResult(into, r *ActResult) *ActResult {
 	}
 	if r.Fix != nil {
 		into.Fix = r.Fix
+	}
+	if r.RequestFailed {
+		into.RequestFailed = true
+	}
+	if r.LocalReview != nil {
+		into.LocalReview = r.LocalReview
 	}
 	return into
 }
@@ -221,6 +317,7 @@ func (r *Runner) sleep(ctx context.Context, d time.Duration) error {
 	case <-r.Clock.After(d):
 	case <-r.Wake:
 	case <-r.Stop:
+	case <-r.reviewDone():
 	}
 	return nil
 }
@@ -368,14 +465,9 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 			outcome, detail, err = "failed", err.Error(), nil
 		}
 	case ActLocalReview:
-		r.report(Event{Kind: "review", Round: round, Message: "local multi-angle review of " + short(a.SHA)})
-		var lr LocalReviewResult
-		lr, err = r.Workspace.LocalReview(ctx, pr, round)
-		if err == nil {
-			res = &ActResult{LocalReview: &lr}
-			detail = lr.Angles
-			r.report(Event{Kind: "review", Round: round, Message: localReviewLine(lr), Data: lr.Angles})
-		}
+		// It runs beside the forge poll (PR-S4); its result and its
+		// journal entry come with a later observation (collectReview).
+		return r.startReview(ctx, pr, round, a)
 	case ActComment:
 		_, err = r.Forge.CreateIssueComment(ctx, pr.Ref, a.Body)
 		if err != nil && a.Reason == summaryReason {

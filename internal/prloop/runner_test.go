@@ -117,3 +117,75 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 		t.Errorf("waits never backed off: %v", clock.waits)
 	}
 }
+
+// countingForge counts observations.
+type countingForge struct {
+	forge.Forge
+	mu   sync.Mutex
+	seen int
+}
+
+func (f *countingForge) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullRequest, error) {
+	f.mu.Lock()
+	f.seen++
+	f.mu.Unlock()
+	return f.Forge.Observe(ctx, ref)
+}
+
+func (f *countingForge) observations() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.seen
+}
+
+// slowReviewWorkspace's local review finishes only after the engine has
+// observed the forge twice more: it cannot finish if the engine waits for
+// it instead of polling beside it.
+type slowReviewWorkspace struct {
+	*prloop.GitWorkspace
+	forge   *countingForge
+	reviews int
+}
+
+func (w *slowReviewWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (prloop.LocalReviewResult, error) {
+	w.reviews++
+	start := w.forge.observations()
+	deadline := time.After(20 * time.Second)
+	for w.forge.observations() < start+2 {
+		select {
+		case <-ctx.Done():
+			return prloop.LocalReviewResult{}, ctx.Err()
+		case <-deadline:
+			return prloop.LocalReviewResult{}, context.DeadlineExceeded
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return prloop.LocalReviewResult{Head: pr.HeadSHA, Summary: "clean\n<!-- converge:local-review head=" + pr.HeadSHA + " round=1 -->"}, nil
+}
+
+// TestPR_S4_LocalReviewRunsBesideTheForgePoll: the engine keeps polling
+// the forge while the local review runs, and takes its result with a later
+// observation.
+func TestPR_S4_LocalReviewRunsBesideTheForgePoll(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	hub, demo := hubtest.Demo(t, 300*time.Millisecond)
+	ref, _ := forge.ParsePRURL(demo.PRURL)
+	tok := hub.Tokens().Author
+	cf := &countingForge{Forge: hubtest.Client(t, hub, tok)}
+	ws := &slowReviewWorkspace{forge: cf, GitWorkspace: &prloop.GitWorkspace{
+		Root: t.TempDir(), RunID: "r-test", CloneURL: hub.GitURL(demo.Owner, demo.Repo),
+		GitEnv: repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),
+		Agent:  suggest.New(), Budget: time.Minute,
+	}}
+	c := prloop.DefaultConfig()
+	c.LocalReview = true
+	r := &prloop.Runner{Forge: cf, Workspace: ws, Journal: &memJournal{}, Config: c, PollMin: 20 * time.Millisecond, PollMax: 100 * time.Millisecond}
+	term, err := r.Run(ctx, ref, prloop.State{Phase: prloop.PhaseStart})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if term.Reason != prloop.ReasonTwoStable || ws.reviews == 0 {
+		t.Fatalf("want two-stable after local reviews, got %+v after %d reviews", term, ws.reviews)
+	}
+}
