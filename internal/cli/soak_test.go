@@ -42,6 +42,11 @@ func TestSoak_NoFalseSuccess(t *testing.T) {
 				if code >= 0 && code < len(byExit) {
 					byExit[code].Add(1)
 				}
+				if code != 0 && sc.agent != "crash" {
+					// Not a false success, but worth reading: why it yielded.
+					lines := strings.Split(strings.TrimSpace(out), "\n")
+					t.Logf("seed %d (%s) exit %d: %s", seed, sc, code, lines[len(lines)-1])
+				}
 				if verdict != "" {
 					falseSuccess.Add(1)
 					t.Errorf("FALSE SUCCESS (seed %d, %s): exit %d: %s\n%s", seed, sc, code, verdict, out)
