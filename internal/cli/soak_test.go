@@ -35,6 +35,9 @@ func TestSoak_NoFalseSuccess(t *testing.T) {
 				t.Parallel()
 				sc := newSoakCase(seed)
 				code, out, verdict := sc.run(t)
+				if os.Getenv("CONVERGE_SOAK_VERBOSE") != "" {
+					t.Log(out)
+				}
 				runs.Add(1)
 				if code == 0 {
 					successes.Add(1)

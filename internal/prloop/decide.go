@@ -660,6 +660,12 @@ func (d *step) fix() bool {
 		}
 		s.Threads = append(s.Threads, ThreadRecord{ThreadID: id, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
 	}
+	if !d.roundStructural() {
+		// Everything structural this round went to a human: a round of
+		// hand-offs is not a structural round (PR-T6, PR-T11).
+		s.ConsecutiveStructural = 0
+		d.round().Structural = false
+	}
 	s.Phase, s.ReplyPasses = PhaseReply, 0
 	return true
 }

@@ -1159,3 +1159,21 @@ func TestPR_O2_ReviewWithUnseenCommentsProvesNothing(t *testing.T) {
 	wantTerminal(t, term, "")
 	wantActs(t, acts, "set-status pending h1", "request-review round-1/request-review")
 }
+
+// TestPR_T6_RoundOfHandOffsIsNotStructural: a round whose structural
+// findings all went to a human breaks the streak of structural rounds.
+func TestPR_T6_RoundOfHandOffsIsNotStructural(t *testing.T) {
+	s := verifying("h1", 3)
+	s.Phase, s.ConsecutiveStructural = PhaseFix, 3
+	s.Kept = []Finding{{ID: "T1", ThreadID: "T1", Verdict: "structural"}}
+	pr := newPR("h1")
+	pr.Reviews = []forge.Review{okReview("R1", "h1", at(1))}
+	pr.Threads = []forge.Thread{thread("T1", "bob", "rethink")}
+	o := obs(at(2), pr)
+	o.Result = &ActResult{Fix: &FixResult{Round: 3, Blocked: []BlockedFinding{{ID: "T1", Reason: "needs a human"}}}}
+	s2, _, term := Decide(s, o, cfg())
+	wantTerminal(t, term, "")
+	if s2.ConsecutiveStructural != 0 || s2.Rounds[len(s2.Rounds)-1].Structural {
+		t.Fatalf("hand-off round counted structural: %d", s2.ConsecutiveStructural)
+	}
+}
