@@ -117,8 +117,11 @@ func newSoakCase(seed uint64) *soakCase {
 		sc.script.Rounds = append(sc.script.Rounds, rd)
 	}
 	switch p := r.Float64(); {
-	case p < 0.6:
+	case p < 0.55:
 		sc.agent = "suggest"
+	case p < 0.6:
+		// The local review finds what the suggest fixer cannot fix.
+		sc.agent = "local-suggest"
 	case p < 0.72:
 		sc.agent = "blocked"
 	case p < 0.8:
@@ -182,12 +185,12 @@ echo '{"status":"blocked","next_action":"ask the author","needs_extension_minute
 `))
 	case "crash":
 		args = append(args, "--review-agent", "suggest", "--agent", "command", "--agent-cmd", write("crash.sh", "#!/bin/sh\necho boom >&2\nexit 2\n"))
-	case "local":
+	case "local", "local-suggest":
 		// No Copilot: command angles review the head for real, and one
 		// angle sometimes answers garbage (a degraded review).
 		local = true
 		r := rand.New(rand.NewPCG(sc.seed, 0x10ca1))
-		garbage := r.IntN(4) == 0
+		garbage := r.IntN(4) == 0 && sc.agent == "local"
 		review := `#!/bin/sh
 cat > /dev/null
 if grep -q 'i+n < len(xs)' summary.go; then
@@ -199,13 +202,16 @@ fi
 		if garbage {
 			review = "#!/bin/sh\ncat > /dev/null\necho 'Looks fine to me!'\n"
 		}
-		args = append(args, "--no-copilot",
-			"--agent", "command", "--agent-cmd", write("fix.sh", `#!/bin/sh
+		fixer := []string{"--agent", "command", "--agent-cmd", write("fix.sh", `#!/bin/sh
 cat > /dev/null
 sed -i 's/i+n < len(xs)/i+n <= len(xs)/' summary.go
 echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["summary.go"]}'
-`),
-			"--review-agent", "command", "--review-agent-cmd", write("review.sh", review), "--review-angles", "correctness-leak,edge-cases")
+`)}
+		if sc.agent == "local-suggest" {
+			fixer = []string{"--agent", "suggest"}
+		}
+		args = append(append(args, "--no-copilot"), fixer...)
+		args = append(args, "--review-agent", "command", "--review-agent-cmd", write("review.sh", review), "--review-angles", "correctness-leak,edge-cases")
 		sc.desc = append(sc.desc, fmt.Sprintf("garbage-angle=%v", garbage))
 	}
 	code, out := runBin(t, authorEnv(hub), args...)

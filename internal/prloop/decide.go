@@ -389,7 +389,9 @@ func (d *step) request() bool {
 	s.Rounds = append(s.Rounds, RoundRecord{N: s.Round, HeadSHA: d.head, StartedAt: d.o.Now})
 	s.RequestAttempts = 0
 	d.pendingStatus()
-	if c.LocalReview {
+	if c.LocalReview && s.localReview(d.head) == nil {
+		// A head already reviewed keeps its review (it is cached per head
+		// anyway): the same head is not reviewed twice.
 		d.acts = append(d.acts, d.localReviewAction())
 	}
 	s.Phase = PhaseAwaitReview
@@ -815,7 +817,11 @@ func (d *step) roundStructural() bool {
 		if id == "" {
 			id = f.ID
 		}
-		if f.Verdict != "minor" && !handed[id] {
+		// Only a thread or a comment can be handed off: a human sees it
+		// and answers there. A local finding the fixer could not address
+		// stays structural.
+		handedOff := handed[id] && (f.ThreadID != "" || f.CommentID != "")
+		if f.Verdict != "minor" && !handedOff {
 			return true
 		}
 	}

@@ -1177,3 +1177,29 @@ func TestPR_T6_RoundOfHandOffsIsNotStructural(t *testing.T) {
 		t.Fatalf("hand-off round counted structural: %d", s2.ConsecutiveStructural)
 	}
 }
+
+// TestPR_T1_UnfixedLocalFindingIsNeverHandedOffSilently: a structural
+// finding of the local review that the fixer could not address has no
+// thread to hand off in; it keeps conjunct 1 from holding.
+func TestPR_T1_UnfixedLocalFindingIsNeverHandedOffSilently(t *testing.T) {
+	c := cfg()
+	c.LocalReview, c.ExpectsCopilot = true, false
+	local := Finding{ID: "local:edge-cases:summary.go:3-3:abc", Path: "summary.go", StartLine: 3, EndLine: 3, Summary: "empty input", Verdict: "structural", Source: "local"}
+	s := verifying("h1", 1)
+	s.SingleIteration = true
+	s.Phase, s.Kept = PhaseFix, []Finding{local}
+	s.LocalReviews = []LocalReviewRecord{{Head: "h1", Round: 1, Findings: []Finding{local}}}
+	pr := newPR("h1")
+	pr.Reviews = nil
+	o := obs(at(2), pr)
+	o.Result = &ActResult{Fix: &FixResult{Round: 1, Blocked: []BlockedFinding{{ID: local.ID, Reason: "no suggestion"}}}}
+	_, acts, term := Decide(s, o, c)
+	if term != nil && term.Reason == ReasonTwoStable {
+		t.Fatalf("two-stable with an unfixed structural local finding: %+v", term)
+	}
+	for _, a := range acts {
+		if a.Kind == ActAddLabel && a.Label == LabelReady {
+			t.Fatal("labelled ready")
+		}
+	}
+}

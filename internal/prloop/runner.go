@@ -236,13 +236,8 @@ func (r *Runner) startReview(ctx context.Context, pr *forge.PullRequest, round i
 		if p.a.Key == a.Key {
 			return nil, nil
 		}
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
 		var err error
-		if res, err = r.collectReview(ctx); err != nil {
+		if res, err = r.awaitReview(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -280,6 +275,19 @@ func (r *Runner) collectReview(ctx context.Context) (*ActResult, error) {
 	}
 	r.report(Event{Kind: "review", Round: p.a.Round, Message: localReviewLine(p.res), Data: p.res.Angles})
 	return &ActResult{LocalReview: &p.res}, nil
+}
+
+// awaitReview waits for a running local review to finish and collects it.
+func (r *Runner) awaitReview(ctx context.Context) (*ActResult, error) {
+	if r.review == nil {
+		return nil, nil
+	}
+	select {
+	case <-r.review.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return r.collectReview(ctx)
 }
 
 // reviewDone is the running review's done channel; nil (never ready)
@@ -483,11 +491,16 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 			r.report(Event{Kind: "resolve", Round: round, Message: "reopened " + a.ThreadID + ": " + a.Reason})
 		}
 	case ActFix:
+		// The fix and the local review share the worktree: a review still
+		// running finishes first, and its result is kept.
+		if res, err = r.awaitReview(ctx); err != nil {
+			return nil, err
+		}
 		r.report(Event{Kind: "fix", Round: round, Message: fmt.Sprintf("fixing %d finding(s)", len(a.Findings))})
 		var fr FixResult
 		fr, err = r.Workspace.Fix(ctx, pr, round, a.Findings)
 		if err == nil {
-			res = &ActResult{Fix: &fr}
+			res = mergeResult(res, &ActResult{Fix: &fr})
 			detail = fr
 			msg := fmt.Sprintf("%d addressed, %d blocked", len(fr.Addressed), len(fr.Blocked))
 			if fr.CommitSHA != "" {
