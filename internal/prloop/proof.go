@@ -48,7 +48,9 @@ func (d *step) verdict(minorOnly bool) verdict {
 	}
 	v.blockers = changesRequested(d.pr, d.o, d.c)
 	for _, r := range d.pr.Reviews {
-		if r.CommentCount > reviewComments(r, d.pr) {
+		// A PENDING review is a draft only its author sees, comments and
+		// all; it is not on the PR yet.
+		if r.State != "PENDING" && r.CommentCount > reviewComments(r, d.pr) {
 			v.unseen = append(v.unseen, r)
 		}
 	}
