@@ -615,8 +615,13 @@ func TestREL2_KillAfterPushThenRerun(t *testing.T) {
 		t.Fatalf("status exit %d", code)
 	}
 	var runs []runView
-	if err := json.Unmarshal([]byte(out3.String()), &runs); err != nil || len(runs) != 2 || runs[0].Status != "two-stable" || runs[1].Status != "interrupted" {
-		t.Errorf("status after kill and rerun: want two-stable then interrupted, got %s (%v)", out3, err)
+	// PR-G3: the rerun continues the killed run (one run, its rounds
+	// counted across the crash), it does not start over.
+	if err := json.Unmarshal([]byte(out3.String()), &runs); err != nil || len(runs) != 1 || runs[0].Status != "two-stable" {
+		t.Errorf("status after kill and rerun: want the one resumed run two-stable, got %s (%v)", out3, err)
+	}
+	if !strings.Contains(out2.String(), "resumed at round 1") || !strings.Contains(out2.String(), "rounds run                   3") {
+		t.Errorf("the rerun did not continue the killed run at round 1:\n%s", out2)
 	}
 	pr := observe(t, hub, demo.PRURL)
 	loopCommits := 0

@@ -409,12 +409,15 @@ func TestPR_O3_UnknownReviewBodiesAreNoSignal(t *testing.T) {
 }
 
 // TestREL2_CrashBetweenReplyAndResolve is case 7: the reply landed, the
-// resolve did not (the forge failed it, as a SIGKILL between the two
+// resolve did not (the forge refused it, as a SIGKILL between the two
 // would leave it). The rerun resolves under the existing reply: it neither
 // re-applies the fix nor escalates, and writes no second reply.
 func TestREL2_CrashBetweenReplyAndResolve(t *testing.T) {
 	hub, demo := startHub(t, 50*time.Millisecond)
-	hub.InjectGraphQLFault("resolveReviewThread", 502, 1)
+	// A refusal, not an outage: the run cannot ride it out, so it stops
+	// with the reply on the forge and the resolve not, as a SIGKILL
+	// between the two would leave it.
+	hub.InjectGraphQLFault("resolveReviewThread", 422, 1)
 	state := t.TempDir()
 	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)
 	if code == 0 {

@@ -41,6 +41,8 @@ type prOptions struct {
 	JSON              bool
 	Keep              bool
 	NoCopilot         bool
+	Fresh             bool          // a new run even when one can resume (PR-G3)
+	FaultBudget       time.Duration // how long forge faults are ridden out (REL-1)
 	// AllowHostMismatch lets a PR URL name another host than the API's
 	// (SEC-6); git still clones from where the API says.
 	AllowHostMismatch bool
@@ -92,6 +94,8 @@ every thread, and stop at two-stable (or another terminal, see exit codes).`,
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree")
 	f.BoolVar(&opts.NoCopilot, "no-copilot", false, "do not expect Copilot: single-iteration mode")
+	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run on this PR can resume")
+	f.DurationVar(&opts.FaultBudget, "fault-budget", prloop.DefaultFaultBudget, "how long forge outages and rate limits are ridden out before the run ends errored")
 	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command (default: the same as --agent; suggest cannot review)")
 	f.StringVar(&opts.ReviewAgentCmd, "review-agent-cmd", "", "with --review-agent command: the program to run per angle (default: --agent-cmd)")
 	f.StringVar(&opts.ReviewAngles, "review-angles", review.DefaultAngleNames(), "comma-separated angles of the local review, one agent run each")
@@ -186,6 +190,8 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		Author:   "converge",
 		Email:    "converge@users.noreply.github.com",
 
+		Fresh:       opts.Fresh,
+		FaultBudget: opts.FaultBudget,
 		AgentBudget: opts.AgentTimeout,
 		TestBudget:  opts.TestTimeout,
 	})

@@ -45,6 +45,11 @@ type loopParams struct {
 	Author   string
 	Email    string
 
+	// Fresh starts a new run even when an unfinished one could resume.
+	Fresh bool
+	// FaultBudget bounds how long forge faults are ridden out (REL-1).
+	FaultBudget time.Duration
+
 	// AgentBudget and TestBudget time-box each agent and build/test run
 	// (AG-T1, AG-T5); zero means the defaults.
 	AgentBudget time.Duration
@@ -81,16 +86,30 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	defer db.Close()
 
 	target := p.Ref.String()
-	runID := store.NewRunID(time.Now())
-	if err := db.CreateRun(ctx, store.Run{ID: runID, Kind: "pr", Target: target}); err != nil {
-		return nil, fmt.Errorf("record run: %w", err)
+	initial := prloop.State{Phase: prloop.PhaseStart}
+	runID, resumed, err := resumableRun(ctx, db, target, p.Fresh)
+	if err != nil {
+		return nil, err
+	}
+	if resumed != nil {
+		// PR-G3: a run killed mid-way continues where it stood, with its
+		// round count, wall clock and diff baseline; Decide re-reads the
+		// world before trusting any of it.
+		initial = *resumed
+	} else {
+		runID = store.NewRunID(time.Now())
+		if err := db.CreateRun(ctx, store.Run{ID: runID, Kind: "pr", Target: target}); err != nil {
+			return nil, fmt.Errorf("record run: %w", err)
+		}
 	}
 	holder, ok, err := db.AcquireLock(ctx, target, runID, os.Getpid())
 	if err != nil {
 		return nil, fmt.Errorf("lock %s: %w", target, err)
 	}
 	if !ok {
-		_ = db.FinishRun(ctx, runID, "refused", ExitUsage, nil)
+		if resumed == nil {
+			_ = db.FinishRun(ctx, runID, "refused", ExitUsage, nil)
+		}
 		return nil, usageErr("a loop is already running on %s (run %s); wait for it to end (converge status shows it)", target, holder)
 	}
 	defer db.ReleaseLock(context.WithoutCancel(ctx), target, runID)
@@ -107,7 +126,11 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	}
 
 	out := newReporter(ios, p.JSON, db, runID)
-	out.Report(prloop.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
+	if resumed != nil {
+		out.Report(prloop.Event{Kind: "start", Round: resumed.Round, Message: fmt.Sprintf("run %s on %s resumed at round %d (%s); --fresh starts a new run", runID, target, resumed.Round, resumed.Phase)})
+	} else {
+		out.Report(prloop.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
+	}
 	if p.Reviewer == nil {
 		// Pre-flight says it plainly (PR-S4): Copilot is the only
 		// independent review this run can have.
@@ -132,14 +155,15 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		TestBudget: p.TestBudget,
 	}
 	runner := &prloop.Runner{
-		Forge:     p.Forge,
-		Workspace: ws,
-		Journal:   &storeJournal{db: db, runID: runID},
-		Reporter:  out,
-		Config:    p.Config,
-		PollMin:   p.PollMin,
-		PollMax:   p.PollMax,
-		Wake:      p.Wake,
+		Forge:       p.Forge,
+		Workspace:   ws,
+		Journal:     &storeJournal{db: db, runID: runID},
+		FaultBudget: p.FaultBudget,
+		Reporter:    out,
+		Config:      p.Config,
+		PollMin:     p.PollMin,
+		PollMax:     p.PollMax,
+		Wake:        p.Wake,
 		StopRequested: func(ctx context.Context) bool {
 			stop, err := db.StopRequested(ctx, runID)
 			return err == nil && stop
@@ -148,7 +172,8 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	// Threads earlier runs saw resolved after converge resolved them: open
 	// now, a human reopened them, which the forge alone cannot tell from a
 	// resolve a crash kept from happening (PR-S12, REL-2).
-	term, runErr := runner.Run(ctx, p.Ref, prloop.State{Phase: prloop.PhaseStart, PriorResolved: prior})
+	initial.PriorResolved = prior
+	term, runErr := runner.Run(ctx, p.Ref, initial)
 	fin := context.WithoutCancel(ctx)
 	if !p.Keep {
 		_ = ws.Cleanup(fin)
@@ -174,6 +199,31 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		return term, &silentExit{code: term.ExitCode}
 	}
 	return term, nil
+}
+
+// resumableRun finds the run to continue on target (PR-G3): the newest
+// run, unfinished, with a stored state that holds no terminal, whose lock
+// no live process holds (a live one is refused by the lock as before).
+func resumableRun(ctx context.Context, db *store.Store, target string, fresh bool) (string, *prloop.State, error) {
+	if fresh {
+		return "", nil, nil
+	}
+	last, err := db.LatestRunFor(ctx, target)
+	if err != nil || last.Finished() || len(last.State) == 0 {
+		return "", nil, nil
+	}
+	var st prloop.State
+	if json.Unmarshal(last.State, &st) != nil || st.Terminal != nil || st.Phase == "" || st.StartedAt.IsZero() {
+		return "", nil, nil
+	}
+	holder, live, err := db.LockLive(ctx, target)
+	if err != nil {
+		return "", nil, err
+	}
+	if live {
+		return "", nil, usageErr("a loop is already running on %s (run %s); wait for it to end (converge status shows it)", target, holder)
+	}
+	return last.ID, &st, nil
 }
 
 // observedResolved reads, from a stored run state, the threads that run saw

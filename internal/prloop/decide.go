@@ -27,7 +27,9 @@ const (
 func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
 	s = s.clone()
 	if s.Phase == PhaseDone && s.Terminal != nil {
-		return s, nil, s.Terminal
+		// The terminal's labels and status again, as far as the forge does
+		// not show them yet: a write a fault interrupted is finished.
+		return s, terminalActions(s.Terminal, o.PR), s.Terminal
 	}
 	if o.PR == nil {
 		return s, []Action{{Kind: ActWait, Key: roundKey(s.Round, "wait"), Reason: "no observation of the pull request"}}, nil
@@ -567,11 +569,13 @@ func (d *step) triage() bool {
 	rr.Findings = slices.Clone(findings)
 	s.Kept = slices.Clone(findings)
 	structural := d.roundStructural()
+	again := rr.Structural // a round triaged again after a restart counts once
 	rr.Structural = structural
 	s.ReplyPasses = 0
-	if structural {
+	switch {
+	case structural && !again:
 		s.ConsecutiveStructural++
-	} else {
+	case !structural:
 		s.ConsecutiveStructural = 0
 	}
 	if fix := fixable(findings); len(fix) > 0 {
@@ -639,9 +643,11 @@ func (d *step) fix() bool {
 	}
 	if res == nil {
 		// No outcome and no pushed commit: the engine restarted before the
-		// fix ran or reported. Ask again under the same key.
-		d.acts = append(d.acts, d.fixAction())
-		return false
+		// fix ran or reported (PR-G3). The round's triage is not trusted
+		// after a restart — the head or the open threads may have changed
+		// — so the round triages again on this observation and asks for
+		// the fix again under the same key.
+		return d.triage()
 	}
 	if res.CommitSHA != "" {
 		s.LastLoopSHA, s.PushedAt, s.PushedForgeAt = res.CommitSHA, d.o.Now, d.forgeNow()

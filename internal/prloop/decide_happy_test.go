@@ -115,7 +115,11 @@ func TestPR_HappyPathThreeRounds(t *testing.T) {
 		t.Fatalf("state not done: %s", s.Phase)
 	}
 
-	// Done is sticky: the terminal again, nothing more to do.
+	// Done is sticky: the terminal again. Its writes are asked for again
+	// only while the forge does not show them (a fault interrupted them).
+	_, again1, _ := Decide(s, obs(at(26), pr), c)
+	wantActs(t, again1, "add-label "+LabelReady, "set-status success h2")
+	pr = forgeApply(pr, acts, at(26))
 	_, acts, again := Decide(s, obs(at(26), pr), c)
 	wantActs(t, acts)
 	if again == nil || again.Reason != ReasonTwoStable {

@@ -694,6 +694,7 @@ func TestPR_S11_PushSeenAfterCrashIsRecovered(t *testing.T) {
 	s := verifying("h1", 1)
 	s.Phase = PhaseFix
 	s.Kept = []Finding{{ID: "T1", ThreadID: "T1", Verdict: "structural"}}
+	s.Rounds[0].Structural, s.ConsecutiveStructural = true, 1 // as round 1's triage left them
 	pr := newPR("h2")
 	pr.Commits = append(pr.Commits, loopCommit("h2", "h1", 1))
 	pr.Threads = []forge.Thread{copilotThread("T1", "bug")}
@@ -705,9 +706,26 @@ func TestPR_S11_PushSeenAfterCrashIsRecovered(t *testing.T) {
 	if s2.LastLoopSHA != "h2" || s2.Rounds[0].CommitSHA != "h2" {
 		t.Fatalf("push not recorded: %+v", s2)
 	}
-	// Without a push the fix is asked for again under the same key.
-	_, acts, _ = Decide(s, obs(at(5), newPR("h1")), cfg())
+	// Without a push the round triages again on what the forge shows now
+	// (PR-G3) and asks for the fix again under the same key.
+	again := newPR("h1")
+	again.Threads = []forge.Thread{copilotThread("T1", "bug")}
+	s3, acts, _ := Decide(s, obs(at(5), again), cfg())
 	wantActs(t, acts, "fix round-1/fix")
+	if s3.ConsecutiveStructural != s.ConsecutiveStructural {
+		t.Fatalf("the re-triaged round counted twice: %d → %d", s.ConsecutiveStructural, s3.ConsecutiveStructural)
+	}
+	// A thread a human resolved while converge was down is not fixed.
+	gone := newPR("h1")
+	th := copilotThread("T1", "bug")
+	th.IsResolved = true
+	gone.Threads = []forge.Thread{th}
+	_, acts, _ = Decide(s, obs(at(5), gone), cfg())
+	for _, a := range acts {
+		if a.Kind == ActFix {
+			t.Fatalf("fixed a thread resolved meanwhile: %v", sig(acts))
+		}
+	}
 }
 
 func TestPR_T4_LaggingHeadAfterOwnPushIsNotForcePush(t *testing.T) {

@@ -35,8 +35,16 @@ func ciWith(status, conclusion string) forge.CheckRollup {
 	return forge.CheckRollup{Contexts: []forge.CheckContext{{Name: "test", Status: status, Conclusion: conclusion}}}
 }
 
+// withConvergeStatus sets converge's status; the rollup shows the latest
+// status per context, as GitHub's does.
 func withConvergeStatus(ch forge.CheckRollup, state string) forge.CheckRollup {
-	ch.Contexts = append(append([]forge.CheckContext(nil), ch.Contexts...), forge.CheckContext{Name: StatusContext, IsStatus: true, Conclusion: state})
+	var cxs []forge.CheckContext
+	for _, cx := range ch.Contexts {
+		if cx.Name != StatusContext {
+			cxs = append(cxs, cx)
+		}
+	}
+	ch.Contexts = append(cxs, forge.CheckContext{Name: StatusContext, IsStatus: true, Conclusion: state})
 	return ch
 }
 

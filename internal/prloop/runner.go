@@ -14,6 +14,9 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 )
 
+// DefaultFaultBudget is how long a run rides out forge faults.
+const DefaultFaultBudget = 10 * time.Minute
+
 // Clock is the engine's time source; tests inject a fake one.
 type Clock interface {
 	Now() time.Time
@@ -91,6 +94,10 @@ type Runner struct {
 	// requested from outside the process (`converge stop RUN`).
 	StopRequested func(ctx context.Context) bool
 
+	// FaultBudget is how long transient forge faults may persist before
+	// the run ends errored (REL-1); zero means DefaultFaultBudget.
+	FaultBudget time.Duration
+
 	perms map[string]string // per-run permission cache (SEC-1)
 	// review is the local review running beside the forge poll (PR-S4);
 	// its result joins the next observation.
@@ -139,6 +146,9 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 	var (
 		result  *ActResult
 		lastObs Observation
+		// faultSince is when the current streak of transient forge faults
+		// began; zero when the last step reached the forge (REL-1).
+		faultSince time.Time
 	)
 	for {
 		if err := ctx.Err(); err != nil {
@@ -151,6 +161,10 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 		}
 		obs, err := r.observe(ctx, ref, st, result)
 		if err != nil {
+			// The previous act's result is kept for the next observation.
+			if r.rideOut(ctx, err, &faultSince, &wait) {
+				continue
+			}
 			return nil, r.fail(ctx, st, lastObs, fmt.Errorf("observe: %w", err))
 		}
 		lastObs = obs
@@ -164,7 +178,7 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 		}
 		st = next
 		result = nil
-		waited := false
+		waited, faulted := false, false
 		for _, a := range actions {
 			if a.Kind == ActWait {
 				if term != nil {
@@ -182,13 +196,24 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 				continue
 			}
 			res, err := r.act(ctx, obs.PR, st.Round, a)
-			if err != nil {
-				return nil, r.fail(ctx, st, obs, err)
-			}
 			if res != nil {
 				result = mergeResult(result, res)
 			}
+			if err != nil {
+				// A write the forge failed transiently: re-observe and let
+				// Decide ask again for what the forge does not show; every
+				// write is keyed by what the forge shows (REL-1, REL-2).
+				if r.rideOut(ctx, err, &faultSince, &wait) {
+					faulted = true
+					break
+				}
+				return nil, r.fail(ctx, st, obs, err)
+			}
 		}
+		if faulted {
+			continue
+		}
+		faultSince = time.Time{}
 		if !waited {
 			wait = r.PollMin
 		}
@@ -197,6 +222,38 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 			return term, nil
 		}
 	}
+}
+
+// rideOut waits out a transient forge fault (an outage, a rate limit)
+// with the engine's back-off, for as long as the run's fault budget
+// allows; it reports false for any other error, or once the streak has
+// lasted longer than the budget: then the fault persisted (REL-1).
+func (r *Runner) rideOut(ctx context.Context, err error, since *time.Time, wait *time.Duration) bool {
+	switch forge.KindOf(err) {
+	case forge.KindUnreachable, forge.KindRateLimited:
+	default:
+		return false
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	budget := r.FaultBudget
+	if budget <= 0 {
+		budget = DefaultFaultBudget
+	}
+	now := r.Clock.Now()
+	if since.IsZero() {
+		*since = now
+	}
+	if now.Sub(*since) > budget {
+		return false
+	}
+	r.report(Event{Kind: "note", Message: fmt.Sprintf("forge fault (%v); observing again in %s (fault budget %s, %s spent)", err, *wait, budget, now.Sub(*since).Round(time.Second))})
+	if r.sleep(ctx, *wait) != nil {
+		return false
+	}
+	*wait = min(*wait*2, r.PollMax)
+	return true
 }
 
 // fail ends the run errored (PR-T8): the terminal state is persisted, and

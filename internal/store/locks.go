@@ -80,3 +80,26 @@ func (s *Store) ReleaseLock(ctx context.Context, target, runID string) error {
 	}
 	return nil
 }
+
+// LockLive reports the run holding target's lock and whether that lock is
+// live: held by a process alive on this host, or by an unfinished run on
+// another host. A stale or absent lock is not live.
+func (s *Store) LockLive(ctx context.Context, target string) (runID string, live bool, err error) {
+	var (
+		curRun, curHost string
+		curPID          int
+		ended           sql.NullString
+		runExists       bool
+	)
+	err = s.db.QueryRowContext(ctx, `SELECT l.run_id, l.pid, l.host, r.ended_at, r.id IS NOT NULL
+		FROM locks l LEFT JOIN runs r ON r.id = l.run_id WHERE l.target = ?`, s.red(target)).
+		Scan(&curRun, &curPID, &curHost, &ended, &runExists)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read lock %s: %w", target, err)
+	}
+	stale := !runExists || ended.Valid || (curHost == s.host && !pidAlive(curPID))
+	return curRun, !stale, nil
+}

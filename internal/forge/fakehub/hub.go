@@ -105,9 +105,11 @@ type Hub struct {
 	subs    map[int]chan Event
 	nextSub int
 	faults  []*fault
-	lag     ReviewLag
-	counts  RequestCounts
-	rate    map[string]*rateWindow // by login
+	// outageUntil: every API request answers 503 until then (Outage).
+	outageUntil time.Time
+	lag         ReviewLag
+	counts      RequestCounts
+	rate        map[string]*rateWindow // by login
 
 	git    gitCache
 	closed bool // no new background work once set
@@ -309,6 +311,10 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.log.Debug("fakehub request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "dur", time.Since(start))
 	}()
 	p := r.URL.Path
+	if h.inOutage() && strings.HasPrefix(p, "/api/") {
+		writeJSON(rec, http.StatusServiceUnavailable, map[string]any{"message": "Service Unavailable", "documentation_url": docURL})
+		return
+	}
 	if f := h.takeFault(p); f != nil {
 		writeJSON(rec, f.status, map[string]any{"message": http.StatusText(f.status), "documentation_url": docURL})
 		return
@@ -455,6 +461,20 @@ func (h *Hub) InjectGraphQLFault(field string, status, count int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.faults = append(h.faults, &fault{prefix: "/api/graphql", field: field, status: status, count: count})
+}
+
+// Outage makes every API request answer 503 for d from now, as GitHub
+// does in an incident; git keeps serving. A zero d ends it.
+func (h *Hub) Outage(d time.Duration) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.outageUntil = time.Now().Add(d)
+}
+
+func (h *Hub) inOutage() bool {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return time.Now().Before(h.outageUntil)
 }
 
 func (h *Hub) takeFault(path string) *fault {
