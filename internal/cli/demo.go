@@ -16,6 +16,7 @@ import (
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/review/copilot"
 )
 
 type demoOptions struct {
@@ -103,6 +104,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 	}()
 
 	cfg := prloop.DefaultConfig()
+	cfg.Bot, cfg.TrustedBots = copilot.New(), copilot.DefaultAllowlist()
 	cfg.ReviewStartWindow = 30 * time.Second
 	cfg.ReviewWaitMax = 2 * time.Minute
 	cfg.CIWaitMax = 2 * time.Minute

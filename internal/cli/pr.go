@@ -16,6 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review"
+	"github.com/convergeloop/converge/internal/review/copilot"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -171,7 +172,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	cfg.MaxIterations = opts.MaxIter
 	cfg.MaxWallClock = opts.MaxWallClock
 	cfg.ReviewStartWindow, cfg.ReviewWaitMax, cfg.CIWaitMax = opts.ReviewStartWindow, opts.ReviewWait, opts.CIWait
-	cfg.ExpectsCopilot = !opts.NoCopilot
+	cfg.ExpectsBot = !opts.NoCopilot
+	// GitHub's review bot is Copilot (PR-O2, PR-O5).
+	cfg.Bot, cfg.TrustedBots = copilot.New(), copilot.DefaultAllowlist()
 	cfg.LocalReview = reviewer != nil
 	_, err = runLoop(ctx, ios, loopParams{
 		Ref:      ref,

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/review"
 )
 
 const (
@@ -121,9 +122,9 @@ func (d *step) bookkeep() {
 			if o.Result.RefusedReason != "" {
 				s.SingleIterationWhy += ": " + o.Result.RefusedReason
 			}
-		case !d.c.ExpectsCopilot:
+		case !d.c.ExpectsBot || d.c.Bot == nil:
 			s.SingleIteration = true
-			s.SingleIterationWhy = "Copilot is not expected on this repository (expects_copilot: false)"
+			s.SingleIterationWhy = "no review bot is expected on this repository (--no-copilot)"
 		}
 	}
 	if r := o.Result; r != nil {
@@ -312,7 +313,7 @@ func (d *step) start() bool {
 // latest review of the head is not settled: its comments may not be
 // visible yet (PR-O2).
 func (d *step) unsettledWait(v verdict) bool {
-	if v.signal != sigUnsettled || v.latest == nil {
+	if v.signal != review.Unsettled || v.latest == nil {
 		return false
 	}
 	return d.unsettled(v.latest, v.signalWhy)
@@ -378,14 +379,14 @@ func (d *step) request() bool {
 	s.Round++
 	s.RequestedAt, s.RequestedForgeAt, s.RequestHead = d.o.Now, d.forgeNow(), d.head
 	s.ReviewStarted, s.AcceptedReview, s.Kept, s.ReplyPasses = false, "", nil, 0
-	s.EventMark, s.EventMarkSet = d.o.CopilotStartedMax, d.o.EventsRead
+	s.EventMark, s.EventMarkSet = d.o.BotStartedMax, d.o.EventsRead
 	s.SeenReviews, s.ReviewMark = nil, ""
 	for _, r := range d.pr.Reviews {
-		if isCopilot(r.Author, c) {
+		if isBot(r.Author, c) {
 			s.SeenReviews = append(s.SeenReviews, r.ID)
 		}
 	}
-	if r := bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool { return isCopilot(r.Author, c) }); r != nil {
+	if r := bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool { return isBot(r.Author, c) }); r != nil {
 		s.ReviewMark = r.ID
 	}
 	s.Rounds = append(s.Rounds, RoundRecord{N: s.Round, HeadSHA: d.head, StartedAt: d.o.Now})
@@ -453,8 +454,8 @@ func (d *step) awaitReview() bool {
 		}
 		return d.afterReview()
 	}
-	isNew := func(r forge.Review) bool { return isCopilot(r.Author, c) && !slices.Contains(s.SeenReviews, r.ID) }
-	if s.EventMarkSet && d.o.EventsRead && d.o.CopilotStartedMax > s.EventMark {
+	isNew := func(r forge.Review) bool { return isBot(r.Author, c) && !slices.Contains(s.SeenReviews, r.ID) }
+	if s.EventMarkSet && d.o.EventsRead && d.o.BotStartedMax > s.EventMark {
 		s.ReviewStarted = true
 	}
 	for _, r := range d.pr.Reviews {
@@ -466,13 +467,13 @@ func (d *step) awaitReview() bool {
 		return isNew(r) && r.CommitSHA == d.head && !r.SubmittedAt.Before(s.RequestedForgeAt)
 	})
 	if landed != nil {
-		sig, why := readReview(*landed, d.pr)
+		sig, why := readReview(*landed, d.pr, c)
 		switch sig {
-		case sigUnsettled:
+		case review.Unsettled:
 			if d.unsettled(landed, why) {
 				return false
 			}
-		case sigClean, sigFindings:
+		case review.Clean, review.Findings:
 			d.accept(landed)
 		}
 		// No signal (an error, a quota, an unknown wording, or a review
@@ -787,7 +788,7 @@ func (d *step) verify() bool {
 			s.Phase = PhaseRequest
 			return true
 		}
-		if c.ExpectsCopilot && !s.SingleIteration && s.NoSignalTries < c.NoSignalRetries {
+		if c.ExpectsBot && !s.SingleIteration && s.NoSignalTries < c.NoSignalRetries {
 			// No signal is never terminal (PR-O3): re-request after the
 			// back-off, within the guards.
 			s.NoSignalTries++

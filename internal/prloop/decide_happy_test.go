@@ -32,10 +32,10 @@ func TestPR_HappyPathThreeRounds(t *testing.T) {
 
 	// 3: Copilot's review lands on h0 with two threads.
 	t1, t2 := copilotThread("T1", "nil deref"), copilotThread("T2", "off by one")
-	pr.Reviews = []forge.Review{rooted(review("R1", "h0", at(4), "Copilot reviewed 2 files and generated 2 comments."), &t1, &t2)}
+	pr.Reviews = []forge.Review{rooted(botReview("R1", "h0", at(4), "Copilot reviewed 2 files and generated 2 comments."), &t1, &t2)}
 	pr.Threads = []forge.Thread{t1, t2}
 	o := obs(at(4), pr)
-	o.CopilotStartedMax = 101
+	o.BotStartedMax = 101
 	s, acts, _ = Decide(s, o, c)
 	wantActs(t, acts, "fix round-1/fix")
 	if len(acts[0].Findings) != 2 || acts[0].Findings[0].ID != "T1" || acts[0].Findings[1].ID != "T2" || acts[0].Findings[0].Verdict != "structural" {
@@ -70,7 +70,7 @@ func TestPR_HappyPathThreeRounds(t *testing.T) {
 
 	// 6: round 2's review on h1 with one new thread.
 	t3 := copilotThread("T3", "missing test")
-	pr.Reviews = append(pr.Reviews, rooted(review("R2", "h1", at(13), "generated 1 comment"), &t3))
+	pr.Reviews = append(pr.Reviews, rooted(botReview("R2", "h1", at(13), "generated 1 comment"), &t3))
 	pr.Threads = append(pr.Threads, t3)
 	s, acts, _ = Decide(s, obs(at(13), pr), c)
 	wantActs(t, acts, "fix round-2/fix")

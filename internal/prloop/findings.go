@@ -14,6 +14,9 @@ func isSelf(login string, c Config) bool {
 }
 
 func trustedBot(login string, c Config) bool {
+	if isBot(login, c) {
+		return true
+	}
 	l := strings.ToLower(login)
 	for _, b := range c.TrustedBots {
 		if strings.ToLower(b) == l {
@@ -40,48 +43,14 @@ func trusted(login string, o Observation, c Config) bool {
 	return false
 }
 
-// isCopilot matches Copilot on every API surface (PR-O2): the login must be
-// on the allowlist, so a user who names themselves "copilot-fan" is not
-// Copilot, and must look like Copilot, so another allowlisted bot's review
-// does not count as Copilot's.
-func isCopilot(login string, c Config) bool {
-	return trustedBot(login, c) && strings.Contains(strings.ToLower(login), "copilot")
-}
-
 func source(login string, c Config) string {
 	switch {
-	case isCopilot(login, c):
-		return "copilot"
+	case isBot(login, c):
+		return c.Bot.Name()
 	case trustedBot(login, c) || strings.HasSuffix(strings.ToLower(login), "[bot]"):
 		return "bot"
 	}
 	return "human"
-}
-
-// ownText drops the lines of a review body that are not the review's own
-// words: fenced blocks and `>` quotes may carry another review's text
-// (PR-O4), so neither an error phrase nor a count inside them counts.
-func ownText(body string) string {
-	var out []string
-	fence := ""
-	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {
-		t := strings.TrimSpace(line)
-		if fence != "" {
-			if strings.HasPrefix(t, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fence = t[:3]
-			continue
-		}
-		if strings.HasPrefix(t, ">") {
-			continue
-		}
-		out = append(out, line)
-	}
-	return strings.ToLower(strings.Join(out, "\n"))
 }
 
 // bestReview picks, among the reviews pred admits, the latest; at equal

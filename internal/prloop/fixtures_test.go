@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	copilotbot "github.com/convergeloop/converge/internal/review/copilot"
 )
 
 // Fixtures: small constructors so each table row says only what differs.
@@ -24,6 +25,7 @@ const (
 func cfg() Config {
 	c := DefaultConfig()
 	c.Self = self
+	c.Bot = copilotbot.New()
 	return c
 }
 
@@ -57,12 +59,12 @@ func newPR(head string) *forge.PullRequest {
 	}
 }
 
-func review(id, sha string, when time.Time, body string) forge.Review {
+func botReview(id, sha string, when time.Time, body string) forge.Review {
 	return forge.Review{ID: id, Author: copilot, State: "COMMENTED", CommitSHA: sha, SubmittedAt: when, Body: body}
 }
 
 func okReview(id, sha string, when time.Time) forge.Review {
-	return review(id, sha, when, "## Pull request overview\n\nCopilot reviewed 2 out of 2 changed files in this pull request and generated no new comments.")
+	return botReview(id, sha, when, "## Pull request overview\n\nCopilot reviewed 2 out of 2 changed files in this pull request and generated no new comments.")
 }
 
 // rooted makes r the review the threads were submitted with, and sets its
@@ -76,7 +78,7 @@ func rooted(r forge.Review, threads ...*forge.Thread) forge.Review {
 }
 
 func errReview(id, sha string, when time.Time) forge.Review {
-	return review(id, sha, when, "Copilot encountered an error and was unable to review this pull request. You can try again by re-requesting a review.")
+	return botReview(id, sha, when, "Copilot encountered an error and was unable to review this pull request. You can try again by re-requesting a review.")
 }
 
 func thread(id, by, body string) forge.Thread {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/review"
 )
 
 // verdict is the four conjuncts of two-stable (PR-T1) on one observation,
@@ -22,7 +23,7 @@ type verdict struct {
 	reviewWhy string // why (4) does not hold
 	// latest is Copilot's latest review and signal what it says.
 	latest    *forge.Review
-	signal    reviewSignal
+	signal    review.Signal
 	signalWhy string
 	// unseen are reviews that count more comments of their own than the
 	// threads show yet (PR-O2): nothing is proven while one is.
@@ -54,7 +55,7 @@ func (d *step) verdict(minorOnly bool) verdict {
 			v.unseen = append(v.unseen, r)
 		}
 	}
-	v.review, v.latest, v.signal, v.reviewWhy = d.copilotArm()
+	v.review, v.latest, v.signal, v.reviewWhy = d.botArm()
 	v.signalWhy = v.reviewWhy
 	if lr := d.s.localReview(d.head); lr != nil {
 		switch {
@@ -78,23 +79,23 @@ func (d *step) verdict(minorOnly bool) verdict {
 // with settled findings. A review of an earlier head never counts, even
 // one of a commit that became the head again after a force-push (it is
 // not the latest).
-func (d *step) copilotArm() (ok, latest *forge.Review, sig reviewSignal, why string) {
-	latest = latestCopilot(d.pr, d.c)
+func (d *step) botArm() (ok, latest *forge.Review, sig review.Signal, why string) {
+	latest = latestBot(d.pr, d.c)
 	if latest == nil {
-		return nil, nil, sigNone, "no Copilot review on the pull request"
+		return nil, nil, review.NoSignal, "no review by the review bot on the pull request"
 	}
 	if latest.CommitSHA != d.head {
-		return nil, latest, sigNone, fmt.Sprintf("Copilot's latest review %s is of %s, not the head", latest.ID, abbrev(latest.CommitSHA))
+		return nil, latest, review.NoSignal, fmt.Sprintf("%s's latest review %s is of %s, not the head", d.c.Bot.Name(), latest.ID, abbrev(latest.CommitSHA))
 	}
 	if p := d.s.PushedForgeAt; d.s.LastLoopSHA == d.head && !p.IsZero() && latest.SubmittedAt.Before(p.Truncate(time.Second)) {
-		return nil, latest, sigNone, fmt.Sprintf("Copilot's latest review %s predates the loop's last push", latest.ID)
+		return nil, latest, review.NoSignal, fmt.Sprintf("%s's latest review %s predates the loop's last push", d.c.Bot.Name(), latest.ID)
 	}
-	sig, why = readReview(*latest, d.pr)
+	sig, why = readReview(*latest, d.pr, d.c)
 	switch sig {
-	case sigClean, sigFindings:
+	case review.Clean, review.Findings:
 		return latest, latest, sig, ""
 	}
-	return nil, latest, sig, fmt.Sprintf("Copilot's latest review %s is %s: %s", latest.ID, sig, why)
+	return nil, latest, sig, fmt.Sprintf("%s's latest review %s is %s: %s", d.c.Bot.Name(), latest.ID, sig, why)
 }
 
 // succeed ends the run two-stable with its proof (PR-T9).
@@ -132,7 +133,7 @@ func (d *step) proof(v verdict) *Proof {
 	switch {
 	case v.review != nil:
 		r := v.review
-		p.ReviewedCommit, p.ReviewID, p.ReviewSource, p.ReviewedAt = r.CommitSHA, r.ID, "copilot", r.SubmittedAt
+		p.ReviewedCommit, p.ReviewID, p.ReviewSource, p.ReviewedAt = r.CommitSHA, r.ID, d.c.Bot.Name(), r.SubmittedAt
 	case v.local != nil:
 		p.ReviewedCommit, p.ReviewSource, p.ReviewedAt = v.local.Head, "local", d.o.Now
 		for _, rr := range d.s.Rounds {

@@ -50,7 +50,7 @@ func TestREL2_NewRunRepliesAddressedFromTrailer(t *testing.T) {
 	pr.Threads = []forge.Thread{copilotThread("T1", "bug"), reopened}
 	pr.Reviews = []forge.Review{okReview("R1", "h2", at(1))}
 	o := obs(at(2), pr)
-	o.CopilotStartedMax = 101
+	o.BotStartedMax = 101
 	s2, acts, term := Decide(s, o, cfg())
 	wantTerminal(t, term, "")
 	fix := findAct(acts, ActFix, "")

@@ -410,15 +410,15 @@ func (r *Runner) observe(ctx context.Context, ref forge.PRRef, st State, result 
 		return Observation{}, err
 	}
 	obs := Observation{Now: r.Clock.Now(), PR: pr, Result: result, StopRequested: r.stopRequested(ctx)}
-	if st.WantsEvents() {
+	if st.WantsEvents() && r.Config.Bot != nil {
 		evs, err := r.Forge.IssueEvents(ctx, ref)
 		if err != nil {
 			return Observation{}, fmt.Errorf("issue events: %w", err)
 		}
 		obs.EventsRead = true
 		for _, e := range evs {
-			if e.Event == "copilot_work_started" && e.ID > obs.CopilotStartedMax {
-				obs.CopilotStartedMax = e.ID
+			if e.Event == r.Config.Bot.StartedEvent() && e.ID > obs.BotStartedMax {
+				obs.BotStartedMax = e.ID
 			}
 		}
 	}
@@ -514,7 +514,7 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 	)
 	switch a.Kind {
 	case ActRequestReview:
-		err = r.Forge.RequestReviews(ctx, pr.ID, nil, []string{CopilotBotLogin})
+		err = r.Forge.RequestReviews(ctx, pr.ID, nil, []string{r.Config.Bot.RequestLogin()})
 		switch {
 		case err == nil:
 			r.report(Event{Kind: "review", Round: round, Message: "requested copilot review"})

@@ -10,6 +10,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/review/copilot"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
@@ -87,7 +88,7 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 		},
 		Journal: &memJournal{},
 		Clock:   clock,
-		Config:  prloop.DefaultConfig(),
+		Config:  withCopilot(prloop.DefaultConfig()),
 		PollMin: pollMin,
 		PollMax: pollMax,
 	}
@@ -116,6 +117,11 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 	if !doubled {
 		t.Errorf("waits never backed off: %v", clock.waits)
 	}
+}
+
+func withCopilot(c prloop.Config) prloop.Config {
+	c.Bot = copilot.New()
+	return c
 }
 
 // countingForge counts observations.
@@ -178,7 +184,7 @@ func TestPR_S4_LocalReviewRunsBesideTheForgePoll(t *testing.T) {
 		GitEnv: repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),
 		Agent:  suggest.New(), Budget: time.Minute,
 	}}
-	c := prloop.DefaultConfig()
+	c := withCopilot(prloop.DefaultConfig())
 	c.LocalReview = true
 	r := &prloop.Runner{Forge: cf, Workspace: ws, Journal: &memJournal{}, Config: c, PollMin: 20 * time.Millisecond, PollMax: 100 * time.Millisecond}
 	term, err := r.Run(ctx, ref, prloop.State{Phase: prloop.PhaseStart})

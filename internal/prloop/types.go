@@ -78,7 +78,6 @@ const (
 	// addresses: the trace in git that lets a run that crashed between
 	// pushing and replying reply "addressed" instead of fixing again.
 	AddressedTrailer = "Converge-Addressed"
-	CopilotBotLogin  = "copilot-pull-request-reviewer" // botLogins value for requestReviewsByLogin
 )
 
 // Dispositions of a thread (PR-S12), chosen by one function.
@@ -100,10 +99,13 @@ type Config struct {
 	ReviewStartWindow   time.Duration // PR-S1: no start within this → accept an existing review of the head
 	ReviewWaitMax       time.Duration // PR-S2: bounded wait for a started review to land
 	CIWaitMax           time.Duration // bounded wait for CI to settle on the head
-	ExpectsCopilot      bool          // false → single-iteration mode (PR-M3)
-	ExpectNoChecks      bool          // PR-T1(2): the repo has no CI
-	TrustedBots         []string      // PR-O2 allowlist, matched lower-case
-	Self                string        // converge's own login: its comments are never findings
+	ExpectsBot          bool          // false → single-iteration mode (PR-M3)
+	// Bot is the forge's review bot (Copilot on GitHub, in package
+	// review/copilot); nil means none: single-iteration mode.
+	Bot            ReviewBot
+	ExpectNoChecks bool     // PR-T1(2): the repo has no CI
+	TrustedBots    []string // PR-O2 allowlist, matched lower-case
+	Self           string   // converge's own login: its comments are never findings
 	// PushVisibleWait bounds how long an observation may still show the
 	// head before the loop's own push (the forge lags a push by seconds)
 	// before that reads as a force-push (PR-T4). Zero: no grace.
@@ -135,14 +137,10 @@ func DefaultConfig() Config {
 		ReviewWaitMax:       20 * time.Minute,
 		CIWaitMax:           30 * time.Minute,
 		PushVisibleWait:     2 * time.Minute,
-		ExpectsCopilot:      true,
+		ExpectsBot:          true,
 		UnsettledReads:      5,
 		NoSignalRetries:     2,
 		RequestRetries:      5,
-		TrustedBots: []string{
-			"copilot", "copilot-pull-request-reviewer", "copilot-pull-request-reviewer[bot]",
-			"copilot[bot]", "github-copilot[bot]",
-		},
 	}
 }
 
@@ -296,10 +294,10 @@ type Observation struct {
 	Now time.Time
 	PR  *forge.PullRequest
 
-	// CopilotStartedMax is the highest copilot_work_started event id seen
+	// BotStartedMax is the highest copilot_work_started event id seen
 	// (0 when events were not read this step; see State.WantsEvents).
-	CopilotStartedMax int64
-	EventsRead        bool
+	BotStartedMax int64
+	EventsRead    bool
 
 	// Permissions maps a lower-case login to its repository permission
 	// (admin, maintain, write, triage, read, none) for every author of an
