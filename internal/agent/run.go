@@ -7,7 +7,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/convergeloop/converge/internal/agent/proc"
+	"github.com/convergeloop/converge/internal/proc"
 )
 
 // DefaultGrace is how long a process told to stop at its budget has to

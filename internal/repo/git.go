@@ -14,16 +14,30 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/convergeloop/converge/internal/proc"
 	"github.com/convergeloop/converge/internal/secure"
 )
 
-// Git runs git commands in one working directory.
+// DefaultGitTimeout time-boxes a git command whose context has no
+// deadline: long enough for a first clone of a large repository over a
+// slow link, short enough that a stalled network call does not hold a run
+// for ever. A context deadline replaces it.
+const DefaultGitTimeout = 30 * time.Minute
+
+// gitGrace is how long git, stopped at its time-box or by its context, has
+// between SIGTERM and SIGKILL; git itself exits at once on SIGTERM.
+const gitGrace = 5 * time.Second
+
+// Git runs git commands in one working directory, each through proc.Run:
+// in a process group of its own, so that stopping it also stops the
+// remote helpers and ssh it started, and time-boxed by the context's
+// deadline or DefaultGitTimeout.
 //
 // Every command runs with the process environment, then the defaults
 // below, then Env (later entries win):
@@ -80,44 +94,39 @@ func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
 }
 
 func (g *Git) run(ctx context.Context, stdin []byte, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = g.Dir
-	cmd.Env = g.environ()
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
+	spec := proc.Spec{
+		Argv: append([]string{"git"}, args...), Dir: g.Dir, Env: g.environ(), Stdin: stdin,
+		Grace: gitGrace, MaxOutput: -1, // git's output is read whole
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if err == nil {
-		return stdout.String(), nil
+	if _, ok := ctx.Deadline(); !ok {
+		spec.Budget = DefaultGitTimeout
 	}
-	code := -1
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	}
-	if ctx.Err() != nil {
-		err = ctx.Err()
+	p, err := proc.Run(ctx, spec)
+	switch {
+	case p.Interrupted != nil:
+		err = p.Interrupted
+	case err != nil:
+		err = errors.Unwrap(err) // the OS error, without proc's "run git: "
+	case p.TimedOut:
+		err = fmt.Errorf("stopped after %s: %w", spec.Budget, context.DeadlineExceeded)
+	case p.ExitCode == 0:
+		return p.Stdout, nil
 	}
 	clean := g.redactor()
-	return clean(stdout.String()), &Error{
+	return clean(p.Stdout), &Error{
 		Subcommand: subcommand(args),
-		ExitCode:   code,
-		Stderr:     clean(stderr.String()),
+		ExitCode:   p.ExitCode,
+		Stderr:     clean(p.Stderr),
 		Err:        redactedErr(err, clean),
 	}
 }
 
 // redactedErr keeps errors.Is working for context errors while making sure
-// no other error text carries a credential.
+// no other error text carries a credential. A git that ran and failed has
+// no error of its own: its exit code and stderr say it all.
 func redactedErr(err error, clean func(string) string) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return err // "exit status N": nothing secret
 	}
 	return errors.New(clean(err.Error()))
 }
@@ -306,23 +315,4 @@ func CABundle(dst string, caFiles ...string) error {
 		return fmt.Errorf("ca bundle: %w", err)
 	}
 	return nil
-}
-
-// ScrubEnv returns environ without forge tokens and git credential
-// configuration, for commands that must not receive them (build, test,
-// agents: SEC-2).
-func ScrubEnv(environ []string) []string {
-	drop := map[string]bool{
-		"GH_TOKEN": true, "GITHUB_TOKEN": true, "GH_ENTERPRISE_TOKEN": true,
-		"GITHUB_ENTERPRISE_TOKEN": true, "CONVERGE_TOKEN": true, "GIT_CONFIG_COUNT": true,
-	}
-	var out []string
-	for _, kv := range environ {
-		k, _, _ := strings.Cut(kv, "=")
-		if drop[k] || strings.HasPrefix(k, "GIT_CONFIG_KEY_") || strings.HasPrefix(k, "GIT_CONFIG_VALUE_") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/convergeloop/converge/internal/agent/proc"
+	"github.com/convergeloop/converge/internal/proc"
 )
 
 // DefaultMaxOutput is RunCommand's output limit when maxOutput <= 0.
@@ -26,7 +26,7 @@ const commandGrace = 5 * time.Second
 // processes do not linger.
 //
 // env is the complete environment, as in exec.Cmd (nil inherits this
-// process's); build and test commands should get ScrubEnv(os.Environ()).
+// process's); build and test commands should get agent.ScrubEnv(os.Environ()).
 func RunCommand(ctx context.Context, dir string, argv []string, env []string, maxOutput int) (output string, exitCode int, err error) {
 	r, err := RunTimeBoxed(ctx, dir, argv, env, maxOutput, 0)
 	return r.Output, r.ExitCode, err

@@ -74,17 +74,49 @@ func TestRunCommandKillsProcessGroupOnCancel(t *testing.T) {
 	if time.Since(start) > 4*time.Second {
 		t.Errorf("took %v", time.Since(start))
 	}
+	waitGone(t, pidFile)
+}
+
+// TestGitStopsItsProcessGroupAtTheDeadline: git runs through proc like
+// every subprocess, so the context's deadline stops what git started too
+// (here a shell alias's grandchild holding stdout open), and the error
+// says the deadline ended it.
+func TestGitStopsItsProcessGroupAtTheDeadline(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	g := &repo.Git{Dir: dir, Env: []string{"GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1"}}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := g.Run(ctx, "-c", "alias.hang=!sleep 30 & echo $! > child.pid; wait", "hang")
+	var ge *repo.Error
+	if !errors.As(err, &ge) || !errors.Is(err, context.DeadlineExceeded) || ge.Subcommand != "hang" || ge.ExitCode != -1 {
+		t.Fatalf("err = %#v", err)
+	}
+	if el := time.Since(start); el > 8*time.Second {
+		t.Errorf("git returned %s after its deadline", el)
+	}
+	waitGone(t, pidFile)
+}
+
+// waitGone waits for the process whose pid is in pidFile to end. A killed
+// grandchild may linger as a zombie of its dead parent until init reaps
+// it; that counts as gone.
+func waitGone(t *testing.T, pidFile string) {
+	t.Helper()
 	b, _ := os.ReadFile(pidFile)
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	// The killed grandchild may linger as a zombie of its dead parent until
-	// init reaps it; wait briefly for it to disappear.
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("no pid in %s: %q", pidFile, b)
+	}
 	for i := 0; i < 100; i++ {
 		if syscall.Kill(pid, 0) != nil || isZombie(pid) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Errorf("grandchild %d still alive after cancel", pid)
+	_ = syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("grandchild %d still alive after its run was stopped", pid)
 }
 
 func isZombie(pid int) bool {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // maxWhy bounds the parse error kept for the summary: it quotes agent
@@ -128,23 +130,7 @@ func errText(err error) string {
 	return err.Error()
 }
 
+// clip folds s to one line of at most maxWhy characters and "…".
 func clip(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= maxWhy {
-		return s
-	}
-	return truncateUTF8(s, maxWhy) + "…"
+	return text.Clip(strings.Join(strings.Fields(s), " "), maxWhy+1)
 }
-
-// truncateUTF8 cuts s to at most n bytes without splitting a rune.
-func truncateUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !isRuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func isRuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // MaxCommentChars is GitHub's limit on a comment body.
@@ -66,7 +68,7 @@ func Summary(res Result, round int) string {
 	}
 
 	var top strings.Builder
-	fmt.Fprintf(&top, "### converge local review · round %d · head %s\n\n", round, inline(shortSHA(res.Head), 12))
+	fmt.Fprintf(&top, "### converge local review · round %d · head %s\n\n", round, inline(text.ShortSHA(res.Head), 12))
 	switch {
 	case len(res.Angles) == 0:
 		top.WriteString("**No review:** no angle ran, so nothing about this head is known.\n")
@@ -140,7 +142,7 @@ func findingLine(f Finding) string {
 		case f.EndLine > 0:
 			loc += ":" + strconv.Itoa(f.EndLine)
 		}
-		fmt.Fprintf(&b, " `%s`", truncateUTF8(loc, 300))
+		fmt.Fprintf(&b, " `%s`", text.Clip(loc, 300))
 	}
 	fmt.Fprintf(&b, " %s\n", inline(f.Summary, maxFindingText))
 	return b.String()
@@ -152,23 +154,10 @@ func counts(structural, minor int) string {
 
 // inline makes agent text safe for one markdown line: whitespace folded,
 // '<' and '&' escaped (no HTML, no hidden comment, no forged marker), and
-// '@' kept from notifying anyone.
+// '@' kept from notifying anyone; past limit characters it is cut with "…".
 func inline(s string, limit int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	cut := len(s) > limit
-	s = truncateUTF8(s, limit)
-	s = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "@", "@\u200b").Replace(s)
-	if cut {
-		s += "…"
-	}
-	return s
+	s = text.Clip(strings.Join(strings.Fields(s), " "), limit+1)
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;", "@", "@\u200b").Replace(s)
 }
 
 func cell(s string) string { return strings.ReplaceAll(inline(s, 300), "|", `\|`) }
-
-func shortSHA(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
-}

@@ -1,17 +1,21 @@
 package suggest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/proc"
+	"github.com/convergeloop/converge/internal/text"
 )
+
+// catFileBudget time-boxes reading one blob from the local repository.
+const catFileBudget = time.Minute
 
 // originalFile is a file as it was at a reviewed commit, or why it could
 // not be read.
@@ -31,17 +35,24 @@ func readOriginal(ctx context.Context, s *seenLines, path string) originalFile {
 	// "./" makes the path relative to the workdir even when the workdir is
 	// not the top of its repository.
 	obj := s.commit + ":./" + filepath.ToSlash(path)
-	cmd := exec.CommandContext(ctx, "git", "cat-file", "blob", obj)
-	cmd.Dir = s.workdir
-	cmd.Env = env
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	r, err := proc.Run(ctx, proc.Spec{
+		Argv: []string{"git", "cat-file", "blob", obj}, Dir: s.workdir, Env: env,
+		Budget: catFileBudget, MaxOutput: -1, // the blob is read whole
+	})
+	switch {
+	case err != nil:
+	case r.Interrupted != nil:
+		err = r.Interrupted
+	case r.TimedOut:
+		err = fmt.Errorf("git stopped after %s", catFileBudget)
+	case r.ExitCode != 0:
+		err = fmt.Errorf("exit status %d", r.ExitCode)
+	}
 	if err != nil {
 		return originalFile{err: fmt.Sprintf("%s at the reviewed commit %s is not available (%s)",
-			filepath.ToSlash(path), short(s.commit), firstLineOf(stderr.String(), err))}
+			filepath.ToSlash(path), text.ShortSHA(s.commit), firstLineOf(r.Stderr, err))}
 	}
-	return originalFile{lines: splitFile(string(out)).lines}
+	return originalFile{lines: splitFile(r.Stdout).lines}
 }
 
 // mismatch says why the current lines start..end are not the ones the
@@ -52,10 +63,10 @@ func (s *seenLines) mismatch(orig originalFile, current []string, path string, s
 	case orig.err != "":
 		return orig.err
 	case s.origEnd > len(orig.lines):
-		return fmt.Sprintf("lines %d-%d of %s do not exist at the reviewed commit %s", s.origStart, s.origEnd, p, short(s.commit))
+		return fmt.Sprintf("lines %d-%d of %s do not exist at the reviewed commit %s", s.origStart, s.origEnd, p, text.ShortSHA(s.commit))
 	case !slices.Equal(orig.lines[s.origStart-1:s.origEnd], current):
 		return fmt.Sprintf("lines %d-%d of %s are not the lines %d-%d it was written against at %s",
-			start, end, p, s.origStart, s.origEnd, short(s.commit))
+			start, end, p, s.origStart, s.origEnd, text.ShortSHA(s.commit))
 	}
 	return ""
 }
@@ -65,13 +76,6 @@ func isCommitID(s string) bool {
 		return false
 	}
 	return strings.Trim(strings.ToLower(s), "0123456789abcdef") == ""
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 func firstLineOf(s string, err error) string {

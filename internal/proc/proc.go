@@ -1,8 +1,9 @@
 // Package proc runs a subprocess under a time-box: in a process group of
 // its own, told to stop (SIGTERM) at its budget and killed (SIGKILL) after
-// a grace period, with whatever it left running killed when it ends. Agent
-// runs (AG-T1) and build/test runs (AG-T5, PR-S10) both go through Run, so
-// the two time-boxes cannot drift apart.
+// a grace period, with whatever it left running killed when it ends. Every
+// subprocess converge starts goes through Run — agent runs (AG-T1),
+// build/test runs (AG-T5, PR-S10) and git — so their time-boxes and
+// process handling cannot drift apart.
 package proc
 
 import (
@@ -36,7 +37,8 @@ type Spec struct {
 	// ctx ends; zero means DefaultGrace.
 	Grace time.Duration
 	// MaxOutput is how many bytes of each stream are kept (the tail);
-	// zero means DefaultMaxOutput.
+	// zero means DefaultMaxOutput, and a negative value keeps everything
+	// (for output that is read whole, such as git's).
 	MaxOutput int
 	// Combined sends stderr into Stdout, interleaved as written.
 	Combined bool
@@ -45,8 +47,8 @@ type Spec struct {
 // Result is what Run observed.
 type Result struct {
 	Started bool
-	Stdout  string // last MaxOutput bytes
-	Stderr  string // last MaxOutput bytes; empty when Combined
+	Stdout  string // last MaxOutput bytes (all when MaxOutput < 0)
+	Stderr  string // last MaxOutput bytes (all when MaxOutput < 0); empty when Combined
 	// StdoutDropped and StderrDropped count the bytes cut from the head.
 	StdoutDropped, StderrDropped int64
 	ExitCode                     int  // -1 when ended by a signal or never started
@@ -77,7 +79,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		grace = DefaultGrace
 	}
 	max := s.MaxOutput
-	if max <= 0 {
+	if max == 0 {
 		max = DefaultMaxOutput
 	}
 	stdout := &Tail{Max: max}
@@ -152,7 +154,8 @@ func stop(cmd *exec.Cmd, done <-chan error, grace time.Duration) error {
 
 // Tail is an io.Writer that keeps the last Max bytes written: a failing
 // command prints its verdict and an agent its status record last, and the
-// bound keeps chatty processes from filling memory.
+// bound keeps chatty processes from filling memory. A negative Max keeps
+// every byte.
 type Tail struct {
 	Max     int
 	mu      sync.Mutex
@@ -164,6 +167,10 @@ func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := len(p)
+	if t.Max < 0 {
+		t.buf = append(t.buf, p...)
+		return n, nil
+	}
 	if len(p) >= t.Max {
 		t.dropped += int64(len(t.buf) + len(p) - t.Max)
 		t.buf = append(t.buf[:0], p[len(p)-t.Max:]...)

@@ -49,6 +49,16 @@ func TestRunContextEndedAndStartFailure(t *testing.T) {
 	}
 }
 
+func TestRunNegativeMaxOutputKeepsEverything(t *testing.T) {
+	r, err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", "head -c 3000000 /dev/zero; echo end >&2"}, MaxOutput: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Stdout) != 3000000 || r.StdoutDropped != 0 || r.Stderr != "end\n" {
+		t.Fatalf("kept %d bytes (dropped %d), stderr %q", len(r.Stdout), r.StdoutDropped, r.Stderr)
+	}
+}
+
 func TestTail(t *testing.T) {
 	b := &Tail{Max: 5}
 	for _, s := range []string{"ab", "cd", "efg", "h", "0123456789"} {
