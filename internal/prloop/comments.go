@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // Keys of findings that have no thread (PR-T13): a top-level PR comment or
@@ -161,7 +162,7 @@ func commentReplyBody(rec ThreadRecord, pr *forge.PullRequest, who, body string)
 	if who != "" {
 		fmt.Fprintf(&b, "@%s wrote:\n\n", who)
 	}
-	for _, l := range strings.Split(clip(strings.TrimSpace(defang(body)), 2000), "\n") {
+	for _, l := range strings.Split(text.Clip(strings.TrimSpace(defang(body)), 2000), "\n") {
 		b.WriteString("> " + l + "\n")
 	}
 	b.WriteString("\n")

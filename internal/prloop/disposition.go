@@ -3,6 +3,8 @@ package prloop
 import (
 	"fmt"
 	"strings"
+
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // disposition is the one place a thread's disposition is chosen (PR-S12):
@@ -70,12 +72,9 @@ func commitLink(prURL, sha string) string {
 	if prURL == "" {
 		return sha
 	}
-	return fmt.Sprintf("[%s](%s/commits/%s)", abbrev(sha), strings.TrimSuffix(prURL, "/"), sha)
+	return fmt.Sprintf("[%s](%s/commits/%s)", text.ShortSHA(sha), strings.TrimSuffix(prURL, "/"), sha)
 }
 
-func abbrev(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}
+// abbrev is text.ShortSHA for decide.go, until it calls that itself;
+// remove it with its last caller.
+func abbrev(sha string) string { return text.ShortSHA(sha) }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge"
 	localreview "github.com/convergeloop/converge/internal/review"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // ReviewInstructionsFile is the repo's shared review instructions, read by
@@ -72,7 +73,7 @@ func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, r
 		return LocalReviewResult{}, err
 	}
 	if res.Cached {
-		w.logf("local review of %s: reused the cached review of this head", abbrev(pr.HeadSHA))
+		w.logf("local review of %s: reused the cached review of this head", text.ShortSHA(pr.HeadSHA))
 	}
 	return toLocalReviewResult(res, round), nil
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/review"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // verdict is the four conjuncts of two-stable (PR-T1) on one observation,
@@ -85,7 +86,7 @@ func (d *step) botArm() (ok, latest *forge.Review, sig review.Signal, why string
 		return nil, nil, review.NoSignal, "no review by the review bot on the pull request"
 	}
 	if latest.CommitSHA != d.head {
-		return nil, latest, review.NoSignal, fmt.Sprintf("%s's latest review %s is of %s, not the head", d.c.Bot.Name(), latest.ID, abbrev(latest.CommitSHA))
+		return nil, latest, review.NoSignal, fmt.Sprintf("%s's latest review %s is of %s, not the head", d.c.Bot.Name(), latest.ID, text.ShortSHA(latest.CommitSHA))
 	}
 	if p := d.s.PushedForgeAt; d.s.LastLoopSHA == d.head && !p.IsZero() && latest.SubmittedAt.Before(p.Truncate(time.Second)) {
 		return nil, latest, review.NoSignal, fmt.Sprintf("%s's latest review %s predates the loop's last push", d.c.Bot.Name(), latest.ID)
@@ -101,12 +102,12 @@ func (d *step) botArm() (ok, latest *forge.Review, sig review.Signal, why string
 // succeed ends the run two-stable with its proof (PR-T9).
 func (d *step) succeed(v verdict) {
 	p := d.proof(v)
-	msg := fmt.Sprintf("two-stable on %s after %d round(s)", abbrev(p.HeadSHA), p.RoundsRun)
+	msg := fmt.Sprintf("two-stable on %s after %d round(s)", text.ShortSHA(p.HeadSHA), p.RoundsRun)
 	switch p.ReviewSource {
 	case "copilot":
-		msg += fmt.Sprintf("; Copilot reviewed %s", abbrev(p.ReviewedCommit))
+		msg += fmt.Sprintf("; Copilot reviewed %s", text.ShortSHA(p.ReviewedCommit))
 	case "local":
-		msg += fmt.Sprintf("; the local multi-angle review of %s came back without structural findings", abbrev(p.ReviewedCommit))
+		msg += fmt.Sprintf("; the local multi-angle review of %s came back without structural findings", text.ShortSHA(p.ReviewedCommit))
 	}
 	d.end(ReasonTwoStable, msg, p)
 }

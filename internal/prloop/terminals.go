@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // statusFor is the PR-T10 verdict a terminal publishes on the head: a
@@ -64,19 +65,11 @@ func statusDescription(t *Terminal) string {
 	if p := t.Proof; p != nil {
 		d := fmt.Sprintf("two-stable: %d round(s), CI %s, 0 threads awaiting reply", p.RoundsRun, p.CIState)
 		if p.ReviewID != "" {
-			d = fmt.Sprintf("two-stable: %s review of %s, %d round(s), CI %s", p.ReviewSource, abbrev(p.ReviewedCommit), p.RoundsRun, p.CIState)
+			d = fmt.Sprintf("two-stable: %s review of %s, %d round(s), CI %s", p.ReviewSource, text.ShortSHA(p.ReviewedCommit), p.RoundsRun, p.CIState)
 		}
-		return clip(d, 140)
+		return text.Clip(d, 140)
 	}
-	return clip(t.Reason+": "+t.Message, 140)
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
+	return text.Clip(t.Reason+": "+t.Message, 140)
 }
 
 // Fail ends a run outside Decide's own rules, for the engine: an unhandled

@@ -17,6 +17,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/repo"
 	localreview "github.com/convergeloop/converge/internal/review"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // GitWorkspace is the Workspace on a real git clone under the state
@@ -142,7 +143,7 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 			res.BaselineRed = true
 			res.BaselineTail = strings.Join(b.excerpt(nil), "\n")
 			w.logf("tests are already red on the PR's head %s, before any fix; fixes are judged against that: %s",
-				short(pr.HeadSHA), strings.Join(b.excerpt(nil), " | "))
+				text.ShortSHA(pr.HeadSHA), strings.Join(b.excerpt(nil), " | "))
 		}
 	}
 
@@ -554,12 +555,12 @@ func failures(out string) []failure {
 			continue
 		}
 		seen[key] = true
-		f := failure{key: key, lines: []string{truncate(strings.Join(strings.Fields(l), " "), 200)}}
+		f := failure{key: key, lines: []string{text.Clip(strings.Join(strings.Fields(l), " "), 200)}}
 		if i+1 < len(lines) {
 			next := strings.TrimRight(lines[i+1], "\r")
 			indent := len(l) - len(strings.TrimLeft(l, " \t"))
 			if d := strings.TrimSpace(next); d != "" && len(next)-len(strings.TrimLeft(next, " \t")) > indent && !failureLine.MatchString(next) {
-				f.lines = append(f.lines, truncate(d, 200))
+				f.lines = append(f.lines, text.Clip(d, 200))
 			}
 		}
 		fs = append(fs, f)
@@ -571,7 +572,7 @@ func nonEmptyLines(s string) []string {
 	var out []string
 	for _, l := range strings.Split(s, "\n") {
 		if l = strings.TrimSpace(l); l != "" {
-			out = append(out, truncate(l, 200))
+			out = append(out, text.Clip(l, 200))
 		}
 	}
 	return out
@@ -643,7 +644,7 @@ func firstLine(s string) string {
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return truncate(s, 72)
+	return text.Clip(s, 72)
 }
 
 func sanitize(host string) string { return strings.NewReplacer(":", "_", "/", "_").Replace(host) }
