@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v93/github"
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+)
+
+// The `hub` command of the txtar scenarios: it starts the GitHub emulator
+// for the script, plays the other actors with their own tokens, and checks
+// outcomes at the forge, as gh's acceptance tests drive a real host.
+//
+//	hub start [copilot-delay]     emulator + demo PR; sets PR_URL, GITHUB_API_URL,
+//	                              SSL_CERT_FILE and CONVERGE_TOKEN (the author)
+//	hub request-changes BODY      the reviewer requests changes
+//	hub comment BODY              the reviewer comments on the PR
+//	hub refuse-copilot            Copilot is not enabled on the repository
+//	hub copilot-bodies B1 B2 …    Copilot's reviews after the demo's two rounds of findings
+//	hub proven                    the forge proves two-stable (fails with why otherwise)
+//	! hub proven                  the forge does not show a ready PR
+var scriptHubs sync.Map // *testscript.TestScript → *scriptHub
+
+type scriptHub struct {
+	hub  *fakehub.Hub
+	demo fakehub.DemoInfo
+}
+
+func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) == 0 {
+		ts.Fatalf("usage: hub start|request-changes|comment|refuse-copilot|copilot-bodies|proven")
+	}
+	if args[0] == "start" {
+		startScriptHub(ts, args[1:])
+		return
+	}
+	v, ok := scriptHubs.Load(ts)
+	if !ok {
+		ts.Fatalf("hub %s: no hub started", args[0])
+	}
+	h := v.(*scriptHub)
+	ctx := context.Background()
+	rev := func() *github.Client {
+		c, err := github.NewClient(github.WithHTTPClient(h.hub.HTTPClient()), github.WithAuthToken(h.hub.Tokens().Reviewer), github.WithEnterpriseURLs(h.hub.APIURL(), h.hub.APIURL()))
+		ts.Check(err)
+		return c
+	}
+	switch args[0] {
+	case "request-changes":
+		_, _, err := rev().PullRequests.CreateReview(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequestReviewRequest{
+			Event: new("REQUEST_CHANGES"), Body: new(strings.Join(args[1:], " ")),
+		})
+		ts.Check(err)
+	case "comment":
+		_, _, err := rev().Issues.CreateComment(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, github.IssueCommentRequest{Body: strings.Join(args[1:], " ")})
+		ts.Check(err)
+	case "refuse-copilot":
+		ts.Check(h.hub.SetCopilotAvailable(h.demo.Owner, h.demo.Repo, false))
+	case "copilot-bodies":
+		s := fakehub.DemoScript()
+		s.Rounds = s.Rounds[:2:2]
+		for _, b := range args[1:] {
+			s.Rounds = append(s.Rounds, fakehub.CopilotRound{Body: fakehub.Text(b)})
+		}
+		ts.Check(h.hub.SetCopilotScript(h.demo.Owner, h.demo.Repo, h.demo.Number, s))
+	case "proven":
+		pr := h.observe(ts)
+		why := forgeVerdict(pr, true)
+		switch {
+		case neg && why == "":
+			ts.Fatalf("the forge proves two-stable, want it not to")
+		case !neg && why != "":
+			ts.Fatalf("the forge does not prove two-stable: %s", why)
+		}
+		return
+	default:
+		ts.Fatalf("hub: unknown subcommand %q", args[0])
+	}
+	if neg {
+		ts.Fatalf("hub %s cannot be negated", args[0])
+	}
+}
+
+func startScriptHub(ts *testscript.TestScript, args []string) {
+	delay := 100 * time.Millisecond
+	if len(args) > 0 {
+		d, err := time.ParseDuration(args[0])
+		ts.Check(err)
+		delay = d
+	}
+	hub, err := fakehub.New(fakehub.Options{StateDir: ts.MkAbs("hub"), CopilotDelay: delay})
+	ts.Check(err)
+	ctx, cancel := context.WithCancel(context.Background())
+	ts.Check(hub.Start(ctx))
+	ts.Defer(func() {
+		cancel()
+		hub.Close()
+		scriptHubs.Delete(ts)
+	})
+	demo, err := fakehub.SeedDemo(ctx, hub)
+	ts.Check(err)
+	scriptHubs.Store(ts, &scriptHub{hub: hub, demo: demo})
+	// The API, its CA and the token reach converge the way a user's shell
+	// would give them (IF-2, IF-3); the state goes under XDG_STATE_HOME.
+	ts.Setenv("PR_URL", demo.PRURL)
+	ts.Setenv("GITHUB_API_URL", hub.APIURL())
+	ts.Setenv("SSL_CERT_FILE", hub.CAFile())
+	ts.Setenv("CONVERGE_TOKEN", hub.Tokens().Author)
+}
+
+func (h *scriptHub) observe(ts *testscript.TestScript) *forge.PullRequest {
+	c, err := ghclient.New(ghclient.Options{APIURL: h.hub.APIURL(), GraphQLURL: h.hub.GraphQLURL(), Token: h.hub.Tokens().Reviewer, CAFile: h.hub.CAFile()})
+	ts.Check(err)
+	ref, err := forge.ParsePRURL(h.demo.PRURL)
+	ts.Check(err)
+	pr, err := c.Observe(context.Background(), ref)
+	ts.Check(err)
+	return pr
+}
