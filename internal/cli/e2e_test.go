@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
@@ -236,7 +237,7 @@ func TestPR_T4_HumanPushEndsLoop(t *testing.T) {
 			t.Errorf("human push: %v", err)
 		}
 	})
-	if code != ExitHuman || !strings.Contains(out, "human-push") {
+	if code != exitcode.Human || !strings.Contains(out, "human-push") {
 		t.Fatalf("want exit 3 human-push, got %d:\n%s", code, out)
 	}
 }
@@ -261,7 +262,7 @@ func TestPR_T7_ClosedMidLoopEndsWithoutPush(t *testing.T) {
 			t.Errorf("close: HTTP %d", resp.StatusCode)
 		}
 	})
-	if code != ExitHuman || !strings.Contains(out, "pr-closed") {
+	if code != exitcode.Human || !strings.Contains(out, "pr-closed") {
 		t.Fatalf("want exit 3 pr-closed, got %d:\n%s", code, out)
 	}
 	after, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
@@ -375,7 +376,7 @@ echo '{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary"
 	args := append(prArgs(hub, demo, t.TempDir()), "--agent", "command", "--agent-cmd", script, "--review-agent", "suggest")
 	code := Run(context.Background(), args, ios)
 	// Open hand-offs are never ready-for-merge (PR-T11): handed-off, exit 3.
-	if code != ExitHuman || !strings.Contains(out.String(), "converge: handed-off") {
+	if code != exitcode.Human || !strings.Contains(out.String(), "converge: handed-off") {
 		t.Fatalf("want handed-off (exit 3), got exit %d\n%s%s", code, out, errOut)
 	}
 	after := observe(t, hub, demo.PRURL)
@@ -421,7 +422,7 @@ func TestPR_T5_MaxIterationsEndsCapExhausted(t *testing.T) {
 	before, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
 	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author})
 	code := Run(context.Background(), append(prArgs(hub, demo, t.TempDir()), "--max-iterations", "1"), ios)
-	if code != ExitBound || !strings.Contains(out.String(), "cap-exhausted") {
+	if code != exitcode.Bound || !strings.Contains(out.String(), "cap-exhausted") {
 		t.Fatalf("want exit 4 cap-exhausted, got %d\n%s%s", code, out, errOut)
 	}
 	if strings.Contains(out.String(), "round 2  round") {
@@ -459,7 +460,7 @@ func TestPR_G5_SecondLoopOnSamePRIsRefused(t *testing.T) {
 	}
 	ios2, out2, errOut2 := testIO(env)
 	code := Run(context.Background(), prArgs(hub, demo, state), ios2)
-	if code != ExitUsage || !strings.Contains(errOut2.String(), "already running") {
+	if code != exitcode.Usage || !strings.Contains(errOut2.String(), "already running") {
 		t.Fatalf("second loop: want exit 2 'already running', got %d\n%s%s", code, out2, errOut2)
 	}
 	if n := strings.Count(errOut2.String(), "\n"); n != 1 {
@@ -481,9 +482,9 @@ func TestREL3_BadInputAgainstEmulator(t *testing.T) {
 		code             int
 		want             string
 	}{
-		{"wrong token", "ghp_wrong", demo.PRURL, false, ExitAuth, "token rejected"},
-		{"no such PR", hub.Tokens().Author, missing, false, ExitUsage, "no pull request 99"},
-		{"untrusted CA", hub.Tokens().Author, demo.PRURL, true, ExitUnreachable, "--ca-file"},
+		{"wrong token", "ghp_wrong", demo.PRURL, false, exitcode.Auth, "token rejected"},
+		{"no such PR", hub.Tokens().Author, missing, false, exitcode.Usage, "no pull request 99"},
+		{"untrusted CA", hub.Tokens().Author, demo.PRURL, true, exitcode.Unreachable, "--ca-file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			state := t.TempDir()
@@ -532,7 +533,7 @@ func TestPR_G5_StopFromOutsideAndByLabel(t *testing.T) {
 				t.Errorf("stop exit %d: %s%s", c, out2, errOut2)
 			}
 		})
-		if code != ExitHuman || !strings.Contains(out, "stopped-by-human") {
+		if code != exitcode.Human || !strings.Contains(out, "stopped-by-human") {
 			t.Fatalf("want exit 3 stopped-by-human, got %d:\n%s", code, out)
 		}
 		// The lock is released: another run may take it.
@@ -562,7 +563,7 @@ func TestPR_G5_StopFromOutsideAndByLabel(t *testing.T) {
 			io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
 		})
-		if code != ExitHuman || !strings.Contains(out, "converge:stop label") {
+		if code != exitcode.Human || !strings.Contains(out, "converge:stop label") {
 			t.Fatalf("want exit 3 stopped by the label, got %d:\n%s", code, out)
 		}
 	})

@@ -15,20 +15,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/secure"
-)
-
-// Exit codes (IF-1), the same for every command.
-const (
-	ExitOK          = 0
-	ExitError       = 1
-	ExitUsage       = 2
-	ExitHuman       = 3
-	ExitBound       = 4
-	ExitConvergence = 5
-	ExitAuth        = 6
-	ExitUnreachable = 7
 )
 
 // IOStreams are the command's streams; tests swap in buffers.
@@ -63,7 +52,7 @@ func (e *ExitErr) Unwrap() error { return e.Err }
 
 // usageErr is bad input: exit 2.
 func usageErr(format string, args ...any) error {
-	return &ExitErr{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+	return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf(format, args...)}
 }
 
 // silentExit ends with a code whose message was already printed.
@@ -74,7 +63,7 @@ func (s *silentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
 // ExitCodeOf maps an error to its IF-1 exit code.
 func ExitCodeOf(err error) int {
 	if err == nil {
-		return ExitOK
+		return exitcode.OK
 	}
 	var se *silentExit
 	if errors.As(err, &se) {
@@ -86,11 +75,11 @@ func ExitCodeOf(err error) int {
 	}
 	switch forge.KindOf(err) {
 	case forge.KindAuth:
-		return ExitAuth
+		return exitcode.Auth
 	case forge.KindUnreachable, forge.KindRateLimited:
-		return ExitUnreachable
+		return exitcode.Unreachable
 	}
-	return ExitError
+	return exitcode.Error
 }
 
 // Main runs converge with the process's arguments and returns the exit code.
@@ -103,7 +92,7 @@ func Main() int {
 	ios := System()
 	if err != nil {
 		fmt.Fprintf(ios.ErrOut, "converge: %s\n", oneLine(err.Error()))
-		return ExitError
+		return exitcode.Error
 	}
 	if start.Warning != "" {
 		fmt.Fprintf(ios.ErrOut, "converge: warning: %s\n", oneLine(start.Warning))
@@ -130,7 +119,7 @@ func Run(ctx context.Context, args []string, ios *IOStreams) int {
 	root.SetErr(ios.ErrOut)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
-		return ExitOK
+		return exitcode.OK
 	}
 	code := ExitCodeOf(err)
 	var se *silentExit
@@ -157,7 +146,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &ExitErr{Code: ExitUsage, Err: fmt.Errorf("%w (see --help)", err)}
+		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("%w (see --help)", err)}
 	})
 	root.AddCommand(
 		newSandboxCmd(ios),

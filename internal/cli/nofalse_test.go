@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-github/v93/github"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
@@ -81,7 +82,7 @@ func TestPR_T13_HumanChangesRequestedBlocksSuccess(t *testing.T) {
 	state := t.TempDir()
 	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)
 	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
-	if code != ExitHuman || !strings.Contains(out, "handed-off") || !strings.Contains(out, "requested changes") {
+	if code != exitcode.Human || !strings.Contains(out, "handed-off") || !strings.Contains(out, "requested changes") {
 		t.Fatalf("want handed-off (exit 3) naming the change request, got exit %d:\n%s", code, out)
 	}
 	assertNotReady(t, pr)
@@ -139,7 +140,7 @@ func TestPR_T11_HandOffAnsweredOnceAndEndsHandedOff(t *testing.T) {
 	state := t.TempDir()
 	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)
 	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
-	if code != ExitHuman || !strings.Contains(out, "converge: handed-off") {
+	if code != exitcode.Human || !strings.Contains(out, "converge: handed-off") {
 		t.Fatalf("want handed-off (exit 3), got exit %d:\n%s", code, out)
 	}
 	assertNotReady(t, pr)
@@ -197,7 +198,7 @@ func TestAG_T4_CrashingAgentEndsErrored(t *testing.T) {
 	}
 	args := append(prArgs(hub, demo, t.TempDir()), "--agent", "command", "--agent-cmd", script, "--review-agent", "suggest")
 	code, out := runBin(t, authorEnv(hub), args...)
-	if code != ExitError || !strings.Contains(out, "model backend exploded") || !strings.Contains(out, "command") {
+	if code != exitcode.Error || !strings.Contains(out, "model backend exploded") || !strings.Contains(out, "command") {
 		t.Fatalf("want errored (exit 1) naming the agent and its stderr, got %d:\n%s", code, out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "attempts")); strings.Count(string(b), "attempt") != 2 {
@@ -247,7 +248,7 @@ func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
 		hub, demo := startHub(t, 100*time.Millisecond)
 		hub.ResetRequestCounts()
 		code, out := runBin(t, authorEnv(hub), append(prArgs(hub, demo, t.TempDir()), "--no-copilot")...)
-		if code != ExitUsage || !strings.Contains(out, "independent review") {
+		if code != exitcode.Usage || !strings.Contains(out, "independent review") {
 			t.Fatalf("want exit 2 naming the missing independent review, got %d:\n%s", code, out)
 		}
 		pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
@@ -261,7 +262,7 @@ func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
 			t.Fatal(err)
 		}
 		code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, t.TempDir())...)
-		if code != ExitHuman || !strings.Contains(out, "blocked-no-independent-review") {
+		if code != exitcode.Human || !strings.Contains(out, "blocked-no-independent-review") {
 			t.Fatalf("want blocked-no-independent-review (exit 3), got %d:\n%s", code, out)
 		}
 		assertNotReady(t, observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer))

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/convergeloop/converge/internal/exitcode"
 )
 
 // TestAG_T4_MissingAgentProgramFailsPreflight: `converge pr` with an
@@ -34,8 +36,8 @@ func TestAG_T4_MissingAgentProgramFailsPreflight(t *testing.T) {
 			ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": "ghp_preflighttoken0000000000000000000000"})
 			code := Run(context.Background(), []string{"pr", "https://github.com/acme/widget/pull/1",
 				"--api-url", api.URL, "--state", state, "--agent", "command", "--agent-cmd", tc.cmdline}, ios)
-			if code != ExitUsage {
-				t.Fatalf("exit %d, want %d\nstdout:%s\nstderr:%s", code, ExitUsage, out, errOut)
+			if code != exitcode.Usage {
+				t.Fatalf("exit %d, want %d\nstdout:%s\nstderr:%s", code, exitcode.Usage, out, errOut)
 			}
 			msg := errOut.String()
 			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, tc.want) || !strings.Contains(msg, "--agent-cmd") {
@@ -57,7 +59,7 @@ func TestAG_T5_TimeBoxFlagsMustBePositive(t *testing.T) {
 	for _, flag := range []string{"--agent-timeout", "--test-timeout"} {
 		ios, out, errOut := testIO(nil)
 		code := Run(context.Background(), []string{"pr", "https://github.com/acme/widget/pull/1", flag, "0s"}, ios)
-		if code != ExitUsage || !strings.Contains(errOut.String(), "must be positive") {
+		if code != exitcode.Usage || !strings.Contains(errOut.String(), "must be positive") {
 			t.Errorf("%s 0s: exit %d\nstdout:%s\nstderr:%s", flag, code, out, errOut)
 		}
 	}

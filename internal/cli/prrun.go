@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/review"
@@ -108,7 +109,7 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	}
 	if !ok {
 		if resumed == nil {
-			_ = db.FinishRun(ctx, runID, "refused", ExitUsage, nil)
+			_ = db.FinishRun(ctx, runID, "refused", exitcode.Usage, nil)
 		}
 		return nil, usageErr("a loop is already running on %s (run %s); wait for it to end (converge status shows it)", target, holder)
 	}
@@ -119,7 +120,7 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	if runs, err := db.ListRuns(ctx, store.ListOptions{Target: target}); err == nil {
 		for _, r := range runs {
 			if r.ID != runID && !r.Finished() {
-				_ = db.FinishRun(ctx, r.ID, "interrupted", ExitError, nil)
+				_ = db.FinishRun(ctx, r.ID, "interrupted", exitcode.Error, nil)
 			}
 			prior = append(prior, observedResolved(r.State)...)
 		}
@@ -195,7 +196,7 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		return term, fmt.Errorf("record terminal: %w", err)
 	}
 	printTerminal(ios, p.JSON, runID, term)
-	if term.ExitCode != ExitOK {
+	if term.ExitCode != exitcode.OK {
 		return term, &silentExit{code: term.ExitCode}
 	}
 	return term, nil

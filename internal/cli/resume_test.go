@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/convergeloop/converge/internal/exitcode"
 )
 
 // TestPR_G3_RoundCapCountsAcrossACrash: converge is killed (SIGKILL) right
@@ -42,7 +44,7 @@ func TestPR_G3_RoundCapCountsAcrossACrash(t *testing.T) {
 	if !strings.Contains(rerun, "resumed at round 1") {
 		t.Fatalf("the rerun did not resume the killed run:\n%s", rerun)
 	}
-	if code != ExitBound || !strings.Contains(rerun, "cap-exhausted") {
+	if code != exitcode.Bound || !strings.Contains(rerun, "cap-exhausted") {
 		t.Fatalf("want cap-exhausted (exit 4) with the round cap counted across the crash, got %d:\nkilled:\n%s\nrerun:\n%s", code, out.String(), rerun)
 	}
 	assertNotReady(t, observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer))
@@ -92,7 +94,7 @@ func TestREL1_PersistingOutageEndsErrored(t *testing.T) {
 		}
 	}()
 	code, out := runBin(t, authorEnv(hub), append(prArgs(hub, demo, t.TempDir()), "--fault-budget", "3s")...)
-	if code != ExitUnreachable {
+	if code != exitcode.Unreachable {
 		t.Fatalf("want exit 7 once the fault budget is spent, got %d:\n%s", code, out)
 	}
 	hub.Outage(0)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
@@ -88,7 +89,7 @@ func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	if err := hub.Start(ctx); err != nil {
-		return &ExitErr{Code: ExitUsage, Err: fmt.Errorf("sandbox: cannot listen on %s: %v (pick another --addr)", opts.Addr, err)}
+		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("sandbox: cannot listen on %s: %v (pick another --addr)", opts.Addr, err)}
 	}
 	defer hub.Close()
 

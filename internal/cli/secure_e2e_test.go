@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/secure"
@@ -116,7 +117,7 @@ func TestSEC2_AgentCannotReadTokenFromConvergeProcess(t *testing.T) {
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err = cmd.Run()
 			code := cmd.ProcessState.ExitCode()
-			if code == ExitUsage || code == ExitAuth || code == ExitUnreachable || rctx.Err() != nil {
+			if code == exitcode.Usage || code == exitcode.Auth || code == exitcode.Unreachable || rctx.Err() != nil {
 				t.Fatalf("converge exit %d (%v): the token did not get through\n%s", code, err, out.String())
 			}
 			if strings.Contains(out.String(), tok) {
@@ -192,7 +193,7 @@ func TestSEC6_RealBinaryRefusesHostMismatch(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	_ = cmd.Run()
-	if code := cmd.ProcessState.ExitCode(); code != ExitUsage || strings.Count(stderr.String(), "\n") != 1 ||
+	if code := cmd.ProcessState.ExitCode(); code != exitcode.Usage || strings.Count(stderr.String(), "\n") != 1 ||
 		!strings.Contains(stderr.String(), "--allow-host-mismatch") {
 		t.Fatalf("exit %d, want 2 with one line naming --allow-host-mismatch\n%s%s", code, stdout.String(), stderr.String())
 	}

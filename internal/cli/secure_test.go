@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/repo"
 )
@@ -48,7 +49,7 @@ func TestSEC6_PRHostOtherThanAPIHostIsRefused(t *testing.T) {
 	before := hub.RequestCount()
 	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": tok})
 	code := Run(context.Background(), args, ios)
-	if code != ExitUsage {
+	if code != exitcode.Usage {
 		t.Fatalf("exit %d, want 2\n%s%s", code, out, errOut)
 	}
 	msg := errOut.String()
@@ -73,7 +74,7 @@ func TestSEC6_PRHostOtherThanAPIHostIsRefused(t *testing.T) {
 	t.Run("allowed", func(t *testing.T) {
 		ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": tok})
 		code := Run(context.Background(), append(args, "--allow-host-mismatch", "--max-iterations", "1"), ios)
-		if code == ExitUsage || code == ExitAuth {
+		if code == exitcode.Usage || code == exitcode.Auth {
 			t.Fatalf("exit %d\n%s%s", code, out, errOut)
 		}
 		if n := hits.Load(); n != 0 {
@@ -92,7 +93,7 @@ func TestSEC6_TokenNeverOverPlainHTTP(t *testing.T) {
 	const tok = "ghp_PLAINhttpPLAINhttp0123456789"
 	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": tok})
 	code := Run(context.Background(), []string{"pr", "http://ghe.invalid/o/r/pull/1", "--state", t.TempDir()}, ios)
-	if code != ExitUsage || !strings.Contains(errOut.String(), "plain http") || !strings.Contains(errOut.String(), "ghe.invalid") {
+	if code != exitcode.Usage || !strings.Contains(errOut.String(), "plain http") || !strings.Contains(errOut.String(), "ghe.invalid") {
 		t.Fatalf("exit %d, want 2 naming plain http and the host\n%s%s", code, out, errOut)
 	}
 	if strings.Contains(errOut.String()+out.String(), tok) {
@@ -114,7 +115,7 @@ func TestSEC6_GitRemoteFollowsTheAPI(t *testing.T) {
 	} {
 		u, env, err := remote(tc.reported)
 		if tc.want == "" {
-			if ExitCodeOf(err) != ExitUsage {
+			if ExitCodeOf(err) != exitcode.Usage {
 				t.Errorf("%q: err %v, want exit 2", tc.reported, err)
 			}
 			continue

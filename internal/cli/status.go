@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
 )
@@ -150,7 +151,7 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 	if len(r.Proof) == 0 {
 		fmt.Fprintf(ios.Out, "run %s ended %s: no proof (only a two-stable finish has one)\n", r.ID, r.Status)
 		if !r.Finished() {
-			return &silentExit{code: ExitError}
+			return &silentExit{code: exitcode.Error}
 		}
 		return &silentExit{code: exitOrError(r.ExitCode)}
 	}
@@ -164,7 +165,7 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 
 func exitOrError(code int) int {
 	if code == 0 {
-		return ExitError
+		return exitcode.Error
 	}
 	return code
 }
