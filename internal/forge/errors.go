@@ -1,9 +1,6 @@
 package forge
 
-import (
-	"errors"
-	"fmt"
-)
+import "errors"
 
 // ErrorKind classifies forge failures so callers (and the CLI's exit codes,
 // IF-1) can tell authentication from reachability from bad input.
@@ -68,9 +65,4 @@ func KindOf(err error) ErrorKind {
 		return fe.Kind
 	}
 	return KindOther
-}
-
-// Errorf builds an *Error.
-func Errorf(kind ErrorKind, op, format string, args ...any) *Error {
-	return &Error{Kind: kind, Op: op, Msg: fmt.Sprintf(format, args...)}
 }
