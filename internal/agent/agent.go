@@ -76,6 +76,10 @@ type Task struct {
 	Instructions string
 	// Budget is the time-box; zero means DefaultBudget (AG-T1).
 	Budget time.Duration
+	// Extension is 0 for a first run, and n for the n-th extension of a
+	// run that ended partial (AG-T1, see Extend): the same task again with
+	// the granted time, on the tree the earlier run left.
+	Extension int
 	// Env is the complete environment a subprocess gets, already scrubbed
 	// (see ScrubEnv). Nil does not mean "inherit": subprocess backends fall
 	// back to ScrubEnv(os.Environ()) so a forgotten Env never leaks a token.

@@ -88,6 +88,9 @@ func RenderTaskPrompt(t Task) string {
 	w("\n## Time-box\n")
 	w("You have %s. If you cannot finish in time, stop, leave the tree consistent, and report status \"partial\" with a concrete next_action and needs_extension_minutes. ", budget.Round(1e9))
 	w("When you receive SIGTERM, print your status record at once: you are about to be stopped.\n")
+	if t.Extension > 0 {
+		w("This run is extension %d of an earlier run of this task that stopped partway: its work is in the tree; continue from there.\n", t.Extension)
+	}
 
 	w("\n## Final line: status record\n")
 	w("End your output with exactly one line holding a single JSON object and nothing after it:\n")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -139,4 +140,18 @@ func Extend(rec StatusRecord, used int) (minutes int, ok bool) {
 		return 0, false
 	}
 	return min(rec.NeedsExtensionMinutes, MaxExtensionMinutes), true
+}
+
+// Extended is the task that extends t's run, which ended with rec
+// (AG-T1): the same task with the time Extend grants as its budget and the
+// next Extension number, t.Extension counting the extensions this step
+// already had. ok is false when rec earns none.
+func (t Task) Extended(rec StatusRecord) (next Task, ok bool) {
+	minutes, ok := Extend(rec, t.Extension)
+	if !ok {
+		return t, false
+	}
+	t.Budget = time.Duration(minutes) * time.Minute
+	t.Extension++
+	return t, true
 }

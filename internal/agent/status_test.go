@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 const validLine = `{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["a.go"]}`
@@ -121,6 +122,32 @@ func TestAG_T1_Extend(t *testing.T) {
 				t.Errorf("Extend = (%d, %v), want (%d, %v)", m, ok, tt.min, tt.ok)
 			}
 		})
+	}
+}
+
+// TestAG_T1_TaskExtended: the extending run is the same task with the
+// granted minutes as its budget, counted in Extension, at most twice.
+func TestAG_T1_TaskExtended(t *testing.T) {
+	rec := StatusRecord{Status: StatusPartial, NextAction: "finish the parser", NeedsExtensionMinutes: 25}
+	task := Task{Kind: TaskKindFix, Budget: 5 * time.Minute, Findings: []Finding{{ID: "C1"}}}
+	next, ok := task.Extended(rec)
+	if !ok || next.Budget != 10*time.Minute || next.Extension != 1 || len(next.Findings) != 1 {
+		t.Fatalf("first extension = %+v, %v", next, ok)
+	}
+	if next, ok = next.Extended(rec); !ok || next.Extension != 2 {
+		t.Fatalf("second extension = %+v, %v", next, ok)
+	}
+	if _, ok = next.Extended(rec); ok {
+		t.Error("a third extension was granted")
+	}
+	if _, ok = task.Extended(StatusRecord{Status: StatusComplete}); ok {
+		t.Error("a complete run was extended")
+	}
+	if p := RenderTaskPrompt(next); !strings.Contains(p, "This run is extension 2 of an earlier run") || !strings.Contains(p, "You have 10m0s") {
+		t.Errorf("the prompt of an extension does not say so:\n%s", p)
+	}
+	if p := RenderTaskPrompt(task); strings.Contains(p, "extension 0") || strings.Contains(p, "This run is extension") {
+		t.Error("a first run's prompt speaks of an extension")
 	}
 }
 

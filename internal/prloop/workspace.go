@@ -280,12 +280,26 @@ func (w *GitWorkspace) task(round int, fs []Finding) agent.Task {
 	return t
 }
 
-// apply runs the fixer on fs from a clean head. Every finding gets an
+// apply runs the fixer on fs from a clean head, extended as AG-T1 allows.
+// Every finding gets an
 // outcome with a reason a human can act on: a finding the agent did not
 // report on takes the record's status, and a silent refusal the record's
 // own words.
 func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
-	r, err := w.runAgent(ctx, pr, w.task(round, fs))
+	t := w.task(round, fs)
+	r, err := w.runAgent(ctx, pr, t)
+	for err == nil {
+		// A run that ended partial with a concrete next action gets more
+		// time on the tree it left, at most twice (AG-T1).
+		next, ok := t.Extended(r.Record)
+		if !ok {
+			break
+		}
+		w.logf("agent %s stopped partway (%s); extending by %s (extension %d of %d)",
+			w.Agent.Name(), text.Clip(r.Record.NextAction, 120), fmtDuration(next.Budget), next.Extension, agent.MaxExtensions)
+		t = next
+		r, err = w.runAgent(ctx, pr, t)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -118,6 +118,19 @@ func commandAgent(t *testing.T, body string, grace time.Duration) *counting {
 	return &counting{Agent: a}
 }
 
+// fixWithRecord runs Fix on a one-note PR with a fixer that always ends
+// with record, and says how often the fixer ran.
+func fixWithRecord(t *testing.T, record string) (FixResult, int32) {
+	t.Helper()
+	pr, bare := localPR(t, map[string]string{"notes.txt": "one\n"}, map[string]string{"notes.txt": "one\ntwo\n"})
+	a := commandAgent(t, "cat >/dev/null; echo '"+record+"'", 0)
+	res, err := testWorkspace(t, bare, a, "").Fix(context.Background(), pr, 1, notesFinding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, a.runs.Load()
+}
+
 var notesFinding = []Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", EndLine: 1, Summary: "fix the note"}}
 
 // TestAG_T4_AgentThatCannotRunEndsTheRun: an agent that crashes, prints
@@ -188,14 +201,9 @@ func TestAG_T4_BlockedRecordIsAHandOffWithItsReason(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pr, bare := localPR(t, map[string]string{"notes.txt": "one\n"}, map[string]string{"notes.txt": "one\ntwo\n"})
-			a := commandAgent(t, "cat >/dev/null; echo '"+tc.record+"'", 0)
-			res, err := testWorkspace(t, bare, a, "").Fix(context.Background(), pr, 1, notesFinding)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(res.Blocked) != 1 || res.Blocked[0].Reason != tc.want || a.runs.Load() != 1 {
-				t.Errorf("blocked %+v after %d runs, want reason %q after 1", res.Blocked, a.runs.Load(), tc.want)
+			res, runs := fixWithRecord(t, tc.record)
+			if len(res.Blocked) != 1 || res.Blocked[0].Reason != tc.want || runs != 1 {
+				t.Errorf("blocked %+v after %d runs, want reason %q after 1", res.Blocked, runs, tc.want)
 			}
 		})
 	}

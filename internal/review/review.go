@@ -302,7 +302,8 @@ func (r *Reviewer) runAngles(ctx context.Context, in Input, angles []Angle, diff
 	return results, nil
 }
 
-// runAngle runs one angle, and once more when the agent could not run.
+// runAngle runs one angle, extended as AG-T1 allows when the agent ended
+// partial with a concrete next action, and once more when it could not run.
 func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string) (AngleResult, error) {
 	t := agent.Task{
 		Kind:         agent.TaskKindReview,
@@ -319,7 +320,7 @@ func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string)
 		Env:          r.Env,
 	}
 	var what, stderr string
-	for attempt := 1; attempt <= 2; attempt++ {
+	for attempt := 1; attempt <= 2; {
 		res, err := r.Agent.Run(ctx, t)
 		if cerr := context.Cause(ctx); cerr != nil {
 			return AngleResult{}, cerr
@@ -329,11 +330,18 @@ func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string)
 			if ar.Parsed || res.Record.Status == agent.StatusComplete {
 				return ar, nil
 			}
+			// Partial with a concrete next action: more time, which is
+			// not a retry (AG-T1).
+			if next, ok := t.Extended(res.Record); ok {
+				t = next
+				continue
+			}
 			what = ranBadly(res.Record)
 		} else {
 			what = err.Error()
 		}
 		stderr = res.Stderr
+		attempt++
 	}
 	return AngleResult{}, &agent.RunFailure{
 		Agent:  r.Agent.Name(),

@@ -23,6 +23,7 @@ import (
 //	  "run_id": "r1", "round": 2,
 //	  "workdir": "/abs/worktree",            // also the process's cwd
 //	  "budget_seconds": 300,                 // SIGTERM at the budget, SIGKILL after the grace period
+//	  "extension": 1,                        // absent on a first run; n on the n-th extension of a run that ended partial (AG-T1)
 //	  "findings": [{"id": "…", "thread_id": "…", "path": "a.go",
 //	                "start_line": 3, "end_line": 4, "body": "…",
 //	                "author": "…", "source": "…"}],
@@ -67,6 +68,7 @@ type Input struct {
 	Round         int             `json:"round"`
 	Workdir       string          `json:"workdir"`
 	BudgetSeconds float64         `json:"budget_seconds"`
+	Extension     int             `json:"extension,omitempty"` // n for the n-th extension of a partial run (AG-T1)
 	Findings      []agent.Finding `json:"findings"`
 	Instructions  string          `json:"instructions,omitempty"`
 	// Review tasks only.
@@ -131,6 +133,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		Round:         t.Round,
 		Workdir:       t.Workdir,
 		BudgetSeconds: budget.Seconds(),
+		Extension:     t.Extension,
 		Findings:      nonNil(t.Findings),
 		Instructions:  t.Instructions,
 		Prompt:        agent.RenderTaskPrompt(t),
