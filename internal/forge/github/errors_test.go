@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/testutil/httpmock"
 )
 
 func TestIF1_ErrorKinds(t *testing.T) {
@@ -28,21 +29,21 @@ func TestIF1_ErrorKinds(t *testing.T) {
 		kind     forge.ErrorKind
 		contains []string
 	}{
-		{"401 bad credentials", respond(401, `{"message":"Bad credentials"}`), forge.KindAuth,
+		{"401 bad credentials", httpmock.StringResponse(401, `{"message":"Bad credentials"}`), forge.KindAuth,
 			[]string{"token rejected by ghe.example.com", "Bad credentials"}},
-		{"403 without rate-limit headers", respond(403, `{"message":"Resource not accessible by integration"}`), forge.KindAuth,
+		{"403 without rate-limit headers", httpmock.StringResponse(403, `{"message":"Resource not accessible by integration"}`), forge.KindAuth,
 			[]string{"token rejected by ghe.example.com", "Resource not accessible"}},
-		{"404", respond(404, `{"message":"Not Found"}`), forge.KindNotFound, []string{"Not Found"}},
-		{"422 keeps GitHub's message", respond(422, `{"message":"Validation Failed","errors":[{"resource":"Label","code":"invalid","field":"name","message":"name is too long"}]}`),
+		{"404", httpmock.StringResponse(404, `{"message":"Not Found"}`), forge.KindNotFound, []string{"Not Found"}},
+		{"422 keeps GitHub's message", httpmock.StringResponse(422, `{"message":"Validation Failed","errors":[{"resource":"Label","code":"invalid","field":"name","message":"name is too long"}]}`),
 			forge.KindInvalid, []string{"Validation Failed", "name is too long"}},
-		{"DNS", fail(&net.DNSError{Err: "no such host", Name: "ghe.example.com", IsNotFound: true}), forge.KindUnreachable,
+		{"DNS", httpmock.Error(&net.DNSError{Err: "no such host", Name: "ghe.example.com", IsNotFound: true}), forge.KindUnreachable,
 			[]string{"cannot reach https://ghe.example.com", "no such host", "check --api-url"}},
-		{"unknown CA", fail(&net.OpError{Op: "remote error", Err: x509.UnknownAuthorityError{}}), forge.KindUnreachable,
+		{"unknown CA", httpmock.Error(&net.OpError{Op: "remote error", Err: x509.UnknownAuthorityError{}}), forge.KindUnreachable,
 			[]string{"cannot reach https://ghe.example.com", "--ca-file"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := newRegistry(t)
+			reg := httpmock.New(t)
 			reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", tt.rest)
 			c, sl := newTestClient(t, reg)
 			err := c.AddLabels(context.Background(), testRef, "x")
@@ -67,16 +68,16 @@ func TestIF1_GraphQLErrorKinds(t *testing.T) {
 		resp func(*http.Request) (*http.Response, error)
 		kind forge.ErrorKind
 	}{
-		{"401", respond(401, `{"message":"This endpoint requires you to be authenticated."}`), forge.KindAuth},
-		{"FORBIDDEN", gqlErrs("FORBIDDEN", "Resource not accessible by integration"), forge.KindAuth},
-		{"NOT_FOUND", gqlErrs("NOT_FOUND", "Could not resolve to a node with the global id of 'X'"), forge.KindNotFound},
-		{"other errors", gqlErrs("", "Field 'x' doesn't exist on type 'Y'"), forge.KindInvalid},
-		{"404 endpoint is a wrong URL", respond(404, `{"message":"Not Found"}`), forge.KindUnreachable},
-		{"HTML from a proxy", respond(200, `<html>login</html>`), forge.KindUnreachable},
+		{"401", httpmock.StringResponse(401, `{"message":"This endpoint requires you to be authenticated."}`), forge.KindAuth},
+		{"FORBIDDEN", httpmock.GraphQLErrors("FORBIDDEN", "Resource not accessible by integration"), forge.KindAuth},
+		{"NOT_FOUND", httpmock.GraphQLErrors("NOT_FOUND", "Could not resolve to a node with the global id of 'X'"), forge.KindNotFound},
+		{"other errors", httpmock.GraphQLErrors("", "Field 'x' doesn't exist on type 'Y'"), forge.KindInvalid},
+		{"404 endpoint is a wrong URL", httpmock.StringResponse(404, `{"message":"Not Found"}`), forge.KindUnreachable},
+		{"HTML from a proxy", httpmock.StringResponse(200, `<html>login</html>`), forge.KindUnreachable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := newRegistry(t)
+			reg := httpmock.New(t)
 			reg.GraphQL("UnresolveThread", tt.resp)
 			c, _ := newTestClient(t, reg)
 			err := c.UnresolveThread(context.Background(), "X")
@@ -92,19 +93,19 @@ func TestIF1_GraphQLErrorKinds(t *testing.T) {
 func TestSEC3_TokenNeverInErrors(t *testing.T) {
 	echo := "token " + testToken + " is wrong"
 	faults := []func(*http.Request) (*http.Response, error){
-		respond(401, fmt.Sprintf(`{"message":%q}`, echo)),
-		respond(403, fmt.Sprintf(`{"message":%q}`, echo)),
-		respond(404, fmt.Sprintf(`{"message":%q}`, echo)),
-		respond(422, fmt.Sprintf(`{"message":%q,"errors":[{"message":%q}]}`, echo, echo)),
-		respond(502, fmt.Sprintf(`{"message":%q}`, echo)),
-		respond(429, fmt.Sprintf(`{"message":%q}`, echo), "Retry-After", "99999"),
-		fail(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New(echo)}),
-		fail(errors.New(echo)),
+		httpmock.StringResponse(401, fmt.Sprintf(`{"message":%q}`, echo)),
+		httpmock.StringResponse(403, fmt.Sprintf(`{"message":%q}`, echo)),
+		httpmock.StringResponse(404, fmt.Sprintf(`{"message":%q}`, echo)),
+		httpmock.StringResponse(422, fmt.Sprintf(`{"message":%q,"errors":[{"message":%q}]}`, echo, echo)),
+		httpmock.StringResponse(502, fmt.Sprintf(`{"message":%q}`, echo)),
+		httpmock.StringResponse(429, fmt.Sprintf(`{"message":%q}`, echo), "Retry-After", "99999"),
+		httpmock.Error(&net.OpError{Op: "dial", Net: "tcp", Err: errors.New(echo)}),
+		httpmock.Error(errors.New(echo)),
 	}
 	for i, f := range faults {
 		for _, graphQL := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%d/graphql=%v", i, graphQL), func(t *testing.T) {
-				reg := newRegistry(t)
+				reg := httpmock.New(t)
 				var logs bytes.Buffer
 				c, _ := newTestClient(t, reg, func(o *Options) {
 					o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -114,7 +115,7 @@ func TestSEC3_TokenNeverInErrors(t *testing.T) {
 				if graphQL {
 					reg.GraphQL("PullRequestObservation", f)
 					reg.GraphQL("PullRequestObservation", f)
-					reg.GraphQL("PullRequestObservation", gqlErrs("", echo))
+					reg.GraphQL("PullRequestObservation", httpmock.GraphQLErrors("", echo))
 					_, err = c.Observe(context.Background(), testRef)
 					if err == nil {
 						_, err = c.Observe(context.Background(), testRef)
@@ -123,16 +124,12 @@ func TestSEC3_TokenNeverInErrors(t *testing.T) {
 						_, err = c.Observe(context.Background(), testRef)
 					}
 					// Not every fault is retried; drop unused stubs.
-					for _, s := range reg.stubs {
-						s.used = true
-					}
+					reg.MarkAllUsed()
 				} else {
 					reg.REST("GET", eventsPath, f)
 					reg.REST("GET", eventsPath, f)
 					_, err = c.IssueEvents(context.Background(), testRef)
-					for _, s := range reg.stubs {
-						s.used = true
-					}
+					reg.MarkAllUsed()
 				}
 				if err == nil {
 					t.Fatal("no error")
@@ -156,12 +153,12 @@ func TestSEC3_TokenNeverInErrors(t *testing.T) {
 // TestIF2_TokenOnlyToItsHosts follows a redirect to another host and checks
 // the token went to the API and GraphQL origins only.
 func TestIF2_TokenOnlyToItsHosts(t *testing.T) {
-	reg := newRegistry(t)
-	reg.REST("GET", eventsPath, respond(302, "", "Location", "https://evil.example.net/steal"))
-	reg.register("GET evil.example.net/steal", func(r *http.Request, _ []byte) bool {
+	reg := httpmock.New(t)
+	reg.REST("GET", eventsPath, httpmock.StringResponse(302, "", "Location", "https://evil.example.net/steal"))
+	reg.Register("GET evil.example.net/steal", func(r *http.Request, _ []byte) bool {
 		return r.URL.Host == "evil.example.net"
-	}, jsonResp(200, []any{}))
-	reg.GraphQL("ResolveThread", gqlData(map[string]any{"resolveReviewThread": map[string]any{"thread": map[string]any{"id": "T", "isResolved": true}}}))
+	}, httpmock.JSON(200, []any{}))
+	reg.GraphQL("ResolveThread", httpmock.GraphQLData(map[string]any{"resolveReviewThread": map[string]any{"thread": map[string]any{"id": "T", "isResolved": true}}}))
 	c, _ := newTestClient(t, reg, func(o *Options) {
 		o.APIURL = "https://api.ghe.example.com/api/v3"
 		o.GraphQLURL = "https://gql.ghe.example.com/api/graphql"
@@ -172,7 +169,7 @@ func TestIF2_TokenOnlyToItsHosts(t *testing.T) {
 	if err := c.ResolveThread(context.Background(), "T"); err != nil {
 		t.Fatalf("ResolveThread: %v", err)
 	}
-	for _, r := range reg.requests() {
+	for _, r := range reg.Requests() {
 		auth := r.Header.Get("Authorization")
 		switch r.Host {
 		case "api.ghe.example.com", "gql.ghe.example.com":
@@ -185,7 +182,7 @@ func TestIF2_TokenOnlyToItsHosts(t *testing.T) {
 			}
 		}
 	}
-	if n := len(reg.requests()); n != 3 {
+	if n := len(reg.Requests()); n != 3 {
 		t.Errorf("requests = %d, want 3", n)
 	}
 }

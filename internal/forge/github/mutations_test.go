@@ -12,9 +12,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/testutil/httpmock"
 )
 
-func sentVars(t *testing.T, r recorded) map[string]any {
+func sentVars(t *testing.T, r httpmock.Recorded) map[string]any {
 	t.Helper()
 	var b struct {
 		Variables map[string]any `json:"variables"`
@@ -26,9 +27,9 @@ func sentVars(t *testing.T, r recorded) map[string]any {
 }
 
 func TestPR_O5_RequestReviewsByLoginUnion(t *testing.T) {
-	reg := newRegistry(t)
-	reg.GraphQL("RequestReviewsByLogin", gqlData(map[string]any{"requestReviewsByLogin": map[string]any{"clientMutationId": nil}}))
-	reg.GraphQL("RequestReviewsByLogin", gqlData(map[string]any{"requestReviewsByLogin": map[string]any{"clientMutationId": nil}}))
+	reg := httpmock.New(t)
+	reg.GraphQL("RequestReviewsByLogin", httpmock.GraphQLData(map[string]any{"requestReviewsByLogin": map[string]any{"clientMutationId": nil}}))
+	reg.GraphQL("RequestReviewsByLogin", httpmock.GraphQLData(map[string]any{"requestReviewsByLogin": map[string]any{"clientMutationId": nil}}))
 	c, _ := newTestClient(t, reg)
 
 	if err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, []string{"copilot-pull-request-reviewer"}); err != nil {
@@ -37,7 +38,7 @@ func TestPR_O5_RequestReviewsByLoginUnion(t *testing.T) {
 	if err := c.RequestReviews(context.Background(), "PR_kwDOA", []string{"bob"}, []string{"copilot-pull-request-reviewer"}); err != nil {
 		t.Fatalf("RequestReviews: %v", err)
 	}
-	reqs := reg.requests()
+	reqs := reg.Requests()
 	want := []map[string]any{
 		{"input": map[string]any{"pullRequestId": "PR_kwDOA", "union": true, "botLogins": []any{"copilot-pull-request-reviewer"}}},
 		{"input": map[string]any{"pullRequestId": "PR_kwDOA", "union": true, "botLogins": []any{"copilot-pull-request-reviewer"}, "userLogins": []any{"bob"}}},
@@ -48,14 +49,14 @@ func TestPR_O5_RequestReviewsByLoginUnion(t *testing.T) {
 		}
 	}
 	// Nothing to request costs nothing.
-	if err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, nil); err != nil || len(reg.requests()) != 2 {
-		t.Errorf("empty request: err %v, requests %d", err, len(reg.requests()))
+	if err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, nil); err != nil || len(reg.Requests()) != 2 {
+		t.Errorf("empty request: err %v, requests %d", err, len(reg.Requests()))
 	}
 }
 
 func TestPR_O5_RequestReviewsRefusedIsDetectable(t *testing.T) {
-	reg := newRegistry(t)
-	reg.GraphQL("RequestReviewsByLogin", gqlErrs("UNPROCESSABLE", "Could not resolve bot copilot-pull-request-reviewer"))
+	reg := httpmock.New(t)
+	reg.GraphQL("RequestReviewsByLogin", httpmock.GraphQLErrors("UNPROCESSABLE", "Could not resolve bot copilot-pull-request-reviewer"))
 	c, _ := newTestClient(t, reg)
 	err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, []string{"copilot-pull-request-reviewer"})
 	if forge.KindOf(err) != forge.KindInvalid || !errors.Is(err, ErrReviewerUnavailable) {
@@ -64,18 +65,18 @@ func TestPR_O5_RequestReviewsRefusedIsDetectable(t *testing.T) {
 	if !strings.Contains(err.Error(), "Could not resolve bot") {
 		t.Errorf("err %q lacks GitHub's message", err)
 	}
-	if n := len(reg.requests()); n != 1 {
+	if n := len(reg.Requests()); n != 1 {
 		t.Errorf("a refused mutation was sent %d times, want 1", n)
 	}
 }
 
 func TestPR_O1_ReplyResolveUnresolveThread(t *testing.T) {
-	reg := newRegistry(t)
+	reg := httpmock.New(t)
 	at := time.Date(2026, 3, 2, 1, 2, 3, 0, time.UTC)
-	reg.GraphQL("AddThreadReply", gqlData(map[string]any{"addPullRequestReviewThreadReply": map[string]any{
+	reg.GraphQL("AddThreadReply", httpmock.GraphQLData(map[string]any{"addPullRequestReviewThreadReply": map[string]any{
 		"comment": comment("PRRC_9", 99, "converge-bot", "Fixed in abc.", at)}}))
-	reg.GraphQL("ResolveThread", gqlData(map[string]any{"resolveReviewThread": map[string]any{"thread": map[string]any{"id": "PRRT_1", "isResolved": true}}}))
-	reg.GraphQL("UnresolveThread", gqlData(map[string]any{"unresolveReviewThread": map[string]any{"thread": map[string]any{"id": "PRRT_1", "isResolved": false}}}))
+	reg.GraphQL("ResolveThread", httpmock.GraphQLData(map[string]any{"resolveReviewThread": map[string]any{"thread": map[string]any{"id": "PRRT_1", "isResolved": true}}}))
+	reg.GraphQL("UnresolveThread", httpmock.GraphQLData(map[string]any{"unresolveReviewThread": map[string]any{"thread": map[string]any{"id": "PRRT_1", "isResolved": false}}}))
 	c, _ := newTestClient(t, reg)
 	ctx := context.Background()
 
@@ -92,7 +93,7 @@ func TestPR_O1_ReplyResolveUnresolveThread(t *testing.T) {
 	if err := c.UnresolveThread(ctx, "PRRT_1"); err != nil {
 		t.Fatalf("UnresolveThread: %v", err)
 	}
-	reqs := reg.requests()
+	reqs := reg.Requests()
 	if v := sentVars(t, reqs[0]); !reflect.DeepEqual(v, map[string]any{"input": map[string]any{"pullRequestReviewThreadId": "PRRT_1", "body": "Fixed in abc."}}) {
 		t.Errorf("reply variables = %v", v)
 	}
@@ -120,14 +121,14 @@ func TestPR_G6_TruncateBody(t *testing.T) {
 }
 
 func TestPR_G6_ReplyBodyIsTruncated(t *testing.T) {
-	reg := newRegistry(t)
-	reg.GraphQL("AddThreadReply", gqlData(map[string]any{"addPullRequestReviewThreadReply": map[string]any{
+	reg := httpmock.New(t)
+	reg.GraphQL("AddThreadReply", httpmock.GraphQLData(map[string]any{"addPullRequestReviewThreadReply": map[string]any{
 		"comment": comment("PRRC_9", 99, "me", "…", time.Now())}}))
 	c, _ := newTestClient(t, reg)
 	if _, err := c.ReplyToThread(context.Background(), "PRRT_1", strings.Repeat("x", 70000)); err != nil {
 		t.Fatal(err)
 	}
-	body := sentVars(t, reg.requests()[0])["input"].(map[string]any)["body"].(string)
+	body := sentVars(t, reg.Requests()[0])["input"].(map[string]any)["body"].(string)
 	if utf8.RuneCountInString(body) > MaxBodyChars {
 		t.Errorf("sent %d characters", utf8.RuneCountInString(body))
 	}
@@ -144,24 +145,24 @@ func TestPR_M3_OnlyADefiniteRefusalIsRefused(t *testing.T) {
 		kind    forge.ErrorKind
 		refused bool
 	}{
-		{"unknown bot", one(gqlErrs("NOT_FOUND", "Could not resolve to a Bot with the login of 'copilot-pull-request-reviewer'.")), forge.KindInvalid, true},
-		{"unprocessable", one(gqlErrs("UNPROCESSABLE", "Review cannot be requested from pull request author.")), forge.KindInvalid, true},
-		{"502 from the front end", one(respond(502, `{"message":"Server Error"}`)), forge.KindUnreachable, false},
-		{"something went wrong", one(gqlErrs("", "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug.")), forge.KindUnreachable, false},
-		{"internal type", one(gqlErrs("INTERNAL", "internal error")), forge.KindUnreachable, false},
+		{"unknown bot", one(httpmock.GraphQLErrors("NOT_FOUND", "Could not resolve to a Bot with the login of 'copilot-pull-request-reviewer'.")), forge.KindInvalid, true},
+		{"unprocessable", one(httpmock.GraphQLErrors("UNPROCESSABLE", "Review cannot be requested from pull request author.")), forge.KindInvalid, true},
+		{"502 from the front end", one(httpmock.StringResponse(502, `{"message":"Server Error"}`)), forge.KindUnreachable, false},
+		{"something went wrong", one(httpmock.GraphQLErrors("", "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug.")), forge.KindUnreachable, false},
+		{"internal type", one(httpmock.GraphQLErrors("INTERNAL", "internal error")), forge.KindUnreachable, false},
 		{"rate limited", []func(*http.Request) (*http.Response, error){
-			gqlErrs("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
-			gqlErrs("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
-			gqlErrs("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
-			gqlErrs("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
+			httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
+			httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
+			httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
+			httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
 		}, forge.KindRateLimited, false},
-		{"forbidden", one(gqlErrs("FORBIDDEN", "octo does not have the correct permissions to execute `RequestReviewsByLogin`")), forge.KindAuth, false},
-		{"pr gone", one(gqlErrs("NOT_FOUND", "Could not resolve to a node with the global id of 'PR_kwDOA'")), forge.KindNotFound, false},
-		{"untyped", one(gqlErrs("", "Parse error on \"}\"")), forge.KindOther, false},
+		{"forbidden", one(httpmock.GraphQLErrors("FORBIDDEN", "octo does not have the correct permissions to execute `RequestReviewsByLogin`")), forge.KindAuth, false},
+		{"pr gone", one(httpmock.GraphQLErrors("NOT_FOUND", "Could not resolve to a node with the global id of 'PR_kwDOA'")), forge.KindNotFound, false},
+		{"untyped", one(httpmock.GraphQLErrors("", "Parse error on \"}\"")), forge.KindOther, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := newRegistry(t)
+			reg := httpmock.New(t)
 			for _, r := range tt.resp {
 				reg.GraphQL("RequestReviewsByLogin", r)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/testutil/httpmock"
 )
 
 var testRef = forge.PRRef{Host: "ghe.example.com", Scheme: "https", Owner: "octo", Repo: "hello", Number: 7}
@@ -104,11 +105,11 @@ func observeFixture(threads []any, threadsPage map[string]any) map[string]any {
 }
 
 func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
-	reg := newRegistry(t)
+	reg := httpmock.New(t)
 	t0 := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
 	th := thread("PRRT_1", []any{comment("PRRC_1", 9001, "Copilot", "Nil check missing.", t0)}, false)
 	th["isOutdated"], th["startLine"], th["line"] = true, 10, nil
-	reg.GraphQL("PullRequestObservation", gqlData(observeFixture([]any{th}, page(false, "")),
+	reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(observeFixture([]any{th}, page(false, "")),
 		"Date", "Wed, 04 Mar 2026 08:00:00 GMT"))
 	c, _ := newTestClient(t, reg)
 
@@ -116,14 +117,14 @@ func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Observe: %v", err)
 	}
-	if pr.Requests != 1 || len(reg.requests()) != 1 {
-		t.Fatalf("Requests = %d, sent %d; want one of each", pr.Requests, len(reg.requests()))
+	if pr.Requests != 1 || len(reg.Requests()) != 1 {
+		t.Fatalf("Requests = %d, sent %d; want one of each", pr.Requests, len(reg.Requests()))
 	}
-	if r := reg.requests()[0]; r.Host != "ghe.example.com" || r.Path != "/api/graphql" {
+	if r := reg.Requests()[0]; r.Host != "ghe.example.com" || r.Path != "/api/graphql" {
 		t.Errorf("sent to %s%s, want ghe.example.com/api/graphql", r.Host, r.Path)
 	}
 	var sent map[string]any
-	json.Unmarshal(reg.requests()[0].Body, &sent)
+	json.Unmarshal(reg.Requests()[0].Body, &sent)
 	if v := sent["variables"]; !reflect.DeepEqual(v, map[string]any{"owner": "octo", "name": "hello", "number": float64(7)}) {
 		t.Errorf("variables = %v", v)
 	}
@@ -174,7 +175,7 @@ func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
 }
 
 func TestPR_O1_PaginatesThreadsPastOneHundred(t *testing.T) {
-	reg := newRegistry(t)
+	reg := httpmock.New(t)
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	mk := func(from, to int) []any {
 		var out []any
@@ -192,10 +193,10 @@ func TestPR_O1_PaginatesThreadsPastOneHundred(t *testing.T) {
 		cs = append(cs, comment(fmt.Sprintf("T005_c%d", i), int64(i), "bob", "y", t0))
 	}
 	first[5] = thread("T005", cs, true)
-	reg.GraphQL("PullRequestObservation", gqlData(observeFixture(first, page(true, "CUR100"))))
-	reg.GraphQL("PullRequestThreadsPage", gqlData(map[string]any{"repository": map[string]any{"pullRequest": map[string]any{
+	reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(observeFixture(first, page(true, "CUR100"))))
+	reg.GraphQL("PullRequestThreadsPage", httpmock.GraphQLData(map[string]any{"repository": map[string]any{"pullRequest": map[string]any{
 		"reviewThreads": map[string]any{"pageInfo": page(true, "CUR200"), "nodes": mk(100, 200)}}}}))
-	reg.GraphQL("PullRequestThreadsPage", gqlData(map[string]any{"repository": map[string]any{"pullRequest": map[string]any{
+	reg.GraphQL("PullRequestThreadsPage", httpmock.GraphQLData(map[string]any{"repository": map[string]any{"pullRequest": map[string]any{
 		"reviewThreads": map[string]any{"pageInfo": page(false, "CUR250"), "nodes": mk(200, 250)}}}}))
 	commentsPage := func(from, to int, more bool, cur string) map[string]any {
 		var nodes []any
@@ -204,8 +205,8 @@ func TestPR_O1_PaginatesThreadsPastOneHundred(t *testing.T) {
 		}
 		return map[string]any{"node": map[string]any{"comments": map[string]any{"pageInfo": page(more, cur), "nodes": nodes}}}
 	}
-	reg.GraphQL("ThreadCommentsPage", gqlData(commentsPage(100, 200, true, "C_T005_2")))
-	reg.GraphQL("ThreadCommentsPage", gqlData(commentsPage(200, 230, false, "C_T005_3")))
+	reg.GraphQL("ThreadCommentsPage", httpmock.GraphQLData(commentsPage(100, 200, true, "C_T005_2")))
+	reg.GraphQL("ThreadCommentsPage", httpmock.GraphQLData(commentsPage(200, 230, false, "C_T005_3")))
 	c, _ := newTestClient(t, reg)
 
 	pr, err := c.Observe(context.Background(), testRef)
@@ -228,7 +229,7 @@ func TestPR_O1_PaginatesThreadsPastOneHundred(t *testing.T) {
 	}
 	// Cursors are passed on.
 	var afters []any
-	for _, g := range reg.gql {
+	for _, g := range reg.GraphQLSent() {
 		if a, ok := g.Variables["after"]; ok {
 			afters = append(afters, a)
 		}
@@ -239,13 +240,13 @@ func TestPR_O1_PaginatesThreadsPastOneHundred(t *testing.T) {
 }
 
 func TestPR_O1_ObserveNotFound(t *testing.T) {
-	reg := newRegistry(t)
-	reg.GraphQL("PullRequestObservation", jsonResp(200, map[string]any{
+	reg := httpmock.New(t)
+	reg.GraphQL("PullRequestObservation", httpmock.JSON(200, map[string]any{
 		"data": map[string]any{"repository": map[string]any{"pullRequest": nil}},
 		"errors": []any{map[string]any{"type": "NOT_FOUND", "path": []any{"repository", "pullRequest"},
 			"message": "Could not resolve to a PullRequest with the number of 7."}},
 	}))
-	reg.GraphQL("PullRequestObservation", gqlData(map[string]any{"repository": nil}))
+	reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(map[string]any{"repository": nil}))
 	c, _ := newTestClient(t, reg)
 	for range 2 {
 		_, err := c.Observe(context.Background(), testRef)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/testutil/httpmock"
 )
 
 const eventsPath = "/api/v3/repos/octo/hello/issues/7/events"
@@ -20,17 +21,17 @@ func event(id int64, typ, actor string) map[string]any {
 }
 
 func TestPR_O1_IssueEventsAreConditional(t *testing.T) {
-	reg := newRegistry(t)
+	reg := httpmock.New(t)
 	next := `<https://ghe.example.com/api/v3/repositories/1/issues/7/events?per_page=100&page=2>; rel="next", <https://ghe.example.com/api/v3/repositories/1/issues/7/events?per_page=100&page=2>; rel="last"`
-	reg.REST("GET", eventsPath, jsonResp(200, []any{event(1, "labeled", "alice"), event(2, "review_requested", "alice")},
+	reg.REST("GET", eventsPath, httpmock.JSON(200, []any{event(1, "labeled", "alice"), event(2, "review_requested", "alice")},
 		"ETag", `W/"p1"`, "Link", next))
-	reg.REST("GET", eventsPath, jsonResp(200, []any{event(3, "copilot_work_started", "Copilot")}, "ETag", `W/"p2"`))
+	reg.REST("GET", eventsPath, httpmock.JSON(200, []any{event(3, "copilot_work_started", "Copilot")}, "ETag", `W/"p2"`))
 	// Second call: both pages unchanged, answered 304 with no body.
-	reg.REST("GET", eventsPath, respond(304, "", "ETag", `W/"p1"`))
-	reg.REST("GET", eventsPath, respond(304, "", "ETag", `W/"p2"`))
+	reg.REST("GET", eventsPath, httpmock.StringResponse(304, "", "ETag", `W/"p1"`))
+	reg.REST("GET", eventsPath, httpmock.StringResponse(304, "", "ETag", `W/"p2"`))
 	// Third call: page 2 grew.
-	reg.REST("GET", eventsPath, respond(304, "", "ETag", `W/"p1"`))
-	reg.REST("GET", eventsPath, jsonResp(200, []any{event(3, "copilot_work_started", "Copilot"), event(4, "copilot_work_finished", "Copilot")}, "ETag", `W/"p2b"`))
+	reg.REST("GET", eventsPath, httpmock.StringResponse(304, "", "ETag", `W/"p1"`))
+	reg.REST("GET", eventsPath, httpmock.JSON(200, []any{event(3, "copilot_work_started", "Copilot"), event(4, "copilot_work_finished", "Copilot")}, "ETag", `W/"p2b"`))
 	c, _ := newTestClient(t, reg)
 	ctx := context.Background()
 
@@ -58,7 +59,7 @@ func TestPR_O1_IssueEventsAreConditional(t *testing.T) {
 		t.Errorf("after change: %+v, %v", third, err)
 	}
 
-	reqs := reg.requests()
+	reqs := reg.Requests()
 	wantINM := []string{"", "", `W/"p1"`, `W/"p2"`, `W/"p1"`, `W/"p2"`}
 	for i, r := range reqs {
 		if got := r.Header.Get("If-None-Match"); got != wantINM[i] {
@@ -74,7 +75,7 @@ func TestPR_O1_IssueEventsAreConditional(t *testing.T) {
 }
 
 func TestLabelsCommentsStatusCheckRun(t *testing.T) {
-	reg := newRegistry(t)
+	reg := httpmock.New(t)
 	ctx := context.Background()
 	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", func(req *http.Request) (*http.Response, error) {
 		var got []string
@@ -82,21 +83,21 @@ func TestLabelsCommentsStatusCheckRun(t *testing.T) {
 		if !reflect.DeepEqual(got, []string{"converge: running"}) {
 			t.Errorf("labels body = %v", got)
 		}
-		return jsonResp(200, []any{map[string]any{"name": "converge: running"}})(req)
+		return httpmock.JSON(200, []any{map[string]any{"name": "converge: running"}})(req)
 	})
-	reg.register("DELETE label escaped", func(req *http.Request, _ []byte) bool {
+	reg.Register("DELETE label escaped", func(req *http.Request, _ []byte) bool {
 		return req.Method == "DELETE" && req.URL.EscapedPath() == "/api/v3/repos/octo/hello/issues/7/labels/converge:%20a%2Fb"
-	}, jsonResp(200, []any{}))
-	reg.REST("DELETE", "/api/v3/repos/octo/hello/issues/7/labels/gone", jsonResp(404, map[string]any{"message": "Label does not exist"}))
+	}, httpmock.JSON(200, []any{}))
+	reg.REST("DELETE", "/api/v3/repos/octo/hello/issues/7/labels/gone", httpmock.JSON(404, map[string]any{"message": "Label does not exist"}))
 	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/comments", func(req *http.Request) (*http.Response, error) {
 		var b map[string]string
 		json.NewDecoder(req.Body).Decode(&b)
-		return jsonResp(201, map[string]any{"id": 55, "body": b["body"], "user": map[string]any{"login": "me"}, "created_at": "2026-03-01T10:00:00Z"})(req)
+		return httpmock.JSON(201, map[string]any{"id": 55, "body": b["body"], "user": map[string]any{"login": "me"}, "created_at": "2026-03-01T10:00:00Z"})(req)
 	})
-	reg.REST("GET", "/api/v3/repos/octo/hello/issues/7/comments", jsonResp(200,
+	reg.REST("GET", "/api/v3/repos/octo/hello/issues/7/comments", httpmock.JSON(200,
 		[]any{map[string]any{"id": 1, "body": "a", "user": map[string]any{"login": "x"}, "created_at": "2026-03-01T10:00:00Z"}},
 		"Link", `<https://ghe.example.com/api/v3/repos/octo/hello/issues/7/comments?per_page=100&page=2>; rel="next"`))
-	reg.REST("GET", "/api/v3/repos/octo/hello/issues/7/comments", jsonResp(200,
+	reg.REST("GET", "/api/v3/repos/octo/hello/issues/7/comments", httpmock.JSON(200,
 		[]any{map[string]any{"id": 2, "body": "b", "user": map[string]any{"login": "y"}, "created_at": "2026-03-01T11:00:00Z"}}))
 	reg.REST("POST", "/api/v3/repos/octo/hello/statuses/bbbb", func(req *http.Request) (*http.Response, error) {
 		var b map[string]any
@@ -104,7 +105,7 @@ func TestLabelsCommentsStatusCheckRun(t *testing.T) {
 		if b["state"] != "success" || b["context"] != "converge" || len([]rune(b["description"].(string))) > 140 {
 			t.Errorf("status body = %v", b)
 		}
-		return jsonResp(201, map[string]any{"id": 9})(req)
+		return httpmock.JSON(201, map[string]any{"id": 9})(req)
 	})
 	reg.REST("POST", "/api/v3/repos/octo/hello/check-runs", func(req *http.Request) (*http.Response, error) {
 		var b map[string]any
@@ -112,7 +113,7 @@ func TestLabelsCommentsStatusCheckRun(t *testing.T) {
 		if b["name"] != "converge" || b["head_sha"] != "bbbb" || b["conclusion"] != "success" {
 			t.Errorf("check run body = %v", b)
 		}
-		return jsonResp(201, map[string]any{"id": 4242})(req)
+		return httpmock.JSON(201, map[string]any{"id": 4242})(req)
 	})
 	c, _ := newTestClient(t, reg)
 
@@ -145,11 +146,11 @@ func TestLabelsCommentsStatusCheckRun(t *testing.T) {
 }
 
 func TestSEC1_Permission(t *testing.T) {
-	reg := newRegistry(t)
+	reg := httpmock.New(t)
 	base := "/api/v3/repos/octo/hello/collaborators/"
-	reg.REST("GET", base+"maint/permission", jsonResp(200, map[string]any{"permission": "write", "role_name": "maintain"}))
-	reg.REST("GET", base+"custom/permission", jsonResp(200, map[string]any{"permission": "read", "role_name": "auditor"}))
-	reg.REST("GET", base+"stranger/permission", jsonResp(404, map[string]any{"message": "Not Found"}))
+	reg.REST("GET", base+"maint/permission", httpmock.JSON(200, map[string]any{"permission": "write", "role_name": "maintain"}))
+	reg.REST("GET", base+"custom/permission", httpmock.JSON(200, map[string]any{"permission": "read", "role_name": "auditor"}))
+	reg.REST("GET", base+"stranger/permission", httpmock.JSON(404, map[string]any{"message": "Not Found"}))
 	c, _ := newTestClient(t, reg)
 	for login, want := range map[string]string{"maint": "maintain", "custom": "read", "stranger": "none"} {
 		got, err := c.Permission(context.Background(), testRef, login)
@@ -162,8 +163,8 @@ func TestSEC1_Permission(t *testing.T) {
 // TestPR_S12_ViewerIsConvergesIdentity: the token's login is read once per
 // client (replies are believed only from converge's own identity).
 func TestPR_S12_ViewerIsConvergesIdentity(t *testing.T) {
-	reg := newRegistry(t)
-	reg.REST("GET", "/api/v3/user", jsonResp(200, map[string]any{"login": "octo-author", "id": 7}))
+	reg := httpmock.New(t)
+	reg.REST("GET", "/api/v3/user", httpmock.JSON(200, map[string]any{"login": "octo-author", "id": 7}))
 	c, _ := newTestClient(t, reg)
 	for i := 0; i < 2; i++ {
 		got, err := c.Viewer(context.Background())

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/testutil/httpmock"
 )
 
 var connRefused = &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: "connect: connection refused", Addr: "ghe.example.com:443"}}
@@ -19,12 +20,12 @@ var connRefused = &net.OpError{Op: "dial", Net: "tcp", Err: &net.AddrError{Err: 
 func minimalObserve() map[string]any { return observeFixture(nil, page(false, "")) }
 
 func TestREL1_RetriesServerErrorsThenSucceeds(t *testing.T) {
-	reg := newRegistry(t)
-	reg.GraphQL("PullRequestObservation", respond(502, `{"message":"Server Error"}`))
-	reg.GraphQL("PullRequestObservation", respond(503, "upstream connect error"))
-	reg.GraphQL("PullRequestObservation", gqlData(minimalObserve()))
-	reg.REST("GET", eventsPath, respond(500, `{"message":"Server Error"}`))
-	reg.REST("GET", eventsPath, jsonResp(200, []any{event(1, "labeled", "a")}))
+	reg := httpmock.New(t)
+	reg.GraphQL("PullRequestObservation", httpmock.StringResponse(502, `{"message":"Server Error"}`))
+	reg.GraphQL("PullRequestObservation", httpmock.StringResponse(503, "upstream connect error"))
+	reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(minimalObserve()))
+	reg.REST("GET", eventsPath, httpmock.StringResponse(500, `{"message":"Server Error"}`))
+	reg.REST("GET", eventsPath, httpmock.JSON(200, []any{event(1, "labeled", "a")}))
 	c, sl := newTestClient(t, reg)
 
 	pr, err := c.Observe(context.Background(), testRef)
@@ -43,12 +44,12 @@ func TestREL1_RetriesServerErrorsThenSucceeds(t *testing.T) {
 }
 
 func TestREL1_PersistingFaultEndsUnreachable(t *testing.T) {
-	reg := newRegistry(t)
+	reg := httpmock.New(t)
 	for range 4 {
-		reg.GraphQL("PullRequestObservation", respond(502, `{"message":"Server Error"}`))
+		reg.GraphQL("PullRequestObservation", httpmock.StringResponse(502, `{"message":"Server Error"}`))
 	}
 	for range 4 {
-		reg.REST("GET", eventsPath, fail(connRefused))
+		reg.REST("GET", eventsPath, httpmock.Error(connRefused))
 	}
 	c, sl := newTestClient(t, reg)
 	_, err := c.Observe(context.Background(), testRef)
@@ -65,26 +66,26 @@ func TestREL1_PersistingFaultEndsUnreachable(t *testing.T) {
 }
 
 func TestREL1_RateLimitWaits(t *testing.T) {
-	reset := mockDate.Add(42 * time.Second)
+	reset := httpmock.Date.Add(42 * time.Second)
 	tests := []struct {
 		name  string
 		first func(*http.Request) (*http.Response, error)
 		wait  time.Duration
 	}{
-		{"retry-after on 403", respond(403, `{"message":"You have exceeded a secondary rate limit."}`, "Retry-After", "7"), 7 * time.Second},
-		{"retry-after on 429", respond(429, `{"message":"slow down"}`, "Retry-After", "3"), 3 * time.Second},
-		{"primary spent waits for reset", respond(403, `{"message":"API rate limit exceeded"}`,
+		{"retry-after on 403", httpmock.StringResponse(403, `{"message":"You have exceeded a secondary rate limit."}`, "Retry-After", "7"), 7 * time.Second},
+		{"retry-after on 429", httpmock.StringResponse(429, `{"message":"slow down"}`, "Retry-After", "3"), 3 * time.Second},
+		{"primary spent waits for reset", httpmock.StringResponse(403, `{"message":"API rate limit exceeded"}`,
 			"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())), 43 * time.Second},
-		{"secondary without headers waits a minute", respond(403,
+		{"secondary without headers waits a minute", httpmock.StringResponse(403,
 			`{"message":"You have exceeded a secondary rate limit","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`), time.Minute},
-		{"graphql RATE_LIMITED in a 200", gqlErrs("RATE_LIMITED", "API rate limit exceeded for user ID 1.",
+		{"graphql RATE_LIMITED in a 200", httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded for user ID 1.",
 			"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())), 43 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			reg := newRegistry(t)
+			reg := httpmock.New(t)
 			reg.GraphQL("PullRequestObservation", tt.first)
-			reg.GraphQL("PullRequestObservation", gqlData(minimalObserve()))
+			reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(minimalObserve()))
 			c, sl := newTestClient(t, reg)
 			if _, err := c.Observe(context.Background(), testRef); err != nil {
 				t.Fatalf("Observe: %v", err)
@@ -97,11 +98,11 @@ func TestREL1_RateLimitWaits(t *testing.T) {
 }
 
 func TestREL1_RateLimitBeyondMaxWaitEndsRateLimited(t *testing.T) {
-	reg := newRegistry(t)
-	reset := mockDate.Add(40 * time.Minute)
-	reg.REST("GET", eventsPath, respond(403, `{"message":"API rate limit exceeded for user"}`,
+	reg := httpmock.New(t)
+	reset := httpmock.Date.Add(40 * time.Minute)
+	reg.REST("GET", eventsPath, httpmock.StringResponse(403, `{"message":"API rate limit exceeded for user"}`,
 		"X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())))
-	reg.GraphQL("PullRequestObservation", gqlErrs("RATE_LIMITED", "API rate limit exceeded",
+	reg.GraphQL("PullRequestObservation", httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded",
 		"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())))
 	c, sl := newTestClient(t, reg)
 	_, err := c.IssueEvents(context.Background(), testRef)
@@ -118,10 +119,10 @@ func TestREL1_RateLimitBeyondMaxWaitEndsRateLimited(t *testing.T) {
 }
 
 func TestREL1_WritesNotRetriedBlindly(t *testing.T) {
-	reg := newRegistry(t)
-	reg.GraphQL("ResolveThread", respond(502, `{"message":"Server Error"}`))
-	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/comments", respond(500, `{"message":"Server Error"}`))
-	reg.GraphQL("AddThreadReply", fail(errors.New("read: connection reset by peer")))
+	reg := httpmock.New(t)
+	reg.GraphQL("ResolveThread", httpmock.StringResponse(502, `{"message":"Server Error"}`))
+	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/comments", httpmock.StringResponse(500, `{"message":"Server Error"}`))
+	reg.GraphQL("AddThreadReply", httpmock.Error(errors.New("read: connection reset by peer")))
 	c, sl := newTestClient(t, reg)
 	ctx := context.Background()
 	if err := c.ResolveThread(ctx, "PRRT_1"); forge.KindOf(err) != forge.KindUnreachable {
@@ -133,19 +134,19 @@ func TestREL1_WritesNotRetriedBlindly(t *testing.T) {
 	if _, err := c.ReplyToThread(ctx, "PRRT_1", "x"); forge.KindOf(err) != forge.KindUnreachable {
 		t.Errorf("reply: %v, want unreachable", err)
 	}
-	if n := len(reg.requests()); n != 3 || len(sl.all()) != 0 {
+	if n := len(reg.Requests()); n != 3 || len(sl.all()) != 0 {
 		t.Errorf("writes sent %d times with %d sleeps; a write that may have landed is never repeated", n, len(sl.all()))
 	}
 }
 
 func TestREL1_WritesRetriedWhenTheyDidNotLand(t *testing.T) {
-	reg := newRegistry(t)
-	reg.GraphQL("ResolveThread", fail(connRefused))
-	reg.GraphQL("ResolveThread", respond(429, `{"message":"slow down"}`, "Retry-After", "2"))
-	reg.GraphQL("ResolveThread", gqlErrs("RATE_LIMITED", "rate limited"))
-	reg.GraphQL("ResolveThread", gqlData(map[string]any{"resolveReviewThread": map[string]any{"thread": map[string]any{"id": "PRRT_1", "isResolved": true}}}))
-	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", fail(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}))
-	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", jsonResp(200, []any{}))
+	reg := httpmock.New(t)
+	reg.GraphQL("ResolveThread", httpmock.Error(connRefused))
+	reg.GraphQL("ResolveThread", httpmock.StringResponse(429, `{"message":"slow down"}`, "Retry-After", "2"))
+	reg.GraphQL("ResolveThread", httpmock.GraphQLErrors("RATE_LIMITED", "rate limited"))
+	reg.GraphQL("ResolveThread", httpmock.GraphQLData(map[string]any{"resolveReviewThread": map[string]any{"thread": map[string]any{"id": "PRRT_1", "isResolved": true}}}))
+	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", httpmock.Error(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}))
+	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", httpmock.JSON(200, []any{}))
 	c, sl := newTestClient(t, reg)
 	if err := c.ResolveThread(context.Background(), "PRRT_1"); err != nil {
 		t.Fatalf("ResolveThread: %v", err)
@@ -161,8 +162,8 @@ func TestREL1_WritesRetriedWhenTheyDidNotLand(t *testing.T) {
 }
 
 func TestREL1_SleepHonoursContext(t *testing.T) {
-	reg := newRegistry(t)
-	reg.GraphQL("PullRequestObservation", respond(502, "bad gateway"))
+	reg := httpmock.New(t)
+	reg.GraphQL("PullRequestObservation", httpmock.StringResponse(502, "bad gateway"))
 	ctx, cancel := context.WithCancel(context.Background())
 	c, _ := newTestClient(t, reg, func(o *Options) {
 		o.Retry.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return sleepCtx(ctx, d) }
@@ -178,13 +179,13 @@ func TestREL1_SleepHonoursContext(t *testing.T) {
 }
 
 func TestREL1_TimeoutsRetriedForReads(t *testing.T) {
-	reg := newRegistry(t)
+	reg := httpmock.New(t)
 	hang := func(req *http.Request) (*http.Response, error) {
 		<-req.Context().Done()
 		return nil, req.Context().Err()
 	}
 	reg.GraphQL("PullRequestObservation", hang)
-	reg.GraphQL("PullRequestObservation", gqlData(minimalObserve()))
+	reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(minimalObserve()))
 	reg.GraphQL("ResolveThread", hang)
 	c, _ := newTestClient(t, reg, func(o *Options) { o.Timeout = 20 * time.Millisecond })
 	if _, err := c.Observe(context.Background(), testRef); err != nil {
@@ -199,8 +200,8 @@ func TestREL1_TimeoutsRetriedForReads(t *testing.T) {
 // TestREL1_ObserveSomethingWentWrongIsUnreachable: GitHub's untyped
 // internal failure is its fault and may pass, not a refused query.
 func TestREL1_ObserveSomethingWentWrongIsUnreachable(t *testing.T) {
-	reg := newRegistry(t)
-	reg.GraphQL("PullRequestObservation", gqlErrs("", "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug."))
+	reg := httpmock.New(t)
+	reg.GraphQL("PullRequestObservation", httpmock.GraphQLErrors("", "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug."))
 	c, _ := newTestClient(t, reg)
 	if _, err := c.Observe(context.Background(), testRef); forge.KindOf(err) != forge.KindUnreachable {
 		t.Errorf("observe: %v (kind %v), want unreachable", err, forge.KindOf(err))
