@@ -192,7 +192,7 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	if term.Proof != nil {
 		proof, _ = json.Marshal(term.Proof)
 	}
-	if err := db.FinishRun(fin, runID, term.Reason, term.ExitCode, proof); err != nil {
+	if err := db.FinishRun(fin, runID, string(term.Reason), term.ExitCode, proof); err != nil {
 		return term, fmt.Errorf("record terminal: %w", err)
 	}
 	printTerminal(ios, p.JSON, runID, term)
@@ -213,8 +213,8 @@ func resumableRun(ctx context.Context, db *store.Store, target string, fresh boo
 	if err != nil || last.Finished() || len(last.State) == 0 {
 		return "", nil, nil
 	}
-	var st prloop.State
-	if json.Unmarshal(last.State, &st) != nil || st.Terminal != nil || st.Phase == "" || st.StartedAt.IsZero() {
+	st, err := prloop.UnmarshalState(last.State)
+	if err != nil || st.Terminal != nil || st.Phase == "" || st.StartedAt.IsZero() {
 		return "", nil, nil
 	}
 	holder, live, err := db.LockLive(ctx, target)
@@ -233,8 +233,8 @@ func observedResolved(raw []byte) []string {
 	if len(raw) == 0 {
 		return nil
 	}
-	var st prloop.State
-	if json.Unmarshal(raw, &st) != nil {
+	st, err := prloop.UnmarshalState(raw)
+	if err != nil {
 		return nil
 	}
 	var ids []string
@@ -264,7 +264,7 @@ func (j *storeJournal) SaveState(ctx context.Context, s prloop.State) error {
 	}
 	status := store.StatusRunning
 	if s.Terminal != nil {
-		status = s.Terminal.Reason
+		status = string(s.Terminal.Reason)
 	}
 	if err := j.db.SaveState(ctx, j.runID, b, status); err != nil {
 		return err
@@ -280,14 +280,14 @@ func (j *storeJournal) saveLedger(ctx context.Context, s prloop.State) error {
 	}
 	disp := map[string]string{}
 	for _, t := range s.Threads {
-		disp[fmt.Sprintf("%d/%s", t.Round, t.ThreadID)] = t.Disposition
+		disp[fmt.Sprintf("%d/%s", t.Round, t.ThreadID)] = string(t.Disposition)
 	}
 	for _, r := range s.Rounds {
 		var fs []store.Finding
 		for _, f := range r.Findings {
 			fs = append(fs, store.Finding{
 				ID: f.ID, ThreadID: f.ThreadID, Path: f.Path, StartLine: f.StartLine, EndLine: f.EndLine,
-				Summary: f.Summary, Verdict: f.Verdict, Source: f.Source, Author: f.Author,
+				Summary: f.Summary, Verdict: string(f.Verdict), Source: f.Source, Author: f.Author,
 				Disposition: disp[fmt.Sprintf("%d/%s", r.N, f.ThreadID)],
 			})
 		}

@@ -48,7 +48,7 @@ func answeredKeys(pr *forge.PullRequest, c Config) map[string][]ReplyMarker {
 	return out
 }
 
-func commentAnswered(pr *forge.PullRequest, key, head, disp string, c Config) bool {
+func commentAnswered(pr *forge.PullRequest, key, head string, disp Disposition, c Config) bool {
 	for _, m := range answeredKeys(pr, c)[markerField(key)] {
 		if m.Head == markerField(head) && m.Disposition == disp {
 			return true
@@ -84,14 +84,14 @@ func commentFindings(pr *forge.PullRequest, o Observation, c Config) []Finding {
 			strings.TrimSpace(ic.Body) == "" || ic.CreatedAt.Before(since) || len(answered[markerField(key)]) > 0 {
 			continue
 		}
-		out = append(out, Finding{ID: key, CommentID: key, Summary: ic.Body, Verdict: "structural", Source: "human", Author: ic.Author})
+		out = append(out, Finding{ID: key, CommentID: key, Summary: ic.Body, Verdict: VerdictStructural, Source: "human", Author: ic.Author})
 	}
 	for _, r := range latestHumanReviews(pr, o, c) {
 		key := reviewKeyPrefix + r.ID
 		if r.State != "CHANGES_REQUESTED" || strings.TrimSpace(r.Body) == "" || len(answered[markerField(key)]) > 0 {
 			continue
 		}
-		out = append(out, Finding{ID: key, CommentID: key, Summary: r.Body, Verdict: "structural", Source: "human", Author: r.Author})
+		out = append(out, Finding{ID: key, CommentID: key, Summary: r.Body, Verdict: VerdictStructural, Source: "human", Author: r.Author})
 	}
 	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/review"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 const (
@@ -223,10 +224,10 @@ func (d *step) humanPush() string {
 	for cur != s.LastLoopSHA {
 		c, ok := bySHA[cur]
 		if !ok || len(path) > len(d.pr.Commits) {
-			return fmt.Sprintf("the head %s does not descend from converge's last commit %s (a force-push or a rewrite)", abbrev(d.head), abbrev(s.LastLoopSHA))
+			return fmt.Sprintf("the head %s does not descend from converge's last commit %s (a force-push or a rewrite)", text.ShortSHA(d.head), text.ShortSHA(s.LastLoopSHA))
 		}
 		if _, ok := roundTrailer(c.Message); !ok {
-			return fmt.Sprintf("commit %s has no %s trailer: someone else pushed to the branch", abbrev(c.SHA), CommitTrailer)
+			return fmt.Sprintf("commit %s has no %s trailer: someone else pushed to the branch", text.ShortSHA(c.SHA), CommitTrailer)
 		}
 		path = append(path, c)
 		if len(c.Parents) == 0 {
@@ -350,7 +351,7 @@ func (d *step) waitForPushedHead() bool {
 	if !d.lagging() {
 		return false
 	}
-	d.wait("waiting for the forge to show the pushed head " + abbrev(d.s.LastLoopSHA))
+	d.wait("waiting for the forge to show the pushed head " + text.ShortSHA(d.s.LastLoopSHA))
 	return true
 }
 
@@ -380,14 +381,11 @@ func (d *step) request() bool {
 	s.RequestedAt, s.RequestedForgeAt, s.RequestHead = d.o.Now, d.forgeNow(), d.head
 	s.ReviewStarted, s.AcceptedReview, s.Kept, s.ReplyPasses = false, "", nil, 0
 	s.EventMark, s.EventMarkSet = d.o.BotStartedMax, d.o.EventsRead
-	s.SeenReviews, s.ReviewMark = nil, ""
+	s.SeenReviews = nil
 	for _, r := range d.pr.Reviews {
 		if isBot(r.Author, c) {
 			s.SeenReviews = append(s.SeenReviews, r.ID)
 		}
-	}
-	if r := bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool { return isBot(r.Author, c) }); r != nil {
-		s.ReviewMark = r.ID
 	}
 	s.Rounds = append(s.Rounds, RoundRecord{N: s.Round, HeadSHA: d.head, StartedAt: d.o.Now})
 	s.RequestAttempts = 0
@@ -513,7 +511,7 @@ func (d *step) afterReview() bool {
 		// the same key twice), or its result was lost in a crash: ask for
 		// it again, results are cached per head, and wait for it.
 		d.acts = append(d.acts, d.localReviewAction())
-		d.wait("awaiting the local review of " + abbrev(d.head))
+		d.wait("awaiting the local review of " + text.ShortSHA(d.head))
 		return false
 	}
 	return d.triage()
@@ -597,7 +595,7 @@ func (d *step) triage() bool {
 func fixable(fs []Finding) []Finding {
 	var out []Finding
 	for _, f := range fs {
-		if f.Verdict == "minor" || (f.Path == "" && f.ThreadID == "" && f.CommentID == "") {
+		if f.Verdict == VerdictMinor || (f.Path == "" && f.ThreadID == "" && f.CommentID == "") {
 			continue
 		}
 		out = append(out, f)
@@ -710,7 +708,7 @@ func (d *step) reply() bool {
 				who, body := quotedText(d.pr, rec.ThreadID)
 				acts = append(acts, Action{
 					Kind: ActComment, Key: fmt.Sprintf("%s/%s", roundKey(s.Round, "answer/"+rec.ThreadID), rec.Disposition),
-					ThreadID: rec.ThreadID, Round: s.Round, SHA: rec.HeadSHA, Reason: rec.Disposition,
+					ThreadID: rec.ThreadID, Round: s.Round, SHA: rec.HeadSHA, Reason: string(rec.Disposition),
 					Body: commentReplyBody(*rec, d.pr, who, body),
 				})
 			}
@@ -729,7 +727,7 @@ func (d *step) reply() bool {
 		if !hasMarker(t, rec.HeadSHA, rec.Disposition, d.c) {
 			acts = append(acts, Action{
 				Kind: ActReply, Key: fmt.Sprintf("%s/%s", roundKey(s.Round, "reply/"+rec.ThreadID), rec.Disposition),
-				ThreadID: rec.ThreadID, Round: s.Round, SHA: rec.HeadSHA, Reason: rec.Disposition,
+				ThreadID: rec.ThreadID, Round: s.Round, SHA: rec.HeadSHA, Reason: string(rec.Disposition),
 				Body: replyBody(*rec, d.pr.URL, d.pr.Author),
 			})
 		}
@@ -756,7 +754,7 @@ func (d *step) verify() bool {
 	v := d.verdict(!d.roundStructural())
 	settledOthers := v.minorOnly && len(v.awaiting) == 0
 	if settledOthers && !v.ciOK && (v.ci == ciPending || v.ci == ciNone) && d.o.Now.Sub(s.HeadSeenAt) < c.CIWaitMax {
-		d.wait("awaiting CI on " + abbrev(d.head))
+		d.wait("awaiting CI on " + text.ShortSHA(d.head))
 		return false
 	}
 	if settledOthers && v.ciOK {
@@ -793,10 +791,10 @@ func (d *step) verify() bool {
 			// back-off, within the guards.
 			s.NoSignalTries++
 			s.Phase = PhaseRequest
-			d.wait(fmt.Sprintf("no usable review of %s (%s); re-requesting (%d/%d)", abbrev(d.head), v.reviewWhy, s.NoSignalTries, c.NoSignalRetries))
+			d.wait(fmt.Sprintf("no usable review of %s (%s); re-requesting (%d/%d)", text.ShortSHA(d.head), v.reviewWhy, s.NoSignalTries, c.NoSignalRetries))
 			return false
 		}
-		d.end(ReasonNoIndependentReview, fmt.Sprintf("no independent review of the head %s (%s); conjuncts 1-3 of two-stable hold", abbrev(d.head), v.reviewWhy), nil)
+		d.end(ReasonNoIndependentReview, fmt.Sprintf("no independent review of the head %s (%s); conjuncts 1-3 of two-stable hold", text.ShortSHA(d.head), v.reviewWhy), nil)
 		return false
 	}
 	if msg := d.convergenceFailure(); msg != "" {
@@ -828,7 +826,7 @@ func (d *step) roundStructural() bool {
 		// and answers there. A local finding the fixer could not address
 		// stays structural.
 		handedOff := handed[id] && (f.ThreadID != "" || f.CommentID != "")
-		if f.Verdict != "minor" && !handedOff {
+		if f.Verdict != VerdictMinor && !handedOff {
 			return true
 		}
 	}
@@ -857,7 +855,7 @@ func (d *step) convergenceFailure() string {
 // guards are the time guards, last in PR-T7's order: the wall clock
 // (PR-T5) and the idle timeout (PR-T3: a yield, only after a round that was
 // not structural).
-func (d *step) guards() (string, string) {
+func (d *step) guards() (Reason, string) {
 	s, c, now := d.s, d.c, d.o.Now
 	if c.MaxWallClock > 0 && now.Sub(s.StartedAt) > c.MaxWallClock {
 		return ReasonCapExhausted, fmt.Sprintf("the run passed its wall clock of %s", c.MaxWallClock)
@@ -874,7 +872,7 @@ func (d *step) wait(reason string) {
 
 // end makes the terminal. Its side effects replace whatever this step had
 // decided before: a terminal supersedes the work it interrupts.
-func (d *step) end(reason, msg string, proof *Proof) {
+func (d *step) end(reason Reason, msg string, proof *Proof) {
 	t := &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: msg, Proof: proof}
 	var keep []Action
 	for _, a := range d.acts {

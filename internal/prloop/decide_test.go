@@ -15,7 +15,7 @@ func TestPR_T1_TwoStableNeedsAllFourConjuncts(t *testing.T) {
 	tests := []struct {
 		name     string
 		mutate   func(s *State, pr *forge.PullRequest)
-		terminal string
+		terminal Reason
 		acts     []string
 	}{
 		{"all four hold", func(*State, *forge.PullRequest) {}, ReasonTwoStable,
@@ -127,7 +127,7 @@ func TestPR_S1_AlreadyTwoStableEndsAtOnce(t *testing.T) {
 	tests := []struct {
 		name     string
 		mutate   func(pr *forge.PullRequest)
-		terminal string
+		terminal Reason
 		acts     []string
 	}{
 		{"review of head, no threads, CI green", func(*forge.PullRequest) {}, ReasonTwoStable,
@@ -227,7 +227,7 @@ func TestPR_S1_AcceptsExistingReviewAfterWindow(t *testing.T) {
 		name     string
 		reviews  []forge.Review
 		now      float64
-		terminal string
+		terminal Reason
 		acts     []string
 		accepted string
 	}{
@@ -488,7 +488,7 @@ func TestPR_S12_SecondPassOnConvergedPRWritesNothing(t *testing.T) {
 
 func TestPR_S12_StaleOnlyWhenResolveNeverLanded(t *testing.T) {
 	c := cfg()
-	replied := func(disp string) forge.Thread {
+	replied := func(disp Disposition) forge.Thread {
 		th := copilotThread("T1", "bug")
 		th.Comments = append(th.Comments, forge.Comment{Author: self, Body: Marker("T1", "h1", disp)})
 		return th
@@ -561,7 +561,7 @@ func TestPR_T3_IdleTimeout(t *testing.T) {
 		name       string
 		structural int
 		now        float64
-		terminal   string
+		terminal   Reason
 	}{
 		{"idle past the timeout after a minor round", 0, 31, ReasonIdleTimeout},
 		{"not yet idle", 0, 29, ""},
@@ -605,7 +605,7 @@ func TestPR_T4_HumanPush(t *testing.T) {
 		name     string
 		head     string
 		commits  []forge.Commit
-		terminal string
+		terminal Reason
 		last     string
 	}{
 		{"head unchanged", "h1", nil, "", "h1"},
@@ -703,7 +703,7 @@ func TestPR_T4_LaggingHeadAfterOwnPushIsNotForcePush(t *testing.T) {
 func TestPR_T5_NinthRoundNeverStarts(t *testing.T) {
 	for _, tt := range []struct {
 		round    int
-		terminal string
+		terminal Reason
 		acts     []string
 	}{
 		{7, "", []string{"set-status pending h1", "request-review round-8/request-review"}},
@@ -749,7 +749,7 @@ func TestPR_T5_WallClock(t *testing.T) {
 func TestPR_T6_DiffGrowth(t *testing.T) {
 	for _, tt := range []struct {
 		lines    int
-		terminal string
+		terminal Reason
 	}{{300, ""}, {301, ReasonConvergenceFailure}} {
 		s := verifying("h1", 1)
 		s.Kept = []Finding{{ID: "T1", Verdict: "structural"}}
@@ -771,7 +771,7 @@ func TestPR_T6_DiffGrowth(t *testing.T) {
 func TestPR_T6_ConsecutiveStructural(t *testing.T) {
 	for _, tt := range []struct {
 		k        int
-		terminal string
+		terminal Reason
 	}{{2, ""}, {3, ReasonConvergenceFailure}} {
 		s := verifying("h1", 3)
 		s.Kept = []Finding{{ID: "T1", Verdict: "structural"}}
@@ -799,7 +799,7 @@ func TestPR_T7_TerminalOrder(t *testing.T) {
 		name     string
 		state    func() State
 		mutate   func(pr *forge.PullRequest, o *Observation)
-		terminal string
+		terminal Reason
 	}{
 		{"closed + human push + dirty → pr-closed", func() State { return verifying("h1", 1) }, func(pr *forge.PullRequest, _ *Observation) {
 			humanPush(pr)
@@ -1037,7 +1037,7 @@ func TestPR_G5_StopLabelEndsRun(t *testing.T) {
 		name  string
 		state State
 		pr    func() *forge.PullRequest
-		want  string
+		want  Reason
 	}{
 		{"fresh run", State{}, func() *forge.PullRequest { return newPR("h1") }, ReasonStoppedByHuman},
 		{"otherwise two-stable", verifying("h1", 1), func() *forge.PullRequest {

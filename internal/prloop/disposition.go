@@ -13,7 +13,7 @@ import (
 // not report on gets no disposition: it stays open and actionable, and the
 // next round takes it up again, which is the fail-closed reading of
 // silence (and of a push recovered after a crash, whose outcome is unknown).
-func disposition(id string, fix *FixResult, staleFrom int) (disp, reason string) {
+func disposition(id string, fix *FixResult, staleFrom int) (disp Disposition, reason string) {
 	if staleFrom > 0 {
 		return DispStale, fmt.Sprintf("resolved in round %d", staleFrom)
 	}
@@ -39,7 +39,7 @@ func disposition(id string, fix *FixResult, staleFrom int) (disp, reason string)
 
 // resolves reports whether a disposition closes its thread; escalated and
 // deferred threads stay open for the human (PR-S12).
-func resolves(disp string) bool {
+func resolves(disp Disposition) bool {
 	return disp == DispAddressed || disp == DispStale
 }
 
@@ -77,4 +77,3 @@ func commitLink(prURL, sha string) string {
 
 // abbrev is text.ShortSHA for decide.go, until it calls that itself;
 // remove it with its last caller.
-func abbrev(sha string) string { return text.ShortSHA(sha) }

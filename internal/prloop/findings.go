@@ -191,8 +191,8 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 // PriorResolvedKey names one converge reply that an earlier run saw
 // followed by a resolve; a thread open under that same reply now was
 // reopened by a human.
-func PriorResolvedKey(thread, head, disposition string) string {
-	return markerField(thread) + "|" + markerField(head) + "|" + disposition
+func PriorResolvedKey(thread, head string, disposition Disposition) string {
+	return markerField(thread) + "|" + markerField(head) + "|" + string(disposition)
 }
 
 type history int
@@ -262,7 +262,7 @@ func finding(v threadView, c Config) Finding {
 		StartLine: start,
 		EndLine:   end,
 		Summary:   first.Body,
-		Verdict:   "structural",
+		Verdict:   VerdictStructural,
 		Source:    source(first.Author, c),
 		Author:    first.Author,
 		Reopened:  v.Reopened,

@@ -154,7 +154,7 @@ func wantActs(t *testing.T, got []Action, want ...string) {
 	}
 }
 
-func wantTerminal(t *testing.T, got *Terminal, reason string) {
+func wantTerminal(t *testing.T, got *Terminal, reason Reason) {
 	t.Helper()
 	switch {
 	case reason == "" && got != nil:

@@ -53,8 +53,10 @@ func TestPR_S12_MarkerRoundTrip(t *testing.T) {
 func TestPR_S12_DispositionIsOneFunction(t *testing.T) {
 	fix := &FixResult{Addressed: []string{"A"}, Blocked: []BlockedFinding{{ID: "B", Reason: "needs design"}, {ID: "C"}}}
 	for _, tt := range []struct {
-		id, disp, reason string
-		stale            int
+		id     string
+		disp   Disposition
+		reason string
+		stale  int
 	}{
 		{"A", DispAddressed, "", 0},
 		{"B", DispEscalated, "needs design", 0},

@@ -134,7 +134,7 @@ func toLocalReviewResult(res localreview.Result, round int) LocalReviewResult {
 			StartLine: f.StartLine,
 			EndLine:   f.EndLine,
 			Summary:   f.Summary,
-			Verdict:   f.Verdict,
+			Verdict:   Verdict(f.Verdict),
 			Source:    "local",
 			Author:    "local-review/" + f.Angle,
 		})

@@ -15,22 +15,22 @@ import (
 type ReplyMarker struct {
 	Thread      string
 	Head        string
-	Disposition string
+	Disposition Disposition
 }
 
 var markerRE = regexp.MustCompile(`<!--\s*converge:reply\s+thread=([^\s>]+)\s+head=([^\s>]+)\s+disposition=([A-Za-z-]+)\s*-->`)
 
 // Marker renders the hidden marker that ends every converge reply.
-func Marker(thread, head, disposition string) string {
+func Marker(thread, head string, disposition Disposition) string {
 	return fmt.Sprintf("<!-- converge:reply thread=%s head=%s disposition=%s -->",
-		markerField(thread), markerField(head), markerField(disposition))
+		markerField(thread), markerField(head), markerField(string(disposition)))
 }
 
 // ParseMarkers returns the markers in body, in order.
 func ParseMarkers(body string) []ReplyMarker {
 	var out []ReplyMarker
 	for _, m := range markerRE.FindAllStringSubmatch(body, -1) {
-		out = append(out, ReplyMarker{Thread: m[1], Head: m[2], Disposition: m[3]})
+		out = append(out, ReplyMarker{Thread: m[1], Head: m[2], Disposition: Disposition(m[3])})
 	}
 	return out
 }
@@ -86,7 +86,7 @@ type markerAt struct {
 }
 
 // hasMarker reports whether converge already replied to t for (head, disp).
-func hasMarker(t forge.Thread, head, disp string, c Config) bool {
+func hasMarker(t forge.Thread, head string, disp Disposition, c Config) bool {
 	for _, m := range threadMarkers(t, c) {
 		if m.Head == markerField(head) && m.Disposition == disp {
 			return true
@@ -97,7 +97,7 @@ func hasMarker(t forge.Thread, head, disp string, c Config) bool {
 
 // repliedAs reports whether converge ever replied to t with disp, on any
 // head.
-func repliedAs(t forge.Thread, disp string, c Config) bool {
+func repliedAs(t forge.Thread, disp Disposition, c Config) bool {
 	for _, m := range threadMarkers(t, c) {
 		if m.Disposition == disp {
 			return true

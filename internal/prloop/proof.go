@@ -146,7 +146,7 @@ func (d *step) proof(v verdict) *Proof {
 	for _, tv := range v.views {
 		// At success every hand-off is resolved (PR-T11); the proof still
 		// names the threads converge handed to a human.
-		handed := ""
+		var handed Disposition
 		if tv.Kind == thResolved && tv.Marker != nil {
 			handed = tv.Marker.Disposition
 		}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // DefaultFaultBudget is how long a run rides out forge faults.
@@ -174,7 +175,7 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 			return nil, fmt.Errorf("persist state: %w", err)
 		}
 		if next.Round != st.Round {
-			r.report(Event{Kind: "round", Round: next.Round, Message: fmt.Sprintf("round %d on %s", next.Round, short(obs.PR.HeadSHA))})
+			r.report(Event{Kind: "round", Round: next.Round, Message: fmt.Sprintf("round %d on %s", next.Round, text.ShortSHA(obs.PR.HeadSHA))})
 		}
 		st = next
 		result = nil
@@ -218,7 +219,7 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 			wait = r.PollMin
 		}
 		if term != nil {
-			r.report(Event{Kind: "terminal", Round: st.Round, Message: term.Reason + ": " + term.Message, Data: term})
+			r.report(Event{Kind: "terminal", Round: st.Round, Message: string(term.Reason) + ": " + term.Message, Data: term})
 			return term, nil
 		}
 	}
@@ -280,7 +281,7 @@ func (r *Runner) fail(ctx context.Context, st State, obs Observation, cause erro
 			}
 		}
 	}
-	r.report(Event{Kind: "terminal", Round: next.Round, Message: term.Reason + ": " + term.Message, Data: term})
+	r.report(Event{Kind: "terminal", Round: next.Round, Message: string(term.Reason) + ": " + term.Message, Data: term})
 	return cause
 }
 
@@ -300,7 +301,7 @@ func (r *Runner) startReview(ctx context.Context, pr *forge.PullRequest, round i
 	}
 	p := &pendingReview{a: a, done: make(chan struct{})}
 	r.review = p
-	r.report(Event{Kind: "review", Round: round, Message: "local multi-angle review of " + short(a.SHA) + " started"})
+	r.report(Event{Kind: "review", Round: round, Message: "local multi-angle review of " + text.ShortSHA(a.SHA) + " started"})
 	r.wg.Add(1)
 	go func() {
 		defer r.wg.Done()
@@ -561,7 +562,7 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 			detail = fr
 			msg := fmt.Sprintf("%d addressed, %d blocked", len(fr.Addressed), len(fr.Blocked))
 			if fr.CommitSHA != "" {
-				msg += ", pushed " + short(fr.CommitSHA)
+				msg += ", pushed " + text.ShortSHA(fr.CommitSHA)
 			}
 			r.report(Event{Kind: "fix", Round: round, Message: msg, Data: fr})
 		}
@@ -584,7 +585,7 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 		}
 	case ActSetStatus:
 		err = r.Forge.SetCommitStatus(ctx, pr.Ref, a.SHA, forge.CommitStatus{
-			State: a.State, Context: StatusContext, Description: truncate(a.Reason, 140),
+			State: a.State, Context: StatusContext, Description: text.Clip(a.Reason, 140),
 		})
 	default:
 		err = fmt.Errorf("unknown action %q", a.Kind)
@@ -624,13 +625,13 @@ func transient(err error) bool {
 func localReviewLine(lr LocalReviewResult) string {
 	structural, minor := 0, 0
 	for _, f := range lr.Findings {
-		if f.Verdict == "minor" {
+		if f.Verdict == VerdictMinor {
 			minor++
 		} else {
 			structural++
 		}
 	}
-	msg := fmt.Sprintf("local review of %s: %d angle(s), %d structural, %d minor", short(lr.Head), len(lr.Angles), structural, minor)
+	msg := fmt.Sprintf("local review of %s: %d angle(s), %d structural, %d minor", text.ShortSHA(lr.Head), len(lr.Angles), structural, minor)
 	if lr.Degraded {
 		msg += ", degraded (an angle could not be parsed)"
 	}
@@ -648,20 +649,6 @@ func (r *Runner) report(e Event) {
 		e.Time = r.Clock.Now()
 	}
 	r.Reporter.Report(e)
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-1] + "…"
 }
 
 // MarshalState is how the engine stores State.

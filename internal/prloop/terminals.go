@@ -11,7 +11,7 @@ import (
 // statusFor is the PR-T10 verdict a terminal publishes on the head: a
 // bound or a failure to converge is a failure of the run; every hand-off
 // is an error state, which tools read as "not proven".
-func statusFor(reason string) string {
+func statusFor(reason Reason) string {
 	switch reason {
 	case ReasonTwoStable:
 		return "success"
@@ -44,10 +44,10 @@ func terminalActions(t *Terminal, pr *forge.PullRequest) []Action {
 	}
 	var acts []Action
 	if !hasLabel(pr, add) {
-		acts = append(acts, Action{Kind: ActAddLabel, Key: "terminal/add-label/" + add, Label: add, Reason: t.Reason})
+		acts = append(acts, Action{Kind: ActAddLabel, Key: "terminal/add-label/" + add, Label: add, Reason: string(t.Reason)})
 	}
 	if hasLabel(pr, remove) {
-		acts = append(acts, Action{Kind: ActRemoveLabel, Key: "terminal/remove-label/" + remove, Label: remove, Reason: t.Reason})
+		acts = append(acts, Action{Kind: ActRemoveLabel, Key: "terminal/remove-label/" + remove, Label: remove, Reason: string(t.Reason)})
 	}
 	st := statusFor(t.Reason)
 	if pr.HeadSHA != "" && convergeStatus(pr.Checks) != st {
@@ -69,14 +69,14 @@ func statusDescription(t *Terminal) string {
 		}
 		return text.Clip(d, 140)
 	}
-	return text.Clip(t.Reason+": "+t.Message, 140)
+	return text.Clip(string(t.Reason)+": "+t.Message, 140)
 }
 
 // Fail ends a run outside Decide's own rules, for the engine: an unhandled
 // error (ReasonErrored, PR-T8) gets the same label and status hygiene as
 // every other non-success terminal. The state comes back PhaseDone so a
 // later Decide returns the terminal again.
-func Fail(s State, o Observation, reason, message string) (State, []Action, *Terminal) {
+func Fail(s State, o Observation, reason Reason, message string) (State, []Action, *Terminal) {
 	s = s.clone()
 	t := &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: message}
 	s.Phase, s.Terminal = PhaseDone, t

@@ -10,6 +10,7 @@ package prloop
 import (
 	"time"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 )
 
@@ -35,36 +36,30 @@ const (
 	PhaseDone Phase = "done"
 )
 
-// Terminal reasons (PR-T1..T8) with their exit codes (IF-1).
+// Reason is why a run ended: its terminal (PR-T1..T13), with its exit
+// code (IF-1).
+type Reason string
+
+// Terminal reasons.
 const (
-	ReasonTwoStable           = "two-stable"
-	ReasonPRClosed            = "pr-closed"
-	ReasonHumanPush           = "human-push"
-	ReasonBaseMoved           = "base-moved"
-	ReasonNoIndependentReview = "blocked-no-independent-review"
-	ReasonConvergenceFailure  = "convergence-failure"
-	ReasonCapExhausted        = "cap-exhausted"
-	ReasonIdleTimeout         = "idle-timeout"
-	ReasonStoppedByHuman      = "stopped-by-human"
-	ReasonErrored             = "errored"
+	ReasonTwoStable           Reason = "two-stable"
+	ReasonPRClosed                   = "pr-closed"
+	ReasonHumanPush                  = "human-push"
+	ReasonBaseMoved                  = "base-moved"
+	ReasonNoIndependentReview        = "blocked-no-independent-review"
+	ReasonConvergenceFailure         = "convergence-failure"
+	ReasonCapExhausted               = "cap-exhausted"
+	ReasonIdleTimeout                = "idle-timeout"
+	ReasonStoppedByHuman             = "stopped-by-human"
+	ReasonErrored                    = "errored"
 	// ReasonHandedOff: everything converge can act on converged but
 	// trusted threads it escalated or deferred are still open (PR-T11).
-	ReasonHandedOff = "handed-off"
+	ReasonHandedOff Reason = "handed-off"
 )
 
 // ExitCode maps a terminal reason to its IF-1 exit code.
-func ExitCode(reason string) int {
-	switch reason {
-	case ReasonTwoStable:
-		return 0
-	case ReasonPRClosed, ReasonHumanPush, ReasonBaseMoved, ReasonNoIndependentReview, ReasonIdleTimeout, ReasonStoppedByHuman, ReasonHandedOff:
-		return 3
-	case ReasonCapExhausted:
-		return 4
-	case ReasonConvergenceFailure:
-		return 5
-	}
-	return 1
+func ExitCode(reason Reason) int {
+	return exitcode.ForReason(string(reason))
 }
 
 // Labels converge applies on the forge.
@@ -80,12 +75,16 @@ const (
 	AddressedTrailer = "Converge-Addressed"
 )
 
-// Dispositions of a thread (PR-S12), chosen by one function.
+// Disposition is what converge did with a finding (PR-S12), chosen by one
+// function.
+type Disposition string
+
+// Dispositions.
 const (
-	DispAddressed = "addressed"
-	DispStale     = "stale"
-	DispDeferred  = "deferred"
-	DispEscalated = "escalated"
+	DispAddressed Disposition = "addressed"
+	DispStale                 = "stale"
+	DispDeferred              = "deferred"
+	DispEscalated             = "escalated"
 )
 
 // Config holds every knob of the loop; DefaultConfig has the defaults of
@@ -144,17 +143,27 @@ func DefaultConfig() Config {
 	}
 }
 
+// Verdict classifies a finding (PR-S5): structural changes behaviour,
+// correctness, security, an API, tests or the build; minor does not.
+type Verdict string
+
+// Verdicts.
+const (
+	VerdictStructural Verdict = "structural"
+	VerdictMinor      Verdict = "minor"
+)
+
 // Finding is one normalized review point (SPEC vocabulary).
 type Finding struct {
-	ID        string `json:"id"` // the thread id for forge findings
-	ThreadID  string `json:"thread_id,omitempty"`
-	Path      string `json:"path"`
-	StartLine int    `json:"start_line"`
-	EndLine   int    `json:"end_line"`
-	Summary   string `json:"summary"` // first comment's body
-	Verdict   string `json:"verdict"` // structural | minor
-	Source    string `json:"source"`  // copilot | human | bot | local
-	Author    string `json:"author"`
+	ID        string  `json:"id"` // the thread id for forge findings
+	ThreadID  string  `json:"thread_id,omitempty"`
+	Path      string  `json:"path"`
+	StartLine int     `json:"start_line"`
+	EndLine   int     `json:"end_line"`
+	Summary   string  `json:"summary"` // first comment's body
+	Verdict   Verdict `json:"verdict"`
+	Source    string  `json:"source"` // copilot | human | bot | local
+	Author    string  `json:"author"`
 	// Reopened: converge resolved this thread earlier and a human reopened
 	// it; the thread's earlier replies are input to the fix (PR-S12).
 	Reopened bool `json:"reopened,omitempty"`
@@ -172,12 +181,12 @@ type Finding struct {
 
 // ThreadRecord remembers what converge did to a thread in this run.
 type ThreadRecord struct {
-	ThreadID    string `json:"thread_id"`
-	Round       int    `json:"round"`
-	Disposition string `json:"disposition"`
-	HeadSHA     string `json:"head_sha"`
-	Reason      string `json:"reason,omitempty"`
-	Resolved    bool   `json:"resolved"` // converge emitted the resolve
+	ThreadID    string      `json:"thread_id"`
+	Round       int         `json:"round"`
+	Disposition Disposition `json:"disposition"`
+	HeadSHA     string      `json:"head_sha"`
+	Reason      string      `json:"reason,omitempty"`
+	Resolved    bool        `json:"resolved"` // converge emitted the resolve
 	// ObservedResolved: a later observation showed the thread resolved, so
 	// finding it open again means a human reopened it (never stale).
 	ObservedResolved bool `json:"observed_resolved,omitempty"`
@@ -220,7 +229,6 @@ type State struct {
 	EventMark        int64     `json:"event_mark"`             // highest copilot_work_started id before the request
 	EventMarkSet     bool      `json:"event_mark_set"`         // events were read when the mark was taken
 	SeenReviews      []string  `json:"seen_reviews,omitempty"` // Copilot review ids that existed before the request
-	ReviewMark       string    `json:"review_mark,omitempty"`  // newest Copilot review id before the request
 	ReviewStarted    bool      `json:"review_started"`
 	AcceptedReview   string    `json:"accepted_review,omitempty"` // the review this round counts
 
@@ -281,7 +289,7 @@ type LocalReviewRecord struct {
 func (r LocalReviewRecord) structural() int {
 	n := 0
 	for _, f := range r.Findings {
-		if f.Verdict != "minor" {
+		if f.Verdict != VerdictMinor {
 			n++
 		}
 	}
@@ -403,7 +411,7 @@ type BlockedFinding struct {
 
 // Terminal is how a run ended.
 type Terminal struct {
-	Reason   string `json:"reason"`
+	Reason   Reason `json:"reason"`
 	ExitCode int    `json:"exit_code"`
 	Message  string `json:"message"`
 	Proof    *Proof `json:"proof,omitempty"`
