@@ -65,7 +65,7 @@ func (s State) WantsEvents() bool {
 	case "", PhaseStart, PhaseRequest, PhaseReply, PhaseVerify:
 		return true
 	case PhaseAwaitReview:
-		return !s.ReviewStarted
+		return !s.Request.Started
 	}
 	return false
 }
@@ -378,17 +378,17 @@ func (d *step) request() bool {
 	}
 	d.roundsStarted++
 	s.Round++
-	s.RequestedAt, s.RequestedForgeAt, s.RequestHead = d.o.Now, d.forgeNow(), d.head
-	s.ReviewStarted, s.AcceptedReview, s.Kept, s.ReplyPasses = false, "", nil, 0
-	s.EventMark, s.EventMarkSet = d.o.BotStartedMax, d.o.EventsRead
-	s.SeenReviews = nil
+	s.Request = ReviewRequest{
+		At: d.o.Now, ForgeAt: d.forgeNow(), Head: d.head,
+		EventMark: d.o.BotStartedMax, EventMarkSet: d.o.EventsRead,
+	}
+	s.Kept, s.ReplyPasses = nil, 0
 	for _, r := range d.pr.Reviews {
 		if isBot(r.Author, c) {
-			s.SeenReviews = append(s.SeenReviews, r.ID)
+			s.Request.SeenReviews = append(s.Request.SeenReviews, r.ID)
 		}
 	}
 	s.Rounds = append(s.Rounds, RoundRecord{N: s.Round, HeadSHA: d.head, StartedAt: d.o.Now})
-	s.RequestAttempts = 0
 	d.pendingStatus()
 	if c.LocalReview && s.localReview(d.head) == nil {
 		// A head already reviewed keeps its review (it is cached per head
@@ -444,25 +444,25 @@ func (d *step) awaitReview() bool {
 	if r := d.o.Result; r != nil && r.RequestFailed {
 		// A transient fault is never a refusal (PR-M3): ask again, within
 		// bounds, after the engine's back-off.
-		s.RequestAttempts++
-		if s.RequestAttempts < c.RequestRetries {
+		s.Request.Attempts++
+		if s.Request.Attempts < c.RequestRetries {
 			d.acts = append(d.acts, d.requestAction())
-			d.wait(fmt.Sprintf("the review request failed (attempt %d/%d); retrying", s.RequestAttempts, c.RequestRetries))
+			d.wait(fmt.Sprintf("the review request failed (attempt %d/%d); retrying", s.Request.Attempts, c.RequestRetries))
 			return false
 		}
 		return d.afterReview()
 	}
-	isNew := func(r forge.Review) bool { return isBot(r.Author, c) && !slices.Contains(s.SeenReviews, r.ID) }
-	if s.EventMarkSet && d.o.EventsRead && d.o.BotStartedMax > s.EventMark {
-		s.ReviewStarted = true
+	isNew := func(r forge.Review) bool { return isBot(r.Author, c) && !slices.Contains(s.Request.SeenReviews, r.ID) }
+	if s.Request.EventMarkSet && d.o.EventsRead && d.o.BotStartedMax > s.Request.EventMark {
+		s.Request.Started = true
 	}
 	for _, r := range d.pr.Reviews {
 		if isNew(r) {
-			s.ReviewStarted = true
+			s.Request.Started = true
 		}
 	}
 	landed := bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool {
-		return isNew(r) && r.CommitSHA == d.head && !r.SubmittedAt.Before(s.RequestedForgeAt)
+		return isNew(r) && r.CommitSHA == d.head && !r.SubmittedAt.Before(s.Request.ForgeAt)
 	})
 	if landed != nil {
 		sig, why := readReview(*landed, d.pr, c)
@@ -479,8 +479,8 @@ func (d *step) awaitReview() bool {
 		// the local review and the threads as they are (PR-O3).
 		return d.afterReview()
 	}
-	waited := d.o.Now.Sub(s.RequestedAt)
-	if !s.ReviewStarted && waited >= c.ReviewStartWindow {
+	waited := d.o.Now.Sub(s.Request.At)
+	if !s.Request.Started && waited >= c.ReviewStartWindow {
 		// GitHub may not start a review on an unchanged head: Copilot's
 		// latest review, when it is of this head and readable, already
 		// says what a new one would (PR-S1).
@@ -518,7 +518,7 @@ func (d *step) afterReview() bool {
 }
 
 func (d *step) accept(r *forge.Review) {
-	d.s.AcceptedReview, d.s.ReviewStarted = r.ID, true
+	d.s.Request.Accepted, d.s.Request.Started = r.ID, true
 	d.round().ReviewID = r.ID
 }
 
@@ -780,7 +780,7 @@ func (d *step) verify() bool {
 			d.succeed(v)
 			return false
 		}
-		if s.RequestHead != d.head {
+		if s.Request.Head != d.head {
 			// The round pushed: a new round can still bring a review of
 			// the new head.
 			s.Phase = PhaseRequest
@@ -901,7 +901,7 @@ func roundKey(round int, what string) string {
 
 // clone copies every slice so Decide never writes into its caller's state.
 func (s State) clone() State {
-	s.SeenReviews = slices.Clone(s.SeenReviews)
+	s.Request.SeenReviews = slices.Clone(s.Request.SeenReviews)
 	s.Kept = slices.Clone(s.Kept)
 	s.Threads = slices.Clone(s.Threads)
 	s.Rounds = slices.Clone(s.Rounds)

@@ -41,7 +41,7 @@ func TestPR_HappyPathThreeRounds(t *testing.T) {
 	if len(acts[0].Findings) != 2 || acts[0].Findings[0].ID != "T1" || acts[0].Findings[1].ID != "T2" || acts[0].Findings[0].Verdict != "structural" {
 		t.Fatalf("fix findings: %+v", acts[0].Findings)
 	}
-	if s.Phase != PhaseFix || s.AcceptedReview != "R1" || s.Rounds[0].ReviewID != "R1" || s.ConsecutiveStructural != 1 {
+	if s.Phase != PhaseFix || s.Request.Accepted != "R1" || s.Rounds[0].ReviewID != "R1" || s.ConsecutiveStructural != 1 {
 		t.Fatalf("after triage: %+v", s)
 	}
 
@@ -63,7 +63,7 @@ func TestPR_HappyPathThreeRounds(t *testing.T) {
 	s, acts, term = Decide(s, obs(at(9), pr), c)
 	wantTerminal(t, term, "")
 	wantActs(t, acts, "set-status pending h1", "request-review round-2/request-review")
-	if s.Round != 2 || s.RequestHead != "h1" || len(s.SeenReviews) != 1 {
+	if s.Round != 2 || s.Request.Head != "h1" || len(s.Request.SeenReviews) != 1 {
 		t.Fatalf("round 2: %+v", s)
 	}
 	pr = forgeApply(pr, acts, at(9))

@@ -116,7 +116,7 @@ func TestPR_T2_PushedRoundGetsAnotherReviewFirst(t *testing.T) {
 	// The round's head changed (converge pushed): the next round's review
 	// of the new head may still come, so it is not blocked yet.
 	s := verifying("h2", 2)
-	s.RequestHead = "h1"
+	s.Request.Head = "h1"
 	pr := newPR("h2")
 	_, acts, term := Decide(s, obs(at(2), pr), cfg())
 	wantTerminal(t, term, "")
@@ -205,15 +205,15 @@ func TestPR_S1_CountsStartOnlyOnNewEvent(t *testing.T) {
 			o.BotStartedMax, o.EventsRead = tt.eventMax, tt.eventsRead
 			s2, acts, _ := Decide(s, o, c)
 			if tt.acts == nil {
-				if s2.AcceptedReview != "R1" {
-					t.Fatalf("accepted %q, want R1", s2.AcceptedReview)
+				if s2.Request.Accepted != "R1" {
+					t.Fatalf("accepted %q, want R1", s2.Request.Accepted)
 				}
 				wantActs(t, acts, "fix round-2/fix")
 				return
 			}
 			wantActs(t, acts, tt.acts...)
-			if s2.ReviewStarted != tt.started || s2.AcceptedReview != "" {
-				t.Fatalf("started %v accepted %q", s2.ReviewStarted, s2.AcceptedReview)
+			if s2.Request.Started != tt.started || s2.Request.Accepted != "" {
+				t.Fatalf("started %v accepted %q", s2.Request.Started, s2.Request.Accepted)
 			}
 			if s2.WantsEvents() == tt.started {
 				t.Fatalf("WantsEvents %v with started %v", s2.WantsEvents(), tt.started)
@@ -251,8 +251,8 @@ func TestPR_S1_AcceptsExistingReviewAfterWindow(t *testing.T) {
 			s2, acts, term := Decide(s, obs(at(tt.now), pr), cfg())
 			wantTerminal(t, term, tt.terminal)
 			wantActs(t, acts, tt.acts...)
-			if s2.AcceptedReview != tt.accepted {
-				t.Fatalf("accepted %q, want %q", s2.AcceptedReview, tt.accepted)
+			if s2.Request.Accepted != tt.accepted {
+				t.Fatalf("accepted %q, want %q", s2.Request.Accepted, tt.accepted)
 			}
 		})
 	}
@@ -341,7 +341,7 @@ func TestPR_O3_ErrorReviewIsNoSignal(t *testing.T) {
 	s2, acts, term := Decide(s, obs(at(3), pr), cfg())
 	// Not accepted, never terminal: the round goes on, and with no usable
 	// review of the head Copilot is asked again after the back-off.
-	if s2.AcceptedReview != "" {
+	if s2.Request.Accepted != "" {
 		t.Fatalf("error review accepted")
 	}
 	wantTerminal(t, term, "")
@@ -368,8 +368,8 @@ func TestPR_O2_UnsettledReviewIsObservedAgainThenNoSignal(t *testing.T) {
 		var acts []Action
 		s, acts, _ = Decide(s, obs(at(3), pr), c)
 		wantActs(t, acts, "wait")
-		if s.AcceptedReview != "" || s.UnsettledCount != i {
-			t.Fatalf("read %d: accepted %q count %d", i, s.AcceptedReview, s.UnsettledCount)
+		if s.Request.Accepted != "" || s.UnsettledCount != i {
+			t.Fatalf("read %d: accepted %q count %d", i, s.Request.Accepted, s.UnsettledCount)
 		}
 	}
 	// Past the bound: no signal, never clean. Conjunct 4 fails; the run
@@ -377,8 +377,8 @@ func TestPR_O2_UnsettledReviewIsObservedAgainThenNoSignal(t *testing.T) {
 	s2, acts, term := Decide(s, obs(at(3), pr), c)
 	wantTerminal(t, term, "")
 	wantActs(t, acts, "wait")
-	if s2.AcceptedReview != "" || s2.Phase != PhaseRequest {
-		t.Fatalf("accepted %q phase %s", s2.AcceptedReview, s2.Phase)
+	if s2.Request.Accepted != "" || s2.Phase != PhaseRequest {
+		t.Fatalf("accepted %q phase %s", s2.Request.Accepted, s2.Phase)
 	}
 	// The comments become visible: the same review settles with findings.
 	t1, t2 := copilotThread("T1", "a"), copilotThread("T2", "b")
@@ -386,8 +386,8 @@ func TestPR_O2_UnsettledReviewIsObservedAgainThenNoSignal(t *testing.T) {
 	pr.Threads = []forge.Thread{t1, t2}
 	s3, acts, _ := Decide(s, obs(at(3), pr), c)
 	wantActs(t, acts, "fix round-1/fix")
-	if s3.AcceptedReview != "R1" {
-		t.Fatalf("accepted %q", s3.AcceptedReview)
+	if s3.Request.Accepted != "R1" {
+		t.Fatalf("accepted %q", s3.Request.Accepted)
 	}
 }
 
@@ -403,8 +403,8 @@ func TestPR_O4_PrefersReviewOnHeadAtSameTime(t *testing.T) {
 			}
 			pr.Threads = []forge.Thread{copilotThread("T1", "x")}
 			s2, acts, _ := Decide(s, obs(at(3), pr), cfg())
-			if s2.AcceptedReview != "Rh" {
-				t.Fatalf("accepted %q, want the review on the head", s2.AcceptedReview)
+			if s2.Request.Accepted != "Rh" {
+				t.Fatalf("accepted %q, want the review on the head", s2.Request.Accepted)
 			}
 			wantActs(t, acts, "fix round-1/fix")
 			if got := bestReview(pr.Reviews, "h1", func(forge.Review) bool { return true }); got.ID != "Rh" {
@@ -723,7 +723,7 @@ func TestPR_T5_NinthRoundNeverStarts(t *testing.T) {
 
 func TestPR_T5_WallClock(t *testing.T) {
 	s := awaiting("h1", 1)
-	s.ConsecutiveStructural, s.RequestedAt = 1, at(236)
+	s.ConsecutiveStructural, s.Request.At = 1, at(236)
 	o := obs(at(241), newPR("h1"))
 	o.BotStartedMax = 101
 	_, acts, term := Decide(s, o, cfg())
@@ -843,7 +843,7 @@ func TestPR_T7_TerminalOrder(t *testing.T) {
 		}, func(_ *forge.PullRequest, o *Observation) { o.Now = at(60) }, ReasonCapExhausted},
 		{"wall clock + idle → cap-exhausted", func() State {
 			s := awaiting("h1", 1, "R1")
-			s.RequestedAt = at(249) // the review is still awaited
+			s.Request.At = at(249) // the review is still awaited
 			return s
 		}, func(_ *forge.PullRequest, o *Observation) { o.Now, o.BotStartedMax = at(250), 101 }, ReasonCapExhausted},
 	}
@@ -899,7 +899,7 @@ func TestPR_T7_BehindIsNotTerminal(t *testing.T) {
 
 func TestPR_T9_ProofFields(t *testing.T) {
 	s := verifying("h3", 3)
-	s.AcceptedReview = "R3"
+	s.Request.Accepted = "R3"
 	pr := newPR("h3")
 	pr.MergeState = forge.MergeBehind
 	pr.Reviews = []forge.Review{okReview("R2", "h2", at(-10)), okReview("R3", "h3", at(1))}

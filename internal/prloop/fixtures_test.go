@@ -110,7 +110,7 @@ func started(head string) State {
 // made on head.
 func verifying(head string, n int) State {
 	s := started(head)
-	s.Phase, s.Round, s.RequestHead, s.RequestedAt, s.RequestedForgeAt = PhaseVerify, n, head, at(0), at(0)
+	s.Phase, s.Round, s.Request.Head, s.Request.At, s.Request.ForgeAt = PhaseVerify, n, head, at(0), at(0)
 	for i := 1; i <= n; i++ {
 		s.Rounds = append(s.Rounds, RoundRecord{N: i, HeadSHA: head, StartedAt: at(0)})
 	}
@@ -120,7 +120,7 @@ func verifying(head string, n int) State {
 // awaiting is a state waiting for round n's review, requested at at(0).
 func awaiting(head string, n int, seen ...string) State {
 	s := verifying(head, n)
-	s.Phase, s.EventMark, s.EventMarkSet, s.SeenReviews = PhaseAwaitReview, 100, true, seen
+	s.Phase, s.Request.EventMark, s.Request.EventMarkSet, s.Request.SeenReviews = PhaseAwaitReview, 100, true, seen
 	return s
 }
 

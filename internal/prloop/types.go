@@ -220,17 +220,8 @@ type State struct {
 	// SingleIterationWhy records the decision (PR-S1: "recorded in the run").
 	SingleIterationWhy string `json:"single_iteration_why,omitempty"`
 
-	// The current round's review request (PR-S1).
-	RequestedAt time.Time `json:"requested_at,omitzero"`
-	RequestHead string    `json:"request_head,omitempty"`
-	// RequestedForgeAt is RequestedAt on the forge's clock (the
-	// observation's ObservedAt), which review times are compared with.
-	RequestedForgeAt time.Time `json:"requested_forge_at,omitzero"`
-	EventMark        int64     `json:"event_mark"`             // highest copilot_work_started id before the request
-	EventMarkSet     bool      `json:"event_mark_set"`         // events were read when the mark was taken
-	SeenReviews      []string  `json:"seen_reviews,omitempty"` // Copilot review ids that existed before the request
-	ReviewStarted    bool      `json:"review_started"`
-	AcceptedReview   string    `json:"accepted_review,omitempty"` // the review this round counts
+	// Request is the current round's review request (PR-S1).
+	Request ReviewRequest `json:"request"`
 
 	Kept        []Finding `json:"kept,omitempty"` // this round's kept findings
 	ReplyPasses int       `json:"reply_passes"`   // bounded retries of PhaseReply
@@ -261,9 +252,6 @@ type State struct {
 	// Copilot review gave no signal (PR-O3).
 	NoSignalHead  string `json:"no_signal_head,omitempty"`
 	NoSignalTries int    `json:"no_signal_tries,omitempty"`
-	// RequestAttempts counts this round's review requests that failed
-	// transiently (PR-M3).
-	RequestAttempts int `json:"request_attempts,omitempty"`
 	// LocalReviews are the local reviews of recent heads (PR-S4).
 	LocalReviews []LocalReviewRecord `json:"local_reviews,omitempty"`
 	// BaselineRed: the tests were red on the PR's head before any fix
@@ -274,6 +262,24 @@ type State struct {
 	// earlier run of this PR saw the thread resolved: a thread open again
 	// under the same reply was reopened by a human.
 	PriorResolved []string `json:"prior_resolved,omitempty"`
+}
+
+// ReviewRequest is one round's request for the bot's review (PR-S1,
+// PR-S2): when and on which head it was made, the marks that tell a review
+// that started after it from one that existed before, and what came of it.
+type ReviewRequest struct {
+	At   time.Time `json:"at,omitzero"`
+	Head string    `json:"head,omitempty"`
+	// ForgeAt is At on the forge's clock (the observation's ObservedAt),
+	// which review times are compared with.
+	ForgeAt      time.Time `json:"forge_at,omitzero"`
+	EventMark    int64     `json:"event_mark"`             // highest started-event id before the request
+	EventMarkSet bool      `json:"event_mark_set"`         // events were read when the mark was taken
+	SeenReviews  []string  `json:"seen_reviews,omitempty"` // the bot's review ids that existed before the request
+	Started      bool      `json:"started"`
+	Accepted     string    `json:"accepted,omitempty"` // the review this round counts
+	// Attempts counts requests that failed transiently (PR-M3).
+	Attempts int `json:"attempts,omitempty"`
 }
 
 // LocalReviewRecord is one local review of a head as the state keeps it.
