@@ -496,7 +496,11 @@ func (d *step) awaitReview() bool {
 	if waited >= c.ReviewWaitMax {
 		return d.afterReview()
 	}
-	d.wait("awaiting copilot review")
+	next := s.Request.At.Add(c.ReviewWaitMax)
+	if !s.Request.Started {
+		next = s.Request.At.Add(c.ReviewStartWindow)
+	}
+	d.waitUntil("awaiting the review bot's review", next)
 	return false
 }
 
@@ -754,7 +758,7 @@ func (d *step) verify() bool {
 	v := d.verdict(!d.roundStructural())
 	settledOthers := v.minorOnly && len(v.awaiting) == 0
 	if settledOthers && !v.ciOK && (v.ci == ciPending || v.ci == ciNone) && d.o.Now.Sub(s.HeadSeenAt) < c.CIWaitMax {
-		d.wait("awaiting CI on " + text.ShortSHA(d.head))
+		d.waitUntil("awaiting CI on "+text.ShortSHA(d.head), s.HeadSeenAt.Add(c.CIWaitMax))
 		return false
 	}
 	if settledOthers && v.ciOK {
@@ -864,6 +868,15 @@ func (d *step) guards() (Reason, string) {
 		return ReasonIdleTimeout, fmt.Sprintf("no comment or review for %s; yielding to a human (not a verified success)", c.IdleTimeout)
 	}
 	return "", ""
+}
+
+// waitUntil is a wait that ends no later than deadline, when a window or
+// bound Decide knows of runs out.
+func (d *step) waitUntil(reason string, deadline time.Time) {
+	d.wait(reason)
+	if after := deadline.Sub(d.o.Now); after > 0 {
+		d.acts[len(d.acts)-1].After = after
+	}
 }
 
 func (d *step) wait(reason string) {

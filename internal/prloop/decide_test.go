@@ -1170,3 +1170,23 @@ func TestPR_T1_UnfixedLocalFindingIsNeverHandedOffSilently(t *testing.T) {
 		}
 	}
 }
+
+// TestPR_S2_WaitCarriesTheDeadlineDecideKnows: a wait ends no later than
+// the next window Decide knows of, so the engine's back-off cannot
+// overshoot it.
+func TestPR_S2_WaitCarriesTheDeadlineDecideKnows(t *testing.T) {
+	c := cfg()
+	s := awaiting("h1", 1)
+	pr := newPR("h1")
+	_, acts, _ := Decide(s, obs(at(0.5), pr), c)
+	wantActs(t, acts, "wait")
+	if want := c.ReviewStartWindow - 30*time.Second; acts[0].After != want {
+		t.Fatalf("after %s, want %s (the start window)", acts[0].After, want)
+	}
+	o := obs(at(1), pr)
+	o.BotStartedMax = 101 // started: the bounded wait is next
+	_, acts, _ = Decide(s, o, c)
+	if want := c.ReviewWaitMax - time.Minute; acts[0].After != want {
+		t.Fatalf("after %s, want %s (the review wait)", acts[0].After, want)
+	}
+}

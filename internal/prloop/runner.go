@@ -189,7 +189,12 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 					wait = r.PollMin
 				}
 				r.report(Event{Kind: "wait", Round: st.Round, Message: a.Reason})
-				if err := r.sleep(ctx, wait); err != nil {
+				d := wait
+				if a.After > 0 && a.After < d {
+					// Decide knows a deadline before the back-off ends.
+					d = a.After
+				}
+				if err := r.sleep(ctx, d); err != nil {
 					return nil, err
 				}
 				wait = min(wait*2, r.PollMax)

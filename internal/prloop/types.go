@@ -358,6 +358,10 @@ type Action struct {
 	Reason   string     `json:"reason,omitempty"`
 	Round    int        `json:"round,omitempty"`
 	Findings []Finding  `json:"findings,omitempty"` // fix
+	// After, on a wait, is when Decide next has something to decide
+	// whatever the forge shows (a window closes, a bound runs out): the
+	// engine observes again no later than that, back-off or not.
+	After time.Duration `json:"after,omitempty"`
 }
 
 // ActResult is what the engine reports back from acting.
