@@ -159,6 +159,7 @@ func (c *Client) ListIssueComments(ctx context.Context, ref forge.PRRef) ([]forg
 func toIssueComment(ic *gh.IssueComment) forge.IssueComment {
 	return forge.IssueComment{
 		ID:        ic.GetID(),
+		NodeID:    ic.GetNodeID(),
 		Author:    ic.GetUser().GetLogin(),
 		Body:      ic.GetBody(),
 		CreatedAt: ic.GetCreatedAt().Time,
