@@ -171,7 +171,7 @@ func forgeVerdict(pr *forge.PullRequest, localOK bool) string {
 			continue
 		}
 		ciSeen = true
-		if !strings.EqualFold(cx.Conclusion, "SUCCESS") {
+		if !strings.EqualFold(string(cx.Conclusion), "SUCCESS") {
 			why = append(why, fmt.Sprintf("CI %s is %s/%s on the head", cx.Name, cx.Status, cx.Conclusion))
 		}
 	}
@@ -209,7 +209,7 @@ func assertNotReady(t *testing.T, pr *forge.PullRequest) {
 		}
 	}
 	for _, cx := range pr.Checks.Contexts {
-		if strings.EqualFold(cx.Name, "converge") && strings.EqualFold(cx.Conclusion, "SUCCESS") {
+		if strings.EqualFold(cx.Name, "converge") && strings.EqualFold(string(cx.Conclusion), "SUCCESS") {
 			t.Errorf("converge's own status on the head is success")
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-github/v93/github"
 
 	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
@@ -167,7 +168,7 @@ func TestPR_T11_HandOffAnsweredOnceAndEndsHandedOff(t *testing.T) {
 
 	// The human resolves the hand-off: a rerun ends two-stable, writing
 	// no new reply.
-	if err := resolveAs(t, hub, human); err != nil {
+	if err := resolveAs(t, hub, pr.Ref, human); err != nil {
 		t.Fatal(err)
 	}
 	code, out = runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)
@@ -181,9 +182,9 @@ func TestPR_T11_HandOffAnsweredOnceAndEndsHandedOff(t *testing.T) {
 }
 
 // resolveAs resolves a thread as the reviewer, through the API.
-func resolveAs(t *testing.T, hub *fakehub.Hub, threadID string) error {
+func resolveAs(t *testing.T, hub *fakehub.Hub, ref forge.PRRef, threadID string) error {
 	t.Helper()
-	return clientAs(t, hub, hub.Tokens().Reviewer).ResolveThread(context.Background(), threadID)
+	return clientAs(t, hub, hub.Tokens().Reviewer).ResolveThread(context.Background(), ref, threadID)
 }
 
 // TestAG_T4_CrashingAgentEndsErrored is case 5: an agent that crashes is
@@ -461,7 +462,7 @@ func TestPR_S9_ReopenedOutdatedSuggestionIsNeverWrittenBlind(t *testing.T) {
 	if reopened == "" {
 		t.Fatal("the Mean thread is missing")
 	}
-	if err := clientAs(t, hub, hub.Tokens().Reviewer).UnresolveThread(context.Background(), reopened); err != nil {
+	if err := clientAs(t, hub, hub.Tokens().Reviewer).UnresolveThread(context.Background(), pr.Ref, reopened); err != nil {
 		t.Fatal(err)
 	}
 	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)

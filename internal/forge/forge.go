@@ -8,27 +8,85 @@ package forge
 
 import (
 	"context"
+	"strings"
 	"time"
 )
 
-// PR states as GitHub reports them.
+// PRState is a pull request's lifecycle state.
+type PRState string
+
+// PR states (GitHub's spelling; other backends translate).
 const (
-	StateOpen   = "OPEN"
-	StateClosed = "CLOSED"
-	StateMerged = "MERGED"
+	StateOpen   PRState = "OPEN"
+	StateClosed PRState = "CLOSED"
+	StateMerged PRState = "MERGED"
 )
+
+// MergeState tells whether the PR can merge as it stands.
+type MergeState string
 
 // Merge states (GitHub's MergeStateStatus).
 const (
-	MergeClean    = "CLEAN"
-	MergeDirty    = "DIRTY"
-	MergeBehind   = "BEHIND"
-	MergeBlocked  = "BLOCKED"
-	MergeUnstable = "UNSTABLE"
-	MergeUnknown  = "UNKNOWN"
-	MergeHasHooks = "HAS_HOOKS"
-	MergeDraft    = "DRAFT"
+	MergeClean    MergeState = "CLEAN"
+	MergeDirty    MergeState = "DIRTY"
+	MergeBehind   MergeState = "BEHIND"
+	MergeBlocked  MergeState = "BLOCKED"
+	MergeUnstable MergeState = "UNSTABLE"
+	MergeUnknown  MergeState = "UNKNOWN"
+	MergeHasHooks MergeState = "HAS_HOOKS"
+	MergeDraft    MergeState = "DRAFT"
 )
+
+// Permission is a login's access to a repository.
+type Permission string
+
+// Permission levels, strongest first.
+const (
+	PermAdmin    Permission = "admin"
+	PermMaintain Permission = "maintain"
+	PermWrite    Permission = "write"
+	PermTriage   Permission = "triage"
+	PermRead     Permission = "read"
+	PermNone     Permission = "none"
+)
+
+// CanWrite reports whether the level may push to the repository: admin,
+// maintain or write (SEC-1), matched case-insensitively.
+func (p Permission) CanWrite() bool {
+	switch Permission(strings.ToLower(string(p))) {
+	case PermAdmin, PermMaintain, PermWrite:
+		return true
+	}
+	return false
+}
+
+// CIState is the combined state of CI on a commit (CheckRollup.State).
+type CIState string
+
+// CI rollup states; "" when the commit has no check or status.
+const (
+	CISuccess  CIState = "SUCCESS"
+	CIFailure  CIState = "FAILURE"
+	CIPending  CIState = "PENDING"
+	CIError    CIState = "ERROR"
+	CIExpected CIState = "EXPECTED"
+)
+
+// CheckStatus is a check run's progress (CheckContext.Status).
+type CheckStatus string
+
+// Check run statuses; "" for commit statuses.
+const (
+	CheckQueued     CheckStatus = "QUEUED"
+	CheckInProgress CheckStatus = "IN_PROGRESS"
+	CheckCompleted  CheckStatus = "COMPLETED"
+)
+
+// CheckConclusion is a finished check run's result, or a commit status's
+// state (CheckContext.Conclusion): SUCCESS, FAILURE, NEUTRAL, SKIPPED,
+// CANCELLED, TIMED_OUT, ACTION_REQUIRED, STALE; for statuses SUCCESS,
+// FAILURE, ERROR, PENDING, EXPECTED.
+type CheckConclusion string
 
 // PullRequest is one whole observation of a pull request (PR-O1).
 type PullRequest struct {
@@ -39,7 +97,7 @@ type PullRequest struct {
 	Title      string
 	Body       string
 	Author     string
-	State      string // OPEN, CLOSED, MERGED
+	State      PRState
 	IsDraft    bool
 	HeadRef    string
 	HeadSHA    string
@@ -48,7 +106,7 @@ type PullRequest struct {
 	HeadRepo   string // owner/name of the head repository
 	CrossRepo  bool   // head lives in a fork
 	Mergeable  string // MERGEABLE, CONFLICTING, UNKNOWN
-	MergeState string // see Merge* constants
+	MergeState MergeState
 
 	Checks             CheckRollup // on the head commit
 	Reviews            []Review    // oldest first, from the full list (PR-O4)
@@ -121,16 +179,16 @@ type Comment struct {
 
 // CheckRollup summarises CI on one commit.
 type CheckRollup struct {
-	State    string // SUCCESS, FAILURE, PENDING, ERROR, EXPECTED, or "" when none
+	State    CIState // "" when none
 	Contexts []CheckContext
 }
 
 // CheckContext is one check run or one commit status.
 type CheckContext struct {
 	Name       string
-	IsStatus   bool   // a commit status, not a check run
-	Status     string // check runs: QUEUED, IN_PROGRESS, COMPLETED
-	Conclusion string // check runs: SUCCESS, FAILURE, NEUTRAL, ...; statuses: their state
+	IsStatus   bool            // a commit status, not a check run
+	Status     CheckStatus     // check runs only
+	Conclusion CheckConclusion // check runs: when completed; statuses: their state
 }
 
 // Commit is one commit on the PR's branch.
@@ -180,27 +238,45 @@ type CheckRun struct {
 // Forge is what the loops need from a code host. Every write is safe to
 // repeat only where the caller keys it; the backend never retries a write
 // that may have landed.
+//
+// Capabilities some forges lack are not here but in small optional
+// interfaces (CheckRunner, IssueEventer) that a caller detects with a type
+// assertion. Unresolving a thread and listing issue comments stay in the
+// core: GitHub and GitLab (discussions, notes) both have them.
 type Forge interface {
 	// Observe reads the whole PR in as few requests as the forge allows.
 	Observe(ctx context.Context, ref PRRef) (*PullRequest, error)
-	// RequestReviews requests reviews by login, keeping pending requests
-	// (union). Bots and users are named separately because GitHub does.
-	RequestReviews(ctx context.Context, prID string, userLogins, botLogins []string) error
-	// ReplyToThread adds a reply to a review thread and returns it.
-	ReplyToThread(ctx context.Context, threadID, body string) (Comment, error)
-	ResolveThread(ctx context.Context, threadID string) error
-	UnresolveThread(ctx context.Context, threadID string) error
-	// IssueEvents lists the PR's issue events, oldest first.
-	IssueEvents(ctx context.Context, ref PRRef) ([]Event, error)
+	// RequestReviews requests reviews by login on pr, an observation by
+	// this forge (a backend may address the PR by pr.Ref or by pr.ID),
+	// keeping pending requests (union). Bots and users are named
+	// separately because GitHub does.
+	RequestReviews(ctx context.Context, pr *PullRequest, userLogins, botLogins []string) error
+	// ReplyToThread adds a reply to a review thread of the PR and
+	// returns it.
+	ReplyToThread(ctx context.Context, ref PRRef, threadID, body string) (Comment, error)
+	ResolveThread(ctx context.Context, ref PRRef, threadID string) error
+	UnresolveThread(ctx context.Context, ref PRRef, threadID string) error
 	AddLabels(ctx context.Context, ref PRRef, labels ...string) error
 	RemoveLabel(ctx context.Context, ref PRRef, label string) error
 	CreateIssueComment(ctx context.Context, ref PRRef, body string) (IssueComment, error)
 	ListIssueComments(ctx context.Context, ref PRRef) ([]IssueComment, error)
 	SetCommitStatus(ctx context.Context, ref PRRef, sha string, st CommitStatus) error
-	CreateCheckRun(ctx context.Context, ref PRRef, cr CheckRun) (int64, error)
 	// Viewer returns the login the client acts as: converge's identity.
 	Viewer(ctx context.Context) (string, error)
-	// Permission returns the login's permission on the repository:
-	// admin, maintain, write, triage, read or none.
-	Permission(ctx context.Context, ref PRRef, login string) (string, error)
+	// Permission returns the login's permission on the repository.
+	Permission(ctx context.Context, ref PRRef, login string) (Permission, error)
+}
+
+// CheckRunner is a forge that can create check runs (GitHub, with an App
+// token). Detect it with a type assertion on a Forge.
+type CheckRunner interface {
+	CreateCheckRun(ctx context.Context, ref PRRef, cr CheckRun) (int64, error)
+}
+
+// IssueEventer is a forge that lists a PR's issue events, which is how a
+// requested bot review is seen to start (PR-O1). Without it a loop does
+// no event-based start detection.
+type IssueEventer interface {
+	// IssueEvents lists the PR's issue events, oldest first.
+	IssueEvents(ctx context.Context, ref PRRef) ([]Event, error)
 }

@@ -47,7 +47,7 @@ func ciState(ch forge.CheckRollup) string {
 // failure. Anything not known to pass is a failure, fail-closed.
 func contextState(cx forge.CheckContext) string {
 	if cx.IsStatus {
-		switch strings.ToUpper(cx.Conclusion) {
+		switch strings.ToUpper(string(cx.Conclusion)) {
 		case "SUCCESS":
 			return ciSuccess
 		case "PENDING", "EXPECTED", "":
@@ -55,12 +55,12 @@ func contextState(cx forge.CheckContext) string {
 		}
 		return ciFailure
 	}
-	switch strings.ToUpper(cx.Status) {
+	switch strings.ToUpper(string(cx.Status)) {
 	case "COMPLETED", "":
 	default: // QUEUED, IN_PROGRESS, PENDING, WAITING, REQUESTED
 		return ciPending
 	}
-	switch strings.ToUpper(cx.Conclusion) {
+	switch strings.ToUpper(string(cx.Conclusion)) {
 	case "SUCCESS", "NEUTRAL", "SKIPPED":
 		return ciSuccess
 	case "":
@@ -78,12 +78,12 @@ func convergeStatus(ch forge.CheckRollup) string {
 			continue
 		}
 		if !cx.IsStatus {
-			switch strings.ToUpper(cx.Status) {
+			switch strings.ToUpper(string(cx.Status)) {
 			case "QUEUED", "IN_PROGRESS", "PENDING", "WAITING", "REQUESTED":
 				return "pending"
 			}
 		}
-		return strings.ToLower(cx.Conclusion)
+		return strings.ToLower(string(cx.Conclusion))
 	}
 	return ""
 }

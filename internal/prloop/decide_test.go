@@ -975,7 +975,7 @@ func TestDecideIsDeterministic(t *testing.T) {
 		o := obs(at(3), pr)
 		for i := range 200 {
 			login := "user" + string(rune('a'+i%26)) + strings.Repeat("x", i/26)
-			o.Permissions[login] = []string{"read", "write", "admin", "none"}[i%4]
+			o.Permissions[login] = []forge.Permission{"read", "write", "admin", "none"}[i%4]
 			pr.Threads = append(pr.Threads, thread("T"+login, login, "finding from "+login))
 		}
 		return s, o

@@ -36,11 +36,7 @@ func trusted(login string, o Observation, c Config) bool {
 	if trustedBot(login, c) {
 		return true
 	}
-	switch strings.ToLower(o.Permissions[strings.ToLower(login)]) {
-	case "admin", "maintain", "write":
-		return true
-	}
-	return false
+	return o.Permissions[strings.ToLower(login)].CanWrite()
 }
 
 func source(login string, c Config) string {

@@ -34,7 +34,7 @@ func green() forge.CheckRollup {
 }
 
 func ciWith(status, conclusion string) forge.CheckRollup {
-	return forge.CheckRollup{Contexts: []forge.CheckContext{{Name: "test", Status: status, Conclusion: conclusion}}}
+	return forge.CheckRollup{Contexts: []forge.CheckContext{{Name: "test", Status: forge.CheckStatus(status), Conclusion: forge.CheckConclusion(conclusion)}}}
 }
 
 // withConvergeStatus sets converge's status; the rollup shows the latest
@@ -46,7 +46,7 @@ func withConvergeStatus(ch forge.CheckRollup, state string) forge.CheckRollup {
 			cxs = append(cxs, cx)
 		}
 	}
-	ch.Contexts = append(cxs, forge.CheckContext{Name: StatusContext, IsStatus: true, Conclusion: state})
+	ch.Contexts = append(cxs, forge.CheckContext{Name: StatusContext, IsStatus: true, Conclusion: forge.CheckConclusion(state)})
 	return ch
 }
 
@@ -94,7 +94,7 @@ func loopCommit(sha, parent string, round int) forge.Commit {
 func obs(now time.Time, pr *forge.PullRequest) Observation {
 	return Observation{
 		Now: now, PR: pr, EventsRead: true,
-		Permissions: map[string]string{"alice": "write", "bob": "admin", "carol": "maintain", "mallory": "read", "trent": "triage"},
+		Permissions: map[string]forge.Permission{"alice": "write", "bob": "admin", "carol": "maintain", "mallory": "read", "trent": "triage"},
 	}
 }
 

@@ -73,7 +73,7 @@ func TestPR_S12_DispositionIsOneFunction(t *testing.T) {
 
 func TestPR_T1_CIStateExcludesConvergeAndFailsClosed(t *testing.T) {
 	cx := func(name string, status bool, st, concl string) forge.CheckContext {
-		return forge.CheckContext{Name: name, IsStatus: status, Status: st, Conclusion: concl}
+		return forge.CheckContext{Name: name, IsStatus: status, Status: forge.CheckStatus(st), Conclusion: forge.CheckConclusion(concl)}
 	}
 	for _, tt := range []struct {
 		name string

@@ -99,7 +99,7 @@ type Runner struct {
 	// the run ends errored (REL-1); zero means DefaultFaultBudget.
 	FaultBudget time.Duration
 
-	perms map[string]string // per-run permission cache (SEC-1)
+	perms map[string]forge.Permission // per-run permission cache (SEC-1)
 	// review is the local review running beside the forge poll (PR-S4);
 	// its result joins the next observation.
 	review *pendingReview
@@ -126,7 +126,7 @@ func (r *Runner) Run(ctx context.Context, ref forge.PRRef, st State) (*Terminal,
 	if r.PollMax < r.PollMin {
 		r.PollMax = 10 * r.PollMin
 	}
-	r.perms = map[string]string{}
+	r.perms = map[string]forge.Permission{}
 	// A local review still running when the run ends is stopped, and
 	// waited for, before the caller may remove its worktree.
 	ctx, cancel := context.WithCancel(ctx)
@@ -408,16 +408,18 @@ func (r *Runner) stopRequested(ctx context.Context) bool {
 	}
 }
 
-// observe reads the world whole: the PR, and only while a requested Copilot
-// review has not started, its issue events (PR-O1).
+// observe reads the world whole: the PR, and only while a requested bot
+// review has not started, its issue events (PR-O1). A forge that lists no
+// issue events (no forge.IssueEventer) leaves EventsRead false: Decide
+// then waits for the review itself.
 func (r *Runner) observe(ctx context.Context, ref forge.PRRef, st State, result *ActResult) (Observation, error) {
 	pr, err := r.Forge.Observe(ctx, ref)
 	if err != nil {
 		return Observation{}, err
 	}
 	obs := Observation{Now: r.Clock.Now(), PR: pr, Result: result, StopRequested: r.stopRequested(ctx)}
-	if st.WantsEvents() && r.Config.Bot != nil {
-		evs, err := r.Forge.IssueEvents(ctx, ref)
+	if ev, ok := r.Forge.(forge.IssueEventer); ok && st.WantsEvents() && r.Config.Bot != nil {
+		evs, err := ev.IssueEvents(ctx, ref)
 		if err != nil {
 			return Observation{}, fmt.Errorf("issue events: %w", err)
 		}
@@ -444,7 +446,7 @@ func (r *Runner) observe(ctx context.Context, ref forge.PRRef, st State, result 
 
 // permissions looks up, once per run, the permission of every author of an
 // unresolved thread (SEC-1). Bots on the allowlist need no lookup.
-func (r *Runner) permissions(ctx context.Context, ref forge.PRRef, pr *forge.PullRequest) (map[string]string, error) {
+func (r *Runner) permissions(ctx context.Context, ref forge.PRRef, pr *forge.PullRequest) (map[string]forge.Permission, error) {
 	bots := map[string]bool{}
 	for _, b := range r.Config.TrustedBots {
 		bots[strings.ToLower(b)] = true
@@ -485,14 +487,14 @@ func (r *Runner) permissions(ctx context.Context, ref forge.PRRef, pr *forge.Pul
 		p, err := r.Forge.Permission(ctx, ref, l)
 		if err != nil {
 			if forge.KindOf(err) == forge.KindNotFound {
-				p = "none"
+				p = forge.PermNone
 			} else {
 				return nil, fmt.Errorf("permission of %s: %w", l, err)
 			}
 		}
 		r.perms[l] = p
 	}
-	out := make(map[string]string, len(r.perms))
+	out := make(map[string]forge.Permission, len(r.perms))
 	for k, v := range r.perms {
 		out[k] = v
 	}
@@ -520,7 +522,7 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 	)
 	switch a.Kind {
 	case ActRequestReview:
-		err = r.Forge.RequestReviews(ctx, pr.ID, nil, []string{r.Config.Bot.RequestLogin()})
+		err = r.Forge.RequestReviews(ctx, pr, nil, []string{r.Config.Bot.RequestLogin()})
 		switch {
 		case err == nil:
 			r.report(Event{Kind: "review", Round: round, Message: "requested copilot review"})
@@ -549,7 +551,7 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 			r.report(Event{Kind: "comment", Round: round, Message: "commented on the pull request (" + a.Reason + ")"})
 		}
 	case ActUnresolve:
-		err = r.Forge.UnresolveThread(ctx, a.ThreadID)
+		err = r.Forge.UnresolveThread(ctx, pr.Ref, a.ThreadID)
 		if err == nil {
 			r.report(Event{Kind: "resolve", Round: round, Message: "reopened " + a.ThreadID + ": " + a.Reason})
 		}
@@ -572,12 +574,12 @@ func (r *Runner) act(ctx context.Context, pr *forge.PullRequest, round int, a Ac
 			r.report(Event{Kind: "fix", Round: round, Message: msg, Data: fr})
 		}
 	case ActReply:
-		_, err = r.Forge.ReplyToThread(ctx, a.ThreadID, a.Body)
+		_, err = r.Forge.ReplyToThread(ctx, pr.Ref, a.ThreadID, a.Body)
 		if err == nil {
 			r.report(Event{Kind: "reply", Round: round, Message: "replied to " + a.ThreadID})
 		}
 	case ActResolve:
-		err = r.Forge.ResolveThread(ctx, a.ThreadID)
+		err = r.Forge.ResolveThread(ctx, pr.Ref, a.ThreadID)
 		if err == nil {
 			r.report(Event{Kind: "resolve", Round: round, Message: "resolved " + a.ThreadID})
 		}

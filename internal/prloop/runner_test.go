@@ -8,6 +8,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakeforge"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review/copilot"
@@ -193,5 +194,58 @@ func TestPR_S4_LocalReviewRunsBesideTheForgePoll(t *testing.T) {
 	}
 	if term.Reason != prloop.ReasonTwoStable || ws.reviews == 0 {
 		t.Fatalf("want two-stable after local reviews, got %+v after %d reviews", term, ws.reviews)
+	}
+}
+
+// IssueEvents keeps the wrapped forge an IssueEventer, so the tests
+// wrapping the GitHub client still detect a review's start by its event.
+func (f *countingForge) IssueEvents(ctx context.Context, ref forge.PRRef) ([]forge.Event, error) {
+	return f.Forge.(forge.IssueEventer).IssueEvents(ctx, ref)
+}
+
+// noEventsForge is a forge without the optional forge.IssueEventer.
+type noEventsForge struct{ forge.Forge }
+
+// TestRunnerWithoutIssueEventer: on a forge that lists no issue events the
+// runner reads none (EventsRead stays false) and the loop still converges
+// on the bot's review itself; with events it converges the same way.
+func TestRunnerWithoutIssueEventer(t *testing.T) {
+	for _, events := range []bool{true, false} {
+		ff := fakeforge.New(fakeforge.Options{Viewer: "converge"})
+		ref := ff.AddPR(fakeforge.PR{})
+		ff.SetCI(ref, "test", "SUCCESS")
+		requested := 0
+		ff.OnRequestReviews(func(ref forge.PRRef, _, bots []string) {
+			if len(bots) > 0 {
+				requested++
+				go func() {
+					if events {
+						ff.AddEvent(ref, "copilot_work_started", fakeforge.CopilotShort)
+					}
+					ff.AddCopilotReview(ref)
+				}()
+			}
+		})
+		var f forge.Forge = ff
+		if !events {
+			f = noEventsForge{ff}
+			if _, ok := f.(forge.IssueEventer); ok {
+				t.Fatal("noEventsForge is an IssueEventer")
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		r := &prloop.Runner{
+			Forge: f, Workspace: parkedWorkspace{}, Journal: &memJournal{},
+			Clock:  &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)},
+			Config: withCopilot(prloop.DefaultConfig()), PollMin: 50 * time.Millisecond, PollMax: 200 * time.Millisecond,
+		}
+		term, err := r.Run(ctx, ref, prloop.State{Phase: prloop.PhaseStart})
+		cancel()
+		if err != nil {
+			t.Fatalf("events %v: %v", events, err)
+		}
+		if term.Reason != prloop.ReasonTwoStable || requested == 0 {
+			t.Errorf("events %v: want two-stable after a review request, got %+v after %d requests", events, term, requested)
+		}
 	}
 }

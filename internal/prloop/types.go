@@ -316,7 +316,7 @@ type Observation struct {
 	// Permissions maps a lower-case login to its repository permission
 	// (admin, maintain, write, triage, read, none) for every author of an
 	// unresolved thread (SEC-1). Missing means unknown: untrusted.
-	Permissions map[string]string
+	Permissions map[string]forge.Permission
 
 	// BaseDiffLines is added+deleted lines of base...head at run start.
 	BaseDiffLines int
@@ -429,18 +429,18 @@ type Terminal struct {
 
 // Proof is printed and stored at success (PR-T9): proof, not assertion.
 type Proof struct {
-	PR                       string    `json:"pr"`
-	HeadSHA                  string    `json:"head_sha"`
-	ReviewedCommit           string    `json:"reviewed_commit"`
-	ReviewID                 string    `json:"review_id,omitempty"`
-	ReviewSource             string    `json:"review_source"` // copilot | local
-	ReviewedAt               time.Time `json:"reviewed_at"`
-	CIState                  string    `json:"ci_state"`
-	OpenThreadsAwaitingReply int       `json:"open_threads_awaiting_reply"`
-	EscalatedThreads         []string  `json:"escalated_threads"`
-	HandOffs                 []string  `json:"hand_offs"` // untrusted / deferred threads listed, not acted on
-	RoundsRun                int       `json:"rounds_run"`
-	RevertedRounds           []int     `json:"reverted_rounds"`
-	MergeState               string    `json:"merge_state"`
-	Notes                    []string  `json:"notes,omitempty"` // e.g. BEHIND (PR-T7)
+	PR                       string           `json:"pr"`
+	HeadSHA                  string           `json:"head_sha"`
+	ReviewedCommit           string           `json:"reviewed_commit"`
+	ReviewID                 string           `json:"review_id,omitempty"`
+	ReviewSource             string           `json:"review_source"` // copilot | local
+	ReviewedAt               time.Time        `json:"reviewed_at"`
+	CIState                  string           `json:"ci_state"`
+	OpenThreadsAwaitingReply int              `json:"open_threads_awaiting_reply"`
+	EscalatedThreads         []string         `json:"escalated_threads"`
+	HandOffs                 []string         `json:"hand_offs"` // untrusted / deferred threads listed, not acted on
+	RoundsRun                int              `json:"rounds_run"`
+	RevertedRounds           []int            `json:"reverted_rounds"`
+	MergeState               forge.MergeState `json:"merge_state"`
+	Notes                    []string         `json:"notes,omitempty"` // e.g. BEHIND (PR-T7)
 }

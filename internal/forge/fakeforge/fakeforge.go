@@ -26,7 +26,11 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 )
 
-var _ forge.Forge = (*Forge)(nil)
+var (
+	_ forge.Forge        = (*Forge)(nil)
+	_ forge.CheckRunner  = (*Forge)(nil)
+	_ forge.IssueEventer = (*Forge)(nil)
+)
 
 // Copilot's logins as the GitHub client reports them: reviews and thread
 // comments by GraphQL login, issue events by the short name (PR-O2).
@@ -67,10 +71,10 @@ type world struct {
 	opts Options
 
 	mu        sync.Mutex
-	prs       map[string]*prState // by key(owner, repo, number)
-	repos     map[string]int      // owner/repo -> last PR number
-	nodes     map[string]*prState // PR and thread node ids -> their PR
-	perms     map[string]string   // login (lower-case) -> permission
+	prs       map[string]*prState         // by key(owner, repo, number)
+	repos     map[string]int              // owner/repo -> last PR number
+	nodes     map[string]*prState         // PR and thread node ids -> their PR
+	perms     map[string]forge.Permission // login (lower-case) -> permission
 	nextID    int64
 	calls     map[string]int
 	fault     func(op string) error
@@ -110,7 +114,7 @@ func New(opts Options) *Forge {
 	}
 	w := &world{
 		opts: opts, prs: map[string]*prState{}, repos: map[string]int{}, nodes: map[string]*prState{},
-		perms: map[string]string{strings.ToLower(opts.Viewer): "write"}, nextID: 1000,
+		perms: map[string]forge.Permission{strings.ToLower(opts.Viewer): forge.PermWrite}, nextID: 1000,
 		calls: map[string]int{}, knownSHAs: map[string]bool{},
 	}
 	return &Forge{w: w, login: opts.Viewer}
@@ -250,12 +254,12 @@ func (p *prState) rollup(sha string) forge.CheckRollup {
 	}
 	for _, r := range p.runs {
 		if r.sha == sha {
-			put("run:"+r.cr.Name, forge.CheckContext{Name: r.cr.Name, Status: strings.ToUpper(r.cr.Status), Conclusion: strings.ToUpper(r.cr.Conclusion)})
+			put("run:"+r.cr.Name, forge.CheckContext{Name: r.cr.Name, Status: forge.CheckStatus(strings.ToUpper(r.cr.Status)), Conclusion: forge.CheckConclusion(strings.ToUpper(r.cr.Conclusion))})
 		}
 	}
 	for _, s := range p.statuses {
 		if s.sha == sha {
-			put("status:"+s.st.Context, forge.CheckContext{Name: s.st.Context, IsStatus: true, Conclusion: strings.ToUpper(s.st.State)})
+			put("status:"+s.st.Context, forge.CheckContext{Name: s.st.Context, IsStatus: true, Conclusion: forge.CheckConclusion(strings.ToUpper(s.st.State))})
 		}
 	}
 	if len(ch.Contexts) == 0 {
@@ -270,24 +274,25 @@ func (p *prState) rollup(sha string) forge.CheckRollup {
 		case c.Status != "COMPLETED":
 			pending = true
 		default:
-			failing = failing || !slices.Contains([]string{"SUCCESS", "NEUTRAL", "SKIPPED"}, c.Conclusion)
+			failing = failing || !slices.Contains([]forge.CheckConclusion{"SUCCESS", "NEUTRAL", "SKIPPED"}, c.Conclusion)
 		}
 	}
 	switch {
 	case failing:
-		ch.State = "FAILURE"
+		ch.State = forge.CIFailure
 	case pending:
-		ch.State = "PENDING"
+		ch.State = forge.CIPending
 	default:
-		ch.State = "SUCCESS"
+		ch.State = forge.CISuccess
 	}
 	return ch
 }
 
 // RequestReviews adds the logins to the requested reviewers, keeping
 // those already there (union), records a review_requested event for
-// each, and then calls the OnRequestReviews hooks.
-func (f *Forge) RequestReviews(ctx context.Context, prID string, userLogins, botLogins []string) error {
+// each, and then calls the OnRequestReviews hooks. The fake addresses
+// the PR by pr.Ref, as a forge without node ids would.
+func (f *Forge) RequestReviews(ctx context.Context, pr *forge.PullRequest, userLogins, botLogins []string) error {
 	const op = "request reviews"
 	if err := f.begin(op); err != nil {
 		return err
@@ -295,11 +300,14 @@ func (f *Forge) RequestReviews(ctx context.Context, prID string, userLogins, bot
 	if len(userLogins) == 0 && len(botLogins) == 0 {
 		return nil
 	}
+	if pr == nil {
+		return invalid(op, "no pull request to request reviews on")
+	}
 	f.w.mu.Lock()
-	p := f.w.nodes[prID]
-	if p == nil || p.pr.ID != prID {
+	p, err := f.w.lookup(op, pr.Ref)
+	if err != nil {
 		f.w.mu.Unlock()
-		return notFound(op, "Could not resolve to a node with the global id of '%s'", prID)
+		return err
 	}
 	all := append(slices.Clone(userLogins), botLogins...)
 	for _, l := range all {
@@ -329,8 +337,19 @@ func (p *prState) addEvent(w *world, event, actor string) forge.Event {
 	return e
 }
 
-// threadLocked finds a thread by id; the caller holds the lock.
-func (w *world) threadLocked(op, id string) (*prState, *forge.Thread, error) {
+// threadLocked finds a thread of the PR by id; the caller holds the
+// lock. A thread of another PR is not found, as on a forge that addresses
+// threads within their PR (GitLab discussions).
+func (w *world) threadLocked(op string, ref forge.PRRef, id string) (*prState, *forge.Thread, error) {
+	p, th, err := w.threadByID(op, id)
+	if err == nil && p != w.prs[key(ref.Owner, ref.Repo, ref.Number)] {
+		return nil, nil, notFound(op, "Could not resolve to a node with the global id of '%s'", id)
+	}
+	return p, th, err
+}
+
+// threadByID finds a thread of any PR by id; the caller holds the lock.
+func (w *world) threadByID(op, id string) (*prState, *forge.Thread, error) {
 	if p := w.nodes[id]; p != nil {
 		for i := range p.pr.Threads {
 			if p.pr.Threads[i].ID == id {
@@ -342,14 +361,14 @@ func (w *world) threadLocked(op, id string) (*prState, *forge.Thread, error) {
 }
 
 // ReplyToThread appends a reply by the viewer (cut to MaxBodyChars).
-func (f *Forge) ReplyToThread(ctx context.Context, threadID, body string) (forge.Comment, error) {
+func (f *Forge) ReplyToThread(ctx context.Context, ref forge.PRRef, threadID, body string) (forge.Comment, error) {
 	const op = "reply to thread"
 	if err := f.begin(op); err != nil {
 		return forge.Comment{}, err
 	}
 	f.w.mu.Lock()
 	defer f.w.mu.Unlock()
-	p, th, err := f.w.threadLocked(op, threadID)
+	p, th, err := f.w.threadLocked(op, ref, threadID)
 	if err != nil {
 		return forge.Comment{}, err
 	}
@@ -375,22 +394,22 @@ func (w *world) comment(p *prState, author, path, body, reviewID string) forge.C
 }
 
 // ResolveThread marks a thread resolved; resolving it again is harmless.
-func (f *Forge) ResolveThread(ctx context.Context, threadID string) error {
-	return f.setResolved(ctx, "resolve thread", threadID, true)
+func (f *Forge) ResolveThread(ctx context.Context, ref forge.PRRef, threadID string) error {
+	return f.setResolved(ctx, "resolve thread", ref, threadID, true)
 }
 
 // UnresolveThread reopens a thread; reopening it again is harmless.
-func (f *Forge) UnresolveThread(ctx context.Context, threadID string) error {
-	return f.setResolved(ctx, "unresolve thread", threadID, false)
+func (f *Forge) UnresolveThread(ctx context.Context, ref forge.PRRef, threadID string) error {
+	return f.setResolved(ctx, "unresolve thread", ref, threadID, false)
 }
 
-func (f *Forge) setResolved(_ context.Context, op, threadID string, resolved bool) error {
+func (f *Forge) setResolved(_ context.Context, op string, ref forge.PRRef, threadID string, resolved bool) error {
 	if err := f.begin(op); err != nil {
 		return err
 	}
 	f.w.mu.Lock()
 	defer f.w.mu.Unlock()
-	_, th, err := f.w.threadLocked(op, threadID)
+	_, th, err := f.w.threadLocked(op, ref, threadID)
 	if err != nil {
 		return err
 	}
@@ -579,7 +598,7 @@ func (f *Forge) Viewer(ctx context.Context) (string, error) {
 
 // Permission returns login's permission (SetPermission), "none" for
 // anyone not given one.
-func (f *Forge) Permission(ctx context.Context, ref forge.PRRef, login string) (string, error) {
+func (f *Forge) Permission(ctx context.Context, ref forge.PRRef, login string) (forge.Permission, error) {
 	const op = "read permission"
 	if err := f.begin(op); err != nil {
 		return "", err
@@ -592,5 +611,5 @@ func (f *Forge) Permission(ctx context.Context, ref forge.PRRef, login string) (
 	if p, ok := f.w.perms[strings.ToLower(login)]; ok {
 		return p, nil
 	}
-	return "none", nil
+	return forge.PermNone, nil
 }

@@ -45,7 +45,7 @@ func (x *fixture) Facts(context.Context) (forgetest.Facts, error) {
 		CloneURL: "https://forge.test/acme/widget.git", MergeState: forge.MergeClean,
 		Path: "main.go", Line: 5,
 		Requestable: []forgetest.Reviewer{{Login: reviewer}, {Login: fakeforge.CopilotLogin, Bot: true}},
-		Permissions: map[string]string{reviewer: "write", "outsider": "read"},
+		Permissions: map[string]forge.Permission{reviewer: "write", "outsider": "read"},
 	}, nil
 }
 
@@ -95,7 +95,7 @@ func TestScriptingHelpers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.RequestReviews(ctx, pr.ID, nil, []string{fakeforge.CopilotLogin}); err != nil {
+	if err := f.RequestReviews(ctx, pr, nil, []string{fakeforge.CopilotLogin}); err != nil {
 		t.Fatal(err)
 	}
 	human := f.AddThread(ref, "octo-reviewer", fakeforge.NewThread{Path: "b.go", Line: 1, Body: "Why?"})
@@ -170,7 +170,7 @@ func TestFaultsAndViews(t *testing.T) {
 		t.Errorf("views do not share the world: %+v", list)
 	}
 	pr := f.PR(ref)
-	if err := bob.RequestReviews(ctx, pr.ID, []string{pr.Author}, nil); forge.KindOf(err) != forge.KindInvalid {
+	if err := bob.RequestReviews(ctx, pr, []string{pr.Author}, nil); forge.KindOf(err) != forge.KindInvalid {
 		t.Errorf("requesting the author: %v", err)
 	}
 }
@@ -195,10 +195,10 @@ func TestConcurrentUse(t *testing.T) {
 					t.Error(err)
 				}
 				th := f.AddThread(ref, "r", fakeforge.NewThread{Path: "a", Line: 1, Body: label})
-				if _, err := f.ReplyToThread(ctx, th.ID, "ok"); err != nil {
+				if _, err := f.ReplyToThread(ctx, ref, th.ID, "ok"); err != nil {
 					t.Error(err)
 				}
-				if err := f.ResolveThread(ctx, th.ID); err != nil {
+				if err := f.ResolveThread(ctx, ref, th.ID); err != nil {
 					t.Error(err)
 				}
 				f.SetCI(ref, label, "SUCCESS")

@@ -17,13 +17,13 @@ type PR struct {
 	Owner, Repo string // default acme/widget
 	Number      int    // default: the repository's next number
 	Title, Body string
-	Author      string // default: the world's viewer
-	HeadRef     string // default feature
-	BaseRef     string // default main
-	State       string // default OPEN
+	Author      string        // default: the world's viewer
+	HeadRef     string        // default feature
+	BaseRef     string        // default main
+	State       forge.PRState // default OPEN
 	Draft       bool
-	Mergeable   string // default MERGEABLE
-	MergeState  string // default CLEAN
+	Mergeable   string           // default MERGEABLE
+	MergeState  forge.MergeState // default CLEAN
 	Labels      []string
 	// Commits is how many commits the branch starts with; default 1.
 	Commits int
@@ -46,9 +46,13 @@ func (f *Forge) AddPR(spec PR) forge.PRRef {
 	def(&spec.Author, w.opts.Viewer)
 	def(&spec.HeadRef, "feature")
 	def(&spec.BaseRef, "main")
-	def(&spec.State, forge.StateOpen)
+	if spec.State == "" {
+		spec.State = forge.StateOpen
+	}
 	def(&spec.Mergeable, "MERGEABLE")
-	def(&spec.MergeState, forge.MergeClean)
+	if spec.MergeState == "" {
+		spec.MergeState = forge.MergeClean
+	}
 	def(&spec.Title, "A change")
 	def(&spec.CloneURL, fmt.Sprintf("https://%s/%s/%s.git", w.opts.Host, spec.Owner, spec.Repo))
 	repo := strings.ToLower(spec.Owner + "/" + spec.Repo)
@@ -246,7 +250,7 @@ func (f *Forge) AddReply(threadID, author, body string) forge.Comment {
 	w := f.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	p, th, err := w.threadLocked("add reply", threadID)
+	p, th, err := w.threadByID("add reply", threadID)
 	if err != nil {
 		panic("fakeforge: " + err.Error())
 	}
@@ -261,7 +265,7 @@ func (f *Forge) SetThreadOutdated(threadID string, outdated bool, line int) {
 	w := f.w
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_, th, err := w.threadLocked("outdate thread", threadID)
+	_, th, err := w.threadByID("outdate thread", threadID)
 	if err != nil {
 		panic("fakeforge: " + err.Error())
 	}
@@ -286,21 +290,21 @@ func (f *Forge) AddEvent(ref forge.PRRef, event, actor string) forge.Event {
 }
 
 // SetState sets the PR's state (OPEN, CLOSED, MERGED).
-func (f *Forge) SetState(ref forge.PRRef, state string) {
+func (f *Forge) SetState(ref forge.PRRef, state forge.PRState) {
 	f.with(ref, func(p *prState) { p.pr.State = state })
 }
 
 // SetMergeState sets what the forge says of merging.
-func (f *Forge) SetMergeState(ref forge.PRRef, mergeable, mergeState string) {
+func (f *Forge) SetMergeState(ref forge.PRRef, mergeable string, mergeState forge.MergeState) {
 	f.with(ref, func(p *prState) { p.pr.Mergeable, p.pr.MergeState = mergeable, mergeState })
 }
 
 // SetPermission gives login a permission on every repository of the world
 // (admin, maintain, write, triage, read; none removes it).
-func (f *Forge) SetPermission(login, perm string) {
+func (f *Forge) SetPermission(login string, perm forge.Permission) {
 	f.w.mu.Lock()
 	defer f.w.mu.Unlock()
-	if perm == "none" {
+	if perm == forge.PermNone {
 		delete(f.w.perms, strings.ToLower(login))
 		return
 	}

@@ -28,9 +28,10 @@ type Harness struct {
 	Fixture Fixture
 	// CheckRuns is a Forge of the same backend holding a credential that
 	// may create check runs (on GitHub an App installation token; it may be
-	// Forge itself), or nil when none is at hand. Forge itself may report
-	// check runs unsupported (see Unsupported).
-	CheckRuns forge.Forge
+	// Forge itself), or nil when none is at hand or the backend is no
+	// forge.CheckRunner. Forge itself may report check runs unsupported
+	// (see Unsupported).
+	CheckRuns forge.CheckRunner
 	// Rejected is the same backend holding a credential the forge refuses;
 	// nil skips the authentication checks.
 	Rejected forge.Forge
@@ -79,7 +80,7 @@ type Facts struct {
 	CloneURL string
 	// MergeState is the merge state Observe must report; "" when any known
 	// state will do.
-	MergeState string
+	MergeState forge.MergeState
 	// Path and Line name a line the PR changed on its head, where inline
 	// review comments can go.
 	Path string
@@ -89,7 +90,7 @@ type Facts struct {
 	Requestable []Reviewer
 	// Permissions are logins whose permission on the repository is known,
 	// beyond the viewer's (which must be admin, maintain or write).
-	Permissions map[string]string
+	Permissions map[string]forge.Permission
 }
 
 // Reviewer is one login that can be requested for review.

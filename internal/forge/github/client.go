@@ -24,7 +24,11 @@ import (
 	"github.com/convergeloop/converge/internal/secure"
 )
 
-var _ forge.Forge = (*Client)(nil)
+var (
+	_ forge.Forge        = (*Client)(nil)
+	_ forge.CheckRunner  = (*Client)(nil)
+	_ forge.IssueEventer = (*Client)(nil)
+)
 
 // Options configures a Client. Zero values take sensible defaults.
 type Options struct {

@@ -75,7 +75,7 @@ func emulatorHarness(t *testing.T, hub *fakehub.Hub, repo string) forgetest.Harn
 			{Login: fakehub.LoginReviewer},
 			{Login: fakehub.LoginCopilot, Bot: true},
 		},
-		perms: map[string]string{fakehub.LoginReviewer: "write", fakehub.LoginOutsider: "read"},
+		perms: map[string]forge.Permission{fakehub.LoginReviewer: "write", fakehub.LoginOutsider: "read"},
 	}
 	fx.push = func(ctx context.Context, head string) (string, error) {
 		name := fmt.Sprintf("%s-%d.txt", forgetest.Marker, fx.pushes.Add(1))
@@ -324,9 +324,9 @@ type ghFixture struct {
 	viewer, reviewer string
 	path             string
 	line             int
-	mergeState       string
+	mergeState       forge.MergeState
 	requestable      []forgetest.Reviewer
-	perms            map[string]string
+	perms            map[string]forge.Permission
 	push             func(ctx context.Context, head string) (string, error)
 
 	mu      sync.Mutex

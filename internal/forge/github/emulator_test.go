@@ -86,7 +86,7 @@ func TestPR_O2_RequestCopilotThroughClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RequestReviews(ctx, pr.ID, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
+	if err := c.RequestReviews(ctx, pr, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.After(10 * time.Second)
@@ -142,18 +142,18 @@ func TestPR_O2_RequestCopilotThroughClient(t *testing.T) {
 	}
 
 	th := pr.Threads[0].ID
-	reply, err := c.ReplyToThread(ctx, th, "Fixed, thanks.")
+	reply, err := c.ReplyToThread(ctx, ref, th, "Fixed, thanks.")
 	if err != nil || reply.Author != "octo-author" {
 		t.Fatalf("reply: %+v %v", reply, err)
 	}
-	if err := c.ResolveThread(ctx, th); err != nil {
+	if err := c.ResolveThread(ctx, ref, th); err != nil {
 		t.Fatal(err)
 	}
 	pr, _ = c.Observe(ctx, ref)
 	if !pr.Threads[0].IsResolved || len(pr.Threads[0].Comments) != 2 {
 		t.Fatalf("after reply+resolve: %+v", pr.Threads[0])
 	}
-	if err := c.UnresolveThread(ctx, th); err != nil {
+	if err := c.UnresolveThread(ctx, ref, th); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.AddLabels(ctx, ref, "converge:needs-attention"); err != nil {
@@ -177,7 +177,7 @@ func TestPR_O2_RequestCopilotThroughClient(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	for login, want := range map[string]string{"octo-reviewer": "write", "outsider": "read", "nobody-here": "none"} {
+	for login, want := range map[string]forge.Permission{"octo-reviewer": "write", "outsider": "read", "nobody-here": "none"} {
 		if got, err := c.Permission(ctx, ref, login); err != nil || got != want {
 			t.Errorf("Permission(%s) = %q, %v; want %q", login, got, err, want)
 		}
@@ -244,7 +244,7 @@ func TestPR_O2_ObserveReadsCountsLinksAndConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RequestReviews(ctx, pr.ID, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
+	if err := c.RequestReviews(ctx, pr, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
 		t.Fatal(err)
 	}
 	waitCopilot(t, events)
@@ -296,7 +296,7 @@ func TestPR_O2_LagFaultSeenThroughTheClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RequestReviews(ctx, pr.ID, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
+	if err := c.RequestReviews(ctx, pr, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
 		t.Fatal(err)
 	}
 	waitCopilot(t, events)
@@ -332,7 +332,7 @@ func TestPR_M3_RefusalTellsFromTransientAgainstEmulator(t *testing.T) {
 	if err := hub.SetCopilotAvailable("acme", "widget", false); err != nil {
 		t.Fatal(err)
 	}
-	err = c.RequestReviews(ctx, pr.ID, nil, bot)
+	err = c.RequestReviews(ctx, pr, nil, bot)
 	if forge.KindOf(err) != forge.KindInvalid || !errors.Is(err, ghclient.ErrReviewerUnavailable) {
 		t.Fatalf("without Copilot: %v (kind %v), want a refusal", err, forge.KindOf(err))
 	}
@@ -345,7 +345,7 @@ func TestPR_M3_RefusalTellsFromTransientAgainstEmulator(t *testing.T) {
 		if _, err := c.Observe(ctx, ref); err != nil {
 			t.Fatalf("a fault aimed at the mutation hit a query: %v", err)
 		}
-		err = c.RequestReviews(ctx, pr.ID, nil, bot)
+		err = c.RequestReviews(ctx, pr, nil, bot)
 		if k := forge.KindOf(err); k != forge.KindUnreachable || errors.Is(err, ghclient.ErrReviewerUnavailable) {
 			t.Fatalf("status %d: %v (kind %v), want unreachable and no refusal", status, err, k)
 		}
@@ -359,7 +359,7 @@ func TestPR_M3_RefusalTellsFromTransientAgainstEmulator(t *testing.T) {
 			t.Fatalf("a failed request started Copilot: %+v", evs)
 		}
 	}
-	if err := c.RequestReviews(ctx, pr.ID, nil, bot); err != nil {
+	if err := c.RequestReviews(ctx, pr, nil, bot); err != nil {
 		t.Fatalf("retry: %v", err)
 	}
 	if st, _ := hub.PR("acme", "widget", ref.Number); len(st.Requested) != 1 {
@@ -379,7 +379,7 @@ func TestPR_M3_RefusalTellsFromTransientAgainstEmulator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RequestReviews(ctx, ppr.ID, nil, bot); !errors.Is(err, ghclient.ErrReviewerUnavailable) {
+	if err := c.RequestReviews(ctx, ppr, nil, bot); !errors.Is(err, ghclient.ErrReviewerUnavailable) {
 		t.Errorf("NoCopilot repository: %v, want a refusal", err)
 	}
 }

@@ -80,7 +80,7 @@ func TestIF1_GraphQLErrorKinds(t *testing.T) {
 			reg := httpmock.New(t)
 			reg.GraphQL("UnresolveThread", tt.resp)
 			c, _ := newTestClient(t, reg)
-			err := c.UnresolveThread(context.Background(), "X")
+			err := c.UnresolveThread(context.Background(), testRef, "X")
 			if forge.KindOf(err) != tt.kind {
 				t.Errorf("err = %v (kind %v), want %v", err, forge.KindOf(err), tt.kind)
 			}
@@ -166,7 +166,7 @@ func TestIF2_TokenOnlyToItsHosts(t *testing.T) {
 	if _, err := c.IssueEvents(context.Background(), testRef); err != nil {
 		t.Fatalf("IssueEvents: %v", err)
 	}
-	if err := c.ResolveThread(context.Background(), "T"); err != nil {
+	if err := c.ResolveThread(context.Background(), testRef, "T"); err != nil {
 		t.Fatalf("ResolveThread: %v", err)
 	}
 	for _, r := range reg.Requests() {
@@ -205,7 +205,7 @@ func TestIF3_CAFileTrustsSelfSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = without.ResolveThread(context.Background(), "T")
+	err = without.ResolveThread(context.Background(), testRef, "T")
 	if forge.KindOf(err) != forge.KindUnreachable || !strings.Contains(err.Error(), "--ca-file") {
 		t.Errorf("without CA: %v, want unreachable naming --ca-file", err)
 	}
@@ -214,7 +214,7 @@ func TestIF3_CAFileTrustsSelfSigned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := with.ResolveThread(context.Background(), "T"); err != nil {
+	if err := with.ResolveThread(context.Background(), testRef, "T"); err != nil {
 		t.Errorf("with CA: %v", err)
 	}
 

@@ -32,10 +32,10 @@ func TestPR_O5_RequestReviewsByLoginUnion(t *testing.T) {
 	reg.GraphQL("RequestReviewsByLogin", httpmock.GraphQLData(map[string]any{"requestReviewsByLogin": map[string]any{"clientMutationId": nil}}))
 	c, _ := newTestClient(t, reg)
 
-	if err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, []string{"copilot-pull-request-reviewer"}); err != nil {
+	if err := c.RequestReviews(context.Background(), &forge.PullRequest{Ref: testRef, ID: "PR_kwDOA"}, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
 		t.Fatalf("RequestReviews: %v", err)
 	}
-	if err := c.RequestReviews(context.Background(), "PR_kwDOA", []string{"bob"}, []string{"copilot-pull-request-reviewer"}); err != nil {
+	if err := c.RequestReviews(context.Background(), &forge.PullRequest{Ref: testRef, ID: "PR_kwDOA"}, []string{"bob"}, []string{"copilot-pull-request-reviewer"}); err != nil {
 		t.Fatalf("RequestReviews: %v", err)
 	}
 	reqs := reg.Requests()
@@ -49,7 +49,7 @@ func TestPR_O5_RequestReviewsByLoginUnion(t *testing.T) {
 		}
 	}
 	// Nothing to request costs nothing.
-	if err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, nil); err != nil || len(reg.Requests()) != 2 {
+	if err := c.RequestReviews(context.Background(), &forge.PullRequest{Ref: testRef, ID: "PR_kwDOA"}, nil, nil); err != nil || len(reg.Requests()) != 2 {
 		t.Errorf("empty request: err %v, requests %d", err, len(reg.Requests()))
 	}
 }
@@ -58,7 +58,7 @@ func TestPR_O5_RequestReviewsRefusedIsDetectable(t *testing.T) {
 	reg := httpmock.New(t)
 	reg.GraphQL("RequestReviewsByLogin", httpmock.GraphQLErrors("UNPROCESSABLE", "Could not resolve bot copilot-pull-request-reviewer"))
 	c, _ := newTestClient(t, reg)
-	err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, []string{"copilot-pull-request-reviewer"})
+	err := c.RequestReviews(context.Background(), &forge.PullRequest{Ref: testRef, ID: "PR_kwDOA"}, nil, []string{"copilot-pull-request-reviewer"})
 	if forge.KindOf(err) != forge.KindInvalid || !errors.Is(err, ErrReviewerUnavailable) {
 		t.Fatalf("err = %v (kind %v), want invalid wrapping ErrReviewerUnavailable", err, forge.KindOf(err))
 	}
@@ -80,17 +80,17 @@ func TestPR_O1_ReplyResolveUnresolveThread(t *testing.T) {
 	c, _ := newTestClient(t, reg)
 	ctx := context.Background()
 
-	got, err := c.ReplyToThread(ctx, "PRRT_1", "Fixed in abc.")
+	got, err := c.ReplyToThread(ctx, testRef, "PRRT_1", "Fixed in abc.")
 	if err != nil {
 		t.Fatalf("ReplyToThread: %v", err)
 	}
 	if got.ID != "PRRC_9" || got.DatabaseID != 99 || got.Author != "converge-bot" || !got.CreatedAt.Equal(at) {
 		t.Errorf("reply = %+v", got)
 	}
-	if err := c.ResolveThread(ctx, "PRRT_1"); err != nil {
+	if err := c.ResolveThread(ctx, testRef, "PRRT_1"); err != nil {
 		t.Fatalf("ResolveThread: %v", err)
 	}
-	if err := c.UnresolveThread(ctx, "PRRT_1"); err != nil {
+	if err := c.UnresolveThread(ctx, testRef, "PRRT_1"); err != nil {
 		t.Fatalf("UnresolveThread: %v", err)
 	}
 	reqs := reg.Requests()
@@ -125,7 +125,7 @@ func TestPR_G6_ReplyBodyIsTruncated(t *testing.T) {
 	reg.GraphQL("AddThreadReply", httpmock.GraphQLData(map[string]any{"addPullRequestReviewThreadReply": map[string]any{
 		"comment": comment("PRRC_9", 99, "me", "…", time.Now())}}))
 	c, _ := newTestClient(t, reg)
-	if _, err := c.ReplyToThread(context.Background(), "PRRT_1", strings.Repeat("x", 70000)); err != nil {
+	if _, err := c.ReplyToThread(context.Background(), testRef, "PRRT_1", strings.Repeat("x", 70000)); err != nil {
 		t.Fatal(err)
 	}
 	body := sentVars(t, reg.Requests()[0])["input"].(map[string]any)["body"].(string)
@@ -167,7 +167,7 @@ func TestPR_M3_OnlyADefiniteRefusalIsRefused(t *testing.T) {
 				reg.GraphQL("RequestReviewsByLogin", r)
 			}
 			c, _ := newTestClient(t, reg)
-			err := c.RequestReviews(context.Background(), "PR_kwDOA", nil, []string{"copilot-pull-request-reviewer"})
+			err := c.RequestReviews(context.Background(), &forge.PullRequest{Ref: testRef, ID: "PR_kwDOA"}, nil, []string{"copilot-pull-request-reviewer"})
 			if forge.KindOf(err) != tt.kind || errors.Is(err, ErrReviewerUnavailable) != tt.refused {
 				t.Fatalf("err = %v (kind %v, refused %v), want kind %v refused %v",
 					err, forge.KindOf(err), errors.Is(err, ErrReviewerUnavailable), tt.kind, tt.refused)

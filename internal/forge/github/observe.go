@@ -281,7 +281,7 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 		Title:      n.Title,
 		Body:       n.Body,
 		Author:     n.Author.get(),
-		State:      n.State,
+		State:      forge.PRState(n.State),
 		IsDraft:    n.IsDraft,
 		HeadRef:    n.HeadRefName,
 		HeadSHA:    n.HeadRefOid,
@@ -289,7 +289,7 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 		BaseSHA:    n.BaseRefOid,
 		CrossRepo:  n.IsCrossRepository,
 		Mergeable:  n.Mergeable,
-		MergeState: n.MergeStateStatus,
+		MergeState: forge.MergeState(n.MergeStateStatus),
 	}
 	if n.HeadRepository != nil {
 		pr.HeadRepo = n.HeadRepository.NameWithOwner
@@ -353,11 +353,11 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 	// commits(last:) lists oldest first, so the head's rollup is the last.
 	if k := len(n.Commits.Nodes); k > 0 {
 		if roll := n.Commits.Nodes[k-1].Commit.StatusCheckRollup; roll != nil {
-			pr.Checks.State = roll.State
+			pr.Checks.State = forge.CIState(roll.State)
 			for _, x := range roll.Contexts.Nodes {
-				cc := forge.CheckContext{Name: x.Name, Status: x.Status, Conclusion: x.Conclusion}
+				cc := forge.CheckContext{Name: x.Name, Status: forge.CheckStatus(x.Status), Conclusion: forge.CheckConclusion(x.Conclusion)}
 				if x.Typename == "StatusContext" {
-					cc = forge.CheckContext{Name: x.Context, IsStatus: true, Conclusion: x.State}
+					cc = forge.CheckContext{Name: x.Context, IsStatus: true, Conclusion: forge.CheckConclusion(x.State)}
 				}
 				pr.Checks.Contexts = append(pr.Checks.Contexts, cc)
 			}
@@ -421,11 +421,18 @@ func deref(p *int) int {
 // pass is KindUnreachable (5xx, timeout, GitHub's "something went wrong")
 // or KindRateLimited; a token that may not request is KindAuth, and a PR
 // that does not resolve is KindNotFound.
-func (c *Client) RequestReviews(ctx context.Context, prID string, userLogins, botLogins []string) error {
+//
+// GitHub addresses the PR by its node id, pr.ID, which Observe reads; a
+// pr without one is KindInvalid.
+func (c *Client) RequestReviews(ctx context.Context, pr *forge.PullRequest, userLogins, botLogins []string) error {
 	const op = "request reviews"
 	if len(userLogins) == 0 && len(botLogins) == 0 {
 		return nil
 	}
+	if pr == nil || pr.ID == "" {
+		return c.fail(forge.KindInvalid, op, "no pull request node id to request reviews on", nil)
+	}
+	prID := pr.ID
 	input := map[string]any{"pullRequestId": prID, "union": true}
 	if len(userLogins) > 0 {
 		input["userLogins"] = userLogins
@@ -492,7 +499,8 @@ func (e *reviewerUnavailable) Error() string   { return e.err.Error() }
 func (e *reviewerUnavailable) Unwrap() []error { return []error{ErrReviewerUnavailable, e.err} }
 
 // ReplyToThread adds a reply to a review thread (truncated per PR-G6).
-func (c *Client) ReplyToThread(ctx context.Context, threadID, body string) (forge.Comment, error) {
+// GitHub addresses a thread by its node id alone; ref is not needed.
+func (c *Client) ReplyToThread(ctx context.Context, ref forge.PRRef, threadID, body string) (forge.Comment, error) {
 	const op = "reply to thread"
 	input := map[string]any{"pullRequestReviewThreadId": threadID, "body": TruncateBody(body)}
 	var d struct {
@@ -510,12 +518,12 @@ func (c *Client) ReplyToThread(ctx context.Context, threadID, body string) (forg
 }
 
 // ResolveThread marks a review thread resolved.
-func (c *Client) ResolveThread(ctx context.Context, threadID string) error {
+func (c *Client) ResolveThread(ctx context.Context, ref forge.PRRef, threadID string) error {
 	return c.setResolved(ctx, "resolve thread", "resolve", threadID)
 }
 
 // UnresolveThread reopens a review thread.
-func (c *Client) UnresolveThread(ctx context.Context, threadID string) error {
+func (c *Client) UnresolveThread(ctx context.Context, ref forge.PRRef, threadID string) error {
 	return c.setResolved(ctx, "unresolve thread", "unresolve", threadID)
 }
 

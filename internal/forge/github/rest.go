@@ -203,24 +203,24 @@ func (c *Client) CreateCheckRun(ctx context.Context, ref forge.PRRef, cr forge.C
 
 // Permission returns login's permission on the repository (admin, maintain,
 // write, triage, read or none); someone who is not a collaborator is none.
-func (c *Client) Permission(ctx context.Context, ref forge.PRRef, login string) (string, error) {
+func (c *Client) Permission(ctx context.Context, ref forge.PRRef, login string) (forge.Permission, error) {
 	p, _, err := c.rest.Repositories.GetPermissionLevel(ctx, ref.Owner, ref.Repo, login)
 	if isStatus(err, http.StatusNotFound) {
-		return "none", nil
+		return forge.PermNone, nil
 	}
 	if err != nil {
 		return "", c.mapErr("read permission", c.restURL, err)
 	}
 	// permission is the legacy four-level value; role_name says maintain
 	// and triage too, but may be a custom role's name.
-	switch role := p.GetRoleName(); role {
-	case "admin", "maintain", "write", "triage", "read":
+	switch role := forge.Permission(p.GetRoleName()); role {
+	case forge.PermAdmin, forge.PermMaintain, forge.PermWrite, forge.PermTriage, forge.PermRead:
 		return role, nil
 	}
 	if perm := p.GetPermission(); perm != "" {
-		return perm, nil
+		return forge.Permission(perm), nil
 	}
-	return "none", nil
+	return forge.PermNone, nil
 }
 
 func isStatus(err error, status int) bool {

@@ -152,7 +152,7 @@ func TestSEC1_Permission(t *testing.T) {
 	reg.REST("GET", base+"custom/permission", httpmock.JSON(200, map[string]any{"permission": "read", "role_name": "auditor"}))
 	reg.REST("GET", base+"stranger/permission", httpmock.JSON(404, map[string]any{"message": "Not Found"}))
 	c, _ := newTestClient(t, reg)
-	for login, want := range map[string]string{"maint": "maintain", "custom": "read", "stranger": "none"} {
+	for login, want := range map[string]forge.Permission{"maint": "maintain", "custom": "read", "stranger": "none"} {
 		got, err := c.Permission(context.Background(), testRef, login)
 		if err != nil || got != want {
 			t.Errorf("Permission(%s) = %q, %v; want %q", login, got, err, want)

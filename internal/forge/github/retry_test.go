@@ -125,13 +125,13 @@ func TestREL1_WritesNotRetriedBlindly(t *testing.T) {
 	reg.GraphQL("AddThreadReply", httpmock.Error(errors.New("read: connection reset by peer")))
 	c, sl := newTestClient(t, reg)
 	ctx := context.Background()
-	if err := c.ResolveThread(ctx, "PRRT_1"); forge.KindOf(err) != forge.KindUnreachable {
+	if err := c.ResolveThread(ctx, testRef, "PRRT_1"); forge.KindOf(err) != forge.KindUnreachable {
 		t.Errorf("resolve: %v, want unreachable", err)
 	}
 	if _, err := c.CreateIssueComment(ctx, testRef, "x"); forge.KindOf(err) != forge.KindUnreachable {
 		t.Errorf("comment: %v, want unreachable", err)
 	}
-	if _, err := c.ReplyToThread(ctx, "PRRT_1", "x"); forge.KindOf(err) != forge.KindUnreachable {
+	if _, err := c.ReplyToThread(ctx, testRef, "PRRT_1", "x"); forge.KindOf(err) != forge.KindUnreachable {
 		t.Errorf("reply: %v, want unreachable", err)
 	}
 	if n := len(reg.Requests()); n != 3 || len(sl.all()) != 0 {
@@ -148,7 +148,7 @@ func TestREL1_WritesRetriedWhenTheyDidNotLand(t *testing.T) {
 	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", httpmock.Error(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}))
 	reg.REST("POST", "/api/v3/repos/octo/hello/issues/7/labels", httpmock.JSON(200, []any{}))
 	c, sl := newTestClient(t, reg)
-	if err := c.ResolveThread(context.Background(), "PRRT_1"); err != nil {
+	if err := c.ResolveThread(context.Background(), testRef, "PRRT_1"); err != nil {
 		t.Fatalf("ResolveThread: %v", err)
 	}
 	if err := c.AddLabels(context.Background(), testRef, "x"); err != nil {
@@ -191,7 +191,7 @@ func TestREL1_TimeoutsRetriedForReads(t *testing.T) {
 	if _, err := c.Observe(context.Background(), testRef); err != nil {
 		t.Fatalf("Observe after a timeout: %v", err)
 	}
-	err := c.ResolveThread(context.Background(), "PRRT_1")
+	err := c.ResolveThread(context.Background(), testRef, "PRRT_1")
 	if forge.KindOf(err) != forge.KindUnreachable {
 		t.Errorf("a timed-out write: %v, want unreachable without retry", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/github/graphql"
 	"github.com/convergeloop/converge/internal/testutil/ghschema"
 	"github.com/convergeloop/converge/internal/testutil/httpmock"
@@ -39,16 +40,16 @@ func TestPR_O1_SentGraphQLValidAgainstSchema(t *testing.T) {
 	if _, err := c.Observe(ctx, testRef); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.RequestReviews(ctx, "PR_1", []string{"bob"}, []string{"copilot-pull-request-reviewer"}); err != nil {
+	if err := c.RequestReviews(ctx, &forge.PullRequest{Ref: testRef, ID: "PR_1"}, []string{"bob"}, []string{"copilot-pull-request-reviewer"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.ReplyToThread(ctx, "T1", "ok"); err != nil {
+	if _, err := c.ReplyToThread(ctx, testRef, "T1", "ok"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.ResolveThread(ctx, "T1"); err != nil {
+	if err := c.ResolveThread(ctx, testRef, "T1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.UnresolveThread(ctx, "T1"); err != nil {
+	if err := c.UnresolveThread(ctx, testRef, "T1"); err != nil {
 		t.Fatal(err)
 	}
 
