@@ -227,49 +227,8 @@ func runPRWhileIn(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state s
 	}
 }
 
-// TestPR_T4_HumanPushEndsLoop: a push without the loop's trailer ends the
-// run human-push, exit 3.
-func TestPR_T4_HumanPushEndsLoop(t *testing.T) {
-	hub, demo := startHub(t, 2*time.Second)
-	pr, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
-	code, out := runPRWhile(t, hub, demo, func() {
-		if _, err := hub.PushFiles(demo.Owner, demo.Repo, pr.HeadRef, map[string]string{"NOTES.md": "human notes\n"}, "docs: add notes"); err != nil {
-			t.Errorf("human push: %v", err)
-		}
-	})
-	if code != exitcode.Human || !strings.Contains(out, "human-push") {
-		t.Fatalf("want exit 3 human-push, got %d:\n%s", code, out)
-	}
-}
-
-// TestPR_T7_ClosedMidLoopEndsWithoutPush: closing the PR ends the run
-// pr-closed (exit 3) and the loop pushes nothing.
-func TestPR_T7_ClosedMidLoopEndsWithoutPush(t *testing.T) {
-	hub, demo := startHub(t, 2*time.Second)
-	before, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
-	code, out := runPRWhile(t, hub, demo, func() {
-		url := fmt.Sprintf("%s/repos/%s/%s/pulls/%d", hub.APIURL(), demo.Owner, demo.Repo, demo.Number)
-		req, _ := http.NewRequest(http.MethodPatch, url, strings.NewReader(`{"state":"closed"}`))
-		req.Header.Set("Authorization", "token "+hub.Tokens().Author)
-		resp, err := hub.HTTPClient().Do(req)
-		if err != nil {
-			t.Errorf("close: %v", err)
-			return
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("close: HTTP %d", resp.StatusCode)
-		}
-	})
-	if code != exitcode.Human || !strings.Contains(out, "pr-closed") {
-		t.Fatalf("want exit 3 pr-closed, got %d:\n%s", code, out)
-	}
-	after, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
-	if after.HeadSHA != before.HeadSHA {
-		t.Errorf("loop pushed to a closed PR: head %s → %s", before.HeadSHA, after.HeadSHA)
-	}
-}
+// The human push (PR-T4) and close (PR-T7) scenarios are testscripts:
+// testdata/script/pr_t4_human_push_mid_run.txtar, pr_t7_closed_mid_run.txtar.
 
 // TestSandbox_PrintsJSONAndServesGit runs `converge sandbox`: it prints its
 // JSON line quickly; git clone with the author token works and a push to

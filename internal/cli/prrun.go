@@ -180,12 +180,12 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		_ = ws.Cleanup(fin)
 	}
 	if runErr != nil {
-		code := ExitCodeOf(runErr)
-		status := prloop.ReasonErrored
 		if errors.Is(runErr, context.Canceled) {
-			status = "interrupted"
+			// Interrupted (Ctrl-C, SIGTERM): the run stays unfinished, with
+			// its state, so the next `converge pr` resumes it (PR-G3).
+			return nil, fmt.Errorf("run %s interrupted; run converge pr again to resume it (--fresh starts over): %w", runID, runErr)
 		}
-		_ = db.FinishRun(fin, runID, status, code, nil)
+		_ = db.FinishRun(fin, runID, string(prloop.ReasonErrored), ExitCodeOf(runErr), nil)
 		return nil, fmt.Errorf("run %s: %w", runID, runErr)
 	}
 	var proof []byte

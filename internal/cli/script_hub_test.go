@@ -24,6 +24,10 @@ import (
 //	hub comment BODY              the reviewer comments on the PR
 //	hub refuse-copilot            Copilot is not enabled on the repository
 //	hub copilot-bodies B1 B2 …    Copilot's reviews after the demo's two rounds of findings
+//	hub await KIND                wait for an emulator event (push, copilot_started, …)
+//	hub human-push                the author pushes a commit without converge's trailer
+//	hub close                     the author closes the PR
+//	hub head-unchanged            the PR's head is still the one it started with
 //	hub proven                    the forge proves two-stable (fails with why otherwise)
 //	! hub proven                  the forge does not show a ready PR
 var scriptHubs sync.Map // *testscript.TestScript → *scriptHub
@@ -31,6 +35,30 @@ var scriptHubs sync.Map // *testscript.TestScript → *scriptHub
 type scriptHub struct {
 	hub  *fakehub.Hub
 	demo fakehub.DemoInfo
+
+	head string // the PR's head when the hub started
+
+	mu   sync.Mutex
+	seen map[string]int // event kinds seen since start
+	woke chan struct{}  // closed and replaced on every event
+}
+
+// await blocks until an event of kind has been seen, or fails the script.
+func (h *scriptHub) await(ts *testscript.TestScript, kind string) {
+	deadline := time.After(60 * time.Second)
+	for {
+		h.mu.Lock()
+		n, woke := h.seen[kind], h.woke
+		h.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		select {
+		case <-woke:
+		case <-deadline:
+			ts.Fatalf("hub await %s: no such event within 60s", kind)
+		}
+	}
 }
 
 func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
@@ -70,6 +98,27 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 			s.Rounds = append(s.Rounds, fakehub.CopilotRound{Body: fakehub.Text(b)})
 		}
 		ts.Check(h.hub.SetCopilotScript(h.demo.Owner, h.demo.Repo, h.demo.Number, s))
+	case "await":
+		if len(args) != 2 {
+			ts.Fatalf("usage: hub await KIND")
+		}
+		h.await(ts, args[1])
+	case "human-push":
+		pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
+		ts.Check(err)
+		_, err = h.hub.PushFiles(h.demo.Owner, h.demo.Repo, pr.HeadRef, map[string]string{"NOTES.md": "human notes\n"}, "docs: add notes")
+		ts.Check(err)
+	case "close":
+		c, err := github.NewClient(github.WithHTTPClient(h.hub.HTTPClient()), github.WithAuthToken(h.hub.Tokens().Author), github.WithEnterpriseURLs(h.hub.APIURL(), h.hub.APIURL()))
+		ts.Check(err)
+		_, _, err = c.PullRequests.Edit(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequest{State: new("closed")})
+		ts.Check(err)
+	case "head-unchanged":
+		pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
+		ts.Check(err)
+		if pr.HeadSHA != h.head {
+			ts.Fatalf("the head moved: %s → %s", h.head, pr.HeadSHA)
+		}
 	case "proven":
 		pr := h.observe(ts)
 		why := forgeVerdict(pr, true)
@@ -106,7 +155,21 @@ func startScriptHub(ts *testscript.TestScript, args []string) {
 	})
 	demo, err := fakehub.SeedDemo(ctx, hub)
 	ts.Check(err)
-	scriptHubs.Store(ts, &scriptHub{hub: hub, demo: demo})
+	start, err := hub.PR(demo.Owner, demo.Repo, demo.Number)
+	ts.Check(err)
+	sh := &scriptHub{hub: hub, demo: demo, head: start.HeadSHA, seen: map[string]int{}, woke: make(chan struct{})}
+	events, unsubscribe := hub.Subscribe()
+	ts.Defer(unsubscribe)
+	go func() {
+		for e := range events {
+			sh.mu.Lock()
+			sh.seen[e.Kind]++
+			close(sh.woke)
+			sh.woke = make(chan struct{})
+			sh.mu.Unlock()
+		}
+	}()
+	scriptHubs.Store(ts, sh)
 	// The API, its CA and the token reach converge the way a user's shell
 	// would give them (IF-2, IF-3); the state goes under XDG_STATE_HOME.
 	ts.Setenv("PR_URL", demo.PRURL)

@@ -43,15 +43,15 @@ type Reason string
 // Terminal reasons.
 const (
 	ReasonTwoStable           Reason = "two-stable"
-	ReasonPRClosed                   = "pr-closed"
-	ReasonHumanPush                  = "human-push"
-	ReasonBaseMoved                  = "base-moved"
-	ReasonNoIndependentReview        = "blocked-no-independent-review"
-	ReasonConvergenceFailure         = "convergence-failure"
-	ReasonCapExhausted               = "cap-exhausted"
-	ReasonIdleTimeout                = "idle-timeout"
-	ReasonStoppedByHuman             = "stopped-by-human"
-	ReasonErrored                    = "errored"
+	ReasonPRClosed            Reason = "pr-closed"
+	ReasonHumanPush           Reason = "human-push"
+	ReasonBaseMoved           Reason = "base-moved"
+	ReasonNoIndependentReview Reason = "blocked-no-independent-review"
+	ReasonConvergenceFailure  Reason = "convergence-failure"
+	ReasonCapExhausted        Reason = "cap-exhausted"
+	ReasonIdleTimeout         Reason = "idle-timeout"
+	ReasonStoppedByHuman      Reason = "stopped-by-human"
+	ReasonErrored             Reason = "errored"
 	// ReasonHandedOff: everything converge can act on converged but
 	// trusted threads it escalated or deferred are still open (PR-T11).
 	ReasonHandedOff Reason = "handed-off"
@@ -82,9 +82,9 @@ type Disposition string
 // Dispositions.
 const (
 	DispAddressed Disposition = "addressed"
-	DispStale                 = "stale"
-	DispDeferred              = "deferred"
-	DispEscalated             = "escalated"
+	DispStale     Disposition = "stale"
+	DispDeferred  Disposition = "deferred"
+	DispEscalated Disposition = "escalated"
 )
 
 // Config holds every knob of the loop; DefaultConfig has the defaults of
