@@ -26,6 +26,7 @@ import (
 // resolved as "addressed" by commits no longer on the branch are reopened
 // and handled again (PR-T12).
 func TestPR_T1_T12_ForcePushBackToReviewedHeadIsNotTwoStable(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	first := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer).HeadSHA
 	state := t.TempDir()
@@ -68,6 +69,7 @@ func TestPR_T1_T12_ForcePushBackToReviewedHeadIsNotTwoStable(t *testing.T) {
 // cannot succeed while the change request stands. Once the reviewer
 // dismisses it, a rerun can end two-stable.
 func TestPR_T13_HumanChangesRequestedBlocksSuccess(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	ctx := context.Background()
 	gh := restAs(t, hub, hub.Tokens().Reviewer)
@@ -126,6 +128,7 @@ func TestPR_T13_HumanChangesRequestedBlocksSuccess(t *testing.T) {
 // round), and the run ends handed-off, never ready-for-merge. When the
 // human resolves it, a rerun ends two-stable.
 func TestPR_T11_HandOffAnsweredOnceAndEndsHandedOff(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	ctx := context.Background()
 	gh := restAs(t, hub, hub.Tokens().Reviewer)
@@ -191,6 +194,7 @@ func resolveAs(t *testing.T, hub *fakehub.Hub, ref forge.PRRef, threadID string)
 // retried once, then the run ends errored naming the agent and its stderr;
 // nothing on the PR says "unparseable" and nothing says ready.
 func TestAG_T4_CrashingAgentEndsErrored(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "crash.sh")
@@ -218,6 +222,7 @@ func TestAG_T4_CrashingAgentEndsErrored(t *testing.T) {
 // baseline is red, every fix is judged against it, and whatever the
 // outcome the PR is never ready-for-merge on a red build it cannot prove.
 func TestAG_T5_AlwaysRedTestsNeverReady(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	args := append(prArgs(hub, demo, t.TempDir()), "--test-cmd", "echo '--- FAIL: TestAlwaysRed' >&2; exit 1")
 	code, out := runBin(t, authorEnv(hub), args...)
@@ -245,6 +250,7 @@ func TestAG_T5_AlwaysRedTestsNeverReady(t *testing.T) {
 // request ends blocked-no-independent-review; a transient fault on the
 // request is retried, never read as a refusal.
 func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	t.Run("no-copilot without a review agent fails pre-flight", func(t *testing.T) {
 		hub, demo := startHub(t, 100*time.Millisecond)
 		hub.ResetRequestCounts()
@@ -286,6 +292,7 @@ func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
 // ends two-stable only after a local review of the final head came back
 // clean. The angles are command agents that really read the head.
 func TestPR_S4_NoCopilotEndsTwoStableOnlyAfterCleanLocalReview(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	dir := t.TempDir()
 	review := filepath.Join(dir, "review.sh")
@@ -341,6 +348,7 @@ echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary
 // inline comments become visible K reads after it is never read as clean.
 // The run either handles every thread or does not end two-stable.
 func TestPR_O2_ReviewCommentsLagBehindTheReview(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	for _, k := range []int{3, 9} {
 		t.Run(fmt.Sprintf("lag %d reads", k), func(t *testing.T) {
 			hub, demo := startHub(t, 50*time.Millisecond)
@@ -366,6 +374,7 @@ func TestPR_O2_ReviewCommentsLagBehindTheReview(t *testing.T) {
 // never count as a clean review; a recognized error review is not terminal
 // at once: converge re-requests and a good review can still come.
 func TestPR_O3_UnknownReviewBodiesAreNoSignal(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	script := func(tail ...fakehub.CopilotRound) fakehub.CopilotScript {
 		s := fakehub.DemoScript()
 		s.Rounds = append(s.Rounds[:2:2], tail...)
@@ -415,6 +424,7 @@ func TestPR_O3_UnknownReviewBodiesAreNoSignal(t *testing.T) {
 // would leave it). The rerun resolves under the existing reply: it neither
 // re-applies the fix nor escalates, and writes no second reply.
 func TestREL2_CrashBetweenReplyAndResolve(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 50*time.Millisecond)
 	// A refusal, not an outage: the run cannot ride it out, so it stops
 	// with the reply on the forge and the resolve not, as a SIGKILL
@@ -446,6 +456,7 @@ func TestREL2_CrashBetweenReplyAndResolve(t *testing.T) {
 // Its suggestion no longer matches the code: it is handed off, the file is
 // untouched, and nothing says "addressed".
 func TestPR_S9_ReopenedOutdatedSuggestionIsNeverWrittenBlind(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 50*time.Millisecond)
 	state := t.TempDir()
 	if code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...); code != 0 {

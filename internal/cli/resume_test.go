@@ -14,6 +14,7 @@ import (
 // --max-iterations 2 the demo's third round never starts: cap-exhausted.
 // Started over, the same rerun would have had two fresh rounds.
 func TestPR_G3_RoundCapCountsAcrossACrash(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	state := t.TempDir()
 	args := append(prArgs(hub, demo, state), "--max-iterations", "2")
@@ -55,6 +56,7 @@ func TestPR_G3_RoundCapCountsAcrossACrash(t *testing.T) {
 // run rides it out and ends two-stable once the forge is back, proven at
 // the forge.
 func TestREL1_ForgeOutageDuringAWaitIsRiddenOut(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 2*time.Second)
 	events, cancel := hub.Subscribe()
 	defer cancel()
@@ -82,6 +84,7 @@ func TestREL1_ForgeOutageDuringAWaitIsRiddenOut(t *testing.T) {
 // TestREL1_PersistingOutageEndsErrored: past the fault budget the run
 // ends errored with the cause (exit 7), never a hang.
 func TestREL1_PersistingOutageEndsErrored(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 2*time.Second)
 	events, cancel := hub.Subscribe()
 	defer cancel()
