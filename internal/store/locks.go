@@ -30,21 +30,14 @@ func (s *Store) AcquireLock(ctx context.Context, target, runID string, pid int) 
 		if n, _ := res.RowsAffected(); n == 1 {
 			return runID, true, nil
 		}
-		var (
-			curRun, curHost string
-			curPID          int
-			ended           sql.NullString
-			runExists       bool
-		)
-		err = s.db.QueryRowContext(ctx, `SELECT l.run_id, l.pid, l.host, r.ended_at, r.id IS NOT NULL
-			FROM locks l LEFT JOIN runs r ON r.id = l.run_id WHERE l.target = ?`, t).
-			Scan(&curRun, &curPID, &curHost, &ended, &runExists)
-		if errors.Is(err, sql.ErrNoRows) {
-			continue // released meanwhile: try to insert again
-		}
+		cur, found, err := s.lockHolder(ctx, t)
 		if err != nil {
 			return "", false, fmt.Errorf("acquire lock %s: %w", target, err)
 		}
+		if !found {
+			continue // released meanwhile: try to insert again
+		}
+		curRun, curPID, curHost := cur.run, cur.pid, cur.host
 		if curRun == rid {
 			if curPID != pid || curHost != s.host {
 				// The same run resumed in a new process: record the live pid.
@@ -55,8 +48,7 @@ func (s *Store) AcquireLock(ctx context.Context, target, runID string, pid int) 
 			}
 			return runID, true, nil
 		}
-		stale := !runExists || ended.Valid || (curHost == s.host && !pidAlive(curPID))
-		if !stale {
+		if !cur.stale {
 			return curRun, false, nil
 		}
 		res, err = s.db.ExecContext(ctx, `UPDATE locks SET run_id = ?, pid = ?, host = ?, acquired_at = ?
@@ -85,21 +77,42 @@ func (s *Store) ReleaseLock(ctx context.Context, target, runID string) error {
 // live: held by a process alive on this host, or by an unfinished run on
 // another host. A stale or absent lock is not live.
 func (s *Store) LockLive(ctx context.Context, target string) (runID string, live bool, err error) {
-	var (
-		curRun, curHost string
-		curPID          int
-		ended           sql.NullString
-		runExists       bool
-	)
-	err = s.db.QueryRowContext(ctx, `SELECT l.run_id, l.pid, l.host, r.ended_at, r.id IS NOT NULL
-		FROM locks l LEFT JOIN runs r ON r.id = l.run_id WHERE l.target = ?`, s.red(target)).
-		Scan(&curRun, &curPID, &curHost, &ended, &runExists)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", false, nil
-	}
+	cur, found, err := s.lockHolder(ctx, s.red(target))
 	if err != nil {
 		return "", false, fmt.Errorf("read lock %s: %w", target, err)
 	}
-	stale := !runExists || ended.Valid || (curHost == s.host && !pidAlive(curPID))
-	return curRun, !stale, nil
+	if !found {
+		return "", false, nil
+	}
+	return cur.run, !cur.stale, nil
+}
+
+// lockRow is who holds a lock, as its row and its run say.
+type lockRow struct {
+	run, host string
+	pid       int
+	// stale: its run finished, or was taken on this host by a process
+	// that is no longer alive. A lock taken on another host is only stale
+	// once its run has finished: we cannot see that host's processes.
+	stale bool
+}
+
+// lockHolder reads the lock on t (an already redacted target).
+func (s *Store) lockHolder(ctx context.Context, t string) (lockRow, bool, error) {
+	var (
+		h         lockRow
+		ended     sql.NullString
+		runExists bool
+	)
+	err := s.db.QueryRowContext(ctx, `SELECT l.run_id, l.pid, l.host, r.ended_at, r.id IS NOT NULL
+		FROM locks l LEFT JOIN runs r ON r.id = l.run_id WHERE l.target = ?`, t).
+		Scan(&h.run, &h.pid, &h.host, &ended, &runExists)
+	if errors.Is(err, sql.ErrNoRows) {
+		return lockRow{}, false, nil
+	}
+	if err != nil {
+		return lockRow{}, false, err
+	}
+	h.stale = !runExists || ended.Valid || (h.host == s.host && !pidAlive(h.pid))
+	return h, true, nil
 }
