@@ -539,36 +539,14 @@ func TestREL2_KillAfterPushThenRerun(t *testing.T) {
 	}
 	hub, demo := startHub(t, 300*time.Millisecond)
 	state := t.TempDir()
-	events, cancel := hub.Subscribe()
-	defer cancel()
-	cmd := exec.Command("converge", prArgs(hub, demo, state)...)
-	cmd.Env = append(os.Environ(), "CONVERGE_TOKEN="+hub.Tokens().Author)
-	var out syncBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.After(30 * time.Second)
-	for killed := false; !killed; {
-		select {
-		case e := <-events:
-			if e.Kind == "push" {
-				_ = cmd.Process.Kill()
-				killed = true
-			}
-		case <-deadline:
-			_ = cmd.Process.Kill()
-			t.Fatalf("no push within 30s:\n%s", out.String())
-		}
-	}
-	_ = cmd.Wait()
-	if strings.Contains(out.String(), "replied") {
+	killed := killAtFirstPush(t, hub, append(os.Environ(), "CONVERGE_TOKEN="+hub.Tokens().Author), prArgs(hub, demo, state))
+	if strings.Contains(killed, "replied") {
 		t.Logf("the killed run got a reply out before dying; the rerun must still not repeat it")
 	}
 
 	ios, out2, errOut2 := testIO(map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author})
 	if code := Run(context.Background(), prArgs(hub, demo, state), ios); code != 0 {
-		t.Fatalf("rerun exit %d\nkilled run:\n%s\nrerun:\n%s%s", code, out.String(), out2, errOut2)
+		t.Fatalf("rerun exit %d\nkilled run:\n%s\nrerun:\n%s%s", code, killed, out2, errOut2)
 	}
 	ios3, out3, _ := testIO(nil)
 	if code := Run(context.Background(), []string{"status", "--json", "--state", state}, ios3); code != 0 {

@@ -14,9 +14,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/repo"
-	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
 // The helpers here play the other actors on the emulator with their own
@@ -77,19 +75,23 @@ func authorEnv(hub *fakehub.Hub) map[string]string {
 // restAs is go-github acting as one of the emulator's actors.
 func restAs(t *testing.T, hub *fakehub.Hub, token string) *github.Client {
 	t.Helper()
-	c, err := github.NewClient(github.WithHTTPClient(hub.HTTPClient()), github.WithAuthToken(token), github.WithEnterpriseURLs(hub.APIURL(), hub.APIURL()))
+	c, err := ghREST(hub, token)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
 
-// forcePush points the PR's branch at sha as the author would with
-// `git push --force`.
-func forcePush(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, sha string) {
+func ghREST(hub *fakehub.Hub, token string) (*github.Client, error) {
+	return github.NewClient(github.WithHTTPClient(hub.HTTPClient()), github.WithAuthToken(token), github.WithEnterpriseURLs(hub.APIURL(), hub.APIURL()))
+}
+
+// cloneAs clones the demo repository with all its branches as the actor
+// whose token is given.
+func cloneAs(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, token string) *repo.Git {
 	t.Helper()
 	ctx := context.Background()
-	env := append(os.Environ(), hub.GitEnv(hub.Tokens().Author)...)
+	env := append(os.Environ(), hub.GitEnv(token)...)
 	dir := filepath.Join(t.TempDir(), "clone")
 	if _, err := repo.Clone(ctx, hub.GitURL(demo.Owner, demo.Repo), dir, env); err != nil {
 		t.Fatal(err)
@@ -98,7 +100,15 @@ func forcePush(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, sha string
 	if _, err := g.Run(ctx, "fetch", "origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Run(ctx, "push", "--force", "origin", sha+":refs/heads/"+fakehub.DemoBranch); err != nil {
+	return g
+}
+
+// forcePush points the PR's branch at sha as the author would with
+// `git push --force`.
+func forcePush(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, sha string) {
+	t.Helper()
+	g := cloneAs(t, hub, demo, hub.Tokens().Author)
+	if _, err := g.Run(context.Background(), "push", "--force", "origin", sha+":refs/heads/"+fakehub.DemoBranch); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -106,18 +116,57 @@ func forcePush(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, sha string
 // fileAtHead reads path at the PR's head through a fresh clone.
 func fileAtHead(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, path string) string {
 	t.Helper()
-	ctx := context.Background()
-	env := append(os.Environ(), hub.GitEnv(hub.Tokens().Reviewer)...)
-	dir := filepath.Join(t.TempDir(), "read")
-	if _, err := repo.Clone(ctx, hub.GitURL(demo.Owner, demo.Repo), dir, env); err != nil {
-		t.Fatal(err)
-	}
-	g := &repo.Git{Dir: dir, Env: env}
-	out, err := g.Run(ctx, "show", "origin/"+fakehub.DemoBranch+":"+path)
+	out, err := cloneAs(t, hub, demo, hub.Tokens().Reviewer).Run(context.Background(), "show", "origin/"+fakehub.DemoBranch+":"+path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// killAtFirstPush starts the converge binary with args and env, and
+// SIGKILLs it the moment the forge receives its first push; it returns
+// what the killed run printed.
+func killAtFirstPush(t *testing.T, hub *fakehub.Hub, env []string, args []string) string {
+	t.Helper()
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	cmd := exec.Command("converge", args...)
+	cmd.Env = env
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(60 * time.Second)
+	for killed := false; !killed; {
+		select {
+		case e := <-events:
+			if e.Kind == "push" {
+				_ = cmd.Process.Kill()
+				killed = true
+			}
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("no push within 60s:\n%s", out.String())
+		}
+	}
+	_ = cmd.Wait()
+	return out.String()
+}
+
+// outageOnReviewStart makes every API request fail with 503 for d from
+// the moment Copilot starts its first review, while converge waits for it.
+func outageOnReviewStart(hub *fakehub.Hub, d time.Duration) {
+	events, cancel := hub.Subscribe()
+	go func() {
+		defer cancel()
+		for e := range events {
+			if e.Kind == "copilot_started" {
+				hub.Outage(d)
+				return
+			}
+		}
+	}()
 }
 
 // copilotLogin matches Copilot on every API surface.
@@ -226,20 +275,11 @@ func convergeReplies(th forge.Thread) []string {
 	return out
 }
 
-func clientAs(t *testing.T, hub *fakehub.Hub, token string) *ghclient.Client {
+// assertProven fails unless the forge proves the two-stable converge
+// claimed (forgeVerdict); out is converge's output, for the failure.
+func assertProven(t *testing.T, pr *forge.PullRequest, localOK bool, out string) {
 	t.Helper()
-	return hubtest.Client(t, hub, token)
-}
-
-func observeAs(t *testing.T, hub *fakehub.Hub, prURL, token string) *forge.PullRequest {
-	t.Helper()
-	ref, err := forge.ParsePRURL(prURL)
-	if err != nil {
-		t.Fatal(err)
+	if why := forgeVerdict(pr, localOK); why != "" {
+		t.Fatalf("exit 0 but the forge does not prove it: %s\n%s", why, out)
 	}
-	pr, err := hubtest.Client(t, hub, token).Observe(context.Background(), ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pr
 }

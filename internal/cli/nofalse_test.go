@@ -14,6 +14,7 @@ import (
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
 // End-to-end proofs of issue 6: every path to an unproven two-stable is
@@ -28,7 +29,7 @@ import (
 func TestPR_T1_T12_ForcePushBackToReviewedHeadIsNotTwoStable(t *testing.T) {
 	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
-	first := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer).HeadSHA
+	first := observe(t, hub, demo.PRURL).HeadSHA
 	state := t.TempDir()
 	if code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...); code != 0 {
 		t.Fatalf("first run exit %d:\n%s", code, out)
@@ -39,14 +40,12 @@ func TestPR_T1_T12_ForcePushBackToReviewedHeadIsNotTwoStable(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)
-	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	pr := observe(t, hub, demo.PRURL)
 	if strings.Contains(out, "after 0 round(s)") {
 		t.Fatalf("two-stable in 0 rounds on a force-pushed head:\n%s", out)
 	}
 	if code == 0 {
-		if why := forgeVerdict(pr, false); why != "" {
-			t.Fatalf("exit 0 but the forge does not prove it: %s\n%s", why, out)
-		}
+		assertProven(t, pr, false, out)
 	}
 	if pr.HeadSHA == first {
 		t.Fatalf("the head is still the force-pushed first head %s: nothing was fixed again (exit %d)\n%s", first, code, out)
@@ -84,7 +83,7 @@ func TestPR_T13_HumanChangesRequestedBlocksSuccess(t *testing.T) {
 	}
 	state := t.TempDir()
 	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)
-	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	pr := observe(t, hub, demo.PRURL)
 	if code != exitcode.Human || !strings.Contains(out, "handed-off") || !strings.Contains(out, "requested changes") {
 		t.Fatalf("want handed-off (exit 3) naming the change request, got exit %d:\n%s", code, out)
 	}
@@ -110,13 +109,11 @@ func TestPR_T13_HumanChangesRequestedBlocksSuccess(t *testing.T) {
 	}
 	before := len(pr.IssueComments)
 	code, out = runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)
-	pr = observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	pr = observe(t, hub, demo.PRURL)
 	if code != 0 {
 		t.Fatalf("after the dismissal want two-stable, got exit %d:\n%s", code, out)
 	}
-	if why := forgeVerdict(pr, false); why != "" {
-		t.Fatalf("exit 0 but the forge does not prove it: %s", why)
-	}
+	assertProven(t, pr, false, "")
 	if got := len(pr.IssueComments); got != before {
 		t.Errorf("the rerun answered again: %d → %d top-level comments", before, got)
 	}
@@ -143,7 +140,7 @@ func TestPR_T11_HandOffAnsweredOnceAndEndsHandedOff(t *testing.T) {
 	}
 	state := t.TempDir()
 	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)
-	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	pr := observe(t, hub, demo.PRURL)
 	if code != exitcode.Human || !strings.Contains(out, "converge: handed-off") {
 		t.Fatalf("want handed-off (exit 3), got exit %d:\n%s", code, out)
 	}
@@ -178,16 +175,14 @@ func TestPR_T11_HandOffAnsweredOnceAndEndsHandedOff(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("after the human resolved the hand-off want two-stable, got %d:\n%s", code, out)
 	}
-	pr = observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
-	if why := forgeVerdict(pr, false); why != "" {
-		t.Fatalf("exit 0 but the forge does not prove it: %s", why)
-	}
+	pr = observe(t, hub, demo.PRURL)
+	assertProven(t, pr, false, "")
 }
 
 // resolveAs resolves a thread as the reviewer, through the API.
 func resolveAs(t *testing.T, hub *fakehub.Hub, ref forge.PRRef, threadID string) error {
 	t.Helper()
-	return clientAs(t, hub, hub.Tokens().Reviewer).ResolveThread(context.Background(), ref, threadID)
+	return hubtest.Client(t, hub, hub.Tokens().Reviewer).ResolveThread(context.Background(), ref, threadID)
 }
 
 // TestAG_T4_CrashingAgentEndsErrored is case 5: an agent that crashes is
@@ -209,7 +204,7 @@ func TestAG_T4_CrashingAgentEndsErrored(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "attempts")); strings.Count(string(b), "attempt") != 2 {
 		t.Errorf("want exactly 2 attempts (one retry), got %q", b)
 	}
-	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	pr := observe(t, hub, demo.PRURL)
 	assertNotReady(t, pr)
 	for _, th := range pr.Threads {
 		for _, r := range convergeReplies(th) {
@@ -226,11 +221,9 @@ func TestAG_T5_AlwaysRedTestsNeverReady(t *testing.T) {
 	hub, demo := startHub(t, 100*time.Millisecond)
 	args := append(prArgs(hub, demo, t.TempDir()), "--test-cmd", "echo '--- FAIL: TestAlwaysRed' >&2; exit 1")
 	code, out := runBin(t, authorEnv(hub), args...)
-	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	pr := observe(t, hub, demo.PRURL)
 	if code == 0 {
-		if why := forgeVerdict(pr, false); why != "" {
-			t.Fatalf("exit 0 but the forge does not prove it: %s\n%s", why, out)
-		}
+		assertProven(t, pr, false, out)
 	}
 	if !strings.Contains(out, "red") && !strings.Contains(out, "baseline") {
 		t.Errorf("nothing says the tests were red before any fix:\n%s", out)
@@ -258,7 +251,7 @@ func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
 		if code != exitcode.Usage || !strings.Contains(out, "independent review") {
 			t.Fatalf("want exit 2 naming the missing independent review, got %d:\n%s", code, out)
 		}
-		pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+		pr := observe(t, hub, demo.PRURL)
 		if len(pr.Labels) != 0 || len(pr.IssueComments) != 0 {
 			t.Errorf("pre-flight wrote to the forge: labels %v, %d comments", pr.Labels, len(pr.IssueComments))
 		}
@@ -272,7 +265,7 @@ func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
 		if code != exitcode.Human || !strings.Contains(out, "blocked-no-independent-review") {
 			t.Fatalf("want blocked-no-independent-review (exit 3), got %d:\n%s", code, out)
 		}
-		assertNotReady(t, observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer))
+		assertNotReady(t, observe(t, hub, demo.PRURL))
 	})
 	t.Run("a transient fault on the request is retried", func(t *testing.T) {
 		hub, demo := startHub(t, 100*time.Millisecond)
@@ -281,9 +274,7 @@ func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
 		if code != 0 || strings.Contains(out, "single-iteration") {
 			t.Fatalf("want two-stable through Copilot after a retry, got %d:\n%s", code, out)
 		}
-		if why := forgeVerdict(observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer), false); why != "" {
-			t.Fatalf("exit 0 but the forge does not prove it: %s", why)
-		}
+		assertProven(t, observe(t, hub, demo.PRURL), false, "")
 	})
 }
 
@@ -322,10 +313,8 @@ echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary
 	if code != 0 {
 		t.Fatalf("want two-stable, got exit %d:\n%s", code, out)
 	}
-	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
-	if why := forgeVerdict(pr, true); why != "" {
-		t.Fatalf("exit 0 but the forge does not prove it: %s\n%s", why, out)
-	}
+	pr := observe(t, hub, demo.PRURL)
+	assertProven(t, pr, true, out)
 	if !strings.Contains(fileAtHead(t, hub, demo, "summary.go"), "i+n <= len(xs)") {
 		t.Errorf("the local finding was not fixed on the head")
 	}
@@ -354,11 +343,9 @@ func TestPR_O2_ReviewCommentsLagBehindTheReview(t *testing.T) {
 			hub, demo := startHub(t, 50*time.Millisecond)
 			hub.SetReviewLag(k)
 			code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, t.TempDir())...)
-			pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+			pr := observe(t, hub, demo.PRURL)
 			if code == 0 {
-				if why := forgeVerdict(pr, false); why != "" {
-					t.Fatalf("exit 0 but the forge does not prove it: %s\n%s", why, out)
-				}
+				assertProven(t, pr, false, out)
 				if len(pr.Threads) != 3 {
 					t.Fatalf("want the demo's 3 threads handled, got %d", len(pr.Threads))
 				}
@@ -399,7 +386,7 @@ func TestPR_O3_UnknownReviewBodiesAreNoSignal(t *testing.T) {
 		if !strings.Contains(out, "blocked-no-independent-review") {
 			t.Errorf("want blocked-no-independent-review, got exit %d:\n%s", code, out)
 		}
-		assertNotReady(t, observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer))
+		assertNotReady(t, observe(t, hub, demo.PRURL))
 	})
 	t.Run("an error review, then a good one", func(t *testing.T) {
 		hub, demo := startHub(t, 50*time.Millisecond)
@@ -413,9 +400,7 @@ func TestPR_O3_UnknownReviewBodiesAreNoSignal(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("an error review ended the run: exit %d\n%s", code, out)
 		}
-		if why := forgeVerdict(observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer), false); why != "" {
-			t.Fatalf("exit 0 but the forge does not prove it: %s", why)
-		}
+		assertProven(t, observe(t, hub, demo.PRURL), false, "")
 	})
 }
 
@@ -439,10 +424,8 @@ func TestREL2_CrashBetweenReplyAndResolve(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("rerun exit %d\nfirst run:\n%s\nrerun:\n%s", code, out, out2)
 	}
-	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
-	if why := forgeVerdict(pr, false); why != "" {
-		t.Fatalf("exit 0 but the forge does not prove it: %s", why)
-	}
+	pr := observe(t, hub, demo.PRURL)
+	assertProven(t, pr, false, "")
 	for _, th := range pr.Threads {
 		rs := convergeReplies(th)
 		if len(rs) != 1 || !strings.Contains(rs[0], "disposition=addressed") {
@@ -463,7 +446,7 @@ func TestPR_S9_ReopenedOutdatedSuggestionIsNeverWrittenBlind(t *testing.T) {
 		t.Fatalf("first run exit %d:\n%s", code, out)
 	}
 	before := fileAtHead(t, hub, demo, "summary.go")
-	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	pr := observe(t, hub, demo.PRURL)
 	var reopened string
 	for _, th := range pr.Threads {
 		if strings.Contains(th.Comments[0].Body, "divides by zero") {
@@ -473,7 +456,7 @@ func TestPR_S9_ReopenedOutdatedSuggestionIsNeverWrittenBlind(t *testing.T) {
 	if reopened == "" {
 		t.Fatal("the Mean thread is missing")
 	}
-	if err := clientAs(t, hub, hub.Tokens().Reviewer).UnresolveThread(context.Background(), pr.Ref, reopened); err != nil {
+	if err := hubtest.Client(t, hub, hub.Tokens().Reviewer).UnresolveThread(context.Background(), pr.Ref, reopened); err != nil {
 		t.Fatal(err)
 	}
 	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, state)...)
@@ -483,7 +466,7 @@ func TestPR_S9_ReopenedOutdatedSuggestionIsNeverWrittenBlind(t *testing.T) {
 	if after := fileAtHead(t, hub, demo, "summary.go"); after != before {
 		t.Fatalf("summary.go changed:\n--- before\n%s\n--- after\n%s", before, after)
 	}
-	pr = observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	pr = observe(t, hub, demo.PRURL)
 	assertNotReady(t, pr)
 	for _, th := range pr.Threads {
 		if th.ID != reopened {

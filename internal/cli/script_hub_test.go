@@ -76,7 +76,7 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 	h := v.(*scriptHub)
 	ctx := context.Background()
 	rev := func() *github.Client {
-		c, err := github.NewClient(github.WithHTTPClient(h.hub.HTTPClient()), github.WithAuthToken(h.hub.Tokens().Reviewer), github.WithEnterpriseURLs(h.hub.APIURL(), h.hub.APIURL()))
+		c, err := ghREST(h.hub, h.hub.Tokens().Reviewer)
 		ts.Check(err)
 		return c
 	}
@@ -109,7 +109,7 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		_, err = h.hub.PushFiles(h.demo.Owner, h.demo.Repo, pr.HeadRef, map[string]string{"NOTES.md": "human notes\n"}, "docs: add notes")
 		ts.Check(err)
 	case "close":
-		c, err := github.NewClient(github.WithHTTPClient(h.hub.HTTPClient()), github.WithAuthToken(h.hub.Tokens().Author), github.WithEnterpriseURLs(h.hub.APIURL(), h.hub.APIURL()))
+		c, err := ghREST(h.hub, h.hub.Tokens().Author)
 		ts.Check(err)
 		_, _, err = c.PullRequests.Edit(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequest{State: new("closed")})
 		ts.Check(err)

@@ -215,7 +215,7 @@ echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary
 		sc.desc = append(sc.desc, fmt.Sprintf("garbage-angle=%v", garbage))
 	}
 	code, out := runBin(t, authorEnv(hub), args...)
-	pr := observeAs(t, hub, demo.PRURL, hub.Tokens().Reviewer)
+	pr := observe(t, hub, demo.PRURL)
 	if code == 0 {
 		return code, out, forgeVerdict(pr, local)
 	}
