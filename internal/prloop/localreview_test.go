@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -22,59 +21,14 @@ import (
 
 // reviewPR is a PR on a bare repository whose head changes notes.txt and
 // carries the repo's review instructions; extra runs in the seed before
-// the head commit (e.g. to plant a symlink).
+// the head commit (e.g. to plant a symlink) instead of the instructions.
 func reviewPR(t *testing.T, extra func(seed string)) (*forge.PullRequest, string) {
 	t.Helper()
-	root := t.TempDir()
-	bare, seed := filepath.Join(root, "origin.git"), filepath.Join(root, "seed")
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = reviewGitEnv()
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return strings.TrimSpace(string(out))
+	head := map[string]string{"notes.txt": "one\nTWO\nthree\n"}
+	if extra == nil {
+		head[ReviewInstructionsFile] = "Flag every shouted word.\n"
 	}
-	write := func(name, content string) {
-		p := filepath.Join(seed, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	git(root, "init", "-q", "--bare", "-b", "main", bare)
-	git(root, "init", "-q", "-b", "main", seed)
-	write("notes.txt", "one\ntwo\n")
-	git(seed, "add", "-A")
-	git(seed, "commit", "-q", "-m", "base")
-	baseSHA := git(seed, "rev-parse", "HEAD")
-	git(seed, "checkout", "-q", "-b", "feature")
-	write("notes.txt", "one\nTWO\nthree\n")
-	if extra != nil {
-		extra(seed)
-	} else {
-		write(ReviewInstructionsFile, "Flag every shouted word.\n")
-	}
-	git(seed, "add", "-A")
-	git(seed, "commit", "-q", "-m", "head")
-	headSHA := git(seed, "rev-parse", "HEAD")
-	git(seed, "push", "-q", bare, "main", "feature")
-	return &forge.PullRequest{
-		Ref:     forge.PRRef{Host: "local.test", Owner: "acme", Repo: "notes", Number: 1},
-		Number:  1,
-		HeadRef: "feature", HeadSHA: headSHA,
-		BaseRef: "main", BaseSHA: baseSHA,
-	}, bare
-}
-
-func reviewGitEnv() []string {
-	return append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
-		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com", "GIT_CONFIG_GLOBAL=/dev/null")
+	return seedPR(t, map[string]string{"notes.txt": "one\ntwo\n"}, head, extra)
 }
 
 func reviewScript(t *testing.T, d, body string) []string {
@@ -93,7 +47,7 @@ func reviewWorkspace(t *testing.T, bare string, argv []string) *GitWorkspace {
 		t.Fatal(err)
 	}
 	return &GitWorkspace{
-		Root: t.TempDir(), RunID: "r-review", CloneURL: bare, GitEnv: reviewGitEnv(),
+		Root: t.TempDir(), RunID: "r-review", CloneURL: bare, GitEnv: gitTestEnv(),
 		AgentEnv: agent.ScrubEnv(os.Environ()), Budget: time.Minute,
 		Reviewer: &localreview.Reviewer{Agent: a},
 	}

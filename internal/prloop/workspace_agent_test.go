@@ -28,6 +28,13 @@ const okRecord = `{"status":"complete","next_action":"","needs_extension_minutes
 // feature adds head on top. It returns the PR as Fix sees it.
 func localPR(t *testing.T, base, head map[string]string) (*forge.PullRequest, string) {
 	t.Helper()
+	return seedPR(t, base, head, nil)
+}
+
+// seedPR builds that repository; extra, when set, runs in the seed work
+// tree before the head commit (e.g. to plant a symlink).
+func seedPR(t *testing.T, base, head map[string]string, extra func(seed string)) (*forge.PullRequest, string) {
+	t.Helper()
 	root := t.TempDir()
 	bare, work := filepath.Join(root, "origin.git"), filepath.Join(root, "seed")
 	git := func(dir string, args ...string) string {
@@ -43,7 +50,11 @@ func localPR(t *testing.T, base, head map[string]string) (*forge.PullRequest, st
 	}
 	write := func(files map[string]string) {
 		for name, content := range files {
-			if err := os.WriteFile(filepath.Join(work, name), []byte(content), 0o644); err != nil {
+			p := filepath.Join(work, name)
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -56,6 +67,9 @@ func localPR(t *testing.T, base, head map[string]string) (*forge.PullRequest, st
 	baseSHA := git(work, "rev-parse", "HEAD")
 	git(work, "checkout", "-q", "-b", "feature")
 	write(head)
+	if extra != nil {
+		extra(work)
+	}
 	git(work, "add", "-A")
 	git(work, "commit", "-q", "--allow-empty", "-m", "head")
 	headSHA := git(work, "rev-parse", "HEAD")
