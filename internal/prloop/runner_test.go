@@ -9,6 +9,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakeforge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review/copilot"
@@ -81,17 +82,13 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	const pollMin, pollMax = time.Second, 8 * time.Second
 	r := &prloop.Runner{
-		Forge: client,
-		Workspace: &prloop.GitWorkspace{
-			Root: t.TempDir(), RunID: "r-test", CloneURL: hub.GitURL(demo.Owner, demo.Repo),
-			GitEnv: repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),
-			Agent:  suggest.New(), Budget: time.Minute,
-		},
-		Journal: &memJournal{},
-		Clock:   clock,
-		Config:  withCopilot(prloop.DefaultConfig()),
-		PollMin: pollMin,
-		PollMax: pollMax,
+		Forge:     client,
+		Workspace: demoWorkspace(t, hub, demo, tok),
+		Journal:   &memJournal{},
+		Clock:     clock,
+		Config:    withCopilot(prloop.DefaultConfig()),
+		PollMin:   pollMin,
+		PollMax:   pollMax,
 	}
 	term, err := r.Run(ctx, ref, prloop.State{Phase: prloop.PhaseStart})
 	if err != nil {
@@ -117,6 +114,16 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 	}
 	if !doubled {
 		t.Errorf("waits never backed off: %v", clock.waits)
+	}
+}
+
+// demoWorkspace is the suggest fixer's workspace on the emulator's demo
+// repository, acting with tok.
+func demoWorkspace(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, tok string) *prloop.GitWorkspace {
+	return &prloop.GitWorkspace{
+		Root: t.TempDir(), RunID: "r-test", CloneURL: hub.GitURL(demo.Owner, demo.Repo),
+		GitEnv: repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),
+		Agent:  suggest.New(), Budget: time.Minute,
 	}
 }
 
@@ -180,11 +187,7 @@ func TestPR_S4_LocalReviewRunsBesideTheForgePoll(t *testing.T) {
 	ref, _ := forge.ParsePRURL(demo.PRURL)
 	tok := hub.Tokens().Author
 	cf := &countingForge{Forge: hubtest.Client(t, hub, tok)}
-	ws := &slowReviewWorkspace{forge: cf, GitWorkspace: &prloop.GitWorkspace{
-		Root: t.TempDir(), RunID: "r-test", CloneURL: hub.GitURL(demo.Owner, demo.Repo),
-		GitEnv: repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),
-		Agent:  suggest.New(), Budget: time.Minute,
-	}}
+	ws := &slowReviewWorkspace{forge: cf, GitWorkspace: demoWorkspace(t, hub, demo, tok)}
 	c := withCopilot(prloop.DefaultConfig())
 	c.LocalReview = true
 	r := &prloop.Runner{Forge: cf, Workspace: ws, Journal: &memJournal{}, Config: c, PollMin: 20 * time.Millisecond, PollMax: 100 * time.Millisecond}
