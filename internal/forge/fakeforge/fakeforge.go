@@ -199,20 +199,32 @@ func truncate(body string) string {
 	return string(r[:keep]) + note(n-keep)
 }
 
+// lockPR makes the checks every call makes (credential, injected fault),
+// takes the world's lock and finds ref's PR. On success the caller holds
+// the lock until it calls unlock.
+func (f *Forge) lockPR(op string, ref forge.PRRef) (*prState, func(), error) {
+	if err := f.begin(op); err != nil {
+		return nil, nil, err
+	}
+	f.w.mu.Lock()
+	p, err := f.w.lookup(op, ref)
+	if err != nil {
+		f.w.mu.Unlock()
+		return nil, nil, err
+	}
+	return p, f.w.mu.Unlock, nil
+}
+
 // The forge.Forge methods.
 
 // Observe returns a copy of the whole PR with its head's check rollup.
 func (f *Forge) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullRequest, error) {
 	const op = "observe pr"
-	if err := f.begin(op); err != nil {
-		return nil, err
-	}
-	f.w.mu.Lock()
-	defer f.w.mu.Unlock()
-	p, err := f.w.lookup(op, ref)
+	p, unlock, err := f.lockPR(op, ref)
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	pr := p.snapshot()
 	pr.ObservedAt = f.w.now()
 	pr.Requests = 1
@@ -420,30 +432,22 @@ func (f *Forge) setResolved(_ context.Context, op string, ref forge.PRRef, threa
 // IssueEvents lists the PR's events, oldest first.
 func (f *Forge) IssueEvents(ctx context.Context, ref forge.PRRef) ([]forge.Event, error) {
 	const op = "list issue events"
-	if err := f.begin(op); err != nil {
-		return nil, err
-	}
-	f.w.mu.Lock()
-	defer f.w.mu.Unlock()
-	p, err := f.w.lookup(op, ref)
+	p, unlock, err := f.lockPR(op, ref)
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	return slices.Clone(p.events), nil
 }
 
 // AddLabels adds labels not already there, each with a labeled event.
 func (f *Forge) AddLabels(ctx context.Context, ref forge.PRRef, labels ...string) error {
 	const op = "add labels"
-	if err := f.begin(op); err != nil {
-		return err
-	}
-	f.w.mu.Lock()
-	defer f.w.mu.Unlock()
-	p, err := f.w.lookup(op, ref)
+	p, unlock, err := f.lockPR(op, ref)
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	for _, l := range labels {
 		if strings.TrimSpace(l) == "" || slices.ContainsFunc(p.pr.Labels, func(x string) bool { return strings.EqualFold(x, l) }) {
 			continue
@@ -458,15 +462,11 @@ func (f *Forge) AddLabels(ctx context.Context, ref forge.PRRef, labels ...string
 // with the GitHub client.
 func (f *Forge) RemoveLabel(ctx context.Context, ref forge.PRRef, label string) error {
 	const op = "remove label"
-	if err := f.begin(op); err != nil {
-		return err
-	}
-	f.w.mu.Lock()
-	defer f.w.mu.Unlock()
-	p, err := f.w.lookup(op, ref)
+	p, unlock, err := f.lockPR(op, ref)
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	if i := slices.IndexFunc(p.pr.Labels, func(x string) bool { return strings.EqualFold(x, label) }); i >= 0 {
 		p.pr.Labels = slices.Delete(p.pr.Labels, i, i+1)
 		p.addEvent(f.w, "unlabeled", f.login)
@@ -478,15 +478,11 @@ func (f *Forge) RemoveLabel(ctx context.Context, ref forge.PRRef, label string) 
 // MaxBodyChars).
 func (f *Forge) CreateIssueComment(ctx context.Context, ref forge.PRRef, body string) (forge.IssueComment, error) {
 	const op = "create issue comment"
-	if err := f.begin(op); err != nil {
-		return forge.IssueComment{}, err
-	}
-	f.w.mu.Lock()
-	defer f.w.mu.Unlock()
-	p, err := f.w.lookup(op, ref)
+	p, unlock, err := f.lockPR(op, ref)
 	if err != nil {
 		return forge.IssueComment{}, err
 	}
+	defer unlock()
 	if strings.TrimSpace(body) == "" {
 		return forge.IssueComment{}, invalid(op, "Validation Failed: body is missing")
 	}
@@ -503,30 +499,22 @@ func (p *prState) addIssueComment(w *world, author, body string) forge.IssueComm
 // ListIssueComments lists the PR's conversation comments, oldest first.
 func (f *Forge) ListIssueComments(ctx context.Context, ref forge.PRRef) ([]forge.IssueComment, error) {
 	const op = "list issue comments"
-	if err := f.begin(op); err != nil {
-		return nil, err
-	}
-	f.w.mu.Lock()
-	defer f.w.mu.Unlock()
-	p, err := f.w.lookup(op, ref)
+	p, unlock, err := f.lockPR(op, ref)
 	if err != nil {
 		return nil, err
 	}
+	defer unlock()
 	return slices.Clone(p.pr.IssueComments), nil
 }
 
 // SetCommitStatus records a status on sha, a commit the PR has had.
 func (f *Forge) SetCommitStatus(ctx context.Context, ref forge.PRRef, sha string, st forge.CommitStatus) error {
 	const op = "set commit status"
-	if err := f.begin(op); err != nil {
-		return err
-	}
-	f.w.mu.Lock()
-	defer f.w.mu.Unlock()
-	p, err := f.w.lookup(op, ref)
+	p, unlock, err := f.lockPR(op, ref)
 	if err != nil {
 		return err
 	}
+	defer unlock()
 	if !slices.Contains([]string{"pending", "success", "failure", "error"}, st.State) {
 		return invalid(op, "state %q is not one of pending, success, failure, error", st.State)
 	}
