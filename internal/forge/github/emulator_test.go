@@ -216,6 +216,22 @@ func TestIF1_EmulatorRejectsBadToken(t *testing.T) {
 }
 
 // waitCopilot waits for Copilot to finish a review on the hub.
+// reviewedByCopilot requests Copilot's review of ref and waits for it.
+func reviewedByCopilot(t *testing.T, hub *fakehub.Hub, c *ghclient.Client, ref forge.PRRef) {
+	t.Helper()
+	ctx := context.Background()
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	pr, err := c.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.RequestReviews(ctx, pr, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
+		t.Fatal(err)
+	}
+	waitCopilot(t, events)
+}
+
 func waitCopilot(t *testing.T, events <-chan fakehub.Event) {
 	t.Helper()
 	deadline := time.After(10 * time.Second)
@@ -238,23 +254,14 @@ func waitCopilot(t *testing.T, events <-chan fakehub.Event) {
 func TestPR_O2_ObserveReadsCountsLinksAndConversation(t *testing.T) {
 	hub, c, ref := emulatorPR(t)
 	ctx := context.Background()
-	events, cancel := hub.Subscribe()
-	defer cancel()
-	pr, err := c.Observe(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RequestReviews(ctx, pr, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
-		t.Fatal(err)
-	}
-	waitCopilot(t, events)
+	reviewedByCopilot(t, hub, c, ref)
 	rev := hubtest.Client(t, hub, hub.Tokens().Reviewer)
 	if _, err := rev.CreateIssueComment(ctx, ref, "Please also update the changelog."); err != nil {
 		t.Fatal(err)
 	}
 
 	hub.ResetRequestCounts()
-	pr, err = c.Observe(ctx, ref)
+	pr, err := c.Observe(ctx, ref)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -290,16 +297,7 @@ func TestPR_O2_LagFaultSeenThroughTheClient(t *testing.T) {
 	hub, c, ref := emulatorPR(t)
 	ctx := context.Background()
 	hub.SetReviewLag(2)
-	events, cancel := hub.Subscribe()
-	defer cancel()
-	pr, err := c.Observe(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.RequestReviews(ctx, pr, nil, []string{"copilot-pull-request-reviewer"}); err != nil {
-		t.Fatal(err)
-	}
-	waitCopilot(t, events)
+	reviewedByCopilot(t, hub, c, ref)
 	for read := 1; read <= 3; read++ {
 		pr, err := c.Observe(ctx, ref)
 		if err != nil {
