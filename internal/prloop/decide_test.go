@@ -1190,3 +1190,35 @@ func TestPR_S2_WaitCarriesTheDeadlineDecideKnows(t *testing.T) {
 		t.Fatalf("after %s, want %s (the review wait)", acts[0].After, want)
 	}
 }
+
+// TestPR_M3_TransientRequestFailureIsRetriedNotRefused: a request that
+// failed transiently is asked again after the back-off, within bounds,
+// and never switches the run to single-iteration mode.
+func TestPR_M3_TransientRequestFailureIsRetriedNotRefused(t *testing.T) {
+	c := cfg()
+	s := awaiting("h1", 1)
+	pr := newPR("h1")
+	for i := 1; i < c.RequestRetries; i++ {
+		o := obs(at(0.1), pr)
+		o.Result = &ActResult{RequestFailed: true}
+		var acts []Action
+		s, acts, _ = Decide(s, o, c)
+		wantActs(t, acts, "request-review round-1/request-review", "wait")
+		if s.SingleIteration || s.Request.Attempts != i {
+			t.Fatalf("attempt %d: single-iteration %v, attempts %d", i, s.SingleIteration, s.Request.Attempts)
+		}
+	}
+	// Out of retries: the round goes on without a request, still not
+	// single-iteration, and no review of the head means no success.
+	o := obs(at(0.1), pr)
+	o.Result = &ActResult{RequestFailed: true}
+	s, acts, term := Decide(s, o, c)
+	if s.SingleIteration || (term != nil && term.Reason == ReasonTwoStable) {
+		t.Fatalf("after the retries: single-iteration %v, terminal %+v", s.SingleIteration, term)
+	}
+	for _, a := range acts {
+		if a.Kind == ActRequestReview {
+			t.Fatalf("asked again past the bound: %v", sig(acts))
+		}
+	}
+}
