@@ -37,6 +37,30 @@ const (
 	MergeDraft    MergeState = "DRAFT"
 )
 
+// MergeableState tells whether the PR's head merges into its base without
+// conflicts (GitHub's MergeableState; PullRequest.Mergeable).
+type MergeableState string
+
+// Mergeable states; UNKNOWN while the forge has not computed it yet.
+const (
+	MergeableYes         MergeableState = "MERGEABLE"
+	MergeableConflicting MergeableState = "CONFLICTING"
+	MergeableUnknown     MergeableState = "UNKNOWN"
+)
+
+// ReviewState is a submitted review's state (Review.State).
+type ReviewState string
+
+// Review states (GitHub's PullRequestReviewState). A PENDING review is a
+// draft only its author sees.
+const (
+	ReviewApproved         ReviewState = "APPROVED"
+	ReviewChangesRequested ReviewState = "CHANGES_REQUESTED"
+	ReviewCommented        ReviewState = "COMMENTED"
+	ReviewDismissed        ReviewState = "DISMISSED"
+	ReviewPending          ReviewState = "PENDING"
+)
+
 // Permission is a login's access to a repository.
 type Permission string
 
@@ -105,7 +129,7 @@ type PullRequest struct {
 	BaseSHA    string
 	HeadRepo   string // owner/name of the head repository
 	CrossRepo  bool   // head lives in a fork
-	Mergeable  string // MERGEABLE, CONFLICTING, UNKNOWN
+	Mergeable  MergeableState
 	MergeState MergeState
 
 	Checks             CheckRollup // on the head commit
@@ -136,7 +160,7 @@ type Review struct {
 	ID          string // node id
 	DatabaseID  int64
 	Author      string
-	State       string // COMMENTED, APPROVED, CHANGES_REQUESTED, DISMISSED, PENDING
+	State       ReviewState
 	CommitSHA   string
 	SubmittedAt time.Time
 	Body        string
@@ -216,10 +240,24 @@ type IssueComment struct {
 	CreatedAt time.Time
 }
 
+// CommitStatusState is the state of a commit status to post
+// (CommitStatus.State).
+type CommitStatusState string
+
+// Commit status states (GitHub's REST spelling, lower case); a forge
+// refuses any other as invalid. Read back, a status's state is its
+// CheckContext.Conclusion, in upper case.
+const (
+	StatusPending CommitStatusState = "pending"
+	StatusSuccess CommitStatusState = "success"
+	StatusFailure CommitStatusState = "failure"
+	StatusError   CommitStatusState = "error"
+)
+
 // CommitStatus is a commit status to post (the `converge` verdict with a
 // user token, PR-T10).
 type CommitStatus struct {
-	State       string // pending, success, failure, error
+	State       CommitStatusState
 	Context     string
 	Description string
 	TargetURL   string

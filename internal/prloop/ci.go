@@ -72,7 +72,7 @@ func contextState(cx forge.CheckContext) string {
 // convergeStatus is the state converge's own verdict shows on the head
 // (pending, success, failure, error, or "" when absent), so a verdict the
 // forge already shows is not posted again.
-func convergeStatus(ch forge.CheckRollup) string {
+func convergeStatus(ch forge.CheckRollup) forge.CommitStatusState {
 	for _, cx := range ch.Contexts {
 		if !strings.EqualFold(cx.Name, StatusContext) {
 			continue
@@ -80,10 +80,10 @@ func convergeStatus(ch forge.CheckRollup) string {
 		if !cx.IsStatus {
 			switch strings.ToUpper(string(cx.Status)) {
 			case "QUEUED", "IN_PROGRESS", "PENDING", "WAITING", "REQUESTED":
-				return "pending"
+				return forge.StatusPending
 			}
 		}
-		return strings.ToLower(string(cx.Conclusion))
+		return forge.CommitStatusState(strings.ToLower(string(cx.Conclusion)))
 	}
 	return ""
 }

@@ -88,7 +88,7 @@ func commentFindings(pr *forge.PullRequest, o Observation, c Config) []Finding {
 	}
 	for _, r := range latestHumanReviews(pr, o, c) {
 		key := reviewKeyPrefix + r.ID
-		if r.State != "CHANGES_REQUESTED" || strings.TrimSpace(r.Body) == "" || len(answered[markerField(key)]) > 0 {
+		if r.State != forge.ReviewChangesRequested || strings.TrimSpace(r.Body) == "" || len(answered[markerField(key)]) > 0 {
 			continue
 		}
 		out = append(out, Finding{ID: key, CommentID: key, Summary: r.Body, Verdict: VerdictStructural, Source: "human", Author: r.Author})
@@ -104,7 +104,7 @@ func latestHumanReviews(pr *forge.PullRequest, o Observation, c Config) []forge.
 	var order []string
 	for i, r := range pr.Reviews {
 		switch r.State {
-		case "APPROVED", "CHANGES_REQUESTED", "DISMISSED":
+		case forge.ReviewApproved, forge.ReviewChangesRequested, forge.ReviewDismissed:
 		default:
 			continue
 		}
@@ -133,7 +133,7 @@ func latestHumanReviews(pr *forge.PullRequest, o Observation, c Config) []forge.
 func changesRequested(pr *forge.PullRequest, o Observation, c Config) []string {
 	var out []string
 	for _, r := range latestHumanReviews(pr, o, c) {
-		if r.State == "CHANGES_REQUESTED" {
+		if r.State == forge.ReviewChangesRequested {
 			out = append(out, fmt.Sprintf("@%s requested changes (review %s)", r.Author, r.ID))
 		}
 	}

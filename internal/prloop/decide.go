@@ -423,11 +423,11 @@ func (d *step) forgeNow() time.Time {
 
 // pendingStatus is PR-T10: a head the loop works on shows it.
 func (d *step) pendingStatus() {
-	if d.head == "" || convergeStatus(d.pr.Checks) == "pending" {
+	if d.head == "" || convergeStatus(d.pr.Checks) == forge.StatusPending {
 		return
 	}
 	d.acts = append(d.acts, Action{
-		Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/pending", d.head), SHA: d.head, State: "pending",
+		Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/pending", d.head), SHA: d.head, State: forge.StatusPending,
 		Round: d.s.Round, Reason: fmt.Sprintf("converge: round %d running", d.s.Round),
 	})
 }

@@ -60,7 +60,7 @@ func newPR(head string) *forge.PullRequest {
 }
 
 func botReview(id, sha string, when time.Time, body string) forge.Review {
-	return forge.Review{ID: id, Author: copilot, State: "COMMENTED", CommitSHA: sha, SubmittedAt: when, Body: body}
+	return forge.Review{ID: id, Author: copilot, State: forge.ReviewCommented, CommitSHA: sha, SubmittedAt: when, Body: body}
 }
 
 func okReview(id, sha string, when time.Time) forge.Review {
@@ -196,7 +196,7 @@ func forgeApply(pr *forge.PullRequest, acts []Action, when time.Time) *forge.Pul
 		case ActAddLabel:
 			n.Labels = append(n.Labels, a.Label)
 		case ActSetStatus:
-			n.Checks = withConvergeStatus(pr.Checks, a.State)
+			n.Checks = withConvergeStatus(pr.Checks, string(a.State))
 		}
 	}
 	return &n

@@ -52,7 +52,7 @@ func (d *step) verdict(minorOnly bool) verdict {
 	for _, r := range d.pr.Reviews {
 		// A PENDING review is a draft only its author sees, comments and
 		// all; it is not on the PR yet.
-		if r.State != "PENDING" && r.CommentCount > reviewComments(r, d.pr) {
+		if r.State != forge.ReviewPending && r.CommentCount > reviewComments(r, d.pr) {
 			v.unseen = append(v.unseen, r)
 		}
 	}

@@ -11,14 +11,14 @@ import (
 // statusFor is the PR-T10 verdict a terminal publishes on the head: a
 // bound or a failure to converge is a failure of the run; every hand-off
 // is an error state, which tools read as "not proven".
-func statusFor(reason Reason) string {
+func statusFor(reason Reason) forge.CommitStatusState {
 	switch reason {
 	case ReasonTwoStable:
-		return "success"
+		return forge.StatusSuccess
 	case ReasonCapExhausted, ReasonConvergenceFailure:
-		return "failure"
+		return forge.StatusFailure
 	}
-	return "error"
+	return forge.StatusError
 }
 
 func hasLabel(pr *forge.PullRequest, label string) bool {

@@ -348,16 +348,16 @@ const (
 // Action is one step for the engine. Key is deterministic (run-independent
 // parts only: round, kind, target) so a repeated act is recognised.
 type Action struct {
-	Kind     ActionKind `json:"kind"`
-	Key      string     `json:"key"`
-	ThreadID string     `json:"thread_id,omitempty"`
-	Body     string     `json:"body,omitempty"`
-	Label    string     `json:"label,omitempty"`
-	SHA      string     `json:"sha,omitempty"`
-	State    string     `json:"state,omitempty"` // set-status: pending|success|failure|error
-	Reason   string     `json:"reason,omitempty"`
-	Round    int        `json:"round,omitempty"`
-	Findings []Finding  `json:"findings,omitempty"` // fix
+	Kind     ActionKind              `json:"kind"`
+	Key      string                  `json:"key"`
+	ThreadID string                  `json:"thread_id,omitempty"`
+	Body     string                  `json:"body,omitempty"`
+	Label    string                  `json:"label,omitempty"`
+	SHA      string                  `json:"sha,omitempty"`
+	State    forge.CommitStatusState `json:"state,omitempty"` // set-status
+	Reason   string                  `json:"reason,omitempty"`
+	Round    int                     `json:"round,omitempty"`
+	Findings []Finding               `json:"findings,omitempty"` // fix
 	// After, on a wait, is when Decide next has something to decide
 	// whatever the forge shows (a window closes, a bound runs out): the
 	// engine observes again no later than that, back-off or not.

@@ -271,7 +271,7 @@ func (p *prState) rollup(sha string) forge.CheckRollup {
 	}
 	for _, s := range p.statuses {
 		if s.sha == sha {
-			put("status:"+s.st.Context, forge.CheckContext{Name: s.st.Context, IsStatus: true, Conclusion: forge.CheckConclusion(strings.ToUpper(s.st.State))})
+			put("status:"+s.st.Context, forge.CheckContext{Name: s.st.Context, IsStatus: true, Conclusion: forge.CheckConclusion(strings.ToUpper(string(s.st.State)))})
 		}
 	}
 	if len(ch.Contexts) == 0 {
@@ -515,7 +515,7 @@ func (f *Forge) SetCommitStatus(ctx context.Context, ref forge.PRRef, sha string
 		return err
 	}
 	defer unlock()
-	if !slices.Contains([]string{"pending", "success", "failure", "error"}, st.State) {
+	if !slices.Contains(statusStates, st.State) {
 		return invalid(op, "state %q is not one of pending, success, failure, error", st.State)
 	}
 	if !f.w.knownSHAs[sha] {
@@ -532,6 +532,7 @@ func (f *Forge) SetCommitStatus(ctx context.Context, ref forge.PRRef, sha string
 }
 
 var (
+	statusStates   = []forge.CommitStatusState{forge.StatusPending, forge.StatusSuccess, forge.StatusFailure, forge.StatusError}
 	runStatuses    = []string{"queued", "in_progress", "completed"}
 	runConclusions = []string{"action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out"}
 )

@@ -22,8 +22,8 @@ type PR struct {
 	BaseRef     string        // default main
 	State       forge.PRState // default OPEN
 	Draft       bool
-	Mergeable   string           // default MERGEABLE
-	MergeState  forge.MergeState // default CLEAN
+	Mergeable   forge.MergeableState // default MERGEABLE
+	MergeState  forge.MergeState     // default CLEAN
 	Labels      []string
 	// Commits is how many commits the branch starts with; default 1.
 	Commits int
@@ -49,7 +49,9 @@ func (f *Forge) AddPR(spec PR) forge.PRRef {
 	if spec.State == "" {
 		spec.State = forge.StateOpen
 	}
-	def(&spec.Mergeable, "MERGEABLE")
+	if spec.Mergeable == "" {
+		spec.Mergeable = forge.MergeableYes
+	}
 	if spec.MergeState == "" {
 		spec.MergeState = forge.MergeClean
 	}
@@ -155,7 +157,7 @@ func (f *Forge) SetCI(ref forge.PRRef, name, state string) {
 // failure or error), as an outside CI would.
 func (f *Forge) SetStatus(ref forge.PRRef, context, state string) {
 	f.with(ref, func(p *prState) {
-		p.statuses = append(p.statuses, statusRec{sha: p.pr.HeadSHA, st: forge.CommitStatus{State: strings.ToLower(state), Context: context}})
+		p.statuses = append(p.statuses, statusRec{sha: p.pr.HeadSHA, st: forge.CommitStatus{State: forge.CommitStatusState(strings.ToLower(state)), Context: context}})
 	})
 }
 
@@ -170,7 +172,7 @@ type NewThread struct {
 // Review is a review to add.
 type Review struct {
 	Author string
-	State  string // default COMMENTED
+	State  forge.ReviewState // default COMMENTED
 	Body   string
 	// CommitSHA defaults to the head.
 	CommitSHA string
@@ -190,7 +192,7 @@ func (f *Forge) addReview(ref forge.PRRef, r Review, unrequest bool) (forge.Revi
 	defer w.mu.Unlock()
 	p := f.mustPR(ref)
 	if r.State == "" {
-		r.State = "COMMENTED"
+		r.State = forge.ReviewCommented
 	}
 	if r.CommitSHA == "" {
 		r.CommitSHA = p.pr.HeadSHA
@@ -295,7 +297,7 @@ func (f *Forge) SetState(ref forge.PRRef, state forge.PRState) {
 }
 
 // SetMergeState sets what the forge says of merging.
-func (f *Forge) SetMergeState(ref forge.PRRef, mergeable string, mergeState forge.MergeState) {
+func (f *Forge) SetMergeState(ref forge.PRRef, mergeable forge.MergeableState, mergeState forge.MergeState) {
 	f.with(ref, func(p *prState) { p.pr.Mergeable, p.pr.MergeState = mergeable, mergeState })
 }
 

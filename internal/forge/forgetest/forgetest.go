@@ -199,7 +199,7 @@ func oneThread(t *testing.T, h Harness, f Facts, body string) (string, forge.Thr
 }
 
 var (
-	mergeables  = []string{"MERGEABLE", "CONFLICTING", "UNKNOWN"}
+	mergeables  = []forge.MergeableState{forge.MergeableYes, forge.MergeableConflicting, forge.MergeableUnknown}
 	mergeStates = []forge.MergeState{forge.MergeClean, forge.MergeDirty, forge.MergeBehind, forge.MergeBlocked,
 		forge.MergeUnstable, forge.MergeUnknown, forge.MergeHasHooks, forge.MergeDraft}
 	writers = []forge.Permission{forge.PermAdmin, forge.PermMaintain, forge.PermWrite}
@@ -301,7 +301,7 @@ func testReviewsAndThreads(t *testing.T, h Harness) {
 	})
 	i, rv := findReview(pr, id)
 	i2, rv2 := findReview(pr, id2)
-	if rv.Author != f.Reviewer || rv.State != "COMMENTED" || rv.CommitSHA != f.HeadSHA || rv.Body != body {
+	if rv.Author != f.Reviewer || rv.State != forge.ReviewCommented || rv.CommitSHA != f.HeadSHA || rv.Body != body {
 		t.Errorf("review = author %q state %q commit %q body %q; want %q COMMENTED %q %q", rv.Author, rv.State, rv.CommitSHA, rv.Body, f.Reviewer, f.HeadSHA, body)
 	}
 	if rv.DatabaseID == 0 || rv.SubmittedAt.IsZero() {
@@ -769,16 +769,16 @@ func testCommitStatus(t *testing.T, h Harness) {
 	f := facts(t, h)
 	ctx := ctxFor(t)
 	name := Marker + "/" + uniq()
-	for _, st := range []string{"pending", "failure", "success"} {
+	for _, st := range []forge.CommitStatusState{forge.StatusPending, forge.StatusFailure, forge.StatusSuccess} {
 		err := h.Forge.SetCommitStatus(ctx, f.PR, f.HeadSHA, forge.CommitStatus{
-			State: st, Context: name, Description: Marker + " " + st + " " + strings.Repeat("d", 150), TargetURL: "https://example.com/" + Marker,
+			State: st, Context: name, Description: Marker + " " + string(st) + " " + strings.Repeat("d", 150), TargetURL: "https://example.com/" + Marker,
 		})
 		if err != nil {
 			t.Fatalf("status %s: %v", st, err)
 		}
 		observeUntil(t, h, f.PR, func(pr *forge.PullRequest) error {
 			got := findContext(pr.Checks, name, true)
-			if len(got) != 1 || string(got[0].Conclusion) != strings.ToUpper(st) {
+			if len(got) != 1 || string(got[0].Conclusion) != strings.ToUpper(string(st)) {
 				return fmt.Errorf("after %s: contexts named %s: %+v", st, name, got)
 			}
 			return rollupFits(pr.Checks)
@@ -786,7 +786,7 @@ func testCommitStatus(t *testing.T, h Harness) {
 	}
 	err := h.Forge.SetCommitStatus(ctx, f.PR, f.HeadSHA, forge.CommitStatus{State: "bogus", Context: name})
 	wantKind(t, "status with an unknown state", err, forge.KindInvalid)
-	err = h.Forge.SetCommitStatus(ctx, f.PR, strings.Repeat("0", 40), forge.CommitStatus{State: "success", Context: name})
+	err = h.Forge.SetCommitStatus(ctx, f.PR, strings.Repeat("0", 40), forge.CommitStatus{State: forge.StatusSuccess, Context: name})
 	wantKind(t, "status on a commit the forge does not have", err, forge.KindInvalid)
 }
 
@@ -910,7 +910,7 @@ func testRejected(t *testing.T, h Harness) {
 		wantKind(t, "issue events with a rejected credential", err, forge.KindAuth)
 	}
 	wantKind(t, "label with a rejected credential", h.Rejected.AddLabels(ctx, f.PR, Marker), forge.KindAuth)
-	err = h.Rejected.SetCommitStatus(ctx, f.PR, f.HeadSHA, forge.CommitStatus{State: "success", Context: Marker})
+	err = h.Rejected.SetCommitStatus(ctx, f.PR, f.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: Marker})
 	wantKind(t, "status with a rejected credential", err, forge.KindAuth)
 }
 
@@ -923,7 +923,7 @@ func testPush(t *testing.T, h Harness) {
 	ctx := ctxFor(t)
 	id, th := oneThread(t, h, f, Marker+": before the push "+uniq())
 	name := Marker + "/old-head-" + uniq()
-	if err := h.Forge.SetCommitStatus(ctx, f.PR, f.HeadSHA, forge.CommitStatus{State: "success", Context: name}); err != nil {
+	if err := h.Forge.SetCommitStatus(ctx, f.PR, f.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: name}); err != nil {
 		t.Fatal(err)
 	}
 	sha, err := h.Fixture.Push(ctx)

@@ -117,7 +117,7 @@ func TestPR_O2_RequestCopilotThroughClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(pr.Reviews) != 1 || pr.Reviews[0].Author != "copilot-pull-request-reviewer" || pr.Reviews[0].CommitSHA != pr.HeadSHA || pr.Reviews[0].State != "COMMENTED" {
+	if len(pr.Reviews) != 1 || pr.Reviews[0].Author != "copilot-pull-request-reviewer" || pr.Reviews[0].CommitSHA != pr.HeadSHA || pr.Reviews[0].State != forge.ReviewCommented {
 		t.Fatalf("GraphQL review: %+v", pr.Reviews)
 	}
 	if len(pr.Threads) != 1 || len(pr.Threads[0].Comments) != 1 || pr.Threads[0].Comments[0].Author != "copilot-pull-request-reviewer" || pr.Threads[0].Path != "main.go" || pr.Threads[0].Line != 5 {
@@ -159,7 +159,7 @@ func TestPR_O2_RequestCopilotThroughClient(t *testing.T) {
 	if err := c.AddLabels(ctx, ref, "converge:needs-attention"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetCommitStatus(ctx, ref, pr.HeadSHA, forge.CommitStatus{State: "pending", Context: "converge", Description: "running"}); err != nil {
+	if err := c.SetCommitStatus(ctx, ref, pr.HeadSHA, forge.CommitStatus{State: forge.StatusPending, Context: "converge", Description: "running"}); err != nil {
 		t.Fatal(err)
 	}
 	pr, _ = c.Observe(ctx, ref)

@@ -288,7 +288,7 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 		BaseRef:    n.BaseRefName,
 		BaseSHA:    n.BaseRefOid,
 		CrossRepo:  n.IsCrossRepository,
-		Mergeable:  n.Mergeable,
+		Mergeable:  forge.MergeableState(n.Mergeable),
 		MergeState: forge.MergeState(n.MergeStateStatus),
 	}
 	if n.HeadRepository != nil {
@@ -326,7 +326,7 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 			ID:         r.ID,
 			DatabaseID: int64(r.FullDatabaseID),
 			Author:     r.Author.get(),
-			State:      r.State,
+			State:      forge.ReviewState(r.State),
 			Body:       r.Body,
 			// Read in the same request as the threads, so the two can be
 			// compared (PR-O2).

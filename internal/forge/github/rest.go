@@ -168,7 +168,8 @@ func toIssueComment(ic *gh.IssueComment) forge.IssueComment {
 
 // SetCommitStatus posts a commit status on sha.
 func (c *Client) SetCommitStatus(ctx context.Context, ref forge.PRRef, sha string, st forge.CommitStatus) error {
-	rs := gh.RepoStatus{State: &st.State, Context: &st.Context}
+	state := string(st.State)
+	rs := gh.RepoStatus{State: &state, Context: &st.Context}
 	if st.Description != "" {
 		d := truncateChars(st.Description, maxStatusDescription, func(int) string { return "…" })
 		rs.Description = &d

@@ -134,7 +134,7 @@ func TestLabelsCommentsStatusCheckRun(t *testing.T) {
 	if err != nil || len(ics) != 2 || ics[0].ID != 1 || ics[1].Author != "y" {
 		t.Errorf("ListIssueComments = %+v, %v", ics, err)
 	}
-	if err := c.SetCommitStatus(ctx, testRef, "bbbb", forge.CommitStatus{State: "success", Context: "converge",
+	if err := c.SetCommitStatus(ctx, testRef, "bbbb", forge.CommitStatus{State: forge.StatusSuccess, Context: "converge",
 		Description: strings.Repeat("two-stable ", 30)}); err != nil {
 		t.Errorf("SetCommitStatus: %v", err)
 	}

@@ -49,7 +49,7 @@ func TestPR_O3_ReadingIsFailClosed(t *testing.T) {
 		{"LGTM", 0, 0, review.NoSignal},
 	}
 	for _, tt := range tests {
-		r := forge.Review{ID: "R", Author: "copilot-pull-request-reviewer", State: "COMMENTED", CommitSHA: "h1", Body: tt.body, CommentCount: tt.count}
+		r := forge.Review{ID: "R", Author: "copilot-pull-request-reviewer", State: forge.ReviewCommented, CommitSHA: "h1", Body: tt.body, CommentCount: tt.count}
 		if got, why := New().Read(r, withThreads(tt.visible)); got != tt.want {
 			t.Errorf("%q (count %d, visible %d): %s (%s), want %s", tt.body, tt.count, tt.visible, got, why, tt.want)
 		}
