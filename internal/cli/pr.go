@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,7 +22,7 @@ import (
 )
 
 type prOptions struct {
-	URL          string
+	URLs         []string // one loop per PR, all in this process
 	APIURL       string
 	CAFile       string
 	Token        string
@@ -58,20 +59,24 @@ func newPRCmd(ios *IOStreams) *cobra.Command {
 	opts := &prOptions{}
 	def := prloop.DefaultConfig()
 	cmd := &cobra.Command{
-		Use:   "pr PR_URL",
+		Use:   "pr PR_URL [PR_URL...]",
 		Short: "Drive a pull request to a proven two-stable finish",
 		Long: `Drive a pull request until it is review-clean and the forge proves it:
 request the Copilot review, wait for it, fix what trusted reviewers found,
 build and test, commit and push one commit per round, reply to and resolve
-every thread, and stop at two-stable (or another terminal, see exit codes).`,
+every thread, and stop at two-stable (or another terminal, see exit codes).
+
+Several PR URLs run as several loops in this one process, on one state
+store, one forge client and one clone cache; every line names its PR, and
+the exit code is that of the first PR given that did not end two-stable.`,
 		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) != 1 {
-				return usageErr("pr needs exactly one PR URL, e.g. converge pr https://github.com/OWNER/REPO/pull/123")
+			if len(args) == 0 {
+				return usageErr("pr needs a PR URL, e.g. converge pr https://github.com/OWNER/REPO/pull/123")
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.URL = args[0]
+			opts.URLs = args
 			return runPR(cmd.Context(), ios, opts)
 		},
 	}
@@ -105,10 +110,18 @@ every thread, and stop at two-stable (or another terminal, see exit codes).`,
 }
 
 func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
-	ref, err := forge.ParsePRURL(opts.URL)
-	if err != nil {
-		return usageErr("%v", err)
+	var refs []forge.PRRef
+	for _, u := range opts.URLs {
+		ref, err := forge.ParsePRURL(u)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		if slices.Contains(refs, ref) {
+			return usageErr("%s is given twice; one loop runs per PR (PR-G5)", u)
+		}
+		refs = append(refs, ref)
 	}
+	ref := refs[0]
 	if opts.MaxIter < 1 {
 		return usageErr("--max-iterations must be at least 1, got %d", opts.MaxIter)
 	}
@@ -138,8 +151,13 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	if err := checkPRHost(ref, rest, opts.AllowHostMismatch); err != nil {
-		return err
+	for _, r := range refs {
+		if err := checkPRHost(r, rest, opts.AllowHostMismatch); err != nil {
+			return err
+		}
+		if other, _, err := ghclient.Endpoints(r, opts.APIURL, ios.Getenv); err != nil || other != rest {
+			return usageErr("%s is on another forge than %s; one converge pr runs PRs of one forge, start another for the rest", r, ref)
+		}
 	}
 	webHost, err := ghclient.WebHost(rest)
 	if err != nil {
@@ -176,28 +194,32 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	// GitHub's review bot is Copilot (PR-O2, PR-O5).
 	cfg.Bot, cfg.TrustedBots = copilot.New(), copilot.DefaultAllowlist()
 	cfg.LocalReview = reviewer != nil
-	_, err = runLoop(ctx, ios, loopParams{
-		Ref:      ref,
-		Forge:    client,
-		Remote:   gitRemote(rest, ref, token, cas),
-		StateDir: stateDir,
-		Agent:    ag,
-		Reviewer: reviewer,
-		TestCmd:  testCmd,
-		Config:   cfg,
-		PollMin:  opts.PollMin,
-		PollMax:  opts.PollMax,
-		JSON:     opts.JSON,
-		Keep:     opts.Keep,
-		Secrets:  repo.Secrets(token),
-		Author:   "converge",
-		Email:    "converge@users.noreply.github.com",
+	params := make([]loopParams, len(refs))
+	for i, ref := range refs {
+		params[i] = loopParams{
+			Ref:      ref,
+			Forge:    client,
+			Remote:   gitRemote(rest, ref, token, cas),
+			StateDir: stateDir,
+			Agent:    ag,
+			Reviewer: reviewer,
+			TestCmd:  testCmd,
+			Config:   cfg,
+			PollMin:  opts.PollMin,
+			PollMax:  opts.PollMax,
+			JSON:     opts.JSON,
+			Keep:     opts.Keep,
+			Secrets:  repo.Secrets(token),
+			Author:   "converge",
+			Email:    "converge@users.noreply.github.com",
 
-		Fresh:       opts.Fresh,
-		FaultBudget: opts.FaultBudget,
-		AgentBudget: opts.AgentTimeout,
-		TestBudget:  opts.TestTimeout,
-	})
+			Fresh:       opts.Fresh,
+			FaultBudget: opts.FaultBudget,
+			AgentBudget: opts.AgentTimeout,
+			TestBudget:  opts.TestTimeout,
+		}
+	}
+	_, err = runLoops(ctx, ios, params)
 	return err
 }
 

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -60,82 +60,129 @@ type loopParams struct {
 // runLoop runs one PR loop to its terminal: lock, record, run, persist,
 // print the proof. The returned error carries the terminal's exit code.
 func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Terminal, error) {
-	// Bad input fails before anything is recorded: the token must work
-	// and the PR must exist.
+	terms, err := runLoops(ctx, ios, []loopParams{p})
+	return terms[0], err
+}
+
+// runLoops runs several PR loops at once in this process, on one store,
+// their forge clients and the clone cache shared (the clones under the
+// state directory). Every PR passes pre-flight before any run is
+// recorded. The error carries the exit code of the first PR, in the
+// order given, that did not end two-stable.
+func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.Terminal, error) {
+	terms := make([]*prloop.Terminal, len(ps))
+	for i := range ps {
+		if err := preflight(ctx, &ps[i]); err != nil {
+			return terms, err
+		}
+	}
+	var secrets []string
+	for _, p := range ps {
+		secrets = append(secrets, p.Secrets...)
+	}
+	db, err := store.Open(ctx, filepath.Join(ps[0].StateDir, "converge.db"), store.WithSecrets(secrets...))
+	if err != nil {
+		return terms, fmt.Errorf("open state store: %w", err)
+	}
+	defer db.Close()
+	if len(ps) == 1 {
+		terms[0], err = driveLoop(ctx, ios, db, ps[0], nil)
+		return terms, err
+	}
+	errs := make([]error, len(ps))
+	var (
+		wg  sync.WaitGroup
+		out sync.Mutex // one run's terminal and proof print as one block
+	)
+	for i, p := range ps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			terms[i], errs[i] = driveLoop(ctx, ios, db, p, &out)
+			if errs[i] != nil && ExitCodeOf(errs[i]) != exitcode.OK {
+				var se *silentExit
+				if !errors.As(errs[i], &se) {
+					out.Lock()
+					fmt.Fprintf(ios.ErrOut, "converge: %s: %s\n", p.Ref, oneLine(errs[i].Error()))
+					out.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			// Each run's own error was printed above with its PR.
+			return terms, &silentExit{code: ExitCodeOf(err)}
+		}
+	}
+	return terms, nil
+}
+
+// preflight fails bad input before anything is recorded: the token must
+// work and the PR must exist. It fixes the loop's identity and clone URL.
+func preflight(ctx context.Context, p *loopParams) error {
 	self, err := p.Forge.Viewer(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	pre, err := p.Forge.Observe(ctx, p.Ref)
 	if err != nil {
 		if forge.KindOf(err) == forge.KindNotFound {
-			return nil, usageErr("no pull request %d in %s on %s visible to %s; check the PR URL", p.Ref.Number, p.Ref.FullName(), p.Ref.Host, self)
+			return usageErr("no pull request %d in %s on %s visible to %s; check the PR URL", p.Ref.Number, p.Ref.FullName(), p.Ref.Host, self)
 		}
-		return nil, err
+		return err
 	}
 	if p.Remote != nil {
 		if p.CloneURL, p.GitEnv, err = p.Remote(pre.CloneURL); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	p.Config.Self = self
+	return nil
+}
 
-	db, err := store.Open(ctx, filepath.Join(p.StateDir, "converge.db"), store.WithSecrets(p.Secrets...))
-	if err != nil {
-		return nil, fmt.Errorf("open state store: %w", err)
-	}
-	defer db.Close()
-
+// driveLoop runs one PR loop on an open store: claim (new or resumed), run
+// on the engine, record the terminal. Many may run at once on one store;
+// then shared is the lock their terminals print under, and each line
+// names its PR.
+func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParams, shared *sync.Mutex) (*prloop.Terminal, error) {
 	target := p.Ref.String()
-	initial := prloop.State{Phase: prloop.PhaseStart}
-	runID, resumed, err := resumableRun(ctx, db, target, p.Fresh)
+	claim, err := engine.ClaimRun(ctx, db, "pr", target, p.Fresh, prloop.Resumable)
 	if err != nil {
+		var busy *engine.BusyError
+		if errors.As(err, &busy) {
+			return nil, usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
+		}
 		return nil, err
 	}
-	if resumed != nil {
+	defer claim.Release(ctx)
+	runID := claim.RunID
+	initial := prloop.State{Phase: prloop.PhaseStart}
+	if claim.Resumed != nil {
 		// PR-G3: a run killed mid-way continues where it stood, with its
 		// round count, wall clock and diff baseline; Decide re-reads the
 		// world before trusting any of it.
-		initial = *resumed
-	} else {
-		runID = store.NewRunID(time.Now())
-		if err := db.CreateRun(ctx, store.Run{ID: runID, Kind: "pr", Target: target}); err != nil {
-			return nil, fmt.Errorf("record run: %w", err)
-		}
+		initial = *claim.Resumed
 	}
-	holder, ok, err := db.AcquireLock(ctx, target, runID, os.Getpid())
-	if err != nil {
-		return nil, fmt.Errorf("lock %s: %w", target, err)
-	}
-	if !ok {
-		if resumed == nil {
-			_ = db.FinishRun(ctx, runID, "refused", exitcode.Usage, nil)
-		}
-		return nil, usageErr("a loop is already running on %s (run %s); wait for it to end (converge status shows it)", target, holder)
-	}
-	defer db.ReleaseLock(context.WithoutCancel(ctx), target, runID)
-	// Holding the lock proves earlier unfinished runs on this PR are dead
-	// (killed or crashed): record them as interrupted so status tells.
-	var prior []string
-	if runs, err := db.ListRuns(ctx, store.ListOptions{Target: target}); err == nil {
-		for _, r := range runs {
-			if r.ID != runID && !r.Finished() {
-				_ = db.FinishRun(ctx, r.ID, "interrupted", exitcode.Error, nil)
-			}
-			prior = append(prior, observedResolved(r.State)...)
-		}
-	}
+	// Threads earlier runs saw resolved after converge resolved them: open
+	// now, a human reopened them, which the forge alone cannot tell from a
+	// resolve a crash kept from happening (PR-S12, REL-2).
+	initial.PriorResolved = prloop.PriorResolved(claim.Prior)
 
 	out := newReporter(ios, p.JSON, db, runID)
-	if resumed != nil {
-		out.Report(prloop.Event{Kind: "start", Round: resumed.Round, Message: fmt.Sprintf("run %s on %s resumed at round %d (%s); --fresh starts a new run", runID, target, resumed.Round, resumed.Phase)})
+	if shared != nil {
+		out.mu, out.label = shared, p.Ref.String()
+	}
+	if r := claim.Resumed; r != nil {
+		out.Report(engine.Event{Kind: "start", Round: r.Round, Message: fmt.Sprintf("run %s on %s resumed at round %d (%s); --fresh starts a new run", runID, target, r.Round, r.Phase)})
 	} else {
-		out.Report(prloop.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
 	}
 	if p.Reviewer == nil {
 		// Pre-flight says it plainly (PR-S4): Copilot is the only
 		// independent review this run can have.
-		out.Report(prloop.Event{Kind: "note", Message: "no local review: the " + p.Agent.Name() + " agent cannot review; only a Copilot review of the head can prove two-stable (--review-agent command adds one)"})
+		out.Report(engine.Event{Kind: "note", Message: "no local review: the " + p.Agent.Name() + " agent cannot review; only a Copilot review of the head can prove two-stable (--review-agent command adds one)"})
 	}
 
 	ws := &prloop.GitWorkspace{
@@ -151,30 +198,24 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 		Author:   p.Author,
 		Email:    p.Email,
 		Logf: func(format string, args ...any) {
-			out.Report(prloop.Event{Kind: "note", Message: fmt.Sprintf(format, args...)})
+			out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf(format, args...)})
 		},
 		TestBudget: p.TestBudget,
 	}
-	runner := &prloop.Runner{
-		Forge:       p.Forge,
-		Workspace:   ws,
-		Journal:     &storeJournal{db: db, runID: runID},
-		FaultBudget: p.FaultBudget,
-		Reporter:    out,
-		Config:      p.Config,
-		PollMin:     p.PollMin,
-		PollMax:     p.PollMax,
-		Wake:        p.Wake,
-		StopRequested: func(ctx context.Context) bool {
-			stop, err := db.StopRequested(ctx, runID)
-			return err == nil && stop
-		},
-	}
-	// Threads earlier runs saw resolved after converge resolved them: open
-	// now, a human reopened them, which the forge alone cannot tell from a
-	// resolve a crash kept from happening (PR-S12, REL-2).
-	initial.PriorResolved = prior
-	term, runErr := runner.Run(ctx, p.Ref, initial)
+	loop := prloop.NewLoop(p.Ref, prloop.Deps{
+		Forge:     p.Forge,
+		Workspace: ws,
+		Journal:   prloop.StoreJournal(db, runID),
+		Reporter:  out,
+		Config:    p.Config,
+	})
+	term, runErr := loop.Run(ctx, initial, engine.Options{
+		PollMin:       p.PollMin,
+		PollMax:       p.PollMax,
+		FaultBudget:   p.FaultBudget,
+		Wake:          p.Wake,
+		StopRequested: claim.StopRequested,
+	})
 	fin := context.WithoutCancel(ctx)
 	if !p.Keep {
 		_ = ws.Cleanup(fin)
@@ -185,15 +226,19 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 			// its state, so the next `converge pr` resumes it (PR-G3).
 			return nil, fmt.Errorf("run %s interrupted; run converge pr again to resume it (--fresh starts over): %w", runID, runErr)
 		}
-		_ = db.FinishRun(fin, runID, string(prloop.ReasonErrored), ExitCodeOf(runErr), nil)
+		_ = claim.Finish(fin, string(prloop.ReasonErrored), ExitCodeOf(runErr), nil)
 		return nil, fmt.Errorf("run %s: %w", runID, runErr)
 	}
-	var proof []byte
+	var proof any
 	if term.Proof != nil {
-		proof, _ = json.Marshal(term.Proof)
+		proof = term.Proof
 	}
-	if err := db.FinishRun(fin, runID, string(term.Reason), term.ExitCode, proof); err != nil {
+	if err := claim.Finish(fin, string(term.Reason), term.ExitCode, proof); err != nil {
 		return term, fmt.Errorf("record terminal: %w", err)
+	}
+	if shared != nil {
+		shared.Lock()
+		defer shared.Unlock()
 	}
 	printTerminal(ios, p.JSON, runID, term)
 	if term.ExitCode != exitcode.OK {
@@ -202,148 +247,13 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	return term, nil
 }
 
-// resumableRun finds the run to continue on target (PR-G3): the newest
-// run, unfinished, with a stored state that holds no terminal, whose lock
-// no live process holds (a live one is refused by the lock as before).
-func resumableRun(ctx context.Context, db *store.Store, target string, fresh bool) (string, *prloop.State, error) {
-	if fresh {
-		return "", nil, nil
-	}
-	last, err := db.LatestRunFor(ctx, target)
-	if err != nil || last.Finished() || len(last.State) == 0 {
-		return "", nil, nil
-	}
-	st, err := prloop.UnmarshalState(last.State)
-	if err != nil || st.Terminal != nil || st.Phase == "" || st.StartedAt.IsZero() {
-		return "", nil, nil
-	}
-	holder, live, err := db.LockLive(ctx, target)
-	if err != nil {
-		return "", nil, err
-	}
-	if live {
-		return "", nil, usageErr("a loop is already running on %s (run %s); wait for it to end (converge status shows it)", target, holder)
-	}
-	return last.ID, &st, nil
-}
-
-// observedResolved reads, from a stored run state, the threads that run saw
-// resolved after converge resolved them.
-func observedResolved(raw []byte) []string {
-	if len(raw) == 0 {
-		return nil
-	}
-	st, err := prloop.UnmarshalState(raw)
-	if err != nil {
-		return nil
-	}
-	var ids []string
-	for _, t := range st.Threads {
-		if t.ObservedResolved {
-			ids = append(ids, prloop.PriorResolvedKey(t.ThreadID, t.HeadSHA, t.Disposition))
-		}
-	}
-	ids = append(ids, st.PriorResolved...)
-	slices.Sort(ids)
-	return slices.Compact(ids)
-}
-
-// storeJournal adapts the SQLite store to the runner's Journal.
-type storeJournal struct {
-	db    *store.Store
-	runID string
-	// ledger is the last round ledger written, so a step rewrites only
-	// the rounds whose record changed (PR-M5).
-	ledger map[int]string
-}
-
-func (j *storeJournal) SaveState(ctx context.Context, s prloop.State) error {
-	b, err := prloop.MarshalState(s)
-	if err != nil {
-		return err
-	}
-	status := store.StatusRunning
-	if s.Terminal != nil {
-		status = string(s.Terminal.Reason)
-	}
-	if err := j.db.SaveState(ctx, j.runID, b, status); err != nil {
-		return err
-	}
-	return j.saveLedger(ctx, s)
-}
-
-// saveLedger records each round and its findings with their dispositions,
-// so status and the decision log read rounds without decoding state.
-func (j *storeJournal) saveLedger(ctx context.Context, s prloop.State) error {
-	if j.ledger == nil {
-		j.ledger = map[int]string{}
-	}
-	disp := map[string]string{}
-	for _, t := range s.Threads {
-		disp[fmt.Sprintf("%d/%s", t.Round, t.ThreadID)] = string(t.Disposition)
-	}
-	for _, r := range s.Rounds {
-		var fs []store.Finding
-		for _, f := range r.Findings {
-			fs = append(fs, store.Finding{
-				ID: f.ID, ThreadID: f.ThreadID, Path: f.Path, StartLine: f.StartLine, EndLine: f.EndLine,
-				Summary: f.Summary, Verdict: string(f.Verdict), Source: f.Source, Author: f.Author,
-				Disposition: disp[fmt.Sprintf("%d/%s", r.N, f.ThreadID)],
-			})
-		}
-		key, err := json.Marshal(struct {
-			R prloop.RoundRecord
-			F []store.Finding
-		}{r, fs})
-		if err != nil {
-			return err
-		}
-		if j.ledger[r.N] == string(key) {
-			continue
-		}
-		summary, _ := json.Marshal(r)
-		if err := j.db.AddRound(ctx, store.Round{
-			RunID: j.runID, N: r.N, HeadSHA: r.HeadSHA, StartedAt: r.StartedAt,
-			CommitSHA: r.CommitSHA, Structural: r.Structural, Summary: summary,
-		}); err != nil {
-			return fmt.Errorf("record round %d: %w", r.N, err)
-		}
-		if err := j.db.AddFindings(ctx, j.runID, r.N, fs); err != nil {
-			return fmt.Errorf("record findings of round %d: %w", r.N, err)
-		}
-		j.ledger[r.N] = string(key)
-	}
-	return nil
-}
-
-func (j *storeJournal) BeginAction(ctx context.Context, round int, a prloop.Action) (bool, error) {
-	got, existed, err := j.db.BeginAction(ctx, store.Action{
-		Key: j.runID + "/" + a.Key, RunID: j.runID, Round: round, Kind: string(a.Kind), Target: a.ThreadID + a.Label + a.SHA,
-	})
-	if err != nil {
-		return false, err
-	}
-	return existed && got.Status == store.ActionDone, nil
-}
-
-func (j *storeJournal) FinishAction(ctx context.Context, a prloop.Action, outcome string, result any) error {
-	var b []byte
-	if result != nil {
-		var err error
-		if b, err = json.Marshal(result); err != nil {
-			return err
-		}
-	}
-	status := store.ActionDone
-	if outcome == "failed" {
-		status = store.ActionFailed
-	}
-	return j.db.FinishAction(ctx, j.runID+"/"+a.Key, status, b)
-}
-
 // reporter prints progress (UX-1) and appends it to the run's event log.
 type reporter struct {
-	mu    sync.Mutex
+	// mu is shared by the reporters of loops that print to one stream.
+	mu *sync.Mutex
+	// label, with several loops in one process, names the run's PR on
+	// every line and NDJSON event.
+	label string
 	ios   *IOStreams
 	json  bool
 	db    *store.Store
@@ -352,10 +262,10 @@ type reporter struct {
 }
 
 func newReporter(ios *IOStreams, asJSON bool, db *store.Store, runID string) *reporter {
-	return &reporter{ios: ios, json: asJSON, db: db, runID: runID}
+	return &reporter{mu: new(sync.Mutex), ios: ios, json: asJSON, db: db, runID: runID}
 }
 
-func (r *reporter) Report(e prloop.Event) {
+func (r *reporter) Report(e engine.Event) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if e.Time.IsZero() {
@@ -367,7 +277,16 @@ func (r *reporter) Report(e prloop.Event) {
 	}
 	_ = r.db.AppendEvent(context.Background(), r.runID, store.Event{Time: e.Time, Kind: e.Kind, Round: e.Round, Message: e.Message, Data: data})
 	if r.json {
-		b, _ := json.Marshal(e)
+		var b []byte
+		if r.label != "" {
+			b, _ = json.Marshal(struct {
+				engine.Event
+				PR  string `json:"pr"`
+				Run string `json:"run"`
+			}{e, r.label, r.runID})
+		} else {
+			b, _ = json.Marshal(e)
+		}
 		fmt.Fprintln(r.ios.Out, string(b))
 		return
 	}
@@ -383,7 +302,12 @@ func (r *reporter) Report(e prloop.Event) {
 		prefix = fmt.Sprintf("round %d", e.Round)
 	}
 	line := fmt.Sprintf("%s  %-8s %s", prefix, e.Kind, e.Message)
-	if !r.ios.IsTTY {
+	if r.label != "" {
+		line = r.label + "  " + line
+	}
+	// With several loops on one terminal a shared live line would hide
+	// the others' progress: each event gets its own line.
+	if !r.ios.IsTTY || r.label != "" {
 		fmt.Fprintln(r.ios.Out, line)
 		return
 	}

@@ -41,7 +41,7 @@ func TestREL1_ForgeOutageDuringAWaitIsRiddenOut(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("want two-stable after the outage, got exit %d:\n%s", code, out)
 	}
-	if time.Since(start) < 10*time.Second || !strings.Contains(out, "forge fault") {
+	if time.Since(start) < 10*time.Second || !strings.Contains(out, "transient fault") {
 		t.Fatalf("the outage was not exercised (%s):\n%s", time.Since(start), out)
 	}
 	assertProven(t, observe(t, hub, demo.PRURL), false, "")

@@ -1,6 +1,7 @@
 package prloop
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -1000,14 +1001,14 @@ func TestDecideDoesNotWriteIntoItsInput(t *testing.T) {
 	s.Kept = []Finding{{ID: "T1", ThreadID: "T1", Verdict: "structural"}}
 	s.Threads = make([]ThreadRecord, 0, 8) // spare capacity an append would write into
 	s.Rounds = append(make([]RoundRecord, 0, 8), s.Rounds...)
-	before, _ := MarshalState(s)
+	before, _ := json.Marshal(s)
 	pr := newPR("h2")
 	pr.Commits = append(pr.Commits, loopCommit("h2", "h1", 1))
 	pr.Threads = []forge.Thread{copilotThread("T1", "bug")}
 	o := obs(at(5), pr)
 	o.Result = &ActResult{Fix: &FixResult{Round: 1, Addressed: []string{"T1"}, CommitSHA: "h2"}}
 	Decide(s, o, cfg())
-	after, _ := MarshalState(s)
+	after, _ := json.Marshal(s)
 	if string(before) != string(after) {
 		t.Fatal("Decide changed its input state")
 	}

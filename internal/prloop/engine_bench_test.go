@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakeforge"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -40,19 +41,19 @@ func parkLoops(tb testing.TB, n int) (stop func() error) {
 	for range n {
 		ref := ff.AddPR(fakeforge.PR{})
 		var once sync.Once
-		r := &prloop.Runner{
+		l := prloop.NewLoop(ref, prloop.Deps{
 			Forge: ff, Workspace: parkedWorkspace{}, Journal: &memJournal{},
-			Config: withCopilot(prloop.DefaultConfig()), PollMin: time.Hour, PollMax: time.Hour,
-			Reporter: prloop.ReporterFunc(func(e prloop.Event) {
+			Config: withCopilot(prloop.DefaultConfig()),
+			Reporter: engine.ReporterFunc(func(e engine.Event) {
 				if e.Kind == "wait" {
 					once.Do(parked.Done)
 				}
 			}),
-		}
+		})
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			if _, err := r.Run(ctx, ref, prloop.State{Phase: prloop.PhaseStart}); err != nil && !errors.Is(err, context.Canceled) {
+			if _, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{PollMin: time.Hour, PollMax: time.Hour}); err != nil && !errors.Is(err, context.Canceled) {
 				errs <- err
 				once.Do(parked.Done)
 			}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakeforge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
@@ -53,19 +54,19 @@ func (j *memJournal) SaveState(_ context.Context, s prloop.State) error {
 	return nil
 }
 
-func (j *memJournal) BeginAction(_ context.Context, _ int, a prloop.Action) (bool, error) {
+func (j *memJournal) BeginAction(_ context.Context, a engine.ActionRecord) (bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return j.done[a.Key], nil
 }
 
-func (j *memJournal) FinishAction(_ context.Context, a prloop.Action, outcome string, _ any) error {
+func (j *memJournal) FinishAction(_ context.Context, key string, failed bool, _ any) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.done == nil {
 		j.done = map[string]bool{}
 	}
-	j.done[a.Key] = outcome != "failed"
+	j.done[key] = !failed
 	return nil
 }
 
@@ -81,16 +82,13 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 	client := hubtest.Client(t, hub, tok)
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	const pollMin, pollMax = time.Second, 8 * time.Second
-	r := &prloop.Runner{
+	l := prloop.NewLoop(ref, prloop.Deps{
 		Forge:     client,
 		Workspace: demoWorkspace(t, hub, demo, tok),
 		Journal:   &memJournal{},
-		Clock:     clock,
 		Config:    withCopilot(prloop.DefaultConfig()),
-		PollMin:   pollMin,
-		PollMax:   pollMax,
-	}
-	term, err := r.Run(ctx, ref, prloop.State{Phase: prloop.PhaseStart})
+	})
+	term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{Clock: clock, PollMin: pollMin, PollMax: pollMax})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,8 +188,8 @@ func TestPR_S4_LocalReviewRunsBesideTheForgePoll(t *testing.T) {
 	ws := &slowReviewWorkspace{forge: cf, GitWorkspace: demoWorkspace(t, hub, demo, tok)}
 	c := withCopilot(prloop.DefaultConfig())
 	c.LocalReview = true
-	r := &prloop.Runner{Forge: cf, Workspace: ws, Journal: &memJournal{}, Config: c, PollMin: 20 * time.Millisecond, PollMax: 100 * time.Millisecond}
-	term, err := r.Run(ctx, ref, prloop.State{Phase: prloop.PhaseStart})
+	l := prloop.NewLoop(ref, prloop.Deps{Forge: cf, Workspace: ws, Journal: &memJournal{}, Config: c})
+	term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{PollMin: 20 * time.Millisecond, PollMax: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,12 +235,14 @@ func TestRunnerWithoutIssueEventer(t *testing.T) {
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		r := &prloop.Runner{
+		l := prloop.NewLoop(ref, prloop.Deps{
 			Forge: f, Workspace: parkedWorkspace{}, Journal: &memJournal{},
-			Clock:  &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)},
-			Config: withCopilot(prloop.DefaultConfig()), PollMin: 50 * time.Millisecond, PollMax: 200 * time.Millisecond,
-		}
-		term, err := r.Run(ctx, ref, prloop.State{Phase: prloop.PhaseStart})
+			Config: withCopilot(prloop.DefaultConfig()),
+		})
+		term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{
+			Clock:   &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)},
+			PollMin: 50 * time.Millisecond, PollMax: 200 * time.Millisecond,
+		})
 		cancel()
 		if err != nil {
 			t.Fatalf("events %v: %v", events, err)

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
@@ -67,6 +68,7 @@ func (w *GitWorkspace) logf(format string, args ...any) {
 // worktree, and measures the PR's size at start (PR-T6).
 func (w *GitWorkspace) Prepare(ctx context.Context, pr *forge.PullRequest) (int, error) {
 	cloneDir := filepath.Join(w.Root, "clones", sanitize(pr.Ref.Host), pr.Ref.Owner, pr.Ref.Repo)
+	defer lockClone(cloneDir)()
 	if _, err := os.Stat(filepath.Join(cloneDir, ".git")); err != nil {
 		if err := os.MkdirAll(filepath.Dir(cloneDir), 0o755); err != nil {
 			return 0, fmt.Errorf("make clone dir: %w", err)
@@ -76,7 +78,7 @@ func (w *GitWorkspace) Prepare(ctx context.Context, pr *forge.PullRequest) (int,
 		}
 	}
 	w.clone = &repo.Git{Dir: cloneDir, Env: w.GitEnv}
-	if err := w.fetch(ctx, pr); err != nil {
+	if err := w.fetchLocked(ctx, pr); err != nil {
 		return 0, err
 	}
 	wt := filepath.Join(w.Root, "worktrees", w.RunID)
@@ -94,6 +96,11 @@ func (w *GitWorkspace) Prepare(ctx context.Context, pr *forge.PullRequest) (int,
 }
 
 func (w *GitWorkspace) fetch(ctx context.Context, pr *forge.PullRequest) error {
+	defer lockClone(w.clone.Dir)()
+	return w.fetchLocked(ctx, pr)
+}
+
+func (w *GitWorkspace) fetchLocked(ctx context.Context, pr *forge.PullRequest) error {
 	if _, err := w.clone.Run(ctx, "fetch", "--quiet", "origin",
 		"+refs/heads/"+pr.BaseRef+":refs/remotes/origin/"+pr.BaseRef,
 		"+refs/heads/"+pr.HeadRef+":refs/remotes/origin/"+pr.HeadRef); err != nil {
@@ -107,8 +114,22 @@ func (w *GitWorkspace) Cleanup(ctx context.Context) error {
 	if w.clone == nil || w.worktree == nil {
 		return nil
 	}
+	defer lockClone(w.clone.Dir)()
 	_, err := w.clone.Run(ctx, "worktree", "remove", "--force", w.worktree.Dir)
 	return err
+}
+
+// cloneLocks serialize, per clone, what changes a clone's shared refs and
+// worktree list (clone, fetch, worktree add and remove): the clones under
+// the state directory are a cache every loop in the process shares, and
+// git's ref locks refuse concurrent updates rather than wait.
+var cloneLocks sync.Map // clone dir → *sync.Mutex
+
+func lockClone(dir string) (unlock func()) {
+	m, _ := cloneLocks.LoadOrStore(filepath.Clean(dir), new(sync.Mutex))
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	return mu.Unlock
 }
 
 // Fix applies the round's findings on the PR's current head, keeps only

@@ -1,0 +1,535 @@
+package prloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/text"
+)
+
+// DefaultFaultBudget is how long a run rides out forge faults.
+const DefaultFaultBudget = engine.DefaultFaultBudget
+
+// Workspace is the local side of the loop: a clone of the PR's repository
+// and the fix round (agents, build/test, commit, push).
+type Workspace interface {
+	// Prepare makes the clone ready and returns base...head added+deleted
+	// lines of the PR as it is now.
+	Prepare(ctx context.Context, pr *forge.PullRequest) (baseDiffLines int, err error)
+	// Fix runs the round's fixers on the PR's head, builds and tests, and
+	// commits and pushes at most one commit carrying the round trailer.
+	Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (FixResult, error)
+	// LocalReview runs the multi-angle review of base...head (PR-S4) as
+	// separate agent runs, cached per head. An agent that cannot run is a
+	// *agent.RunFailure (AG-T4).
+	LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (LocalReviewResult, error)
+}
+
+// Journal persists the run: the state before every act, and each action
+// before it runs, so a crash never repeats one that finished (REL-2).
+type Journal interface {
+	engine.Journal[State]
+	// BeginAction records an action about to run; done is true when an
+	// earlier attempt with the same key finished, so it must not repeat.
+	BeginAction(ctx context.Context, a engine.ActionRecord) (done bool, err error)
+	FinishAction(ctx context.Context, key string, failed bool, result any) error
+}
+
+// Deps are what the PR loop's Observe and Act activities work with, kept
+// in one struct as Temporal's samples keep an activity's dependencies.
+type Deps struct {
+	Forge     forge.Forge
+	Workspace Workspace
+	Journal   Journal
+	Reporter  engine.Reporter
+	Config    Config
+}
+
+// Loop is the PR review loop as the engine runs it: the pure Decide and
+// the Observe and Act activities of one pull request.
+type Loop struct {
+	Deps
+	Ref forge.PRRef
+
+	perms map[string]forge.Permission // per-run permission cache (SEC-1)
+	// review is the local review running beside the forge poll (PR-S4);
+	// its result joins the next observation.
+	review *pendingReview
+	wg     sync.WaitGroup
+}
+
+var (
+	_ engine.Loop[State, Observation, Action, *ActResult] = (*Loop)(nil)
+	_ engine.Background                                   = (*Loop)(nil)
+	_ engine.Action                                       = Action{}
+)
+
+// NewLoop binds the PR loop to one pull request.
+func NewLoop(ref forge.PRRef, d Deps) *Loop {
+	return &Loop{Deps: d, Ref: ref, perms: map[string]forge.Permission{}}
+}
+
+// pendingReview is one local review in flight.
+type pendingReview struct {
+	a    Action
+	done chan struct{}
+	res  LocalReviewResult
+	err  error
+}
+
+// Run drives the PR from st until a terminal on the engine; the returned
+// terminal is nil only with an error.
+func (l *Loop) Run(ctx context.Context, st State, opt engine.Options) (*Terminal, error) {
+	if opt.Transient == nil {
+		opt.Transient = Transient
+	}
+	if opt.Reporter == nil {
+		opt.Reporter = l.Reporter
+	}
+	final, err := engine.Run[State, Observation, Action, *ActResult](ctx, l, l.Journal, st, opt)
+	if final.Terminal != nil {
+		l.report(engine.Event{Kind: "terminal", Round: final.Round, Message: string(final.Terminal.Reason) + ": " + final.Terminal.Message, Data: final.Terminal})
+	}
+	if err != nil {
+		return nil, err
+	}
+	return final.Terminal, nil
+}
+
+// Transient reports a forge fault worth riding out (REL-1): an outage or
+// a rate limit, not a refusal.
+func Transient(err error) bool {
+	switch forge.KindOf(err) {
+	case forge.KindUnreachable, forge.KindRateLimited:
+		return true
+	}
+	return false
+}
+
+// Wait is the engine's view of a wait action (engine.Action).
+func (a Action) Wait() (time.Duration, bool) { return a.After, a.Kind == ActWait }
+
+// Event is how the engine reports a wait (UX-1).
+func (a Action) Event() engine.Event {
+	return engine.Event{Kind: "wait", Round: a.Round, Message: a.Reason}
+}
+
+// Decide is the pure step (engine.Loop).
+func (l *Loop) Decide(st State, obs Observation) (State, []Action, bool) {
+	next, actions, term := Decide(st, obs, l.Config)
+	return next, actions, term != nil
+}
+
+// Stepped reports a new round, and restarts the back-off on a new phase.
+func (l *Loop) Stepped(prev, next State, obs Observation) bool {
+	if next.Round != prev.Round {
+		head := ""
+		if obs.PR != nil {
+			head = obs.PR.HeadSHA
+		}
+		l.report(engine.Event{Kind: "round", Round: next.Round, Message: fmt.Sprintf("round %d on %s", next.Round, text.ShortSHA(head))})
+	}
+	return prev.Phase != next.Phase
+}
+
+// Fail ends the run errored (PR-T8). While the forge still answers, the
+// needs-attention label and a failed verdict are applied best effort.
+func (l *Loop) Fail(st State, obs Observation, cause error) (State, []Action) {
+	next, actions, _ := Fail(st, obs, ReasonErrored, cause.Error())
+	switch forge.KindOf(cause) {
+	case forge.KindAuth, forge.KindUnreachable, forge.KindRateLimited:
+		// The forge cannot take the label now; the state says errored.
+		return next, nil
+	}
+	if obs.PR == nil {
+		return next, nil
+	}
+	return next, actions
+}
+
+// Wake is ready when the local review finished (engine.Background).
+func (l *Loop) Wake() <-chan struct{} { return l.reviewDone() }
+
+// Drain waits for a local review still running (engine.Background).
+func (l *Loop) Drain() {
+	l.wg.Wait()
+	l.review = nil
+}
+
+// startReview starts the local review of a in the background. A review
+// of the same key already running is not started twice; one of another
+// key is finished first, and its result returned.
+func (l *Loop) startReview(ctx context.Context, pr *forge.PullRequest, round int, a Action) (*ActResult, error) {
+	var res *ActResult
+	if p := l.review; p != nil {
+		if p.a.Key == a.Key {
+			return nil, nil
+		}
+		var err error
+		if res, err = l.awaitReview(ctx); err != nil {
+			return nil, err
+		}
+	}
+	p := &pendingReview{a: a, done: make(chan struct{})}
+	l.review = p
+	l.report(engine.Event{Kind: "review", Round: round, Message: "local multi-angle review of " + text.ShortSHA(a.SHA) + " started"})
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer close(p.done)
+		p.res, p.err = l.Workspace.LocalReview(ctx, pr, round)
+	}()
+	return res, nil
+}
+
+// collectReview returns the local review's result once it finished, and
+// journals it; an agent that could not run ends the run (AG-T4).
+func (l *Loop) collectReview(ctx context.Context) (*ActResult, error) {
+	p := l.review
+	if p == nil {
+		return nil, nil
+	}
+	select {
+	case <-p.done:
+	default:
+		return nil, nil
+	}
+	l.review = nil
+	if p.err != nil {
+		_ = l.Journal.FinishAction(ctx, p.a.Key, true, p.err.Error())
+		return nil, fmt.Errorf("%s: %w", p.a.Kind, p.err)
+	}
+	if err := l.Journal.FinishAction(ctx, p.a.Key, false, p.res.Angles); err != nil {
+		return nil, fmt.Errorf("journal %s: %w", p.a.Key, err)
+	}
+	l.report(engine.Event{Kind: "review", Round: p.a.Round, Message: localReviewLine(p.res), Data: p.res.Angles})
+	return &ActResult{LocalReview: &p.res}, nil
+}
+
+// awaitReview waits for a running local review to finish and collects it.
+func (l *Loop) awaitReview(ctx context.Context) (*ActResult, error) {
+	if l.review == nil {
+		return nil, nil
+	}
+	select {
+	case <-l.review.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return l.collectReview(ctx)
+}
+
+// reviewDone is the running review's done channel; nil (never ready)
+// when none runs.
+func (l *Loop) reviewDone() <-chan struct{} {
+	if l.review == nil {
+		return nil
+	}
+	return l.review.done
+}
+
+func mergeResult(into, r *ActResult) *ActResult {
+	if into == nil {
+		return r
+	}
+	if r.RequestRefused {
+		into.RequestRefused, into.RefusedReason = true, r.RefusedReason
+	}
+	if r.Fix != nil {
+		into.Fix = r.Fix
+	}
+	if r.RequestFailed {
+		into.RequestFailed = true
+	}
+	if r.LocalReview != nil {
+		into.LocalReview = r.LocalReview
+	}
+	return into
+}
+
+// Observe reads the world whole (engine.Loop): the PR, and only while a requested bot
+// review has not started, its issue events (PR-O1). A forge that lists no
+// issue events (no forge.IssueEventer) leaves EventsRead false: Decide
+// then waits for the review itself.
+func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult]) (Observation, error) {
+	ref := l.Ref
+	if l.Config.Self == "" {
+		// Markers are believed only from converge's own identity.
+		self, err := l.Forge.Viewer(ctx)
+		if err != nil {
+			return Observation{}, fmt.Errorf("identify token: %w", err)
+		}
+		l.Config.Self = self
+	}
+	var result *ActResult
+	for _, r := range in.Results {
+		if r != nil {
+			result = mergeResult(result, r)
+		}
+	}
+	// A local review that finished beside the poll joins this
+	// observation; an agent that could not run ends the run (AG-T4).
+	res, err := l.collectReview(ctx)
+	if err != nil {
+		return Observation{}, err
+	}
+	if res != nil {
+		result = mergeResult(result, res)
+	}
+	pr, err := l.Forge.Observe(ctx, ref)
+	if err != nil {
+		return Observation{}, err
+	}
+	obs := Observation{Now: in.Now, PR: pr, Result: result, StopRequested: in.StopRequested}
+	if ev, ok := l.Forge.(forge.IssueEventer); ok && st.WantsEvents() && l.Config.Bot != nil {
+		evs, err := ev.IssueEvents(ctx, ref)
+		if err != nil {
+			return Observation{}, fmt.Errorf("issue events: %w", err)
+		}
+		obs.EventsRead = true
+		for _, e := range evs {
+			if e.Event == l.Config.Bot.StartedEvent() && e.ID > obs.BotStartedMax {
+				obs.BotStartedMax = e.ID
+			}
+		}
+	}
+	if st.StartedAt.IsZero() && pr.State == forge.StateOpen {
+		lines, err := l.Workspace.Prepare(ctx, pr)
+		if err != nil {
+			return Observation{}, fmt.Errorf("prepare workspace: %w", err)
+		}
+		obs.BaseDiffLines = lines
+	}
+	obs.Permissions, err = l.permissions(ctx, ref, pr)
+	if err != nil {
+		return Observation{}, err
+	}
+	return obs, nil
+}
+
+// permissions looks up, once per run, the permission of every author of an
+// unresolved thread (SEC-1). Bots on the allowlist need no lookup.
+func (l *Loop) permissions(ctx context.Context, ref forge.PRRef, pr *forge.PullRequest) (map[string]forge.Permission, error) {
+	bots := map[string]bool{}
+	for _, b := range l.Config.TrustedBots {
+		bots[strings.ToLower(b)] = true
+	}
+	var logins []string
+	want := func(login string) {
+		lo := strings.ToLower(login)
+		if lo == "" || bots[lo] || strings.EqualFold(lo, l.Config.Self) {
+			return
+		}
+		if _, ok := l.perms[lo]; !ok && !slices.Contains(logins, lo) {
+			logins = append(logins, lo)
+		}
+	}
+	for _, t := range pr.Threads {
+		if len(t.Comments) == 0 {
+			continue
+		}
+		// Resolved threads too: PR-T12 reopens a trusted one whose
+		// addressing commit was dropped.
+		want(t.Comments[0].Author)
+	}
+	// PR-T13: top-level comments and reviews of humans.
+	for _, ic := range pr.IssueComments {
+		want(ic.Author)
+	}
+	for _, rv := range pr.Reviews {
+		switch rv.State {
+		case "APPROVED", "CHANGES_REQUESTED", "DISMISSED":
+			want(rv.Author)
+		}
+	}
+	sort.Strings(logins)
+	for _, lo := range logins {
+		if _, ok := l.perms[lo]; ok {
+			continue
+		}
+		p, err := l.Forge.Permission(ctx, ref, lo)
+		if err != nil {
+			if forge.KindOf(err) == forge.KindNotFound {
+				p = forge.PermNone
+			} else {
+				return nil, fmt.Errorf("permission of %s: %w", lo, err)
+			}
+		}
+		l.perms[lo] = p
+	}
+	out := make(map[string]forge.Permission, len(l.perms))
+	for k, v := range l.perms {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Act runs one action once (engine.Loop): the journal refuses a key that already finished,
+// and the forge's own state (markers, labels, resolved flags) is what Decide
+// checked before asking.
+func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*ActResult, error) {
+	pr, round := obs.PR, st.Round
+	if pr == nil {
+		return nil, fmt.Errorf("%s: no pull request observed", a.Kind)
+	}
+	done, err := l.Journal.BeginAction(ctx, record(round, a))
+	if err != nil {
+		return nil, fmt.Errorf("journal %s: %w", a.Key, err)
+	}
+	// A fix is asked for again only when Decide saw neither its result
+	// nor its pushed commit, so it did not land: run it. Every other
+	// finished action is not repeated.
+	if done && a.Kind != ActFix && a.Kind != ActLocalReview {
+		return nil, nil
+	}
+	var (
+		res     *ActResult
+		outcome = "ok"
+		detail  any
+	)
+	switch a.Kind {
+	case ActRequestReview:
+		err = l.Forge.RequestReviews(ctx, pr, nil, []string{l.Config.Bot.RequestLogin()})
+		switch {
+		case err == nil:
+			l.report(engine.Event{Kind: "review", Round: round, Message: "requested copilot review"})
+		case refusal(err):
+			// Copilot is not available here: single-iteration mode (PR-M3).
+			res = &ActResult{RequestRefused: true, RefusedReason: err.Error()}
+			outcome, err = "refused", nil
+			l.report(engine.Event{Kind: "review", Round: round, Message: "copilot review refused; single-iteration mode"})
+		case transient(err):
+			// Never a refusal: Decide asks again after the back-off.
+			l.report(engine.Event{Kind: "review", Round: round, Message: "review request failed, will retry: " + err.Error()})
+			res = &ActResult{RequestFailed: true}
+			outcome, detail, err = "failed", err.Error(), nil
+		}
+	case ActLocalReview:
+		// It runs beside the forge poll (PR-S4); its result and its
+		// journal entry come with a later observation (collectReview).
+		return l.startReview(ctx, pr, round, a)
+	case ActComment:
+		_, err = l.Forge.CreateIssueComment(ctx, pr.Ref, a.Body)
+		if err != nil && a.Reason == summaryReason {
+			// A failed summary post is logged, never fatal (PR-S4).
+			l.report(engine.Event{Kind: "note", Round: round, Message: "could not post the local review summary: " + err.Error()})
+			outcome, detail, err = "failed", err.Error(), nil
+		} else if err == nil {
+			l.report(engine.Event{Kind: "comment", Round: round, Message: "commented on the pull request (" + a.Reason + ")"})
+		}
+	case ActUnresolve:
+		err = l.Forge.UnresolveThread(ctx, pr.Ref, a.ThreadID)
+		if err == nil {
+			l.report(engine.Event{Kind: "resolve", Round: round, Message: "reopened " + a.ThreadID + ": " + a.Reason})
+		}
+	case ActFix:
+		// The fix and the local review share the worktree: a review still
+		// running finishes first, and its result is kept.
+		if res, err = l.awaitReview(ctx); err != nil {
+			return nil, err
+		}
+		l.report(engine.Event{Kind: "fix", Round: round, Message: fmt.Sprintf("fixing %d finding(s)", len(a.Findings))})
+		var fr FixResult
+		fr, err = l.Workspace.Fix(ctx, pr, round, a.Findings)
+		if err == nil {
+			res = mergeResult(res, &ActResult{Fix: &fr})
+			detail = fr
+			msg := fmt.Sprintf("%d addressed, %d blocked", len(fr.Addressed), len(fr.Blocked))
+			if fr.CommitSHA != "" {
+				msg += ", pushed " + text.ShortSHA(fr.CommitSHA)
+			}
+			l.report(engine.Event{Kind: "fix", Round: round, Message: msg, Data: fr})
+		}
+	case ActReply:
+		_, err = l.Forge.ReplyToThread(ctx, pr.Ref, a.ThreadID, a.Body)
+		if err == nil {
+			l.report(engine.Event{Kind: "reply", Round: round, Message: "replied to " + a.ThreadID})
+		}
+	case ActResolve:
+		err = l.Forge.ResolveThread(ctx, pr.Ref, a.ThreadID)
+		if err == nil {
+			l.report(engine.Event{Kind: "resolve", Round: round, Message: "resolved " + a.ThreadID})
+		}
+	case ActAddLabel:
+		err = l.Forge.AddLabels(ctx, pr.Ref, a.Label)
+	case ActRemoveLabel:
+		err = l.Forge.RemoveLabel(ctx, pr.Ref, a.Label)
+		if forge.KindOf(err) == forge.KindNotFound {
+			err = nil
+		}
+	case ActSetStatus:
+		err = l.Forge.SetCommitStatus(ctx, pr.Ref, a.SHA, forge.CommitStatus{
+			State: a.State, Context: StatusContext, Description: text.Clip(a.Reason, 140),
+		})
+	default:
+		err = fmt.Errorf("unknown action %q", a.Kind)
+	}
+	if err != nil {
+		_ = l.Journal.FinishAction(ctx, a.Key, true, err.Error())
+		return nil, fmt.Errorf("%s: %w", a.Kind, err)
+	}
+	if outcome == "failed" {
+		// Recorded as failed so the same key may run again.
+		_ = l.Journal.FinishAction(ctx, a.Key, true, detail)
+		return res, nil
+	}
+	if err := l.Journal.FinishAction(ctx, a.Key, false, detail); err != nil {
+		return nil, fmt.Errorf("journal %s: %w", a.Key, err)
+	}
+	return res, nil
+}
+
+// refusal is a definite "Copilot cannot review here" (PR-M3): the forge
+// refused the request as invalid (the bot unknown, Copilot not enabled).
+// Nothing else is: a missing PR is an error, a fault is transient.
+func refusal(err error) bool {
+	return forge.KindOf(err) == forge.KindInvalid
+}
+
+// transient faults on the review request are retried by Decide; auth
+// failures and the like end the run.
+func transient(err error) bool {
+	switch forge.KindOf(err) {
+	case forge.KindUnreachable, forge.KindRateLimited, forge.KindOther:
+		return !errors.Is(err, context.Canceled)
+	}
+	return false
+}
+
+func localReviewLine(lr LocalReviewResult) string {
+	structural, minor := 0, 0
+	for _, f := range lr.Findings {
+		if f.Verdict == VerdictMinor {
+			minor++
+		} else {
+			structural++
+		}
+	}
+	msg := fmt.Sprintf("local review of %s: %d angle(s), %d structural, %d minor", text.ShortSHA(lr.Head), len(lr.Angles), structural, minor)
+	if lr.Degraded {
+		msg += ", degraded (an angle could not be parsed)"
+	}
+	if lr.Cached {
+		msg += " (cached)"
+	}
+	return msg
+}
+
+// record is an action's entry in the run's action journal.
+func record(round int, a Action) engine.ActionRecord {
+	return engine.ActionRecord{Key: a.Key, Round: round, Kind: string(a.Kind), Target: a.ThreadID + a.Label + a.SHA}
+}
+
+func (l *Loop) report(e engine.Event) {
+	if l.Reporter != nil {
+		l.Reporter.Report(e)
+	}
+}
