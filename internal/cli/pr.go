@@ -44,6 +44,7 @@ type prOptions struct {
 	Keep              bool
 	NoCopilot         bool
 	Fresh             bool          // a new run even when one can resume (PR-G3)
+	DryRun            bool          // write nothing; print what would be done (PR-M1)
 	FaultBudget       time.Duration // how long forge faults are ridden out (REL-1)
 	// AllowHostMismatch lets a PR URL name another host than the API's
 	// (SEC-6); git still clones from where the API says.
@@ -100,6 +101,7 @@ the exit code is that of the first PR given that did not end two-stable.`,
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree")
 	f.BoolVar(&opts.NoCopilot, "no-copilot", false, "do not expect Copilot: single-iteration mode")
+	f.BoolVar(&opts.DryRun, "dry-run", false, "write nothing to the forge or the branch: run once on the existing threads (and the local review) and print what each step would do")
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run on this PR can resume")
 	f.DurationVar(&opts.FaultBudget, "fault-budget", prloop.DefaultFaultBudget, "how long forge outages and rate limits are ridden out before the run ends errored")
 	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command (default: the same as --agent; suggest cannot review)")
@@ -142,7 +144,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.NoCopilot && reviewer == nil {
+	if opts.NoCopilot && reviewer == nil && !opts.DryRun {
 		// Conjunct 4 is never dropped (PR-T1): with neither Copilot nor a
 		// review agent the run could only end blocked, so say it now.
 		return usageErr("--no-copilot leaves no independent review: the %s agent cannot review; add --review-agent command --review-agent-cmd CMD", reviewAgentName(opts))
@@ -190,7 +192,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	cfg.MaxIterations = opts.MaxIter
 	cfg.MaxWallClock = opts.MaxWallClock
 	cfg.ReviewStartWindow, cfg.ReviewWaitMax, cfg.CIWaitMax = opts.ReviewStartWindow, opts.ReviewWait, opts.CIWait
-	cfg.ExpectsBot = !opts.NoCopilot
+	// A dry run requests no review: it works once on the threads there
+	// are, as single-iteration mode does (PR-M1, PR-M3).
+	cfg.ExpectsBot = !opts.NoCopilot && !opts.DryRun
 	// GitHub's review bot is Copilot (PR-O2, PR-O5).
 	cfg.Bot, cfg.TrustedBots = copilot.New(), copilot.DefaultAllowlist()
 	cfg.LocalReview = reviewer != nil
@@ -214,6 +218,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			Email:    "converge@users.noreply.github.com",
 
 			Fresh:       opts.Fresh,
+			DryRun:      opts.DryRun,
 			FaultBudget: opts.FaultBudget,
 			AgentBudget: opts.AgentTimeout,
 			TestBudget:  opts.TestTimeout,

@@ -46,6 +46,9 @@ type loopParams struct {
 	Author   string
 	Email    string
 
+	// DryRun writes nothing (PR-M1); its run is recorded apart from the
+	// PR's real runs and never resumed.
+	DryRun bool
 	// Fresh starts a new run even when an unfinished one could resume.
 	Fresh bool
 	// FaultBudget bounds how long forge faults are ridden out (REL-1).
@@ -147,8 +150,12 @@ func preflight(ctx context.Context, p *loopParams) error {
 // then shared is the lock their terminals print under, and each line
 // names its PR.
 func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParams, shared *sync.Mutex) (*prloop.Terminal, error) {
-	target := p.Ref.String()
-	claim, err := engine.ClaimRun(ctx, db, "pr", target, p.Fresh, prloop.Resumable)
+	target, kind := p.Ref.String(), "pr"
+	if p.DryRun {
+		// Its journal holds nothing done: a real run must never resume it.
+		target, kind, p.Fresh = target+"#dry-run", "pr-dry-run", true
+	}
+	claim, err := engine.ClaimRun(ctx, db, kind, target, p.Fresh, prloop.Resumable)
 	if err != nil {
 		var busy *engine.BusyError
 		if errors.As(err, &busy) {
@@ -208,6 +215,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		Journal:   prloop.StoreJournal(db, runID),
 		Reporter:  out,
 		Config:    p.Config,
+		DryRun:    p.DryRun,
 	})
 	term, runErr := loop.Run(ctx, initial, engine.Options{
 		PollMin:       p.PollMin,

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -22,6 +23,10 @@ import (
 //	                              SSL_CERT_FILE and CONVERGE_TOKEN (the author)
 //	hub request-changes BODY      the reviewer requests changes
 //	hub comment BODY              the reviewer comments on the PR
+//	hub review-thread PATH LINE BODY   the reviewer opens a review thread on a line
+//	hub writes-by ACTOR N         the emulator logged exactly N write requests
+//	                              (mutations, REST writes, pushes) by ACTOR
+//	                              (author: converge's token, or reviewer)
 //	hub refuse-copilot            Copilot is not enabled on the repository
 //	hub copilot-bodies B1 B2 …    Copilot's reviews after the demo's two rounds of findings
 //	hub await KIND                wait for an emulator event (push, copilot_started, …)
@@ -86,6 +91,35 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 			Event: new("REQUEST_CHANGES"), Body: new(strings.Join(args[1:], " ")),
 		})
 		ts.Check(err)
+	case "review-thread":
+		if len(args) < 4 {
+			ts.Fatalf("usage: hub review-thread PATH LINE BODY")
+		}
+		line, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		_, _, err = rev().PullRequests.CreateReview(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequestReviewRequest{
+			Event: new("COMMENT"),
+			Comments: []*github.DraftReviewComment{{
+				Path: new(args[1]), Line: new(line), Side: new("RIGHT"), Body: new(strings.Join(args[3:], " ")),
+			}},
+		})
+		ts.Check(err)
+	case "writes-by":
+		if len(args) != 3 {
+			ts.Fatalf("usage: hub writes-by author|reviewer N")
+		}
+		login := map[string]string{"author": fakehub.LoginAuthor, "reviewer": fakehub.LoginReviewer}[args[1]]
+		want, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		var got []fakehub.Write
+		for _, w := range h.hub.Writes() {
+			if strings.EqualFold(w.Actor, login) {
+				got = append(got, w)
+			}
+		}
+		if len(got) != want {
+			ts.Fatalf("want %d write(s) by %s, the emulator logged %d: %+v", want, login, len(got), got)
+		}
 	case "comment":
 		_, _, err := rev().Issues.CreateComment(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, github.IssueCommentRequest{Body: strings.Join(args[1:], " ")})
 		ts.Check(err)

@@ -23,7 +23,7 @@ type row struct {
 }
 
 var table = []row{
-	{OK, "success", []string{"two-stable", "complete"}},
+	{OK, "success", []string{"two-stable", "complete", "dry-run", "disposed"}},
 	{Error, "errored: an unexpected error (state was saved first)", []string{"errored", "failed"}},
 	{Usage, "usage or bad input (flags, URL, config)", nil},
 	{Human, "handed to a human", []string{"handed-off", "idle-timeout", "human-push", "all-conflicting",

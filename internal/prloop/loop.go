@@ -51,6 +51,11 @@ type Deps struct {
 	Journal   Journal
 	Reporter  engine.Reporter
 	Config    Config
+	// DryRun writes nothing (PR-M1): no review request, comment, commit,
+	// push, reply, resolve, label or status. Each write is reported as
+	// what it would have been, and the run ends at the first step that
+	// plans a change (or a terminal).
+	DryRun bool
 }
 
 // Loop is the PR review loop as the engine runs it: the pure Decide and
@@ -125,7 +130,66 @@ func (a Action) Event() engine.Event {
 // Decide is the pure step (engine.Loop).
 func (l *Loop) Decide(st State, obs Observation) (State, []Action, bool) {
 	next, actions, term := Decide(st, obs, l.Config)
+	if l.DryRun {
+		return dryRun(next, actions, term)
+	}
 	return next, actions, term != nil
+}
+
+// dryRun ends a --dry-run at the first step that plans a change, or at a
+// terminal: the actions of that step are reported, not done (PR-M1). The
+// steps before only read: observing, the local review, waiting for it.
+func dryRun(next State, actions []Action, term *Terminal) (State, []Action, bool) {
+	changes := 0
+	for _, a := range actions {
+		switch a.Kind {
+		case ActFix, ActReply, ActResolve, ActUnresolve, ActComment, ActRequestReview:
+			changes++
+		}
+	}
+	if term == nil && changes == 0 {
+		return next, actions, false
+	}
+	msg := fmt.Sprintf("dry run: %d change(s) planned, none made", changes)
+	if term != nil {
+		msg += fmt.Sprintf("; the loop would end %s: %s", term.Reason, term.Message)
+	}
+	next.Phase = PhaseDone
+	next.Terminal = &Terminal{Reason: ReasonDryRun, ExitCode: ExitCode(ReasonDryRun), Message: msg}
+	return next, actions, true
+}
+
+// dryAct reports what a write would have been (PR-M1).
+func (l *Loop) dryAct(round int, a Action) {
+	var msg string
+	switch a.Kind {
+	case ActFix:
+		var b strings.Builder
+		fmt.Fprintf(&b, "would fix %d finding(s), build, test, commit and push one commit:", len(a.Findings))
+		for _, f := range a.Findings {
+			fmt.Fprintf(&b, "\n    - [%s] %s:%d %s (%s)", f.Verdict, f.Path, f.EndLine, text.Clip(f.Summary, 100), f.Source)
+		}
+		msg = b.String()
+	case ActReply:
+		msg = fmt.Sprintf("would reply to %s: %s", a.ThreadID, text.Clip(a.Body, 200))
+	case ActResolve:
+		msg = "would resolve " + a.ThreadID
+	case ActUnresolve:
+		msg = "would reopen " + a.ThreadID + ": " + a.Reason
+	case ActComment:
+		msg = "would comment on the pull request (" + a.Reason + "):\n" + a.Body
+	case ActRequestReview:
+		msg = "would request the review bot's review"
+	case ActAddLabel:
+		msg = "would add label " + a.Label
+	case ActRemoveLabel:
+		msg = "would remove label " + a.Label
+	case ActSetStatus:
+		msg = fmt.Sprintf("would set status %s on %s: %s", a.State, text.ShortSHA(a.SHA), a.Reason)
+	default:
+		msg = "would " + string(a.Kind)
+	}
+	l.report(engine.Event{Kind: "dry-run", Round: round, Message: msg})
 }
 
 // Stepped reports a new round, and restarts the back-off on a new phase.
@@ -379,6 +443,11 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 	pr, round := obs.PR, st.Round
 	if pr == nil {
 		return nil, fmt.Errorf("%s: no pull request observed", a.Kind)
+	}
+	if l.DryRun && a.Kind != ActLocalReview {
+		// Nothing is written, nor journalled as done.
+		l.dryAct(round, a)
+		return nil, nil
 	}
 	done, err := l.Journal.BeginAction(ctx, record(round, a))
 	if err != nil {

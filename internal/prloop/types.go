@@ -55,6 +55,9 @@ const (
 	// ReasonHandedOff: everything converge can act on converged but
 	// trusted threads it escalated or deferred are still open (PR-T11).
 	ReasonHandedOff Reason = "handed-off"
+	// ReasonDryRun: a --dry-run printed what the loop would do and did
+	// none of it (PR-M1).
+	ReasonDryRun Reason = "dry-run"
 )
 
 // ExitCode maps a terminal reason to its IF-1 exit code.

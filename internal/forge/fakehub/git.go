@@ -392,6 +392,9 @@ func (h *Hub) serveGit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	push := strings.HasSuffix(p, "/git-receive-pack") || r.URL.Query().Get("service") == "git-receive-pack"
+	if push && r.Method == http.MethodPost {
+		h.wlog.add(u, "git", "push "+p)
+	}
 	if push && !u.canWrite() {
 		http.Error(w, fmt.Sprintf("Permission to %s/%s.git denied to %s.", owner, name, u.restLogin), http.StatusForbidden)
 		return

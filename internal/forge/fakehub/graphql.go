@@ -104,6 +104,7 @@ func (h *Hub) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	lock, unlock := h.mu.RLock, h.mu.RUnlock
 	if isMutation(req.Query) {
 		lock, unlock = h.mu.Lock, h.mu.Unlock
+		h.wlog.add(u, "graphql", mutationName(req.Query))
 	}
 	resp := func() *graphqlgo.Response {
 		lock()

@@ -73,6 +73,7 @@ const (
 // Hub is one running emulator.
 type Hub struct {
 	opts    Options
+	wlog    writeLog
 	log     *slog.Logger
 	tempDir bool
 	tokens  Tokens

@@ -142,6 +142,9 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 	if h.rest == nil {
 		h.restOnce.Do(func() { h.rest = h.restMux() })
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.wlog.add(u, "rest", r.Method+" "+r.URL.Path)
+	}
 	rc := &restCtx{h: h, r: r, u: u, hdr: http.Header{}}
 	r = r.WithContext(context.WithValue(r.Context(), restKey, rc))
 	rc.r = r
