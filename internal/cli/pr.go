@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -45,6 +47,7 @@ type prOptions struct {
 	NoCopilot         bool
 	Fresh             bool          // a new run even when one can resume (PR-G3)
 	DryRun            bool          // write nothing; print what would be done (PR-M1)
+	DisposeOnly       bool          // reply to and resolve open threads once (PR-M2)
 	FaultBudget       time.Duration // how long forge faults are ridden out (REL-1)
 	// AllowHostMismatch lets a PR URL name another host than the API's
 	// (SEC-6); git still clones from where the API says.
@@ -78,6 +81,17 @@ the exit code is that of the first PR given that did not end two-stable.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.URLs = args
+			if opts.DisposeOnly {
+				// PR-M2: success exits 0, any error 2.
+				if err := runPR(cmd.Context(), ios, opts); err != nil {
+					var ee *ExitErr
+					if errors.As(err, &ee) && ee.Code == exitcode.Usage {
+						return err
+					}
+					return &ExitErr{Code: exitcode.Usage, Err: err}
+				}
+				return nil
+			}
 			return runPR(cmd.Context(), ios, opts)
 		},
 	}
@@ -102,6 +116,7 @@ the exit code is that of the first PR given that did not end two-stable.`,
 	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree")
 	f.BoolVar(&opts.NoCopilot, "no-copilot", false, "do not expect Copilot: single-iteration mode")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "write nothing to the forge or the branch: run once on the existing threads (and the local review) and print what each step would do")
+	f.BoolVar(&opts.DisposeOnly, "dispose-only", false, "reply to and resolve every open thread once, fix nothing, print a JSON envelope of replied/resolved/skipped thread ids (exit 0, or 2 on any error)")
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run on this PR can resume")
 	f.DurationVar(&opts.FaultBudget, "fault-budget", prloop.DefaultFaultBudget, "how long forge outages and rate limits are ridden out before the run ends errored")
 	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command (default: the same as --agent; suggest cannot review)")
@@ -144,7 +159,10 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.NoCopilot && reviewer == nil && !opts.DryRun {
+	if opts.DryRun && opts.DisposeOnly {
+		return usageErr("--dry-run and --dispose-only exclude each other: a dry run writes nothing, a disposal writes replies")
+	}
+	if opts.NoCopilot && reviewer == nil && !opts.DryRun && !opts.DisposeOnly {
 		// Conjunct 4 is never dropped (PR-T1): with neither Copilot nor a
 		// review agent the run could only end blocked, so say it now.
 		return usageErr("--no-copilot leaves no independent review: the %s agent cannot review; add --review-agent command --review-agent-cmd CMD", reviewAgentName(opts))
@@ -219,6 +237,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 
 			Fresh:       opts.Fresh,
 			DryRun:      opts.DryRun,
+			DisposeOnly: opts.DisposeOnly,
 			FaultBudget: opts.FaultBudget,
 			AgentBudget: opts.AgentTimeout,
 			TestBudget:  opts.TestTimeout,

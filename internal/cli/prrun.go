@@ -49,6 +49,9 @@ type loopParams struct {
 	// DryRun writes nothing (PR-M1); its run is recorded apart from the
 	// PR's real runs and never resumed.
 	DryRun bool
+	// DisposeOnly replies to and resolves open threads once (PR-M2); its
+	// run is recorded apart, and refused while a loop runs on the PR.
+	DisposeOnly bool
 	// Fresh starts a new run even when an unfinished one could resume.
 	Fresh bool
 	// FaultBudget bounds how long forge faults are ridden out (REL-1).
@@ -155,6 +158,14 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		// Its journal holds nothing done: a real run must never resume it.
 		target, kind, p.Fresh = target+"#dry-run", "pr-dry-run", true
 	}
+	if p.DisposeOnly {
+		if holder, live, err := db.LockLive(ctx, target); err != nil {
+			return nil, err
+		} else if live {
+			return nil, usageErr("a loop is running on %s (run %s) and disposes its threads itself; stop it first (converge stop %s)", target, holder, holder)
+		}
+		target, kind, p.Fresh = target+"#dispose", "pr-dispose", true
+	}
 	claim, err := engine.ClaimRun(ctx, db, kind, target, p.Fresh, prloop.Resumable)
 	if err != nil {
 		var busy *engine.BusyError
@@ -178,6 +189,10 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 	initial.PriorResolved = prloop.PriorResolved(claim.Prior)
 
 	out := newReporter(ios, p.JSON, db, runID)
+	if p.DisposeOnly {
+		// stdout carries only the envelope.
+		out.ios = &IOStreams{In: ios.In, Out: ios.ErrOut, ErrOut: ios.ErrOut, Getenv: ios.Getenv}
+	}
 	if shared != nil {
 		out.mu, out.label = shared, p.Ref.String()
 	}
@@ -186,7 +201,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 	} else {
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
 	}
-	if p.Reviewer == nil {
+	if p.Reviewer == nil && !p.DisposeOnly {
 		// Pre-flight says it plainly (PR-S4): Copilot is the only
 		// independent review this run can have.
 		out.Report(engine.Event{Kind: "note", Message: "no local review: the " + p.Agent.Name() + " agent cannot review; only a Copilot review of the head can prove two-stable (--review-agent command adds one)"})
@@ -210,12 +225,13 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		TestBudget: p.TestBudget,
 	}
 	loop := prloop.NewLoop(p.Ref, prloop.Deps{
-		Forge:     p.Forge,
-		Workspace: ws,
-		Journal:   prloop.StoreJournal(db, runID),
-		Reporter:  out,
-		Config:    p.Config,
-		DryRun:    p.DryRun,
+		Forge:       p.Forge,
+		Workspace:   ws,
+		Journal:     prloop.StoreJournal(db, runID),
+		Reporter:    out,
+		Config:      p.Config,
+		DryRun:      p.DryRun,
+		DisposeOnly: p.DisposeOnly,
 	})
 	term, runErr := loop.Run(ctx, initial, engine.Options{
 		PollMin:       p.PollMin,
@@ -248,7 +264,16 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		shared.Lock()
 		defer shared.Unlock()
 	}
-	printTerminal(ios, p.JSON, runID, term)
+	if term.Disposal != nil {
+		b, _ := json.Marshal(struct {
+			Run string `json:"run"`
+			PR  string `json:"pr"`
+			*prloop.Disposal
+		}{runID, p.Ref.String(), term.Disposal})
+		fmt.Fprintln(ios.Out, string(b))
+	} else {
+		printTerminal(ios, p.JSON, runID, term)
+	}
 	if term.ExitCode != exitcode.OK {
 		return term, &silentExit{code: term.ExitCode}
 	}

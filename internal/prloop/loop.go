@@ -56,6 +56,9 @@ type Deps struct {
 	// what it would have been, and the run ends at the first step that
 	// plans a change (or a terminal).
 	DryRun bool
+	// DisposeOnly replies to and resolves the open threads once, fixing
+	// nothing, and ends (PR-M2).
+	DisposeOnly bool
 }
 
 // Loop is the PR review loop as the engine runs it: the pure Decide and
@@ -129,6 +132,14 @@ func (a Action) Event() engine.Event {
 
 // Decide is the pure step (engine.Loop).
 func (l *Loop) Decide(st State, obs Observation) (State, []Action, bool) {
+	if l.DisposeOnly && obs.PR != nil {
+		d, actions := Dispose(st, obs, l.Config)
+		next := st.clone()
+		next.Phase = PhaseDone
+		next.Terminal = &Terminal{Reason: ReasonDisposed, ExitCode: ExitCode(ReasonDisposed), Disposal: &d,
+			Message: fmt.Sprintf("%d replied, %d resolved, %d skipped", len(d.Replied), len(d.Resolved), len(d.Skipped))}
+		return next, actions, true
+	}
 	next, actions, term := Decide(st, obs, l.Config)
 	if l.DryRun {
 		return dryRun(next, actions, term)
@@ -365,7 +376,7 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 			}
 		}
 	}
-	if st.StartedAt.IsZero() && pr.State == forge.StateOpen {
+	if st.StartedAt.IsZero() && pr.State == forge.StateOpen && !l.DisposeOnly {
 		lines, err := l.Workspace.Prepare(ctx, pr)
 		if err != nil {
 			return Observation{}, fmt.Errorf("prepare workspace: %w", err)

@@ -58,6 +58,9 @@ const (
 	// ReasonDryRun: a --dry-run printed what the loop would do and did
 	// none of it (PR-M1).
 	ReasonDryRun Reason = "dry-run"
+	// ReasonDisposed: a --dispose-only run replied to and resolved the
+	// open threads once (PR-M2).
+	ReasonDisposed Reason = "disposed"
 )
 
 // ExitCode maps a terminal reason to its IF-1 exit code.
@@ -428,6 +431,8 @@ type Terminal struct {
 	ExitCode int    `json:"exit_code"`
 	Message  string `json:"message"`
 	Proof    *Proof `json:"proof,omitempty"`
+	// Disposal is what a --dispose-only run did (PR-M2).
+	Disposal *Disposal `json:"disposal,omitempty"`
 }
 
 // Proof is printed and stored at success (PR-T9): proof, not assertion.
