@@ -154,6 +154,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newPRCmd(ios),
 		newStatusCmd(ios),
 		newProofCmd(ios),
+		newLogCmd(ios),
 		newStopCmd(ios),
 	)
 	// Unknown commands are usage errors (exit 2), not a silent help page.
