@@ -155,6 +155,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newStatusCmd(ios),
 		newProofCmd(ios),
 		newLogCmd(ios),
+		newConfigCmd(ios),
 		newStopCmd(ios),
 	)
 	// Unknown commands are usage errors (exit 2), not a silent help page.

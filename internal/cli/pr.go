@@ -3,16 +3,19 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
@@ -24,31 +27,19 @@ import (
 )
 
 type prOptions struct {
-	URLs         []string // one loop per PR, all in this process
-	APIURL       string
-	CAFile       string
-	Token        string
-	Agent        string
-	AgentCmd     string
-	TestCmd      string
-	AgentTimeout time.Duration // per agent run (AG-T1)
-	TestTimeout  time.Duration // per build/test run (AG-T5)
-	MaxIter      int
-	MaxWallClock time.Duration
-	// Waits of a round (PR-S1, PR-S2): GitHub's Copilot takes minutes.
-	ReviewStartWindow time.Duration
-	ReviewWait        time.Duration
-	CIWait            time.Duration
-	PollMin           time.Duration
-	PollMax           time.Duration
-	StateDir          string
-	JSON              bool
-	Keep              bool
-	NoCopilot         bool
-	Fresh             bool          // a new run even when one can resume (PR-G3)
-	DryRun            bool          // write nothing; print what would be done (PR-M1)
-	DisposeOnly       bool          // reply to and resolve open threads once (PR-M2)
-	FaultBudget       time.Duration // how long forge faults are ridden out (REL-1)
+	URLs     []string // one loop per PR, all in this process
+	APIURL   string
+	CAFile   string
+	Token    string
+	Agent    string
+	AgentCmd string
+	StateDir string
+	JSON     bool
+	Keep     bool
+	Fresh    bool // a new run even when one can resume (PR-G3)
+	DryRun   bool // write nothing; print what would be done (PR-M1)
+	// DisposeOnly replies to and resolves open threads once (PR-M2).
+	DisposeOnly bool
 	// AllowHostMismatch lets a PR URL name another host than the API's
 	// (SEC-6); git still clones from where the API says.
 	AllowHostMismatch bool
@@ -56,12 +47,40 @@ type prOptions struct {
 	// the fixer's.
 	ReviewAgent    string
 	ReviewAgentCmd string
-	ReviewAngles   string
+	// ConfigFile replaces the base branch's .converge.yaml (PR-M4).
+	ConfigFile string
+	// Set holds the config fields given as flags, by key, checked.
+	Set map[string]string
 }
 
+// fieldFlag is a config field as a flag: its value is checked by the
+// field itself, so a flag, the environment and the file reject the same
+// values with the same words.
+type fieldFlag struct {
+	f   config.Field
+	set map[string]string
+}
+
+func (v *fieldFlag) String() string {
+	if s, ok := v.set[v.f.Key]; ok {
+		return s
+	}
+	return v.f.Default
+}
+
+func (v *fieldFlag) Set(s string) error {
+	val, err := v.f.Parse(s)
+	if err != nil {
+		return err
+	}
+	v.set[v.f.Key] = val
+	return nil
+}
+
+func (v *fieldFlag) Type() string { return v.f.Kind.String() }
+
 func newPRCmd(ios *IOStreams) *cobra.Command {
-	opts := &prOptions{}
-	def := prloop.DefaultConfig()
+	opts := &prOptions{Set: map[string]string{}}
 	cmd := &cobra.Command{
 		Use:   "pr PR_URL [PR_URL...]",
 		Short: "Drive a pull request to a proven two-stable finish",
@@ -72,7 +91,11 @@ every thread, and stop at two-stable (or another terminal, see exit codes).
 
 Several PR URLs run as several loops in this one process, on one state
 store, one forge client and one clone cache; every line names its PR, and
-the exit code is that of the first PR given that did not end two-stable.`,
+the exit code is that of the first PR given that did not end two-stable.
+
+Settings come from flags, then CONVERGE_* variables, then the
+.converge.yaml on the PR's base branch (or --config FILE), then the
+defaults; converge config prints them and where each came from.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("pr needs a PR URL, e.g. converge pr https://github.com/OWNER/REPO/pull/123")
@@ -101,29 +124,40 @@ the exit code is that of the first PR given that did not end two-stable.`,
 	f.StringVar(&opts.Token, "token", "", "forge token (default: CONVERGE_TOKEN, then the gh conventions)")
 	f.StringVar(&opts.Agent, "agent", "suggest", "fixer agent: suggest (apply ```suggestion blocks) or command")
 	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run (task JSON on stdin, status record on stdout)")
-	f.StringVar(&opts.TestCmd, "test-cmd", "", "test command (default: discovered from the repository)")
-	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of one agent run; at it the agent is stopped, and a run without a status record is retried once")
-	f.DurationVar(&opts.TestTimeout, "test-timeout", prloop.DefaultTestBudget, "time-box of one build/test run; a run stopped at it counts as failing")
-	f.IntVar(&opts.MaxIter, "max-iterations", def.MaxIterations, "maximum rounds")
-	f.DurationVar(&opts.MaxWallClock, "max-wall-clock", def.MaxWallClock, "maximum wall-clock time")
-	f.DurationVar(&opts.ReviewStartWindow, "review-start-window", def.ReviewStartWindow, "how long a requested Copilot review may take to start before Copilot's latest review of the head is taken instead")
-	f.DurationVar(&opts.ReviewWait, "review-wait", def.ReviewWaitMax, "longest wait for a requested Copilot review to land")
-	f.DurationVar(&opts.CIWait, "ci-wait", def.CIWaitMax, "longest wait for CI to settle on a head")
-	f.DurationVar(&opts.PollMin, "poll-min", 60*time.Second, "first wait between polls")
-	f.DurationVar(&opts.PollMax, "poll-max", 600*time.Second, "longest wait between polls (back-off cap)")
 	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree")
-	f.BoolVar(&opts.NoCopilot, "no-copilot", false, "do not expect Copilot: single-iteration mode")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "write nothing to the forge or the branch: run once on the existing threads (and the local review) and print what each step would do")
 	f.BoolVar(&opts.DisposeOnly, "dispose-only", false, "reply to and resolve every open thread once, fix nothing, print a JSON envelope of replied/resolved/skipped thread ids (exit 0, or 2 on any error)")
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run on this PR can resume")
-	f.DurationVar(&opts.FaultBudget, "fault-budget", prloop.DefaultFaultBudget, "how long forge outages and rate limits are ridden out before the run ends errored")
 	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command (default: the same as --agent; suggest cannot review)")
 	f.StringVar(&opts.ReviewAgentCmd, "review-agent-cmd", "", "with --review-agent command: the program to run per angle (default: --agent-cmd)")
-	f.StringVar(&opts.ReviewAngles, "review-angles", review.DefaultAngleNames(), "comma-separated angles of the local review, one agent run each")
 	f.BoolVar(&opts.AllowHostMismatch, "allow-host-mismatch", false, "accept a PR URL on another host than the API's (git still uses the API's clone URL)")
+	f.StringVar(&opts.ConfigFile, "config", "", "config file to use instead of the .converge.yaml on the PR's base branch")
+	// Every config field is a flag too (PR-M4).
+	for _, fd := range config.PRFields() {
+		fl := f.VarPF(&fieldFlag{f: fd, set: opts.Set}, fd.Flag(), "", fd.Help)
+		if fd.Kind == config.Bool {
+			fl.NoOptDefVal = "true"
+		}
+	}
+	f.Var(noCopilot{opts.Set}, "no-copilot", "do not expect Copilot: single-iteration mode (the same as --expects-copilot=false)")
+	f.Lookup("no-copilot").NoOptDefVal = "true"
 	return cmd
+}
+
+// noCopilot is --no-copilot, the short way to say expects_copilot: false.
+type noCopilot struct{ set map[string]string }
+
+func (n noCopilot) String() string { return "false" }
+func (n noCopilot) Type() string   { return "bool" }
+func (n noCopilot) Set(s string) error {
+	b, err := strconv.ParseBool(s)
+	if err != nil {
+		return err
+	}
+	n.set["expects_copilot"] = strconv.FormatBool(!b)
+	return nil
 }
 
 func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
@@ -139,17 +173,18 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		refs = append(refs, ref)
 	}
 	ref := refs[0]
-	if opts.MaxIter < 1 {
-		return usageErr("--max-iterations must be at least 1, got %d", opts.MaxIter)
+	if opts.DryRun && opts.DisposeOnly {
+		return usageErr("--dry-run and --dispose-only exclude each other: a dry run writes nothing, a disposal writes replies")
 	}
-	if opts.PollMin <= 0 || opts.PollMax < opts.PollMin {
-		return usageErr("--poll-min must be positive and --poll-max at least --poll-min")
-	}
-	if opts.AgentTimeout <= 0 || opts.TestTimeout <= 0 {
-		return usageErr("--agent-timeout and --test-timeout must be positive")
-	}
-	if opts.ReviewStartWindow <= 0 || opts.ReviewWait < opts.ReviewStartWindow || opts.CIWait <= 0 {
-		return usageErr("--review-start-window and --ci-wait must be positive and --review-wait at least --review-start-window")
+	var file *config.File
+	if opts.ConfigFile != "" {
+		data, err := os.ReadFile(opts.ConfigFile)
+		if err != nil {
+			return usageErr("--config: %v", err)
+		}
+		if file, err = config.ParseFile(config.PRFields(), opts.ConfigFile, data); err != nil {
+			return usageErr("%v", err)
+		}
 	}
 	ag, err := pickAgent(opts.Agent, opts.AgentCmd)
 	if err != nil {
@@ -159,13 +194,10 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return err
 	}
-	if opts.DryRun && opts.DisposeOnly {
-		return usageErr("--dry-run and --dispose-only exclude each other: a dry run writes nothing, a disposal writes replies")
-	}
-	if opts.NoCopilot && reviewer == nil && !opts.DryRun && !opts.DisposeOnly {
-		// Conjunct 4 is never dropped (PR-T1): with neither Copilot nor a
-		// review agent the run could only end blocked, so say it now.
-		return usageErr("--no-copilot leaves no independent review: the %s agent cannot review; add --review-agent command --review-agent-cmd CMD", reviewAgentName(opts))
+	// Flags and the environment are checked before the network is; a
+	// repository's file is checked when its base branch is read.
+	if _, err := prSettings(opts, ios, file, reviewer); err != nil {
+		return err
 	}
 	rest, gql, err := ghclient.Endpoints(ref, opts.APIURL, ios.Getenv)
 	if err != nil {
@@ -202,20 +234,6 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if stateDir == "" {
 		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
 	}
-	var testCmd []string
-	if opts.TestCmd != "" {
-		testCmd = []string{"sh", "-c", opts.TestCmd}
-	}
-	cfg := prloop.DefaultConfig()
-	cfg.MaxIterations = opts.MaxIter
-	cfg.MaxWallClock = opts.MaxWallClock
-	cfg.ReviewStartWindow, cfg.ReviewWaitMax, cfg.CIWaitMax = opts.ReviewStartWindow, opts.ReviewWait, opts.CIWait
-	// A dry run requests no review: it works once on the threads there
-	// are, as single-iteration mode does (PR-M1, PR-M3).
-	cfg.ExpectsBot = !opts.NoCopilot && !opts.DryRun
-	// GitHub's review bot is Copilot (PR-O2, PR-O5).
-	cfg.Bot, cfg.TrustedBots = copilot.New(), copilot.DefaultAllowlist()
-	cfg.LocalReview = reviewer != nil
 	params := make([]loopParams, len(refs))
 	for i, ref := range refs {
 		params[i] = loopParams{
@@ -224,11 +242,6 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			Remote:   gitRemote(rest, ref, token, cas),
 			StateDir: stateDir,
 			Agent:    ag,
-			Reviewer: reviewer,
-			TestCmd:  testCmd,
-			Config:   cfg,
-			PollMin:  opts.PollMin,
-			PollMax:  opts.PollMax,
 			JSON:     opts.JSON,
 			Keep:     opts.Keep,
 			Secrets:  repo.Secrets(token),
@@ -238,13 +251,111 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			Fresh:       opts.Fresh,
 			DryRun:      opts.DryRun,
 			DisposeOnly: opts.DisposeOnly,
-			FaultBudget: opts.FaultBudget,
-			AgentBudget: opts.AgentTimeout,
-			TestBudget:  opts.TestTimeout,
+			// The settings are the repository's: its base branch's
+			// .converge.yaml under the flags and the environment.
+			Configure: func(ctx context.Context, p *loopParams, pr *forge.PullRequest) error {
+				f := file
+				if f == nil {
+					data, found, err := prloop.ReadBaseFile(ctx, filepath.Join(p.StateDir, "work"), p.CloneURL, p.GitEnv, pr, config.FileName)
+					if err != nil {
+						return fmt.Errorf("read %s of %s: %w", config.FileName, pr.Ref, err)
+					}
+					if found {
+						name := fmt.Sprintf("%s (%s on %s)", config.FileName, pr.BaseRef, pr.Ref.FullName())
+						if f, err = config.ParseFile(config.PRFields(), name, data); err != nil {
+							return usageErr("%v", err)
+						}
+					}
+				}
+				s, err := prSettings(opts, ios, f, reviewer)
+				if err != nil {
+					return err
+				}
+				s.apply(p)
+				return nil
+			},
 		}
 	}
 	_, err = runLoops(ctx, ios, params)
 	return err
+}
+
+// prSettings is one PR's effective settings: resolved, checked across
+// fields, and the loop's configuration made of them.
+type prSettingsT struct {
+	values   config.Values
+	settings []config.Setting
+	cfg      prloop.Config
+	reviewer *review.Reviewer
+}
+
+func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *review.Reviewer) (*prSettingsT, error) {
+	ss, err := config.Resolve(config.PRFields(), config.Inputs{File: file, Getenv: ios.Getenv, Flags: opts.Set})
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	v := config.ValuesOf(ss)
+	where := func(key string) string {
+		for _, s := range ss {
+			if s.Key == key {
+				if s.Where != "" {
+					return fmt.Sprintf("%s=%s (%s)", key, s.Value, s.Where)
+				}
+				return fmt.Sprintf("%s=%s (%s)", key, s.Value, s.Source)
+			}
+		}
+		return key
+	}
+	if v.Duration("poll_max") < v.Duration("poll_min") {
+		return nil, usageErr("poll_max must be at least poll_min: %s, %s", where("poll_max"), where("poll_min"))
+	}
+	if v.Duration("review_wait") < v.Duration("review_start_window") {
+		return nil, usageErr("review_wait must be at least review_start_window: %s, %s", where("review_wait"), where("review_start_window"))
+	}
+	cfg := prloop.DefaultConfig()
+	cfg.MaxIterations = v.Int("max_iterations")
+	cfg.MaxWallClock = v.Duration("max_wall_clock")
+	cfg.DiffMultiplier = v.Float("diff_multiplier")
+	cfg.MaxStructuralRounds = v.Int("max_structural_rounds")
+	cfg.IdleTimeout = v.Duration("idle_timeout")
+	cfg.ReviewStartWindow, cfg.ReviewWaitMax, cfg.CIWaitMax = v.Duration("review_start_window"), v.Duration("review_wait"), v.Duration("ci_wait")
+	// A dry run requests no review: it works once on the threads there
+	// are, as single-iteration mode does (PR-M1, PR-M3).
+	cfg.ExpectsBot = v.Bool("expects_copilot") && !opts.DryRun
+	cfg.ExpectNoChecks = !v.Bool("expects_github_checks")
+	// GitHub's review bot is Copilot (PR-O2, PR-O5).
+	cfg.Bot, cfg.TrustedBots = copilot.New(), v.List("trusted_bots")
+	if reviewer != nil {
+		angles, err := review.ParseAngles(v.String("review_angles"))
+		if err != nil {
+			return nil, usageErr("%s: %v", where("review_angles"), err)
+		}
+		rv := *reviewer
+		rv.Angles, rv.InstructionsPath = angles, v.String("review_instructions")
+		reviewer = &rv
+	}
+	cfg.LocalReview = reviewer != nil
+	if !v.Bool("expects_copilot") && reviewer == nil && !opts.DryRun && !opts.DisposeOnly {
+		// Conjunct 4 is never dropped (PR-T1): with neither Copilot nor a
+		// review agent the run could only end blocked, so say it now.
+		return nil, usageErr("%s leaves no independent review: the %s agent cannot review; add --review-agent command --review-agent-cmd CMD", where("expects_copilot"), reviewAgentName(opts))
+	}
+	return &prSettingsT{values: v, settings: ss, cfg: cfg, reviewer: reviewer}, nil
+}
+
+// apply sets a loop's parameters from the settings.
+func (s *prSettingsT) apply(p *loopParams) {
+	v := s.values
+	p.Config = s.cfg
+	p.Config.Self = p.selfLogin
+	p.Reviewer = s.reviewer
+	p.PollMin, p.PollMax = v.Duration("poll_min"), v.Duration("poll_max")
+	p.FaultBudget = v.Duration("fault_budget")
+	p.AgentBudget, p.TestBudget = v.Duration("agent_timeout"), v.Duration("test_timeout")
+	p.TestCmd = nil
+	if c := v.String("test_cmd"); c != "" {
+		p.TestCmd = []string{"sh", "-c", c}
+	}
 }
 
 func pickAgent(name, cmdline string) (agent.Agent, error) {
@@ -280,10 +391,6 @@ func reviewAgentName(opts *prOptions) string {
 // nil when the review agent cannot review (suggest): then the run has no
 // local review, and without Copilot no independent review at all.
 func pickReviewer(opts *prOptions) (*review.Reviewer, error) {
-	angles, err := review.ParseAngles(opts.ReviewAngles)
-	if err != nil {
-		return nil, usageErr("--review-angles: %v", err)
-	}
 	name, cmdline := opts.ReviewAgent, opts.ReviewAgentCmd
 	if name == "" {
 		name = opts.Agent
@@ -307,7 +414,7 @@ func pickReviewer(opts *prOptions) (*review.Reviewer, error) {
 		}
 		// The command line is part of the cache key: another reviewer's
 		// verdict on a head is not this one's.
-		return &review.Reviewer{Agent: a, Angles: angles, AgentID: cmdline}, nil
+		return &review.Reviewer{Agent: a, AgentID: cmdline}, nil
 	}
 	return nil, usageErr("unknown --review-agent %q: use command (suggest cannot review)", name)
 }

@@ -46,6 +46,12 @@ type loopParams struct {
 	Author   string
 	Email    string
 
+	// Configure, when set, makes the loop's settings once the PR is
+	// observed (its base branch's config file, PR-M4).
+	Configure func(ctx context.Context, p *loopParams, pr *forge.PullRequest) error
+	// selfLogin is the token's login, found by pre-flight.
+	selfLogin string
+
 	// DryRun writes nothing (PR-M1); its run is recorded apart from the
 	// PR's real runs and never resumed.
 	DryRun bool
@@ -144,7 +150,10 @@ func preflight(ctx context.Context, p *loopParams) error {
 			return err
 		}
 	}
-	p.Config.Self = self
+	p.Config.Self, p.selfLogin = self, self
+	if p.Configure != nil {
+		return p.Configure(ctx, p, pre)
+	}
 	return nil
 }
 

@@ -24,6 +24,8 @@ import (
 //	hub request-changes BODY      the reviewer requests changes
 //	hub comment BODY              the reviewer comments on the PR
 //	hub review-thread PATH LINE BODY   the reviewer opens a review thread on a line
+//	hub push base|head PATH FILE  the author pushes FILE (from the script) as PATH
+//	                              to the PR's base or head branch
 //	hub writes-by ACTOR N         the emulator logged exactly N write requests
 //	                              (mutations, REST writes, pushes) by ACTOR
 //	                              (author: converge's token, or reviewer)
@@ -104,6 +106,24 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 			}},
 		})
 		ts.Check(err)
+	case "push":
+		if len(args) != 4 || (args[1] != "base" && args[1] != "head") {
+			ts.Fatalf("usage: hub push base|head PATH FILE")
+		}
+		pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
+		ts.Check(err)
+		branch := pr.BaseRef
+		if args[1] == "head" {
+			branch = pr.HeadRef
+		}
+		_, err = h.hub.PushFiles(h.demo.Owner, h.demo.Repo, branch, map[string]string{args[2]: ts.ReadFile(args[3])}, "chore: "+args[2])
+		ts.Check(err)
+		if args[1] == "head" {
+			// The run starts on this head: it is not a human push mid-run.
+			pr, err = h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
+			ts.Check(err)
+			h.head = pr.HeadSHA
+		}
 	case "writes-by":
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub writes-by author|reviewer N")

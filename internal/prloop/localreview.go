@@ -42,7 +42,7 @@ func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, r
 	if err := w.reset(ctx, pr.HeadSHA); err != nil {
 		return LocalReviewResult{}, err
 	}
-	instructions, err := readInstructions(w.worktree.Dir)
+	instructions, err := readInstructions(w.worktree.Dir, w.Reviewer.InstructionsPath)
 	if err != nil {
 		return LocalReviewResult{}, err
 	}
@@ -81,7 +81,10 @@ func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, r
 // readInstructions reads the instructions file through an os.Root, so that
 // a symlink in the PR cannot hand an agent a file from outside the
 // worktree (a credential file, say) as "instructions".
-func readInstructions(dir string) (string, error) {
+func readInstructions(dir, path string) (string, error) {
+	if path == "" {
+		path = ReviewInstructionsFile
+	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return "", fmt.Errorf("local review: open worktree: %w", err)
@@ -89,7 +92,7 @@ func readInstructions(dir string) (string, error) {
 	defer root.Close()
 	// A missing, unreadable or escaping file is no reason to stop
 	// reviewing: the angles review without it.
-	f, err := root.Open(filepath.FromSlash(ReviewInstructionsFile))
+	f, err := root.Open(filepath.FromSlash(path))
 	if err != nil {
 		return "", nil
 	}

@@ -168,6 +168,9 @@ type Reviewer struct {
 	Budget   time.Duration
 	Env      []string
 	CacheDir string // results per head are cached here when set
+	// InstructionsPath is the repository's shared review instructions,
+	// relative to its root; empty means .github/review-instructions.md.
+	InstructionsPath string
 	// AgentID tells apart, in the cache key, configurations of one
 	// backend (a command agent's command line, say); empty means the
 	// agent's name alone.

@@ -1,0 +1,69 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/review"
+	"github.com/convergeloop/converge/internal/review/copilot"
+)
+
+// PRFields are the PR loop's tunables (PR-M4): the one place where every
+// default is listed. The values come from the packages that own them
+// (prloop.DefaultConfig, agent.DefaultBudget, …), so a default is written
+// once and named here.
+func PRFields() []Field {
+	d := prloop.DefaultConfig()
+	dur := func(x time.Duration) string { return x.String() }
+	return []Field{
+		// Caps and guards (PR-T5, PR-T6, PR-T3, PR-G1).
+		{Key: "max_iterations", Kind: Int, Min: 1, Default: strconv.Itoa(d.MaxIterations), Help: "maximum rounds"},
+		{Key: "max_wall_clock", Kind: Duration, Min: 1, Default: dur(d.MaxWallClock), Help: "maximum wall-clock time of a run"},
+		{Key: "diff_multiplier", Kind: Float, Min: 1, Default: strconv.FormatFloat(d.DiffMultiplier, 'g', -1, 64), Help: "the loop's own lines may grow to this multiple of the PR's lines at start (PR-T6)"},
+		{Key: "max_structural_rounds", Kind: Int, Min: 1, Default: strconv.Itoa(d.MaxStructuralRounds), Help: "consecutive structural rounds before convergence-failure (PR-T6)"},
+		{Key: "idle_timeout", Kind: Duration, Min: 1, Default: dur(d.IdleTimeout), Help: "no activity on the PR for this long ends the run idle-timeout (PR-T3)"},
+		// Waits of a round (PR-S1, PR-S2).
+		{Key: "review_start_window", Kind: Duration, Min: 1, Default: dur(d.ReviewStartWindow), Help: "how long a requested Copilot review may take to start before Copilot's latest review of the head is taken instead"},
+		{Key: "review_wait", Kind: Duration, Min: 1, Default: dur(d.ReviewWaitMax), Help: "longest wait for a requested Copilot review to land"},
+		{Key: "ci_wait", Kind: Duration, Min: 1, Default: dur(d.CIWaitMax), Help: "longest wait for CI to settle on a head"},
+		// Back-offs (PR-S2, REL-1).
+		{Key: "poll_min", Kind: Duration, Min: 0.001, Default: dur(60 * time.Second), Help: "first wait between polls"},
+		{Key: "poll_max", Kind: Duration, Min: 0.001, Default: dur(600 * time.Second), Help: "longest wait between polls (back-off cap)"},
+		{Key: "fault_budget", Kind: Duration, Min: 0.001, Default: dur(engine.DefaultFaultBudget), Help: "how long forge outages and rate limits are ridden out before the run ends errored"},
+		// Per-step budgets (AG-T1, AG-T5).
+		{Key: "agent_timeout", Kind: Duration, Min: 1, Default: dur(agent.DefaultBudget), Help: "time-box of one agent run; at it the agent is stopped, and a run without a status record is retried once"},
+		{Key: "test_timeout", Kind: Duration, Min: 1, Default: dur(prloop.DefaultTestBudget), Help: "time-box of one build/test run; a run stopped at it counts as failing"},
+		{Key: "test_cmd", Kind: String, Default: "", Help: "test command (default: discovered from the repository, REPO-C1)"},
+		// What the repository has.
+		{Key: "expects_copilot", Kind: Bool, Default: strconv.FormatBool(d.ExpectsBot), Help: "Copilot reviews this repository; false: single-iteration mode (PR-M3)"},
+		{Key: "expects_github_checks", Kind: Bool, Default: strconv.FormatBool(!d.ExpectNoChecks), Help: "the repository has CI; false: two-stable does not wait for checks (PR-T1(2))"},
+		{Key: "trusted_bots", Kind: List, Default: strings.Join(copilot.DefaultAllowlist(), ","), Help: "bot logins whose findings are trusted (PR-O2; matched lower-case)"},
+		// The local review (PR-S4).
+		{Key: "review_angles", Kind: List, Default: review.DefaultAngleNames(), Help: "angles of the local review, one agent run each", Check: func(v string) error {
+			_, err := review.ParseAngles(v)
+			return err
+		}},
+		{Key: "review_instructions", Kind: String, Default: prloop.ReviewInstructionsFile, Help: "the repository's shared review instructions, read by the local review", Check: relPath},
+		// Base sync (PR-S14).
+		{Key: "sync_base", Kind: Bool, Default: "false", Help: "bring a branch that is BEHIND its base up to date (PR-S14; not built yet: only false is accepted)", Check: func(v string) error {
+			if v == "true" {
+				return errors.New("true is not supported yet: base sync (PR-S14) is not built; a BEHIND branch is noted in the proof instead")
+			}
+			return nil
+		}},
+	}
+}
+
+// relPath accepts a path inside the repository.
+func relPath(v string) error {
+	if v == "" || strings.HasPrefix(v, "/") || strings.Contains("/"+v+"/", "/../") {
+		return fmt.Errorf("%q must be a path inside the repository", v)
+	}
+	return nil
+}

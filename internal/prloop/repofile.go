@@ -1,0 +1,48 @@
+package prloop
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+// ReadBaseFile reads path as the PR's base branch has it, in the clone
+// cache under root (the clone a run's workspace then reuses). The base,
+// not the head: what is merged is trusted, so a pull request cannot change
+// the rules it is driven by (its own config, say). found is false when
+// the base has no such file.
+func ReadBaseFile(ctx context.Context, root, cloneURL string, gitEnv []string, pr *forge.PullRequest, path string) (data []byte, found bool, err error) {
+	cloneDir := filepath.Join(root, "clones", sanitize(pr.Ref.Host), pr.Ref.Owner, pr.Ref.Repo)
+	defer lockClone(cloneDir)()
+	if _, err := os.Stat(filepath.Join(cloneDir, ".git")); err != nil {
+		if err := os.MkdirAll(filepath.Dir(cloneDir), 0o755); err != nil {
+			return nil, false, fmt.Errorf("make clone dir: %w", err)
+		}
+		if _, err := repo.Clone(ctx, cloneURL, cloneDir, gitEnv); err != nil {
+			return nil, false, err
+		}
+	}
+	g := &repo.Git{Dir: cloneDir, Env: gitEnv}
+	base := "refs/remotes/origin/" + pr.BaseRef
+	if _, err := g.Run(ctx, "fetch", "--quiet", "origin", "+refs/heads/"+pr.BaseRef+":"+base); err != nil {
+		return nil, false, fmt.Errorf("fetch %s: %w", pr.BaseRef, err)
+	}
+	// ls-tree tells a missing file from a failing git.
+	ls, err := g.Run(ctx, "ls-tree", "--name-only", base, "--", path)
+	if err != nil {
+		return nil, false, err
+	}
+	if strings.TrimSpace(ls) == "" {
+		return nil, false, nil
+	}
+	out, err := g.Run(ctx, "show", base+":"+path)
+	if err != nil {
+		return nil, false, err
+	}
+	return []byte(out), true, nil
+}
