@@ -145,6 +145,9 @@ func preflight(ctx context.Context, p *loopParams) error {
 		}
 		return err
 	}
+	if err := canPushToHead(ctx, p.Forge, pre, self); err != nil && !p.DryRun && !p.DisposeOnly {
+		return err
+	}
 	if p.Remote != nil {
 		if p.CloneURL, p.GitEnv, err = p.Remote(pre.CloneURL); err != nil {
 			return err
@@ -153,6 +156,28 @@ func preflight(ctx context.Context, p *loopParams) error {
 	p.Config.Self, p.selfLogin = self, self
 	if p.Configure != nil {
 		return p.Configure(ctx, p, pre)
+	}
+	return nil
+}
+
+// canPushToHead refuses, at start, a PR from a fork the token cannot push
+// to (PR-G5): converge's fixes are commits on the PR's branch, and a run
+// that learns in round one that its push is refused has already written
+// to the PR.
+func canPushToHead(ctx context.Context, f forge.Forge, pr *forge.PullRequest, self string) error {
+	if !pr.CrossRepo {
+		return nil
+	}
+	owner, name, ok := strings.Cut(pr.HeadRepo, "/")
+	if !ok {
+		return usageErr("%s comes from a fork converge cannot name (head repository %q); run converge where the branch lives", pr.Ref, pr.HeadRepo)
+	}
+	perm, err := f.Permission(ctx, forge.PRRef{Host: pr.Ref.Host, Owner: owner, Repo: name, Number: pr.Number}, self)
+	if err != nil && forge.KindOf(err) != forge.KindNotFound {
+		return fmt.Errorf("permission on the fork %s: %w", pr.HeadRepo, err)
+	}
+	if err != nil || !perm.CanWrite() {
+		return usageErr("%s comes from the fork %s, which %s cannot push to: converge pushes its fixes to the PR's branch; use a token that can push to %s (--dry-run and --dispose-only still work)", pr.Ref, pr.HeadRepo, self, pr.HeadRepo)
 	}
 	return nil
 }

@@ -497,7 +497,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		// journal entry come with a later observation (collectReview).
 		return l.startReview(ctx, pr, round, a)
 	case ActComment:
-		_, err = l.Forge.CreateIssueComment(ctx, pr.Ref, a.Body)
+		_, err = l.Forge.CreateIssueComment(ctx, pr.Ref, fitBody(a.Body, MaxBodyChars))
 		if err != nil && a.Reason == summaryReason {
 			// A failed summary post is logged, never fatal (PR-S4).
 			l.report(engine.Event{Kind: "note", Round: round, Message: "could not post the local review summary: " + err.Error()})
@@ -529,7 +529,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 			l.report(engine.Event{Kind: "fix", Round: round, Message: msg, Data: fr})
 		}
 	case ActReply:
-		_, err = l.Forge.ReplyToThread(ctx, pr.Ref, a.ThreadID, a.Body)
+		_, err = l.Forge.ReplyToThread(ctx, pr.Ref, a.ThreadID, fitBody(a.Body, MaxBodyChars))
 		if err == nil {
 			l.report(engine.Event{Kind: "reply", Round: round, Message: "replied to " + a.ThreadID})
 		}

@@ -2,6 +2,7 @@ package prloop_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -250,5 +251,30 @@ func TestRunnerWithoutIssueEventer(t *testing.T) {
 		if term.Reason != prloop.ReasonTwoStable || requested == 0 {
 			t.Errorf("events %v: want two-stable after a review request, got %+v after %d requests", events, term, requested)
 		}
+	}
+}
+
+// TestPR_G6_ALongReplyKeepsItsMarkerOnTheForge: the loop fits a reply
+// longer than the forge's limit before posting it, so the forge does not
+// cut the marker off its end and the next observation sees the reply.
+func TestPR_G6_ALongReplyKeepsItsMarkerOnTheForge(t *testing.T) {
+	ctx := context.Background()
+	ff := fakeforge.New(fakeforge.Options{Viewer: "converge"})
+	ref := ff.AddPR(fakeforge.PR{})
+	th := ff.AddThread(ref, "alice", fakeforge.NewThread{Path: "main.go", Line: 3, Body: "Handle the error"})
+	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Journal: &memJournal{}, Config: prloop.DefaultConfig()})
+	body := "Escalated to a human: " + strings.Repeat("x", 70000) + ".\n\n— converge\n\n" + prloop.Marker(th.ID, "h1", prloop.DispEscalated)
+	obs := prloop.Observation{PR: ff.PR(ref)}
+	if _, err := l.Act(ctx, prloop.State{Round: 1}, obs, prloop.Action{Kind: prloop.ActReply, Key: "r1/reply", ThreadID: th.ID, Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	for _, t2 := range ff.PR(ref).Threads {
+		if t2.ID == th.ID {
+			got = t2.Comments[len(t2.Comments)-1].Body
+		}
+	}
+	if ms := prloop.ParseMarkers(got); len(ms) != 1 || ms[0].Thread != th.ID {
+		t.Fatalf("the reply's marker did not reach the forge (%d characters, ends %q)", len(got), got[max(0, len(got)-120):])
 	}
 }
