@@ -3,7 +3,7 @@ GO ?= go
 # The race detector needs cgo and a C compiler; without them tests still run.
 RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null && echo -race)
 
-.PHONY: build test lint demo soak
+.PHONY: build test lint demo soak mutants
 
 build:
 	$(GO) build -o bin/converge ./cmd/converge
@@ -30,3 +30,9 @@ soak:
 	CONVERGE_SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -count=1 -run '^TestSoak_NoFalseSuccess$$' -v -parallel 4 -timeout 60m ./internal/cli \
 		| tee soak.log | grep -E '^(false_success=|--- FAIL|FAIL|ok)'
 	@! grep -q '^--- FAIL' soak.log
+
+# Each patch in testdata/mutants breaks one rule; the tests it names must
+# fail with it applied. Prints which test killed each mutant and fails
+# when one survives (or does not apply or build).
+mutants:
+	$(GO) run ./internal/tools/mutants

@@ -278,3 +278,44 @@ func TestPR_G6_ALongReplyKeepsItsMarkerOnTheForge(t *testing.T) {
 		t.Fatalf("the reply's marker did not reach the forge (%d characters, ends %q)", len(got), got[max(0, len(got)-120):])
 	}
 }
+
+// TestPR_M1_DryRunPostsNothingNotEvenTheSummary: in a dry run every write
+// the loop asks for — the local review summary included — is reported,
+// never sent to the forge, and never journalled as done.
+func TestPR_M1_DryRunPostsNothingNotEvenTheSummary(t *testing.T) {
+	ctx := context.Background()
+	ff := fakeforge.New(fakeforge.Options{Viewer: "converge"})
+	ref := ff.AddPR(fakeforge.PR{})
+	th := ff.AddThread(ref, "alice", fakeforge.NewThread{Path: "main.go", Line: 3, Body: "Handle the error"})
+	var said []string
+	j := &memJournal{}
+	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Journal: j, Config: prloop.DefaultConfig(), DryRun: true,
+		Reporter: engine.ReporterFunc(func(e engine.Event) { said = append(said, e.Message) })})
+	obs := prloop.Observation{PR: ff.PR(ref)}
+	for _, a := range []prloop.Action{
+		{Kind: prloop.ActComment, Key: "summary/h1", Body: "### Local review\n\nclean", Reason: "local-review-summary"},
+		{Kind: prloop.ActReply, Key: "r1/reply", ThreadID: th.ID, Body: "Addressed."},
+		{Kind: prloop.ActResolve, Key: "r1/resolve", ThreadID: th.ID},
+		{Kind: prloop.ActAddLabel, Key: "r1/label", Label: prloop.LabelReady},
+		{Kind: prloop.ActRequestReview, Key: "r1/request"},
+	} {
+		if _, err := l.Act(ctx, prloop.State{Round: 1}, obs, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pr := ff.PR(ref)
+	if len(pr.IssueComments) != 0 || len(pr.Labels) != 0 || pr.Threads[0].IsResolved || len(pr.Threads[0].Comments) != 1 {
+		t.Fatalf("a dry run wrote to the forge: %+v", pr)
+	}
+	for _, op := range []string{"create issue comment", "reply to thread", "resolve thread", "add labels", "request reviews"} {
+		if n := ff.Calls(op); n != 0 {
+			t.Errorf("%d %q call(s) in a dry run", n, op)
+		}
+	}
+	if len(said) != 5 || !strings.Contains(said[0], "would comment on the pull request") || !strings.Contains(said[0], "clean") {
+		t.Fatalf("the dry run did not report each write, summary body included: %q", said)
+	}
+	if len(j.done) != 0 {
+		t.Fatalf("a dry run journalled actions as done: %v", j.done)
+	}
+}
