@@ -19,7 +19,7 @@ import (
 // for the script, plays the other actors with their own tokens, and checks
 // outcomes at the forge, as gh's acceptance tests drive a real host.
 //
-//	hub start [copilot-delay]     emulator + demo PR; sets PR_URL, GITHUB_API_URL,
+//	hub start [copilot-delay] [no-ci]  emulator + demo PR (no-ci: no CI runner); sets PR_URL, GITHUB_API_URL,
 //	                              SSL_CERT_FILE and CONVERGE_TOKEN (the author)
 //	hub request-changes BODY      the reviewer requests changes
 //	hub comment BODY              the reviewer comments on the PR
@@ -35,7 +35,8 @@ import (
 //	hub human-push                the author pushes a commit without converge's trailer
 //	hub close                     the author closes the PR
 //	hub head-unchanged            the PR's head is still the one it started with
-//	hub proven                    the forge proves two-stable (fails with why otherwise)
+//	hub proven [no-ci]            the forge proves two-stable (fails with why otherwise);
+//	                              no-ci: a repository without CI
 //	! hub proven                  the forge does not show a ready PR
 var scriptHubs sync.Map // *testscript.TestScript → *scriptHub
 
@@ -176,6 +177,10 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 	case "proven":
 		pr := h.observe(ts)
 		why := forgeVerdict(pr, true)
+		if len(args) > 1 && args[1] == "no-ci" {
+			// A repository without CI: only a missing CI is forgiven.
+			why = strings.ReplaceAll(strings.ReplaceAll(why, "; no CI on the head", ""), "no CI on the head", "")
+		}
 		switch {
 		case neg && why == "":
 			ts.Fatalf("the forge proves two-stable, want it not to")
@@ -193,8 +198,13 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 
 func startScriptHub(ts *testscript.TestScript, args []string) {
 	delay := 100 * time.Millisecond
-	if len(args) > 0 {
-		d, err := time.ParseDuration(args[0])
+	var opts fakehub.DemoOptions
+	for _, a := range args {
+		if a == "no-ci" {
+			opts.NoCI = true
+			continue
+		}
+		d, err := time.ParseDuration(a)
 		ts.Check(err)
 		delay = d
 	}
@@ -207,7 +217,7 @@ func startScriptHub(ts *testscript.TestScript, args []string) {
 		hub.Close()
 		scriptHubs.Delete(ts)
 	})
-	demo, err := fakehub.SeedDemo(ctx, hub)
+	demo, err := fakehub.SeedDemoWith(ctx, hub, opts)
 	ts.Check(err)
 	start, err := hub.PR(demo.Owner, demo.Repo, demo.Number)
 	ts.Check(err)

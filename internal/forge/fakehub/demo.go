@@ -206,10 +206,26 @@ func ApplySuggestion(content string, f Finding) (string, bool) {
 // SeedDemo creates the demo repository and PR on hub, with CI running
 // `go test ./...` and Copilot scripted by DemoScript.
 func SeedDemo(ctx context.Context, hub *Hub) (DemoInfo, error) {
+	return SeedDemoWith(ctx, hub, DemoOptions{})
+}
+
+// DemoOptions vary the demo repository.
+type DemoOptions struct {
+	// NoCI seeds the repository without a CI runner: no check or status
+	// ever appears on a head but converge's own.
+	NoCI bool
+}
+
+// SeedDemoWith is SeedDemo with options.
+func SeedDemoWith(ctx context.Context, hub *Hub, o DemoOptions) (DemoInfo, error) {
 	if err := ctx.Err(); err != nil {
 		return DemoInfo{}, err
 	}
-	if err := hub.CreateRepo(DemoOwner, DemoRepo, DemoBaseFiles(), RepoOptions{TestCommand: []string{"go", "test", "./..."}}); err != nil {
+	ro := RepoOptions{TestCommand: []string{"go", "test", "./..."}}
+	if o.NoCI {
+		ro.TestCommand = nil
+	}
+	if err := hub.CreateRepo(DemoOwner, DemoRepo, DemoBaseFiles(), ro); err != nil {
 		return DemoInfo{}, fmt.Errorf("seed demo: %w", err)
 	}
 	n, err := hub.CreatePR(DemoOwner, DemoRepo, NewPR{
