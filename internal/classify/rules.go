@@ -1,0 +1,363 @@
+package classify
+
+import (
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/text"
+)
+
+// The rules of the heuristic. Each is justified by what it targets in real
+// review comments; the examples cited (cNNN) are from the tune split of
+// testdata/comments.jsonl, the only part the rules were tuned on.
+//
+// Keyword rules read the comment's prose: its body without fenced code
+// blocks (```suggestion and others), so that code the reviewer proposes
+// (a variable named token, a call to panic) is judged by the suggestion
+// rules, not mistaken for the reviewer's words.
+
+// rules runs every rule over c, in a fixed order.
+func rules(c Comment) []Hit {
+	p := newProse(c.Body)
+	kind := kindOf(c.Path)
+	var hits []Hit
+	add := func(rule string, lean Lean, evidence string) {
+		hits = append(hits, Hit{Rule: rule, Lean: lean, Evidence: text.Clip(oneLine(evidence), 60)})
+	}
+
+	// Decisive words. On a docs page they describe the text more often
+	// than the code ("the example as written fails", "the security contact
+	// is a placeholder", c093), so there they only rule minor out.
+	strong := LeanStructural
+	if kind == pathDocs {
+		strong = LeanDoubt
+	}
+	for _, kw := range keywordRules {
+		if m := kw.re.FindString(p.lower); m != "" {
+			add(kw.name, strong, m)
+		}
+	}
+
+	// Doubts: signs that the comment may be about behaviour.
+	if m := consequence.FindString(p.lower); m != "" {
+		add("consequence", LeanDoubt, m)
+	}
+	if m := behaviourWords.FindString(p.lower); m != "" {
+		add("behaviour-words", LeanDoubt, m)
+	}
+	if p.question != "" {
+		add("question", LeanDoubt, p.question)
+	}
+	if m := refersElsewhere.FindString(p.lower); m != "" {
+		add("refers-elsewhere", LeanDoubt, m)
+	}
+	if m := saysButDoes(p.lower); m != "" {
+		add("docs-vs-code", LeanDoubt, m)
+	}
+	if m := codeReplacement(p.raw); m != "" {
+		add("code-replacement", LeanDoubt, m)
+	} else if m := codeInProse(p.raw); m != "" && kind != pathDocs {
+		add("code-in-prose", LeanDoubt, m)
+	}
+	if m := interfaceRename(p, c.Path); m != "" {
+		add("interface-name", LeanDoubt, m)
+	}
+	if c.Source == SourceLocal {
+		// The local review asks its angles for defects, not style
+		// (review.DefaultAngles, PR-S4); its findings are not cosmetic
+		// unless something decides otherwise.
+		add("local-review", LeanDoubt, "source local")
+	}
+	switch kind {
+	case pathTest:
+		// Tests are structural by definition; a comment on a test file
+		// is cosmetic only where another rule says so (a typo in a
+		// test's name is; c018, a test that asserts nothing, is not).
+		add("test-path", LeanDoubt, c.Path)
+	case pathBuild:
+		// Build files, CI workflows, manifests and configuration are
+		// read by machines: a one-word change there is behaviour (c050
+		// drops -race, c068 a CI platform), even where another
+		// comment only names a step (c107).
+		add("build-or-config-path", LeanDoubt, c.Path)
+	case pathAgentDocs:
+		// Prompts and review instructions are markdown an agent obeys
+		// (the local review reads .github/review-instructions.md):
+		// rewording them changes what a reviewer flags (c117).
+		add("agent-instructions-path", LeanDoubt, c.Path)
+	case pathDocs:
+		if m := docsBehaviour.FindString(p.lower); m != "" {
+			// A comment on a docs page that talks about code or
+			// behaviour may ask for the code to change (c009: "the
+			// code should honour 0 here").
+			add("docs-asks-behaviour", LeanDoubt, m)
+		}
+	}
+
+	// What the reviewer's own suggestion changes.
+	hits = append(hits, suggestionHits(c, kind, p)...)
+
+	// Minor evidence.
+	if m := minorWords.FindString(p.lower); m != "" {
+		add("minor-words", LeanMinor, m)
+	}
+	if m := commentTarget.FindString(p.lower); m != "" {
+		add("comment-target", LeanMinor, m)
+	}
+	if kind == pathDocs {
+		// Docs pages hold prose: a change to them is docs unless a
+		// rule above says the comment is about code (c025, c053).
+		add("docs-path", LeanMinor, c.Path)
+	}
+	if approval.MatchString(p.lower) && len(p.lower) <= 120 && !approvalBut.MatchString(p.lower) {
+		// Praise asks for nothing (c041: "LGTM, thanks for splitting
+		// this out"); any "but", "please", "once", "if" may ask for
+		// something, so those keep it borderline.
+		add("approval", LeanMinor, p.lower)
+	}
+	return hits
+}
+
+type keywordRule struct {
+	name string
+	re   *regexp.Regexp
+}
+
+// keywordRules decide structural on their own (outside docs pages).
+var keywordRules = []keywordRule{
+	// Security words: an injection, a leaked secret, a widened
+	// permission, disabled TLS or an unpinned dependency is structural
+	// however politely it is phrased (c011 logs a token, c028 command
+	// injection, c007 an unpinned action, c074 a world-readable file,
+	// c115 verify=False, c076 innerHTML). Fail closed: a false hit only
+	// costs agreement, a miss could call a vulnerability minor.
+	{"security", regexp.MustCompile(`\b(?:securit\w*|inject(?:ion|ed|s)?|xss|csrf|ssrf|secrets?|credentials?|passwords?|tokens?|api[ -]?keys?|private keys?|tls|ssl|certificates?|verify=false|man-in-the-middle|mitm|vulnerab\w*|exploit\w*|(?:un)?sanitiz\w*|escap(?:e|es|ing)|permissions?|privileges?|root|clear ?text|plain ?text|world-readable|readable by|0o?[0-7]?[67][0-7][4-7]|arbitrary code|traversal|supply[- ]chain|auth(?:entication|orization|n|z)?|cve-\d+|encrypt\w*|unpinned|pin (?:it|this|the)\b|mutable tag)\b`)},
+	// Defect words: how reviewers name a wrong result, a crash, a leak or
+	// a race (c001 "never closed … leaks", c047 "raises TypeError", c036
+	// "blocks on ch forever", c106 "written … concurrently"), even
+	// after a "nit:".
+	{"defect", regexp.MustCompile(`\b(?:panic(?:s|ked|king)?|crash(?:es|ed|ing)?|nil (?:pointer|map|deref\w*)|null (?:pointer|deref\w*)|dereferenc\w*|segfault\w*|races?|racy|deadlock\w*|leak(?:s|ed|ing)?|never (?:closed|called|released|removed|freed|cancel+ed|stopped|returns?)|not (?:closed|released|awaited|handled|checked|propagated|safe)|unclosed|unawaited|hangs?|hung|forever|off[- ]by[- ]one|(?:divide|division) by zero|overflow\w*|underflow\w*|unhandled|swallow(?:s|ed|ing)?|silently|incorrect(?:ly)?|wrong|bugs?|buggy|broken|breaks?|regress\w*|throws?|raises?|typeerror|exception|ooms?|out of memory|lost|loses|losing|undetected|infinite|ignor(?:e|es|ed|ing)|flaky|flakes|corrupt\w*|stale data|truncat\w*|fail(?:s|ed|ing|ure)?|unsafe|concurrent(?:ly)?|no timeout)\b`)},
+	// Test requests: asking for a test, or saying a test checks too little,
+	// is structural by definition (c018 "only asserts that no error is
+	// returned", c057 "has no test", c101 "add a real empty-string case").
+	{"tests", regexp.MustCompile(`\b(?:(?:add|adds|adding|write|needs?|missing|no|without|lacks?)\b[^.?!\n]{0,30}\b(?:tests?|test cases?|cases?)|untested|not tested|test (?:cases?|coverage)|coverage|assert\w*|the tests? (?:would|will|no longer|now|only|passes|fails|still)|golden|fixtures?|exercised?|regression tests?)\b`)},
+	// API words: a change to what callers see — a signature, an exported
+	// name, an exit code, a wire or file format, a module's exports — is
+	// structural even when it reads as naming (c038 "Rename GetRunByID …
+	// this package's API", c045 "a named export instead of default",
+	// c069 "the status file format").
+	{"api", regexp.MustCompile(`\b(?:apis?|public|signatures?|breaking|backwards?[- ]compat\w*|compatib\w*|deprecat\w*|downstream|consumers?|callers?|exit (?:code|status)|wire format|file format|status file|schema|protocol|keyword-only|positional|named export|default export)\b`)},
+	// Build words: the build, CI, dependencies and lint configuration are
+	// structural (c050 "-race … in CI", c051 "the bump to x/net", c068 "the
+	// matrix"), and so is switching a linter on or off.
+	{"build", regexp.MustCompile(`\b(?:ci|pipelines?|workflows?|builds?|compil\w*|dependenc(?:y|ies)|bump\w*|go\.mod|go\.sum|lint\w*|errcheck|golangci\w*|staticcheck|eslint|ruff|flake8|mypy|vet|makefile|dockerfile|container|matrix|-race)\b`)},
+}
+
+// consequence: reviewers justify a behavioural request with what happens
+// otherwise (c003 "otherwise a run … keeps going for one more round");
+// cosmetic requests are justified by readability instead.
+var consequence = regexp.MustCompile(`\b(?:otherwise|so that|which means|means that|won't|can't|cannot|no longer|leads? to|results? in|causes?|will (?:not|never|be|fail|break|skip|drop|lose|hang|crash|stop|keep|run|return|miss)|would (?:not|never|fail|break|skip|drop|lose|hang|crash|stop|keep|run|return|miss|pass|go)|even (?:if|when|though))\b`)
+
+// behaviourWords: error handling, validation, concurrency, resources and
+// retries are behaviour; a short "nit: handle the error" has no defect
+// word yet is no cosmetic point (c106 "hold the lock", c060 "a timeout").
+var behaviourWords = regexp.MustCompile(`\b(?:handle[sd]?|handling|unchecked|discard(?:s|ed|ing)?|validat\w*|nil check|null check|bounds|guard\w*|retr(?:y|ies|ied|ying)|timeouts?|deadlines?|cancel\w*|locks?|locking|locked|unlock\w*|mutex\w*|atomic\w*|close[sd]?|closing|await\w*|async|goroutines?|thread-safe|idempot\w*|rollback|transactions?|performance|allocat\w*|memory|check (?:the |for |that |whether |if )?(?:errors?|err|results?|nil|null|none|length|size))\b`)
+
+// refersElsewhere: a reply that defers to another comment ("+1 to the
+// Copilot comment above") carries that comment's weight, which its own
+// text does not show.
+var refersElsewhere = regexp.MustCompile(`(?:^\s*(?:\+1|same (?:here|as above|issue|thing|problem)|agreed?|ditto)\b|\b(?:as (?:mentioned|noted|discussed|said) (?:above|before|earlier)|same as (?:above|before)|see (?:above|my (?:other |previous )?comment)|(?:copilot|the bot)(?:'s)? (?:comment|suggestion|point)))`)
+
+// docsBehaviour: on a docs page, talk of the code, a flag, a default or a
+// source file may be a request to change behaviour (c009 "`config.go`
+// treats 0 as …; the code should honour 0").
+var docsBehaviour = regexp.MustCompile(`\b(?:the code|code should|implementation|behaviou?r|instead of documenting|fix the|should (?:honou?r|support|accept|reject|default|fail|error)|flags?|cli|defaults?|\w+\.(?:go|py|ts|tsx|js|jsx|rs|java|rb|sh))\b`)
+
+// minorWords: how reviewers mark a cosmetic point — nit, typo, wording,
+// formatting, naming, docs (c004 "nit: s/recieve/receive/", c034 "run
+// gofmt", c064 "import order", c081 "Variable name `l` is ambiguous",
+// c046 "exceeds 100 characters", c061 "imperative mood"). "consider" is
+// not one: it fronts behavioural requests as often as style ones (c006,
+// c012, c060). Words about code ("redundant", "unnecessary", "simplify")
+// are not either: an unnecessary lock is not a cosmetic point.
+var minorWords = regexp.MustCompile(`\b(?:nit|nits|nitpick|typos?|spelling|spelled|misspell\w*|grammar|wording|reword\w*|phrasing|phrase|capitaliz\w*|punctuation|whitespace|trailing (?:spaces?|whitespace)|blank lines?|double space|indent\w*|formatting|gofmt|goimports|prettier|isort|import order|unused imports?|readab\w*|reads? (?:better|nicer)|renam\w*|naming|variable name|docstrings?|doc ?comments?|jsdoc|godoc|conventions?|consistency|style|stylistic|heading|changelog|cosmetic|imperative mood|line (?:length|exceeds|too long)|exceeds \d+ characters)\b`)
+
+// commentTarget: the request is about a comment in the code ("Is this
+// comment still accurate", c027; "This comment is misleading", c035;
+// "Update the comment to match", c023), not about a review comment.
+var commentTarget = regexp.MustCompile(`\b(?:(?:this|the|a|short|inline) comment (?:is|says|refers|explaining|still|here)|(?:update|fix|reword|rephrase|correct|adjust) (?:the |this )?(?:doc ?)?(?:comment|docstring|docs|documentation|readme|jsdoc|godoc)|comment (?:is )?(?:misleading|stale|outdated)|add (?:a |an )?(?:short |brief )?comment)\b`)
+
+// approval: praise with no request.
+var (
+	approval    = regexp.MustCompile(`^\s*(?:lgtm|looks good|nice|thanks|thank you|great|👍)`)
+	approvalBut = regexp.MustCompile(`\b(?:but|please|once|if|except|however|though|although|should|must|need)\b|\?`)
+)
+
+// docsClaim and docsUpdate: "the doc says X, but it does Y" is a
+// mismatch between docs and code; which side should move is the question.
+// It is minor only when the reviewer asks to update the docs (c023, c096),
+// and otherwise may ask for the code to match (c024 "Return an error as
+// documented").
+var (
+	docsClaim  = regexp.MustCompile(`\b(?:says?|claims?|documented|promises?|states?)\b[^.]*\bbut\b`)
+	docsUpdate = regexp.MustCompile(`\b(?:update|fix|reword|rephrase|correct|adjust|change)\b[^.]{0,20}\b(?:doc ?comment|comment|docstring|docs|documentation|readme|jsdoc|godoc|wording)\b`)
+)
+
+func saysButDoes(lower string) string {
+	m := docsClaim.FindString(lower)
+	if m == "" || docsUpdate.MatchString(lower) {
+		return ""
+	}
+	return m
+}
+
+// codeReplacement: the prose proposes replacing one piece of code with
+// another where an operator or call is involved ("`>` should be `>=`",
+// c003; "`if len(items) == 0:` → `if not items:`", c108): that changes
+// tokens a compiler reads, so it is never cosmetic on its face.
+var (
+	inlineCode  = regexp.MustCompile("`[^`\n]+`")
+	replacement = regexp.MustCompile("`[^`\n]+`\\s*(?:→|->|=>|should be|instead of|rather than|over|to|with|by)\\s*`[^`\n]+`|`[^`\n]+`\\s+(?:→|->)\\s+`[^`\n]+`")
+	operatorish = regexp.MustCompile(`[<>=!&|+*/%()\[\]^-]`)
+)
+
+func codeReplacement(raw string) string {
+	for _, m := range replacement.FindAllString(raw, -1) {
+		for _, span := range inlineCode.FindAllString(m, -1) {
+			if operatorish.MatchString(strings.Trim(span, "`")) {
+				return m
+			}
+		}
+	}
+	return ""
+}
+
+// codeInProse: an inline code span with a call, an operator or brackets
+// is code the reviewer writes out; a "nit:" in front does not make it
+// cosmetic ("nit: this should be `<-ctx.Done()`"). Spans of a bare name
+// (`const`, `pending`, c037) do not count.
+var codeish = regexp.MustCompile(`[()=<>!&|+*%\[\]{};]`)
+
+func codeInProse(raw string) string {
+	for _, span := range inlineCode.FindAllString(raw, -1) {
+		if codeish.MatchString(strings.Trim(span, "`")) {
+			return span
+		}
+	}
+	return ""
+}
+
+// interfaceRename: a naming or spelling point about a name others use —
+// a Go exported identifier, a method, flag, key or environment variable
+// ("Spelling: `Recieve` in the method name") — is an API change,
+// unlike a local variable's name (c037, c081).
+var (
+	renameTalk  = regexp.MustCompile(`\b(?:renam\w*|naming|name|spelling|spelled|typo|misspell\w*|call (?:it|this))\b`)
+	surfaceTalk = regexp.MustCompile(`\b(?:method|function|type|interface|struct|field|flag|option|env(?:ironment)? var\w*|key|column|table|endpoint|route|package|module|class|exported|export|public|tag)\b`)
+	exportedGo  = regexp.MustCompile("`[A-Z][A-Za-z0-9_]*`")
+	flagOrEnv   = regexp.MustCompile("`(?:--?[a-z][a-z0-9-]*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)`")
+)
+
+func interfaceRename(p prose, filePath string) string {
+	if !renameTalk.MatchString(p.lower) {
+		return ""
+	}
+	if m := surfaceTalk.FindString(p.lower); m != "" {
+		return m
+	}
+	if m := flagOrEnv.FindString(p.raw); m != "" {
+		return m
+	}
+	if strings.HasSuffix(filePath, ".go") {
+		if m := exportedGo.FindString(p.raw); m != "" {
+			return m
+		}
+	}
+	return ""
+}
+
+// prose is a comment body without its fenced code blocks.
+type prose struct {
+	raw   string
+	lower string
+	// question is the first sentence ending in '?', outside inline code
+	// and links: reviewers put correctness doubts as questions (c051
+	// "Why the bump to x/net?", c106 "Don't we need to hold the lock
+	// here?"), and questions about comments read the same (c027), so a
+	// question is a doubt, never evidence either way.
+	question string
+}
+
+var (
+	fence      = regexp.MustCompile("(?ms)^\\s*```.*?(?:^\\s*```[ \t]*$|\\z)")
+	urls       = regexp.MustCompile(`https?://\S+`)
+	questionRe = regexp.MustCompile(`[^.!?\n]*\?(?:\s|$|\))`)
+)
+
+func newProse(body string) prose {
+	body = strings.ReplaceAll(body, "\r\n", "\n")
+	raw := strings.TrimSpace(fence.ReplaceAllString(body, " "))
+	p := prose{raw: raw, lower: strings.ToLower(raw)}
+	plain := urls.ReplaceAllString(inlineCode.ReplaceAllString(raw, "x"), "x")
+	p.question = strings.TrimSpace(questionRe.FindString(plain))
+	return p
+}
+
+// Kinds of file a comment sits on.
+type pathKind int
+
+const (
+	pathSource pathKind = iota
+	pathDocs
+	pathAgentDocs
+	pathTest
+	pathBuild
+)
+
+var (
+	buildNames = map[string]bool{
+		"makefile": true, "gnumakefile": true, "dockerfile": true, "containerfile": true, "jenkinsfile": true,
+		"go.mod": true, "go.sum": true, "go.work": true, "package.json": true, "package-lock.json": true,
+		"yarn.lock": true, "pnpm-lock.yaml": true, "pyproject.toml": true, "setup.py": true, "setup.cfg": true,
+		"pipfile": true, "pipfile.lock": true, "poetry.lock": true, "cargo.toml": true, "cargo.lock": true,
+		"tox.ini": true, "noxfile.py": true, "conftest.py": true, "build.gradle": true, "pom.xml": true,
+		"cmakelists.txt": true, "vagrantfile": true,
+	}
+	buildExts = map[string]bool{
+		".yml": true, ".yaml": true, ".json": true, ".toml": true, ".ini": true, ".cfg": true, ".conf": true,
+		".tf": true, ".tfvars": true, ".hcl": true, ".nix": true, ".mk": true, ".lock": true, ".properties": true,
+		".env": true, ".gradle": true, ".cmake": true, ".bzl": true, ".bazel": true,
+	}
+	docExts  = map[string]bool{".md": true, ".markdown": true, ".rst": true, ".adoc": true, ".txt": true, ".textile": true}
+	docNames = map[string]bool{"readme": true, "license": true, "licence": true, "notice": true, "authors": true, "changelog": true, "contributing": true, "codeowners": true}
+	// Markdown that agents read as instructions.
+	agentDoc = regexp.MustCompile(`(?i)(?:instruction|prompt|agents\.md$|claude\.md$|gemini\.md$|\.cursorrules$|\.mdc$|skill\.md$)`)
+	testPath = regexp.MustCompile(`(?i)(?:_test\.go$|(?:^|/)test_[^/]*\.py$|_test\.py$|\.(?:test|spec)\.[cm]?[jt]sx?$|(?:^|/)(?:tests?|__tests__|testdata|e2e|spec)/)`)
+)
+
+// kindOf sorts a path; the order matters: requirements.txt is a build file
+// and review-instructions.md an agent's input, though both look like docs.
+func kindOf(p string) pathKind {
+	if p == "" {
+		return pathSource
+	}
+	base := strings.ToLower(path.Base(p))
+	ext := path.Ext(base)
+	dir := strings.ToLower(path.Dir(p)) + "/"
+	switch {
+	case (docExts[ext] || ext == "" || ext == ".mdc") && agentDoc.MatchString(p):
+		return pathAgentDocs
+	case buildNames[base] || strings.HasPrefix(base, "dockerfile") || strings.HasPrefix(base, "requirements") && ext == ".txt" ||
+		strings.HasPrefix(base, "tsconfig") || strings.HasPrefix(base, ".eslintrc") || strings.HasPrefix(base, ".golangci") ||
+		strings.HasPrefix(dir, ".github/workflows/") || strings.HasPrefix(dir, ".circleci/") || buildExts[ext]:
+		return pathBuild
+	case testPath.MatchString(p):
+		return pathTest
+	case docExts[ext] || docNames[strings.TrimSuffix(base, ext)]:
+		return pathDocs
+	}
+	return pathSource
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
