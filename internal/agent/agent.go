@@ -74,6 +74,10 @@ type Task struct {
 	// Instructions are extra repo instructions (e.g. the repo's
 	// review-instructions.md); quoted as data like comment bodies.
 	Instructions string
+	// Prompt, when set, is the task's whole prompt, rendered by the
+	// package that owns the task kind (a classifier judge's, say);
+	// RenderTaskPrompt then returns it as it is.
+	Prompt string
 	// Budget is the time-box; zero means DefaultBudget (AG-T1).
 	Budget time.Duration
 	// Extension is 0 for a first run, and n for the n-th extension of a

@@ -35,6 +35,9 @@ const (
 // the findings and repo instructions as quoted data blocks, the time-box,
 // and the status record the agent must print as its last line (IF-5).
 func RenderTaskPrompt(t Task) string {
+	if t.Prompt != "" {
+		return t.Prompt
+	}
 	if t.Kind == TaskKindReview {
 		return renderReviewPrompt(t)
 	}

@@ -160,7 +160,7 @@ func (j *Judge) task(req Request) agent.Task {
 			fmt.Fprintf(&diff, "# comment %s on %s\n%s\n", c.ID, c.Path, strings.TrimSuffix(c.DiffHunk, "\n"))
 		}
 	}
-	return agent.Task{
+	t := agent.Task{
 		Kind:         TaskKind,
 		RunID:        req.RunID,
 		Round:        req.Round,
@@ -171,6 +171,9 @@ func (j *Judge) task(req Request) agent.Task {
 		Budget:       j.Budget,
 		Env:          j.Env,
 	}
+	// The judge's prompt, not the fixer's: every backend hands it over.
+	t.Prompt = Prompt(t)
+	return t
 }
 
 // ParseAnswer reads a judge's answer about the comments ids from its

@@ -248,3 +248,27 @@ func TestPR_S5_ClassifyRound(t *testing.T) {
 		t.Error("the judge ran with nothing borderline")
 	}
 }
+
+// TestPR_S5_JudgeGetsTheJudgePromptAndTheHunks: every backend hands the
+// judge its own prompt (not a fixer's) and the comments' hunks.
+func TestPR_S5_JudgeGetsTheJudgePromptAndTheHunks(t *testing.T) {
+	in := filepath.Join(t.TempDir(), "task.json")
+	j := judgeWith(t, "cat > "+shQuote(in)+"\necho "+shQuote(answer("c1", "minor", "c2", "structural")), 10*time.Second)
+	if _, err := j.Run(context.Background(), Request{RunID: "r1", Round: 1, Comments: twoComments}); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var task struct{ Kind, Prompt, Diff string }
+	if err := json.Unmarshal(raw, &task); err != nil {
+		t.Fatal(err)
+	}
+	if task.Kind != TaskKind || !strings.HasPrefix(task.Prompt, "You are classifying review comments") {
+		t.Fatalf("the judge was not given its own prompt: kind %q, prompt %.80q", task.Kind, task.Prompt)
+	}
+	if !strings.Contains(task.Diff, `key := "user_id"`) {
+		t.Fatalf("the judge was not given the hunks: %q", task.Diff)
+	}
+}

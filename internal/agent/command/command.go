@@ -146,6 +146,8 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		parse = func(string) agent.StatusRecord { return agent.StatusRecord{Status: agent.StatusComplete} }
 	} else {
 		input.StatusSchema = agent.StatusSchema()
+		// Other kinds judge a diff too (a classifier's hunks).
+		input.Diff = t.Diff
 	}
 	in, err := json.Marshal(input)
 	if err != nil {
