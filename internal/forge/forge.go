@@ -228,6 +228,7 @@ type Event struct {
 	ID        int64
 	Event     string // e.g. copilot_work_started, labeled
 	Actor     string
+	Label     string // the label of a labeled or unlabeled event
 	CreatedAt time.Time
 }
 

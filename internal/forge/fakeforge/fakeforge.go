@@ -344,7 +344,11 @@ func (f *Forge) RequestReviews(ctx context.Context, pr *forge.PullRequest, userL
 }
 
 func (p *prState) addEvent(w *world, event, actor string) forge.Event {
-	e := forge.Event{ID: w.id(), Event: event, Actor: actor, CreatedAt: w.now()}
+	return p.addLabelEvent(w, event, actor, "")
+}
+
+func (p *prState) addLabelEvent(w *world, event, actor, label string) forge.Event {
+	e := forge.Event{ID: w.id(), Event: event, Actor: actor, Label: label, CreatedAt: w.now()}
 	p.events = append(p.events, e)
 	return e
 }
@@ -453,7 +457,7 @@ func (f *Forge) AddLabels(ctx context.Context, ref forge.PRRef, labels ...string
 			continue
 		}
 		p.pr.Labels = append(p.pr.Labels, l)
-		p.addEvent(f.w, "labeled", f.login)
+		p.addLabelEvent(f.w, "labeled", f.login, l)
 	}
 	return nil
 }
@@ -469,7 +473,7 @@ func (f *Forge) RemoveLabel(ctx context.Context, ref forge.PRRef, label string) 
 	defer unlock()
 	if i := slices.IndexFunc(p.pr.Labels, func(x string) bool { return strings.EqualFold(x, label) }); i >= 0 {
 		p.pr.Labels = slices.Delete(p.pr.Labels, i, i+1)
-		p.addEvent(f.w, "unlabeled", f.login)
+		p.addLabelEvent(f.w, "unlabeled", f.login, label)
 	}
 	return nil
 }

@@ -291,6 +291,14 @@ func (f *Forge) AddEvent(ref forge.PRRef, event, actor string) forge.Event {
 	return e
 }
 
+// LabelAs adds a label to the PR as actor did, with its labeled event.
+func (f *Forge) LabelAs(ref forge.PRRef, actor, label string) {
+	f.with(ref, func(p *prState) {
+		p.pr.Labels = append(p.pr.Labels, label)
+		p.addLabelEvent(f.w, "labeled", actor, label)
+	})
+}
+
 // SetState sets the PR's state (OPEN, CLOSED, MERGED).
 func (f *Forge) SetState(ref forge.PRRef, state forge.PRState) {
 	f.with(ref, func(p *prState) { p.pr.State = state })

@@ -96,6 +96,7 @@ func (c *Client) IssueEvents(ctx context.Context, ref forge.PRRef) ([]forge.Even
 				ID:        e.GetID(),
 				Event:     e.GetEvent(),
 				Actor:     e.GetActor().GetLogin(),
+				Label:     e.GetLabel().GetName(),
 				CreatedAt: e.GetCreatedAt().Time,
 			})
 		}
