@@ -90,6 +90,25 @@ CREATE INDEX events_run ON events(run_id, seq);
 	// 2: `converge stop RUN` asks a running loop, in another process, to
 	// end at its next step (PR-G5).
 	`ALTER TABLE runs ADD COLUMN stop_requested INTEGER NOT NULL DEFAULT 0;`,
+	// 3: tickets, the units of work a loop hands to child runs (LOOP-3):
+	// `converge loop` makes each iteration a ticket <run>.iter.NN, claimed
+	// exclusively in the child's name.
+	`
+CREATE TABLE tickets (
+	id          TEXT PRIMARY KEY,
+	run_id      TEXT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	n           INTEGER NOT NULL DEFAULT 0,
+	status      TEXT NOT NULL,
+	owner       TEXT NOT NULL DEFAULT '',
+	pid         INTEGER NOT NULL DEFAULT 0,
+	host        TEXT NOT NULL DEFAULT '',
+	result      TEXT,
+	created_at  TEXT NOT NULL,
+	claimed_at  TEXT,
+	finished_at TEXT
+);
+CREATE INDEX tickets_run ON tickets(run_id, n);
+`,
 }
 
 // SchemaVersion is the schema version this build writes.
