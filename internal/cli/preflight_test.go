@@ -59,7 +59,7 @@ func TestAG_T5_TimeBoxFlagsMustBePositive(t *testing.T) {
 	for _, flag := range []string{"--agent-timeout", "--test-timeout"} {
 		ios, out, errOut := testIO(nil)
 		code := Run(context.Background(), []string{"pr", "https://github.com/acme/widget/pull/1", flag, "0s"}, ios)
-		if code != exitcode.Usage || !strings.Contains(errOut.String(), "must be positive") {
+		if code != exitcode.Usage || !strings.Contains(errOut.String(), "0s is below the minimum 1s") {
 			t.Errorf("%s 0s: exit %d\nstdout:%s\nstderr:%s", flag, code, out, errOut)
 		}
 	}
