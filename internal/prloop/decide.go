@@ -530,6 +530,8 @@ func (d *step) accept(r *forge.Review) {
 // thread that is not a hand-off, every trusted top-level comment and
 // changes-requested review not yet answered, and the local review's
 // findings, are this round's findings; untrusted ones are only listed.
+// They are merged into one set (PR-S6), and conflicting (PR-S7) and
+// oscillating (PR-S8) ones are handed to a human instead of fixed.
 func (d *step) triage() bool {
 	s := &d.s
 	var findings []Finding
@@ -567,7 +569,23 @@ func (d *step) triage() bool {
 		findings = append(findings, lr.Findings...)
 		d.postSummary(*lr)
 	}
-	s.Threads = append(s.Threads, recorded...)
+	findings = mergeFindings(findings)
+	allConflicting := d.hold(findings)
+	for _, f := range findings {
+		if f.Held == "" {
+			continue
+		}
+		disp, reason := disposition(f.ID, nil, 0, Hold{Disposition: f.Held, Reason: f.HeldReason})
+		for _, id := range d.targets(f) {
+			recorded = append(recorded, ThreadRecord{ThreadID: id, Round: s.Round, Disposition: disp, HeadSHA: d.head, Reason: reason})
+		}
+	}
+	for _, r := range recorded {
+		// A round triaged again after a restart records each thread once.
+		if !slices.Contains(s.Threads, r) {
+			s.Threads = append(s.Threads, r)
+		}
+	}
 	rr := d.round()
 	rr.Findings = slices.Clone(findings)
 	s.Kept = slices.Clone(findings)
@@ -586,6 +604,11 @@ func (d *step) triage() bool {
 		s.Phase = PhaseFix
 		return false
 	}
+	if allConflicting && !slices.Contains(rr.Notes, NoteAllConflicting) {
+		// The deferred threads are replied to first; verify then ends
+		// the run (PR-S7).
+		rr.Notes = append(rr.Notes, NoteAllConflicting)
+	}
 	s.Phase = PhaseVerify
 	if len(recorded) > 0 {
 		s.Phase = PhaseReply
@@ -594,12 +617,13 @@ func (d *step) triage() bool {
 }
 
 // fixable are the findings a fixer can act on: structural ones that point
-// somewhere or quote something. A local angle that could not be parsed
-// has nothing to fix; it only keeps the round structural.
+// somewhere or quote something, and that triage did not hand to a human
+// (PR-S7, PR-S8). A local angle that could not be parsed has nothing to
+// fix; it only keeps the round structural.
 func fixable(fs []Finding) []Finding {
 	var out []Finding
 	for _, f := range fs {
-		if f.Verdict == VerdictMinor || (f.Path == "" && f.ThreadID == "" && f.CommentID == "") {
+		if f.Verdict == VerdictMinor || f.Held != "" || (f.Path == "" && f.ThreadID == "" && f.CommentID == "") {
 			continue
 		}
 		out = append(out, f)
@@ -652,16 +676,17 @@ func (d *step) fix() bool {
 		// the fix again under the same key.
 		return d.triage()
 	}
+	// What earlier loop commits changed, placed on the head the fix
+	// started from (PR-S8).
+	earlier := placeHunks(s.Rounds, s.Round)
 	if res.CommitSHA != "" {
 		s.LastLoopSHA, s.PushedAt, s.PushedForgeAt = res.CommitSHA, d.o.Now, d.forgeNow()
-		d.round().CommitSHA = res.CommitSHA
+		rr := d.round()
+		rr.CommitSHA, rr.Hunks = res.CommitSHA, slices.Clone(res.Hunks)
 	}
 	s.LoopDiffLines += res.LinesChanged
+	res = d.reversals(res, earlier)
 	for _, f := range fixable(s.Kept) {
-		id := f.ThreadID
-		if id == "" {
-			id = f.ID
-		}
 		disp, reason := disposition(f.ID, res, 0)
 		if disp == DispEscalated && s.BaselineRed {
 			reason += "; note: the tests were already red on the PR's head before any fix: " + s.BaselineTail
@@ -669,7 +694,9 @@ func (d *step) fix() bool {
 		if disp == "" {
 			continue
 		}
-		s.Threads = append(s.Threads, ThreadRecord{ThreadID: id, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
+		for _, id := range d.targets(f) {
+			s.Threads = append(s.Threads, ThreadRecord{ThreadID: id, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
+		}
 	}
 	if !d.roundStructural() {
 		// Everything structural this round went to a human: a round of
@@ -749,9 +776,15 @@ func (d *step) reply() bool {
 	return false
 }
 
-// verify is PR-T1, PR-T2, PR-T6 and PR-T11 on a fresh observation.
+// verify is PR-T1, PR-T2, PR-T6 and PR-T11 on a fresh observation, and
+// PR-S7's end of a round whose structural findings all conflicted.
 func (d *step) verify() bool {
 	s, c := &d.s, d.c
+	if d.roundNoted(NoteAllConflicting) {
+		d.end(ReasonAllConflicting, d.allConflictingMessage(), nil)
+		d.term.Note = NoteAllConflicting
+		return false
+	}
 	if d.waitForPushedHead() {
 		return false
 	}
@@ -922,6 +955,8 @@ func (s State) clone() State {
 	s.PriorResolved = slices.Clone(s.PriorResolved)
 	for i := range s.Rounds {
 		s.Rounds[i].Findings = slices.Clone(s.Rounds[i].Findings)
+		s.Rounds[i].Hunks = slices.Clone(s.Rounds[i].Hunks)
+		s.Rounds[i].Notes = slices.Clone(s.Rounds[i].Notes)
 	}
 	return s
 }

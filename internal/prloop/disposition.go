@@ -13,9 +13,17 @@ import (
 // not report on gets no disposition: it stays open and actionable, and the
 // next round takes it up again, which is the fail-closed reading of
 // silence (and of a push recovered after a crash, whose outcome is unknown).
-func disposition(id string, fix *FixResult, staleFrom int) (disp Disposition, reason string) {
+// held is triage's hand-off of the finding before any fix (a conflict,
+// PR-S7, or an oscillation, PR-S8): it wins over what the fix reported.
+func disposition(id string, fix *FixResult, staleFrom int, held ...Hold) (disp Disposition, reason string) {
 	if staleFrom > 0 {
 		return DispStale, fmt.Sprintf("resolved in round %d", staleFrom)
+	}
+	for _, h := range held {
+		switch h.Disposition {
+		case DispDeferred, DispEscalated:
+			return h.Disposition, h.Reason
+		}
 	}
 	if fix == nil {
 		return "", ""

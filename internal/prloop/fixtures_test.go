@@ -2,6 +2,7 @@ package prloop
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"testing"
 	"time"
@@ -81,8 +82,19 @@ func errReview(id, sha string, when time.Time) forge.Review {
 	return botReview(id, sha, when, "Copilot encountered an error and was unable to review this pull request. You can try again by re-requesting a review.")
 }
 
+// thread is a review thread on main.go at a line of its own (threadLine):
+// two threads of a table are separate findings, neither one finding
+// (PR-S6) nor a conflict (PR-S7), unless a test places them so.
 func thread(id, by, body string) forge.Thread {
-	return forge.Thread{ID: id, Path: "main.go", Line: 12, Comments: []forge.Comment{{ID: id + "-c0", Author: by, Body: body, CreatedAt: t0}}}
+	return forge.Thread{ID: id, Path: "main.go", Line: threadLine(id), Comments: []forge.Comment{{ID: id + "-c0", Author: by, Body: body, CreatedAt: t0}}}
+}
+
+// threadLine spreads thread ids over main.go, 10 lines apart: far from
+// each other (more than nearLines), the same line for the same id.
+func threadLine(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return 10 * (1 + int(h.Sum32()%100000))
 }
 
 func copilotThread(id, body string) forge.Thread { return thread(id, "Copilot", body) }

@@ -61,7 +61,15 @@ const (
 	// ReasonDisposed: a --dispose-only run replied to and resolved the
 	// open threads once (PR-M2).
 	ReasonDisposed Reason = "disposed"
+	// ReasonAllConflicting: every structural finding of a round conflicted
+	// with another and was deferred to a human (PR-S7); the run ends
+	// awaiting human review, with note NoteAllConflicting (IF-1: exit 3).
+	ReasonAllConflicting Reason = "all-conflicting"
 )
+
+// NoteAllConflicting is the terminal's note, and the round's, when every
+// structural finding of the round conflicted (PR-S7).
+const NoteAllConflicting = "all-conflicting-deferred-to-human"
 
 // ExitCode maps a terminal reason to its IF-1 exit code.
 func ExitCode(reason Reason) int {
@@ -183,6 +191,14 @@ type Finding struct {
 	// CommentID is set for a top-level PR comment or a human review body
 	// (PR-T13): no thread to resolve, answered with a top-level comment.
 	CommentID string `json:"comment_id,omitempty"`
+	// MergedFrom are the ids of the findings merged into this one (PR-S6):
+	// the same point from another source or thread.
+	MergedFrom []string `json:"merged_from,omitempty"`
+	// Held is triage's hand-off before any fix: deferred (a conflict,
+	// PR-S7) or escalated (an oscillation, PR-S8), with why. A held
+	// finding is not fixed.
+	Held       Disposition `json:"held,omitempty"`
+	HeldReason string      `json:"held_reason,omitempty"`
 }
 
 // ThreadRecord remembers what converge did to a thread in this run.
@@ -207,6 +223,11 @@ type RoundRecord struct {
 	CommitSHA  string    `json:"commit_sha,omitempty"`
 	Structural bool      `json:"structural"`
 	StartedAt  time.Time `json:"started_at"`
+	// Hunks are what the round's commit changed (PR-S8).
+	Hunks []Hunk `json:"hunks,omitempty"`
+	// Notes record the round's decisions beyond its findings (PR-S7,
+	// PR-S8).
+	Notes []string `json:"notes,omitempty"`
 }
 
 // State is the loop's persisted state. It is plain data (JSON) so it can be
@@ -327,8 +348,11 @@ type Observation struct {
 	// BaseDiffLines is added+deleted lines of base...head at run start.
 	BaseDiffLines int
 
-	// StopRequested: `converge stop` or a trusted converge:stop label (PR-G5).
+	// StopRequested: `converge stop` from outside the process (PR-G5).
 	StopRequested bool
+	// StopLabelBy is who put the converge:stop label on, when it is on
+	// and the forge lists issue events ("" otherwise).
+	StopLabelBy string
 
 	// Result is the outcome of the previous step's actions, if any.
 	Result *ActResult
@@ -413,6 +437,8 @@ type FixResult struct {
 	TestsPassed  bool             `json:"tests_passed"`
 	CommitSHA    string           `json:"commit_sha,omitempty"` // pushed head; "" when nothing was committed
 	LinesChanged int              `json:"lines_changed"`        // added+deleted by the commit
+	// Hunks are the commit's diff hunks (PR-S8), read right after it.
+	Hunks []Hunk `json:"hunks,omitempty"`
 	// BaselineRed: the tests were red on the PR's head before any fix
 	// (AG-T5); BaselineTail holds their first failing lines.
 	BaselineRed  bool   `json:"baseline_red,omitempty"`
@@ -430,7 +456,9 @@ type Terminal struct {
 	Reason   Reason `json:"reason"`
 	ExitCode int    `json:"exit_code"`
 	Message  string `json:"message"`
-	Proof    *Proof `json:"proof,omitempty"`
+	// Note qualifies the reason, e.g. NoteAllConflicting.
+	Note  string `json:"note,omitempty"`
+	Proof *Proof `json:"proof,omitempty"`
 	// Disposal is what a --dispose-only run did (PR-M2).
 	Disposal *Disposal `json:"disposal,omitempty"`
 }

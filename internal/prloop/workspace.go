@@ -241,7 +241,24 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	}
 	res.CommitSHA = sha
 	res.LinesChanged = add + del
+	// What the commit changed, line by line, for the oscillation check of
+	// later rounds (PR-S8). The push stands without it: a commit with no
+	// hunks is only not compared.
+	if res.Hunks, err = commitHunks(ctx, w.worktree, sha); err != nil {
+		w.logf("could not read the hunks of %s; later rounds will not compare with it: %v", text.ShortSHA(sha), err)
+	}
 	return res, nil
+}
+
+// commitHunks reads what commit sha changed against its first parent,
+// line by line (PR-S8).
+func commitHunks(ctx context.Context, g *repo.Git, sha string) ([]Hunk, error) {
+	diff, err := g.Run(ctx, "diff", "--unified=0", "--no-renames", "--no-color", "--no-ext-diff",
+		"--src-prefix=a/", "--dst-prefix=b/", sha+"~1", sha, "--")
+	if err != nil {
+		return nil, err
+	}
+	return ParseHunks(diff), nil
 }
 
 // handOff is the reason a blocked finding is handed off with; on a head
