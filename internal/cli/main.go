@@ -157,6 +157,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newLogCmd(ios),
 		newConfigCmd(ios),
 		newStopCmd(ios),
+		newLoopCmd(ios),
 	)
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs

@@ -1,0 +1,324 @@
+package checkloop
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+// maxUndos is how often an undo is tried before the run fails: an undo
+// is a reset to a commit the run made, so a second failure is not
+// transient.
+const maxUndos = 2
+
+// checkKey and finalKey name the done-check after iteration n (0: the
+// baseline) and its final re-judgment.
+func checkKey(n int) string { return fmt.Sprintf("check/%02d", n) }
+func finalKey(n int) string { return fmt.Sprintf("final/%02d", n) }
+
+// Decide is the pure step of the done-check loop: no IO, no clock (time
+// is obs.Now), no map iteration. It returns the next state, the actions
+// to take, and whether the run ended (next.Terminal is set).
+//
+// A run checks the tree it starts on (the baseline), then iterates: it
+// dispatches ticket NN to a fresh child with the context packet, reads
+// the child's outcome from the ticket, rejects (undoes) a change to a
+// protected oracle input as UNVERIFIED (LOOP-6), runs the done-check
+// itself (LOOP-5: never the child's word), commits an accepted change,
+// and ends at the first of: complete (the check passed; a judged check
+// only once a fresh final re-judgment agrees, LOOP-2), failed, blocked,
+// stalled (K iterations in a row left tree and check output unchanged),
+// limited (a bound ran out; never promoted).
+func Decide(st State, obs Observation) (State, []Action, bool) {
+	next := st.clone()
+	if next.Terminal != nil {
+		return next, nil, true
+	}
+	if next.StartedAt.IsZero() {
+		next.StartedAt, next.StartHead = obs.Now, obs.Head
+	}
+	if GoalDigest(next.Config.Goal) != next.Config.GoalSHA256 {
+		return end(next, obs, StatusFailed, "the goal differs from the one the run started with; a run's goal is frozen (LOOP-1)", nil)
+	}
+	if obs.StopRequested {
+		return stop(next, obs)
+	}
+	if next.Baseline == nil {
+		c := findCheck(obs, checkKey(0))
+		if c == nil {
+			return next, []Action{{Kind: ActCheck, Key: checkKey(0)}}, false
+		}
+		next.Baseline = c
+		next.CostUSD += c.CostUSD
+	}
+	if cur := next.current(); cur != nil && cur.Stage != StageClosed {
+		acts := advance(&next, cur, obs)
+		if next.Terminal != nil {
+			return next, acts, true
+		}
+		if len(acts) > 0 {
+			return next, acts, false
+		}
+	}
+	return between(next, obs)
+}
+
+// advance moves the current iteration on by one stage.
+func advance(next *State, cur *Iteration, obs Observation) []Action {
+	switch cur.Stage {
+	case StageDispatched:
+		t := obs.Ticket
+		if t == nil || t.ID != cur.Ticket || t.Status == store.TicketOpen {
+			// Never claimed: handing it out now repeats nothing.
+			return []Action{iterateAction(*next, *cur, obs)}
+		}
+		cur.TreeAfter, cur.Changed = obs.Tree, obs.Changed
+		if t.Status != store.TicketDone {
+			// Claimed by a child of a converge that is gone (killed
+			// mid-iteration), or already closed as interrupted: its
+			// ticket is never handed out again, its partial change is
+			// undone.
+			cur.Outcome = OutcomeInterrupted
+			return startUndo(cur, true)
+		}
+		rep := t.Report
+		if rep == nil {
+			rep = &AgentReport{Failure: "the ticket holds no result"}
+		}
+		cur.Agent = rep
+		next.CostUSD += rep.CostUSD
+		if rep.Failure != "" {
+			cur.Outcome = OutcomeFailed
+			closeIteration(cur, obs.Now)
+			var acts []Action
+			if obs.Tree != cur.TreeBefore || obs.Head != cur.HeadBefore {
+				acts = []Action{{Kind: ActUndo, N: cur.N, Ticket: cur.Ticket, Head: cur.HeadBefore}}
+			}
+			setEnd(next, obs, StatusFailed, rep.Failure)
+			return acts
+		}
+		if prot := ProtectedPaths(obs.Changed, next.Config.Protect); len(prot) > 0 {
+			// LOOP-6: the oracle's inputs are not the iteration's to
+			// change; whatever else it did goes with it.
+			cur.Outcome, cur.Protected = OutcomeUnverified, prot
+			return startUndo(cur, false)
+		}
+		if obs.Tree == cur.TreeBefore {
+			cur.Outcome = OutcomeNoChange
+			if obs.Head != cur.HeadBefore {
+				// Commits that change nothing are not kept either.
+				return startUndo(cur, false)
+			}
+		} else {
+			cur.Outcome = OutcomeAccepted
+		}
+		cur.Stage = StageCheck
+		return []Action{checkAction(cur.N)}
+	case StageUndo:
+		if obs.Tree == cur.TreeBefore && obs.Head == cur.HeadBefore {
+			cur.Stage = StageCheck
+			return []Action{checkAction(cur.N)}
+		}
+		if cur.Undos >= maxUndos {
+			closeIteration(cur, obs.Now)
+			setEnd(next, obs, StatusFailed, fmt.Sprintf("could not undo the change of %s: the work tree is not back at %s", shortTicket(cur.Ticket), shortSHA(cur.HeadBefore)))
+			return nil
+		}
+		return startUndo(cur, cur.Outcome == OutcomeInterrupted)
+	case StageCheck:
+		c := findCheck(obs, checkKey(cur.N))
+		if c == nil {
+			return []Action{checkAction(cur.N)}
+		}
+		cur.Check = c
+		next.CostUSD += c.CostUSD
+		switch cur.Outcome {
+		case OutcomeUnverified, OutcomeInterrupted:
+			cur.Progress = false // never counted as progress (LOOP-6)
+		default:
+			cur.Progress = c.Tree != cur.TreeBefore || c.Digest != cur.CheckBefore
+		}
+		if cur.Outcome == OutcomeAccepted {
+			cur.Stage = StageCommit
+			return []Action{commitAction(*cur)}
+		}
+		closeIteration(cur, obs.Now)
+		return nil
+	case StageCommit:
+		for _, d := range obs.Commits {
+			if d.Ticket == cur.Ticket {
+				cur.Commit = d.SHA
+				closeIteration(cur, obs.Now)
+				return nil
+			}
+		}
+		return []Action{commitAction(*cur)}
+	}
+	return nil
+}
+
+// between decides, with every iteration closed, whether the run ends, and
+// if not, dispatches the next iteration.
+func between(next State, obs Observation) (State, []Action, bool) {
+	cfg := next.Config
+	cur := next.current()
+	n := 0
+	finalSlot := &next.BaselineFinal
+	if cur != nil {
+		n, finalSlot = cur.N, &cur.Final
+	}
+	last := next.lastCheck()
+	if last.Passed {
+		if cfg.Oracle.Class != Judged {
+			return end(next, obs, StatusComplete, fmt.Sprintf("the done-check `%s`, run by converge, passed after %d iteration(s)", cfg.Oracle.Command, n), nil)
+		}
+		f := *finalSlot
+		if f == nil {
+			if f = findCheck(obs, finalKey(n)); f == nil {
+				// LOOP-2: a fresh judge, which saw nothing of the run,
+				// must agree before complete.
+				return next, []Action{{Kind: ActCheck, Key: finalKey(n), N: n, Final: true}}, false
+			}
+			*finalSlot = f
+			next.CostUSD += f.CostUSD
+		}
+		if f.Passed {
+			return end(next, obs, StatusComplete, fmt.Sprintf("the judge %s said done after %d iteration(s), and a fresh final re-judgment agreed", cfg.Oracle.Judge, n), nil)
+		}
+		// The re-judgment disagreed: not done; the run goes on.
+	}
+	if cur != nil && cur.Agent != nil && cur.Agent.Status == string(agent.StatusBlocked) {
+		why := strings.TrimSpace(cur.Agent.Reason)
+		if why == "" {
+			why = strings.TrimSpace(cur.Agent.Summary)
+		}
+		if why == "" {
+			why = "no reason given"
+		}
+		return end(next, obs, StatusBlocked, fmt.Sprintf("the agent is blocked at %s: %s", shortTicket(cur.Ticket), why), nil)
+	}
+	if k := cfg.stallK(); len(next.Iterations) >= k {
+		stalled := true
+		var ids []string
+		for _, it := range next.Iterations[len(next.Iterations)-k:] {
+			stalled = stalled && !it.Progress
+			ids = append(ids, shortTicket(it.Ticket))
+		}
+		if stalled {
+			return end(next, obs, StatusStalled, fmt.Sprintf("no progress in %d iterations in a row (%s): the work tree and the done-check's output stayed the same", k, strings.Join(ids, ", ")), nil)
+		}
+	}
+	still := "the done-check still fails"
+	if last.Passed {
+		still = "the final re-judgment did not confirm done"
+	}
+	switch {
+	case len(next.Iterations) >= cfg.MaxIterations:
+		return end(next, obs, StatusLimited, fmt.Sprintf("max-iterations %d reached and %s; a limit is not a success", cfg.MaxIterations, still), nil)
+	case cfg.MaxWallClock > 0 && obs.Now.Sub(next.StartedAt) >= cfg.MaxWallClock:
+		return end(next, obs, StatusLimited, fmt.Sprintf("max-wall-clock %s passed and %s; a limit is not a success", cfg.MaxWallClock, still), nil)
+	case cfg.MaxCostUSD > 0 && next.CostUSD >= cfg.MaxCostUSD:
+		return end(next, obs, StatusLimited, fmt.Sprintf("max-cost $%.2f spent ($%.2f) and %s; a limit is not a success", cfg.MaxCostUSD, next.CostUSD, still), nil)
+	}
+	it := Iteration{
+		N:           len(next.Iterations) + 1,
+		Stage:       StageDispatched,
+		HeadBefore:  obs.Head,
+		TreeBefore:  obs.Tree,
+		CheckBefore: last.Digest,
+		StartedAt:   obs.Now,
+	}
+	it.Ticket = TicketID(next.RunID, it.N)
+	next.Iterations = append(next.Iterations, it)
+	return next, []Action{iterateAction(next, it, obs)}, false
+}
+
+// stop ends the run at a stop request: an iteration in flight is
+// abandoned, its uncommitted change undone.
+func stop(next State, obs Observation) (State, []Action, bool) {
+	var acts []Action
+	if cur := next.current(); cur != nil && cur.Stage != StageClosed {
+		interrupt := cur.Stage == StageDispatched && obs.Ticket != nil && obs.Ticket.Status != store.TicketDone
+		if obs.Tree != cur.TreeBefore || obs.Head != cur.HeadBefore || interrupt {
+			acts = append(acts, Action{Kind: ActUndo, N: cur.N, Ticket: cur.Ticket, Head: cur.HeadBefore, Interrupt: interrupt})
+		}
+		if cur.Outcome == "" || cur.Outcome == OutcomeAccepted {
+			cur.Outcome = OutcomeStopped
+		}
+		closeIteration(cur, obs.Now)
+	}
+	return end(next, obs, StatusBlocked, "stopped by a human (converge stop, or a signal); uncommitted work of the iteration in flight was undone", acts)
+}
+
+func iterateAction(st State, it Iteration, obs Observation) Action {
+	// The packet is rendered from the closed iterations only: the same
+	// for a re-dispatch as for the first.
+	pk, err := MarshalCanonical(BuildPacket(st))
+	if err != nil {
+		// Strings always encode; this is a bug, and the child's door
+		// refuses an empty packet.
+		pk = nil
+	}
+	budget := st.Config.AgentBudget
+	if budget <= 0 {
+		budget = agent.DefaultBudget
+	}
+	if w := st.Config.MaxWallClock; w > 0 {
+		if left := w - obs.Now.Sub(st.StartedAt); left < budget {
+			budget = max(left, time.Second)
+		}
+	}
+	return Action{Kind: ActIterate, N: it.N, Ticket: it.Ticket, Packet: pk, Budget: budget}
+}
+
+func checkAction(n int) Action {
+	return Action{Kind: ActCheck, Key: checkKey(n), N: n}
+}
+
+func commitAction(it Iteration) Action {
+	msg := fmt.Sprintf("converge loop: %s", shortTicket(it.Ticket))
+	if a := it.Agent; a != nil && strings.TrimSpace(a.Summary) != "" {
+		msg += "\n\n" + strings.TrimSpace(a.Summary)
+	}
+	return Action{Kind: ActCommit, N: it.N, Ticket: it.Ticket, Message: msg}
+}
+
+func startUndo(cur *Iteration, interrupt bool) []Action {
+	cur.Stage = StageUndo
+	cur.Undos++
+	return []Action{{Kind: ActUndo, N: cur.N, Ticket: cur.Ticket, Head: cur.HeadBefore, Interrupt: interrupt}}
+}
+
+func closeIteration(cur *Iteration, now time.Time) {
+	cur.Stage = StageClosed
+	cur.EndedAt = now
+}
+
+func findCheck(obs Observation, key string) *Check {
+	for i := range obs.Checks {
+		if obs.Checks[i].Key == key {
+			c := obs.Checks[i]
+			return &c
+		}
+	}
+	return nil
+}
+
+func setEnd(next *State, obs Observation, s Status, msg string) {
+	next.Terminal = &Terminal{Status: s, ExitCode: s.ExitCode(), Message: msg, At: obs.Now}
+}
+
+func end(next State, obs Observation, s Status, msg string, acts []Action) (State, []Action, bool) {
+	setEnd(&next, obs, s, msg)
+	return next, acts, true
+}
+
+func shortSHA(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

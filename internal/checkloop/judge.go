@@ -1,0 +1,84 @@
+package checkloop
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// verdictSchemaJSON is the judge's answer contract (LOOP-2): the last
+// non-empty line of its output, one JSON object.
+//
+//go:embed verdict.schema.json
+var verdictSchemaJSON []byte
+
+// VerdictSchema returns the verdict's JSON Schema.
+func VerdictSchema() []byte { return bytes.Clone(verdictSchemaJSON) }
+
+var verdictSchema = sync.OnceValue(func() *jsonschema.Schema {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(verdictSchemaJSON))
+	if err != nil {
+		panic(fmt.Sprintf("checkloop: embedded verdict schema: %v", err))
+	}
+	c := jsonschema.NewCompiler()
+	const loc = "mem://converge/loop-verdict.json"
+	if err := c.AddResource(loc, doc); err != nil {
+		panic(fmt.Sprintf("checkloop: embedded verdict schema: %v", err))
+	}
+	return c.MustCompile(loc)
+})
+
+// ParseVerdict reads a judge's verdict from its output, fail-closed: the
+// last non-empty line must be a JSON object valid by the verdict schema.
+// Anything else is an error, and the caller takes it as "not done" —
+// never as done. line is the line read.
+func ParseVerdict(output string) (v Verdict, line string, err error) {
+	line = lastNonEmptyLine(output)
+	if line == "" {
+		return Verdict{}, "", errors.New("the judge printed nothing")
+	}
+	if !strings.HasPrefix(line, "{") {
+		return Verdict{}, line, errors.New("the judge's last line is not a JSON object")
+	}
+	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
+	if err != nil {
+		return Verdict{}, line, fmt.Errorf("the judge's last line is not JSON: %s", oneLine(err.Error()))
+	}
+	if err := verdictSchema().Validate(inst); err != nil {
+		return Verdict{}, line, fmt.Errorf("the judge's verdict fails its schema: %s", oneLine(err.Error()))
+	}
+	if err := json.Unmarshal([]byte(line), &v); err != nil {
+		return Verdict{}, line, fmt.Errorf("the judge's verdict: %s", oneLine(err.Error()))
+	}
+	return v, line, nil
+}
+
+// costOf reads an optional "cost_usd" number from the last line of an
+// agent's output (a status record or a verdict may carry it).
+func costOf(output string) float64 {
+	var c struct {
+		Cost float64 `json:"cost_usd"`
+	}
+	if json.Unmarshal([]byte(lastNonEmptyLine(output)), &c) != nil || c.Cost < 0 {
+		return 0
+	}
+	return c.Cost
+}
+
+func lastNonEmptyLine(s string) string {
+	lines := strings.Split(s, "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -1,0 +1,304 @@
+package checkloop
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/text"
+)
+
+// Result is a run's result as LOOP-7 lists it: status, results per
+// iteration id, final verification output, iterations run, queued scope,
+// bounds spent.
+type Result struct {
+	Run      string `json:"run"`
+	Status   Status `json:"status"`
+	ExitCode int    `json:"exit_code"`
+	Message  string `json:"message"`
+	Goal     string `json:"goal"`
+	Oracle   Oracle `json:"oracle"`
+	// Iterations are the results per iteration id.
+	Iterations    []IterationResult `json:"iterations"`
+	IterationsRun int               `json:"iterations_run"`
+	// FinalVerification is the last done-check the loop ran (the final
+	// re-judgment when there was one).
+	FinalVerification *Verification `json:"final_verification"`
+	QueuedScope       []string      `json:"queued_scope"`
+	FailedApproaches  []string      `json:"failed_approaches"`
+	Bounds            Bounds        `json:"bounds"`
+	// Predecessor is the run this one followed, its end restated: a
+	// predecessor's limit stays a limit (LOOP-5).
+	Predecessor *Predecessor `json:"predecessor,omitempty"`
+	StartHead   string       `json:"start_head,omitempty"`
+	Head        string       `json:"head,omitempty"`
+}
+
+// IterationResult is one iteration in the result.
+type IterationResult struct {
+	ID        string   `json:"id"`
+	Outcome   Outcome  `json:"outcome"`
+	Progress  bool     `json:"progress"`
+	Changed   []string `json:"changed"`
+	Protected []string `json:"protected,omitempty"`
+	Commit    string   `json:"commit,omitempty"`
+	// AgentStatus and AgentSummary are what the child said: recorded,
+	// never taken as the check (LOOP-6).
+	AgentStatus  string  `json:"agent_status,omitempty"`
+	AgentSummary string  `json:"agent_summary,omitempty"`
+	AgentFailure string  `json:"agent_failure,omitempty"`
+	Check        string  `json:"check,omitempty"`
+	CheckPassed  bool    `json:"check_passed"`
+	Final        string  `json:"final,omitempty"`
+	CostUSD      float64 `json:"cost_usd,omitempty"`
+}
+
+// Verification is a done-check run as the result shows it.
+type Verification struct {
+	Key      string   `json:"key"`
+	Passed   bool     `json:"passed"`
+	ExitCode int      `json:"exit_code"`
+	TimedOut bool     `json:"timed_out,omitempty"`
+	Head     string   `json:"head"`
+	Output   string   `json:"output"`
+	Verdict  *Verdict `json:"verdict,omitempty"`
+	Note     string   `json:"note,omitempty"`
+}
+
+// Bounds are the run's bounds and what it spent of each.
+type Bounds struct {
+	MaxIterations int     `json:"max_iterations"`
+	Iterations    int     `json:"iterations"`
+	MaxWallClock  string  `json:"max_wall_clock,omitempty"`
+	WallClock     string  `json:"wall_clock"`
+	MaxCostUSD    float64 `json:"max_cost_usd,omitempty"`
+	CostUSD       float64 `json:"cost_usd"`
+}
+
+// BuildResult is the result of a run from its state; now ends the wall
+// clock of a run that has not ended.
+func BuildResult(st State, now time.Time) Result {
+	r := Result{
+		Run: st.RunID, Goal: st.Config.Goal, Oracle: st.Config.Oracle,
+		Iterations:       []IterationResult{},
+		QueuedScope:      nonNil(QueuedScope(st)),
+		FailedApproaches: nonNil(Digest(st)),
+		Predecessor:      st.Config.Predecessor,
+		StartHead:        st.StartHead,
+	}
+	if t := st.Terminal; t != nil {
+		r.Status, r.ExitCode, r.Message = t.Status, t.ExitCode, t.Message
+		now = t.At
+	} else {
+		r.Status, r.Message = "running", "the run has not ended"
+	}
+	for _, it := range st.Iterations {
+		ir := IterationResult{ID: it.Ticket, Outcome: it.Outcome, Progress: it.Progress, Changed: nonNil(it.Changed), Protected: it.Protected, Commit: it.Commit}
+		if a := it.Agent; a != nil {
+			ir.AgentStatus, ir.AgentSummary, ir.AgentFailure, ir.CostUSD = a.Status, a.Summary, a.Failure, a.CostUSD
+		}
+		if c := it.Check; c != nil {
+			ir.Check, ir.CheckPassed = checkWords(c), c.Passed
+		}
+		if f := it.Final; f != nil {
+			ir.Final = checkWords(f)
+		}
+		if it.Stage == StageClosed {
+			r.IterationsRun++
+		}
+		r.Iterations = append(r.Iterations, ir)
+	}
+	r.Head = st.StartHead
+	for _, it := range st.Iterations {
+		if it.Commit != "" {
+			r.Head = it.Commit
+		}
+	}
+	if c, commit := finalCheck(st); c != nil {
+		r.FinalVerification = &Verification{Key: c.Key, Passed: c.Passed, ExitCode: c.ExitCode, TimedOut: c.TimedOut, Head: c.Head, Output: c.Output, Verdict: c.Verdict, Note: c.Note}
+		if commit != "" {
+			// The check ran on the tree this commit holds.
+			r.FinalVerification.Head = commit
+		}
+	}
+	r.Bounds = Bounds{MaxIterations: st.Config.MaxIterations, Iterations: len(st.Iterations), MaxCostUSD: st.Config.MaxCostUSD, CostUSD: st.CostUSD}
+	if st.Config.MaxWallClock > 0 {
+		r.Bounds.MaxWallClock = st.Config.MaxWallClock.String()
+	}
+	if !st.StartedAt.IsZero() {
+		r.Bounds.WallClock = now.Sub(st.StartedAt).Round(time.Millisecond).String()
+	}
+	return r
+}
+
+// finalCheck is the last check the loop ran (a final re-judgment over the
+// check it confirmed), and the commit of the iteration it checked, if any.
+func finalCheck(st State) (*Check, string) {
+	for i := len(st.Iterations) - 1; i >= 0; i-- {
+		it := st.Iterations[i]
+		if it.Final != nil {
+			return it.Final, it.Commit
+		}
+		if it.Check != nil {
+			return it.Check, it.Commit
+		}
+	}
+	if st.BaselineFinal != nil {
+		return st.BaselineFinal, ""
+	}
+	return st.Baseline, ""
+}
+
+// WriteSummary prints the result for a human.
+func WriteSummary(w io.Writer, r Result) {
+	fmt.Fprintf(w, "\nconverge loop: %s (exit %d) — %s\n", r.Status, r.ExitCode, r.Message)
+	fmt.Fprintf(w, "result (run %s)\n", r.Run)
+	if p := r.Predecessor; p != nil {
+		fmt.Fprintf(w, "  predecessor      %s\n", predecessorLine(p))
+	}
+	fmt.Fprintf(w, "  goal             %s\n", text.Clip(oneLine(r.Goal), 100))
+	switch r.Oracle.Class {
+	case Judged:
+		fmt.Fprintf(w, "  done-check       judged by %s (fresh final re-judgment before complete)\n", r.Oracle.Judge)
+	default:
+		fmt.Fprintf(w, "  done-check       %s (mechanical, run by converge)\n", r.Oracle.Command)
+	}
+	fmt.Fprintf(w, "  iterations run   %d of at most %d\n", r.IterationsRun, r.Bounds.MaxIterations)
+	for _, it := range r.Iterations {
+		line := string(it.Outcome)
+		if it.Commit != "" {
+			line += " " + text.ShortSHA(it.Commit)
+		}
+		if len(it.Protected) > 0 {
+			line += " (changed protected " + list(it.Protected, 5) + "; undone)"
+		} else if len(it.Changed) > 0 {
+			line += " (" + list(it.Changed, 5) + ")"
+		}
+		if it.AgentFailure != "" {
+			line += "; " + it.AgentFailure
+		} else if it.AgentStatus != "" {
+			line += "; agent said " + it.AgentStatus
+		}
+		if it.Check != "" {
+			line += "; check " + it.Check
+		}
+		if it.Final != "" {
+			line += "; final re-judgment " + it.Final
+		}
+		fmt.Fprintf(w, "    %-14s %s\n", shortTicket(it.ID), line)
+	}
+	if v := r.FinalVerification; v != nil {
+		state := "failed"
+		if v.Passed {
+			state = "passed"
+		}
+		fmt.Fprintf(w, "  verification     %s %s on %s\n", v.Key, state, text.ShortSHA(v.Head))
+		if out := lastLines(v.Output, 6); out != "" {
+			fmt.Fprintf(w, "%s\n", indentBy(out, "                   "))
+		}
+	}
+	if len(r.QueuedScope) > 0 {
+		fmt.Fprintf(w, "  queued scope     %s\n", strings.Join(r.QueuedScope, "; "))
+	}
+	b := r.Bounds
+	fmt.Fprintf(w, "  bounds spent     %d/%d iterations, %s", b.Iterations, b.MaxIterations, b.WallClock)
+	if b.MaxWallClock != "" {
+		fmt.Fprintf(w, "/%s", b.MaxWallClock)
+	}
+	fmt.Fprintf(w, " wall clock, $%.2f", b.CostUSD)
+	if b.MaxCostUSD > 0 {
+		fmt.Fprintf(w, "/$%.2f", b.MaxCostUSD)
+	}
+	fmt.Fprintln(w)
+}
+
+// WriteLog prints a loop run's decision log as markdown (`converge log`):
+// its inputs, every iteration with its ticket, outcome, check and commit,
+// the events in order, and the result.
+func WriteLog(w io.Writer, run store.Run, st State, tickets []store.Ticket, events []store.Event) error {
+	r := BuildResult(st, run.UpdatedAt)
+	fmt.Fprintf(w, "# converge loop run %s\n\n", run.ID)
+	fmt.Fprintf(w, "- repository: `%s`\n", strings.TrimPrefix(run.Target, Kind+":"))
+	fmt.Fprintf(w, "- status: **%s**", run.Status)
+	if run.Finished() {
+		fmt.Fprintf(w, " (exit %d)", run.ExitCode)
+	}
+	fmt.Fprintf(w, "\n- started: %s\n", run.StartedAt.UTC().Format(time.RFC3339))
+	switch st.Config.Oracle.Class {
+	case Judged:
+		fmt.Fprintf(w, "- done-check: judged by `%s`\n", st.Config.Oracle.Judge)
+	default:
+		fmt.Fprintf(w, "- done-check: `%s` (mechanical)\n", st.Config.Oracle.Command)
+	}
+	fmt.Fprintf(w, "- agent: `%s`\n", st.Config.Agent)
+	fmt.Fprintf(w, "- protected: %s\n", codeList(st.Config.Protect))
+	fmt.Fprintf(w, "- bounds: %d iterations", st.Config.MaxIterations)
+	if st.Config.MaxWallClock > 0 {
+		fmt.Fprintf(w, ", %s wall clock", st.Config.MaxWallClock)
+	}
+	if st.Config.MaxCostUSD > 0 {
+		fmt.Fprintf(w, ", $%.2f", st.Config.MaxCostUSD)
+	}
+	fmt.Fprintf(w, "\n\n## Goal (frozen, sha256 %s)\n\n", text.Clip(st.Config.GoalSHA256, 16))
+	fmt.Fprintf(w, "%s\n", indentBy(strings.TrimRight(st.Config.Goal, "\n"), "> "))
+	if p := st.Config.Predecessor; p != nil {
+		fmt.Fprintf(w, "\n## Predecessor\n\n%s\n", predecessorLine(p))
+	}
+	fmt.Fprintf(w, "\n## Iterations\n\n")
+	if st.Baseline != nil {
+		fmt.Fprintf(w, "- before iteration 1: check %s\n", checkWords(st.Baseline))
+	}
+	byID := map[string]store.Ticket{}
+	for _, t := range tickets {
+		byID[t.ID] = t
+	}
+	for _, it := range st.Iterations {
+		fmt.Fprintf(w, "- **%s** (ticket `%s`", shortTicket(it.Ticket), it.Ticket)
+		if t, ok := byID[it.Ticket]; ok {
+			fmt.Fprintf(w, ", %s by `%s`", t.Status, t.Owner)
+		}
+		fmt.Fprintf(w, "): %s\n", iterationLine(it))
+	}
+	if len(st.Iterations) == 0 {
+		fmt.Fprintf(w, "- none\n")
+	}
+	if d := Digest(st); len(d) > 0 {
+		fmt.Fprintf(w, "\n## Failed approaches\n\n")
+		for _, x := range d {
+			fmt.Fprintf(w, "- %s\n", x)
+		}
+	}
+	if len(events) > 0 {
+		fmt.Fprintf(w, "\n## Events\n\n")
+		for _, e := range events {
+			fmt.Fprintf(w, "- %s `%s` %s\n", e.Time.UTC().Format(time.TimeOnly), e.Kind, oneLine(e.Message))
+		}
+	}
+	fmt.Fprintf(w, "\n## Result\n\n")
+	fmt.Fprintf(w, "- status: **%s** — %s\n", r.Status, r.Message)
+	fmt.Fprintf(w, "- iterations run: %d\n", r.IterationsRun)
+	if v := r.FinalVerification; v != nil {
+		fmt.Fprintf(w, "- final verification: %s, exit %d, on `%s`\n", v.Key, v.ExitCode, text.ShortSHA(v.Head))
+		if out := lastLines(v.Output, 15); out != "" {
+			fmt.Fprintf(w, "\n```\n%s\n```\n", out)
+		}
+	}
+	if len(r.QueuedScope) > 0 {
+		fmt.Fprintf(w, "- queued scope: %s\n", strings.Join(r.QueuedScope, "; "))
+	}
+	fmt.Fprintf(w, "- bounds spent: %d/%d iterations, %s wall clock, $%.2f\n", r.Bounds.Iterations, r.Bounds.MaxIterations, r.Bounds.WallClock, r.Bounds.CostUSD)
+	return nil
+}
+
+func codeList(xs []string) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	return "`" + strings.Join(xs, "`, `") + "`"
+}
+
+func indentBy(s, prefix string) string {
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix)
+}

@@ -1,0 +1,429 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/command"
+	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+type loopOptions struct {
+	Goal          string
+	GoalFile      string
+	Check         string
+	Judge         string
+	JudgeCmd      string
+	Agent         string
+	AgentCmd      string
+	Protect       []string
+	MaxIterations int
+	MaxWallClock  time.Duration
+	MaxCost       float64
+	Predecessor   string
+	JSON          bool
+	StateDir      string
+	Workdir       string
+	Fresh         bool
+	AgentTimeout  time.Duration
+	CheckTimeout  time.Duration
+}
+
+func newLoopCmd(ios *IOStreams) *cobra.Command {
+	opts := &loopOptions{}
+	cmd := &cobra.Command{
+		Use:   "loop --goal TEXT|--goal-file F --check CMD|--judge AGENT --agent NAME --max-iterations N",
+		Short: "Iterate an agent on this repository until an external done-check passes",
+		Long: `Iterate an agent on the git repository in the current directory until a
+done-check that converge runs itself says the goal is met (SPEC §2).
+
+Each iteration is a ticket RUN.iter.NN, claimed in a fresh child's name; the
+child gets only the context packet (goal, worklog, failed approaches,
+queued scope) as canonical JSON, and its own claim never counts. A change
+to a protected file (--protect GLOB; default the ecosystem's test files and
+the files the check names) is undone and recorded UNVERIFIED. Each accepted
+iteration is committed on the current branch with a Converge-Loop trailer.
+
+Exits: complete 0, blocked 3, limited 4, stalled 5, failed 1, bad input 2.
+A run killed mid-iteration resumes from its stored state with the next
+converge loop of the same goal and check here; --fresh starts over.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runLoopCmd(cmd.Context(), ios, opts)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Goal, "goal", "", "the goal, verbatim (frozen for the run)")
+	f.StringVar(&opts.GoalFile, "goal-file", "", "read the goal, verbatim, from this file")
+	f.StringVar(&opts.Check, "check", "", "mechanical done-check: a command run by converge with sh -c; exit 0 means done")
+	f.StringVar(&opts.Judge, "judge", "", "judged done-check: the judge agent (command), whose verdict is schema-validated")
+	f.StringVar(&opts.JudgeCmd, "judge-cmd", "", "with --judge command: the judge program (packet JSON on stdin, verdict line on stdout)")
+	f.StringVar(&opts.Agent, "agent", "command", "the body agent: command")
+	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run each iteration (packet JSON on stdin, status record on stdout)")
+	f.StringArrayVar(&opts.Protect, "protect", nil, "a protected oracle input (glob; repeatable); replaces the default test-file globs, the files the check names stay protected")
+	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "at most this many iterations (required)")
+	f.DurationVar(&opts.MaxWallClock, "max-wall-clock", 0, "end limited after this long (0: no bound)")
+	f.Float64Var(&opts.MaxCost, "max-cost", 0, "end limited once agents report this much cost in USD (cost_usd on their last line; 0: no bound)")
+	f.StringVar(&opts.Predecessor, "predecessor", "", "the run this one follows: its end is restated and its failed approaches carried")
+	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events and the result as JSON")
+	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	f.StringVar(&opts.Workdir, "workdir", ".", "the repository to work in")
+	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run of the same goal and check can resume")
+	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each agent and judge run")
+	f.DurationVar(&opts.CheckTimeout, "check-timeout", checkloop.DefaultCheckBudget, "time-box of each mechanical done-check run")
+	return cmd
+}
+
+// loopSetup is what runLoopCmd checked and built before anything is
+// recorded.
+type loopSetup struct {
+	cfg   checkloop.Config
+	ws    *checkloop.GitWorkspace
+	body  agent.Agent
+	judge agent.Agent
+}
+
+func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
+	db, err := openStore(ctx, ios, opts.StateDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	s, err := prepareLoop(ctx, db, opts)
+	if err != nil {
+		return err
+	}
+	target := checkloop.Kind + ":" + s.ws.Dir()
+	same := func(st checkloop.State) bool {
+		c := st.Config
+		return checkloop.Resumable(st) && c.GoalSHA256 == checkloop.GoalDigest(s.cfg.Goal) && c.Oracle == s.cfg.Oracle && c.Agent == s.cfg.Agent
+	}
+	// IF-4: the run commits on the current branch; it starts only from a
+	// clean tree — unless it resumes a run killed mid-iteration, whose
+	// partial change Decide undoes.
+	dirty, err := s.ws.Git.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if len(dirty) > 0 && (opts.Fresh || !resumes(ctx, db, target, same)) {
+		var paths []string
+		for _, d := range dirty {
+			paths = append(paths, d.Path)
+		}
+		return usageErr("the working tree of %s has uncommitted changes (%s); commit or stash them first: converge loop commits each accepted iteration on the current branch and undoes rejected ones", s.ws.Dir(), clipList(paths, 5))
+	}
+	claim, err := engine.ClaimRun(ctx, db, checkloop.Kind, target, opts.Fresh, same)
+	if err != nil {
+		var busy *engine.BusyError
+		if errors.As(err, &busy) {
+			return usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
+		}
+		return err
+	}
+	defer claim.Release(ctx)
+	runID := claim.RunID
+	out := &loopReporter{ios: ios, json: opts.JSON, db: db, runID: runID}
+	st := checkloop.NewState(runID, s.cfg)
+	if claim.Resumed != nil {
+		st = *claim.Resumed
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s resumed after %d iteration(s); --fresh starts a new run", runID, s.ws.Dir(), len(st.Iterations))})
+	} else {
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s: %s, at most %d iteration(s); protected: %s", runID, s.ws.Dir(), oracleWords(s.cfg.Oracle), s.cfg.MaxIterations, clipList(s.cfg.Protect, 8))})
+	}
+	if p := st.Config.Predecessor; p != nil {
+		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("predecessor %s ended %s (exit %d) after %d iteration(s); restated in the result and carried in the failed-approaches digest", p.Run, p.Status, p.ExitCode, p.Iterations)})
+	}
+	env := agent.ScrubEnv(os.Environ())
+	loop := checkloop.NewLoop(runID, checkloop.Deps{
+		Tickets:   db,
+		Workspace: s.ws,
+		Agent:     s.body,
+		Judge:     s.judge,
+		AgentEnv:  env,
+		CheckEnv:  env,
+		Journal:   &engine.StoreJournal[checkloop.State]{DB: db, RunID: runID, Status: checkloop.StatusOf},
+		Reporter:  out,
+		PID:       os.Getpid(),
+	})
+	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, PollMin: time.Millisecond})
+	fin := context.WithoutCancel(ctx)
+	if runErr != nil && errors.Is(runErr, context.Canceled) {
+		return fmt.Errorf("run %s interrupted; run the same converge loop again here to resume it (--fresh starts over): %w", runID, runErr)
+	}
+	if final.Terminal == nil {
+		_ = claim.Finish(fin, string(checkloop.StatusFailed), ExitCodeOf(runErr), nil)
+		return fmt.Errorf("run %s: %w", runID, runErr)
+	}
+	t := final.Terminal
+	if err := claim.Finish(fin, string(t.Status), t.ExitCode, nil); err != nil {
+		return fmt.Errorf("record the end of run %s: %w", runID, err)
+	}
+	res := checkloop.BuildResult(final, time.Now())
+	if opts.JSON {
+		b, _ := json.Marshal(map[string]any{"kind": "result", "run": runID, "result": res})
+		fmt.Fprintln(ios.Out, string(b))
+	} else {
+		checkloop.WriteSummary(ios.Out, res)
+	}
+	if t.ExitCode != 0 {
+		return &silentExit{code: t.ExitCode}
+	}
+	return nil
+}
+
+// prepareLoop checks the command line and the repository, before any run
+// is recorded: bad input is exit 2 with one line (REL-3).
+func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loopSetup, error) {
+	goal := opts.Goal
+	switch {
+	case opts.Goal != "" && opts.GoalFile != "":
+		return nil, usageErr("give the goal once: --goal TEXT or --goal-file F, not both")
+	case opts.GoalFile != "":
+		b, err := os.ReadFile(opts.GoalFile)
+		if err != nil {
+			return nil, usageErr("--goal-file: %v", err)
+		}
+		goal = string(b)
+	}
+	if strings.TrimSpace(goal) == "" {
+		return nil, usageErr("loop needs a goal: --goal TEXT or --goal-file F")
+	}
+	if (opts.Check == "") == (opts.Judge == "") {
+		return nil, usageErr("loop needs one done-check: --check CMD (mechanical) or --judge command --judge-cmd CMD (judged)")
+	}
+	if opts.MaxIterations <= 0 {
+		return nil, usageErr("loop needs --max-iterations N (N > 0): a loop without a bound is not allowed")
+	}
+	if opts.MaxWallClock < 0 || opts.MaxCost < 0 {
+		return nil, usageErr("--max-wall-clock and --max-cost cannot be negative")
+	}
+	ws, err := checkloop.OpenWorkspace(ctx, opts.Workdir)
+	if err != nil {
+		return nil, usageErr("%v; converge loop runs in a git repository (--workdir DIR)", err)
+	}
+	if _, err := ws.Git.HeadSHA(ctx); err != nil {
+		return nil, usageErr("%s has no commit yet; commit something first: converge loop commits on the current branch", ws.Dir())
+	}
+	top := ws.Dir()
+	ws.Author, ws.Email = gitIdentity(ctx, ws)
+
+	body, err := loopAgent("--agent", opts.Agent, "--agent-cmd", opts.AgentCmd, "command")
+	if err != nil {
+		return nil, err
+	}
+	cfg := checkloop.Config{
+		Goal:          goal,
+		Agent:         opts.Agent,
+		MaxIterations: opts.MaxIterations,
+		MaxWallClock:  opts.MaxWallClock,
+		MaxCostUSD:    opts.MaxCost,
+		AgentBudget:   opts.AgentTimeout,
+		CheckBudget:   opts.CheckTimeout,
+	}
+	protect := opts.Protect
+	if len(protect) == 0 {
+		protect = checkloop.DefaultProtect(top)
+	}
+	var judge agent.Agent
+	if opts.Check != "" {
+		if err := checkloop.SelfAuthored(top, opts.Check); err != nil {
+			return nil, usageErr("--check: %v", err)
+		}
+		if err := command.Preflight(opts.Check); err != nil && !strings.Contains(firstWord(opts.Check), "/") {
+			return nil, usageErr("--check: %v", strings.Replace(err.Error(), "agent program", "program", 1))
+		}
+		cfg.Oracle = checkloop.Oracle{Class: checkloop.Mechanical, Command: opts.Check}
+		protect = append(protect, checkloop.CheckNamedFiles(top, opts.Check)...)
+	} else {
+		if judge, err = loopAgent("--judge", opts.Judge, "--judge-cmd", opts.JudgeCmd, "judge"); err != nil {
+			return nil, err
+		}
+		cfg.Oracle = checkloop.Oracle{Class: checkloop.Judged, Judge: opts.Judge + ": " + opts.JudgeCmd}
+		protect = append(protect, checkloop.CheckNamedFiles(top, opts.JudgeCmd)...)
+	}
+	if opts.GoalFile != "" {
+		// The goal is stored verbatim; its file is no iteration's either.
+		protect = append(protect, checkloop.CheckNamedFiles(top, opts.GoalFile)...)
+	}
+	cfg.Protect = dedupeStrings(protect)
+	if opts.Predecessor != "" {
+		p, err := predecessor(ctx, db, opts.Predecessor)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Predecessor = p
+	}
+	return &loopSetup{cfg: cfg, ws: ws, body: body, judge: judge}, nil
+}
+
+// loopAgent builds the body or judge agent of a loop: the loop's command
+// backend, whose program must exist (AG-T4: pre-flight, exit 2).
+func loopAgent(flag, name, cmdFlag, cmdline, role string) (agent.Agent, error) {
+	if name != "command" {
+		return nil, usageErr("unknown %s %q: use command (the loop's children read the context packet on stdin)", flag, name)
+	}
+	if strings.TrimSpace(cmdline) == "" {
+		return nil, usageErr("%s command needs %s, e.g. %s './%s.sh'", flag, cmdFlag, cmdFlag, role)
+	}
+	if err := command.Preflight(cmdline); err != nil {
+		return nil, usageErr("%s: %v", cmdFlag, err)
+	}
+	a, err := checkloop.NewCommand(role, []string{"sh", "-c", command.AbsProgram(cmdline)})
+	if err != nil {
+		return nil, usageErr("%s: %v", cmdFlag, err)
+	}
+	return a, nil
+}
+
+// predecessor reads the run this one follows; it must be a loop run that
+// ended.
+func predecessor(ctx context.Context, db *store.Store, id string) (*checkloop.Predecessor, error) {
+	r, err := db.GetRun(ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, usageErr("--predecessor: no run %q in the state store (see converge status)", id)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if r.Kind != checkloop.Kind {
+		return nil, usageErr("--predecessor: run %s is a %s run, not a loop run", id, r.Kind)
+	}
+	if !r.Finished() {
+		return nil, usageErr("--predecessor: run %s has not ended (%s); resume it with the same converge loop, or stop it first", id, r.Status)
+	}
+	p := &checkloop.Predecessor{Run: r.ID, Status: r.Status, ExitCode: r.ExitCode}
+	var st checkloop.State
+	if len(r.State) > 0 && json.Unmarshal(r.State, &st) == nil {
+		p.Iterations = len(st.Iterations)
+		if st.Terminal != nil {
+			p.Message = st.Terminal.Message
+		}
+		p.Digest = checkloop.Digest(st)
+	}
+	return p, nil
+}
+
+// writeLoopLog prints a loop run's log (`converge log RUN`): its inputs,
+// iterations with their tickets, failed approaches, events and result.
+func writeLoopLog(ctx context.Context, ios *IOStreams, db *store.Store, r store.Run) error {
+	var st checkloop.State
+	if len(r.State) > 0 {
+		if err := json.Unmarshal(r.State, &st); err != nil {
+			return fmt.Errorf("decode the state of %s: %w", r.ID, err)
+		}
+	}
+	tickets, err := db.Tickets(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	events, err := db.Events(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	return checkloop.WriteLog(ios.Out, r, st, tickets, events)
+}
+
+// resumes reports whether ClaimRun would resume a run on target.
+func resumes(ctx context.Context, db *store.Store, target string, same func(checkloop.State) bool) bool {
+	last, err := db.LatestRunFor(ctx, target)
+	if err != nil || last.Finished() || len(last.State) == 0 {
+		return false
+	}
+	var st checkloop.State
+	return json.Unmarshal(last.State, &st) == nil && same(st)
+}
+
+// gitIdentity is the author of the loop's commits (IF-4): the
+// repository's configured identity, else converge's default.
+func gitIdentity(ctx context.Context, ws *checkloop.GitWorkspace) (name, email string) {
+	n, _ := ws.Git.Run(ctx, "config", "user.name")
+	e, _ := ws.Git.Run(ctx, "config", "user.email")
+	return strings.TrimSpace(n), strings.TrimSpace(e)
+}
+
+func oracleWords(o checkloop.Oracle) string {
+	if o.Class == checkloop.Judged {
+		return "judged by " + o.Judge
+	}
+	return "done-check `" + o.Command + "`"
+}
+
+func firstWord(s string) string {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+func clipList(xs []string, n int) string {
+	if len(xs) == 0 {
+		return "none"
+	}
+	if len(xs) <= n {
+		return strings.Join(xs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(xs[:n], ", "), len(xs)-n)
+}
+
+func dedupeStrings(xs []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range xs {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// loopReporter prints a loop run's progress (UX-1) and appends it to the
+// run's event log.
+type loopReporter struct {
+	mu    sync.Mutex
+	ios   *IOStreams
+	json  bool
+	db    *store.Store
+	runID string
+}
+
+func (r *loopReporter) Report(e engine.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	var data json.RawMessage
+	if e.Data != nil {
+		data, _ = json.Marshal(e.Data)
+	}
+	_ = r.db.AppendEvent(context.Background(), r.runID, store.Event{Time: e.Time, Kind: e.Kind, Round: e.Round, Message: e.Message, Data: data})
+	if r.json {
+		b, _ := json.Marshal(struct {
+			engine.Event
+			Run string `json:"run"`
+		}{e, r.runID})
+		fmt.Fprintln(r.ios.Out, string(b))
+		return
+	}
+	if e.Kind == "terminal" {
+		return // printed with the result
+	}
+	prefix := "       "
+	if e.Round > 0 {
+		prefix = fmt.Sprintf("iter.%02d", e.Round)
+	}
+	fmt.Fprintf(r.ios.Out, "%s  %-9s %s\n", prefix, e.Kind, e.Message)
+}
