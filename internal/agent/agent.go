@@ -152,6 +152,7 @@ type Result struct {
 	Output   string           // tail of the raw output (stdout for subprocesses), redacted
 	Stderr   string           // tail of stderr for subprocess backends, redacted
 	Duration time.Duration
+	Usage    Usage // tokens and cost, for backends whose CLI reports them
 }
 
 // Agent runs one Task. Run returns an error only when the backend could not

@@ -1,0 +1,331 @@
+// Package claude is the Claude Code agent backend (SPEC AG-B1). It runs the
+// `claude` CLI non-interactively:
+//
+//	claude -p --output-format stream-json --verbose
+//	       --permission-mode acceptEdits
+//	       --tools T --allowedTools T --max-turns N [--model M]
+//	       --no-session-persistence [extra args…]
+//
+// with the task's prompt (agent.RenderTaskPrompt) on stdin, in the task's
+// worktree, under the task's time-box (agent.RunWithBudget: own process
+// group, SIGTERM at the budget, SIGKILL after the grace period), with the
+// task's scrubbed environment plus only the model credentials named in
+// Options.PassEnv (SEC-2). Root cannot use --dangerously-skip-permissions,
+// so edits are accepted by the permission mode and every other tool the run
+// may use is both the only tool available (--tools) and pre-approved
+// (--allowedTools): nothing ever waits for a permission prompt.
+//
+// The CLI prints one JSON event per line; the last is
+// {"type":"result","subtype":"success","result":TEXT,"usage":{…},
+// "total_cost_usd":X,"num_turns":N,"is_error":false,…}. TEXT is the
+// agent's final message: for a fix task its last line must be the status
+// record (IF-5), read fail-closed by agent.ParseStatus (AG-T3); for a
+// review task it holds the findings array, returned in Result.Output. A
+// run without a result event (stopped at its budget, crashed) falls back
+// to the text of the last assistant message, still fail-closed.
+package claude
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+)
+
+// BinaryEnv names the environment variable that gives the claude program.
+const BinaryEnv = "CONVERGE_CLAUDE_BIN"
+
+// DefaultMaxTurns bounds the agent loop of one run (--max-turns).
+const DefaultMaxTurns = 50
+
+// DefaultTools are the tools a fix run has, all pre-approved: read, search,
+// edit, and a shell to build and test.
+var DefaultTools = []string{"Read", "Glob", "Grep", "Edit", "Write", "Bash"}
+
+// ReviewTools are the tools of a review run: it reads, never edits.
+var ReviewTools = []string{"Read", "Glob", "Grep"}
+
+// DefaultPassEnv are the variables of converge's environment a claude run
+// gets besides the scrubbed task environment: how Claude Code reaches and
+// authenticates to its model, and where it keeps its configuration. No
+// forge token is among them.
+var DefaultPassEnv = []string{
+	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
+	"ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
+	"CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR",
+	"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
+}
+
+// quietEnv keeps a non-interactive run from reaching anything but its
+// model: no update checks, telemetry or other background traffic.
+var quietEnv = []string{
+	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	"DISABLE_AUTOUPDATER=1",
+	"DISABLE_TELEMETRY=1",
+	"DISABLE_ERROR_REPORTING=1",
+}
+
+// Options configure the backend. The zero value runs `claude` from
+// CONVERGE_CLAUDE_BIN or PATH with the CLI's default model.
+type Options struct {
+	// Name is reported by Name(); default "claude".
+	Name string
+	// Binary is the claude program; default $CONVERGE_CLAUDE_BIN, else
+	// "claude" in PATH.
+	Binary string
+	// Model is passed as --model when set.
+	Model string
+	// Tools are the tools of a fix run; nil means DefaultTools. Review
+	// runs get ReviewTools.
+	Tools []string
+	// MaxTurns is --max-turns; zero means DefaultMaxTurns.
+	MaxTurns int
+	// PermissionMode is --permission-mode; default "acceptEdits".
+	PermissionMode string
+	// ExtraArgs are appended to the command line.
+	ExtraArgs []string
+	// Env are KEY=VALUE entries added to the run's environment (e.g.
+	// ANTHROPIC_BASE_URL), after PassEnv.
+	Env []string
+	// PassEnv names variables passed from converge's environment as they
+	// are; nil means DefaultPassEnv.
+	PassEnv []string
+	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
+	// means agent.DefaultGrace.
+	Grace time.Duration
+	// Secrets are redacted from captured output (SEC-3).
+	Secrets []string
+	// Getenv reads converge's environment (CONVERGE_CLAUDE_BIN); nil means
+	// os.Getenv. Environ lists it for PassEnv; nil means os.Environ.
+	Getenv  func(string) string
+	Environ func() []string
+}
+
+// Agent runs Claude Code.
+type Agent struct {
+	bin  string
+	opts Options
+}
+
+var _ agent.Agent = (*Agent)(nil)
+
+// New resolves the claude program (a missing one is an error here, before
+// anything runs: AG-T4 pre-flight) and returns the backend.
+func New(opts Options) (*Agent, error) {
+	if opts.Name == "" {
+		opts.Name = "claude"
+	}
+	if opts.PermissionMode == "" {
+		opts.PermissionMode = "acceptEdits"
+	}
+	if opts.MaxTurns <= 0 {
+		opts.MaxTurns = DefaultMaxTurns
+	}
+	if opts.Tools == nil {
+		opts.Tools = DefaultTools
+	}
+	if opts.PassEnv == nil {
+		opts.PassEnv = DefaultPassEnv
+	}
+	if opts.Environ == nil {
+		opts.Environ = os.Environ
+	}
+	bin, err := agent.ResolveBinary(opts.Binary, BinaryEnv, "claude", opts.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{bin: bin, opts: opts}, nil
+}
+
+func (a *Agent) Name() string { return a.opts.Name }
+
+// Binary is the resolved program.
+func (a *Agent) Binary() string { return a.bin }
+
+// Args is the command line of a run of t, program first.
+func (a *Agent) Args(t agent.Task) []string {
+	tools := a.opts.Tools
+	if t.Kind == agent.TaskKindReview {
+		tools = ReviewTools
+	}
+	list := strings.Join(tools, ",")
+	argv := []string{a.bin,
+		"-p", "--output-format", "stream-json", "--verbose",
+		"--permission-mode", a.opts.PermissionMode,
+		"--tools", list, "--allowedTools", list,
+		"--max-turns", strconv.Itoa(a.opts.MaxTurns),
+		"--no-session-persistence",
+	}
+	if a.opts.Model != "" {
+		argv = append(argv, "--model", a.opts.Model)
+	}
+	return append(argv, a.opts.ExtraArgs...)
+}
+
+// Env is the environment of a run of t.
+func (a *Agent) Env(t agent.Task) []string {
+	extra := append(append([]string{}, quietEnv...), a.opts.Env...)
+	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassEnv, extra)
+}
+
+// Run runs Claude Code once on t. See the package comment for what is
+// read; agent.RunWithBudget's rules apply to the record (a stop at the
+// budget without a record is partial/budget-exceeded, a non-zero exit
+// keeps a valid record with a concern).
+func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	budget := t.EffectiveBudget()
+	review := t.Kind == agent.TaskKindReview
+	parse := func(stdout string) agent.StatusRecord {
+		if review {
+			// A review answers with an array, judged by the caller; the
+			// record only says how the process ended (below).
+			return agent.StatusRecord{Status: agent.StatusComplete}
+		}
+		return ParseStream(stdout).Record()
+	}
+	res, err := agent.RunWithBudget(ctx, agent.Cmd{
+		Argv:   a.Args(t),
+		Dir:    t.Workdir,
+		Env:    a.Env(t),
+		Stdin:  []byte(agent.RenderTaskPrompt(t)),
+		Budget: budget,
+		Grace:  a.opts.Grace,
+		Parse:  parse,
+	})
+	stream := ParseStream(res.Stdout)
+	if review {
+		res.Record = agent.ProcessRecord(res, budget)
+		if res.Record.Status == agent.StatusComplete && stream.Result != nil && stream.Result.IsError {
+			res.Record = agent.StatusRecord{Status: agent.StatusBlocked, Reason: "cli-error",
+				Summary: "claude ended with " + stream.Result.Subtype, FilesChanged: []string{}}
+		}
+	}
+	out := agent.Result{
+		Record:   agent.RedactRecord(res.Record, a.opts.Secrets),
+		Output:   agent.Redact(stream.Final, a.opts.Secrets...),
+		Stderr:   agent.Redact(res.Stderr, a.opts.Secrets...),
+		Duration: res.Duration,
+		Usage:    stream.Usage(),
+	}
+	out.Outcomes = agent.OutcomesFor(t.Findings, out.Record)
+	if err != nil {
+		return out, fmt.Errorf("claude agent %s: %w", a.opts.Name, err)
+	}
+	return out, nil
+}
+
+// Result is the stream's final event.
+type Result struct {
+	Subtype      string  `json:"subtype"`
+	IsError      bool    `json:"is_error"`
+	Result       string  `json:"result"`
+	NumTurns     int     `json:"num_turns"`
+	TotalCostUSD float64 `json:"total_cost_usd"`
+	Usage        struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	} `json:"usage"`
+}
+
+// Stream is what a run's stream-json output says.
+type Stream struct {
+	// Final is the agent's final message: the result event's text, or the
+	// text of the last assistant message when there is no result event.
+	Final string
+	// Result is the final event; nil when the run printed none.
+	Result *Result
+	// Assistant counts assistant messages.
+	Assistant int
+}
+
+// ParseStream reads stream-json output. Lines that are not JSON objects
+// (a tail cut mid-line, stray text) are skipped.
+func ParseStream(stdout string) Stream {
+	var s Stream
+	var lastText string
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(make([]byte, 0, 64<<10), len(stdout)+1)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var ev struct {
+			Type    string `json:"type"`
+			Message struct {
+				Content []struct {
+					Type string `json:"type"`
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"message"`
+			ParentToolUseID *string `json:"parent_tool_use_id"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		switch ev.Type {
+		case "assistant":
+			if ev.ParentToolUseID != nil {
+				continue // a subagent's message, not the run's answer
+			}
+			s.Assistant++
+			var parts []string
+			for _, c := range ev.Message.Content {
+				if c.Type == "text" {
+					parts = append(parts, c.Text)
+				}
+			}
+			if len(parts) > 0 {
+				lastText = strings.Join(parts, "\n")
+			}
+		case "result":
+			var r Result
+			if json.Unmarshal([]byte(line), &r) == nil {
+				s.Result = &r
+			}
+		}
+	}
+	s.Final = lastText
+	if s.Result != nil && s.Result.Subtype == "success" {
+		s.Final = s.Result.Result
+	}
+	return s
+}
+
+// Record is the status record of the final message (IF-5, fail-closed),
+// with a concern when Claude Code reported the run as an error.
+func (s Stream) Record() agent.StatusRecord {
+	rec := agent.ParseStatus(s.Final)
+	if s.Result != nil && s.Result.IsError && rec.Reason != agent.ReasonUnparseable {
+		rec.Concerns = append(rec.Concerns, "claude reported an error: "+s.Result.Subtype)
+	}
+	if s.Result == nil && rec.Reason == agent.ReasonUnparseable {
+		rec.Summary += " (claude printed no result event)"
+	}
+	return rec
+}
+
+// Usage is the run's tokens and cost from the result event.
+func (s Stream) Usage() agent.Usage {
+	if s.Result == nil {
+		return agent.Usage{}
+	}
+	r := s.Result
+	return agent.Usage{
+		InputTokens:      r.Usage.InputTokens,
+		OutputTokens:     r.Usage.OutputTokens,
+		CacheReadTokens:  r.Usage.CacheReadInputTokens,
+		CacheWriteTokens: r.Usage.CacheCreationInputTokens,
+		CostUSD:          r.TotalCostUSD,
+		CostReported:     true,
+		Turns:            r.NumTurns,
+	}
+}

@@ -1,0 +1,269 @@
+package claude
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/fakemodel"
+)
+
+// The real Claude Code CLI against fakemodel (DESIGN.md, testing layer 4).
+// The CLI comes from CONVERGE_CLAUDE_BIN or PATH (.ci/run installs a pinned
+// version); without it the tests skip, except under CI=true, where they
+// fail: CI must run them.
+
+func realCLI(t *testing.T) string {
+	t.Helper()
+	bin, err := agent.ResolveBinary("", BinaryEnv, "claude", nil)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but the real Claude Code CLI is missing: %v (.ci/run installs @anthropic-ai/claude-code)", err)
+		}
+		t.Skipf("real Claude Code CLI not installed (%v): install @anthropic-ai/claude-code from npm or set %s", err, BinaryEnv)
+	}
+	return bin
+}
+
+// repo is a git worktree with one file.
+func repo(t *testing.T, name, content string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "t"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func newAgent(t *testing.T, bin, url string) *Agent {
+	t.Helper()
+	a, err := New(Options{
+		Binary: bin,
+		Model:  "claude-fakemodel",
+		// Nothing from the host's environment reaches the run but the
+		// scrubbed basics; the model is fakemodel.
+		PassEnv: []string{},
+		Env: []string{
+			"ANTHROPIC_BASE_URL=" + url,
+			"ANTHROPIC_API_KEY=sk-ant-fakemodel",
+			"HOME=" + t.TempDir(),
+		},
+		Grace: 2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func statusLine(t *testing.T, rec map[string]any) string {
+	t.Helper()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// checkWire asserts what every real-CLI test asserts about the wire:
+// nothing unexpected, every tool call answered with a result that is not
+// an error.
+func checkWire(t *testing.T, srv *fakemodel.Server) {
+	t.Helper()
+	for _, e := range srv.Errors() {
+		t.Errorf("fakemodel: %s", e)
+	}
+	for _, c := range srv.Unanswered() {
+		t.Errorf("tool call %s %s %s got no tool result", c.ID, c.Name, c.Input)
+	}
+	for _, c := range srv.Calls() {
+		if r, ok := srv.Result(c.ID); ok && r.IsError {
+			t.Errorf("tool call %s %s %s failed: %s", c.ID, c.Name, c.Input, r.Content)
+		}
+	}
+}
+
+func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
+	bin := realCLI(t)
+	// A forge token in converge's environment must not reach the agent
+	// (SEC-2): the script dumps the agent's environment to check.
+	t.Setenv("GH_TOKEN", "ghp_"+strings.Repeat("x", 36))
+	t.Setenv("CONVERGE_TOKEN", "converge-secret-token")
+
+	dir := repo(t, "greet.txt", "hello world\n")
+	file := filepath.Join(dir, "greet.txt")
+	dump := filepath.Join(dir, "env.dump")
+	status := statusLine(t, map[string]any{
+		"status": "complete", "next_action": "", "needs_extension_minutes": 0,
+		"summary": "greeting changed", "files_changed": []string{"greet.txt"},
+		"implementer_status": "DONE",
+	})
+	srv := fakemodel.New(fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
+		{Text: "Reading the file.", Calls: []fakemodel.ToolCall{{Name: "Read", Input: map[string]any{"file_path": file}}},
+			Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Calls: []fakemodel.ToolCall{
+			{Name: "Edit", Input: map[string]any{"file_path": file, "old_string": "hello world", "new_string": "hello converge"}},
+			{Shell: "env > " + dump},
+		}, Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 20, CacheReadTokens: 50}},
+		{Text: "Changed the greeting.\n" + status, Usage: fakemodel.Usage{InputTokens: 300, OutputTokens: 30}},
+	}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	a := newAgent(t, bin, hs.URL)
+	res, err := a.Run(context.Background(), agent.Task{
+		Kind: agent.TaskKindFix, RunID: "r1", Round: 1, Workdir: dir, Budget: 3 * time.Minute,
+		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge, not the world."}},
+	})
+	if err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
+	}
+	checkWire(t, srv)
+
+	got, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != "hello converge\n" {
+		t.Errorf("greet.txt = %q, want %q", got, "hello converge\n")
+	}
+	if res.Record.Status != agent.StatusComplete || res.Record.Summary != "greeting changed" ||
+		!slices.Equal(res.Record.FilesChanged, []string{"greet.txt"}) {
+		t.Errorf("record = %+v", res.Record)
+	}
+	if len(res.Outcomes) != 1 || res.Outcomes[0].Status != agent.StatusComplete {
+		t.Errorf("outcomes = %+v", res.Outcomes)
+	}
+	if f := agent.FailureOf(a.Name(), res, err); f != nil {
+		t.Errorf("FailureOf = %v", f)
+	}
+	u := res.Usage
+	// Token figures are fakemodel's, summed over the three turns; the
+	// turn count is Claude Code's own (it counts more than requests).
+	if u.InputTokens != 600 || u.OutputTokens != 60 || u.CacheReadTokens != 50 || u.Turns < 3 {
+		t.Errorf("usage = %+v, want input 600, output 60, cache read 50, at least 3 turns", u)
+	}
+	if !u.CostReported || u.CostUSD <= 0 {
+		t.Errorf("usage cost = %v (reported %v), want a positive cost", u.CostUSD, u.CostReported)
+	}
+
+	env, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatalf("the agent's environment dump: %v", err)
+	}
+	for _, name := range []string{"GH_TOKEN=", "CONVERGE_TOKEN="} {
+		if strings.Contains(string(env), "\n"+name) || strings.HasPrefix(string(env), name) {
+			t.Errorf("the agent's environment has %s", strings.TrimSuffix(name, "="))
+		}
+	}
+
+	// The main conversation's first request carried the prompt, with the
+	// finding quoted as data and the tools the backend allowed.
+	var first *fakemodel.Request
+	for _, r := range srv.Requests() {
+		if !r.Side && r.API == "anthropic" {
+			first = &r
+			break
+		}
+	}
+	if first == nil {
+		t.Fatal("no main-conversation request")
+	}
+	if !strings.Contains(string(first.Body), "<<<REVIEW-COMMENT") {
+		t.Error("the prompt does not quote the finding as data")
+	}
+	var body struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
+	}
+	if err := json.Unmarshal(first.Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	var tools []string
+	for _, tl := range body.Tools {
+		tools = append(tools, tl.Name)
+	}
+	for _, want := range DefaultTools {
+		if !slices.Contains(tools, want) {
+			t.Errorf("tools offered to the model %v lack %s", tools, want)
+		}
+	}
+}
+
+func TestRealClaude_ReviewAnswersWithArray(t *testing.T) {
+	bin := realCLI(t)
+	dir := repo(t, "a.go", "package a\n")
+	answer := `[{"file":"a.go","line_range":[1,1],"summary":"package has no doc comment","verdict":"minor"}]`
+	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
+		{Calls: []fakemodel.ToolCall{{Name: "Read", Input: map[string]any{"file_path": filepath.Join(dir, "a.go")}}}},
+		{Text: "One point.\n" + answer},
+	}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	a := newAgent(t, bin, hs.URL)
+	res, err := a.Run(context.Background(), agent.Task{
+		Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases", AngleFocus: "Edge cases",
+		Diff: "diff --git a/a.go b/a.go\n+package a\n", BaseRef: "origin/main", HeadSHA: "abc", Budget: 3 * time.Minute,
+	})
+	if err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
+	}
+	checkWire(t, srv)
+	if res.Record.Status != agent.StatusComplete {
+		t.Errorf("record = %+v", res.Record)
+	}
+	if !strings.HasSuffix(strings.TrimSpace(res.Output), answer) {
+		t.Errorf("output = %q, want it to end with the array", res.Output)
+	}
+	// A review run is offered only the read-only tools.
+	for _, r := range srv.Requests() {
+		if r.Side || r.API != "anthropic" {
+			continue
+		}
+		for _, banned := range []string{`"name":"Edit"`, `"name":"Write"`, `"name":"Bash"`} {
+			if strings.Contains(string(r.Body), banned) {
+				t.Errorf("review request offers %s", banned)
+			}
+		}
+	}
+}
+
+func TestRealClaude_NoStatusRecordIsUnparseable(t *testing.T) {
+	bin := realCLI(t)
+	dir := repo(t, "a.txt", "x\n")
+	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "I did it, trust me."}}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	a := newAgent(t, bin, hs.URL)
+	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 2 * time.Minute,
+		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	checkWire(t, srv)
+	if res.Record.Status != agent.StatusBlocked || res.Record.Reason != agent.ReasonUnparseable {
+		t.Errorf("record = %+v, want blocked/unparseable (AG-T3)", res.Record)
+	}
+	if agent.FailureOf(a.Name(), res, err) == nil {
+		t.Error("FailureOf = nil, want a run failure (AG-T4)")
+	}
+	if res.Output != "I did it, trust me." {
+		t.Errorf("output = %q", res.Output)
+	}
+}

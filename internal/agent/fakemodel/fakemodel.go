@@ -1,0 +1,341 @@
+// Package fakemodel is a scripted model server for tests of real coding-agent
+// CLIs (DESIGN.md, testing layer 4). It speaks two wire protocols on one
+// http.Handler:
+//
+//   - the Anthropic Messages API (POST /v1/messages, streaming SSE or plain
+//     JSON; POST /v1/messages/count_tokens), which Claude Code talks to when
+//     ANTHROPIC_BASE_URL names this server;
+//   - the OpenAI Responses API (POST /v1/responses, streaming SSE or plain
+//     JSON), which Codex talks to through a custom model provider whose
+//     base_url names this server's /v1.
+//
+// What the model "says" is a Script: a list of turns, each some text and
+// tool calls. The server is stateless about conversations: the turn a
+// request gets is the number of assistant turns already in its history, so
+// a retried request gets the same answer, and conversations that run at
+// once (the local review's angles) do not steal each other's turns when
+// each has its own Script, told apart by Script.Match.
+//
+// A request without tools is a CLI's side request (a title, a quota check):
+// it gets Server.SideText as plain text and does not advance any script.
+//
+// Every request is recorded, with the tool results it carries, so a test
+// can assert that every tool call the server made got a result
+// (Server.Unanswered) and that nothing went wrong on the wire
+// (Server.Errors).
+//
+// The wire formats follow the public SDK types and the CLIs' own clients:
+// anthropic-sdk-typescript src/resources/messages/messages.ts (Raw*Event,
+// Message, Usage, ToolUseBlock, ToolResultBlockParam) and its
+// MessageStream accumulator; openai-node src/resources/responses/
+// responses.ts (Response*Event, ResponseFunctionToolCall,
+// ResponseOutputMessage, ResponseUsage); codex-rs codex-api
+// src/sse/responses.rs (which events Codex reads) and codex-protocol
+// src/models.rs (function_call / function_call_output items).
+package fakemodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// ToolCall is one tool call the model makes in a turn.
+type ToolCall struct {
+	// Name is the tool's name as the CLI declares it ("Edit", "Read",
+	// "exec_command", …). Leave it empty and set Shell to run a shell
+	// command with whatever shell tool the request offers.
+	Name string
+	// Input is the tool's input: any value encoding/json can marshal to an
+	// object. The Anthropic API sends it as the tool_use input; the
+	// Responses API as the function call's arguments string.
+	Input any
+	// Shell is a shell command line. The server picks the shell tool from
+	// the request's tools and encodes the command for it: Anthropic Bash
+	// {"command"}; Codex exec_command {"cmd"}, shell_command {"command"} or
+	// shell {"command": ["bash", "-lc", …]}.
+	Shell string
+}
+
+// Usage is the token count a turn reports.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+	// CacheReadTokens are reported as cache_read_input_tokens (Anthropic)
+	// and input_tokens_details.cached_tokens (OpenAI), part of the input.
+	CacheReadTokens int
+}
+
+// DefaultUsage is what a turn with a zero Usage reports.
+var DefaultUsage = Usage{InputTokens: 10, OutputTokens: 5}
+
+// Turn is one assistant turn: text, then tool calls. A turn without calls
+// ends the conversation (stop_reason end_turn; a Responses reply without
+// function calls).
+type Turn struct {
+	Text  string
+	Calls []ToolCall
+	Usage Usage // zero means DefaultUsage
+}
+
+// Script is the turns of one conversation.
+type Script struct {
+	// Match selects the conversations this script answers: a request is
+	// answered by the first script whose Match occurs in the text of the
+	// request's user messages (tool results excluded). "" matches every
+	// conversation.
+	Match string
+	Turns []Turn
+}
+
+// Call is a tool call the server made.
+type Call struct {
+	API    string // "anthropic" or "openai"
+	ID     string // tool_use id or call_id
+	Name   string
+	Input  json.RawMessage
+	Script int // index into the server's scripts
+	Turn   int
+}
+
+// ToolResult is a tool result a request carried back.
+type ToolResult struct {
+	ID      string
+	Content string // text content, concatenated
+	IsError bool   // Anthropic is_error
+}
+
+// Request is one recorded request.
+type Request struct {
+	API    string // "anthropic", "openai", or "" for an unknown path
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+	// Side is a request without tools, answered with SideText.
+	Side bool
+	// Script and Turn are what answered it; Script is -1 when none did.
+	Script, Turn int
+	Results      []ToolResult
+}
+
+// Server is the scripted model. Create it with New and serve it with
+// httptest.NewServer (or any http.Server).
+type Server struct {
+	// SideText answers side requests; default "OK".
+	SideText string
+	// Model is reported in responses when a request names none.
+	Model string
+
+	scripts []Script
+
+	mu       sync.Mutex
+	requests []Request
+	calls    []Call
+	callIDs  map[string]bool
+	results  map[string]ToolResult
+	errors   []string
+}
+
+// New returns a server answering with scripts.
+func New(scripts ...Script) *Server {
+	return &Server{
+		SideText: "OK",
+		Model:    "fakemodel",
+		scripts:  scripts,
+		callIDs:  map[string]bool{},
+		results:  map[string]ToolResult{},
+	}
+}
+
+// ServeHTTP routes the Anthropic and OpenAI endpoints.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	path := r.URL.Path
+	switch {
+	case r.Method == http.MethodPost && path == "/v1/messages":
+		s.serveAnthropic(w, r)
+	case r.Method == http.MethodPost && path == "/v1/messages/count_tokens":
+		s.serveCountTokens(w, r)
+	case r.Method == http.MethodPost && path == "/v1/responses":
+		s.serveResponses(w, r)
+	default:
+		s.record(Request{Method: r.Method, Path: path, Header: r.Header.Clone(), Script: -1})
+		s.fail("unexpected request %s %s", r.Method, r.URL)
+		http.Error(w, `{"error":{"type":"not_found_error","message":"fakemodel: no such endpoint"}}`, http.StatusNotFound)
+	}
+}
+
+// Requests returns every request so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.requests)
+}
+
+// Calls returns every distinct tool call the server made, in order.
+func (s *Server) Calls() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.calls)
+}
+
+// Result returns the tool result that came back for a call id.
+func (s *Server) Result(id string) (ToolResult, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.results[id]
+	return r, ok
+}
+
+// Unanswered returns the tool calls no later request carried a result for.
+func (s *Server) Unanswered() []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for _, c := range s.calls {
+		if _, ok := s.results[c.ID]; !ok {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Errors returns what went wrong on the wire: unknown endpoints, requests
+// that could not be read, scripts without the turn asked for, tool
+// results for calls the server never made, shell calls without a shell
+// tool.
+func (s *Server) Errors() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.errors)
+}
+
+func (s *Server) fail(format string, args ...any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.errors = append(s.errors, fmt.Sprintf(format, args...))
+}
+
+func (s *Server) record(r Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = append(s.requests, r)
+	for _, res := range r.Results {
+		if !s.callIDs[res.ID] {
+			s.errors = append(s.errors, fmt.Sprintf("tool result for unknown call %q", res.ID))
+		}
+		s.results[res.ID] = res
+	}
+}
+
+func (s *Server) addCall(c Call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.callIDs[c.ID] {
+		return // a retried request made the same call again
+	}
+	s.callIDs[c.ID] = true
+	s.calls = append(s.calls, c)
+}
+
+// pick finds the script for a conversation whose user text is userText and
+// the turn it is at; ok is false (and an error recorded) when no script
+// matches or the script has no such turn.
+func (s *Server) pick(userText string, turn int) (script int, t Turn, ok bool) {
+	for i, sc := range s.scripts {
+		if sc.Match != "" && !strings.Contains(userText, sc.Match) {
+			continue
+		}
+		if turn >= len(sc.Turns) {
+			s.fail("script %d (match %q) has %d turns; asked for turn %d", i, sc.Match, len(sc.Turns), turn+1)
+			return i, Turn{}, false
+		}
+		return i, sc.Turns[turn], true
+	}
+	s.fail("no script matches the conversation (user text %q)", clip(userText, 200))
+	return -1, Turn{}, false
+}
+
+// exhausted is the turn a request gets when the script has none: a final
+// answer that names the problem, so the CLI ends instead of retrying.
+func exhausted(turn int) Turn {
+	return Turn{Text: fmt.Sprintf("fakemodel: the script has no turn %d", turn+1)}
+}
+
+func (u Usage) orDefault() Usage {
+	if u == (Usage{}) {
+		return DefaultUsage
+	}
+	return u
+}
+
+// callID is a stable id for call i of a turn: a retried request gets the
+// same ids.
+func callID(prefix string, script, turn, i int) string {
+	return fmt.Sprintf("%s_fm%d_%d_%d", prefix, script, turn, i)
+}
+
+// chunks splits s into pieces of at most n bytes, never inside a UTF-8
+// sequence, so that streams carry real deltas.
+func chunks(s string, n int) []string {
+	var out []string
+	for len(s) > n {
+		cut := n
+		for cut > 0 && !utf8Start(s[cut]) {
+			cut--
+		}
+		if cut == 0 {
+			cut = n
+		}
+		out = append(out, s[:cut])
+		s = s[cut:]
+	}
+	if s != "" {
+		out = append(out, s)
+	}
+	return out
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// sse writes one server-sent event and flushes it.
+func sse(w http.ResponseWriter, event string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		panic(err) // only our own maps and structs are written
+	}
+	fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b)
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func mustJSON(v any) json.RawMessage {
+	if v == nil {
+		return json.RawMessage("{}")
+	}
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("fakemodel: tool input: %v", err))
+	}
+	return b
+}
