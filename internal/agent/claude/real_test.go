@@ -3,9 +3,9 @@ package claude
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/agenttest"
 	"github.com/convergeloop/converge/internal/agent/fakemodel"
 )
 
@@ -22,30 +23,11 @@ import (
 // fail: CI must run them.
 
 func realCLI(t *testing.T) string {
-	t.Helper()
-	bin, err := agent.ResolveBinary("", BinaryEnv, "claude", nil)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true but the real Claude Code CLI is missing: %v (.ci/run installs @anthropic-ai/claude-code)", err)
-		}
-		t.Skipf("real Claude Code CLI not installed (%v): install @anthropic-ai/claude-code from npm or set %s", err, BinaryEnv)
-	}
-	return bin
+	return agenttest.RealCLI(t, BinaryEnv, "claude", "@anthropic-ai/claude-code")
 }
 
-// repo is a git worktree with one file.
 func repo(t *testing.T, name, content string) string {
-	t.Helper()
-	dir := t.TempDir()
-	for _, args := range [][]string{{"init", "-q"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "t"}} {
-		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return agenttest.Repo(t, map[string]string{name: content})
 }
 
 func newAgent(t *testing.T, bin, url string) *Agent {
@@ -76,24 +58,6 @@ func statusLine(t *testing.T, rec map[string]any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// checkWire asserts what every real-CLI test asserts about the wire:
-// nothing unexpected, every tool call answered with a result that is not
-// an error.
-func checkWire(t *testing.T, srv *fakemodel.Server) {
-	t.Helper()
-	for _, e := range srv.Errors() {
-		t.Errorf("fakemodel: %s", e)
-	}
-	for _, c := range srv.Unanswered() {
-		t.Errorf("tool call %s %s %s got no tool result", c.ID, c.Name, c.Input)
-	}
-	for _, c := range srv.Calls() {
-		if r, ok := srv.Result(c.ID); ok && r.IsError {
-			t.Errorf("tool call %s %s %s failed: %s", c.ID, c.Name, c.Input, r.Content)
-		}
-	}
 }
 
 func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
@@ -131,7 +95,7 @@ func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
 	}
-	checkWire(t, srv)
+	agenttest.CheckWire(t, srv)
 
 	got, err := os.ReadFile(file)
 	if err != nil {
@@ -223,7 +187,7 @@ func TestRealClaude_ReviewAnswersWithArray(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
 	}
-	checkWire(t, srv)
+	agenttest.CheckWire(t, srv)
 	if res.Record.Status != agent.StatusComplete {
 		t.Errorf("record = %+v", res.Record)
 	}
@@ -256,7 +220,7 @@ func TestRealClaude_NoStatusRecordIsUnparseable(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	checkWire(t, srv)
+	agenttest.CheckWire(t, srv)
 	if res.Record.Status != agent.StatusBlocked || res.Record.Reason != agent.ReasonUnparseable {
 		t.Errorf("record = %+v, want blocked/unparseable (AG-T3)", res.Record)
 	}
@@ -265,5 +229,35 @@ func TestRealClaude_NoStatusRecordIsUnparseable(t *testing.T) {
 	}
 	if res.Output != "I did it, trust me." {
 		t.Errorf("output = %q", res.Output)
+	}
+}
+
+// A model that stops answering leaves the CLI waiting: at its budget the
+// run is stopped, with everything it started (AG-T1), and reads as
+// partial/budget-exceeded.
+func TestRealClaude_StoppedAtBudget(t *testing.T) {
+	bin := realCLI(t)
+	dir := repo(t, "a.txt", "x\n")
+	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	marker := fmt.Sprintf("converge-budget-%d", time.Now().UnixNano())
+	a := newAgent(t, bin, hs.URL)
+	a.opts.Env = append(a.opts.Env, "CONVERGE_TEST_MARKER="+marker)
+	start := time.Now()
+	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 3 * time.Second,
+		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if took := time.Since(start); took > 3*time.Second+2*time.Second+5*time.Second {
+		t.Errorf("run took %s, budget 3s + grace 2s", took)
+	}
+	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {
+		t.Errorf("record = %+v, want partial/budget-exceeded", res.Record)
+	}
+	if left := agenttest.ProcessesWithEnv(marker); len(left) > 0 {
+		t.Errorf("processes of the stopped run still alive: %v", left)
 	}
 }

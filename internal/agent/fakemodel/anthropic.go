@@ -118,6 +118,9 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	}
 	s.record(rec)
 
+	if !wait(r, t.Delay) {
+		return
+	}
 	tools := make([]string, 0, len(req.Tools))
 	for _, tl := range req.Tools {
 		tools = append(tools, tl.Name)

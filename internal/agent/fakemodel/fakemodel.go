@@ -41,6 +41,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ToolCall is one tool call the model makes in a turn.
@@ -79,6 +80,9 @@ type Turn struct {
 	Text  string
 	Calls []ToolCall
 	Usage Usage // zero means DefaultUsage
+	// Delay holds the reply back (a slow or hung model); the request's
+	// end (the client gave up) ends the wait.
+	Delay time.Duration
 }
 
 // Script is the turns of one conversation.
@@ -263,6 +267,22 @@ func (s *Server) pick(userText string, turn int) (script int, t Turn, ok bool) {
 // answer that names the problem, so the CLI ends instead of retrying.
 func exhausted(turn int) Turn {
 	return Turn{Text: fmt.Sprintf("fakemodel: the script has no turn %d", turn+1)}
+}
+
+// wait holds a reply back for d, or until the client is gone; ok is false
+// then.
+func wait(r *http.Request, d time.Duration) (ok bool) {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
 }
 
 func (u Usage) orDefault() Usage {

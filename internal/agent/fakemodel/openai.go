@@ -145,6 +145,9 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	s.record(rec)
 
+	if !wait(r, t.Delay) {
+		return
+	}
 	var tools []string
 	for _, tl := range req.Tools {
 		tools = append(tools, tl.Name)

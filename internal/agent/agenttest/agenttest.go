@@ -1,0 +1,97 @@
+// Package agenttest holds what the real-CLI tests of the agent backends
+// share: finding the CLI (skip without it, fail under CI=true), a git
+// worktree to edit, the wire checks against fakemodel, and a look for
+// processes a stopped run left behind.
+package agenttest
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/fakemodel"
+)
+
+// RealCLI returns the real CLI's program from envVar or PATH. Without it
+// the test is skipped with a message saying how to install it — except
+// under CI=true, where it fails: CI must run the real-CLI tests.
+func RealCLI(t testing.TB, envVar, name, npmPackage string) string {
+	t.Helper()
+	bin, err := agent.ResolveBinary("", envVar, name, nil)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true but the real %s CLI is missing: %v (.ci/run installs %s from npm)", name, err, npmPackage)
+		}
+		t.Skipf("real %s CLI not installed (%v): install %s from npm, or set %s to its path", name, err, npmPackage, envVar)
+	}
+	return bin
+}
+
+// Repo is a new git repository holding files (path → content).
+func Repo(t testing.TB, files map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"config", "user.email", "t@example.com"}, {"config", "user.name", "t"}} {
+		if out, err := exec.Command("git", append([]string{"-C", dir}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// CheckWire fails t for anything fakemodel saw go wrong, a tool call that
+// got no tool result, and a tool result that reports an error.
+func CheckWire(t testing.TB, srv *fakemodel.Server) {
+	t.Helper()
+	for _, e := range srv.Errors() {
+		t.Errorf("fakemodel: %s", e)
+	}
+	for _, c := range srv.Unanswered() {
+		t.Errorf("tool call %s %s %s got no tool result", c.ID, c.Name, c.Input)
+	}
+	for _, c := range srv.Calls() {
+		if r, ok := srv.Result(c.ID); ok && r.IsError {
+			t.Errorf("tool call %s %s %s failed: %s", c.ID, c.Name, c.Input, r.Content)
+		}
+	}
+}
+
+// ProcessesWithEnv lists the pids of live processes whose environment
+// holds marker (Linux /proc; nil elsewhere). A test gives an agent run a
+// unique marker variable and looks for it after the run was stopped.
+func ProcessesWithEnv(marker string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		if bytes.Contains(env, []byte(marker)) {
+			// A zombie has an empty environ; a live one with the marker
+			// is what was left behind.
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

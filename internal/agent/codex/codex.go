@@ -1,0 +1,363 @@
+// Package codex is the Codex CLI agent backend (SPEC AG-B1). It runs
+//
+//	codex exec --json -s workspace-write -C WORKDIR --skip-git-repo-check
+//	           --ephemeral --color never [-m MODEL]
+//	           [-c model_provider=ID -c model_providers.ID={…}] [-c K=V…]
+//	           [extra args…] -
+//
+// with the task's prompt (agent.RenderTaskPrompt) on stdin, which is then
+// at its end: Codex reads the prompt and nothing else from it. It runs in
+// the task's worktree under the task's time-box (agent.RunWithBudget: own
+// process group, SIGTERM at the budget, SIGKILL after the grace period),
+// with the task's scrubbed environment plus only the model credentials
+// named in Options.PassEnv and the provider's env_key (SEC-2). Review tasks
+// run with -s read-only.
+//
+// Options.Provider configures a custom model provider through -c overrides
+// (Codex's model_providers table: name, base_url, wire_api, env_key), e.g.
+// an OpenAI-compatible gateway, or fakemodel in tests.
+//
+// Codex prints one JSON event per line (codex-rs exec src/exec_events.rs):
+// thread.started, turn.started, item.started/updated/completed (items of
+// type agent_message, reasoning, command_execution, file_change, error, …),
+// turn.completed {usage}, turn.failed {error} and error. The final message
+// is the text of the last completed agent_message item: for a fix task its
+// last line must be the status record (IF-5, read fail-closed by
+// agent.ParseStatus, AG-T3); for a review task it holds the findings array,
+// returned in Result.Output. Usage is the sum of the turn.completed usage;
+// Codex reports no price.
+package codex
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/convergeloop/converge/internal/agent"
+)
+
+// BinaryEnv names the environment variable that gives the codex program.
+const BinaryEnv = "CONVERGE_CODEX_BIN"
+
+// DefaultPassEnv are the variables of converge's environment a codex run
+// gets besides the scrubbed task environment: its API keys and its home.
+// No forge token is among them.
+var DefaultPassEnv = []string{"OPENAI_API_KEY", "CODEX_API_KEY", "OPENAI_BASE_URL", "CODEX_HOME"}
+
+// Provider is a custom model provider (Codex's [model_providers.ID]).
+type Provider struct {
+	// ID names the provider in Codex's config; default "converge".
+	ID string
+	// Name is its display name; default ID.
+	Name string
+	// BaseURL is where requests go; Codex appends /responses.
+	BaseURL string
+	// EnvKey names the variable holding the API key; it is passed from
+	// converge's environment (or Options.Env) to the run.
+	EnvKey string
+	// WireAPI is the API Codex speaks to it; default "responses".
+	WireAPI string
+}
+
+// Options configure the backend. The zero value runs `codex` from
+// CONVERGE_CODEX_BIN or PATH with its configured model and provider.
+type Options struct {
+	// Name is reported by Name(); default "codex".
+	Name string
+	// Binary is the codex program; default $CONVERGE_CODEX_BIN, else
+	// "codex" in PATH.
+	Binary string
+	// Model is passed as -m when set.
+	Model string
+	// Sandbox is -s for fix tasks; default "workspace-write". Review tasks
+	// always run read-only.
+	Sandbox string
+	// Provider, when set, is selected as the model provider.
+	Provider *Provider
+	// Config are extra -c KEY=VALUE overrides (VALUE is TOML).
+	Config []string
+	// ExtraArgs are added before the prompt argument.
+	ExtraArgs []string
+	// Env are KEY=VALUE entries added to the run's environment (e.g.
+	// CODEX_HOME, the provider's key), after PassEnv.
+	Env []string
+	// PassEnv names variables passed from converge's environment as they
+	// are; nil means DefaultPassEnv. The provider's EnvKey is always
+	// passed.
+	PassEnv []string
+	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
+	// means agent.DefaultGrace.
+	Grace time.Duration
+	// Secrets are redacted from captured output (SEC-3).
+	Secrets []string
+	// Getenv reads converge's environment (CONVERGE_CODEX_BIN); nil means
+	// os.Getenv. Environ lists it for PassEnv; nil means os.Environ.
+	Getenv  func(string) string
+	Environ func() []string
+}
+
+// Agent runs Codex.
+type Agent struct {
+	bin  string
+	opts Options
+}
+
+var _ agent.Agent = (*Agent)(nil)
+
+// New resolves the codex program (a missing one is an error here, before
+// anything runs: AG-T4 pre-flight) and returns the backend.
+func New(opts Options) (*Agent, error) {
+	if opts.Name == "" {
+		opts.Name = "codex"
+	}
+	if opts.Sandbox == "" {
+		opts.Sandbox = "workspace-write"
+	}
+	if opts.PassEnv == nil {
+		opts.PassEnv = DefaultPassEnv
+	}
+	if opts.Environ == nil {
+		opts.Environ = os.Environ
+	}
+	if p := opts.Provider; p != nil {
+		cp := *p
+		if cp.ID == "" {
+			cp.ID = "converge"
+		}
+		if cp.Name == "" {
+			cp.Name = cp.ID
+		}
+		if cp.WireAPI == "" {
+			cp.WireAPI = "responses"
+		}
+		if cp.BaseURL == "" {
+			return nil, fmt.Errorf("codex agent: provider %s has no base URL", cp.ID)
+		}
+		if !bareKey(cp.ID) {
+			return nil, fmt.Errorf("codex agent: provider id %q must be letters, digits, '-' or '_'", cp.ID)
+		}
+		opts.Provider = &cp
+	}
+	bin, err := agent.ResolveBinary(opts.Binary, BinaryEnv, "codex", opts.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{bin: bin, opts: opts}, nil
+}
+
+func (a *Agent) Name() string { return a.opts.Name }
+
+// Binary is the resolved program.
+func (a *Agent) Binary() string { return a.bin }
+
+// Args is the command line of a run of t, program first.
+func (a *Agent) Args(t agent.Task) []string {
+	sandbox := a.opts.Sandbox
+	if t.Kind == agent.TaskKindReview {
+		sandbox = "read-only"
+	}
+	argv := []string{a.bin, "exec", "--json", "-s", sandbox}
+	if t.Workdir != "" {
+		argv = append(argv, "-C", t.Workdir)
+	}
+	argv = append(argv, "--skip-git-repo-check", "--ephemeral", "--color", "never")
+	if a.opts.Model != "" {
+		argv = append(argv, "-m", a.opts.Model)
+	}
+	if p := a.opts.Provider; p != nil {
+		table := fmt.Sprintf("{name=%s,base_url=%s,wire_api=%s", tomlString(p.Name), tomlString(p.BaseURL), tomlString(p.WireAPI))
+		if p.EnvKey != "" {
+			table += ",env_key=" + tomlString(p.EnvKey)
+		}
+		table += "}"
+		argv = append(argv, "-c", "model_provider="+tomlString(p.ID), "-c", "model_providers."+p.ID+"="+table)
+	}
+	for _, kv := range a.opts.Config {
+		argv = append(argv, "-c", kv)
+	}
+	argv = append(argv, a.opts.ExtraArgs...)
+	// "-": the prompt is read from stdin (no argv length limit, not in
+	// /proc/PID/cmdline).
+	return append(argv, "-")
+}
+
+// Env is the environment of a run of t.
+func (a *Agent) Env(t agent.Task) []string {
+	pass := a.opts.PassEnv
+	if p := a.opts.Provider; p != nil && p.EnvKey != "" {
+		pass = append(append([]string{}, pass...), p.EnvKey)
+	}
+	return agent.CLIEnv(t.Env, a.opts.Environ(), pass, a.opts.Env)
+}
+
+// Run runs Codex once on t. See the package comment for what is read;
+// agent.RunWithBudget's rules apply to the record (a stop at the budget
+// without a record is partial/budget-exceeded, a non-zero exit keeps a
+// valid record with a concern).
+func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	budget := t.EffectiveBudget()
+	review := t.Kind == agent.TaskKindReview
+	parse := func(stdout string) agent.StatusRecord {
+		if review {
+			return agent.StatusRecord{Status: agent.StatusComplete}
+		}
+		return ParseEvents(stdout).Record()
+	}
+	res, err := agent.RunWithBudget(ctx, agent.Cmd{
+		Argv:   a.Args(t),
+		Dir:    t.Workdir,
+		Env:    a.Env(t),
+		Stdin:  []byte(agent.RenderTaskPrompt(t)),
+		Budget: budget,
+		Grace:  a.opts.Grace,
+		Parse:  parse,
+	})
+	events := ParseEvents(res.Stdout)
+	if review {
+		res.Record = agent.ProcessRecord(res, budget)
+		if res.Record.Status == agent.StatusComplete && events.Failure != "" {
+			res.Record = agent.StatusRecord{Status: agent.StatusBlocked, Reason: "cli-error",
+				Summary: "codex: " + events.Failure, FilesChanged: []string{}}
+		}
+	}
+	out := agent.Result{
+		Record:   agent.RedactRecord(res.Record, a.opts.Secrets),
+		Output:   agent.Redact(events.Final, a.opts.Secrets...),
+		Stderr:   agent.Redact(res.Stderr, a.opts.Secrets...),
+		Duration: res.Duration,
+		Usage:    events.Usage,
+	}
+	out.Outcomes = agent.OutcomesFor(t.Findings, out.Record)
+	if err != nil {
+		return out, fmt.Errorf("codex agent %s: %w", a.opts.Name, err)
+	}
+	return out, nil
+}
+
+// Events is what a run's JSONL output says.
+type Events struct {
+	// Final is the text of the last completed agent_message item.
+	Final string
+	// Usage sums the turn.completed usage.
+	Usage agent.Usage
+	// Completed counts turn.completed events.
+	Completed int
+	// Failure is the message of the last turn.failed or error event.
+	Failure string
+	// Commands are the command lines of completed command_execution items.
+	Commands []string
+}
+
+// ParseEvents reads codex exec --json output. Lines that are not JSON
+// objects (a tail cut mid-line, stray text) are skipped.
+func ParseEvents(stdout string) Events {
+	var e Events
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(make([]byte, 0, 64<<10), len(stdout)+1)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var ev struct {
+			Type string `json:"type"`
+			Item struct {
+				Type    string `json:"type"`
+				Text    string `json:"text"`
+				Command string `json:"command"`
+			} `json:"item"`
+			Usage struct {
+				InputTokens           int64 `json:"input_tokens"`
+				CachedInputTokens     int64 `json:"cached_input_tokens"`
+				CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
+				OutputTokens          int64 `json:"output_tokens"`
+				ReasoningOutputTokens int64 `json:"reasoning_output_tokens"`
+			} `json:"usage"`
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+			Message string `json:"message"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		switch ev.Type {
+		case "item.completed":
+			switch ev.Item.Type {
+			case "agent_message":
+				e.Final = ev.Item.Text
+			case "command_execution":
+				e.Commands = append(e.Commands, ev.Item.Command)
+			}
+		case "turn.completed":
+			u := ev.Usage
+			e.Completed++
+			e.Usage.Add(agent.Usage{
+				// Codex counts cached (and cache-write) input inside
+				// input_tokens; agent.Usage keeps them apart.
+				InputTokens:      max(0, u.InputTokens-u.CachedInputTokens-u.CacheWriteInputTokens),
+				CacheReadTokens:  u.CachedInputTokens,
+				CacheWriteTokens: u.CacheWriteInputTokens,
+				OutputTokens:     u.OutputTokens,
+				ReasoningTokens:  u.ReasoningOutputTokens,
+			})
+		case "turn.failed":
+			e.Failure = "turn failed: " + ev.Error.Message
+		case "error":
+			e.Failure = ev.Message
+		}
+	}
+	return e
+}
+
+// Record is the status record of the final message (IF-5, fail-closed).
+func (e Events) Record() agent.StatusRecord {
+	rec := agent.ParseStatus(e.Final)
+	if rec.Reason == agent.ReasonUnparseable && e.Failure != "" {
+		rec.Summary += " (codex: " + oneLine(e.Failure) + ")"
+	}
+	return rec
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// bareKey reports whether s can be a bare TOML key (and so a dotted-path
+// segment of a -c override).
+func bareKey(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// tomlString quotes s as a TOML basic string.
+func tomlString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			b.WriteString(`\"`)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == utf8.RuneError:
+			b.WriteString(`\uFFFD`)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, `\u%04X`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
