@@ -23,6 +23,7 @@ import (
 //	                              SSL_CERT_FILE and CONVERGE_TOKEN (the author)
 //	hub request-changes BODY      the reviewer requests changes
 //	hub comment BODY              the reviewer comments on the PR
+//	hub comment-as ACTOR BODY     reviewer or outsider (read only) comments on the PR
 //	hub review-thread PATH LINE BODY   the reviewer opens a review thread on a line
 //	hub push base|head PATH FILE  the author pushes FILE (from the script) as PATH
 //	                              to the PR's base or head branch
@@ -141,6 +142,15 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		if len(got) != want {
 			ts.Fatalf("want %d write(s) by %s, the emulator logged %d: %+v", want, login, len(got), got)
 		}
+	case "comment-as":
+		tok := map[string]string{"reviewer": h.hub.Tokens().Reviewer, "outsider": h.hub.Tokens().Outsider}[args[1]]
+		if len(args) < 3 || tok == "" {
+			ts.Fatalf("usage: hub comment-as reviewer|outsider BODY")
+		}
+		c, err := ghREST(h.hub, tok)
+		ts.Check(err)
+		_, _, err = c.Issues.CreateComment(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, github.IssueCommentRequest{Body: strings.Join(args[2:], " ")})
+		ts.Check(err)
 	case "comment":
 		_, _, err := rev().Issues.CreateComment(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, github.IssueCommentRequest{Body: strings.Join(args[1:], " ")})
 		ts.Check(err)

@@ -182,11 +182,10 @@ func (d *step) preTerminal() bool {
 		d.end(ReasonStoppedByHuman, "a human asked converge to stop (converge stop)", nil)
 		return true
 	}
-	// Labelling needs triage access on the forge, so the label is a
-	// trusted human's word (PR-G5). It stays: later runs stop too until a
-	// human removes it.
-	if hasLabel(d.pr, LabelStop) {
-		d.end(ReasonStoppedByHuman, "the "+LabelStop+" label is on the pull request; remove it to run converge again", nil)
+	// The stop label or a /converge stop comment, from a trusted author
+	// (PR-G5). The label stays: later runs stop too until it is removed.
+	if stop, why := humanStop(d.s, d.o, d.c); stop {
+		d.end(ReasonStoppedByHuman, why, nil)
 		return true
 	}
 	if msg := d.humanPush(); msg != "" {

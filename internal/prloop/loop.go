@@ -364,15 +364,22 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 		return Observation{}, err
 	}
 	obs := Observation{Now: in.Now, PR: pr, Result: result, StopRequested: in.StopRequested}
-	if ev, ok := l.Forge.(forge.IssueEventer); ok && st.WantsEvents() && l.Config.Bot != nil {
+	// Issue events are read only while a requested bot review has not
+	// started (PR-O1), and while the stop label is on: who put it there
+	// decides whether it counts (PR-G5).
+	wantStart := st.WantsEvents() && l.Config.Bot != nil
+	if ev, ok := l.Forge.(forge.IssueEventer); ok && (wantStart || hasLabel(pr, LabelStop)) {
 		evs, err := ev.IssueEvents(ctx, ref)
 		if err != nil {
 			return Observation{}, fmt.Errorf("issue events: %w", err)
 		}
-		obs.EventsRead = true
-		for _, e := range evs {
-			if e.Event == l.Config.Bot.StartedEvent() && e.ID > obs.BotStartedMax {
-				obs.BotStartedMax = e.ID
+		obs.StopLabelBy = stopLabelBy(evs)
+		if wantStart {
+			obs.EventsRead = true
+			for _, e := range evs {
+				if e.Event == l.Config.Bot.StartedEvent() && e.ID > obs.BotStartedMax {
+					obs.BotStartedMax = e.ID
+				}
 			}
 		}
 	}
@@ -383,7 +390,7 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 		}
 		obs.BaseDiffLines = lines
 	}
-	obs.Permissions, err = l.permissions(ctx, ref, pr)
+	obs.Permissions, err = l.permissions(ctx, ref, pr, obs.StopLabelBy)
 	if err != nil {
 		return Observation{}, err
 	}
@@ -392,7 +399,7 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 
 // permissions looks up, once per run, the permission of every author of an
 // unresolved thread (SEC-1). Bots on the allowlist need no lookup.
-func (l *Loop) permissions(ctx context.Context, ref forge.PRRef, pr *forge.PullRequest) (map[string]forge.Permission, error) {
+func (l *Loop) permissions(ctx context.Context, ref forge.PRRef, pr *forge.PullRequest, also ...string) (map[string]forge.Permission, error) {
 	bots := map[string]bool{}
 	for _, b := range l.Config.TrustedBots {
 		bots[strings.ToLower(b)] = true
@@ -418,6 +425,9 @@ func (l *Loop) permissions(ctx context.Context, ref forge.PRRef, pr *forge.PullR
 	// PR-T13: top-level comments and reviews of humans.
 	for _, ic := range pr.IssueComments {
 		want(ic.Author)
+	}
+	for _, a := range also {
+		want(a)
 	}
 	for _, rv := range pr.Reviews {
 		switch rv.State {
