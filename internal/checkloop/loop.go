@@ -427,7 +427,7 @@ var noise = []struct {
 	repl string
 }{
 	{regexp.MustCompile(`\b\d+(\.\d+)?(ns|µs|us|ms|s|m|h)\b`), "<T>"},
-	{regexp.MustCompile(`\(cached\)`), ""},
+	{regexp.MustCompile(`\(cached\)`), "<T>"},
 	{regexp.MustCompile(`0x[0-9a-fA-F]+`), "0x?"},
 	{regexp.MustCompile(`go-build\d+`), "go-build?"},
 	{regexp.MustCompile(`[ \t]+`), " "},

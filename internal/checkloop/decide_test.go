@@ -1,0 +1,559 @@
+package checkloop
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/store"
+)
+
+// sim is a world for Decide alone: a repository whose trees are names,
+// children that are functions, a check that is a function of the tree.
+// It plays Observe and Act so the tables below read as runs.
+type sim struct {
+	t  *testing.T
+	st State
+
+	now        time.Time
+	head, tree string
+	heads      map[string]string // commit → tree
+	changed    []string          // paths the tree differs in from the in-flight iteration's start
+
+	tickets map[string]*TicketView
+	checks  []Check
+	commits []CommitDone
+	stop    bool
+
+	// child is iteration n's work: the tree it leaves, the paths it
+	// changed, its report. nil report: the child was killed mid-way (the
+	// ticket stays claimed).
+	child func(n int, tree string) (after string, changed []string, rep *AgentReport)
+	// check says whether tree passes, and prints out.
+	check func(key, tree string) (passed bool, out string, verdict *Verdict)
+
+	acts []Action // every action asked, in order
+}
+
+func newSim(t *testing.T, cfg Config) *sim {
+	s := &sim{
+		t: t, st: NewState("r1", cfg),
+		now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC), head: "c0", tree: "t0",
+		heads: map[string]string{"c0": "t0"}, tickets: map[string]*TicketView{},
+	}
+	s.check = func(key, tree string) (bool, string, *Verdict) { return false, "FAIL " + tree, nil }
+	return s
+}
+
+func mechanical() Config {
+	return Config{Goal: "make the tests pass", Oracle: Oracle{Class: Mechanical, Command: "go test ./..."}, Agent: "command",
+		Protect: []string{"*_test.go", "/check.sh"}, MaxIterations: 5}
+}
+
+func judged() Config {
+	c := mechanical()
+	c.Oracle = Oracle{Class: Judged, Judge: "command: ./judge.sh"}
+	return c
+}
+
+func (s *sim) observe() Observation {
+	obs := Observation{Now: s.now, Head: s.head, Tree: s.tree, Checks: s.checks, Commits: s.commits, StopRequested: s.stop}
+	s.checks, s.commits = nil, nil
+	if cur := s.st.InFlight(); cur != nil {
+		obs.Ticket = s.tickets[cur.Ticket]
+		obs.Changed = s.changed
+	}
+	return obs
+}
+
+// step runs one Decide and plays its actions; it reports done.
+func (s *sim) step() bool {
+	s.t.Helper()
+	obs := s.observe()
+	before := mustJSON(s.t, s.st)
+	next, acts, done := Decide(s.st, obs)
+	if after := mustJSON(s.t, s.st); after != before {
+		s.t.Fatalf("Decide changed its input state:\n%s\n%s", before, after)
+	}
+	// Pure: the same input decides the same.
+	next2, acts2, done2 := Decide(s.st, obs)
+	if !reflect.DeepEqual(next, next2) || !reflect.DeepEqual(acts, acts2) || done != done2 {
+		s.t.Fatalf("Decide is not deterministic")
+	}
+	if done != (next.Terminal != nil) {
+		s.t.Fatalf("done=%v but terminal %+v", done, next.Terminal)
+	}
+	s.st = next
+	for _, a := range acts {
+		s.acts = append(s.acts, a)
+		s.act(a)
+	}
+	s.now = s.now.Add(time.Minute)
+	return done
+}
+
+func (s *sim) act(a Action) {
+	switch a.Kind {
+	case ActIterate:
+		if CheckCanonical(a.Packet) != nil {
+			s.t.Fatalf("packet of %s is not canonical: %s", a.Ticket, a.Packet)
+		}
+		if t := s.tickets[a.Ticket]; t != nil && t.Status != store.TicketOpen {
+			return // claimed once: never run again
+		}
+		after, changed, rep := s.child(a.N, s.tree)
+		s.tree, s.changed = after, changed
+		if rep == nil {
+			s.tickets[a.Ticket] = &TicketView{ID: a.Ticket, Status: store.TicketClaimed, Owner: "old"}
+			return
+		}
+		s.tickets[a.Ticket] = &TicketView{ID: a.Ticket, Status: store.TicketDone, Owner: "child", Report: rep}
+	case ActCheck:
+		passed, out, v := s.check(a.Key, s.tree)
+		code := 1
+		if passed {
+			code = 0
+		}
+		s.checks = append(s.checks, Check{Key: a.Key, Tree: s.tree, Head: s.head, Passed: passed, ExitCode: code, Output: out, Digest: digest(out), Verdict: v})
+	case ActUndo:
+		if a.Interrupt {
+			if t := s.tickets[a.Ticket]; t != nil && t.Status == store.TicketClaimed {
+				t.Status = store.TicketInterrupted
+			}
+		}
+		s.head, s.tree, s.changed = a.Head, s.heads[a.Head], nil
+	case ActCommit:
+		sha := fmt.Sprintf("c%d", a.N)
+		s.heads[sha] = s.tree
+		s.head = sha
+		s.commits = append(s.commits, CommitDone{Ticket: a.Ticket, SHA: sha})
+	}
+}
+
+// run steps until the run ends (or fails the test after many steps).
+func (s *sim) run() *Terminal {
+	s.t.Helper()
+	for i := 0; i < 200; i++ {
+		if s.step() {
+			return s.st.Terminal
+		}
+	}
+	s.t.Fatalf("no terminal after 200 steps: %+v", s.st)
+	return nil
+}
+
+func (s *sim) kinds() string {
+	var ks []string
+	for _, a := range s.acts {
+		k := string(a.Kind)
+		if a.Final {
+			k += "(final)"
+		}
+		ks = append(ks, k)
+	}
+	return strings.Join(ks, " ")
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func done(summary string) *AgentReport {
+	return &AgentReport{Agent: "command", Status: "complete", Summary: summary}
+}
+
+// fixOnePerIteration: the tree passes once `fixes` iterations changed it.
+func fixOnePerIteration(s *sim, fixes int) {
+	s.child = func(n int, tree string) (string, []string, *AgentReport) {
+		return fmt.Sprintf("t%d", n), []string{"calc.go"}, done("fixed one")
+	}
+	s.check = func(key, tree string) (bool, string, *Verdict) {
+		var n int
+		fmt.Sscanf(tree, "t%d", &n)
+		if n >= fixes {
+			return true, "ok", nil
+		}
+		return false, fmt.Sprintf("FAIL: %d tests fail", fixes-n), nil
+	}
+}
+
+// TestLOOP_5_CompleteAfterTheLoopsOwnCheckPasses: three failing tests, one
+// fixed per iteration: complete after 3, each accepted iteration
+// committed, exit 0.
+func TestLOOP_5_CompleteAfterTheLoopsOwnCheckPasses(t *testing.T) {
+	s := newSim(t, mechanical())
+	fixOnePerIteration(s, 3)
+	term := s.run()
+	if term.Status != StatusComplete || term.ExitCode != 0 || len(s.st.Iterations) != 3 {
+		t.Fatalf("want complete after 3 iterations, got %+v after %d", term, len(s.st.Iterations))
+	}
+	if got, want := s.kinds(), "check iterate check commit iterate check commit iterate check commit"; got != want {
+		t.Fatalf("actions %q, want %q", got, want)
+	}
+	for _, it := range s.st.Iterations {
+		if it.Outcome != OutcomeAccepted || !it.Progress || it.Commit == "" || it.Stage != StageClosed {
+			t.Fatalf("iteration %+v", it)
+		}
+	}
+	// A run already at its goal does no iteration at all.
+	s = newSim(t, mechanical())
+	fixOnePerIteration(s, 0)
+	if term := s.run(); term.Status != StatusComplete || len(s.st.Iterations) != 0 {
+		t.Fatalf("a passing baseline: %+v, %d iterations", term, len(s.st.Iterations))
+	}
+}
+
+// TestLOOP_6_AnIterationsOwnClaimNeverCounts: an agent that says it is
+// done ("ALL TESTS PASS") while the check fails never ends complete: its
+// record is kept, the check decides, and changing nothing stalls.
+func TestLOOP_6_AnIterationsOwnClaimNeverCounts(t *testing.T) {
+	s := newSim(t, mechanical())
+	s.child = func(n int, tree string) (string, []string, *AgentReport) {
+		return tree, nil, done("ALL TESTS PASS")
+	}
+	term := s.run()
+	if term.Status != StatusStalled || term.ExitCode != 5 {
+		t.Fatalf("want stalled (exit 5), got %+v", term)
+	}
+	if n := len(s.st.Iterations); n != DefaultStallIterations {
+		t.Fatalf("stalled after %d iterations, want K=%d", n, DefaultStallIterations)
+	}
+	for _, it := range s.st.Iterations {
+		if it.Outcome != OutcomeNoChange || it.Progress || it.Agent.Summary != "ALL TESTS PASS" || it.Check == nil || it.Check.Passed {
+			t.Fatalf("iteration %+v", it)
+		}
+	}
+}
+
+// TestLOOP_6_ProtectedChangeIsUndoneAndUnverified: an iteration that
+// deletes or edits the failing tests (or the check's own script) is
+// rejected: undone, recorded UNVERIFIED, never progress, never committed
+// — even though the check would pass on its tree.
+func TestLOOP_6_ProtectedChangeIsUndoneAndUnverified(t *testing.T) {
+	for _, changed := range [][]string{
+		{"calc_test.go"},                // deleted or edited the tests
+		{"calc.go", "pkg/more_test.go"}, // a real fix along with a test edit
+		{"check.sh"},                    // the file the check names
+	} {
+		t.Run(strings.Join(changed, "+"), func(t *testing.T) {
+			s := newSim(t, mechanical())
+			s.child = func(n int, tree string) (string, []string, *AgentReport) {
+				return "cheat", changed, done("removed the failing tests")
+			}
+			s.check = func(key, tree string) (bool, string, *Verdict) {
+				return tree == "cheat", "out " + tree, nil
+			}
+			term := s.run()
+			if term.Status == StatusComplete {
+				t.Fatalf("a run whose only passing tree edits protected files ended complete")
+			}
+			if term.Status != StatusStalled {
+				t.Fatalf("want stalled, got %+v", term)
+			}
+			for _, it := range s.st.Iterations {
+				if it.Outcome != OutcomeUnverified || it.Progress || it.Commit != "" || len(it.Protected) == 0 {
+					t.Fatalf("iteration %+v", it)
+				}
+				if it.Check == nil || it.Check.Tree != "t0" {
+					t.Fatalf("the check after a rejected iteration ran on %+v, want the undone tree t0", it.Check)
+				}
+			}
+			if got := s.kinds(); strings.Contains(got, "commit") || !strings.Contains(got, "iterate undo check") {
+				t.Fatalf("actions %q: want undo before the check, no commit", got)
+			}
+			if s.tree != "t0" || s.head != "c0" {
+				t.Fatalf("the work tree is %s at %s, want the start", s.tree, s.head)
+			}
+			if d := Digest(s.st); len(d) == 0 || !strings.Contains(d[0], "UNVERIFIED") {
+				t.Fatalf("digest %q does not carry the rejected approach", d)
+			}
+		})
+	}
+}
+
+// TestLOOP_5_StalledNeedsKIterationsWithoutProgress: an iteration whose
+// change or check output moved resets the count; K in a row stall.
+func TestLOOP_5_StalledNeedsKIterationsWithoutProgress(t *testing.T) {
+	cfg := mechanical()
+	cfg.StallIterations = 3
+	cfg.MaxIterations = 10
+	s := newSim(t, cfg)
+	s.child = func(n int, tree string) (string, []string, *AgentReport) {
+		if n == 2 {
+			return "t2", []string{"calc.go"}, done("a change")
+		}
+		return tree, nil, done("nothing")
+	}
+	s.check = func(key, tree string) (bool, string, *Verdict) { return false, "FAIL", nil }
+	term := s.run()
+	if term.Status != StatusStalled || len(s.st.Iterations) != 5 {
+		t.Fatalf("want stalled after iterations 3, 4, 5 (2 made progress), got %+v after %d", term, len(s.st.Iterations))
+	}
+	if !strings.Contains(term.Message, "iter.03, iter.04, iter.05") {
+		t.Fatalf("message %q does not name the stalled iterations", term.Message)
+	}
+}
+
+// TestLOOP_5_LimitedByEachBoundAndNeverPromoted: each bound ends the run
+// limited (exit 4); a limited run stays limited whatever comes after.
+func TestLOOP_5_LimitedByEachBoundAndNeverPromoted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*Config)
+		want int // iterations run
+	}{
+		{"iterations", func(c *Config) { c.MaxIterations = 2 }, 2},
+		{"wall clock", func(c *Config) { c.MaxIterations = 50; c.MaxWallClock = 10 * time.Minute }, 2},
+		{"cost", func(c *Config) { c.MaxIterations = 50; c.MaxCostUSD = 1 }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := mechanical()
+			tc.set(&cfg)
+			s := newSim(t, cfg)
+			fixOnePerIteration(s, 3)
+			child := s.child
+			s.child = func(n int, tree string) (string, []string, *AgentReport) {
+				after, ch, rep := child(n, tree)
+				rep.CostUSD = 0.5
+				s.now = s.now.Add(3 * time.Minute) // an iteration takes 5 minutes in all
+				return after, ch, rep
+			}
+			term := s.run()
+			if term.Status != StatusLimited || term.ExitCode != 4 || len(s.st.Iterations) != tc.want {
+				t.Fatalf("want limited (exit 4) after %d, got %+v after %d", tc.want, term, len(s.st.Iterations))
+			}
+			if !strings.Contains(term.Message, "not a success") {
+				t.Fatalf("message %q", term.Message)
+			}
+			// Never promoted: even a check that passes now changes nothing.
+			obs := s.observe()
+			obs.Checks = []Check{{Key: checkKey(2), Passed: true}, {Key: checkKey(3), Passed: true}}
+			next, acts, done := Decide(s.st, obs)
+			if !done || len(acts) != 0 || next.Terminal.Status != StatusLimited {
+				t.Fatalf("a limited run moved on: %+v %v", next.Terminal, acts)
+			}
+		})
+	}
+	// The budget of an agent is cut to what the wall clock leaves.
+	cfg := mechanical()
+	cfg.MaxWallClock, cfg.AgentBudget = 150*time.Second, 10*time.Minute
+	s := newSim(t, cfg)
+	fixOnePerIteration(s, 5)
+	for s.st.InFlight() == nil {
+		s.step()
+	}
+	if a := s.acts[len(s.acts)-1]; a.Kind != ActIterate || a.Budget != 90*time.Second {
+		t.Fatalf("first iteration's budget %s, want the 90s the wall clock leaves", a.Budget)
+	}
+}
+
+// TestLOOP_5_BlockedAndFailed: a valid blocked record ends blocked (exit 3)
+// with its reason; an agent that could not run ends failed (exit 1), its
+// leftovers undone.
+func TestLOOP_5_BlockedAndFailed(t *testing.T) {
+	s := newSim(t, mechanical())
+	s.child = func(n int, tree string) (string, []string, *AgentReport) {
+		return tree, nil, &AgentReport{Status: "blocked", Reason: "needs the staging database"}
+	}
+	if term := s.run(); term.Status != StatusBlocked || term.ExitCode != 3 || !strings.Contains(term.Message, "staging database") {
+		t.Fatalf("want blocked with the reason, got %+v", term)
+	}
+
+	s = newSim(t, mechanical())
+	s.child = func(n int, tree string) (string, []string, *AgentReport) {
+		return "half", []string{"calc.go"}, &AgentReport{Status: "blocked", Failure: "agent command could not run: exited 2 without a status record"}
+	}
+	term := s.run()
+	if term.Status != StatusFailed || term.ExitCode != 1 || !strings.Contains(term.Message, "could not run") {
+		t.Fatalf("want failed naming the agent, got %+v", term)
+	}
+	if got := s.kinds(); got != "check iterate undo" || s.tree != "t0" {
+		t.Fatalf("actions %q, tree %s: want the leftovers undone", got, s.tree)
+	}
+	if it := s.st.Iterations[0]; it.Outcome != OutcomeFailed || it.Stage != StageClosed {
+		t.Fatalf("iteration %+v", it)
+	}
+}
+
+// TestLOOP_3_AClaimedTicketIsNeverRepeated: after a crash mid-iteration
+// the claimed ticket is closed as interrupted and its change undone; the
+// run goes on with the next ticket. A ticket never claimed is handed out.
+func TestLOOP_3_AClaimedTicketIsNeverRepeated(t *testing.T) {
+	s := newSim(t, mechanical())
+	fixOnePerIteration(s, 2)
+	fix := s.child
+	s.child = func(n int, tree string) (string, []string, *AgentReport) {
+		if n == 1 {
+			return "partial", []string{"calc.go"}, nil // killed mid-way
+		}
+		return fix(n-1, tree)
+	}
+	term := s.run()
+	if term.Status != StatusComplete {
+		t.Fatalf("want complete, got %+v", term)
+	}
+	its := s.st.Iterations
+	if len(its) != 3 || its[0].Outcome != OutcomeInterrupted || its[0].Progress || its[0].Ticket != "r1.iter.01" || its[1].Ticket != "r1.iter.02" {
+		t.Fatalf("iterations %+v", its)
+	}
+	if s.tickets["r1.iter.01"].Status != store.TicketInterrupted {
+		t.Fatalf("ticket 1 is %s, want interrupted", s.tickets["r1.iter.01"].Status)
+	}
+	iterated := map[string]int{}
+	for _, a := range s.acts {
+		if a.Kind == ActIterate {
+			iterated[a.Ticket]++
+		}
+		if a.Kind == ActUndo && a.Ticket == "r1.iter.01" && !a.Interrupt {
+			t.Fatalf("the undo of an interrupted ticket does not close it: %+v", a)
+		}
+	}
+	for id, n := range iterated {
+		if n != 1 {
+			t.Fatalf("ticket %s dispatched %d times", id, n)
+		}
+	}
+
+	// A dispatched ticket the store never saw (a crash before the claim)
+	// is handed out again: it was never claimed.
+	s = newSim(t, mechanical())
+	fixOnePerIteration(s, 1)
+	for s.st.InFlight() == nil {
+		s.step()
+	}
+	delete(s.tickets, "r1.iter.01")
+	s.tree, s.changed = "t0", nil
+	next, acts, _ := Decide(s.st, s.observe())
+	if len(acts) != 1 || acts[0].Kind != ActIterate || acts[0].Ticket != "r1.iter.01" || len(next.Iterations) != 1 {
+		t.Fatalf("an unclaimed ticket: %+v", acts)
+	}
+}
+
+// TestLOOP_2_JudgedNeedsAFreshFinalReJudgment: a judged check that says
+// done is confirmed by a fresh final re-judgment before complete; when
+// the re-judgment disagrees the run goes on.
+func TestLOOP_2_JudgedNeedsAFreshFinalReJudgment(t *testing.T) {
+	s := newSim(t, judged())
+	fixOnePerIteration(s, 5)
+	finals := 0
+	s.check = func(key, tree string) (bool, string, *Verdict) {
+		if strings.HasPrefix(key, "final/") {
+			finals++
+			if finals == 1 {
+				return false, `{"verdict":"not-done"}`, &Verdict{Verdict: "not-done", Reasons: []string{"no test for Sub"}, Missing: []string{"a test for Sub"}}
+			}
+			return true, `{"verdict":"done"}`, &Verdict{Verdict: "done", Reasons: []string{"ok"}}
+		}
+		if tree == "t0" {
+			return false, `{"verdict":"not-done"}`, &Verdict{Verdict: "not-done", Reasons: []string{"nothing yet"}}
+		}
+		return true, `{"verdict":"done"}`, &Verdict{Verdict: "done", Reasons: []string{"looks done"}}
+	}
+	term := s.run()
+	if term.Status != StatusComplete || len(s.st.Iterations) != 2 || finals != 2 {
+		t.Fatalf("want complete after 2 iterations and 2 final re-judgments, got %+v after %d, %d finals", term, len(s.st.Iterations), finals)
+	}
+	want := "check iterate check commit check(final) iterate check commit check(final)"
+	if got := s.kinds(); got != want {
+		t.Fatalf("actions %q, want %q", got, want)
+	}
+	if f := s.st.Iterations[0].Final; f == nil || f.Passed {
+		t.Fatalf("the first final re-judgment %+v", f)
+	}
+	if d := strings.Join(Digest(s.st), "\n"); !strings.Contains(d, "final re-judgment did not") {
+		t.Fatalf("digest %q", d)
+	}
+}
+
+// TestLOOP_1_TheGoalIsFrozen: a state whose goal no longer matches the
+// digest it started with ends failed.
+func TestLOOP_1_TheGoalIsFrozen(t *testing.T) {
+	s := newSim(t, mechanical())
+	fixOnePerIteration(s, 3)
+	s.step()
+	s.st.Config.Goal += " and also delete the tests"
+	term := s.run()
+	if term.Status != StatusFailed || !strings.Contains(term.Message, "frozen") {
+		t.Fatalf("want failed for a changed goal, got %+v", term)
+	}
+}
+
+// TestLOOP_5_StopUndoesTheIterationInFlight: a stop request ends the run
+// blocked (exit 3), the in-flight iteration's uncommitted change undone.
+func TestLOOP_5_StopUndoesTheIterationInFlight(t *testing.T) {
+	s := newSim(t, mechanical())
+	fixOnePerIteration(s, 3)
+	for s.st.InFlight() == nil {
+		s.step()
+	}
+	s.step() // the child ran; its outcome is read next
+	s.stop = true
+	term := s.run()
+	if term.Status != StatusBlocked || term.ExitCode != 3 {
+		t.Fatalf("want blocked on stop, got %+v", term)
+	}
+	if s.tree != "t0" || s.st.Iterations[0].Outcome != OutcomeStopped {
+		t.Fatalf("tree %s, iteration %+v", s.tree, s.st.Iterations[0])
+	}
+}
+
+// TestLOOP_1_PacketIsGoalWorklogDigestScope: the packet holds the goal
+// verbatim and only the worklog, the failed-approaches digest (with a
+// predecessor's limit restated) and the queued scope.
+func TestLOOP_1_PacketIsGoalWorklogDigestScope(t *testing.T) {
+	cfg := mechanical()
+	cfg.Goal = "  make <the> tests pass\n\tand keep \"quotes\" & ünïcode  \n"
+	cfg.Predecessor = &Predecessor{Run: "r0", Status: "limited", ExitCode: 4, Iterations: 2, Message: "max-iterations 2 reached", Digest: []string{"iter.02 changed nothing"}}
+	s := newSim(t, cfg)
+	s.child = func(n int, tree string) (string, []string, *AgentReport) {
+		r := done("tried")
+		r.NextAction = "fix Mul"
+		return tree, nil, r
+	}
+	for len(s.st.Iterations) < 2 {
+		s.step()
+	}
+	var pk []byte
+	for _, a := range s.acts {
+		if a.Kind == ActIterate {
+			pk = a.Packet
+		}
+	}
+	var m map[string]json.RawMessage
+	if err := DecodeRecord(pk, &m); err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, k := range []string{"failed_approaches", "goal", "queued_scope", "worklog"} {
+		if _, ok := m[k]; ok {
+			keys = append(keys, k)
+		}
+	}
+	if len(m) != 4 || len(keys) != 4 {
+		t.Fatalf("packet keys %v, want exactly goal, worklog, failed_approaches, queued_scope", m)
+	}
+	var p Packet
+	if err := json.Unmarshal(pk, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Goal != cfg.Goal {
+		t.Fatalf("goal %q, want it verbatim %q", p.Goal, cfg.Goal)
+	}
+	if len(p.FailedApproaches) < 3 || !strings.Contains(p.FailedApproaches[0], "r0 ended limited") || !strings.Contains(p.FailedApproaches[0], "not a success") || p.FailedApproaches[1] != "from r0: iter.02 changed nothing" {
+		t.Fatalf("digest %q", p.FailedApproaches)
+	}
+	if len(p.QueuedScope) != 1 || p.QueuedScope[0] != "fix Mul" {
+		t.Fatalf("queued scope %q", p.QueuedScope)
+	}
+	if !strings.Contains(p.Worklog, "iter.01: changed nothing") || !strings.Contains(p.Worklog, "FAIL t0") {
+		t.Fatalf("worklog %q", p.Worklog)
+	}
+}
