@@ -1,0 +1,105 @@
+// Package backends is the registry of the coding-agent CLI backends that
+// need no more configuration than a name (AG-B1): `--agent claude`,
+// `--agent codex`, and the same for `--review-agent`. It builds a backend
+// from its name, the role it plays and what the environment configures:
+//
+//	CONVERGE_CLAUDE_BIN, CONVERGE_CODEX_BIN      the program (else PATH)
+//	CONVERGE_CLAUDE_MODEL, CONVERGE_CODEX_MODEL  the model (else the CLI's default)
+//
+// The built-in suggest agent and the command agent, which need flags of
+// their own, are built by the command line as before.
+package backends
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/claude"
+	"github.com/convergeloop/converge/internal/agent/codex"
+)
+
+// Roles an agent plays; a role other than RoleFix prefixes the backend's
+// Name ("review-claude"), so logs and failures say which agent it was.
+const (
+	RoleFix    = "fix"
+	RoleReview = "review"
+	RoleJudge  = "judge"
+)
+
+// ErrUnknown is wrapped by New for a name that is not a backend here.
+var ErrUnknown = errors.New("unknown agent backend")
+
+// Config selects and configures a backend.
+type Config struct {
+	Name  string // "claude" or "codex"
+	Role  string // RoleFix (default), RoleReview, RoleJudge
+	Model string // overrides CONVERGE_<NAME>_MODEL
+	// Binary overrides CONVERGE_<NAME>_BIN and PATH.
+	Binary    string
+	ExtraArgs []string
+	// Getenv reads converge's environment; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+var names = []string{"claude", "codex"}
+
+// Names lists the backends New builds.
+func Names() []string { return slices.Clone(names) }
+
+// Known reports whether New builds name.
+func Known(name string) bool { return slices.Contains(names, name) }
+
+// New builds the backend cfg names. A CLI that cannot be found is an
+// error here, before anything runs (AG-T4 pre-flight): one line naming the
+// program and how to fix it.
+func New(cfg Config) (agent.Agent, error) {
+	getenv := cfg.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	model := cfg.Model
+	if model == "" && Known(cfg.Name) {
+		model = getenv("CONVERGE_" + strings.ToUpper(cfg.Name) + "_MODEL")
+	}
+	name := cfg.Name
+	if cfg.Role != "" && cfg.Role != RoleFix {
+		name = cfg.Role + "-" + cfg.Name
+	}
+	switch cfg.Name {
+	case "claude":
+		return claude.New(claude.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
+	case "codex":
+		return codex.New(codex.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
+	}
+	return nil, fmt.Errorf("%w %q: use %s", ErrUnknown, cfg.Name, strings.Join(names, " or "))
+}
+
+// ID tells apart configurations of one backend where a result is cached
+// by agent (the local review's cache key): the name, the program and the
+// model.
+func ID(a agent.Agent, cfg Config) string {
+	id := cfg.Name
+	type binary interface{ Binary() string }
+	if b, ok := a.(binary); ok {
+		id += " bin=" + b.Binary()
+	}
+	model := cfg.Model
+	if model == "" {
+		getenv := cfg.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		model = getenv("CONVERGE_" + strings.ToUpper(cfg.Name) + "_MODEL")
+	}
+	if model != "" {
+		id += " model=" + model
+	}
+	if len(cfg.ExtraArgs) > 0 {
+		id += " args=" + strings.Join(cfg.ExtraArgs, " ")
+	}
+	return id
+}

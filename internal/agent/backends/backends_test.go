@@ -1,0 +1,61 @@
+package backends
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/claude"
+	"github.com/convergeloop/converge/internal/agent/codex"
+)
+
+func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+
+func TestNewBuildsEachBackend(t *testing.T) {
+	getenv := env(map[string]string{
+		"CONVERGE_CLAUDE_BIN": "/bin/sh", "CONVERGE_CODEX_BIN": "/bin/sh",
+		"CONVERGE_CLAUDE_MODEL": "opus", "CONVERGE_CODEX_MODEL": "gpt-5",
+	})
+	a, err := New(Config{Name: "claude", Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := a.(*claude.Agent)
+	if !ok || c.Name() != "claude" || c.Binary() != "/bin/sh" {
+		t.Fatalf("claude = %#v", a)
+	}
+	if argv := c.Args(agent.Task{}); !slices.Contains(argv, "opus") {
+		t.Errorf("claude argv %q lacks the model from CONVERGE_CLAUDE_MODEL", argv)
+	}
+
+	a, err = New(Config{Name: "codex", Role: RoleReview, Model: "o9", Getenv: getenv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, ok := a.(*codex.Agent)
+	if !ok || x.Name() != "review-codex" {
+		t.Fatalf("codex = %#v", a)
+	}
+	if argv := x.Args(agent.Task{}); !slices.Contains(argv, "o9") || slices.Contains(argv, "gpt-5") {
+		t.Errorf("codex argv %q: the configured model wins over the environment's", argv)
+	}
+	if id := ID(a, Config{Name: "codex", Model: "o9", Getenv: getenv}); id != "codex bin=/bin/sh model=o9" {
+		t.Errorf("ID = %q", id)
+	}
+}
+
+func TestNewErrors(t *testing.T) {
+	_, err := New(Config{Name: "gemini"})
+	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "claude or codex") {
+		t.Errorf("unknown: %v", err)
+	}
+	_, err = New(Config{Name: "claude", Getenv: env(map[string]string{"CONVERGE_CLAUDE_BIN": "/nonexistent/claude"})})
+	if err == nil || errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "CONVERGE_CLAUDE_BIN") {
+		t.Errorf("missing binary: %v", err)
+	}
+	if !Known("codex") || Known("command") || !slices.Equal(Names(), []string{"claude", "codex"}) {
+		t.Error("Known/Names")
+	}
+}
