@@ -133,8 +133,14 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	for i, c := range t.Calls {
 		name, input := c.Name, mustJSON(c.Input)
 		if c.Shell != "" {
-			name, input = "Bash", mustJSON(map[string]string{"command": c.Shell})
-			if !slices.Contains(tools, "Bash") {
+			// Claude Code's shell tool is Bash, OpenCode's bash; both take
+			// {"command"}.
+			name = "Bash"
+			if !slices.Contains(tools, "Bash") && slices.Contains(tools, "bash") {
+				name = "bash"
+			}
+			input = mustJSON(map[string]string{"command": c.Shell})
+			if !slices.Contains(tools, name) {
 				s.fail("anthropic: shell call but the request offers no Bash tool (tools %v)", tools)
 			}
 		}

@@ -56,7 +56,7 @@ type ToolCall struct {
 	Input any
 	// Shell is a shell command line. The server picks the shell tool from
 	// the request's tools and encodes the command for it: Anthropic Bash
-	// {"command"}; Codex exec_command {"cmd"}, shell_command {"command"} or
+	// (Claude Code) or bash (OpenCode) {"command"}; Codex exec_command {"cmd"}, shell_command {"command"} or
 	// shell {"command": ["bash", "-lc", …]}.
 	Shell string
 }
