@@ -1,0 +1,44 @@
+package cli
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// TestLOOP_Acceptance runs the done-check loop's acceptance scenarios in
+// testdata/loop (issue 10): real `converge loop` command lines on sample
+// Go repositories created by the script, whose done-check is
+// `go test ./...`. They live apart from testdata/script because they run
+// the go command, which needs this machine's build cache: TestScripts
+// hands its scripts none (HOME is /no-home there), and a cold cache costs
+// a minute per run. The loop scenarios that need no Go toolchain are
+// testdata/script/loop_*.txtar.
+func TestLOOP_Acceptance(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("needs the go command")
+	}
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	cache := strings.TrimSpace(string(out))
+	if err != nil || cache == "" || cache == "off" {
+		t.Skipf("no go build cache (%v)", err)
+	}
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata/loop",
+		Setup: func(env *testscript.Env) error {
+			// The same clean environment as TestScripts, plus the go
+			// command's build cache and a module cache of the script's own.
+			for _, k := range []string{"CONVERGE_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GITHUB_API_URL"} {
+				env.Setenv(k, "")
+			}
+			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
+			env.Setenv("GOCACHE", cache)
+			env.Setenv("GOPATH", env.WorkDir+"/gopath")
+			env.Setenv("GOTOOLCHAIN", "local")
+			env.Setenv("GOFLAGS", "")
+			return nil
+		},
+	})
+}
