@@ -276,7 +276,7 @@ func (l *Loop) runChild(ctx context.Context, t agent.Task, base string) (AgentRe
 // check runs the done-check (LOOP-2): the mechanical command, or a fresh
 // judge that gets only the judge packet. The loop runs it, never a child.
 func (l *Loop) check(ctx context.Context, st State, obs Observation, a Action) (*Check, error) {
-	c := &Check{Key: a.Key, Tree: obs.Tree, Head: obs.Head}
+	c := &Check{Key: a.Key, Tree: obs.Tree, Head: obs.Head, Judged: st.Config.Oracle.Class == Judged}
 	var err error
 	if st.Config.Oracle.Class == Judged {
 		err = l.judge(ctx, st, obs, a, c)

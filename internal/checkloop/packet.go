@@ -140,6 +140,8 @@ func checkWords(c *Check) string {
 		s = "said done"
 	case c.Verdict != nil:
 		s = "said not done"
+	case c.Judged:
+		s = "no valid verdict, taken as not done"
 	case c.Passed:
 		s = "passed"
 	case c.TimedOut:
@@ -166,6 +168,9 @@ func Digest(st State) []string {
 			out = append(out, "from "+p.Run+": "+d)
 		}
 	}
+	if f := st.BaselineFinal; f != nil && !f.Passed {
+		out = append(out, fmt.Sprintf("before iteration 1: the judge said done, but the fresh final re-judgment did not (%s).", strings.Join(verdictReasons(f), "; ")))
+	}
 	for _, it := range st.Iterations {
 		if it.Stage != StageClosed {
 			continue
@@ -179,7 +184,7 @@ func Digest(st State) []string {
 		case it.Outcome == OutcomeUnverified:
 			out = append(out, fmt.Sprintf("%s UNVERIFIED: it changed protected oracle inputs (%s); the change was undone and did not count.%s", id, list(it.Protected, 8), tried))
 		case it.Outcome == OutcomeNoChange:
-			out = append(out, fmt.Sprintf("%s changed nothing; the check stayed %s.%s", id, checkState(it.Check), tried))
+			out = append(out, fmt.Sprintf("%s changed nothing; the check %s again.%s", id, checkState(it.Check), tried))
 		case it.Outcome == OutcomeInterrupted:
 			out = append(out, id+" was interrupted; its partial change was undone.")
 		case it.Outcome == OutcomeAccepted && !it.Progress:

@@ -202,6 +202,12 @@ func WriteSummary(w io.Writer, r Result) {
 	if len(r.QueuedScope) > 0 {
 		fmt.Fprintf(w, "  queued scope     %s\n", strings.Join(r.QueuedScope, "; "))
 	}
+	if len(r.FailedApproaches) > 0 {
+		fmt.Fprintf(w, "  failed approaches\n")
+		for _, f := range r.FailedApproaches {
+			fmt.Fprintf(w, "    - %s\n", text.Clip(f, 200))
+		}
+	}
 	b := r.Bounds
 	fmt.Fprintf(w, "  bounds spent     %d/%d iterations, %s", b.Iterations, b.MaxIterations, b.WallClock)
 	if b.MaxWallClock != "" {

@@ -203,8 +203,11 @@ type Check struct {
 	Output string `json:"output"`
 	// Digest identifies the output for LOOP-5's "the same as before":
 	// the normalized output (timings dropped), or the verdict.
-	Digest   string        `json:"digest"`
-	Verdict  *Verdict      `json:"verdict,omitempty"`
+	Digest  string   `json:"digest"`
+	Verdict *Verdict `json:"verdict,omitempty"`
+	// Judged: a judge's answer (Verdict nil: it gave no valid verdict,
+	// which is not done).
+	Judged   bool          `json:"judged,omitempty"`
 	Note     string        `json:"note,omitempty"`
 	CostUSD  float64       `json:"cost_usd,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"`

@@ -246,7 +246,7 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 		cfg.Oracle = checkloop.Oracle{Class: checkloop.Mechanical, Command: opts.Check}
 		protect = append(protect, checkloop.CheckNamedFiles(top, opts.Check)...)
 	} else {
-		if judge, err = loopAgent("--judge", opts.Judge, "--judge-cmd", opts.JudgeCmd, "judge"); err != nil {
+		if judge, err = loopAgent("--judge", opts.Judge, "--judge-cmd", opts.JudgeCmd, "judge-command"); err != nil {
 			return nil, err
 		}
 		cfg.Oracle = checkloop.Oracle{Class: checkloop.Judged, Judge: opts.Judge + ": " + opts.JudgeCmd}
@@ -274,7 +274,11 @@ func loopAgent(flag, name, cmdFlag, cmdline, role string) (agent.Agent, error) {
 		return nil, usageErr("unknown %s %q: use command (the loop's children read the context packet on stdin)", flag, name)
 	}
 	if strings.TrimSpace(cmdline) == "" {
-		return nil, usageErr("%s command needs %s, e.g. %s './%s.sh'", flag, cmdFlag, cmdFlag, role)
+		example := "./agent.sh"
+		if flag == "--judge" {
+			example = "./judge.sh"
+		}
+		return nil, usageErr("%s command needs %s, e.g. %s '%s'", flag, cmdFlag, cmdFlag, example)
 	}
 	if err := command.Preflight(cmdline); err != nil {
 		return nil, usageErr("%s: %v", cmdFlag, err)
