@@ -92,12 +92,19 @@ func advance(next *State, cur *Iteration, obs Observation) []Action {
 		next.CostUSD += rep.CostUSD
 		if rep.Failure != "" {
 			cur.Outcome = OutcomeFailed
+			status, msg := StatusFailed, rep.Failure
+			if w := next.Config.MaxWallClock; rep.TimedOut && w > 0 && obs.Now.Sub(next.StartedAt) >= w {
+				// Stopped at the time-box the wall clock left it: the
+				// bound ran out, the agent did not fail.
+				cur.Outcome, status = OutcomeTimedOut, StatusLimited
+				msg = fmt.Sprintf("max-wall-clock %s passed while %s ran (its unfinished change was undone) and the done-check still fails; a limit is not a success", w, shortTicket(cur.Ticket))
+			}
 			closeIteration(cur, obs.Now)
 			var acts []Action
 			if obs.Tree != cur.TreeBefore || obs.Head != cur.HeadBefore {
 				acts = []Action{{Kind: ActUndo, N: cur.N, Ticket: cur.Ticket, Head: cur.HeadBefore}}
 			}
-			setEnd(next, obs, StatusFailed, rep.Failure)
+			setEnd(next, obs, status, msg)
 			return acts
 		}
 		if prot := ProtectedPaths(obs.Changed, next.Config.Protect); len(prot) > 0 {
@@ -266,12 +273,13 @@ func iterateAction(st State, it Iteration, obs Observation) Action {
 	if budget <= 0 {
 		budget = agent.DefaultBudget
 	}
+	cut := false
 	if w := st.Config.MaxWallClock; w > 0 {
 		if left := w - obs.Now.Sub(st.StartedAt); left < budget {
-			budget = max(left, time.Second)
+			budget, cut = max(left, time.Second), true
 		}
 	}
-	return Action{Kind: ActIterate, N: it.N, Ticket: it.Ticket, Packet: pk, Budget: budget}
+	return Action{Kind: ActIterate, N: it.N, Ticket: it.Ticket, Packet: pk, Budget: budget, Cut: cut}
 }
 
 func checkAction(n int) Action {

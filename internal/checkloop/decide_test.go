@@ -342,15 +342,32 @@ func TestLOOP_5_LimitedByEachBoundAndNeverPromoted(t *testing.T) {
 			}
 		})
 	}
-	// The budget of an agent is cut to what the wall clock leaves.
+	// An agent stopped at a time-box the wall clock cut short ends the run
+	// limited, not failed; its unfinished change is undone.
 	cfg := mechanical()
-	cfg.MaxWallClock, cfg.AgentBudget = 150*time.Second, 10*time.Minute
+	cfg.MaxWallClock = 10 * time.Minute
 	s := newSim(t, cfg)
+	s.child = func(n int, tree string) (string, []string, *AgentReport) {
+		s.now = s.now.Add(10 * time.Minute)
+		return "half", []string{"calc.go"}, &AgentReport{Status: "blocked", TimedOut: true, Failure: "agent command could not run: stopped at the 9m0s budget without a status record"}
+	}
+	term := s.run()
+	if term.Status != StatusLimited || !strings.Contains(term.Message, "max-wall-clock 10m0s passed while iter.01 ran") {
+		t.Fatalf("want limited by the wall clock, got %+v", term)
+	}
+	if it := s.st.Iterations[0]; it.Outcome != OutcomeTimedOut || s.tree != "t0" {
+		t.Fatalf("iteration %+v, tree %s", it, s.tree)
+	}
+
+	// The budget of an agent is cut to what the wall clock leaves.
+	cfg = mechanical()
+	cfg.MaxWallClock, cfg.AgentBudget = 150*time.Second, 10*time.Minute
+	s = newSim(t, cfg)
 	fixOnePerIteration(s, 5)
 	for s.st.InFlight() == nil {
 		s.step()
 	}
-	if a := s.acts[len(s.acts)-1]; a.Kind != ActIterate || a.Budget != 90*time.Second {
+	if a := s.acts[len(s.acts)-1]; a.Kind != ActIterate || a.Budget != 90*time.Second || !a.Cut {
 		t.Fatalf("first iteration's budget %s, want the 90s the wall clock leaves", a.Budget)
 	}
 }

@@ -201,7 +201,7 @@ func (l *Loop) iterate(ctx context.Context, st State, a Action) error {
 		base = cur.HeadBefore
 	}
 	t := agent.Task{Kind: TaskKindIterate, RunID: a.Ticket, Round: a.N, Workdir: l.Workspace.Dir(), Budget: a.Budget, Env: l.AgentEnv, Instructions: string(a.Packet)}
-	rep, err := l.runChild(ctx, t, base)
+	rep, err := l.runChild(ctx, t, base, a.Cut)
 	if err != nil {
 		// Stopped from outside: the ticket stays claimed, and a resumed
 		// run closes it as interrupted.
@@ -218,7 +218,7 @@ func (l *Loop) iterate(ctx context.Context, st State, a Action) error {
 // concrete next action (AG-T1), retried once from a clean tree when it
 // could not run (AG-T4). An agent that still cannot run is the report's
 // Failure, not an error: the run ends failed on it.
-func (l *Loop) runChild(ctx context.Context, t agent.Task, base string) (AgentReport, error) {
+func (l *Loop) runChild(ctx context.Context, t agent.Task, base string, cut bool) (AgentReport, error) {
 	name := l.Agent.Name()
 	rep := AgentReport{Agent: name}
 	start := time.Now()
@@ -239,8 +239,13 @@ func (l *Loop) runChild(ctx context.Context, t agent.Task, base string) (AgentRe
 		if ctx.Err() != nil {
 			return rep, fmt.Errorf("agent %s: %w", name, ctx.Err())
 		}
-		rep.CostUSD += costOf(r.Output)
+		rep.CostUSD += runCost(r)
 		if fail = agent.FailureOf(name, r, err); fail == nil {
+			break
+		}
+		rep.TimedOut = err == nil && r.Record.Reason == agent.ReasonBudgetExceeded
+		if rep.TimedOut && cut {
+			// The wall clock, not the agent, ran out: no retry.
 			break
 		}
 		l.report(engine.Event{Kind: "note", Round: t.Round, Message: fmt.Sprintf("agent %s could not run (attempt %d of %d): %s", name, attempt, agentAttempts, fail.What)})
@@ -258,8 +263,9 @@ func (l *Loop) runChild(ctx context.Context, t agent.Task, base string) (AgentRe
 		if ctx.Err() != nil {
 			return rep, fmt.Errorf("agent %s: %w", name, ctx.Err())
 		}
-		rep.CostUSD += costOf(r.Output)
+		rep.CostUSD += runCost(r)
 		fail = agent.FailureOf(name, r, err)
+		rep.TimedOut = fail != nil && err == nil && r.Record.Reason == agent.ReasonBudgetExceeded
 	}
 	if fail != nil {
 		rep.Failure = fail.Error()
@@ -336,7 +342,7 @@ func (l *Loop) judge(ctx context.Context, st State, obs Observation, a Action, c
 		if ctx.Err() != nil {
 			return fmt.Errorf("judge %s: %w", name, ctx.Err())
 		}
-		c.CostUSD += costOf(r.Output)
+		c.CostUSD += runCost(r)
 		fail := agent.FailureOf(name, r, err)
 		if fail == nil {
 			break
@@ -441,6 +447,15 @@ func NormalizeOutput(s string) string {
 		s = n.re.ReplaceAllString(s, n.repl)
 	}
 	return strings.TrimSpace(s)
+}
+
+// runCost is what an agent run cost: what its CLI reported (AG-B1), else a
+// "cost_usd" on its last line (a command agent's way to report it).
+func runCost(r agent.Result) float64 {
+	if r.Usage.CostReported {
+		return r.Usage.CostUSD
+	}
+	return costOf(r.Output)
 }
 
 func digest(s string) string {

@@ -110,6 +110,8 @@ func iterationLine(it Iteration) string {
 		parts = append(parts, "interrupted (converge stopped while it ran); its change was undone")
 	case OutcomeStopped:
 		parts = append(parts, "stopped; its change was undone")
+	case OutcomeTimedOut:
+		parts = append(parts, "stopped at the time-box the wall clock left; its change was undone")
 	case OutcomeFailed:
 		parts = append(parts, "the agent could not run")
 	}

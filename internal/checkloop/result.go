@@ -3,6 +3,7 @@ package checkloop
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 
@@ -123,7 +124,7 @@ func BuildResult(st State, now time.Time) Result {
 			r.FinalVerification.Head = commit
 		}
 	}
-	r.Bounds = Bounds{MaxIterations: st.Config.MaxIterations, Iterations: len(st.Iterations), MaxCostUSD: st.Config.MaxCostUSD, CostUSD: st.CostUSD}
+	r.Bounds = Bounds{MaxIterations: st.Config.MaxIterations, Iterations: len(st.Iterations), MaxCostUSD: st.Config.MaxCostUSD, CostUSD: math.Round(st.CostUSD*1e6) / 1e6}
 	if st.Config.MaxWallClock > 0 {
 		r.Bounds.MaxWallClock = st.Config.MaxWallClock.String()
 	}

@@ -161,6 +161,9 @@ const (
 	// OutcomeStopped: a stop request ended the run mid-iteration; the
 	// change was undone.
 	OutcomeStopped Outcome = "stopped"
+	// OutcomeTimedOut: the agent was stopped at a time-box the wall clock
+	// cut short; the change was undone and the run ends limited.
+	OutcomeTimedOut Outcome = "timed-out"
 )
 
 // AgentReport is what a child run reported: its status record and what
@@ -175,7 +178,9 @@ type AgentReport struct {
 	Concerns   []string `json:"concerns,omitempty"`
 	// Failure is set when the agent could not run (AG-T4), after its
 	// retry: what happened and its last stderr lines.
-	Failure    string        `json:"failure,omitempty"`
+	Failure string `json:"failure,omitempty"`
+	// TimedOut: it was stopped at its time-box without a status record.
+	TimedOut   bool          `json:"timed_out,omitempty"`
 	Attempts   int           `json:"attempts,omitempty"`
 	Extensions int           `json:"extensions,omitempty"`
 	CostUSD    float64       `json:"cost_usd,omitempty"`
@@ -397,8 +402,10 @@ type Action struct {
 	// Packet is the iteration's context packet, canonical JSON (LOOP-1,
 	// LOOP-4).
 	Packet []byte
-	// Budget is the agent's time-box, cut to what the wall clock leaves.
+	// Budget is the agent's time-box; Cut says the wall clock cut it short
+	// (then a child stopped at it is not retried).
 	Budget time.Duration
+	Cut    bool
 	// Final: the fresh final re-judgment of a judged check.
 	Final bool
 	// Head is where ActUndo puts HEAD back to.
