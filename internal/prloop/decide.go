@@ -570,6 +570,16 @@ func (d *step) triage() bool {
 	}
 	findings = mergeFindings(findings)
 	allConflicting := d.hold(findings)
+	if !d.c.FixMinor {
+		// PR-S9: minor points are fixed only if configured; otherwise a
+		// human decides, and the thread says so.
+		for i := range findings {
+			f := &findings[i]
+			if f.Verdict == VerdictMinor && f.Held == "" && (f.ThreadID != "" || f.CommentID != "") {
+				f.Held, f.HeldReason = DispDeferred, "a minor point (wording, naming, style); this repository has converge fix only structural findings (fix_minor: false)"
+			}
+		}
+	}
 	for _, f := range findings {
 		if f.Held == "" {
 			continue
@@ -615,14 +625,18 @@ func (d *step) triage() bool {
 	return true
 }
 
-// fixable are the findings a fixer can act on: structural ones that point
-// somewhere or quote something, and that triage did not hand to a human
+// fixable are the findings a fixer can act on: ones that point somewhere
+// or quote something (minor ones only on the forge), and that triage did not hand to a human
 // (PR-S7, PR-S8). A local angle that could not be parsed has nothing to
 // fix; it only keeps the round structural.
 func fixable(fs []Finding) []Finding {
 	var out []Finding
 	for _, f := range fs {
-		if f.Verdict == VerdictMinor || f.Held != "" || (f.Path == "" && f.ThreadID == "" && f.CommentID == "") {
+		// A minor forge finding is fixed too (FixMinor; otherwise triage
+		// held it), so its thread is addressed like the rest; a minor
+		// local finding has no thread and only shows in the summary.
+		minorLocal := f.Verdict == VerdictMinor && f.ThreadID == "" && f.CommentID == ""
+		if minorLocal || f.Held != "" || (f.Path == "" && f.ThreadID == "" && f.CommentID == "") {
 			continue
 		}
 		out = append(out, f)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/forge"
 )
 
@@ -47,6 +48,14 @@ func source(login string, c Config) string {
 		return "bot"
 	}
 	return "human"
+}
+
+// classSource is the classifier's name for who wrote a comment.
+func classSource(login, src string, c Config) string {
+	if isBot(login, c) || src == "bot" {
+		return classify.SourceCopilot
+	}
+	return classify.SourceHuman
 }
 
 // bestReview picks, among the reviews pred admits, the latest; at equal
@@ -234,8 +243,9 @@ func humanSpokeAfter(t forge.Thread, idx int, c Config) bool {
 	return false
 }
 
-// finding normalises a trusted thread. Every finding is structural while no
-// classifier runs (PR-S5, fail-closed).
+// finding normalises a trusted thread. Its verdict is the classifier's
+// heuristic (PR-S5): minor only when the heuristic decides minor; a
+// borderline comment is structural, fail-closed, as no judge answered.
 func finding(v threadView, c Config) Finding {
 	t := v.T
 	first := t.Comments[0]
@@ -251,6 +261,13 @@ func finding(v threadView, c Config) Finding {
 	if path == "" {
 		path = first.Path
 	}
+	src := source(first.Author, c)
+	class := classify.Heuristic(classify.Comment{ID: t.ID, Source: classSource(first.Author, src, c), Author: first.Author,
+		Path: path, StartLine: t.StartLine, Line: end, Body: first.Body})
+	verdict := VerdictStructural
+	if class.Verdict == classify.Minor {
+		verdict = VerdictMinor
+	}
 	return Finding{
 		ID:        t.ID,
 		ThreadID:  t.ID,
@@ -258,8 +275,9 @@ func finding(v threadView, c Config) Finding {
 		StartLine: start,
 		EndLine:   end,
 		Summary:   first.Body,
-		Verdict:   VerdictStructural,
-		Source:    source(first.Author, c),
+		Verdict:   verdict,
+		Class:     class.String(),
+		Source:    src,
 		Author:    first.Author,
 		Reopened:  v.Reopened,
 		// An outdated thread keeps its current position (0 when it no

@@ -136,6 +136,10 @@ type Config struct {
 	// RequestRetries bounds the retries of a review request that failed
 	// transiently (PR-M3: a transient error is never a refusal).
 	RequestRetries int
+	// FixMinor sends minor forge findings to the fixers too (PR-S9), so
+	// they are addressed and replied to like the rest; off, they are
+	// deferred to a human.
+	FixMinor bool
 }
 
 // DefaultConfig returns the defaults of SPEC §1.
@@ -154,6 +158,7 @@ func DefaultConfig() Config {
 		UnsettledReads:      5,
 		NoSignalRetries:     2,
 		RequestRetries:      5,
+		FixMinor:            true,
 	}
 }
 
@@ -176,8 +181,10 @@ type Finding struct {
 	EndLine   int     `json:"end_line"`
 	Summary   string  `json:"summary"` // first comment's body
 	Verdict   Verdict `json:"verdict"`
-	Source    string  `json:"source"` // copilot | human | bot | local
-	Author    string  `json:"author"`
+	// Class says why the verdict: the classifier's rules that fired (PR-S5).
+	Class  string `json:"class,omitempty"`
+	Source string `json:"source"` // copilot | human | bot | local
+	Author string `json:"author"`
 	// Reopened: converge resolved this thread earlier and a human reopened
 	// it; the thread's earlier replies are input to the fix (PR-S12).
 	Reopened bool `json:"reopened,omitempty"`
