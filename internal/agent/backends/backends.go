@@ -1,10 +1,10 @@
 // Package backends is the registry of the coding-agent CLI backends that
 // need no more configuration than a name (AG-B1): `--agent claude`,
-// `--agent codex`, and the same for `--review-agent`. It builds a backend
+// `--agent codex`, `--agent opencode`, and the same for `--review-agent`. It builds a backend
 // from its name, the role it plays and what the environment configures:
 //
-//	CONVERGE_CLAUDE_BIN, CONVERGE_CODEX_BIN      the program (else PATH)
-//	CONVERGE_CLAUDE_MODEL, CONVERGE_CODEX_MODEL  the model (else the CLI's default)
+//	CONVERGE_CLAUDE_BIN, CONVERGE_CODEX_BIN, CONVERGE_OPENCODE_BIN        the program (else PATH)
+//	CONVERGE_CLAUDE_MODEL, CONVERGE_CODEX_MODEL, CONVERGE_OPENCODE_MODEL  the model (else the CLI's default)
 //
 // The built-in suggest agent and the command agent, which need flags of
 // their own, are built by the command line as before.
@@ -20,6 +20,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/claude"
 	"github.com/convergeloop/converge/internal/agent/codex"
+	"github.com/convergeloop/converge/internal/agent/opencode"
 )
 
 // Roles an agent plays; a role other than RoleFix prefixes the backend's
@@ -35,7 +36,7 @@ var ErrUnknown = errors.New("unknown agent backend")
 
 // Config selects and configures a backend.
 type Config struct {
-	Name  string // "claude" or "codex"
+	Name  string // "claude", "codex" or "opencode"
 	Role  string // RoleFix (default), RoleReview, RoleJudge
 	Model string // overrides CONVERGE_<NAME>_MODEL
 	// Binary overrides CONVERGE_<NAME>_BIN and PATH.
@@ -45,7 +46,7 @@ type Config struct {
 	Getenv func(string) string
 }
 
-var names = []string{"claude", "codex"}
+var names = []string{"claude", "codex", "opencode"}
 
 // Names lists the backends New builds.
 func Names() []string { return slices.Clone(names) }
@@ -74,8 +75,10 @@ func New(cfg Config) (agent.Agent, error) {
 		return claude.New(claude.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
 	case "codex":
 		return codex.New(codex.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
+	case "opencode":
+		return opencode.New(opencode.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
 	}
-	return nil, fmt.Errorf("%w %q: use %s", ErrUnknown, cfg.Name, strings.Join(names, " or "))
+	return nil, fmt.Errorf("%w %q: use one of %s", ErrUnknown, cfg.Name, strings.Join(names, ", "))
 }
 
 // ID tells apart configurations of one backend where a result is cached

@@ -9,6 +9,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/claude"
 	"github.com/convergeloop/converge/internal/agent/codex"
+	"github.com/convergeloop/converge/internal/agent/opencode"
 )
 
 func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
@@ -46,16 +47,28 @@ func TestNewBuildsEachBackend(t *testing.T) {
 	}
 }
 
+func TestNewOpenCode(t *testing.T) {
+	a, err := New(Config{Name: "opencode", Role: RoleJudge, Getenv: env(map[string]string{
+		"CONVERGE_OPENCODE_BIN": "/bin/sh", "CONVERGE_OPENCODE_MODEL": "anthropic/x"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := a.(*opencode.Agent)
+	if !ok || o.Name() != "judge-opencode" || !slices.Contains(o.Args(agent.Task{}), "anthropic/x") {
+		t.Errorf("opencode = %#v", a)
+	}
+}
+
 func TestNewErrors(t *testing.T) {
 	_, err := New(Config{Name: "gemini"})
-	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "claude or codex") {
+	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "claude, codex, opencode") {
 		t.Errorf("unknown: %v", err)
 	}
 	_, err = New(Config{Name: "claude", Getenv: env(map[string]string{"CONVERGE_CLAUDE_BIN": "/nonexistent/claude"})})
 	if err == nil || errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "CONVERGE_CLAUDE_BIN") {
 		t.Errorf("missing binary: %v", err)
 	}
-	if !Known("codex") || Known("command") || !slices.Equal(Names(), []string{"claude", "codex"}) {
+	if !Known("codex") || Known("command") || !slices.Equal(Names(), []string{"claude", "codex", "opencode"}) {
 		t.Error("Known/Names")
 	}
 }

@@ -44,6 +44,10 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 			"HOME=" + t.TempDir(),
 		},
 		Grace: 2 * time.Second,
+		// converge's environment holds forge tokens; the run must not.
+		Environ: func() []string {
+			return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36), "CONVERGE_TOKEN=converge-secret-token")
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -62,10 +66,9 @@ func statusLine(t *testing.T, rec map[string]any) string {
 
 func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	bin := realCLI(t)
-	// A forge token in converge's environment must not reach the agent
-	// (SEC-2): the script dumps the agent's environment to check.
-	t.Setenv("GH_TOKEN", "ghp_"+strings.Repeat("x", 36))
-	t.Setenv("CONVERGE_TOKEN", "converge-secret-token")
+	// A forge token in converge's environment (see newAgent) must not
+	// reach the agent (SEC-2): the script dumps the agent's environment.
+	t.Parallel()
 
 	dir := repo(t, "greet.txt", "hello world\n")
 	file := filepath.Join(dir, "greet.txt")
@@ -170,6 +173,7 @@ func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 
 func TestRealClaude_ReviewAnswersWithArray(t *testing.T) {
 	bin := realCLI(t)
+	t.Parallel()
 	dir := repo(t, "a.go", "package a\n")
 	answer := `[{"file":"a.go","line_range":[1,1],"summary":"package has no doc comment","verdict":"minor"}]`
 	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
@@ -209,6 +213,7 @@ func TestRealClaude_ReviewAnswersWithArray(t *testing.T) {
 
 func TestRealClaude_NoStatusRecordIsUnparseable(t *testing.T) {
 	bin := realCLI(t)
+	t.Parallel()
 	dir := repo(t, "a.txt", "x\n")
 	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "I did it, trust me."}}})
 	hs := httptest.NewServer(srv)
@@ -237,6 +242,7 @@ func TestRealClaude_NoStatusRecordIsUnparseable(t *testing.T) {
 // partial/budget-exceeded.
 func TestRealClaude_StoppedAtBudget(t *testing.T) {
 	bin := realCLI(t)
+	t.Parallel()
 	dir := repo(t, "a.txt", "x\n")
 	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
 	hs := httptest.NewServer(srv)

@@ -54,6 +54,10 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 			"CODEX_HOME=" + filepath.Join(home, ".codex"),
 		},
 		Grace: 2 * time.Second,
+		// converge's environment holds forge tokens; the run must not.
+		Environ: func() []string {
+			return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36), "CONVERGE_TOKEN=converge-secret-token")
+		},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -63,8 +67,7 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 
 func TestRealCodex_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	bin := realCLI(t)
-	t.Setenv("GH_TOKEN", "ghp_"+strings.Repeat("x", 36))
-	t.Setenv("CONVERGE_TOKEN", "converge-secret-token")
+	t.Parallel()
 
 	dir := repo(t, "greet.txt", "hello world\n")
 	file := filepath.Join(dir, "greet.txt")
@@ -143,6 +146,7 @@ func TestRealCodex_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 
 func TestRealCodex_ReviewAnswersWithArray(t *testing.T) {
 	bin := realCLI(t)
+	t.Parallel()
 	dir := repo(t, "a.go", "package a\n")
 	answer := `[{"file":"a.go","line_range":[1,1],"summary":"package has no doc comment","verdict":"minor"}]`
 	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
@@ -174,6 +178,7 @@ func TestRealCodex_ReviewAnswersWithArray(t *testing.T) {
 
 func TestRealCodex_NoStatusRecordIsUnparseable(t *testing.T) {
 	bin := realCLI(t)
+	t.Parallel()
 	dir := repo(t, "a.txt", "x\n")
 	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "I did it, trust me."}}})
 	hs := httptest.NewServer(srv)
@@ -199,6 +204,7 @@ func TestRealCodex_NoStatusRecordIsUnparseable(t *testing.T) {
 // partial/budget-exceeded.
 func TestRealCodex_StoppedAtBudget(t *testing.T) {
 	bin := realCLI(t)
+	t.Parallel()
 	dir := repo(t, "a.txt", "x\n")
 	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
 	hs := httptest.NewServer(srv)

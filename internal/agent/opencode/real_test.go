@@ -1,0 +1,157 @@
+package opencode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/agenttest"
+	"github.com/convergeloop/converge/internal/agent/fakemodel"
+)
+
+// The real OpenCode CLI against fakemodel, through its anthropic provider
+// with a local base URL. The CLI comes from CONVERGE_OPENCODE_BIN or PATH;
+// without it the tests skip, except under CI=true.
+
+func realCLI(t *testing.T) string {
+	return agenttest.RealCLI(t, BinaryEnv, "opencode", "opencode-ai")
+}
+
+func newAgent(t *testing.T, bin, url string) *Agent {
+	t.Helper()
+	a, err := New(Options{
+		Binary: bin,
+		Model:  "anthropic/claude-sonnet-4-5",
+		Config: map[string]any{
+			"provider": map[string]any{"anthropic": map[string]any{"options": map[string]any{
+				"baseURL": url + "/v1", "apiKey": "sk-ant-fakemodel",
+			}}},
+			"small_model": "anthropic/claude-haiku-4-5",
+		},
+		PassEnv: []string{},
+		Env: []string{
+			"HOME=" + t.TempDir(),
+			// No network here: don't wait for the model catalogue.
+			"OPENCODE_DISABLE_MODELS_FETCH=1",
+			"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+			// Nothing a test needs, and slow to start.
+			"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+			"OPENCODE_DISABLE_EXTERNAL_SKILLS=1",
+			"OPENCODE_DISABLE_CLAUDE_CODE=1",
+			"OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER=1",
+		},
+		ExtraArgs: []string{"--pure"},
+		// converge's environment holds a forge token; the run must not.
+		Environ: func() []string { return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36)) },
+		Grace:   2 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestRealOpenCode_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	dir := agenttest.Repo(t, map[string]string{"greet.txt": "hello world\n"})
+	file := filepath.Join(dir, "greet.txt")
+	status, _ := json.Marshal(map[string]any{
+		"status": "complete", "next_action": "", "needs_extension_minutes": 0,
+		"summary": "greeting changed", "files_changed": []string{"greet.txt"},
+	})
+	srv := fakemodel.New(fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
+		{Calls: []fakemodel.ToolCall{{Name: "read", Input: map[string]any{"filePath": file}}},
+			Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Calls: []fakemodel.ToolCall{
+			{Name: "edit", Input: map[string]any{"filePath": file, "oldString": "hello world", "newString": "hello converge"}},
+			{Shell: "env > env.dump"},
+		}, Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 20}},
+		{Text: "Changed the greeting.\n" + string(status), Usage: fakemodel.Usage{InputTokens: 300, OutputTokens: 30}},
+	}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	a := newAgent(t, bin, hs.URL)
+	res, err := a.Run(context.Background(), agent.Task{
+		Kind: agent.TaskKindFix, Workdir: dir, Budget: 3 * time.Minute,
+		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}},
+	})
+	if err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
+	}
+	agenttest.CheckWire(t, srv)
+	got, _ := os.ReadFile(file)
+	if string(got) != "hello converge\n" {
+		t.Errorf("greet.txt = %q\nstderr: %s", got, res.Stderr)
+	}
+	if res.Record.Status != agent.StatusComplete || !slices.Equal(res.Record.FilesChanged, []string{"greet.txt"}) {
+		t.Errorf("record = %+v\noutput: %s\nstderr: %s", res.Record, res.Output, res.Stderr)
+	}
+	u := res.Usage
+	if u.InputTokens != 600 || u.OutputTokens != 60 || u.Turns != 3 || !u.CostReported {
+		t.Errorf("usage = %+v", u)
+	}
+	env, err := os.ReadFile(filepath.Join(dir, "env.dump"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains("\n"+string(env), "\nGH_TOKEN=") {
+		t.Error("the agent's environment has GH_TOKEN")
+	}
+}
+
+func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	dir := agenttest.Repo(t, map[string]string{"a.go": "package a\n"})
+	answer := `[]`
+	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
+		{Calls: []fakemodel.ToolCall{{Name: "read", Input: map[string]any{"filePath": filepath.Join(dir, "a.go")}}}},
+		{Text: "Nothing to report.\n" + answer},
+	}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	a := newAgent(t, bin, hs.URL)
+	res, err := a.Run(context.Background(), agent.Task{
+		Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases", Diff: "diff --git a/a.go b/a.go\n", Budget: 3 * time.Minute,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	agenttest.CheckWire(t, srv)
+	if res.Record.Status != agent.StatusComplete || !strings.HasSuffix(res.Output, answer) {
+		t.Errorf("record = %+v, output %q\nstderr: %s", res.Record, res.Output, res.Stderr)
+	}
+}
+
+func TestRealOpenCode_StoppedAtBudget(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	dir := agenttest.Repo(t, map[string]string{"a.txt": "x\n"})
+	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	marker := fmt.Sprintf("converge-budget-%d", time.Now().UnixNano())
+	a := newAgent(t, bin, hs.URL)
+	a.opts.Env = append(a.opts.Env, "CONVERGE_TEST_MARKER="+marker)
+	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Second,
+		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {
+		t.Errorf("record = %+v", res.Record)
+	}
+	if left := agenttest.ProcessesWithEnv(marker); len(left) > 0 {
+		t.Errorf("processes of the stopped run still alive: %v", left)
+	}
+}
