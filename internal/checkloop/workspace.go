@@ -42,6 +42,9 @@ type Workspace interface {
 // GitWorkspace is the Workspace on a local git repository.
 type GitWorkspace struct {
 	Git *repo.Git
+	// Branch is the branch the run works on ("" when HEAD is detached): an
+	// iteration that switched branches is put back on it.
+	Branch string
 	// Author and Email name the commits' author (IF-4); empty means
 	// repo.DefaultAuthorName and repo.DefaultAuthorEmail.
 	Author, Email string
@@ -57,7 +60,11 @@ func OpenWorkspace(ctx context.Context, dir string) (*GitWorkspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s is not in a git repository: %w", dir, err)
 	}
-	return &GitWorkspace{Git: &repo.Git{Dir: strings.TrimSpace(top)}}, nil
+	w := &GitWorkspace{Git: &repo.Git{Dir: strings.TrimSpace(top)}}
+	if b, err := w.Git.Run(ctx, "symbolic-ref", "-q", "--short", "HEAD"); err == nil {
+		w.Branch = strings.TrimSpace(b)
+	}
+	return w, nil
 }
 
 func (w *GitWorkspace) Dir() string { return w.Git.Dir }
@@ -109,6 +116,9 @@ func (w *GitWorkspace) Changed(ctx context.Context, from, to string) ([]string, 
 }
 
 func (w *GitWorkspace) Undo(ctx context.Context, head string) error {
+	if err := w.onBranch(ctx); err != nil {
+		return fmt.Errorf("undo: %w", err)
+	}
 	if _, err := w.Git.Run(ctx, "reset", "--hard", "--quiet", head); err != nil {
 		return fmt.Errorf("undo: %w", err)
 	}
@@ -118,7 +128,24 @@ func (w *GitWorkspace) Undo(ctx context.Context, head string) error {
 	return nil
 }
 
+// onBranch puts HEAD back on the run's branch when an iteration switched
+// it, keeping the work tree as it is.
+func (w *GitWorkspace) onBranch(ctx context.Context) error {
+	if w.Branch == "" {
+		return nil
+	}
+	cur, _ := w.Git.Run(ctx, "symbolic-ref", "-q", "--short", "HEAD")
+	if strings.TrimSpace(cur) == w.Branch {
+		return nil
+	}
+	_, err := w.Git.Run(ctx, "symbolic-ref", "HEAD", "refs/heads/"+w.Branch)
+	return err
+}
+
 func (w *GitWorkspace) Commit(ctx context.Context, ticket, message, base string) (string, error) {
+	if err := w.onBranch(ctx); err != nil {
+		return "", fmt.Errorf("commit: %w", err)
+	}
 	head, err := w.Git.HeadSHA(ctx)
 	if err != nil {
 		return "", fmt.Errorf("commit: %w", err)
