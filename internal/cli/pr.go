@@ -20,6 +20,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/review/copilot"
@@ -47,6 +48,9 @@ type prOptions struct {
 	// the fixer's.
 	ReviewAgent    string
 	ReviewAgentCmd string
+	// The recap judge (PR-G2).
+	JudgeAgent    string
+	JudgeAgentCmd string
 	// ConfigFile replaces the base branch's .converge.yaml (PR-M4).
 	ConfigFile string
 	// Set holds the config fields given as flags, by key, checked.
@@ -133,6 +137,8 @@ defaults; converge config prints them and where each came from.`,
 	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command (default: the same as --agent; suggest cannot review)")
 	f.StringVar(&opts.ReviewAgentCmd, "review-agent-cmd", "", "with --review-agent command: the program to run per angle (default: --agent-cmd)")
 	f.BoolVar(&opts.AllowHostMismatch, "allow-host-mismatch", false, "accept a PR URL on another host than the API's (git still uses the API's clone URL)")
+	f.StringVar(&opts.JudgeAgent, "judge-agent", "", "agent for the recap gate's verdict (PR-G2): command; none: every recap hands off")
+	f.StringVar(&opts.JudgeAgentCmd, "judge-agent-cmd", "", "with --judge-agent command: the program to run (recap task on stdin, verdict as its last line)")
 	f.StringVar(&opts.ConfigFile, "config", "", "config file to use instead of the .converge.yaml on the PR's base branch")
 	// Every config field is a flag too (PR-M4).
 	for _, fd := range config.PRFields() {
@@ -194,6 +200,17 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return err
 	}
+	var judge *recap.Judge
+	if opts.JudgeAgent != "" {
+		if opts.JudgeAgent != "command" {
+			return usageErr("unknown --judge-agent %q: use command", opts.JudgeAgent)
+		}
+		a, err := pickAgent("command", opts.JudgeAgentCmd)
+		if err != nil {
+			return usageErr("--judge-agent-cmd: %v", err)
+		}
+		judge = &recap.Judge{Agent: a}
+	}
 	// Flags and the environment are checked before the network is; a
 	// repository's file is checked when its base branch is read.
 	if _, err := prSettings(opts, ios, file, reviewer); err != nil {
@@ -248,6 +265,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			Author:   "converge",
 			Email:    "converge@users.noreply.github.com",
 
+			Judge:       judge,
 			Fresh:       opts.Fresh,
 			DryRun:      opts.DryRun,
 			DisposeOnly: opts.DisposeOnly,
@@ -323,6 +341,8 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 	// are, as single-iteration mode does (PR-M1, PR-M3).
 	cfg.ExpectsBot = v.Bool("expects_copilot") && !opts.DryRun
 	cfg.ExpectNoChecks = !v.Bool("expects_github_checks")
+	cfg.FixMinor = v.Bool("fix_minor")
+	cfg.RecapInterval = v.Int("recap_interval")
 	// GitHub's review bot is Copilot (PR-O2, PR-O5).
 	cfg.Bot, cfg.TrustedBots = copilot.New(), v.List("trusted_bots")
 	if reviewer != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/store"
 )
@@ -32,6 +33,8 @@ type loopParams struct {
 	Remote   func(reported string) (cloneURL string, gitEnv []string, err error)
 	StateDir string // holds converge.db and work/
 	Agent    agent.Agent
+	// Judge decides the recap gate (PR-G2); nil: recaps hand off.
+	Judge *recap.Judge
 	// Reviewer runs the local multi-angle review (PR-S4); nil when the
 	// review agent cannot review.
 	Reviewer *review.Reviewer
@@ -242,17 +245,18 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 	}
 
 	ws := &prloop.GitWorkspace{
-		Root:     filepath.Join(p.StateDir, "work"),
-		RunID:    runID,
-		CloneURL: p.CloneURL,
-		GitEnv:   p.GitEnv,
-		Agent:    p.Agent,
-		Reviewer: p.Reviewer,
-		AgentEnv: agent.ScrubEnv(os.Environ()),
-		Budget:   p.AgentBudget,
-		TestCmd:  p.TestCmd,
-		Author:   p.Author,
-		Email:    p.Email,
+		Root:       filepath.Join(p.StateDir, "work"),
+		RunID:      runID,
+		CloneURL:   p.CloneURL,
+		GitEnv:     p.GitEnv,
+		Agent:      p.Agent,
+		Reviewer:   p.Reviewer,
+		RecapJudge: p.Judge,
+		AgentEnv:   agent.ScrubEnv(os.Environ()),
+		Budget:     p.AgentBudget,
+		TestCmd:    p.TestCmd,
+		Author:     p.Author,
+		Email:      p.Email,
 		Logf: func(format string, args ...any) {
 			out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf(format, args...)})
 		},

@@ -43,6 +43,8 @@ func PRFields() []Field {
 		// What the repository has.
 		{Key: "expects_copilot", Kind: Bool, Default: strconv.FormatBool(d.ExpectsBot), Help: "Copilot reviews this repository; false: single-iteration mode (PR-M3)"},
 		{Key: "expects_github_checks", Kind: Bool, Default: strconv.FormatBool(!d.ExpectNoChecks), Help: "the repository has CI; false: two-stable does not wait for checks (PR-T1(2))"},
+		{Key: "recap_interval", Kind: Int, Min: 0, Default: strconv.Itoa(d.RecapInterval), Help: "every this many rounds, counted from the forge's history, a judge recaps the run: CONTINUE, REVERT-AND-SHIP or HAND-OFF (PR-G2); 0: never"},
+		{Key: "fix_minor", Kind: Bool, Default: strconv.FormatBool(d.FixMinor), Help: "send minor review points (wording, naming, style) to the fixers too; false: reply that a human decides, and leave them open (PR-S9)"},
 		{Key: "trusted_bots", Kind: List, Default: strings.Join(copilot.DefaultAllowlist(), ","), Help: "bot logins whose findings are trusted (PR-O2; matched lower-case)"},
 		// The local review (PR-S4).
 		{Key: "review_angles", Kind: List, Default: review.DefaultAngleNames(), Help: "angles of the local review, one agent run each", Check: func(v string) error {

@@ -369,6 +369,9 @@ func (d *step) request() bool {
 		d.end(reason, msg, nil)
 		return false
 	}
+	if !d.recapGate() {
+		return false
+	}
 	if d.roundsStarted > 0 {
 		// One round per observation: a round that changed nothing must not
 		// spin through the next ones on the same picture of the world.

@@ -12,11 +12,19 @@ import (
 
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/text"
 )
 
 // DefaultFaultBudget is how long a run rides out forge faults.
 const DefaultFaultBudget = engine.DefaultFaultBudget
+
+// Recapper is a workspace that can hold PR-G2's recap gate: ask a judge
+// for the verdict, and revert the drifted rounds' commits in one commit.
+type Recapper interface {
+	Recap(ctx context.Context, in recap.Input) (recap.Verdict, error)
+	Revert(ctx context.Context, pr *forge.PullRequest, round int, commits []string, rounds []int) (FixResult, error)
+}
 
 // Workspace is the local side of the loop: a clone of the PR's repository
 // and the fix round (agents, build/test, commit, push).
@@ -154,7 +162,7 @@ func dryRun(next State, actions []Action, term *Terminal) (State, []Action, bool
 	changes := 0
 	for _, a := range actions {
 		switch a.Kind {
-		case ActFix, ActReply, ActResolve, ActUnresolve, ActComment, ActRequestReview:
+		case ActFix, ActReply, ActResolve, ActUnresolve, ActComment, ActRequestReview, ActRecap, ActRevert:
 			changes++
 		}
 	}
@@ -183,6 +191,10 @@ func (l *Loop) dryAct(round int, a Action) {
 		msg = b.String()
 	case ActReply:
 		msg = fmt.Sprintf("would reply to %s: %s", a.ThreadID, text.Clip(a.Body, 200))
+	case ActRecap:
+		msg = "would ask the recap judge for a verdict (the judge runs; nothing is written)"
+	case ActRevert:
+		msg = fmt.Sprintf("would revert rounds %v in one commit and push it", a.RevertRounds)
 	case ActResolve:
 		msg = "would resolve " + a.ThreadID
 	case ActUnresolve:
@@ -326,6 +338,12 @@ func mergeResult(into, r *ActResult) *ActResult {
 	}
 	if r.LocalReview != nil {
 		into.LocalReview = r.LocalReview
+	}
+	if r.Recap != nil {
+		into.Recap = r.Recap
+	}
+	if r.Revert != nil {
+		into.Revert = r.Revert
 	}
 	return into
 }
@@ -537,6 +555,33 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 				msg += ", pushed " + text.ShortSHA(fr.CommitSHA)
 			}
 			l.report(engine.Event{Kind: "fix", Round: round, Message: msg, Data: fr})
+		}
+	case ActRecap:
+		// PR-G2: the judge is an agent; a workspace without one (or a
+		// judge that cannot answer) is a HAND-OFF, fail-closed.
+		v := recap.Verdict{Decision: recap.HandOff, Reason: "no usable recap verdict: no recap judge is configured (--judge-agent)", Why: "no recap judge"}
+		if rc, ok := l.Workspace.(Recapper); ok && a.Recap != nil {
+			if v, err = rc.Recap(ctx, *a.Recap); err != nil {
+				break
+			}
+		}
+		in := recap.Input{}
+		if a.Recap != nil {
+			in = *a.Recap
+		}
+		res = &ActResult{Recap: &RecapResult{Count: in.RoundCount, Input: in, Verdict: v}}
+		detail = v
+		l.report(engine.Event{Kind: "recap", Round: round, Message: fmt.Sprintf("recap after %d rounds: %s: %s", in.RoundCount, v.Decision, oneLine(v.Reason)), Data: v})
+	case ActRevert:
+		rc, ok := l.Workspace.(Recapper)
+		if !ok {
+			err = fmt.Errorf("revert: the workspace cannot revert commits")
+			break
+		}
+		var fr FixResult
+		if fr, err = rc.Revert(ctx, pr, round, a.Reverts, a.RevertRounds); err == nil {
+			res, detail = &ActResult{Revert: &fr}, fr
+			l.report(engine.Event{Kind: "fix", Round: round, Message: fmt.Sprintf("reverted rounds %v in %s (tests passed: %v)", a.RevertRounds, text.ShortSHA(fr.CommitSHA), fr.TestsPassed)})
 		}
 	case ActReply:
 		_, err = l.Forge.ReplyToThread(ctx, pr.Ref, a.ThreadID, fitBody(a.Body, MaxBodyChars))

@@ -125,7 +125,7 @@ func (d *step) proof(v verdict) *Proof {
 		EscalatedThreads:         []string{},
 		HandOffs:                 []string{},
 		RoundsRun:                d.s.Round,
-		RevertedRounds:           []int{},
+		RevertedRounds:           append([]int{}, d.s.RevertedRounds...),
 		MergeState:               pr.MergeState,
 	}
 	if v.ci == ciNone {

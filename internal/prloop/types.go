@@ -12,6 +12,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/recap"
 )
 
 // Phase is where the loop is within a round.
@@ -136,6 +137,9 @@ type Config struct {
 	// RequestRetries bounds the retries of a review request that failed
 	// transiently (PR-M3: a transient error is never a refusal).
 	RequestRetries int
+	// RecapInterval is PR-G2's cadence: the loop stops for a recap every
+	// this many rounds, counted from the forge's history; 0: never.
+	RecapInterval int
 	// FixMinor sends minor forge findings to the fixers too (PR-S9), so
 	// they are addressed and replied to like the rest; off, they are
 	// deferred to a human.
@@ -159,6 +163,7 @@ func DefaultConfig() Config {
 		NoSignalRetries:     2,
 		RequestRetries:      5,
 		FixMinor:            true,
+		RecapInterval:       10,
 	}
 }
 
@@ -286,6 +291,10 @@ type State struct {
 	// Copilot review gave no signal (PR-O3).
 	NoSignalHead  string `json:"no_signal_head,omitempty"`
 	NoSignalTries int    `json:"no_signal_tries,omitempty"`
+	// Recaps are the recap gates held so far (PR-G2), one per count.
+	Recaps []RecapRecord `json:"recaps,omitempty"`
+	// RevertedRounds are the rounds a REVERT-AND-SHIP verdict reverted.
+	RevertedRounds []int `json:"reverted_rounds,omitempty"`
 	// LocalReviews are the local reviews of recent heads (PR-S4).
 	LocalReviews []LocalReviewRecord `json:"local_reviews,omitempty"`
 	// BaselineRed: the tests were red on the PR's head before any fix
@@ -380,6 +389,8 @@ const (
 	ActLocalReview   ActionKind = "local-review" // PR-S4 multi-angle review of the head
 	ActComment       ActionKind = "comment"      // a top-level PR comment (summary, PR-T13 replies)
 	ActUnresolve     ActionKind = "unresolve"    // PR-T12: an "addressed" claim git no longer proves
+	ActRecap         ActionKind = "recap"        // PR-G2: the recap judge's verdict on all rounds so far
+	ActRevert        ActionKind = "revert"       // PR-G2: one revert commit of the drifted rounds
 )
 
 // Action is one step for the engine. Key is deterministic (run-independent
@@ -395,6 +406,12 @@ type Action struct {
 	Reason   string                  `json:"reason,omitempty"`
 	Round    int                     `json:"round,omitempty"`
 	Findings []Finding               `json:"findings,omitempty"` // fix
+	// Recap is what a recap action shows the judge (PR-G2).
+	Recap *recap.Input `json:"recap,omitempty"`
+	// Reverts are the loop commits a revert action reverts, for the
+	// rounds RevertRounds (PR-G2).
+	Reverts      []string `json:"reverts,omitempty"`
+	RevertRounds []int    `json:"revert_rounds,omitempty"`
 	// After, on a wait, is when Decide next has something to decide
 	// whatever the forge shows (a window closes, a bound runs out): the
 	// engine observes again no later than that, back-off or not.
@@ -410,6 +427,10 @@ type ActResult struct {
 	// landing; it is retried, never read as a refusal (PR-M3).
 	RequestFailed bool               `json:"request_failed,omitempty"`
 	LocalReview   *LocalReviewResult `json:"local_review,omitempty"`
+	// Recap is the recap judge's verdict (PR-G2); Revert the revert
+	// commit a REVERT-AND-SHIP verdict made.
+	Recap  *RecapResult `json:"recap,omitempty"`
+	Revert *FixResult   `json:"revert,omitempty"`
 }
 
 // LocalReviewResult is one multi-angle local review of a head (PR-S4).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/repo"
 	localreview "github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/text"
@@ -32,8 +33,11 @@ type GitWorkspace struct {
 	// Reviewer runs the local multi-angle review (PR-S4); nil when no
 	// agent that can review is configured.
 	Reviewer *localreview.Reviewer
-	AgentEnv []string      // scrubbed environment for agents (AG-B1)
-	Budget   time.Duration // per agent run (AG-T1)
+	// RecapJudge decides the recap gate's verdict (PR-G2); nil: every
+	// recap is a HAND-OFF.
+	RecapJudge *recap.Judge
+	AgentEnv   []string      // scrubbed environment for agents (AG-B1)
+	Budget     time.Duration // per agent run (AG-T1)
 	// TestBudget time-boxes each build/test run (AG-T5); zero means
 	// DefaultTestBudget.
 	TestBudget time.Duration

@@ -1,0 +1,165 @@
+package prloop
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/recap"
+	"github.com/convergeloop/converge/internal/review"
+)
+
+// RecapRecord is one recap gate held (PR-G2): the count that triggered it
+// and the verdict, as shown to the user.
+type RecapRecord struct {
+	Count   int           `json:"count"`
+	Verdict recap.Verdict `json:"verdict"`
+	// Reverted is the revert commit of a REVERT-AND-SHIP verdict, once
+	// pushed.
+	Reverted string `json:"reverted,omitempty"`
+}
+
+// RecapResult is what the recap action reports: the input the judge saw
+// and its verdict.
+type RecapResult struct {
+	Count   int           `json:"count"`
+	Input   recap.Input   `json:"input"`
+	Verdict recap.Verdict `json:"verdict"`
+}
+
+// forgeRoundCount is PR-G2's count, read from the forge's history and not
+// from memory: the review bot's submitted reviews on the PR, or, where no
+// bot reviews (single-iteration mode), the local review summaries converge
+// posted. A run that resumed, or started over, counts the same.
+func forgeRoundCount(s State, pr *forge.PullRequest, c Config) int {
+	n := 0
+	if !s.SingleIteration && c.Bot != nil {
+		for _, r := range pr.Reviews {
+			if isBot(r.Author, c) && r.State != forge.ReviewPending {
+				n++
+			}
+		}
+		return n
+	}
+	heads := map[string]bool{}
+	for _, ic := range pr.IssueComments {
+		if !selfComment(ic.Author, c) {
+			continue
+		}
+		if head, _, ok := review.ParseSummaryMarker(ic.Body); ok && !heads[head] {
+			heads[head] = true
+			n++
+		}
+	}
+	return n
+}
+
+// recapGate is PR-G2 at the top of a round: every RecapInterval rounds by
+// the forge's count, the loop stops and a judge recaps all prior rounds
+// before the next one starts. It reports whether the round may start.
+func (d *step) recapGate() bool {
+	s, c := &d.s, d.c
+	if c.RecapInterval <= 0 {
+		return true
+	}
+	count := forgeRoundCount(*s, d.pr, c)
+	if count == 0 || count%c.RecapInterval != 0 {
+		return true
+	}
+	i := slices.IndexFunc(s.Recaps, func(r RecapRecord) bool { return r.Count == count })
+	if i < 0 {
+		if r := d.o.Result; r != nil && r.Recap != nil && r.Recap.Count == count {
+			s.Recaps = append(s.Recaps, RecapRecord{Count: count, Verdict: r.Recap.Verdict})
+			i = len(s.Recaps) - 1
+			d.acts = append(d.acts, Action{Kind: ActComment, Key: fmt.Sprintf("recap/%d", count), Round: s.Round, Reason: "recap",
+				Body: recap.Markdown(r.Recap.Input, r.Recap.Verdict) + "\n" + recapMarker(count)})
+		} else {
+			in := d.recapInput(count)
+			d.acts = append(d.acts, Action{Kind: ActRecap, Key: fmt.Sprintf("recap/%d", count), Round: s.Round, Reason: "recap", Recap: &in})
+			d.wait(fmt.Sprintf("recap gate after %d rounds: awaiting the judge's verdict", count))
+			return false
+		}
+	}
+	rec := &s.Recaps[i]
+	switch rec.Verdict.Decision {
+	case recap.Continue:
+		return true
+	case recap.RevertAndShip:
+		if rec.Reverted != "" {
+			return true
+		}
+		if r := d.o.Result; r != nil && r.Revert != nil {
+			res := r.Revert
+			if res.CommitSHA == "" || !res.TestsPassed {
+				d.end(ReasonHandedOff, fmt.Sprintf("recap after %d rounds: REVERT-AND-SHIP of rounds %v could not ship: the revert %s; a human takes it from here", count, rec.Verdict.RevertRounds, revertWhy(res)), nil)
+				return false
+			}
+			rec.Reverted = res.CommitSHA
+			s.RevertedRounds = append(s.RevertedRounds, rec.Verdict.RevertRounds...)
+			s.LastLoopSHA, s.PushedAt, s.PushedForgeAt = res.CommitSHA, d.o.Now, d.forgeNow()
+			s.LoopDiffLines += res.LinesChanged
+			// The reverted head is reviewed like any other: the next round
+			// starts once the forge shows it.
+			d.wait("the revert is pushed; the next round reviews it")
+			return false
+		}
+		var commits []string
+		for _, n := range rec.Verdict.RevertRounds {
+			for _, r := range s.Rounds {
+				if r.N == n && r.CommitSHA != "" {
+					commits = append(commits, r.CommitSHA)
+				}
+			}
+		}
+		d.acts = append(d.acts, Action{Kind: ActRevert, Key: fmt.Sprintf("revert/%d", count), Round: s.Round, SHA: d.head,
+			Reason: fmt.Sprintf("recap after %d rounds: revert rounds %v", count, rec.Verdict.RevertRounds), Reverts: commits, RevertRounds: rec.Verdict.RevertRounds})
+		d.wait("reverting the drifted rounds")
+		return false
+	default: // HAND-OFF, and any verdict that is not usable
+		d.end(ReasonHandedOff, fmt.Sprintf("recap after %d rounds: HAND-OFF: %s", count, oneLine(rec.Verdict.Reason)), nil)
+		return false
+	}
+}
+
+func revertWhy(res *FixResult) string {
+	if res.CommitSHA == "" {
+		return "made no commit (the rounds' commits do not revert cleanly)"
+	}
+	return "fails the tests"
+}
+
+// recapMarker marks the recap comment, so it is posted once per count.
+func recapMarker(count int) string {
+	return fmt.Sprintf("<!-- converge:recap count=%d -->", count)
+}
+
+// recapInput is what the judge sees: the PR's scope, every round's
+// findings and dispositions, and the signals the ledger shows.
+func (d *step) recapInput(count int) recap.Input {
+	s := d.s
+	disp := map[string]string{}
+	for _, t := range s.Threads {
+		disp[fmt.Sprintf("%d/%s", t.Round, t.ThreadID)] = string(t.Disposition)
+	}
+	in := recap.Input{PR: prName(d.pr), Title: d.pr.Title, Body: d.pr.Body, BaseDiffLines: s.InitialDiffLines, LoopDiffLines: s.LoopDiffLines, RoundCount: count}
+	for _, r := range s.Rounds {
+		rd := recap.Round{N: r.N, Commit: r.CommitSHA, Findings: []recap.Entry{}}
+		for _, f := range r.Findings {
+			where := f.Path
+			if f.EndLine > 0 {
+				where = fmt.Sprintf("%s:%d", f.Path, f.EndLine)
+			}
+			dp := disp[fmt.Sprintf("%d/%s", r.N, f.ThreadID)]
+			if dp == "" {
+				dp = "open"
+			}
+			rd.Findings = append(rd.Findings, recap.Entry{ID: f.ID, Source: f.Source, Where: where, Verdict: string(f.Verdict), Disposition: dp, Summary: firstLine(f.Summary)})
+		}
+		in.Rounds = append(in.Rounds, rd)
+	}
+	in.Signals = recap.Signals(in)
+	return in
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

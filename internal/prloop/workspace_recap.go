@@ -1,0 +1,97 @@
+package prloop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/recap"
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+var _ Recapper = (*GitWorkspace)(nil)
+
+// Recap asks the workspace's recap judge for the verdict (PR-G2). Without
+// a judge the verdict is a HAND-OFF that says so.
+func (w *GitWorkspace) Recap(ctx context.Context, in recap.Input) (recap.Verdict, error) {
+	j := w.RecapJudge
+	if j != nil && j.Env == nil {
+		jj := *j
+		jj.Env = w.AgentEnv
+		if jj.Budget <= 0 {
+			jj.Budget = w.Budget
+		}
+		if jj.Workdir == "" && w.worktree != nil {
+			jj.Workdir = w.worktree.Dir
+		}
+		j = &jj
+	}
+	return j.Run(ctx, in)
+}
+
+// Revert makes one commit on the PR's head that reverts the given loop
+// commits (newest first), carrying the loop's round trailer and naming the
+// reverted rounds, runs the tests and pushes it when they pass (never a
+// force-push). A revert that does not apply cleanly makes no commit.
+func (w *GitWorkspace) Revert(ctx context.Context, pr *forge.PullRequest, round int, commits []string, rounds []int) (FixResult, error) {
+	res := FixResult{Round: round}
+	if w.worktree == nil {
+		if _, err := w.Prepare(ctx, pr); err != nil {
+			return res, err
+		}
+	}
+	if err := w.fetch(ctx, pr); err != nil {
+		return res, err
+	}
+	if err := w.reset(ctx, pr.HeadSHA); err != nil {
+		return res, err
+	}
+	for i := len(commits) - 1; i >= 0; i-- {
+		if _, err := w.worktree.Run(ctx, "revert", "--no-commit", "--no-edit", commits[i]); err != nil {
+			w.logf("the revert of %s does not apply cleanly: %v", commits[i], err)
+			_, _ = w.worktree.Run(ctx, "revert", "--abort")
+			return res, w.reset(ctx, pr.HeadSHA)
+		}
+	}
+	if test := w.testCommand(); len(test) > 0 {
+		tr, err := w.runTests(ctx, test)
+		if err != nil {
+			return res, err
+		}
+		res.TestsPassed = tr.ok()
+		if !tr.ok() {
+			w.logf("the revert of rounds %v fails the tests: %s", rounds, strings.Join(tr.excerpt(nil), " | "))
+			return res, w.reset(ctx, pr.HeadSHA)
+		}
+	} else {
+		res.TestsPassed = true
+	}
+	var names []string
+	for _, n := range rounds {
+		names = append(names, fmt.Sprint(n))
+	}
+	msg := fmt.Sprintf("converge: revert drifted rounds %s (recap gate)\n\nThe recap judge found rounds %s out of the PR's scope (PR-G2);\nthis commit reverts their commits:\n\n", strings.Join(names, ", "), strings.Join(names, ", "))
+	for _, c := range commits {
+		msg += "- " + c + "\n"
+	}
+	msg += fmt.Sprintf("\n%s: %d\n", CommitTrailer, round)
+	sha, err := w.worktree.Commit(ctx, repo.CommitOptions{Message: msg, AuthorName: w.Author, AuthorEmail: w.Email})
+	if errors.Is(err, repo.ErrNothingToCommit) {
+		return res, nil
+	}
+	if err != nil {
+		return res, err
+	}
+	if err := w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef); err != nil {
+		return res, err
+	}
+	res.CommitSHA = sha
+	add, del, err := w.worktree.DiffLines(ctx, sha+"~1", sha)
+	if err != nil {
+		return res, err
+	}
+	res.LinesChanged = add + del
+	return res, nil
+}
