@@ -1,10 +1,13 @@
 // Package backends is the registry of the coding-agent CLI backends that
 // need no more configuration than a name (AG-B1): `--agent claude`,
-// `--agent codex`, `--agent opencode`, and the same for `--review-agent`. It builds a backend
+// `--agent codex`, `--agent gemini`, `--agent opencode`, and the same for
+// `--review-agent`. It builds a backend
 // from its name, the role it plays and what the environment configures:
 //
-//	CONVERGE_CLAUDE_BIN, CONVERGE_CODEX_BIN, CONVERGE_OPENCODE_BIN        the program (else PATH)
-//	CONVERGE_CLAUDE_MODEL, CONVERGE_CODEX_MODEL, CONVERGE_OPENCODE_MODEL  the model (else the CLI's default)
+//	CONVERGE_<NAME>_BIN    the program (else NAME in PATH)
+//	CONVERGE_<NAME>_MODEL  the model (else the CLI's default)
+//
+// with NAME one of CLAUDE, CODEX, GEMINI, OPENCODE.
 //
 // The built-in suggest agent and the command agent, which need flags of
 // their own, are built by the command line as before.
@@ -20,6 +23,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/claude"
 	"github.com/convergeloop/converge/internal/agent/codex"
+	"github.com/convergeloop/converge/internal/agent/gemini"
 	"github.com/convergeloop/converge/internal/agent/opencode"
 )
 
@@ -36,7 +40,7 @@ var ErrUnknown = errors.New("unknown agent backend")
 
 // Config selects and configures a backend.
 type Config struct {
-	Name  string // "claude", "codex" or "opencode"
+	Name  string // "claude", "codex", "gemini" or "opencode"
 	Role  string // RoleFix (default), RoleReview, RoleJudge
 	Model string // overrides CONVERGE_<NAME>_MODEL
 	// Binary overrides CONVERGE_<NAME>_BIN and PATH.
@@ -46,7 +50,7 @@ type Config struct {
 	Getenv func(string) string
 }
 
-var names = []string{"claude", "codex", "opencode"}
+var names = []string{"claude", "codex", "gemini", "opencode"}
 
 // Names lists the backends New builds.
 func Names() []string { return slices.Clone(names) }
@@ -75,6 +79,8 @@ func New(cfg Config) (agent.Agent, error) {
 		return claude.New(claude.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
 	case "codex":
 		return codex.New(codex.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
+	case "gemini":
+		return gemini.New(gemini.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
 	case "opencode":
 		return opencode.New(opencode.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
 	}

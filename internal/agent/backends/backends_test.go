@@ -60,15 +60,15 @@ func TestNewOpenCode(t *testing.T) {
 }
 
 func TestNewErrors(t *testing.T) {
-	_, err := New(Config{Name: "gemini"})
-	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "claude, codex, opencode") {
+	_, err := New(Config{Name: "bogus"})
+	if !errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "claude, codex, gemini, opencode") {
 		t.Errorf("unknown: %v", err)
 	}
 	_, err = New(Config{Name: "claude", Getenv: env(map[string]string{"CONVERGE_CLAUDE_BIN": "/nonexistent/claude"})})
 	if err == nil || errors.Is(err, ErrUnknown) || !strings.Contains(err.Error(), "CONVERGE_CLAUDE_BIN") {
 		t.Errorf("missing binary: %v", err)
 	}
-	if !Known("codex") || Known("command") || !slices.Equal(Names(), []string{"claude", "codex", "opencode"}) {
+	if !Known("codex") || Known("command") || !slices.Equal(Names(), []string{"claude", "codex", "gemini", "opencode"}) {
 		t.Error("Known/Names")
 	}
 }

@@ -1,5 +1,5 @@
 // Package fakemodel is a scripted model server for tests of real coding-agent
-// CLIs (DESIGN.md, testing layer 4). It speaks two wire protocols on one
+// CLIs (DESIGN.md, testing layer 4). It speaks three wire protocols on one
 // http.Handler:
 //
 //   - the Anthropic Messages API (POST /v1/messages, streaming SSE or plain
@@ -7,7 +7,10 @@
 //     ANTHROPIC_BASE_URL names this server;
 //   - the OpenAI Responses API (POST /v1/responses, streaming SSE or plain
 //     JSON), which Codex talks to through a custom model provider whose
-//     base_url names this server's /v1.
+//     base_url names this server's /v1;
+//   - the Gemini API (POST /v1beta/models/MODEL:streamGenerateContent with
+//     alt=sse, :generateContent, :countTokens), which Gemini CLI talks to
+//     when GOOGLE_GEMINI_BASE_URL names this server.
 //
 // What the model "says" is a Script: a list of turns, each some text and
 // tool calls. The server is stateless about conversations: the turn a
@@ -97,8 +100,8 @@ type Script struct {
 
 // Call is a tool call the server made.
 type Call struct {
-	API    string // "anthropic" or "openai"
-	ID     string // tool_use id or call_id
+	API    string // "anthropic", "openai" or "gemini"
+	ID     string // tool_use id, call_id or functionCall id
 	Name   string
 	Input  json.RawMessage
 	Script int // index into the server's scripts
@@ -114,7 +117,7 @@ type ToolResult struct {
 
 // Request is one recorded request.
 type Request struct {
-	API    string // "anthropic", "openai", or "" for an unknown path
+	API    string // "anthropic", "openai", "gemini", or "" for an unknown path
 	Method string
 	Path   string
 	Header http.Header
@@ -166,6 +169,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && path == "/v1/responses":
 		s.serveResponses(w, r)
 	default:
+		if model, method, ok := geminiRoute(path); ok && r.Method == http.MethodPost {
+			s.serveGemini(w, r, model, method)
+			return
+		}
 		s.record(Request{Method: r.Method, Path: path, Header: r.Header.Clone(), Script: -1})
 		s.fail("unexpected request %s %s", r.Method, r.URL)
 		http.Error(w, `{"error":{"type":"not_found_error","message":"fakemodel: no such endpoint"}}`, http.StatusNotFound)

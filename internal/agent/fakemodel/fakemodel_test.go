@@ -430,3 +430,100 @@ func TestChunksKeepUTF8(t *testing.T) {
 		t.Error("chunks do not join back")
 	}
 }
+
+// readGeminiSSE reads a Gemini stream: "data: {GenerateContentResponse}"
+// events with no names, which the SDK joins.
+func readGeminiSSE(t *testing.T, resp *http.Response) []map[string]any {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, ev := range strings.Split(string(b), "\r\n\r\n") {
+		if ev == "" {
+			continue
+		}
+		data, ok := strings.CutPrefix(ev, "data: ")
+		if !ok {
+			t.Fatalf("event %q is not a data line", ev)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func TestGeminiFunctionCallsAndResponses(t *testing.T) {
+	srv := New(Script{Turns: []Turn{
+		{Text: "Running the tests now, at some length.", Calls: []ToolCall{{Shell: "go test ./..."}},
+			Usage: Usage{InputTokens: 40, OutputTokens: 4, CacheReadTokens: 10}},
+		{Text: "done"},
+	}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	tools := []any{map[string]any{"functionDeclarations": []any{map[string]any{"name": "run_shell_command"}, map[string]any{"name": "read_file"}}}}
+	user := map[string]any{"role": "user", "parts": []any{map[string]any{"text": "fix"}}}
+	chunks := readGeminiSSE(t, post(t, hs.URL+"/v1beta/models/gem:streamGenerateContent?alt=sse", map[string]any{
+		"contents": []any{user}, "tools": tools,
+	}))
+	var text string
+	var call map[string]any
+	for i, c := range chunks {
+		cand := c["candidates"].([]any)[0].(map[string]any)
+		for _, p := range cand["content"].(map[string]any)["parts"].([]any) {
+			p := p.(map[string]any)
+			if s, ok := p["text"].(string); ok {
+				text += s
+			}
+			if fc, ok := p["functionCall"].(map[string]any); ok {
+				call = fc
+			}
+		}
+		last := i == len(chunks)-1
+		if _, ok := cand["finishReason"]; ok != last {
+			t.Errorf("chunk %d: finishReason present %v", i, ok)
+		}
+		if last {
+			um := c["usageMetadata"].(map[string]any)
+			if um["promptTokenCount"] != 50.0 || um["candidatesTokenCount"] != 4.0 || um["cachedContentTokenCount"] != 10.0 {
+				t.Errorf("usage = %v", um)
+			}
+		}
+	}
+	if text != "Running the tests now, at some length." || call["name"] != "run_shell_command" ||
+		call["args"].(map[string]any)["command"] != "go test ./..." || call["id"] == "" {
+		t.Fatalf("text %q, call %v", text, call)
+	}
+	history := []any{user,
+		map[string]any{"role": "model", "parts": []any{map[string]any{"functionCall": call}}},
+		map[string]any{"role": "user", "parts": []any{map[string]any{"functionResponse": map[string]any{
+			"id": call["id"], "name": "run_shell_command", "response": map[string]any{"error": "exit 1"}}}}},
+	}
+	resp := post(t, hs.URL+"/v1beta/models/gem:generateContent", map[string]any{"contents": history, "tools": tools})
+	var r struct {
+		Candidates []struct {
+			Content struct {
+				Parts []struct{ Text string } `json:"parts"`
+			} `json:"content"`
+			FinishReason string `json:"finishReason"`
+		} `json:"candidates"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(r.Candidates) != 1 || r.Candidates[0].Content.Parts[0].Text != "done" || r.Candidates[0].FinishReason != "STOP" {
+		t.Errorf("second turn = %+v", r)
+	}
+	if res, ok := srv.Result(call["id"].(string)); !ok || !res.IsError || res.Content != `"exit 1"` {
+		t.Errorf("result = %+v", res)
+	}
+	if u, e := srv.Unanswered(), srv.Errors(); len(u)+len(e) != 0 {
+		t.Errorf("unanswered %v, errors %v", u, e)
+	}
+}

@@ -1,0 +1,274 @@
+// Package gemini is the Gemini CLI agent backend (SPEC AG-B1). It runs
+//
+//	gemini -o stream-json --approval-mode yolo --skip-trust [-m MODEL]
+//	       [extra args…] -p "…"
+//
+// with the task's prompt (agent.RenderTaskPrompt) on stdin — -p, which
+// makes the run non-interactive, only adds a closing line to it — in the
+// task's worktree, under the task's time-box (agent.RunWithBudget: own
+// process group, SIGTERM at the budget, SIGKILL after the grace period),
+// with the task's scrubbed environment plus only the model credentials
+// named in Options.PassEnv (SEC-2). A fix run approves every tool (yolo:
+// nothing waits for a prompt; Gemini CLI's own sandbox needs a container
+// runtime and is left to ExtraArgs); a review run is in plan mode, which
+// reads and never edits.
+//
+// Gemini CLI prints one JSON event per line: init, message (the user's,
+// then the assistant's text in deltas), tool_use {tool_name, tool_id,
+// parameters}, tool_result {tool_id, status}, error, and result {status,
+// stats}. The final message is the assistant text after the last tool
+// call: for a fix task its last line must be the status record (IF-5, read
+// fail-closed by agent.ParseStatus, AG-T3); for a review task it holds the
+// findings array, returned in Result.Output. Usage is the result's stats;
+// Gemini CLI reports no price.
+package gemini
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+)
+
+// BinaryEnv names the environment variable that gives the gemini program.
+const BinaryEnv = "CONVERGE_GEMINI_BIN"
+
+// DefaultPassEnv are the variables of converge's environment a gemini run
+// gets besides the scrubbed task environment: how Gemini CLI reaches and
+// authenticates to its model. No forge token is among them.
+var DefaultPassEnv = []string{
+	"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL",
+	"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
+	"GOOGLE_APPLICATION_CREDENTIALS", "GEMINI_CLI_HOME", "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+}
+
+// prompt is -p: it only makes the run non-interactive; the task is on
+// stdin, and this line is appended to it.
+const prompt = "Do the task above. The last line of your final message must be what the task asks for."
+
+// Options configure the backend.
+type Options struct {
+	// Name is reported by Name(); default "gemini".
+	Name string
+	// Binary is the gemini program; default $CONVERGE_GEMINI_BIN, else
+	// "gemini" in PATH.
+	Binary string
+	// Model is passed as -m when set.
+	Model string
+	// ApprovalMode is --approval-mode of a fix run; default "yolo". Review
+	// runs use "plan".
+	ApprovalMode string
+	// ExtraArgs are added before -p.
+	ExtraArgs []string
+	// Env are KEY=VALUE entries added to the run's environment, after
+	// PassEnv.
+	Env []string
+	// PassEnv names variables passed from converge's environment as they
+	// are; nil means DefaultPassEnv.
+	PassEnv []string
+	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
+	// means agent.DefaultGrace.
+	Grace time.Duration
+	// Secrets are redacted from captured output (SEC-3).
+	Secrets []string
+	// Getenv reads converge's environment; nil means os.Getenv. Environ
+	// lists it for PassEnv; nil means os.Environ.
+	Getenv  func(string) string
+	Environ func() []string
+}
+
+// Agent runs Gemini CLI.
+type Agent struct {
+	bin  string
+	opts Options
+}
+
+var _ agent.Agent = (*Agent)(nil)
+
+// New resolves the gemini program (AG-T4 pre-flight) and returns the
+// backend.
+func New(opts Options) (*Agent, error) {
+	if opts.Name == "" {
+		opts.Name = "gemini"
+	}
+	if opts.ApprovalMode == "" {
+		opts.ApprovalMode = "yolo"
+	}
+	if opts.PassEnv == nil {
+		opts.PassEnv = DefaultPassEnv
+	}
+	if opts.Environ == nil {
+		opts.Environ = os.Environ
+	}
+	bin, err := agent.ResolveBinary(opts.Binary, BinaryEnv, "gemini", opts.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &Agent{bin: bin, opts: opts}, nil
+}
+
+func (a *Agent) Name() string { return a.opts.Name }
+
+// Binary is the resolved program.
+func (a *Agent) Binary() string { return a.bin }
+
+// Args is the command line of a run of t, program first.
+func (a *Agent) Args(t agent.Task) []string {
+	mode := a.opts.ApprovalMode
+	if t.Kind == agent.TaskKindReview {
+		mode = "plan"
+	}
+	argv := []string{a.bin, "-o", "stream-json", "--approval-mode", mode, "--skip-trust"}
+	if a.opts.Model != "" {
+		argv = append(argv, "-m", a.opts.Model)
+	}
+	argv = append(argv, a.opts.ExtraArgs...)
+	return append(argv, "-p", prompt)
+}
+
+// Env is the environment of a run of t.
+func (a *Agent) Env(t agent.Task) []string {
+	// No self-relaunch with a bigger heap: the run stays one process tree
+	// under converge's time-box either way, but simpler.
+	extra := append([]string{"GEMINI_CLI_NO_RELAUNCH=true"}, a.opts.Env...)
+	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassEnv, extra)
+}
+
+// Run runs Gemini CLI once on t; agent.RunWithBudget's rules apply to the
+// record.
+func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	budget := t.EffectiveBudget()
+	review := t.Kind == agent.TaskKindReview
+	parse := func(stdout string) agent.StatusRecord {
+		if review {
+			return agent.StatusRecord{Status: agent.StatusComplete}
+		}
+		return ParseEvents(stdout).Record()
+	}
+	res, err := agent.RunWithBudget(ctx, agent.Cmd{
+		Argv:   a.Args(t),
+		Dir:    t.Workdir,
+		Env:    a.Env(t),
+		Stdin:  []byte(agent.RenderTaskPrompt(t)),
+		Budget: budget,
+		Grace:  a.opts.Grace,
+		Parse:  parse,
+	})
+	events := ParseEvents(res.Stdout)
+	if review {
+		res.Record = agent.ProcessRecord(res, budget)
+		if res.Record.Status == agent.StatusComplete && events.Failure != "" {
+			res.Record = agent.StatusRecord{Status: agent.StatusBlocked, Reason: "cli-error",
+				Summary: "gemini: " + events.Failure, FilesChanged: []string{}}
+		}
+	}
+	out := agent.Result{
+		Record:   agent.RedactRecord(res.Record, a.opts.Secrets),
+		Output:   agent.Redact(events.Final, a.opts.Secrets...),
+		Stderr:   agent.Redact(res.Stderr, a.opts.Secrets...),
+		Duration: res.Duration,
+		Usage:    events.Usage,
+	}
+	out.Outcomes = agent.OutcomesFor(t.Findings, out.Record)
+	if err != nil {
+		return out, fmt.Errorf("gemini agent %s: %w", a.opts.Name, err)
+	}
+	return out, nil
+}
+
+// Events is what a run's stream-json output says.
+type Events struct {
+	// Final is the assistant text after the last tool call.
+	Final string
+	// Usage is the result event's stats.
+	Usage agent.Usage
+	// Tools are the tools called, in order.
+	Tools []string
+	// Status is the result event's status ("success", "error"); empty
+	// without one.
+	Status string
+	// Failure is the message of the last error, or of an error result.
+	Failure string
+}
+
+// ParseEvents reads gemini -o stream-json output. Lines that are not JSON
+// objects are skipped.
+func ParseEvents(stdout string) Events {
+	var e Events
+	var text strings.Builder
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(make([]byte, 0, 64<<10), len(stdout)+1)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var ev struct {
+			Type     string `json:"type"`
+			Role     string `json:"role"`
+			Content  string `json:"content"`
+			Delta    bool   `json:"delta"`
+			ToolName string `json:"tool_name"`
+			Status   string `json:"status"`
+			Message  string `json:"message"`
+			Error    struct {
+				Message string `json:"message"`
+			} `json:"error"`
+			Stats struct {
+				InputTokens  int64 `json:"input_tokens"`
+				OutputTokens int64 `json:"output_tokens"`
+				Cached       int64 `json:"cached"`
+				Input        int64 `json:"input"`
+			} `json:"stats"`
+		}
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		switch ev.Type {
+		case "message":
+			if ev.Role != "assistant" {
+				continue
+			}
+			if !ev.Delta {
+				text.Reset()
+			}
+			text.WriteString(ev.Content)
+		case "tool_use":
+			e.Tools = append(e.Tools, ev.ToolName)
+			text.Reset()
+		case "error":
+			e.Failure = ev.Message
+		case "result":
+			e.Status = ev.Status
+			if ev.Status != "success" && ev.Error.Message != "" {
+				e.Failure = ev.Error.Message
+			}
+			st := ev.Stats
+			input := st.Input
+			if input == 0 {
+				input = max(0, st.InputTokens-st.Cached)
+			}
+			e.Usage = agent.Usage{InputTokens: input, CacheReadTokens: st.Cached, OutputTokens: st.OutputTokens}
+		}
+	}
+	e.Final = text.String()
+	return e
+}
+
+// Record is the status record of the final message (IF-5, fail-closed),
+// with a concern when Gemini CLI reported the run as failed.
+func (e Events) Record() agent.StatusRecord {
+	rec := agent.ParseStatus(e.Final)
+	switch {
+	case rec.Reason == agent.ReasonUnparseable && e.Failure != "":
+		rec.Summary += " (gemini: " + strings.Join(strings.Fields(e.Failure), " ") + ")"
+	case rec.Reason != agent.ReasonUnparseable && e.Status != "" && e.Status != "success":
+		rec.Concerns = append(rec.Concerns, "gemini reported status "+e.Status)
+	}
+	return rec
+}

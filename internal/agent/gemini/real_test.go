@@ -1,0 +1,171 @@
+package gemini
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/agenttest"
+	"github.com/convergeloop/converge/internal/agent/fakemodel"
+)
+
+// The real Gemini CLI against fakemodel's Gemini API (GOOGLE_GEMINI_BASE_URL,
+// API-key auth chosen in its settings). The CLI comes from
+// CONVERGE_GEMINI_BIN or PATH; without it the tests skip, except under
+// CI=true.
+
+func realCLI(t *testing.T) string {
+	return agenttest.RealCLI(t, BinaryEnv, "gemini", "@google/gemini-cli")
+}
+
+func newAgent(t *testing.T, bin, url string) *Agent {
+	t.Helper()
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, ".gemini"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	settings := `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true}}`
+	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{
+		Binary:  bin,
+		Model:   "gemini-fakemodel",
+		PassEnv: []string{},
+		Env:     []string{"HOME=" + home, "GEMINI_API_KEY=fakemodel", "GOOGLE_GEMINI_BASE_URL=" + url},
+		Grace:   2 * time.Second,
+		// converge's environment holds a forge token; the run must not.
+		Environ: func() []string { return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36)) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestRealGemini_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	dir := agenttest.Repo(t, map[string]string{"greet.txt": "hello world\n"})
+	file := filepath.Join(dir, "greet.txt")
+	status, _ := json.Marshal(map[string]any{
+		"status": "complete", "next_action": "", "needs_extension_minutes": 0,
+		"summary": "greeting changed", "files_changed": []string{"greet.txt"},
+	})
+	srv := fakemodel.New(fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
+		{Calls: []fakemodel.ToolCall{{Name: "read_file", Input: map[string]any{"file_path": file}}},
+			Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 10}},
+		{Text: "Editing.", Calls: []fakemodel.ToolCall{
+			{Name: "replace", Input: map[string]any{"file_path": file, "old_string": "hello world", "new_string": "hello converge",
+				"instruction": "Greet converge instead of the world, as the finding asks."}},
+			{Shell: "env > env.dump"},
+		}, Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 20, CacheReadTokens: 50}},
+		{Text: "Changed the greeting.\n" + string(status), Usage: fakemodel.Usage{InputTokens: 300, OutputTokens: 30}},
+	}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	a := newAgent(t, bin, hs.URL)
+	res, err := a.Run(context.Background(), agent.Task{
+		Kind: agent.TaskKindFix, Workdir: dir, Budget: 3 * time.Minute,
+		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}},
+	})
+	if err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
+	}
+	agenttest.CheckWire(t, srv)
+	got, _ := os.ReadFile(file)
+	if string(got) != "hello converge\n" {
+		t.Errorf("greet.txt = %q\nstderr: %s", got, res.Stderr)
+	}
+	if res.Record.Status != agent.StatusComplete || !slices.Equal(res.Record.FilesChanged, []string{"greet.txt"}) {
+		t.Errorf("record = %+v\noutput: %s\nstderr: %s", res.Record, res.Output, res.Stderr)
+	}
+	if u := res.Usage; u.InputTokens != 600 || u.CacheReadTokens != 50 || u.OutputTokens != 60 || u.CostReported {
+		t.Errorf("usage = %+v, want input 600 (+50 cached), output 60, no cost", u)
+	}
+	env, err := os.ReadFile(filepath.Join(dir, "env.dump"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains("\n"+string(env), "\nGH_TOKEN=") {
+		t.Error("the agent's environment has GH_TOKEN")
+	}
+}
+
+func TestRealGemini_ReviewAnswersWithArrayAndCannotEdit(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	dir := agenttest.Repo(t, map[string]string{"a.go": "package a\n"})
+	file := filepath.Join(dir, "a.go")
+	answer := `[{"file":"a.go","line_range":[1,1],"summary":"no doc comment","verdict":"minor"}]`
+	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
+		{Calls: []fakemodel.ToolCall{{Name: "read_file", Input: map[string]any{"file_path": file}}}},
+		// A review that tries to edit is refused (plan mode).
+		{Calls: []fakemodel.ToolCall{{Name: "replace", Input: map[string]any{"file_path": file,
+			"old_string": "package a", "new_string": "package b", "instruction": "Rename the package."}}}},
+		{Text: "One point.\n" + answer},
+	}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	a := newAgent(t, bin, hs.URL)
+	res, err := a.Run(context.Background(), agent.Task{
+		Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases", Diff: "diff --git a/a.go b/a.go\n", Budget: 3 * time.Minute,
+	})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	for _, e := range srv.Errors() {
+		t.Errorf("fakemodel: %s", e)
+	}
+	for _, c := range srv.Unanswered() {
+		t.Errorf("tool call %s %s got no tool result", c.ID, c.Name)
+	}
+	if res.Record.Status != agent.StatusComplete || !strings.HasSuffix(res.Output, answer) {
+		t.Errorf("record = %+v, output %q\nstderr: %s", res.Record, res.Output, res.Stderr)
+	}
+	if got, _ := os.ReadFile(file); string(got) != "package a\n" {
+		t.Errorf("a review run edited a.go: %q", got)
+	}
+	for _, c := range srv.Calls() {
+		if r, _ := srv.Result(c.ID); c.Name == "replace" && !r.IsError {
+			t.Errorf("the review's replace was not refused: %+v", r)
+		}
+	}
+	for _, r := range srv.Requests() {
+		if !r.Side && strings.Contains(string(r.Body), `"name":"run_shell_command"`) {
+			t.Error("a review request offers run_shell_command")
+		}
+	}
+}
+
+func TestRealGemini_StoppedAtBudget(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	dir := agenttest.Repo(t, map[string]string{"a.txt": "x\n"})
+	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	marker := fmt.Sprintf("converge-budget-%d", time.Now().UnixNano())
+	a := newAgent(t, bin, hs.URL)
+	a.opts.Env = append(a.opts.Env, "CONVERGE_TEST_MARKER="+marker)
+	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Second,
+		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {
+		t.Errorf("record = %+v", res.Record)
+	}
+	if left := agenttest.ProcessesWithEnv(marker); len(left) > 0 {
+		t.Errorf("processes of the stopped run still alive: %v", left)
+	}
+}
