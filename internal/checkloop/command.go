@@ -37,6 +37,7 @@ type JudgePacket struct {
 // environment), reading one canonical JSON document on stdin:
 //
 //	{"budget_seconds":300,
+//	 "extension":0,                   // n on the n-th extension of a run that ended partial (AG-T1)
 //	 "iteration":2,                   // 0 for a judge of the baseline
 //	 "kind":"iterate",                // or "judge"
 //	 "packet":{"failed_approaches":[…],"goal":"…","queued_scope":[…],"worklog":"…"},
@@ -83,6 +84,7 @@ func (c *Command) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	budget := t.EffectiveBudget()
 	doc := map[string]any{
 		"budget_seconds": int64(budget.Seconds()),
+		"extension":      t.Extension,
 		"iteration":      t.Round,
 		"kind":           t.Kind,
 		"packet":         json.RawMessage(packet),
