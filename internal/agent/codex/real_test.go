@@ -151,6 +151,8 @@ func TestRealCodex_ReviewAnswersWithArray(t *testing.T) {
 	answer := `[{"file":"a.go","line_range":[1,1],"summary":"package has no doc comment","verdict":"minor"}]`
 	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
 		{Calls: []fakemodel.ToolCall{{Shell: "cat a.go"}}},
+		// -s read-only: a review that tries to write cannot.
+		{Calls: []fakemodel.ToolCall{{Shell: "echo 'package b' > a.go || true"}}},
 		{Text: "One point.\n" + answer},
 	}})
 	hs := httptest.NewServer(srv)
@@ -173,6 +175,9 @@ func TestRealCodex_ReviewAnswersWithArray(t *testing.T) {
 	}
 	if r, ok := srv.Result(srv.Calls()[0].ID); !ok || !strings.Contains(r.Content, "package a") {
 		t.Errorf("the shell call's result = %+v, want the file's text", r)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "a.go")); string(got) != "package a\n" {
+		t.Errorf("a review run wrote a.go: %q", got)
 	}
 }
 

@@ -114,8 +114,11 @@ func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
 	t.Parallel()
 	dir := agenttest.Repo(t, map[string]string{"a.go": "package a\n"})
 	answer := `[]`
+	file := filepath.Join(dir, "a.go")
 	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
-		{Calls: []fakemodel.ToolCall{{Name: "read", Input: map[string]any{"filePath": filepath.Join(dir, "a.go")}}}},
+		{Calls: []fakemodel.ToolCall{{Name: "read", Input: map[string]any{"filePath": file}}}},
+		// A review that tries to edit is refused (permission edit: deny).
+		{Calls: []fakemodel.ToolCall{{Name: "edit", Input: map[string]any{"filePath": file, "oldString": "package a", "newString": "package b"}}}},
 		{Text: "Nothing to report.\n" + answer},
 	}})
 	hs := httptest.NewServer(srv)
@@ -127,9 +130,30 @@ func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	agenttest.CheckWire(t, srv)
+	for _, e := range srv.Errors() {
+		t.Errorf("fakemodel: %s", e)
+	}
+	for _, c := range srv.Unanswered() {
+		t.Errorf("tool call %s %s got no tool result", c.ID, c.Name)
+	}
 	if res.Record.Status != agent.StatusComplete || !strings.HasSuffix(res.Output, answer) {
 		t.Errorf("record = %+v, output %q\nstderr: %s", res.Record, res.Output, res.Stderr)
+	}
+	if got, _ := os.ReadFile(file); string(got) != "package a\n" {
+		t.Errorf("a review run edited a.go: %q", got)
+	}
+	// Denied tools are not offered; a call to one is answered as invalid.
+	for _, c := range srv.Calls() {
+		if r, _ := srv.Result(c.ID); c.Name == "edit" && !r.IsError && !strings.Contains(r.Content, "unavailable tool") {
+			t.Errorf("the review's edit was not refused: %+v", r)
+		}
+	}
+	for _, r := range srv.Requests() {
+		for _, banned := range []string{`"name":"edit"`, `"name":"write"`, `"name":"bash"`} {
+			if !r.Side && strings.Contains(string(r.Body), banned) {
+				t.Errorf("a review request offers %s", banned)
+			}
+		}
 	}
 }
 
