@@ -257,7 +257,7 @@ func TestRealClaude_StoppedAtBudget(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v", err)
 	}
-	if took := time.Since(start); took > 3*time.Second+2*time.Second+5*time.Second {
+	if took := time.Since(start); took > 3*time.Second+2*time.Second+20*time.Second {
 		t.Errorf("run took %s, budget 3s + grace 2s", took)
 	}
 	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {

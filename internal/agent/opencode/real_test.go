@@ -82,7 +82,7 @@ func TestRealOpenCode_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 
 	a := newAgent(t, bin, hs.URL)
 	res, err := a.Run(context.Background(), agent.Task{
-		Kind: agent.TaskKindFix, Workdir: dir, Budget: 3 * time.Minute,
+		Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Minute,
 		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}},
 	})
 	if err != nil {
@@ -125,7 +125,7 @@ func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
 	defer hs.Close()
 	a := newAgent(t, bin, hs.URL)
 	res, err := a.Run(context.Background(), agent.Task{
-		Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases", Diff: "diff --git a/a.go b/a.go\n", Budget: 3 * time.Minute,
+		Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases", Diff: "diff --git a/a.go b/a.go\n", Budget: 5 * time.Minute,
 	})
 	if err != nil {
 		t.Fatalf("run: %v", err)
