@@ -129,8 +129,8 @@ func TestRealCodex_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		t.Errorf("the agent wrote %s outside its worktree: -s workspace-write not in force", outside)
 	}
 	u := res.Usage
-	if u.InputTokens != 450 || u.CacheReadTokens != 50 || u.OutputTokens != 50 || u.CostReported {
-		t.Errorf("usage = %+v, want input 450 (+50 cached), output 50, no cost", u)
+	if u.InputTokens != 500 || u.CacheReadTokens != 50 || u.OutputTokens != 50 || u.CostReported {
+		t.Errorf("usage = %+v, want input 500 (+50 cached), output 50, no cost", u)
 	}
 
 	env, err := os.ReadFile(filepath.Join(dir, "env.dump"))

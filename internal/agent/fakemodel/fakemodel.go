@@ -64,12 +64,16 @@ type ToolCall struct {
 	Shell string
 }
 
-// Usage is the token count a turn reports.
+// Usage is the token count a turn reports, each API in its own terms:
+// InputTokens is the input read without a cache, CacheReadTokens the input
+// read from one. Anthropic reports them apart (input_tokens,
+// cache_read_input_tokens); OpenAI (input_tokens with
+// input_tokens_details.cached_tokens) and Gemini (promptTokenCount with
+// cachedContentTokenCount) count the cached tokens inside their input
+// figure.
 type Usage struct {
-	InputTokens  int
-	OutputTokens int
-	// CacheReadTokens are reported as cache_read_input_tokens (Anthropic)
-	// and input_tokens_details.cached_tokens (OpenAI), part of the input.
+	InputTokens     int
+	OutputTokens    int
 	CacheReadTokens int
 }
 

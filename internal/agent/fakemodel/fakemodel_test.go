@@ -354,8 +354,8 @@ func TestResponsesShellCallsAndResults(t *testing.T) {
 		t.Errorf("shell call = %v", call)
 	}
 	usage := completed["usage"].(map[string]any)
-	if completed["id"] == "" || completed["status"] != "completed" || usage["input_tokens"] != 40.0 ||
-		usage["output_tokens"] != 4.0 || usage["total_tokens"] != 44.0 ||
+	if completed["id"] == "" || completed["status"] != "completed" || usage["input_tokens"] != 50.0 ||
+		usage["output_tokens"] != 4.0 || usage["total_tokens"] != 54.0 ||
 		usage["input_tokens_details"].(map[string]any)["cached_tokens"] != 10.0 {
 		t.Errorf("completed = %v", completed)
 	}

@@ -194,12 +194,14 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 			"temperature": nil, "top_p": nil, "tool_choice": "auto", "tools": []any{},
 		}
 		if withUsage {
+			// OpenAI counts cached tokens inside input_tokens.
+			input := usage.InputTokens + usage.CacheReadTokens
 			resp["usage"] = map[string]any{
-				"input_tokens":          usage.InputTokens,
+				"input_tokens":          input,
 				"input_tokens_details":  map[string]any{"cached_tokens": usage.CacheReadTokens},
 				"output_tokens":         usage.OutputTokens,
 				"output_tokens_details": map[string]any{"reasoning_tokens": 0},
-				"total_tokens":          usage.InputTokens + usage.OutputTokens,
+				"total_tokens":          input + usage.OutputTokens,
 			}
 		}
 		return resp
