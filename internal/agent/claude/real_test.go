@@ -267,3 +267,55 @@ func TestRealClaude_StoppedAtBudget(t *testing.T) {
 		t.Errorf("processes of the stopped run still alive: %v", left)
 	}
 }
+
+// The local review runs its angles at once (PR-S4); one fakemodel answers
+// each from its own script, told apart by the angle in the prompt.
+func TestRealClaude_ParallelReviewAnglesGetTheirOwnScripts(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	dir := repo(t, "a.go", "package a\n")
+	angles := []string{"correctness-leak", "edge-cases", "test-quality"}
+	var scripts []fakemodel.Script
+	for i, angle := range angles {
+		answer := "[]"
+		if i == 1 {
+			answer = `[{"file":"a.go","line_range":[1,1],"summary":"empty package","verdict":"structural"}]`
+		}
+		scripts = append(scripts, fakemodel.Script{Match: fmt.Sprintf("angle: %q", angle), Turns: []fakemodel.Turn{
+			{Calls: []fakemodel.ToolCall{{Name: "Read", Input: map[string]any{"file_path": filepath.Join(dir, "a.go")}}}},
+			{Text: angle + " done.\n" + answer},
+		}})
+	}
+	srv := fakemodel.New(scripts...)
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	a := newAgent(t, bin, hs.URL)
+	outputs := make([]string, len(angles))
+	errs := make(chan error, len(angles))
+	for i, angle := range angles {
+		go func() {
+			res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindReview, Workdir: dir, Angle: angle,
+				Diff: "diff --git a/a.go b/a.go\n+package a\n", Budget: 3 * time.Minute})
+			if err == nil && res.Record.Status != agent.StatusComplete {
+				err = fmt.Errorf("%s: record %+v", angle, res.Record)
+			}
+			outputs[i] = res.Output
+			errs <- err
+		}()
+	}
+	for range angles {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	agenttest.CheckWire(t, srv)
+	for i, angle := range angles {
+		if !strings.HasPrefix(outputs[i], angle+" done.") {
+			t.Errorf("angle %s got %q", angle, outputs[i])
+		}
+	}
+	if !strings.HasSuffix(outputs[1], `"verdict":"structural"}]`) {
+		t.Errorf("edge-cases output = %q", outputs[1])
+	}
+}
