@@ -220,9 +220,9 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	events := ParseEvents(res.Stdout)
 	if review {
 		res.Record = agent.ProcessRecord(res, budget)
-		if res.Record.Status == agent.StatusComplete && events.Failure != "" {
+		if res.Record.Status == agent.StatusComplete && events.TurnFailed != "" {
 			res.Record = agent.StatusRecord{Status: agent.StatusBlocked, Reason: "cli-error",
-				Summary: "codex: " + events.Failure, FilesChanged: []string{}}
+				Summary: "codex: turn failed: " + events.TurnFailed, FilesChanged: []string{}}
 		}
 	}
 	out := agent.Result{
@@ -247,8 +247,10 @@ type Events struct {
 	Usage agent.Usage
 	// Completed counts turn.completed events.
 	Completed int
-	// Failure is the message of the last turn.failed or error event.
-	Failure string
+	// Failure is the message of the last turn.failed or error event;
+	// TurnFailed that of the last turn.failed (the turn's answer is not
+	// whole).
+	Failure, TurnFailed string
 	// Commands are the command lines of completed command_execution items.
 	Commands []string
 }
@@ -307,6 +309,7 @@ func ParseEvents(stdout string) Events {
 				ReasoningTokens:  u.ReasoningOutputTokens,
 			})
 		case "turn.failed":
+			e.TurnFailed = ev.Error.Message
 			e.Failure = "turn failed: " + ev.Error.Message
 		case "error":
 			e.Failure = ev.Message

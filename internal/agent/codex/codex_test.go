@@ -95,6 +95,9 @@ func TestParseEvents(t *testing.T) {
 {"type":"error","message":"stream disconnected"}
 {"type":"turn.failed","error":{"message":"unexpected status 401"}}
 `
+	if ev := ParseEvents(failed); ev.TurnFailed != "unexpected status 401" {
+		t.Errorf("TurnFailed = %q", ev.TurnFailed)
+	}
 	rec := ParseEvents(failed).Record()
 	if rec.Status != agent.StatusBlocked || rec.Reason != agent.ReasonUnparseable || !strings.Contains(rec.Summary, "unexpected status 401") {
 		t.Errorf("failed record = %+v", rec)

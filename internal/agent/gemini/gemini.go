@@ -162,9 +162,9 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	events := ParseEvents(res.Stdout)
 	if review {
 		res.Record = agent.ProcessRecord(res, budget)
-		if res.Record.Status == agent.StatusComplete && events.Failure != "" {
+		if res.Record.Status == agent.StatusComplete && events.Status != "" && events.Status != "success" {
 			res.Record = agent.StatusRecord{Status: agent.StatusBlocked, Reason: "cli-error",
-				Summary: "gemini: " + events.Failure, FilesChanged: []string{}}
+				Summary: "gemini ended with status " + events.Status + ": " + events.Failure, FilesChanged: []string{}}
 		}
 	}
 	out := agent.Result{
