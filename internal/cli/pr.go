@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/config"
@@ -126,7 +127,7 @@ defaults; converge config prints them and where each came from.`,
 	f.StringVar(&opts.APIURL, "api-url", "", "REST API base URL (default from the PR URL; GITHUB_API_URL)")
 	f.StringVar(&opts.CAFile, "ca-file", "", "extra trusted CA certificates (PEM), for the API and git")
 	f.StringVar(&opts.Token, "token", "", "forge token (default: CONVERGE_TOKEN, then the gh conventions)")
-	f.StringVar(&opts.Agent, "agent", "suggest", "fixer agent: suggest (apply ```suggestion blocks) or command")
+	f.StringVar(&opts.Agent, "agent", "suggest", "fixer agent: suggest (apply ```suggestion blocks), command, claude, codex, gemini or opencode")
 	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run (task JSON on stdin, status record on stdout)")
 	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
@@ -397,7 +398,14 @@ func pickAgent(name, cmdline string) (agent.Agent, error) {
 		}
 		return a, nil
 	}
-	return nil, usageErr("unknown --agent %q: use suggest or command", name)
+	if backends.Known(name) {
+		a, err := backends.New(backends.Config{Name: name})
+		if err != nil {
+			return nil, usageErr("--agent %s: %v", name, err)
+		}
+		return a, nil
+	}
+	return nil, usageErr("unknown --agent %q: use suggest or command, or one of %s", name, strings.Join(backends.Names(), ", "))
 }
 
 func reviewAgentName(opts *prOptions) string {
@@ -436,5 +444,13 @@ func pickReviewer(opts *prOptions) (*review.Reviewer, error) {
 		// verdict on a head is not this one's.
 		return &review.Reviewer{Agent: a, AgentID: cmdline}, nil
 	}
-	return nil, usageErr("unknown --review-agent %q: use command (suggest cannot review)", name)
+	if backends.Known(name) {
+		cfg := backends.Config{Name: name, Role: backends.RoleReview}
+		a, err := backends.New(cfg)
+		if err != nil {
+			return nil, usageErr("--review-agent %s: %v", name, err)
+		}
+		return &review.Reviewer{Agent: a, AgentID: backends.ID(a, cfg)}, nil
+	}
+	return nil, usageErr("unknown --review-agent %q: use command (suggest cannot review), or one of %s", name, strings.Join(backends.Names(), ", "))
 }
