@@ -109,6 +109,21 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 		fmt.Fprintf(b, "- wall clock: %s\n", r.UpdatedAt.Sub(st.StartedAt).Round(time.Second))
 	}
 
+	if len(st.Recaps) > 0 {
+		fmt.Fprintf(b, "\n## Recaps\n\n")
+		for _, r := range st.Recaps {
+			v := r.Verdict
+			valid := ""
+			if !v.Valid {
+				valid = " (no usable verdict: " + cell(v.Why) + ")"
+			}
+			fmt.Fprintf(b, "- after %d rounds: **%s**%s: %s\n", r.Count, v.Decision, valid, strings.Join(strings.Fields(v.Reason), " "))
+			if len(v.RevertRounds) > 0 {
+				fmt.Fprintf(b, "  - reverted rounds %s in `%s`\n", listInts(v.RevertRounds), text.ShortSHA(r.Reverted))
+			}
+		}
+	}
+
 	fmt.Fprintf(b, "\n## Decisions\n\n")
 	n := 0
 	for _, e := range rec.Events {
@@ -185,5 +200,9 @@ func listInts(xs []int) string {
 	if len(xs) == 0 {
 		return "none"
 	}
-	return strings.Trim(fmt.Sprint(xs), "[]")
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = fmt.Sprint(x)
+	}
+	return strings.Join(parts, ", ")
 }
