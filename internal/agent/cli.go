@@ -1,15 +1,20 @@
 package agent
 
 import (
+	"bufio"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // What the coding-agent CLI backends (claude, codex, …) share: finding the
-// program and building its environment.
+// program, building its environment, running it and reading its JSON event
+// stream.
 
 // ResolveBinary finds an agent CLI's program (AG-B1, AG-T4 pre-flight):
 // configured (a backend's Options.Binary) when set, else the value of
@@ -99,4 +104,103 @@ func CLIEnv(base, environ, pass, extra []string) []string {
 		set(kv)
 	}
 	return out
+}
+
+// CLIRun is one run of an agent CLI backend, for RunCLI: what the backend
+// built (command line, environment) and how it reads the CLI's output.
+type CLIRun struct {
+	// Backend ("claude", …) and Name (the backend's configured name) name
+	// the run in an error.
+	Backend, Name string
+	// Argv and Env are the backend's Args and Env of the task.
+	Argv, Env []string
+	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
+	// means DefaultGrace.
+	Grace time.Duration
+	// Secrets are redacted from what is kept (SEC-3).
+	Secrets []string
+	// Record is the status record of a fix run's stdout (IF-5,
+	// fail-closed: see Cmd.Parse).
+	Record func(stdout string) StatusRecord
+	// Read is what any run's stdout says.
+	Read func(stdout string) CLIOutput
+}
+
+// CLIOutput is what an agent CLI's output says, as RunCLI needs it.
+type CLIOutput struct {
+	// Final is the agent's final message, kept as Result.Output.
+	Final string
+	// Usage is what the run consumed.
+	Usage Usage
+	// ReviewFailure, when set, is the summary of a failure the CLI
+	// reported that makes an otherwise complete review blocked (reason
+	// cli-error): the review's answer is not whole.
+	ReviewFailure string
+}
+
+// RunCLI runs an agent CLI once on t (AG-B1): r.Argv in t's worktree with
+// the task's prompt (RenderTaskPrompt) on stdin, under the task's time-box
+// (RunWithBudget, whose rules apply to the record). A fix run's record is
+// r.Record of its stdout; a review answers with an array, judged by the
+// caller, so its record only says how the process ended (ProcessRecord),
+// blocked when the CLI reported a failure. Secrets are redacted from the
+// record, the final message and stderr.
+func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
+	budget := t.EffectiveBudget()
+	review := t.Kind == TaskKindReview
+	parse := func(stdout string) StatusRecord {
+		if review {
+			return StatusRecord{Status: StatusComplete}
+		}
+		return r.Record(stdout)
+	}
+	res, err := RunWithBudget(ctx, Cmd{
+		Argv:   r.Argv,
+		Dir:    t.Workdir,
+		Env:    r.Env,
+		Stdin:  []byte(RenderTaskPrompt(t)),
+		Budget: budget,
+		Grace:  r.Grace,
+		Parse:  parse,
+	})
+	o := r.Read(res.Stdout)
+	if review {
+		res.Record = ProcessRecord(res, budget)
+		if res.Record.Status == StatusComplete && o.ReviewFailure != "" {
+			res.Record = StatusRecord{Status: StatusBlocked, Reason: "cli-error",
+				Summary: o.ReviewFailure, FilesChanged: []string{}}
+		}
+	}
+	out := Result{
+		Record:   RedactRecord(res.Record, r.Secrets),
+		Output:   Redact(o.Final, r.Secrets...),
+		Stderr:   Redact(res.Stderr, r.Secrets...),
+		Duration: res.Duration,
+		Usage:    o.Usage,
+	}
+	out.Outcomes = OutcomesFor(t.Findings, out.Record)
+	if err != nil {
+		return out, fmt.Errorf("%s agent %s: %w", r.Backend, r.Name, err)
+	}
+	return out, nil
+}
+
+// EachJSONLine calls fn for each line of an agent CLI's JSON event stream
+// (one JSON object a line) with the line decoded into a new E, and the
+// line. Lines that are not JSON objects (a tail cut mid-line, stray text)
+// are skipped.
+func EachJSONLine[E any](stdout string, fn func(ev *E, line string)) {
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	sc.Buffer(make([]byte, 0, 64<<10), len(stdout)+1)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, "{") {
+			continue
+		}
+		var ev E
+		if json.Unmarshal([]byte(line), &ev) != nil {
+			continue
+		}
+		fn(&ev, line)
+	}
 }

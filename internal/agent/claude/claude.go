@@ -26,10 +26,8 @@
 package claude
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"strconv"
 	"strings"
@@ -179,45 +177,20 @@ func (a *Agent) Env(t agent.Task) []string {
 // budget without a record is partial/budget-exceeded, a non-zero exit
 // keeps a valid record with a concern).
 func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
-	budget := t.EffectiveBudget()
-	review := t.Kind == agent.TaskKindReview
-	parse := func(stdout string) agent.StatusRecord {
-		if review {
-			// A review answers with an array, judged by the caller; the
-			// record only says how the process ended (below).
-			return agent.StatusRecord{Status: agent.StatusComplete}
-		}
-		return ParseStream(stdout).Record()
-	}
-	res, err := agent.RunWithBudget(ctx, agent.Cmd{
-		Argv:   a.Args(t),
-		Dir:    t.Workdir,
-		Env:    a.Env(t),
-		Stdin:  []byte(agent.RenderTaskPrompt(t)),
-		Budget: budget,
-		Grace:  a.opts.Grace,
-		Parse:  parse,
+	return agent.RunCLI(ctx, t, agent.CLIRun{
+		Backend: "claude", Name: a.opts.Name,
+		Argv: a.Args(t), Env: a.Env(t),
+		Grace: a.opts.Grace, Secrets: a.opts.Secrets,
+		Record: func(stdout string) agent.StatusRecord { return ParseStream(stdout).Record() },
+		Read: func(stdout string) agent.CLIOutput {
+			stream := ParseStream(stdout)
+			o := agent.CLIOutput{Final: stream.Final, Usage: stream.Usage()}
+			if stream.Result != nil && stream.Result.IsError {
+				o.ReviewFailure = "claude ended with " + stream.Result.Subtype
+			}
+			return o
+		},
 	})
-	stream := ParseStream(res.Stdout)
-	if review {
-		res.Record = agent.ProcessRecord(res, budget)
-		if res.Record.Status == agent.StatusComplete && stream.Result != nil && stream.Result.IsError {
-			res.Record = agent.StatusRecord{Status: agent.StatusBlocked, Reason: "cli-error",
-				Summary: "claude ended with " + stream.Result.Subtype, FilesChanged: []string{}}
-		}
-	}
-	out := agent.Result{
-		Record:   agent.RedactRecord(res.Record, a.opts.Secrets),
-		Output:   agent.Redact(stream.Final, a.opts.Secrets...),
-		Stderr:   agent.Redact(res.Stderr, a.opts.Secrets...),
-		Duration: res.Duration,
-		Usage:    stream.Usage(),
-	}
-	out.Outcomes = agent.OutcomesFor(t.Findings, out.Record)
-	if err != nil {
-		return out, fmt.Errorf("claude agent %s: %w", a.opts.Name, err)
-	}
-	return out, nil
 }
 
 // Result is the stream's final event.
@@ -246,35 +219,28 @@ type Stream struct {
 	Assistant int
 }
 
+// streamEvent is the part of a stream-json event ParseStream reads.
+type streamEvent struct {
+	Type    string `json:"type"`
+	Message struct {
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"message"`
+	ParentToolUseID *string `json:"parent_tool_use_id"`
+}
+
 // ParseStream reads stream-json output. Lines that are not JSON objects
 // (a tail cut mid-line, stray text) are skipped.
 func ParseStream(stdout string) Stream {
 	var s Stream
 	var lastText string
-	sc := bufio.NewScanner(strings.NewReader(stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), len(stdout)+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "{") {
-			continue
-		}
-		var ev struct {
-			Type    string `json:"type"`
-			Message struct {
-				Content []struct {
-					Type string `json:"type"`
-					Text string `json:"text"`
-				} `json:"content"`
-			} `json:"message"`
-			ParentToolUseID *string `json:"parent_tool_use_id"`
-		}
-		if json.Unmarshal([]byte(line), &ev) != nil {
-			continue
-		}
+	agent.EachJSONLine(stdout, func(ev *streamEvent, line string) {
 		switch ev.Type {
 		case "assistant":
 			if ev.ParentToolUseID != nil {
-				continue // a subagent's message, not the run's answer
+				return // a subagent's message, not the run's answer
 			}
 			s.Assistant++
 			var parts []string
@@ -292,7 +258,7 @@ func ParseStream(stdout string) Stream {
 				s.Result = &r
 			}
 		}
-	}
+	})
 	s.Final = lastText
 	if s.Result != nil && s.Result.Subtype == "success" {
 		s.Final = s.Result.Result

@@ -29,9 +29,7 @@
 package codex
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -200,43 +198,20 @@ func (a *Agent) Env(t agent.Task) []string {
 // without a record is partial/budget-exceeded, a non-zero exit keeps a
 // valid record with a concern).
 func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
-	budget := t.EffectiveBudget()
-	review := t.Kind == agent.TaskKindReview
-	parse := func(stdout string) agent.StatusRecord {
-		if review {
-			return agent.StatusRecord{Status: agent.StatusComplete}
-		}
-		return ParseEvents(stdout).Record()
-	}
-	res, err := agent.RunWithBudget(ctx, agent.Cmd{
-		Argv:   a.Args(t),
-		Dir:    t.Workdir,
-		Env:    a.Env(t),
-		Stdin:  []byte(agent.RenderTaskPrompt(t)),
-		Budget: budget,
-		Grace:  a.opts.Grace,
-		Parse:  parse,
+	return agent.RunCLI(ctx, t, agent.CLIRun{
+		Backend: "codex", Name: a.opts.Name,
+		Argv: a.Args(t), Env: a.Env(t),
+		Grace: a.opts.Grace, Secrets: a.opts.Secrets,
+		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },
+		Read: func(stdout string) agent.CLIOutput {
+			events := ParseEvents(stdout)
+			o := agent.CLIOutput{Final: events.Final, Usage: events.Usage}
+			if events.TurnFailed != "" {
+				o.ReviewFailure = "codex: turn failed: " + events.TurnFailed
+			}
+			return o
+		},
 	})
-	events := ParseEvents(res.Stdout)
-	if review {
-		res.Record = agent.ProcessRecord(res, budget)
-		if res.Record.Status == agent.StatusComplete && events.TurnFailed != "" {
-			res.Record = agent.StatusRecord{Status: agent.StatusBlocked, Reason: "cli-error",
-				Summary: "codex: turn failed: " + events.TurnFailed, FilesChanged: []string{}}
-		}
-	}
-	out := agent.Result{
-		Record:   agent.RedactRecord(res.Record, a.opts.Secrets),
-		Output:   agent.Redact(events.Final, a.opts.Secrets...),
-		Stderr:   agent.Redact(res.Stderr, a.opts.Secrets...),
-		Duration: res.Duration,
-		Usage:    events.Usage,
-	}
-	out.Outcomes = agent.OutcomesFor(t.Findings, out.Record)
-	if err != nil {
-		return out, fmt.Errorf("codex agent %s: %w", a.opts.Name, err)
-	}
-	return out, nil
 }
 
 // Events is what a run's JSONL output says.
@@ -255,39 +230,32 @@ type Events struct {
 	Commands []string
 }
 
+// event is the part of an output line ParseEvents reads.
+type event struct {
+	Type string `json:"type"`
+	Item struct {
+		Type    string `json:"type"`
+		Text    string `json:"text"`
+		Command string `json:"command"`
+	} `json:"item"`
+	Usage struct {
+		InputTokens           int64 `json:"input_tokens"`
+		CachedInputTokens     int64 `json:"cached_input_tokens"`
+		CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
+		OutputTokens          int64 `json:"output_tokens"`
+		ReasoningOutputTokens int64 `json:"reasoning_output_tokens"`
+	} `json:"usage"`
+	Error struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Message string `json:"message"`
+}
+
 // ParseEvents reads codex exec --json output. Lines that are not JSON
 // objects (a tail cut mid-line, stray text) are skipped.
 func ParseEvents(stdout string) Events {
 	var e Events
-	sc := bufio.NewScanner(strings.NewReader(stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), len(stdout)+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "{") {
-			continue
-		}
-		var ev struct {
-			Type string `json:"type"`
-			Item struct {
-				Type    string `json:"type"`
-				Text    string `json:"text"`
-				Command string `json:"command"`
-			} `json:"item"`
-			Usage struct {
-				InputTokens           int64 `json:"input_tokens"`
-				CachedInputTokens     int64 `json:"cached_input_tokens"`
-				CacheWriteInputTokens int64 `json:"cache_write_input_tokens"`
-				OutputTokens          int64 `json:"output_tokens"`
-				ReasoningOutputTokens int64 `json:"reasoning_output_tokens"`
-			} `json:"usage"`
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-			Message string `json:"message"`
-		}
-		if json.Unmarshal([]byte(line), &ev) != nil {
-			continue
-		}
+	agent.EachJSONLine(stdout, func(ev *event, _ string) {
 		switch ev.Type {
 		case "item.completed":
 			switch ev.Item.Type {
@@ -314,7 +282,7 @@ func ParseEvents(stdout string) Events {
 		case "error":
 			e.Failure = ev.Message
 		}
-	}
+	})
 	return e
 }
 

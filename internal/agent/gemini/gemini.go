@@ -24,10 +24,7 @@
 package gemini
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -142,43 +139,20 @@ func (a *Agent) Env(t agent.Task) []string {
 // Run runs Gemini CLI once on t; agent.RunWithBudget's rules apply to the
 // record.
 func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
-	budget := t.EffectiveBudget()
-	review := t.Kind == agent.TaskKindReview
-	parse := func(stdout string) agent.StatusRecord {
-		if review {
-			return agent.StatusRecord{Status: agent.StatusComplete}
-		}
-		return ParseEvents(stdout).Record()
-	}
-	res, err := agent.RunWithBudget(ctx, agent.Cmd{
-		Argv:   a.Args(t),
-		Dir:    t.Workdir,
-		Env:    a.Env(t),
-		Stdin:  []byte(agent.RenderTaskPrompt(t)),
-		Budget: budget,
-		Grace:  a.opts.Grace,
-		Parse:  parse,
+	return agent.RunCLI(ctx, t, agent.CLIRun{
+		Backend: "gemini", Name: a.opts.Name,
+		Argv: a.Args(t), Env: a.Env(t),
+		Grace: a.opts.Grace, Secrets: a.opts.Secrets,
+		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },
+		Read: func(stdout string) agent.CLIOutput {
+			events := ParseEvents(stdout)
+			o := agent.CLIOutput{Final: events.Final, Usage: events.Usage}
+			if events.Status != "" && events.Status != "success" {
+				o.ReviewFailure = "gemini ended with status " + events.Status + ": " + events.Failure
+			}
+			return o
+		},
 	})
-	events := ParseEvents(res.Stdout)
-	if review {
-		res.Record = agent.ProcessRecord(res, budget)
-		if res.Record.Status == agent.StatusComplete && events.Status != "" && events.Status != "success" {
-			res.Record = agent.StatusRecord{Status: agent.StatusBlocked, Reason: "cli-error",
-				Summary: "gemini ended with status " + events.Status + ": " + events.Failure, FilesChanged: []string{}}
-		}
-	}
-	out := agent.Result{
-		Record:   agent.RedactRecord(res.Record, a.opts.Secrets),
-		Output:   agent.Redact(events.Final, a.opts.Secrets...),
-		Stderr:   agent.Redact(res.Stderr, a.opts.Secrets...),
-		Duration: res.Duration,
-		Usage:    events.Usage,
-	}
-	out.Outcomes = agent.OutcomesFor(t.Findings, out.Record)
-	if err != nil {
-		return out, fmt.Errorf("gemini agent %s: %w", a.opts.Name, err)
-	}
-	return out, nil
 }
 
 // Events is what a run's stream-json output says.
@@ -196,43 +170,36 @@ type Events struct {
 	Failure string
 }
 
+// event is the part of an output line ParseEvents reads.
+type event struct {
+	Type     string `json:"type"`
+	Role     string `json:"role"`
+	Content  string `json:"content"`
+	Delta    bool   `json:"delta"`
+	ToolName string `json:"tool_name"`
+	Status   string `json:"status"`
+	Message  string `json:"message"`
+	Error    struct {
+		Message string `json:"message"`
+	} `json:"error"`
+	Stats struct {
+		InputTokens  int64 `json:"input_tokens"`
+		OutputTokens int64 `json:"output_tokens"`
+		Cached       int64 `json:"cached"`
+		Input        int64 `json:"input"`
+	} `json:"stats"`
+}
+
 // ParseEvents reads gemini -o stream-json output. Lines that are not JSON
 // objects are skipped.
 func ParseEvents(stdout string) Events {
 	var e Events
 	var text strings.Builder
-	sc := bufio.NewScanner(strings.NewReader(stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), len(stdout)+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "{") {
-			continue
-		}
-		var ev struct {
-			Type     string `json:"type"`
-			Role     string `json:"role"`
-			Content  string `json:"content"`
-			Delta    bool   `json:"delta"`
-			ToolName string `json:"tool_name"`
-			Status   string `json:"status"`
-			Message  string `json:"message"`
-			Error    struct {
-				Message string `json:"message"`
-			} `json:"error"`
-			Stats struct {
-				InputTokens  int64 `json:"input_tokens"`
-				OutputTokens int64 `json:"output_tokens"`
-				Cached       int64 `json:"cached"`
-				Input        int64 `json:"input"`
-			} `json:"stats"`
-		}
-		if json.Unmarshal([]byte(line), &ev) != nil {
-			continue
-		}
+	agent.EachJSONLine(stdout, func(ev *event, _ string) {
 		switch ev.Type {
 		case "message":
 			if ev.Role != "assistant" {
-				continue
+				return
 			}
 			if !ev.Delta {
 				text.Reset()
@@ -255,7 +222,7 @@ func ParseEvents(stdout string) Events {
 			}
 			e.Usage = agent.Usage{InputTokens: input, CacheReadTokens: st.Cached, OutputTokens: st.OutputTokens}
 		}
-	}
+	})
 	e.Final = text.String()
 	return e
 }

@@ -24,7 +24,6 @@
 package opencode
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -155,43 +154,20 @@ func (a *Agent) Env(t agent.Task) []string {
 // Run runs OpenCode once on t; agent.RunWithBudget's rules apply to the
 // record.
 func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
-	budget := t.EffectiveBudget()
-	review := t.Kind == agent.TaskKindReview
-	parse := func(stdout string) agent.StatusRecord {
-		if review {
-			return agent.StatusRecord{Status: agent.StatusComplete}
-		}
-		return ParseEvents(stdout).Record()
-	}
-	res, err := agent.RunWithBudget(ctx, agent.Cmd{
-		Argv:   a.Args(t),
-		Dir:    t.Workdir,
-		Env:    a.Env(t),
-		Stdin:  []byte(agent.RenderTaskPrompt(t)),
-		Budget: budget,
-		Grace:  a.opts.Grace,
-		Parse:  parse,
+	return agent.RunCLI(ctx, t, agent.CLIRun{
+		Backend: "opencode", Name: a.opts.Name,
+		Argv: a.Args(t), Env: a.Env(t),
+		Grace: a.opts.Grace, Secrets: a.opts.Secrets,
+		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },
+		Read: func(stdout string) agent.CLIOutput {
+			events := ParseEvents(stdout)
+			o := agent.CLIOutput{Final: events.Final, Usage: events.Usage}
+			if events.Failure != "" {
+				o.ReviewFailure = "opencode: " + events.Failure
+			}
+			return o
+		},
 	})
-	events := ParseEvents(res.Stdout)
-	if review {
-		res.Record = agent.ProcessRecord(res, budget)
-		if res.Record.Status == agent.StatusComplete && events.Failure != "" {
-			res.Record = agent.StatusRecord{Status: agent.StatusBlocked, Reason: "cli-error",
-				Summary: "opencode: " + events.Failure, FilesChanged: []string{}}
-		}
-	}
-	out := agent.Result{
-		Record:   agent.RedactRecord(res.Record, a.opts.Secrets),
-		Output:   agent.Redact(events.Final, a.opts.Secrets...),
-		Stderr:   agent.Redact(res.Stderr, a.opts.Secrets...),
-		Duration: res.Duration,
-		Usage:    events.Usage,
-	}
-	out.Outcomes = agent.OutcomesFor(t.Findings, out.Record)
-	if err != nil {
-		return out, fmt.Errorf("opencode agent %s: %w", a.opts.Name, err)
-	}
-	return out, nil
 }
 
 // Events is what a run's JSON output says.
@@ -206,39 +182,32 @@ type Events struct {
 	Failure string
 }
 
+// event is the part of an output line ParseEvents reads.
+type event struct {
+	Type string `json:"type"`
+	Part struct {
+		Text   string `json:"text"`
+		Tool   string `json:"tool"`
+		Tokens struct {
+			Input     int64 `json:"input"`
+			Output    int64 `json:"output"`
+			Reasoning int64 `json:"reasoning"`
+			Cache     struct {
+				Read  int64 `json:"read"`
+				Write int64 `json:"write"`
+			} `json:"cache"`
+		} `json:"tokens"`
+		Cost float64 `json:"cost"`
+	} `json:"part"`
+	Error json.RawMessage `json:"error"`
+}
+
 // ParseEvents reads opencode run --format json output. Lines that are not
 // JSON objects are skipped.
 func ParseEvents(stdout string) Events {
 	var e Events
 	var step []string
-	sc := bufio.NewScanner(strings.NewReader(stdout))
-	sc.Buffer(make([]byte, 0, 64<<10), len(stdout)+1)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if !strings.HasPrefix(line, "{") {
-			continue
-		}
-		var ev struct {
-			Type string `json:"type"`
-			Part struct {
-				Text   string `json:"text"`
-				Tool   string `json:"tool"`
-				Tokens struct {
-					Input     int64 `json:"input"`
-					Output    int64 `json:"output"`
-					Reasoning int64 `json:"reasoning"`
-					Cache     struct {
-						Read  int64 `json:"read"`
-						Write int64 `json:"write"`
-					} `json:"cache"`
-				} `json:"tokens"`
-				Cost float64 `json:"cost"`
-			} `json:"part"`
-			Error json.RawMessage `json:"error"`
-		}
-		if json.Unmarshal([]byte(line), &ev) != nil {
-			continue
-		}
+	agent.EachJSONLine(stdout, func(ev *event, _ string) {
 		switch ev.Type {
 		case "step_start":
 			step = nil
@@ -260,7 +229,7 @@ func ParseEvents(stdout string) Events {
 		case "error":
 			e.Failure = errorText(ev.Error)
 		}
-	}
+	})
 	// A run stopped inside a step still has that step's text.
 	if len(step) > 0 {
 		e.Final = strings.Join(step, "\n")
