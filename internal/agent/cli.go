@@ -204,3 +204,50 @@ func EachJSONLine[E any](stdout string, fn func(ev *E, line string)) {
 		fn(&ev, line)
 	}
 }
+
+// CLIOptions are the options every agent CLI backend has; each backend's
+// Options embed them and add what is its own. The backend's Options say
+// which flag Model and where ExtraArgs go.
+type CLIOptions struct {
+	// Name is reported by Name(); default the backend's name ("claude", …).
+	Name string
+	// Binary is the program; default the value of the backend's BinaryEnv
+	// (CONVERGE_CLAUDE_BIN, …), else the backend's name in PATH.
+	Binary string
+	// Model is passed to the CLI (its model flag) when set.
+	Model string
+	// ExtraArgs are added to the command line.
+	ExtraArgs []string
+	// Env are KEY=VALUE entries added to the run's environment (e.g. a
+	// model's base URL), after PassEnv.
+	Env []string
+	// PassEnv names variables passed from converge's environment as they
+	// are; nil means the backend's DefaultPassEnv.
+	PassEnv []string
+	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
+	// means DefaultGrace.
+	Grace time.Duration
+	// Secrets are redacted from captured output (SEC-3).
+	Secrets []string
+	// Getenv reads converge's environment (the backend's BinaryEnv); nil
+	// means os.Getenv. Environ lists it for PassEnv; nil means os.Environ.
+	Getenv  func(string) string
+	Environ func() []string
+}
+
+// Resolve sets o's defaults for the backend name (Name, PassEnv from
+// passEnv, Environ) and resolves its program from o.Binary, binaryEnv or
+// name in PATH (ResolveBinary: a missing one is an error before anything
+// runs, AG-T4 pre-flight).
+func (o *CLIOptions) Resolve(name, binaryEnv string, passEnv []string) (string, error) {
+	if o.Name == "" {
+		o.Name = name
+	}
+	if o.PassEnv == nil {
+		o.PassEnv = passEnv
+	}
+	if o.Environ == nil {
+		o.Environ = os.Environ
+	}
+	return ResolveBinary(o.Binary, binaryEnv, name, o.Getenv)
+}

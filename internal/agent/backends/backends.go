@@ -74,15 +74,16 @@ func New(cfg Config) (agent.Agent, error) {
 	if cfg.Role != "" && cfg.Role != RoleFix {
 		name = cfg.Role + "-" + cfg.Name
 	}
+	cli := agent.CLIOptions{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv}
 	switch cfg.Name {
 	case "claude":
-		return claude.New(claude.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
+		return claude.New(claude.Options{CLIOptions: cli})
 	case "codex":
-		return codex.New(codex.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
+		return codex.New(codex.Options{CLIOptions: cli})
 	case "gemini":
-		return gemini.New(gemini.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
+		return gemini.New(gemini.Options{CLIOptions: cli})
 	case "opencode":
-		return opencode.New(opencode.Options{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv})
+		return opencode.New(opencode.Options{CLIOptions: cli})
 	}
 	return nil, fmt.Errorf("%w %q: use one of %s", ErrUnknown, cfg.Name, strings.Join(names, ", "))
 }

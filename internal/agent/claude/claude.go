@@ -28,10 +28,8 @@ package claude
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
 )
@@ -70,15 +68,12 @@ var quietEnv = []string{
 }
 
 // Options configure the backend. The zero value runs `claude` from
-// CONVERGE_CLAUDE_BIN or PATH with the CLI's default model.
+// CONVERGE_CLAUDE_BIN or PATH with the CLI's default model. Model is
+// passed as --model; ExtraArgs are appended to the command line; Env
+// entries (e.g. ANTHROPIC_BASE_URL) come after PassEnv, whose default is
+// DefaultPassEnv.
 type Options struct {
-	// Name is reported by Name(); default "claude".
-	Name string
-	// Binary is the claude program; default $CONVERGE_CLAUDE_BIN, else
-	// "claude" in PATH.
-	Binary string
-	// Model is passed as --model when set.
-	Model string
+	agent.CLIOptions
 	// Tools are the tools of a fix run; nil means DefaultTools. Review
 	// runs get ReviewTools.
 	Tools []string
@@ -86,23 +81,6 @@ type Options struct {
 	MaxTurns int
 	// PermissionMode is --permission-mode; default "acceptEdits".
 	PermissionMode string
-	// ExtraArgs are appended to the command line.
-	ExtraArgs []string
-	// Env are KEY=VALUE entries added to the run's environment (e.g.
-	// ANTHROPIC_BASE_URL), after PassEnv.
-	Env []string
-	// PassEnv names variables passed from converge's environment as they
-	// are; nil means DefaultPassEnv.
-	PassEnv []string
-	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
-	// means agent.DefaultGrace.
-	Grace time.Duration
-	// Secrets are redacted from captured output (SEC-3).
-	Secrets []string
-	// Getenv reads converge's environment (CONVERGE_CLAUDE_BIN); nil means
-	// os.Getenv. Environ lists it for PassEnv; nil means os.Environ.
-	Getenv  func(string) string
-	Environ func() []string
 }
 
 // Agent runs Claude Code.
@@ -116,9 +94,6 @@ var _ agent.Agent = (*Agent)(nil)
 // New resolves the claude program (a missing one is an error here, before
 // anything runs: AG-T4 pre-flight) and returns the backend.
 func New(opts Options) (*Agent, error) {
-	if opts.Name == "" {
-		opts.Name = "claude"
-	}
 	if opts.PermissionMode == "" {
 		opts.PermissionMode = "acceptEdits"
 	}
@@ -128,13 +103,7 @@ func New(opts Options) (*Agent, error) {
 	if opts.Tools == nil {
 		opts.Tools = DefaultTools
 	}
-	if opts.PassEnv == nil {
-		opts.PassEnv = DefaultPassEnv
-	}
-	if opts.Environ == nil {
-		opts.Environ = os.Environ
-	}
-	bin, err := agent.ResolveBinary(opts.Binary, BinaryEnv, "claude", opts.Getenv)
+	bin, err := opts.Resolve("claude", BinaryEnv, DefaultPassEnv)
 	if err != nil {
 		return nil, err
 	}

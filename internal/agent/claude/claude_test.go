@@ -14,8 +14,8 @@ func fakeEnviron() []string {
 }
 
 func TestArgsAndEnv(t *testing.T) {
-	a, err := New(Options{Binary: "/bin/sh", Model: "opus", MaxTurns: 7, ExtraArgs: []string{"--effort", "low"},
-		Env: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:1"}, Environ: fakeEnviron})
+	a, err := New(Options{MaxTurns: 7, CLIOptions: agent.CLIOptions{Binary: "/bin/sh", Model: "opus", ExtraArgs: []string{"--effort", "low"},
+		Env: []string{"ANTHROPIC_BASE_URL=http://127.0.0.1:1"}, Environ: fakeEnviron}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,16 +53,16 @@ func TestArgsAndEnv(t *testing.T) {
 }
 
 func TestNewMissingBinary(t *testing.T) {
-	_, err := New(Options{Getenv: func(string) string { return "" }, Binary: "no-such-claude-here"})
+	_, err := New(Options{CLIOptions: agent.CLIOptions{Getenv: func(string) string { return "" }, Binary: "no-such-claude-here"}})
 	if err == nil || !strings.Contains(err.Error(), `"no-such-claude-here" not found in PATH`) || !strings.Contains(err.Error(), BinaryEnv) {
 		t.Errorf("err = %v", err)
 	}
-	_, err = New(Options{Getenv: func(k string) string {
+	_, err = New(Options{CLIOptions: agent.CLIOptions{Getenv: func(k string) string {
 		if k == BinaryEnv {
 			return "/nonexistent/claude"
 		}
 		return ""
-	}})
+	}}})
 	if err == nil || !strings.Contains(err.Error(), "/nonexistent/claude") || !strings.Contains(err.Error(), BinaryEnv) {
 		t.Errorf("err = %v", err)
 	}

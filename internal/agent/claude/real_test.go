@@ -32,7 +32,7 @@ func repo(t *testing.T, name, content string) string {
 
 func newAgent(t *testing.T, bin, url string) *Agent {
 	t.Helper()
-	a, err := New(Options{
+	a, err := New(Options{CLIOptions: agent.CLIOptions{
 		Binary: bin,
 		Model:  "claude-fakemodel",
 		// Nothing from the host's environment reaches the run but the
@@ -48,7 +48,7 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 		Environ: func() []string {
 			return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36), "CONVERGE_TOKEN=converge-secret-token")
 		},
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

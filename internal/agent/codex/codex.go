@@ -31,9 +31,7 @@ package codex
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/convergeloop/converge/internal/agent"
@@ -64,14 +62,11 @@ type Provider struct {
 
 // Options configure the backend. The zero value runs `codex` from
 // CONVERGE_CODEX_BIN or PATH with its configured model and provider.
+// Model is passed as -m; ExtraArgs are added before the prompt argument;
+// Env entries (e.g. CODEX_HOME, the provider's key) come after PassEnv,
+// whose default is DefaultPassEnv. The provider's EnvKey is always passed.
 type Options struct {
-	// Name is reported by Name(); default "codex".
-	Name string
-	// Binary is the codex program; default $CONVERGE_CODEX_BIN, else
-	// "codex" in PATH.
-	Binary string
-	// Model is passed as -m when set.
-	Model string
+	agent.CLIOptions
 	// Sandbox is -s for fix tasks; default "workspace-write". Review tasks
 	// always run read-only.
 	Sandbox string
@@ -79,24 +74,6 @@ type Options struct {
 	Provider *Provider
 	// Config are extra -c KEY=VALUE overrides (VALUE is TOML).
 	Config []string
-	// ExtraArgs are added before the prompt argument.
-	ExtraArgs []string
-	// Env are KEY=VALUE entries added to the run's environment (e.g.
-	// CODEX_HOME, the provider's key), after PassEnv.
-	Env []string
-	// PassEnv names variables passed from converge's environment as they
-	// are; nil means DefaultPassEnv. The provider's EnvKey is always
-	// passed.
-	PassEnv []string
-	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
-	// means agent.DefaultGrace.
-	Grace time.Duration
-	// Secrets are redacted from captured output (SEC-3).
-	Secrets []string
-	// Getenv reads converge's environment (CONVERGE_CODEX_BIN); nil means
-	// os.Getenv. Environ lists it for PassEnv; nil means os.Environ.
-	Getenv  func(string) string
-	Environ func() []string
 }
 
 // Agent runs Codex.
@@ -110,17 +87,8 @@ var _ agent.Agent = (*Agent)(nil)
 // New resolves the codex program (a missing one is an error here, before
 // anything runs: AG-T4 pre-flight) and returns the backend.
 func New(opts Options) (*Agent, error) {
-	if opts.Name == "" {
-		opts.Name = "codex"
-	}
 	if opts.Sandbox == "" {
 		opts.Sandbox = "workspace-write"
-	}
-	if opts.PassEnv == nil {
-		opts.PassEnv = DefaultPassEnv
-	}
-	if opts.Environ == nil {
-		opts.Environ = os.Environ
 	}
 	if p := opts.Provider; p != nil {
 		cp := *p
@@ -141,7 +109,7 @@ func New(opts Options) (*Agent, error) {
 		}
 		opts.Provider = &cp
 	}
-	bin, err := agent.ResolveBinary(opts.Binary, BinaryEnv, "codex", opts.Getenv)
+	bin, err := opts.Resolve("codex", BinaryEnv, DefaultPassEnv)
 	if err != nil {
 		return nil, err
 	}

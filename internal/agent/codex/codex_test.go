@@ -9,12 +9,13 @@ import (
 )
 
 func TestArgsAndEnv(t *testing.T) {
-	a, err := New(Options{Binary: "/bin/sh", Model: "gpt-5",
-		Provider: &Provider{ID: "gw", BaseURL: `http://127.0.0.1:1/v1`, EnvKey: "GW_KEY"},
-		Config:   []string{"model_reasoning_effort=\"low\""},
+	a, err := New(Options{CLIOptions: agent.CLIOptions{Binary: "/bin/sh", Model: "gpt-5",
 		Environ: func() []string {
 			return []string{"PATH=/usr/bin", "HOME=/root", "GH_TOKEN=ghp_secret", "GW_KEY=k", "OPENAI_API_KEY=o", "ANTHROPIC_API_KEY=a"}
-		}})
+		}},
+		Provider: &Provider{ID: "gw", BaseURL: `http://127.0.0.1:1/v1`, EnvKey: "GW_KEY"},
+		Config:   []string{"model_reasoning_effort=\"low\""},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,13 +44,13 @@ func TestArgsAndEnv(t *testing.T) {
 }
 
 func TestProviderValidation(t *testing.T) {
-	if _, err := New(Options{Binary: "/bin/sh", Provider: &Provider{ID: "x"}}); err == nil {
+	if _, err := New(Options{CLIOptions: agent.CLIOptions{Binary: "/bin/sh"}, Provider: &Provider{ID: "x"}}); err == nil {
 		t.Error("a provider without a base URL is accepted")
 	}
-	if _, err := New(Options{Binary: "/bin/sh", Provider: &Provider{ID: "a.b", BaseURL: "u"}}); err == nil {
+	if _, err := New(Options{CLIOptions: agent.CLIOptions{Binary: "/bin/sh"}, Provider: &Provider{ID: "a.b", BaseURL: "u"}}); err == nil {
 		t.Error("a provider id that is no bare TOML key is accepted")
 	}
-	if _, err := New(Options{Getenv: func(string) string { return "" }, Binary: "no-such-codex-here"}); err == nil ||
+	if _, err := New(Options{CLIOptions: agent.CLIOptions{Getenv: func(string) string { return "" }, Binary: "no-such-codex-here"}}); err == nil ||
 		!strings.Contains(err.Error(), BinaryEnv) {
 		t.Errorf("missing binary: %v", err)
 	}

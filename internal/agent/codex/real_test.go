@@ -37,8 +37,6 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 		t.Fatal(err)
 	}
 	a, err := New(Options{
-		Binary: bin,
-		Model:  "gpt-fakemodel",
 		Provider: &Provider{
 			ID: "fakemodel", Name: "fakemodel", BaseURL: url + "/v1", EnvKey: "FAKEMODEL_API_KEY",
 		},
@@ -47,18 +45,21 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 			"model_providers.fakemodel.request_max_retries=0",
 			"model_providers.fakemodel.stream_max_retries=0",
 		},
-		PassEnv: []string{},
-		Env: []string{
-			"FAKEMODEL_API_KEY=sk-fakemodel",
-			"HOME=" + home,
-			"CODEX_HOME=" + filepath.Join(home, ".codex"),
-		},
-		Grace: 2 * time.Second,
-		// converge's environment holds forge tokens; the run must not.
-		Environ: func() []string {
-			return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36), "CONVERGE_TOKEN=converge-secret-token")
-		},
-	})
+		CLIOptions: agent.CLIOptions{
+			Binary:  bin,
+			Model:   "gpt-fakemodel",
+			PassEnv: []string{},
+			Env: []string{
+				"FAKEMODEL_API_KEY=sk-fakemodel",
+				"HOME=" + home,
+				"CODEX_HOME=" + filepath.Join(home, ".codex"),
+			},
+			Grace: 2 * time.Second,
+			// converge's environment holds forge tokens; the run must not.
+			Environ: func() []string {
+				return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36), "CONVERGE_TOKEN=converge-secret-token")
+			},
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,9 +25,7 @@ package gemini
 
 import (
 	"context"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
 )
@@ -48,35 +46,13 @@ var DefaultPassEnv = []string{
 // stdin, and this line is appended to it.
 const prompt = "Do the task above. The last line of your final message must be what the task asks for."
 
-// Options configure the backend.
+// Options configure the backend. Model is passed as -m; ExtraArgs are
+// added before -p; PassEnv's default is DefaultPassEnv.
 type Options struct {
-	// Name is reported by Name(); default "gemini".
-	Name string
-	// Binary is the gemini program; default $CONVERGE_GEMINI_BIN, else
-	// "gemini" in PATH.
-	Binary string
-	// Model is passed as -m when set.
-	Model string
+	agent.CLIOptions
 	// ApprovalMode is --approval-mode of a fix run; default "yolo". Review
 	// runs use "plan".
 	ApprovalMode string
-	// ExtraArgs are added before -p.
-	ExtraArgs []string
-	// Env are KEY=VALUE entries added to the run's environment, after
-	// PassEnv.
-	Env []string
-	// PassEnv names variables passed from converge's environment as they
-	// are; nil means DefaultPassEnv.
-	PassEnv []string
-	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
-	// means agent.DefaultGrace.
-	Grace time.Duration
-	// Secrets are redacted from captured output (SEC-3).
-	Secrets []string
-	// Getenv reads converge's environment; nil means os.Getenv. Environ
-	// lists it for PassEnv; nil means os.Environ.
-	Getenv  func(string) string
-	Environ func() []string
 }
 
 // Agent runs Gemini CLI.
@@ -90,19 +66,10 @@ var _ agent.Agent = (*Agent)(nil)
 // New resolves the gemini program (AG-T4 pre-flight) and returns the
 // backend.
 func New(opts Options) (*Agent, error) {
-	if opts.Name == "" {
-		opts.Name = "gemini"
-	}
 	if opts.ApprovalMode == "" {
 		opts.ApprovalMode = "yolo"
 	}
-	if opts.PassEnv == nil {
-		opts.PassEnv = DefaultPassEnv
-	}
-	if opts.Environ == nil {
-		opts.Environ = os.Environ
-	}
-	bin, err := agent.ResolveBinary(opts.Binary, BinaryEnv, "gemini", opts.Getenv)
+	bin, err := opts.Resolve("gemini", BinaryEnv, DefaultPassEnv)
 	if err != nil {
 		return nil, err
 	}

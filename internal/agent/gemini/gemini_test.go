@@ -9,10 +9,10 @@ import (
 )
 
 func TestArgsAndEnv(t *testing.T) {
-	a, err := New(Options{Binary: "/bin/sh", Model: "gemini-x", ExtraArgs: []string{"--sandbox"},
+	a, err := New(Options{CLIOptions: agent.CLIOptions{Binary: "/bin/sh", Model: "gemini-x", ExtraArgs: []string{"--sandbox"},
 		Environ: func() []string {
 			return []string{"PATH=/bin", "HOME=/h", "GH_TOKEN=ghp_x", "GEMINI_API_KEY=k", "OPENAI_API_KEY=o"}
-		}})
+		}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 	if err := os.WriteFile(filepath.Join(home, ".gemini", "settings.json"), []byte(settings), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a, err := New(Options{
+	a, err := New(Options{CLIOptions: agent.CLIOptions{
 		Binary:  bin,
 		Model:   "gemini-fakemodel",
 		PassEnv: []string{},
@@ -44,7 +44,7 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 		Grace:   2 * time.Second,
 		// converge's environment holds a forge token; the run must not.
 		Environ: func() []string { return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36)) },
-	})
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,9 +28,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
 	"strings"
-	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
 )
@@ -49,35 +47,14 @@ var DefaultPassEnv = []string{
 // quietEnv keeps a run from updating itself or sharing anything.
 var quietEnv = []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_SHARE=1"}
 
-// Options configure the backend.
+// Options configure the backend. Model is passed as -m (provider/model);
+// ExtraArgs are appended to the command line; PassEnv's default is
+// DefaultPassEnv.
 type Options struct {
-	// Name is reported by Name(); default "opencode".
-	Name string
-	// Binary is the opencode program; default $CONVERGE_OPENCODE_BIN, else
-	// "opencode" in PATH.
-	Binary string
-	// Model is passed as -m (provider/model) when set.
-	Model string
+	agent.CLIOptions
 	// Config is OpenCode configuration (its opencode.json keys) passed in
 	// OPENCODE_CONFIG_CONTENT, under converge's own settings.
 	Config map[string]any
-	// ExtraArgs are appended to the command line.
-	ExtraArgs []string
-	// Env are KEY=VALUE entries added to the run's environment, after
-	// PassEnv.
-	Env []string
-	// PassEnv names variables passed from converge's environment as they
-	// are; nil means DefaultPassEnv.
-	PassEnv []string
-	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
-	// means agent.DefaultGrace.
-	Grace time.Duration
-	// Secrets are redacted from captured output (SEC-3).
-	Secrets []string
-	// Getenv reads converge's environment; nil means os.Getenv. Environ
-	// lists it for PassEnv; nil means os.Environ.
-	Getenv  func(string) string
-	Environ func() []string
 }
 
 // Agent runs OpenCode.
@@ -91,19 +68,10 @@ var _ agent.Agent = (*Agent)(nil)
 // New resolves the opencode program (AG-T4 pre-flight) and returns the
 // backend.
 func New(opts Options) (*Agent, error) {
-	if opts.Name == "" {
-		opts.Name = "opencode"
-	}
-	if opts.PassEnv == nil {
-		opts.PassEnv = DefaultPassEnv
-	}
-	if opts.Environ == nil {
-		opts.Environ = os.Environ
-	}
 	if _, err := json.Marshal(opts.Config); err != nil {
 		return nil, fmt.Errorf("opencode agent: config: %v", err)
 	}
-	bin, err := agent.ResolveBinary(opts.Binary, BinaryEnv, "opencode", opts.Getenv)
+	bin, err := opts.Resolve("opencode", BinaryEnv, DefaultPassEnv)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,10 @@ import (
 )
 
 func TestArgsEnvAndConfig(t *testing.T) {
-	a, err := New(Options{Binary: "/bin/sh", Model: "anthropic/claude-x",
-		Config:  map[string]any{"provider": map[string]any{"anthropic": map[string]any{"options": map[string]any{"baseURL": "http://127.0.0.1:1/v1"}}}, "share": "auto"},
-		Environ: func() []string { return []string{"PATH=/bin", "HOME=/h", "GH_TOKEN=ghp_x", "ANTHROPIC_API_KEY=k"} }})
+	a, err := New(Options{CLIOptions: agent.CLIOptions{Binary: "/bin/sh", Model: "anthropic/claude-x",
+		Environ: func() []string { return []string{"PATH=/bin", "HOME=/h", "GH_TOKEN=ghp_x", "ANTHROPIC_API_KEY=k"} }},
+		Config: map[string]any{"provider": map[string]any{"anthropic": map[string]any{"options": map[string]any{"baseURL": "http://127.0.0.1:1/v1"}}}, "share": "auto"},
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +46,7 @@ func TestArgsEnvAndConfig(t *testing.T) {
 	if cfg.Permission["edit"] != "deny" || cfg.Permission["bash"] != "deny" {
 		t.Errorf("review config = %+v", cfg)
 	}
-	if _, err := New(Options{Binary: "/bin/sh", Config: map[string]any{"bad": func() {}}}); err == nil {
+	if _, err := New(Options{CLIOptions: agent.CLIOptions{Binary: "/bin/sh"}, Config: map[string]any{"bad": func() {}}}); err == nil {
 		t.Error("a config that does not encode is accepted")
 	}
 }

@@ -28,31 +28,32 @@ func realCLI(t *testing.T) string {
 func newAgent(t *testing.T, bin, url string) *Agent {
 	t.Helper()
 	a, err := New(Options{
-		Binary: bin,
-		Model:  "anthropic/claude-sonnet-4-5",
 		Config: map[string]any{
 			"provider": map[string]any{"anthropic": map[string]any{"options": map[string]any{
 				"baseURL": url + "/v1", "apiKey": "sk-ant-fakemodel",
 			}}},
 			"small_model": "anthropic/claude-haiku-4-5",
 		},
-		PassEnv: []string{},
-		Env: []string{
-			"HOME=" + t.TempDir(),
-			// No network here: don't wait for the model catalogue.
-			"OPENCODE_DISABLE_MODELS_FETCH=1",
-			"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
-			// Nothing a test needs, and slow to start.
-			"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
-			"OPENCODE_DISABLE_EXTERNAL_SKILLS=1",
-			"OPENCODE_DISABLE_CLAUDE_CODE=1",
-			"OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER=1",
-		},
-		ExtraArgs: []string{"--pure"},
-		// converge's environment holds a forge token; the run must not.
-		Environ: func() []string { return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36)) },
-		Grace:   2 * time.Second,
-	})
+		CLIOptions: agent.CLIOptions{
+			Binary:  bin,
+			Model:   "anthropic/claude-sonnet-4-5",
+			PassEnv: []string{},
+			Env: []string{
+				"HOME=" + t.TempDir(),
+				// No network here: don't wait for the model catalogue.
+				"OPENCODE_DISABLE_MODELS_FETCH=1",
+				"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+				// Nothing a test needs, and slow to start.
+				"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+				"OPENCODE_DISABLE_EXTERNAL_SKILLS=1",
+				"OPENCODE_DISABLE_CLAUDE_CODE=1",
+				"OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER=1",
+			},
+			ExtraArgs: []string{"--pure"},
+			// converge's environment holds a forge token; the run must not.
+			Environ: func() []string { return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36)) },
+			Grace:   2 * time.Second,
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
