@@ -1,16 +1,22 @@
 // Package agenttest holds what the real-CLI tests of the agent backends
 // share: finding the CLI (skip without it, fail under CI=true), a git
-// worktree to edit, the wire checks against fakemodel, and a look for
-// processes a stopped run left behind.
+// worktree to edit, a fakemodel to talk to and the wire checks against it,
+// the check of the agent's environment, and the run stopped at its budget
+// with a look for processes it left behind.
 package agenttest
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/fakemodel"
@@ -94,4 +100,58 @@ func ProcessesWithEnv(marker string) []int {
 		}
 	}
 	return pids
+}
+
+// Serve serves a fakemodel answering from scripts for the rest of t and
+// returns it with its URL.
+func Serve(t testing.TB, scripts ...fakemodel.Script) (*fakemodel.Server, string) {
+	t.Helper()
+	srv := fakemodel.New(scripts...)
+	hs := httptest.NewServer(srv)
+	t.Cleanup(hs.Close)
+	return srv, hs.URL
+}
+
+// CheckEnvDump fails t when the environment dump at path (`env > path`,
+// run by the agent) cannot be read or sets any of names: variables that
+// must not reach the agent (SEC-2).
+func CheckEnvDump(t testing.TB, path string, names ...string) {
+	t.Helper()
+	env, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("the agent's environment dump: %v", err)
+	}
+	for _, name := range names {
+		if strings.Contains("\n"+string(env), "\n"+name+"=") {
+			t.Errorf("the agent's environment has %s", name)
+		}
+	}
+}
+
+// StoppedAtBudget runs a fix task whose model never answers under budget
+// and checks that the run comes back partial/budget-exceeded, within
+// maxTook when that is not zero, and leaves no process behind. newAgent
+// returns the backend talking to url with env (a marker variable) added
+// to its environment.
+func StoppedAtBudget(t *testing.T, budget, maxTook time.Duration, newAgent func(url, env string) agent.Agent) {
+	t.Helper()
+	dir := Repo(t, map[string]string{"a.txt": "x\n"})
+	_, url := Serve(t, fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
+	marker := fmt.Sprintf("converge-budget-%d", time.Now().UnixNano())
+	a := newAgent(url, "CONVERGE_TEST_MARKER="+marker)
+	start := time.Now()
+	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: budget,
+		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if took := time.Since(start); maxTook > 0 && took > maxTook {
+		t.Errorf("run took %s, budget %s", took, budget)
+	}
+	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {
+		t.Errorf("record = %+v, want partial/budget-exceeded", res.Record)
+	}
+	if left := ProcessesWithEnv(marker); len(left) > 0 {
+		t.Errorf("processes of the stopped run still alive: %v", left)
+	}
 }

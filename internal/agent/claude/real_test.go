@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -78,7 +77,7 @@ func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		"summary": "greeting changed", "files_changed": []string{"greet.txt"},
 		"implementer_status": "DONE",
 	})
-	srv := fakemodel.New(fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
+	srv, url := agenttest.Serve(t, fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
 		{Text: "Reading the file.", Calls: []fakemodel.ToolCall{{Name: "Read", Input: map[string]any{"file_path": file}}},
 			Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 10}},
 		{Calls: []fakemodel.ToolCall{
@@ -87,10 +86,8 @@ func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		}, Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 20, CacheReadTokens: 50}},
 		{Text: "Changed the greeting.\n" + status, Usage: fakemodel.Usage{InputTokens: 300, OutputTokens: 30}},
 	}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
 
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindFix, RunID: "r1", Round: 1, Workdir: dir, Budget: 3 * time.Minute,
 		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge, not the world."}},
@@ -127,15 +124,7 @@ func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		t.Errorf("usage cost = %v (reported %v), want a positive cost", u.CostUSD, u.CostReported)
 	}
 
-	env, err := os.ReadFile(dump)
-	if err != nil {
-		t.Fatalf("the agent's environment dump: %v", err)
-	}
-	for _, name := range []string{"GH_TOKEN=", "CONVERGE_TOKEN="} {
-		if strings.Contains(string(env), "\n"+name) || strings.HasPrefix(string(env), name) {
-			t.Errorf("the agent's environment has %s", strings.TrimSuffix(name, "="))
-		}
-	}
+	agenttest.CheckEnvDump(t, dump, "GH_TOKEN", "CONVERGE_TOKEN")
 
 	// The main conversation's first request carried the prompt, with the
 	// finding quoted as data and the tools the backend allowed.
@@ -176,14 +165,12 @@ func TestRealClaude_ReviewAnswersWithArray(t *testing.T) {
 	t.Parallel()
 	dir := repo(t, "a.go", "package a\n")
 	answer := `[{"file":"a.go","line_range":[1,1],"summary":"package has no doc comment","verdict":"minor"}]`
-	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
+	srv, url := agenttest.Serve(t, fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
 		{Calls: []fakemodel.ToolCall{{Name: "Read", Input: map[string]any{"file_path": filepath.Join(dir, "a.go")}}}},
 		{Text: "One point.\n" + answer},
 	}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
 
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases", AngleFocus: "Edge cases",
 		Diff: "diff --git a/a.go b/a.go\n+package a\n", BaseRef: "origin/main", HeadSHA: "abc", Budget: 3 * time.Minute,
@@ -215,11 +202,9 @@ func TestRealClaude_NoStatusRecordIsUnparseable(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
 	dir := repo(t, "a.txt", "x\n")
-	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "I did it, trust me."}}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	srv, url := agenttest.Serve(t, fakemodel.Script{Turns: []fakemodel.Turn{{Text: "I did it, trust me."}}})
 
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 2 * time.Minute,
 		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
 	if err != nil {
@@ -243,29 +228,11 @@ func TestRealClaude_NoStatusRecordIsUnparseable(t *testing.T) {
 func TestRealClaude_StoppedAtBudget(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
-	dir := repo(t, "a.txt", "x\n")
-	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-
-	marker := fmt.Sprintf("converge-budget-%d", time.Now().UnixNano())
-	a := newAgent(t, bin, hs.URL)
-	a.opts.Env = append(a.opts.Env, "CONVERGE_TEST_MARKER="+marker)
-	start := time.Now()
-	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 3 * time.Second,
-		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	if took := time.Since(start); took > 3*time.Second+2*time.Second+20*time.Second {
-		t.Errorf("run took %s, budget 3s + grace 2s", took)
-	}
-	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {
-		t.Errorf("record = %+v, want partial/budget-exceeded", res.Record)
-	}
-	if left := agenttest.ProcessesWithEnv(marker); len(left) > 0 {
-		t.Errorf("processes of the stopped run still alive: %v", left)
-	}
+	agenttest.StoppedAtBudget(t, 3*time.Second, 3*time.Second+2*time.Second+20*time.Second, func(url, env string) agent.Agent {
+		a := newAgent(t, bin, url)
+		a.opts.Env = append(a.opts.Env, env)
+		return a
+	})
 }
 
 // The local review runs its angles at once (PR-S4); one fakemodel answers
@@ -286,11 +253,9 @@ func TestRealClaude_ParallelReviewAnglesGetTheirOwnScripts(t *testing.T) {
 			{Text: angle + " done.\n" + answer},
 		}})
 	}
-	srv := fakemodel.New(scripts...)
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	srv, url := agenttest.Serve(t, scripts...)
 
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	outputs := make([]string, len(angles))
 	errs := make(chan error, len(angles))
 	for i, angle := range angles {

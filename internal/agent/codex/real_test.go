@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,7 +82,7 @@ func TestRealCodex_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		"status": "complete", "next_action": "", "needs_extension_minutes": 0,
 		"summary": "greeting changed", "files_changed": []string{"greet.txt"},
 	})
-	srv := fakemodel.New(fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
+	srv, url := agenttest.Serve(t, fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
 		{Text: "Editing the file.", Calls: []fakemodel.ToolCall{
 			{Shell: "sed -i 's/hello world/hello converge/' greet.txt"},
 			{Shell: "env > env.dump"},
@@ -93,10 +92,8 @@ func TestRealCodex_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		}, Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 20, CacheReadTokens: 50}},
 		{Text: "Changed the greeting.\n" + string(status), Usage: fakemodel.Usage{InputTokens: 300, OutputTokens: 30}},
 	}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
 
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindFix, RunID: "r1", Round: 1, Workdir: dir, Budget: 3 * time.Minute,
 		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge, not the world."}},
@@ -134,15 +131,7 @@ func TestRealCodex_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		t.Errorf("usage = %+v, want input 500 (+50 cached), output 50, no cost", u)
 	}
 
-	env, err := os.ReadFile(filepath.Join(dir, "env.dump"))
-	if err != nil {
-		t.Fatalf("the agent's environment dump: %v", err)
-	}
-	for _, name := range []string{"GH_TOKEN=", "CONVERGE_TOKEN="} {
-		if strings.Contains("\n"+string(env), "\n"+name) {
-			t.Errorf("the agent's environment has %s", strings.TrimSuffix(name, "="))
-		}
-	}
+	agenttest.CheckEnvDump(t, filepath.Join(dir, "env.dump"), "GH_TOKEN", "CONVERGE_TOKEN")
 }
 
 func TestRealCodex_ReviewAnswersWithArray(t *testing.T) {
@@ -150,16 +139,14 @@ func TestRealCodex_ReviewAnswersWithArray(t *testing.T) {
 	t.Parallel()
 	dir := repo(t, "a.go", "package a\n")
 	answer := `[{"file":"a.go","line_range":[1,1],"summary":"package has no doc comment","verdict":"minor"}]`
-	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
+	srv, url := agenttest.Serve(t, fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
 		{Calls: []fakemodel.ToolCall{{Shell: "cat a.go"}}},
 		// -s read-only: a review that tries to write cannot.
 		{Calls: []fakemodel.ToolCall{{Shell: "echo 'package b' > a.go || true"}}},
 		{Text: "One point.\n" + answer},
 	}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
 
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases", AngleFocus: "Edge cases",
 		Diff: "diff --git a/a.go b/a.go\n+package a\n", BaseRef: "origin/main", HeadSHA: "abc", Budget: 3 * time.Minute,
@@ -186,11 +173,9 @@ func TestRealCodex_NoStatusRecordIsUnparseable(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
 	dir := repo(t, "a.txt", "x\n")
-	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "I did it, trust me."}}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
+	srv, url := agenttest.Serve(t, fakemodel.Script{Turns: []fakemodel.Turn{{Text: "I did it, trust me."}}})
 
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 2 * time.Minute,
 		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
 	if err != nil {
@@ -211,27 +196,9 @@ func TestRealCodex_NoStatusRecordIsUnparseable(t *testing.T) {
 func TestRealCodex_StoppedAtBudget(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
-	dir := repo(t, "a.txt", "x\n")
-	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-
-	marker := fmt.Sprintf("converge-budget-%d", time.Now().UnixNano())
-	a := newAgent(t, bin, hs.URL)
-	a.opts.Env = append(a.opts.Env, "CONVERGE_TEST_MARKER="+marker)
-	start := time.Now()
-	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 3 * time.Second,
-		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	if took := time.Since(start); took > 3*time.Second+2*time.Second+20*time.Second {
-		t.Errorf("run took %s, budget 3s + grace 2s", took)
-	}
-	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {
-		t.Errorf("record = %+v, want partial/budget-exceeded", res.Record)
-	}
-	if left := agenttest.ProcessesWithEnv(marker); len(left) > 0 {
-		t.Errorf("processes of the stopped run still alive: %v", left)
-	}
+	agenttest.StoppedAtBudget(t, 3*time.Second, 3*time.Second+2*time.Second+20*time.Second, func(url, env string) agent.Agent {
+		a := newAgent(t, bin, url)
+		a.opts.Env = append(a.opts.Env, env)
+		return a
+	})
 }

@@ -3,8 +3,6 @@ package gemini
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,7 +58,7 @@ func TestRealGemini_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		"status": "complete", "next_action": "", "needs_extension_minutes": 0,
 		"summary": "greeting changed", "files_changed": []string{"greet.txt"},
 	})
-	srv := fakemodel.New(fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
+	srv, url := agenttest.Serve(t, fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
 		{Calls: []fakemodel.ToolCall{{Name: "read_file", Input: map[string]any{"file_path": file}}},
 			Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 10}},
 		{Text: "Editing.", Calls: []fakemodel.ToolCall{
@@ -70,10 +68,8 @@ func TestRealGemini_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		}, Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 20, CacheReadTokens: 50}},
 		{Text: "Changed the greeting.\n" + string(status), Usage: fakemodel.Usage{InputTokens: 300, OutputTokens: 30}},
 	}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
 
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Minute,
 		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}},
@@ -92,13 +88,7 @@ func TestRealGemini_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	if u := res.Usage; u.InputTokens != 600 || u.CacheReadTokens != 50 || u.OutputTokens != 60 || u.CostReported {
 		t.Errorf("usage = %+v, want input 600 (+50 cached), output 60, no cost", u)
 	}
-	env, err := os.ReadFile(filepath.Join(dir, "env.dump"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains("\n"+string(env), "\nGH_TOKEN=") {
-		t.Error("the agent's environment has GH_TOKEN")
-	}
+	agenttest.CheckEnvDump(t, filepath.Join(dir, "env.dump"), "GH_TOKEN")
 }
 
 func TestRealGemini_ReviewAnswersWithArrayAndCannotEdit(t *testing.T) {
@@ -107,16 +97,14 @@ func TestRealGemini_ReviewAnswersWithArrayAndCannotEdit(t *testing.T) {
 	dir := agenttest.Repo(t, map[string]string{"a.go": "package a\n"})
 	file := filepath.Join(dir, "a.go")
 	answer := `[{"file":"a.go","line_range":[1,1],"summary":"no doc comment","verdict":"minor"}]`
-	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
+	srv, url := agenttest.Serve(t, fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
 		{Calls: []fakemodel.ToolCall{{Name: "read_file", Input: map[string]any{"file_path": file}}}},
 		// A review that tries to edit is refused (plan mode).
 		{Calls: []fakemodel.ToolCall{{Name: "replace", Input: map[string]any{"file_path": file,
 			"old_string": "package a", "new_string": "package b", "instruction": "Rename the package."}}}},
 		{Text: "One point.\n" + answer},
 	}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases", Diff: "diff --git a/a.go b/a.go\n", Budget: 5 * time.Minute,
 	})
@@ -150,22 +138,9 @@ func TestRealGemini_ReviewAnswersWithArrayAndCannotEdit(t *testing.T) {
 func TestRealGemini_StoppedAtBudget(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
-	dir := agenttest.Repo(t, map[string]string{"a.txt": "x\n"})
-	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	marker := fmt.Sprintf("converge-budget-%d", time.Now().UnixNano())
-	a := newAgent(t, bin, hs.URL)
-	a.opts.Env = append(a.opts.Env, "CONVERGE_TEST_MARKER="+marker)
-	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Second,
-		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {
-		t.Errorf("record = %+v", res.Record)
-	}
-	if left := agenttest.ProcessesWithEnv(marker); len(left) > 0 {
-		t.Errorf("processes of the stopped run still alive: %v", left)
-	}
+	agenttest.StoppedAtBudget(t, 5*time.Second, 0, func(url, env string) agent.Agent {
+		a := newAgent(t, bin, url)
+		a.opts.Env = append(a.opts.Env, env)
+		return a
+	})
 }

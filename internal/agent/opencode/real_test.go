@@ -3,8 +3,6 @@ package opencode
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -69,7 +67,7 @@ func TestRealOpenCode_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		"status": "complete", "next_action": "", "needs_extension_minutes": 0,
 		"summary": "greeting changed", "files_changed": []string{"greet.txt"},
 	})
-	srv := fakemodel.New(fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
+	srv, url := agenttest.Serve(t, fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
 		{Calls: []fakemodel.ToolCall{{Name: "read", Input: map[string]any{"filePath": file}}},
 			Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 10}},
 		{Calls: []fakemodel.ToolCall{
@@ -78,10 +76,8 @@ func TestRealOpenCode_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		}, Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 20}},
 		{Text: "Changed the greeting.\n" + string(status), Usage: fakemodel.Usage{InputTokens: 300, OutputTokens: 30}},
 	}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
 
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Minute,
 		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}},
@@ -101,13 +97,7 @@ func TestRealOpenCode_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	if u.InputTokens != 600 || u.OutputTokens != 60 || u.Turns != 3 || !u.CostReported {
 		t.Errorf("usage = %+v", u)
 	}
-	env, err := os.ReadFile(filepath.Join(dir, "env.dump"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains("\n"+string(env), "\nGH_TOKEN=") {
-		t.Error("the agent's environment has GH_TOKEN")
-	}
+	agenttest.CheckEnvDump(t, filepath.Join(dir, "env.dump"), "GH_TOKEN")
 }
 
 func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
@@ -116,15 +106,13 @@ func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
 	dir := agenttest.Repo(t, map[string]string{"a.go": "package a\n"})
 	answer := `[]`
 	file := filepath.Join(dir, "a.go")
-	srv := fakemodel.New(fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
+	srv, url := agenttest.Serve(t, fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
 		{Calls: []fakemodel.ToolCall{{Name: "read", Input: map[string]any{"filePath": file}}}},
 		// A review that tries to edit is refused (permission edit: deny).
 		{Calls: []fakemodel.ToolCall{{Name: "edit", Input: map[string]any{"filePath": file, "oldString": "package a", "newString": "package b"}}}},
 		{Text: "Nothing to report.\n" + answer},
 	}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	a := newAgent(t, bin, hs.URL)
+	a := newAgent(t, bin, url)
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases", Diff: "diff --git a/a.go b/a.go\n", Budget: 5 * time.Minute,
 	})
@@ -161,22 +149,9 @@ func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
 func TestRealOpenCode_StoppedAtBudget(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
-	dir := agenttest.Repo(t, map[string]string{"a.txt": "x\n"})
-	srv := fakemodel.New(fakemodel.Script{Turns: []fakemodel.Turn{{Text: "never sent", Delay: time.Minute}}})
-	hs := httptest.NewServer(srv)
-	defer hs.Close()
-	marker := fmt.Sprintf("converge-budget-%d", time.Now().UnixNano())
-	a := newAgent(t, bin, hs.URL)
-	a.opts.Env = append(a.opts.Env, "CONVERGE_TEST_MARKER="+marker)
-	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Second,
-		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {
-		t.Errorf("record = %+v", res.Record)
-	}
-	if left := agenttest.ProcessesWithEnv(marker); len(left) > 0 {
-		t.Errorf("processes of the stopped run still alive: %v", left)
-	}
+	agenttest.StoppedAtBudget(t, 5*time.Second, 0, func(url, env string) agent.Agent {
+		a := newAgent(t, bin, url)
+		a.opts.Env = append(a.opts.Env, env)
+		return a
+	})
 }
