@@ -201,6 +201,14 @@ func (l *Loop) iterate(ctx context.Context, st State, a Action) error {
 		base = cur.HeadBefore
 	}
 	t := agent.Task{Kind: TaskKindIterate, RunID: a.Ticket, Round: a.N, Workdir: l.Workspace.Dir(), Budget: a.Budget, Env: l.AgentEnv, Instructions: string(a.Packet)}
+	// Any backend gets the iteration's own prompt (the CLI agents read
+	// only a prompt); the loop's command backend renders it again itself,
+	// beside the canonical packet.
+	var p Packet
+	if err := json.Unmarshal(a.Packet, &p); err != nil {
+		return fmt.Errorf("packet for %s: %w", a.Ticket, err)
+	}
+	t.Prompt = RenderIteratePrompt(t, p)
 	rep, err := l.runChild(ctx, t, base, a.Cut)
 	if err != nil {
 		// Stopped from outside: the ticket stays claimed, and a resumed
@@ -332,6 +340,7 @@ func (l *Loop) judge(ctx context.Context, st State, obs Observation, a Action, c
 		return err
 	}
 	t := agent.Task{Kind: TaskKindJudge, RunID: l.RunID + "." + strings.ReplaceAll(a.Key, "/", "."), Round: a.N, Workdir: l.Workspace.Dir(), Budget: st.Config.AgentBudget, Env: l.AgentEnv, Instructions: string(pk)}
+	t.Prompt = RenderJudgePrompt(t, JudgePacket{Goal: st.Config.Goal, Base: st.StartHead, Head: obs.Head, Final: a.Final})
 	name := l.Judge.Name()
 	var r agent.Result
 	for attempt := 1; ; attempt++ {

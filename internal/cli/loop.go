@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/engine"
@@ -69,7 +70,7 @@ converge loop of the same goal and check here; --fresh starts over.`,
 	f.StringVar(&opts.Check, "check", "", "mechanical done-check: a command run by converge with sh -c; exit 0 means done")
 	f.StringVar(&opts.Judge, "judge", "", "judged done-check: the judge agent (command), whose verdict is schema-validated")
 	f.StringVar(&opts.JudgeCmd, "judge-cmd", "", "with --judge command: the judge program (packet JSON on stdin, verdict line on stdout)")
-	f.StringVar(&opts.Agent, "agent", "command", "the body agent: command")
+	f.StringVar(&opts.Agent, "agent", "command", "the body agent: command (the canonical packet on stdin), or claude, codex, gemini, opencode (the packet rendered as their prompt)")
 	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run each iteration (packet JSON on stdin, status record on stdout)")
 	f.StringArrayVar(&opts.Protect, "protect", nil, "a protected oracle input (glob; repeatable); replaces the default test-file globs, the files the check names stay protected")
 	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "at most this many iterations (required)")
@@ -270,7 +271,19 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 // loopAgent builds the body or judge agent of a loop: the loop's command
 // backend, whose program must exist (AG-T4: pre-flight, exit 2).
 func loopAgent(flag, name, cmdFlag, cmdline, role string) (agent.Agent, error) {
+	if flag == "--agent" && backends.Known(name) {
+		// A CLI agent gets the iteration's prompt (the packet rendered);
+		// the loop, not the agent, runs the check and commits.
+		a, err := backends.New(backends.Config{Name: name})
+		if err != nil {
+			return nil, usageErr("--agent %s: %v", name, err)
+		}
+		return a, nil
+	}
 	if name != "command" {
+		if flag == "--agent" {
+			return nil, usageErr("unknown --agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
+		}
 		return nil, usageErr("unknown %s %q: use command (the loop's children read the context packet on stdin)", flag, name)
 	}
 	if strings.TrimSpace(cmdline) == "" {
