@@ -89,6 +89,7 @@ func prArgs(hub *fakehub.Hub, demo fakehub.DemoInfo, state string) []string {
 // TestIF6_DemoConvergesWithProof runs `converge demo`: exit 0 and a proof
 // whose head is the emulator's head with no thread awaiting reply.
 func TestIF6_DemoConvergesWithProof(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	ios, out, errOut := testIO(nil)
 	code := Run(context.Background(), []string{"demo", "--state", t.TempDir()}, ios)
 	if code != 0 {
@@ -106,6 +107,7 @@ func TestIF6_DemoConvergesWithProof(t *testing.T) {
 // two-stable with `converge pr`, then runs again: exit 0 and nothing new on
 // the forge (no reply, resolve, commit or label).
 func TestPR_S12_ConvergesThenSecondRunWritesNothing(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 200*time.Millisecond)
 	state := t.TempDir()
 	env := map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author}
@@ -316,6 +318,7 @@ func TestSandbox_PrintsJSONAndServesGit(t *testing.T) {
 // and ends handed-off naming those threads (PR-T11), never ready-for-merge. The agent never sees
 // the forge token (SEC-2).
 func TestAG_B1_CommandAgentBlockedEscalates(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	dir := t.TempDir()
 	script := filepath.Join(dir, "agent.sh")
@@ -377,6 +380,7 @@ echo '{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary"
 // TestPR_T5_MaxIterationsEndsCapExhausted: with --max-iterations 1 the
 // second round never starts: cap-exhausted, exit 4, after round 1's push.
 func TestPR_T5_MaxIterationsEndsCapExhausted(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	before, _ := hub.PR(demo.Owner, demo.Repo, demo.Number)
 	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author})
@@ -402,6 +406,7 @@ func TestPR_T5_MaxIterationsEndsCapExhausted(t *testing.T) {
 
 // TestPR_G5_SecondLoopOnSamePRIsRefused: one loop per PR at a time.
 func TestPR_G5_SecondLoopOnSamePRIsRefused(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 3*time.Second)
 	state := t.TempDir()
 	env := map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author}
@@ -433,6 +438,7 @@ func TestPR_G5_SecondLoopOnSamePRIsRefused(t *testing.T) {
 // and an untrusted certificate each give one error line and their IF-1
 // exit code, and no run is recorded for them.
 func TestREL3_BadInputAgainstEmulator(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, time.Second)
 	missing := strings.Replace(demo.PRURL, "/pull/1", "/pull/99", 1)
 	for _, tc := range []struct {
@@ -473,7 +479,9 @@ func TestREL3_BadInputAgainstEmulator(t *testing.T) {
 // command, and the converge:stop label on the PR, each end a running loop
 // stopped-by-human (exit 3) and release its lock.
 func TestPR_G5_StopFromOutsideAndByLabel(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	t.Run("converge stop", func(t *testing.T) {
+		t.Parallel() // its own emulator and state
 		hub, demo := startHub(t, 2*time.Second)
 		state := t.TempDir()
 		code, out := runPRWhileIn(t, hub, demo, state, func() {
@@ -509,6 +517,7 @@ func TestPR_G5_StopFromOutsideAndByLabel(t *testing.T) {
 		}
 	})
 	t.Run("label", func(t *testing.T) {
+		t.Parallel() // its own emulator
 		hub, demo := startHub(t, 2*time.Second)
 		code, out := runPRWhile(t, hub, demo, func() {
 			url := fmt.Sprintf("%s/repos/%s/%s/issues/%d/labels", hub.APIURL(), demo.Owner, demo.Repo, demo.Number)
@@ -534,6 +543,7 @@ func TestPR_G5_StopFromOutsideAndByLabel(t *testing.T) {
 // The threads the killed run fixed are answered "addressed" from the
 // commit's Converge-Addressed trailers, not fixed again.
 func TestREL2_KillAfterPushThenRerun(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	if _, err := exec.LookPath("converge"); err != nil {
 		t.Skip("converge is not on PATH (TestMain installs it)")
 	}

@@ -12,11 +12,12 @@ import (
 // testdata/loop (issue 10): real `converge loop` command lines on sample
 // Go repositories created by the script, whose done-check is
 // `go test ./...`. They live apart from testdata/script because they run
-// the go command, which needs this machine's build cache: TestScripts
-// hands its scripts none (HOME is /no-home there), and a cold cache costs
-// a minute per run. The loop scenarios that need no Go toolchain are
-// testdata/script/loop_*.txtar.
+// the go command on their own modules, which needs this machine's build
+// cache (a cold cache costs a minute per run), a module cache of their own
+// and no GOFLAGS from the developer's shell. The loop scenarios that need
+// no Go toolchain are testdata/script/loop_*.txtar.
 func TestLOOP_Acceptance(t *testing.T) {
+	t.Parallel() // each script has its own work directory, module cache and state
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("needs the go command")
 	}

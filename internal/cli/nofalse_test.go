@@ -245,6 +245,7 @@ func TestAG_T5_AlwaysRedTestsNeverReady(t *testing.T) {
 func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
 	t.Parallel() // each test has its own emulator and state
 	t.Run("no-copilot without a review agent fails pre-flight", func(t *testing.T) {
+		t.Parallel() // its own emulator and state
 		hub, demo := startHub(t, 100*time.Millisecond)
 		hub.ResetRequestCounts()
 		code, out := runBin(t, authorEnv(hub), append(prArgs(hub, demo, t.TempDir()), "--no-copilot")...)
@@ -257,6 +258,7 @@ func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
 		}
 	})
 	t.Run("a refused Copilot request ends blocked-no-independent-review", func(t *testing.T) {
+		t.Parallel() // its own emulator and state
 		hub, demo := startHub(t, 100*time.Millisecond)
 		if err := hub.SetCopilotAvailable(demo.Owner, demo.Repo, false); err != nil {
 			t.Fatal(err)
@@ -268,6 +270,7 @@ func TestPR_M3_NoReviewNeverTwoStable(t *testing.T) {
 		assertNotReady(t, observe(t, hub, demo.PRURL))
 	})
 	t.Run("a transient fault on the request is retried", func(t *testing.T) {
+		t.Parallel() // its own emulator and state
 		hub, demo := startHub(t, 100*time.Millisecond)
 		hub.InjectGraphQLFault("requestReviewsByLogin", 502, 1)
 		code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, t.TempDir())...)
@@ -340,6 +343,7 @@ func TestPR_O2_ReviewCommentsLagBehindTheReview(t *testing.T) {
 	t.Parallel() // each test has its own emulator and state
 	for _, k := range []int{3, 9} {
 		t.Run(fmt.Sprintf("lag %d reads", k), func(t *testing.T) {
+			t.Parallel() // its own emulator and state
 			hub, demo := startHub(t, 50*time.Millisecond)
 			hub.SetReviewLag(k)
 			code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, t.TempDir())...)
@@ -368,6 +372,7 @@ func TestPR_O3_UnknownReviewBodiesAreNoSignal(t *testing.T) {
 		return s
 	}
 	t.Run("only bodies that are not reviews", func(t *testing.T) {
+		t.Parallel() // its own emulator and state
 		hub, demo := startHub(t, 50*time.Millisecond)
 		if err := hub.SetCopilotScript(demo.Owner, demo.Repo, demo.Number, script(
 			fakehub.CopilotRound{Body: fakehub.Text(fakehub.CopilotNoFilesBody)},
@@ -389,6 +394,7 @@ func TestPR_O3_UnknownReviewBodiesAreNoSignal(t *testing.T) {
 		assertNotReady(t, observe(t, hub, demo.PRURL))
 	})
 	t.Run("an error review, then a good one", func(t *testing.T) {
+		t.Parallel() // its own emulator and state
 		hub, demo := startHub(t, 50*time.Millisecond)
 		if err := hub.SetCopilotScript(demo.Owner, demo.Repo, demo.Number, script(
 			fakehub.CopilotRound{Error: true},

@@ -31,10 +31,11 @@ func TestPR_G3_RoundCapCountsAcrossACrash(t *testing.T) {
 // TestREL1_ForgeOutageDuringAWaitIsRiddenOut: the forge answers 503 to
 // every API request for 10 seconds while converge waits for a review; the
 // run rides it out and ends two-stable once the forge is back, proven at
-// the forge.
+// the forge. Copilot's delay only paces the later rounds: the outage
+// starts when the first review does, whatever the delay.
 func TestREL1_ForgeOutageDuringAWaitIsRiddenOut(t *testing.T) {
 	t.Parallel() // each test has its own emulator and state
-	hub, demo := startHub(t, 2*time.Second)
+	hub, demo := startHub(t, 200*time.Millisecond)
 	outageOnReviewStart(hub, 10*time.Second)
 	start := time.Now()
 	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, t.TempDir())...)

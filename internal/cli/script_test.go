@@ -2,20 +2,37 @@ package cli
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/convergeloop/converge/internal/testutil/gobuild"
 )
 
 func TestMain(m *testing.M) {
-	testscript.Main(m, map[string]func(){
+	// The seeded repository's `go test ./...`, run by converge in each
+	// fresh worktree and by the emulator's CI on each head, shares the
+	// build cache instead of compiling and linking again per directory.
+	gobuild.ShareCache()
+	testscript.Main(withBuiltBinary{m}, map[string]func(){
 		"converge": func() { os.Exit(Main()) },
 	})
+}
+
+// withBuiltBinary removes the converge binary buildConverge built once for
+// the package, after the tests.
+type withBuiltBinary struct{ m *testing.M }
+
+func (w withBuiltBinary) Run() int {
+	defer removeBuiltConverge()
+	return w.m.Run()
 }
 
 // TestScripts runs the txtar scenarios in testdata/script: real command
 // lines of the converge binary, named after the SPEC IDs they prove.
 func TestScripts(t *testing.T) {
+	t.Parallel() // each script has its own emulator and work directory
 	testscript.Run(t, testscript.Params{
 		Dir:  "testdata/script",
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"hub": cmdHub},
@@ -26,6 +43,12 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
 			env.Setenv("GH_CONFIG_DIR", env.WorkDir+"/gh")
+			// The go commands converge runs share the host's build cache
+			// (HOME is /no-home here).
+			for _, kv := range gobuild.Env() {
+				k, v, _ := strings.Cut(kv, "=")
+				env.Setenv(k, v)
+			}
 			return nil
 		},
 	})

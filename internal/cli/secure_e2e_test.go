@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 // buildConverge builds the real binary: only its main hardens the process
 // (SEC-2); tests calling Run stay in process and prove nothing about /proc.
+// It is built once per package run and shared (TestMain removes it).
 func buildConverge(t *testing.T) string {
 	t.Helper()
 	if testing.Short() {
@@ -29,12 +31,33 @@ func buildConverge(t *testing.T) string {
 	if err != nil {
 		t.Skip("go not on PATH")
 	}
-	bin := filepath.Join(t.TempDir(), "converge")
-	cmd := exec.Command(goTool, "build", "-o", bin, "github.com/convergeloop/converge/cmd/converge")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	built.once.Do(func() {
+		if built.dir, built.err = os.MkdirTemp("", "converge-bin-"); built.err != nil {
+			return
+		}
+		built.bin = filepath.Join(built.dir, "converge")
+		cmd := exec.Command(goTool, "build", "-o", built.bin, "github.com/convergeloop/converge/cmd/converge")
+		built.out, built.err = cmd.CombinedOutput()
+	})
+	if built.err != nil {
+		t.Fatalf("go build: %v\n%s", built.err, built.out)
 	}
-	return bin
+	return built.bin
+}
+
+// built is the one converge binary buildConverge makes.
+var built struct {
+	once     sync.Once
+	dir, bin string
+	out      []byte
+	err      error
+}
+
+// removeBuiltConverge deletes the binary buildConverge made, if any.
+func removeBuiltConverge() {
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 }
 
 // procSpyAgent is an agent that, like a hostile one, reads what /proc shows
@@ -68,6 +91,7 @@ echo '{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary"
 // checks what the files contain; as another user converge is also not
 // dumpable, so its environ cannot be read at all.
 func TestSEC2_AgentCannotReadTokenFromConvergeProcess(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	bin := buildConverge(t)
 	for _, tc := range []struct {
 		name string
@@ -82,6 +106,7 @@ func TestSEC2_AgentCannotReadTokenFromConvergeProcess(t *testing.T) {
 			func(tok string) []string { return []string{"--token", tok} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // its own emulator, state and spy directory
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			hub, err := fakehub.New(fakehub.Options{StateDir: t.TempDir(), HTTP: true, CopilotDelay: 100 * time.Millisecond})
@@ -183,6 +208,7 @@ func sectionsHolding(dump string, secrets []string) []string {
 // on one host and --api-url on another, exits 2 with one line before it
 // sends either host anything.
 func TestSEC6_RealBinaryRefusesHostMismatch(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	bin := buildConverge(t)
 	hub, demo := startHub(t, time.Second)
 	other, hits := countingServer(t)

@@ -37,6 +37,7 @@ func countingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // --allow-host-mismatch the run goes ahead, and git clones from the
 // clone URL the API reports, never from the PR URL's host.
 func TestSEC6_PRHostOtherThanAPIHostIsRefused(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
 	hub, demo := startHub(t, 100*time.Millisecond)
 	other, hits := countingServer(t)
 	otherURL, _ := url.Parse(other.URL)

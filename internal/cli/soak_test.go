@@ -24,6 +24,7 @@ import (
 // leave the PR labelled ready. CONVERGE_SOAK_SEEDS sets the number of seeds
 // (10 by default; `make soak` runs 200), CONVERGE_SOAK_SEED0 the first.
 func TestSoak_NoFalseSuccess(t *testing.T) {
+	t.Parallel() // each seed has its own emulator and state
 	seeds := envInt("CONVERGE_SOAK_SEEDS", 10)
 	seed0 := envInt("CONVERGE_SOAK_SEED0", 1)
 	var runs, falseSuccess, successes atomic.Int64
