@@ -64,9 +64,12 @@ func TestPR_S4_LocalReviewOfTheHead(t *testing.T) {
 	d := t.TempDir()
 	// correctness-leak finds one point; the others nothing. Each run
 	// also scribbles on the worktree, which must not survive the review.
+	// The angles run at once: each writes its input whole, then renames
+	// it into place, so in.json is always one angle's complete input.
 	ws := reviewWorkspace(t, bare, reviewScript(t, d, `in=$(cat)
 echo x >> "$D/runs"
-printf '%s' "$in" > "$D/in.json"
+printf '%s' "$in" > "$D/in.$$.json"
+mv "$D/in.$$.json" "$D/in.json"
 echo scribble >> notes.txt
 case "$in" in
 *'"angle":"correctness-leak"'*) echo '[{"file":"notes.txt","line_range":[2,2],"summary":"TWO is shouted","verdict":"structural"}]' ;;
