@@ -23,18 +23,26 @@ var statusSchemaJSON []byte
 // backends that pass it to an agent CLI (e.g. a structured-output flag).
 func StatusSchema() []byte { return bytes.Clone(statusSchemaJSON) }
 
-var statusSchema = sync.OnceValue(func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(statusSchemaJSON))
-	if err != nil {
-		panic(fmt.Sprintf("agent: embedded status schema: %v", err))
-	}
-	c := jsonschema.NewCompiler()
-	const loc = "mem://converge/agent-status.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		panic(fmt.Sprintf("agent: embedded status schema: %v", err))
-	}
-	return c.MustCompile(loc)
-})
+var statusSchema = EmbeddedSchema("agent-status.json", statusSchemaJSON)
+
+// EmbeddedSchema compiles, once and on first use, a JSON Schema embedded
+// in the binary: the contracts of agents' answers (the status record, a
+// judge's verdict). A schema that does not compile is a programming
+// error, so it panics.
+func EmbeddedSchema(name string, raw []byte) func() *jsonschema.Schema {
+	return sync.OnceValue(func() *jsonschema.Schema {
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			panic(fmt.Sprintf("embedded schema %s: %v", name, err))
+		}
+		c := jsonschema.NewCompiler()
+		loc := "mem://converge/" + name
+		if err := c.AddResource(loc, doc); err != nil {
+			panic(fmt.Sprintf("embedded schema %s: %v", name, err))
+		}
+		return c.MustCompile(loc)
+	})
+}
 
 // ParseStatus reads the status record from an agent's output (IF-5, AG-T3).
 //

@@ -7,9 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/convergeloop/converge/internal/agent"
 )
 
 // verdictSchemaJSON is the judge's answer contract (LOOP-2): the last
@@ -21,18 +22,7 @@ var verdictSchemaJSON []byte
 // VerdictSchema returns the verdict's JSON Schema.
 func VerdictSchema() []byte { return bytes.Clone(verdictSchemaJSON) }
 
-var verdictSchema = sync.OnceValue(func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(verdictSchemaJSON))
-	if err != nil {
-		panic(fmt.Sprintf("checkloop: embedded verdict schema: %v", err))
-	}
-	c := jsonschema.NewCompiler()
-	const loc = "mem://converge/loop-verdict.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		panic(fmt.Sprintf("checkloop: embedded verdict schema: %v", err))
-	}
-	return c.MustCompile(loc)
-})
+var verdictSchema = agent.EmbeddedSchema("loop-verdict.json", verdictSchemaJSON)
 
 // ParseVerdict reads a judge's verdict from its output, fail-closed: the
 // last non-empty line must be a JSON object valid by the verdict schema.

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -37,18 +36,7 @@ var judgeSchemaJSON []byte
 // against, for backends that pass it to an agent CLI.
 func JudgeSchema() []byte { return bytes.Clone(judgeSchemaJSON) }
 
-var judgeSchema = sync.OnceValue(func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(judgeSchemaJSON))
-	if err != nil {
-		panic(fmt.Sprintf("classify: embedded judge schema: %v", err))
-	}
-	c := jsonschema.NewCompiler()
-	const loc = "mem://converge/classify-judge.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		panic(fmt.Sprintf("classify: embedded judge schema: %v", err))
-	}
-	return c.MustCompile(loc)
-})
+var judgeSchema = agent.EmbeddedSchema("classify-judge.json", judgeSchemaJSON)
 
 // Judge asks an agent to classify the comments the heuristic left
 // borderline (PR-S5).

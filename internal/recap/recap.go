@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -127,18 +126,7 @@ var schemaJSON []byte
 // Schema is the JSON Schema a recap judge's answer validates against.
 func Schema() []byte { return bytes.Clone(schemaJSON) }
 
-var schema = sync.OnceValue(func() *jsonschema.Schema {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
-	if err != nil {
-		panic(fmt.Sprintf("recap: embedded schema: %v", err))
-	}
-	c := jsonschema.NewCompiler()
-	const loc = "mem://converge/recap-judge.json"
-	if err := c.AddResource(loc, doc); err != nil {
-		panic(fmt.Sprintf("recap: embedded schema: %v", err))
-	}
-	return c.MustCompile(loc)
-})
+var schema = agent.EmbeddedSchema("recap-judge.json", schemaJSON)
 
 // Judge asks an agent for the recap's verdict.
 type Judge struct {
