@@ -223,23 +223,7 @@ func (s *Store) action(ctx context.Context, key string) (Action, error) {
 
 // Actions returns the run's actions in the order they were begun.
 func (s *Store) Actions(ctx context.Context, runID string) ([]Action, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+actionCols+` FROM actions WHERE run_id = ? ORDER BY rowid`, s.red(runID))
-	if err != nil {
-		return nil, fmt.Errorf("actions of %s: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []Action
-	for rows.Next() {
-		a, err := scanAction(rows)
-		if err != nil {
-			return nil, fmt.Errorf("actions of %s: %w", runID, err)
-		}
-		out = append(out, a)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("actions of %s: %w", runID, err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "actions of "+runID, scanAction, `SELECT `+actionCols+` FROM actions WHERE run_id = ? ORDER BY rowid`, s.red(runID))
 }
 
 // Event is one line of a run's event log (rendered as NDJSON by

@@ -117,23 +117,7 @@ func (s *Store) ListRuns(ctx context.Context, o ListOptions) ([]Run, error) {
 		q += ` LIMIT ?`
 		args = append(args, o.Limit)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	defer rows.Close()
-	var out []Run
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list runs: %w", err)
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("list runs: %w", err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "list runs", scanRun, q, args...)
 }
 
 // LatestRunFor returns the newest run for target, or a *NotFoundError.

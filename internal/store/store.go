@@ -225,3 +225,25 @@ func NewRunID(now time.Time) string {
 	_, _ = rand.Read(b[:])
 	return "r-" + now.UTC().Format("20060102") + "-" + hex.EncodeToString(b[:])
 }
+
+// queryAll runs a query and scans every row with scan; what names the
+// query in errors.
+func queryAll[T any](ctx context.Context, s *Store, what string, scan func(interface{ Scan(...any) error }) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := s.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", what, err)
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return out, nil
+}

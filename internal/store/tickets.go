@@ -156,21 +156,5 @@ func (s *Store) GetTicket(ctx context.Context, id string) (Ticket, error) {
 
 // Tickets returns the run's tickets in order.
 func (s *Store) Tickets(ctx context.Context, runID string) ([]Ticket, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+ticketCols+` FROM tickets WHERE run_id = ? ORDER BY n, id`, s.red(runID))
-	if err != nil {
-		return nil, fmt.Errorf("tickets of %s: %w", runID, err)
-	}
-	defer rows.Close()
-	var out []Ticket
-	for rows.Next() {
-		t, err := scanTicket(rows)
-		if err != nil {
-			return nil, fmt.Errorf("tickets of %s: %w", runID, err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("tickets of %s: %w", runID, err)
-	}
-	return out, nil
+	return queryAll(ctx, s, "tickets of "+runID, scanTicket, `SELECT `+ticketCols+` FROM tickets WHERE run_id = ? ORDER BY n, id`, s.red(runID))
 }
