@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // statusSchemaJSON is the IF-5 contract. Unknown properties are allowed so
@@ -68,16 +70,16 @@ func ParseStatus(output string) StatusRecord {
 	}
 	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
 	if err != nil {
-		return unparseable("last line is not a JSON object: " + oneLine(err.Error()))
+		return unparseable("last line is not a JSON object: " + text.OneLine(err.Error()))
 	}
 	if err := statusSchema().Validate(inst); err != nil {
-		return unparseable("status record fails schema: " + oneLine(err.Error()))
+		return unparseable("status record fails schema: " + text.OneLine(err.Error()))
 	}
 	var rec StatusRecord
 	if err := json.Unmarshal([]byte(line), &rec); err != nil {
 		// The schema admits numbers encoding/json rejects for an int (1.0,
 		// 1e3); rather than guess, fail closed.
-		return unparseable("status record: " + oneLine(err.Error()))
+		return unparseable("status record: " + text.OneLine(err.Error()))
 	}
 	if rec.FilesChanged == nil {
 		rec.FilesChanged = []string{}
@@ -122,10 +124,6 @@ func lastNonEmptyLine(s string) string {
 		s = s[:i]
 	}
 	return ""
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // Extension limits of AG-T1.

@@ -11,6 +11,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // verdictSchemaJSON is the judge's answer contract (LOOP-2): the last
@@ -38,13 +39,13 @@ func ParseVerdict(output string) (v Verdict, line string, err error) {
 	}
 	inst, err := jsonschema.UnmarshalJSON(strings.NewReader(line))
 	if err != nil {
-		return Verdict{}, line, fmt.Errorf("the judge's last line is not JSON: %s", oneLine(err.Error()))
+		return Verdict{}, line, fmt.Errorf("the judge's last line is not JSON: %s", text.OneLine(err.Error()))
 	}
 	if err := verdictSchema().Validate(inst); err != nil {
-		return Verdict{}, line, fmt.Errorf("the judge's verdict fails its schema: %s", oneLine(err.Error()))
+		return Verdict{}, line, fmt.Errorf("the judge's verdict fails its schema: %s", text.OneLine(err.Error()))
 	}
 	if err := json.Unmarshal([]byte(line), &v); err != nil {
-		return Verdict{}, line, fmt.Errorf("the judge's verdict: %s", oneLine(err.Error()))
+		return Verdict{}, line, fmt.Errorf("the judge's verdict: %s", text.OneLine(err.Error()))
 	}
 	return v, line, nil
 }
@@ -70,5 +71,3 @@ func lastNonEmptyLine(s string) string {
 	}
 	return ""
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

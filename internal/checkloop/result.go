@@ -159,7 +159,7 @@ func WriteSummary(w io.Writer, r Result) {
 	if p := r.Predecessor; p != nil {
 		fmt.Fprintf(w, "  predecessor      %s\n", predecessorLine(p))
 	}
-	fmt.Fprintf(w, "  goal             %s\n", text.Clip(oneLine(r.Goal), 100))
+	fmt.Fprintf(w, "  goal             %s\n", text.Clip(text.OneLine(r.Goal), 100))
 	switch r.Oracle.Class {
 	case Judged:
 		fmt.Fprintf(w, "  done-check       judged by %s (fresh final re-judgment before complete)\n", r.Oracle.Judge)
@@ -280,7 +280,7 @@ func WriteLog(w io.Writer, run store.Run, st State, tickets []store.Ticket, even
 	if len(events) > 0 {
 		fmt.Fprintf(w, "\n## Events\n\n")
 		for _, e := range events {
-			fmt.Fprintf(w, "- %s `%s` %s\n", e.Time.UTC().Format(time.TimeOnly), e.Kind, oneLine(e.Message))
+			fmt.Fprintf(w, "- %s `%s` %s\n", e.Time.UTC().Format(time.TimeOnly), e.Kind, text.OneLine(e.Message))
 		}
 	}
 	fmt.Fprintf(w, "\n## Result\n\n")

@@ -123,7 +123,7 @@ func (j *Judge) Run(ctx context.Context, req Request) (Answer, error) {
 	rec := res.Record
 	if !a.Valid {
 		if rec.Status != agent.StatusComplete && rec.Reason != agent.ReasonUnparseable {
-			a.Why = text.Clip(a.Why+"; the run ended "+string(rec.Status)+": "+oneLine(rec.Summary), maxWhy)
+			a.Why = text.Clip(a.Why+"; the run ended "+string(rec.Status)+": "+text.OneLine(rec.Summary), maxWhy)
 		}
 		return a, nil
 	}
@@ -218,18 +218,18 @@ func parseAnswer(output string, ids []string) (Answer, int) {
 			return invalid(ids, "", fmt.Sprintf("comment %q is not answered", id)), 0
 		}
 		delete(byID, id)
-		v.Reason = text.Clip(oneLine(v.Reason), 500)
+		v.Reason = text.Clip(text.OneLine(v.Reason), 500)
 		out = append(out, v)
 	}
 	if len(byID) > 0 {
 		extra := slices.Sorted(maps.Keys(byID))
 		return invalid(ids, "", fmt.Sprintf("the answer names comment %q, which was not asked about", extra[0])), 0
 	}
-	return Answer{Valid: true, Verdicts: out, Summary: text.Clip(oneLine(al.Summary), 500)}, len(al.Concerns)
+	return Answer{Valid: true, Verdicts: out, Summary: text.Clip(text.OneLine(al.Summary), 500)}, len(al.Concerns)
 }
 
 func invalid(ids []string, agentName, why string) Answer {
-	a := Answer{Why: text.Clip(oneLine(why), maxWhy), Agent: agentName, Verdicts: make([]Judged, 0, len(ids))}
+	a := Answer{Why: text.Clip(text.OneLine(why), maxWhy), Agent: agentName, Verdicts: make([]Judged, 0, len(ids))}
 	for _, id := range ids {
 		a.Verdicts = append(a.Verdicts, Judged{ID: id, Verdict: Unclear, Reason: "no valid answer from the judge"})
 	}

@@ -23,7 +23,7 @@ func rules(c Comment) []Hit {
 	kind := kindOf(c.Path)
 	var hits []Hit
 	add := func(rule string, lean Lean, evidence string) {
-		hits = append(hits, Hit{Rule: rule, Lean: lean, Evidence: text.Clip(oneLine(evidence), 60)})
+		hits = append(hits, Hit{Rule: rule, Lean: lean, Evidence: text.Clip(text.OneLine(evidence), 60)})
 	}
 
 	// Decisive words. On a docs page they describe the text more often
@@ -359,5 +359,3 @@ func kindOf(p string) pathKind {
 	}
 	return pathSource
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

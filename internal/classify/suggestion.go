@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"unicode"
+
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // A ```suggestion block is the reviewer's exact replacement for the lines
@@ -606,7 +608,7 @@ func enclosingCall(code []token, k int) (string, int) {
 }
 
 func clipEvidence(s string) string {
-	s = oneLine(s)
+	s = text.OneLine(s)
 	if r := []rune(s); len(r) > 60 {
 		return string(r[:59]) + "…"
 	}

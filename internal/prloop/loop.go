@@ -571,7 +571,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		}
 		res = &ActResult{Recap: &RecapResult{Count: in.RoundCount, Input: in, Verdict: v}}
 		detail = v
-		l.report(engine.Event{Kind: "recap", Round: round, Message: fmt.Sprintf("recap after %d rounds: %s: %s", in.RoundCount, v.Decision, oneLine(v.Reason)), Data: v})
+		l.report(engine.Event{Kind: "recap", Round: round, Message: fmt.Sprintf("recap after %d rounds: %s: %s", in.RoundCount, v.Decision, text.OneLine(v.Reason)), Data: v})
 	case ActRevert:
 		rc, ok := l.Workspace.(Recapper)
 		if !ok {

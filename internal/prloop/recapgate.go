@@ -2,8 +2,8 @@ package prloop
 
 import (
 	"fmt"
+	"github.com/convergeloop/converge/internal/text"
 	"slices"
-	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/recap"
@@ -117,7 +117,7 @@ func (d *step) recapGate() bool {
 		d.wait("reverting the drifted rounds")
 		return false
 	default: // HAND-OFF, and any verdict that is not usable
-		d.end(ReasonHandedOff, fmt.Sprintf("recap after %d rounds: HAND-OFF: %s", count, oneLine(rec.Verdict.Reason)), nil)
+		d.end(ReasonHandedOff, fmt.Sprintf("recap after %d rounds: HAND-OFF: %s", count, text.OneLine(rec.Verdict.Reason)), nil)
 		return false
 	}
 }
@@ -161,5 +161,3 @@ func (d *step) recapInput(count int) recap.Input {
 	in.Signals = recap.Signals(in)
 	return in
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

@@ -237,7 +237,7 @@ func Prompt(in Input) string {
 func Markdown(in Input, v Verdict) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### converge recap after %d rounds\n\n", in.RoundCount)
-	fmt.Fprintf(&b, "**Verdict: %s**: %s\n\n", v.Decision, oneLine(v.Reason))
+	fmt.Fprintf(&b, "**Verdict: %s**: %s\n\n", v.Decision, text.OneLine(v.Reason))
 	if len(v.RevertRounds) > 0 {
 		fmt.Fprintf(&b, "Rounds reverted: %v\n\n", v.RevertRounds)
 	}
@@ -245,7 +245,7 @@ func Markdown(in Input, v Verdict) string {
 	if len(in.Signals) > 0 {
 		b.WriteString("Drift signals:\n")
 		for _, s := range in.Signals {
-			fmt.Fprintf(&b, "- %s: %s\n", s.Kind, oneLine(s.Detail))
+			fmt.Fprintf(&b, "- %s: %s\n", s.Kind, text.OneLine(s.Detail))
 		}
 		b.WriteString("\n")
 	}
@@ -253,7 +253,7 @@ func Markdown(in Input, v Verdict) string {
 	for _, r := range in.Rounds {
 		var fs []string
 		for _, e := range r.Findings {
-			fs = append(fs, fmt.Sprintf("%s %s (%s)", e.Where, text.Clip(oneLine(e.Summary), 60), e.Disposition))
+			fs = append(fs, fmt.Sprintf("%s %s (%s)", e.Where, text.Clip(text.OneLine(e.Summary), 60), e.Disposition))
 		}
 		commit := "–"
 		if r.Commit != "" {
@@ -263,5 +263,3 @@ func Markdown(in Input, v Verdict) string {
 	}
 	return b.String()
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

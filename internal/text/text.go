@@ -1,8 +1,12 @@
 // Package text holds the string helpers every package shares, one per job:
-// ShortSHA abbreviates a commit id, Clip shortens text to a limit.
+// ShortSHA abbreviates a commit id, Clip shortens text to a limit, OneLine
+// flattens it to one line.
 package text
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // shaLen is how many characters of a commit id messages, replies and
 // commit statuses show: unambiguous in any repository converge meets.
@@ -36,3 +40,7 @@ func Clip(s string, n int) string {
 	}
 	return s // not reached: s has more than n runes
 }
+
+// OneLine collapses every run of white space, newlines included, to one
+// space: text from agents and forges, fit for a single log or table line.
+func OneLine(s string) string { return strings.Join(strings.Fields(s), " ") }

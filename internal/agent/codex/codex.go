@@ -35,6 +35,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // BinaryEnv names the environment variable that gives the codex program.
@@ -258,12 +259,10 @@ func ParseEvents(stdout string) Events {
 func (e Events) Record() agent.StatusRecord {
 	rec := agent.ParseStatus(e.Final)
 	if rec.Reason == agent.ReasonUnparseable && e.Failure != "" {
-		rec.Summary += " (codex: " + oneLine(e.Failure) + ")"
+		rec.Summary += " (codex: " + text.OneLine(e.Failure) + ")"
 	}
 	return rec
 }
-
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // bareKey reports whether s can be a bare TOML key (and so a dotted-path
 // segment of a -c override).
