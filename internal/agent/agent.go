@@ -84,6 +84,15 @@ type Task struct {
 	// run that ended partial (AG-T1, see Extend): the same task again with
 	// the granted time, on the tree the earlier run left.
 	Extension int
+	// Model is the model this run is on (AG-E1: a rung of the agent's
+	// escalation ladder, see Runner.Dispatch); "" means the backend's own
+	// configured model. CLI backends pass it as their model flag, the
+	// command backend as CONVERGE_AGENT_MODEL.
+	Model string
+	// Context is more context an orchestrator adds when an agent answered
+	// NEEDS_CONTEXT (AG-T2): file contents, related discussion. It may
+	// quote untrusted text, so prompts quote it as data.
+	Context string
 	// Env is the complete environment a subprocess gets, already scrubbed
 	// (see ScrubEnv). Nil does not mean "inherit": subprocess backends fall
 	// back to ScrubEnv(os.Environ()) so a forgotten Env never leaks a token.

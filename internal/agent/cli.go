@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -233,6 +234,13 @@ type CLIOptions struct {
 	// means os.Getenv. Environ lists it for PassEnv; nil means os.Environ.
 	Getenv  func(string) string
 	Environ func() []string
+}
+
+// ModelFor is the model of a run of t: the task's (a rung of its
+// escalation ladder, AG-E1), else the configured Model; "" leaves the
+// CLI's default.
+func (o CLIOptions) ModelFor(t Task) string {
+	return cmp.Or(t.Model, o.Model)
 }
 
 // Resolve sets o's defaults for the backend name (Name, PassEnv from

@@ -1,7 +1,6 @@
 package prloop
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,10 +54,6 @@ type GitWorkspace struct {
 
 // DefaultTestBudget is the time-box of one build/test run (AG-T5, PR-S10).
 const DefaultTestBudget = 10 * time.Minute
-
-// agentAttempts is how often a fixer that could not run is tried before
-// the run ends errored (AG-T4: retried once).
-const agentAttempts = 2
 
 var _ Workspace = (*GitWorkspace)(nil)
 
@@ -329,19 +324,7 @@ func (w *GitWorkspace) task(round int, fs []Finding) agent.Task {
 // own words.
 func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
 	t := w.task(round, fs)
-	r, err := w.runAgent(ctx, pr, t)
-	for err == nil {
-		// A run that ended partial with a concrete next action gets more
-		// time on the tree it left, at most twice (AG-T1).
-		next, ok := t.Extended(r.Record)
-		if !ok {
-			break
-		}
-		w.logf("agent %s stopped partway (%s); extending by %s (extension %d of %d)",
-			w.Agent.Name(), text.Clip(r.Record.NextAction, 120), fmtDuration(next.Budget), next.Extension, agent.MaxExtensions)
-		t = next
-		r, err = w.runAgent(ctx, pr, t)
-	}
+	r, _, err := w.runner(pr).RunExtended(ctx, t)
 	if err != nil {
 		return nil, err
 	}
@@ -355,48 +338,22 @@ func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round i
 			o = agent.FindingOutcome{FindingID: f.ID, Status: r.Record.Status, Reason: r.Record.Reason}
 		}
 		if o.Status != agent.StatusComplete && strings.TrimSpace(o.Reason) == "" {
-			o.Reason = silentReason(r.Record)
+			o.Reason = agent.NotDoneReason(r.Record)
 		}
 		out[f.ID] = o
 	}
 	return out, nil
 }
 
-// silentReason words a record that gave no reason for not completing.
-func silentReason(rec agent.StatusRecord) string {
-	for _, s := range []string{rec.Reason, rec.NextAction, rec.Summary} {
-		if s = strings.TrimSpace(s); s != "" {
-			return s
-		}
+// runner runs the fixer by the rules of agent.Runner: retried once from
+// the clean head when it could not run (AG-T4; a second failure is the
+// run's, as a *agent.RunFailure), extended while it ends partial (AG-T1).
+func (w *GitWorkspace) runner(pr *forge.PullRequest) agent.Runner {
+	return agent.Runner{
+		Agent: w.Agent,
+		Reset: func(ctx context.Context) error { return w.reset(ctx, pr.HeadSHA) },
+		Logf:  w.logf,
 	}
-	return fmt.Sprintf("the agent reported %s without a reason", cmp.Or(string(rec.Status), "no status"))
-}
-
-// runAgent runs the fixer, and once more when it could not run: a crash,
-// no valid status record, a stop at its budget without one, or an error
-// (AG-T4). A second failure is the run's, as a *agent.RunFailure. The
-// retry starts from the clean head again, whatever the first attempt left.
-func (w *GitWorkspace) runAgent(ctx context.Context, pr *forge.PullRequest, t agent.Task) (agent.Result, error) {
-	name := w.Agent.Name()
-	var fail *agent.RunFailure
-	for attempt := 1; attempt <= agentAttempts; attempt++ {
-		if attempt > 1 {
-			if err := w.reset(ctx, pr.HeadSHA); err != nil {
-				return agent.Result{}, err
-			}
-		}
-		r, err := w.Agent.Run(ctx, t)
-		if ctx.Err() != nil {
-			// Stopped from outside: the run ends for that reason, and the
-			// agent is not to blame.
-			return agent.Result{}, fmt.Errorf("agent %s: %w", name, ctx.Err())
-		}
-		if fail = agent.FailureOf(name, r, err); fail == nil {
-			return r, nil
-		}
-		w.logf("agent %s could not run (attempt %d of %d): %s", name, attempt, agentAttempts, fail.What)
-	}
-	return agent.Result{}, fail
 }
 
 // applyEach applies fixes one at a time from a clean head, keeping each

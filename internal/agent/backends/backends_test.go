@@ -72,3 +72,35 @@ func TestNewErrors(t *testing.T) {
 		t.Error("Known/Names")
 	}
 }
+
+// TestAG_E1_TaskModelIsTheCLIsModelFlag: every CLI backend passes a
+// task's model (a rung of the escalation ladder) as its model flag in
+// place of the configured one, and the configured one when the task
+// names none.
+func TestAG_E1_TaskModelIsTheCLIsModelFlag(t *testing.T) {
+	flags := map[string]string{"claude": "--model", "codex": "-m", "gemini": "-m", "opencode": "-m"}
+	for _, name := range Names() {
+		t.Run(name, func(t *testing.T) {
+			a, err := New(Config{Name: name, Model: "base-model", Getenv: env(map[string]string{
+				"CONVERGE_" + strings.ToUpper(name) + "_BIN": "/bin/sh"})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			args := a.(interface{ Args(agent.Task) []string }).Args
+			flag := flags[name]
+			if flag == "" {
+				t.Fatalf("no model flag known for backend %s", name)
+			}
+			for model, want := range map[string]string{"": "base-model", "strong-model": "strong-model"} {
+				argv := args(agent.Task{Kind: agent.TaskKindFix, Workdir: "/w", Model: model})
+				i := slices.Index(argv, flag)
+				if i < 0 || i+1 >= len(argv) || argv[i+1] != want {
+					t.Errorf("task model %q: argv %q, want %s %s", model, argv, flag, want)
+				}
+				if model != "" && slices.Contains(argv, "base-model") {
+					t.Errorf("task model %q: argv %q still names the configured model", model, argv)
+				}
+			}
+		})
+	}
+}

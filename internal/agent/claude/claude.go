@@ -68,7 +68,8 @@ var quietEnv = []string{
 }
 
 // Options configure the backend. The zero value runs `claude` from
-// CONVERGE_CLAUDE_BIN or PATH with the CLI's default model. Model is
+// CONVERGE_CLAUDE_BIN or PATH with the CLI's default model. Model (a
+// Task.Model, the rung of its escalation ladder, replaces it) is
 // passed as --model; ExtraArgs are appended to the command line; Env
 // entries (e.g. ANTHROPIC_BASE_URL) come after PassEnv, whose default is
 // DefaultPassEnv.
@@ -129,8 +130,8 @@ func (a *Agent) Args(t agent.Task) []string {
 		"--max-turns", strconv.Itoa(a.opts.MaxTurns),
 		"--no-session-persistence",
 	}
-	if a.opts.Model != "" {
-		argv = append(argv, "--model", a.opts.Model)
+	if m := a.opts.ModelFor(t); m != "" {
+		argv = append(argv, "--model", m)
 	}
 	return append(argv, a.opts.ExtraArgs...)
 }

@@ -63,7 +63,8 @@ type Provider struct {
 
 // Options configure the backend. The zero value runs `codex` from
 // CONVERGE_CODEX_BIN or PATH with its configured model and provider.
-// Model is passed as -m; ExtraArgs are added before the prompt argument;
+// Model (a Task.Model replaces it, AG-E1) is passed as -m; ExtraArgs are
+// added before the prompt argument;
 // Env entries (e.g. CODEX_HOME, the provider's key) come after PassEnv,
 // whose default is DefaultPassEnv. The provider's EnvKey is always passed.
 type Options struct {
@@ -133,8 +134,8 @@ func (a *Agent) Args(t agent.Task) []string {
 		argv = append(argv, "-C", t.Workdir)
 	}
 	argv = append(argv, "--skip-git-repo-check", "--ephemeral", "--color", "never")
-	if a.opts.Model != "" {
-		argv = append(argv, "-m", a.opts.Model)
+	if m := a.opts.ModelFor(t); m != "" {
+		argv = append(argv, "-m", m)
 	}
 	if p := a.opts.Provider; p != nil {
 		table := fmt.Sprintf("{name=%s,base_url=%s,wire_api=%s", tomlString(p.Name), tomlString(p.BaseURL), tomlString(p.WireAPI))

@@ -11,6 +11,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
@@ -28,11 +31,18 @@ import (
 //	                "start_line": 3, "end_line": 4, "body": "…",
 //	                "author": "…", "source": "…"}],
 //	  "instructions": "…",                   // repo review instructions (data)
+//	  "model": "…",                          // absent unless the escalation ladder names one (AG-E1)
+//	  "context": "…",                        // absent unless added after NEEDS_CONTEXT (AG-T2; data)
 //	  "prompt": "…",                         // agent.RenderTaskPrompt of the task, for LLM wrappers
 //	  "status_schema": {…}                   // JSON Schema of the final stdout line
 //	}
 //
 // The last non-empty line of stdout must be the status record (IF-5).
+// Its implementer_status drives the orchestrator (AG-T2): NEEDS_CONTEXT
+// is answered once with "context", a second NEEDS_CONTEXT or a BLOCKED
+// with the next model of the agent's ladder (AG-E1). The model is also in
+// the environment as CONVERGE_AGENT_MODEL, unset when the ladder names
+// none, so a scripted agent can act on its escalation.
 //
 // A review task (one angle of the local review, PR-S4):
 //
@@ -71,6 +81,8 @@ type Input struct {
 	Extension     int             `json:"extension,omitempty"` // n for the n-th extension of a partial run (AG-T1)
 	Findings      []agent.Finding `json:"findings"`
 	Instructions  string          `json:"instructions,omitempty"`
+	Model         string          `json:"model,omitempty"`
+	Context       string          `json:"context,omitempty"`
 	// Review tasks only.
 	Angle      string `json:"angle,omitempty"`
 	AngleFocus string `json:"angle_focus,omitempty"`
@@ -136,6 +148,8 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		Extension:     t.Extension,
 		Findings:      nonNil(t.Findings),
 		Instructions:  t.Instructions,
+		Model:         t.Model,
+		Context:       t.Context,
 		Prompt:        agent.RenderTaskPrompt(t),
 	}
 	var parse func(string) agent.StatusRecord
@@ -156,7 +170,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	res, err := agent.RunWithBudget(ctx, agent.Cmd{
 		Argv:   a.argv,
 		Dir:    t.Workdir,
-		Env:    t.Env,
+		Env:    env(t),
 		Stdin:  in,
 		Budget: budget,
 		Grace:  a.opts.Grace,
@@ -214,6 +228,28 @@ func redactRecord(r agent.StatusRecord, secrets []string) agent.StatusRecord {
 		r.Concerns = cs
 	}
 	return r
+}
+
+// ModelEnv names the variable that gives a run its model (AG-E1).
+const ModelEnv = "CONVERGE_AGENT_MODEL"
+
+// env is t's environment (scrubbed, as RunWithBudget would make it) with
+// ModelEnv set to t.Model, and never inherited: a stale value from
+// converge's own environment would tell the program a model it is not on.
+func env(t agent.Task) []string {
+	base := t.Env
+	if base == nil {
+		base = agent.ScrubEnv(os.Environ())
+	}
+	var extra []string
+	if t.Model != "" {
+		extra = []string{ModelEnv + "=" + t.Model}
+	}
+	out := agent.CLIEnv(base, nil, nil, extra)
+	if t.Model == "" {
+		out = slices.DeleteFunc(out, func(kv string) bool { return strings.HasPrefix(kv, ModelEnv+"=") })
+	}
+	return out
 }
 
 func nonNil(fs []agent.Finding) []agent.Finding {

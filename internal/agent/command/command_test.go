@@ -186,3 +186,33 @@ func TestNewRejectsEmptyArgv(t *testing.T) {
 		t.Error("want an error for a program that cannot start")
 	}
 }
+
+// TestAG_E1_CommandAgentSeesItsModel: the program of a task on a rung of
+// the escalation ladder finds the model in CONVERGE_AGENT_MODEL and in
+// its input, with the added context; a task on no rung has neither, even
+// when converge's environment carries a stale value.
+func TestAG_E1_CommandAgentSeesItsModel(t *testing.T) {
+	a, err := New(script(t, `input=$(cat)
+case "$input" in *'"context":"the file reads x"'*) ctx=yes ;; *) ctx=no ;; esac
+case "$input" in *'"model":'*) inmodel=yes ;; *) inmodel=no ;; esac
+printf '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"model=%s input=%s context=%s","files_changed":[]}\n' "${CONVERGE_AGENT_MODEL-unset}" "$inmodel" "$ctx"`), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		task agent.Task
+		want string
+	}{
+		{agent.Task{Kind: agent.TaskKindFix, Model: "strong", Context: "the file reads x"}, "model=strong input=yes context=yes"},
+		{agent.Task{Kind: agent.TaskKindFix, Env: []string{"PATH=" + os.Getenv("PATH"), ModelEnv + "=stale"}}, "model=unset input=no context=no"},
+	} {
+		tc.task.Workdir = t.TempDir()
+		res, err := a.Run(context.Background(), tc.task)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Record.Summary != tc.want {
+			t.Errorf("model %q: summary %q, want %q (stderr %s)", tc.task.Model, res.Record.Summary, tc.want, res.Stderr)
+		}
+	}
+}

@@ -46,7 +46,8 @@ var DefaultPassEnv = []string{
 // stdin, and this line is appended to it.
 const prompt = "Do the task above. The last line of your final message must be what the task asks for."
 
-// Options configure the backend. Model is passed as -m; ExtraArgs are
+// Options configure the backend. Model (a Task.Model replaces it, AG-E1)
+// is passed as -m; ExtraArgs are
 // added before -p; PassEnv's default is DefaultPassEnv.
 type Options struct {
 	agent.CLIOptions
@@ -88,8 +89,8 @@ func (a *Agent) Args(t agent.Task) []string {
 		mode = "plan"
 	}
 	argv := []string{a.bin, "-o", "stream-json", "--approval-mode", mode, "--skip-trust"}
-	if a.opts.Model != "" {
-		argv = append(argv, "-m", a.opts.Model)
+	if m := a.opts.ModelFor(t); m != "" {
+		argv = append(argv, "-m", m)
 	}
 	argv = append(argv, a.opts.ExtraArgs...)
 	return append(argv, "-p", prompt)

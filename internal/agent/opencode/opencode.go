@@ -47,7 +47,8 @@ var DefaultPassEnv = []string{
 // quietEnv keeps a run from updating itself or sharing anything.
 var quietEnv = []string{"OPENCODE_DISABLE_AUTOUPDATE=1", "OPENCODE_DISABLE_SHARE=1"}
 
-// Options configure the backend. Model is passed as -m (provider/model);
+// Options configure the backend. Model (a Task.Model replaces it, AG-E1)
+// is passed as -m (provider/model);
 // ExtraArgs are appended to the command line; PassEnv's default is
 // DefaultPassEnv.
 type Options struct {
@@ -89,8 +90,8 @@ func (a *Agent) Args(t agent.Task) []string {
 	if t.Workdir != "" {
 		argv = append(argv, "--dir", t.Workdir)
 	}
-	if a.opts.Model != "" {
-		argv = append(argv, "-m", a.opts.Model)
+	if m := a.opts.ModelFor(t); m != "" {
+		argv = append(argv, "-m", m)
 	}
 	return append(argv, a.opts.ExtraArgs...)
 }
