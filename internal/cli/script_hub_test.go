@@ -25,6 +25,12 @@ import (
 //	hub comment BODY              the reviewer comments on the PR
 //	hub comment-as ACTOR BODY     reviewer or outsider (read only) comments on the PR
 //	hub review-thread PATH LINE BODY   the reviewer opens a review thread on a line
+//	hub thread-as ACTOR PATH LINE BODY the author, reviewer or outsider opens a review thread
+//	hub threads open|outdated-open|resolved N   the forge shows exactly N such threads
+//	hub thread-answered SUBSTR WORD    the thread whose first comment holds SUBSTR is
+//	                              resolved, and converge's last reply in it holds WORD
+//	hub mark-writes               remember how many writes the emulator logged so far
+//	hub writes-since-mark ACTOR N exactly N writes by ACTOR since hub mark-writes
 //	hub push base|head PATH FILE  the author pushes FILE (from the script) as PATH
 //	                              to the PR's base or head branch
 //	hub writes-by ACTOR N         the emulator logged exactly N write requests
@@ -46,6 +52,8 @@ type scriptHub struct {
 	demo fakehub.DemoInfo
 
 	head string // the PR's head when the hub started
+
+	mark int // the write log's length at hub mark-writes
 
 	mu   sync.Mutex
 	seen map[string]int // event kinds seen since start
@@ -108,6 +116,63 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 			}},
 		})
 		ts.Check(err)
+	case "thread-as":
+		tok := h.token(args[1])
+		if len(args) < 5 || tok == "" {
+			ts.Fatalf("usage: hub thread-as author|reviewer|outsider PATH LINE BODY")
+		}
+		line, err := strconv.Atoi(args[3])
+		ts.Check(err)
+		c, err := ghREST(h.hub, tok)
+		ts.Check(err)
+		_, _, err = c.PullRequests.CreateReview(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequestReviewRequest{
+			Event: new("COMMENT"),
+			Comments: []*github.DraftReviewComment{{
+				Path: new(args[2]), Line: new(line), Side: new("RIGHT"), Body: new(strings.Join(args[4:], " ")),
+			}},
+		})
+		ts.Check(err)
+	case "threads":
+		if len(args) != 3 {
+			ts.Fatalf("usage: hub threads open|outdated-open|resolved N")
+		}
+		want, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		got := 0
+		for _, th := range h.observe(ts).Threads {
+			switch {
+			case args[1] == "open" && !th.IsResolved,
+				args[1] == "outdated-open" && !th.IsResolved && th.IsOutdated,
+				args[1] == "resolved" && th.IsResolved:
+				got++
+			}
+		}
+		if got != want {
+			ts.Fatalf("the forge shows %d %s thread(s), want %d", got, args[1], want)
+		}
+	case "thread-answered":
+		if len(args) != 3 {
+			ts.Fatalf("usage: hub thread-answered SUBSTR WORD")
+		}
+		h.threadAnswered(ts, args[1], args[2])
+	case "mark-writes":
+		h.mark = len(h.hub.Writes())
+	case "writes-since-mark":
+		if len(args) != 3 {
+			ts.Fatalf("usage: hub writes-since-mark author|reviewer N")
+		}
+		login := map[string]string{"author": fakehub.LoginAuthor, "reviewer": fakehub.LoginReviewer}[args[1]]
+		want, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		var got []fakehub.Write
+		for _, w := range h.hub.Writes()[h.mark:] {
+			if strings.EqualFold(w.Actor, login) {
+				got = append(got, w)
+			}
+		}
+		if len(got) != want {
+			ts.Fatalf("want %d write(s) by %s since the mark, the emulator logged %d: %+v", want, login, len(got), got)
+		}
 	case "push":
 		if len(args) != 4 || (args[1] != "base" && args[1] != "head") {
 			ts.Fatalf("usage: hub push base|head PATH FILE")
@@ -143,7 +208,10 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("want %d write(s) by %s, the emulator logged %d: %+v", want, login, len(got), got)
 		}
 	case "comment-as":
-		tok := map[string]string{"reviewer": h.hub.Tokens().Reviewer, "outsider": h.hub.Tokens().Outsider}[args[1]]
+		tok := ""
+		if len(args) > 1 && args[1] != "author" {
+			tok = h.token(args[1])
+		}
 		if len(args) < 3 || tok == "" {
 			ts.Fatalf("usage: hub comment-as reviewer|outsider BODY")
 		}
@@ -260,4 +328,53 @@ func (h *scriptHub) observe(ts *testscript.TestScript) *forge.PullRequest {
 	pr, err := c.Observe(context.Background(), ref)
 	ts.Check(err)
 	return pr
+}
+
+// token is the emulator token of a script actor ("" for an unknown one).
+func (h *scriptHub) token(actor string) string {
+	t := h.hub.Tokens()
+	return map[string]string{"author": t.Author, "reviewer": t.Reviewer, "outsider": t.Outsider}[actor]
+}
+
+// threadAnswered checks at the forge that the thread whose first comment
+// holds substr is resolved, and that converge (the author's token) replied
+// in it with word before the resolve was logged.
+func (h *scriptHub) threadAnswered(ts *testscript.TestScript, substr, word string) {
+	for _, th := range h.observe(ts).Threads {
+		if len(th.Comments) == 0 || !strings.Contains(th.Comments[0].Body, substr) {
+			continue
+		}
+		if !th.IsResolved {
+			ts.Fatalf("thread %s (%q) is not resolved", th.ID, substr)
+		}
+		for i := len(th.Comments) - 1; i > 0; i-- {
+			c := th.Comments[i]
+			if strings.EqualFold(c.Author, fakehub.LoginAuthor) && strings.Contains(c.Body, "converge:reply") {
+				if !strings.Contains(c.Body, word) {
+					ts.Fatalf("converge's reply in %s does not say %q: %q", th.ID, word, c.Body)
+				}
+				h.replyBeforeResolve(ts)
+				return
+			}
+		}
+		ts.Fatalf("thread %s (%q) was resolved without converge's reply", th.ID, substr)
+	}
+	ts.Fatalf("no thread starts with %q", substr)
+}
+
+// replyBeforeResolve: in the write log, no resolve by converge comes
+// before its first reply (never resolved without a reply, PR-S12).
+func (h *scriptHub) replyBeforeResolve(ts *testscript.TestScript) {
+	replied := false
+	for _, w := range h.hub.Writes() {
+		if !strings.EqualFold(w.Actor, fakehub.LoginAuthor) {
+			continue
+		}
+		switch {
+		case strings.Contains(w.What, "addPullRequestReviewThreadReply"):
+			replied = true
+		case strings.Contains(w.What, "resolveReviewThread") && !strings.Contains(w.What, "unresolve") && !replied:
+			ts.Fatalf("converge resolved a thread before any reply: %+v", h.hub.Writes())
+		}
+	}
 }

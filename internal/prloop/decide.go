@@ -31,7 +31,11 @@ func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
 	if s.Phase == PhaseDone && s.Terminal != nil {
 		// The terminal's labels and status again, as far as the forge does
 		// not show them yet: a write a fault interrupted is finished.
-		return s, terminalActions(s.Terminal, o.PR), s.Terminal
+		acts := terminalActions(s.Terminal, o.PR)
+		if s.Terminal.Reason == ReasonTwoStable {
+			acts = append(acts, cleanupActions(s, o, c)...)
+		}
+		return s, acts, s.Terminal
 	}
 	if o.PR == nil {
 		return s, []Action{{Kind: ActWait, Key: roundKey(s.Round, "wait"), Reason: "no observation of the pull request"}}, nil

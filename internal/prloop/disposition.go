@@ -48,7 +48,7 @@ func disposition(id string, fix *FixResult, staleFrom int, held ...Hold) (disp D
 // resolves reports whether a disposition closes its thread; escalated and
 // deferred threads stay open for the human (PR-S12).
 func resolves(disp Disposition) bool {
-	return disp == DispAddressed || disp == DispStale
+	return disp == DispAddressed || disp == DispStale || disp == DispOutdated
 }
 
 // replyBody renders a reply: the disposition in words, the signature, and
@@ -64,6 +64,8 @@ func replyBody(rec ThreadRecord, prURL, author string) string {
 		fmt.Fprintf(&b, "Deferred to a human: %s. Leaving this thread open.", defang(rec.Reason))
 	case DispEscalated:
 		fmt.Fprintf(&b, "Escalated to a human: %s. Leaving this thread open.", defang(rec.Reason))
+	case DispOutdated:
+		fmt.Fprintf(&b, "Outdated: the lines this thread was written on have changed since, and converge reached two-stable on %s; resolving it.", commitLink(prURL, rec.HeadSHA))
 	}
 	b.WriteString("\n\n— converge")
 	if author != "" {

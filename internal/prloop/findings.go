@@ -160,7 +160,7 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 	}
 	rec := lastResolveRecord(s.Threads, t.ID, s.Round)
 	for _, m := range markers {
-		if m.Disposition == DispAddressed || m.Disposition == DispStale {
+		if resolves(m.Disposition) {
 			v.Reopened = true
 		}
 	}

@@ -202,6 +202,11 @@ func forgeApply(pr *forge.PullRequest, acts []Action, when time.Time) *forge.Pul
 				t.Comments = append(t.Comments, forge.Comment{ID: a.Key, Author: self, Body: a.Body, CreatedAt: when})
 			case ActResolve:
 				t.IsResolved = true
+			case ActCleanup:
+				if a.Body != "" {
+					t.Comments = append(t.Comments, forge.Comment{ID: a.Key, Author: self, Body: a.Body, CreatedAt: when})
+				}
+				t.IsResolved = true
 			}
 		}
 		switch a.Kind {

@@ -162,7 +162,7 @@ func dryRun(next State, actions []Action, term *Terminal) (State, []Action, bool
 	changes := 0
 	for _, a := range actions {
 		switch a.Kind {
-		case ActFix, ActReply, ActResolve, ActUnresolve, ActComment, ActRequestReview, ActRecap, ActRevert:
+		case ActFix, ActReply, ActResolve, ActUnresolve, ActComment, ActRequestReview, ActRecap, ActRevert, ActCleanup:
 			changes++
 		}
 	}
@@ -197,6 +197,8 @@ func (l *Loop) dryAct(round int, a Action) {
 		msg = fmt.Sprintf("would revert rounds %v in one commit and push it", a.RevertRounds)
 	case ActResolve:
 		msg = "would resolve " + a.ThreadID
+	case ActCleanup:
+		msg = "would reply to and resolve outdated thread " + a.ThreadID + " (cleanup after success)"
 	case ActUnresolve:
 		msg = "would reopen " + a.ThreadID + ": " + a.Reason
 	case ActComment:
@@ -593,6 +595,8 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		if err == nil {
 			l.report(engine.Event{Kind: "resolve", Round: round, Message: "resolved " + a.ThreadID})
 		}
+	case ActCleanup:
+		outcome, detail = l.cleanup(ctx, pr, round, a)
 	case ActAddLabel:
 		err = l.Forge.AddLabels(ctx, pr.Ref, a.Label)
 	case ActRemoveLabel:

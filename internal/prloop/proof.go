@@ -110,6 +110,8 @@ func (d *step) succeed(v verdict) {
 		msg += fmt.Sprintf("; the local multi-angle review of %s came back without structural findings", text.ShortSHA(p.ReviewedCommit))
 	}
 	d.end(ReasonTwoStable, msg, p)
+	// PR-S13: cleanup once after success, after the verdict is published.
+	d.acts = append(d.acts, cleanupActions(d.s, d.o, d.c)...)
 }
 
 // proof is what is printed and stored at success: facts read from the

@@ -100,6 +100,10 @@ const (
 	DispStale     Disposition = "stale"
 	DispDeferred  Disposition = "deferred"
 	DispEscalated Disposition = "escalated"
+	// DispOutdated: after success, a thread still open whose lines have
+	// changed since it was written is replied to and resolved once
+	// (PR-S13).
+	DispOutdated Disposition = "outdated"
 )
 
 // Config holds every knob of the loop; DefaultConfig has the defaults of
@@ -391,6 +395,7 @@ const (
 	ActUnresolve     ActionKind = "unresolve"    // PR-T12: an "addressed" claim git no longer proves
 	ActRecap         ActionKind = "recap"        // PR-G2: the recap judge's verdict on all rounds so far
 	ActRevert        ActionKind = "revert"       // PR-G2: one revert commit of the drifted rounds
+	ActCleanup       ActionKind = "cleanup"      // PR-S13: reply to and resolve one outdated thread after success
 )
 
 // Action is one step for the engine. Key is deterministic (run-independent
