@@ -1,0 +1,446 @@
+package plan
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/text"
+)
+
+// agentAttempts: an agent that could not run is tried once more (AG-T4).
+const agentAttempts = 2
+
+// contextBytes bounds the file contents a re-dispatch quotes.
+const contextBytes = 32 << 10
+
+// Tickets is the part of the store a run's dispatches live in: one
+// ticket per dispatch, claimed once.
+type Tickets interface {
+	CreateTicket(ctx context.Context, t store.Ticket) (store.Ticket, bool, error)
+	ClaimTicket(ctx context.Context, id, owner string, pid int) (holder string, ok bool, err error)
+	FinishTicket(ctx context.Context, id, owner, status string, result []byte) error
+	GetTicket(ctx context.Context, id string) (store.Ticket, error)
+}
+
+var _ Tickets = (*store.Store)(nil)
+
+// Dispatcher runs the jobs of a ready batch, each with run. Serial runs
+// them one after another in the repository's work tree, which is why a
+// run's Config.Parallel is 1 with it; a dispatcher that gives each job a
+// worktree of its own and combines their patches can run a batch at once.
+type Dispatcher interface {
+	Dispatch(ctx context.Context, jobs []Job, run func(context.Context, Job) error) error
+}
+
+// Serial is the Dispatcher that runs one job at a time.
+type Serial struct{}
+
+func (Serial) Dispatch(ctx context.Context, jobs []Job, run func(context.Context, Job) error) error {
+	for _, j := range jobs {
+		if err := run(ctx, j); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Deps are what Observe and Act work with, in one struct.
+type Deps struct {
+	Tickets   Tickets
+	Workspace Workspace
+	// Agent builds the implementer agent name with model ("": its
+	// default), for a task's dispatch.
+	Agent func(name, model string) (agent.Agent, error)
+	// Reviewer is the task reviewer.
+	Reviewer   agent.Agent
+	Dispatcher Dispatcher
+	// AgentEnv is the scrubbed environment of agents (AG-B1).
+	AgentEnv []string
+	Journal  engine.Journal[State]
+	Reporter engine.Reporter
+	// PID is this process's id: dispatches are claimed in a name that
+	// holds it.
+	PID int
+}
+
+// Loop is the plan executor of one run, as the engine drives it.
+type Loop struct {
+	Deps
+	RunID string
+}
+
+var (
+	_ engine.Loop[State, Observation, Action, ActResult] = (*Loop)(nil)
+	_ engine.Action                                      = Action{}
+)
+
+// NewLoop binds the loop to one run.
+func NewLoop(runID string, d Deps) *Loop {
+	if d.Dispatcher == nil {
+		d.Dispatcher = Serial{}
+	}
+	return &Loop{Deps: d, RunID: runID}
+}
+
+// Run drives the run from st to its terminal. The error is a fault that
+// ended the run (its failed state persisted), or ctx's when it was
+// cancelled (the run stays resumable).
+func (l *Loop) Run(ctx context.Context, st State, opt engine.Options) (State, error) {
+	if opt.Reporter == nil {
+		opt.Reporter = l.Reporter
+	}
+	final, err := engine.Run[State, Observation, Action, ActResult](ctx, l, l.Journal, st, opt)
+	if t := final.Terminal; t != nil {
+		l.report(engine.Event{Kind: "terminal", Message: string(t.Status) + ": " + t.Message, Data: t})
+	}
+	return final, err
+}
+
+// Decide is the pure step (engine.Loop).
+func (l *Loop) Decide(st State, obs Observation) (State, []Action, bool) { return Decide(st, obs) }
+
+// Observe reads HEAD, the tickets of the dispatches in flight, and what
+// the acts since the last step reported (engine.Loop).
+func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[ActResult]) (Observation, error) {
+	obs := Observation{Now: in.Now, StopRequested: in.StopRequested, Tickets: map[string]TicketView{}}
+	for _, r := range in.Results {
+		if r.Review != nil {
+			obs.Reviews = append(obs.Reviews, *r.Review)
+		}
+		if r.Kept != "" {
+			obs.Kept = append(obs.Kept, r.Kept)
+		}
+	}
+	var err error
+	if obs.Head, err = l.Workspace.Head(ctx); err != nil {
+		return Observation{}, err
+	}
+	for _, t := range st.Tasks {
+		cur := t.current()
+		if t.Phase != PhaseRunning || cur == nil {
+			continue
+		}
+		tk, err := l.Tickets.GetTicket(ctx, cur.Ticket)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			continue
+		case err != nil:
+			return Observation{}, err
+		}
+		v := TicketView{Status: tk.Status}
+		if tk.Status == store.TicketDone && len(tk.Result) > 0 {
+			var rep Report
+			if err := json.Unmarshal(tk.Result, &rep); err != nil {
+				rep = Report{Failure: "the ticket's report does not decode: " + err.Error()}
+			}
+			v.Report = &rep
+		}
+		obs.Tickets[cur.Ticket] = v
+	}
+	return obs, nil
+}
+
+// Act performs one action (engine.Loop). Each is idempotent: a ticket is
+// claimed once, a review and an unwind can run again.
+func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (ActResult, error) {
+	switch a.Kind {
+	case ActDispatch:
+		return ActResult{}, l.Dispatcher.Dispatch(ctx, a.Jobs, func(ctx context.Context, j Job) error { return l.dispatch(ctx, st, j) })
+	case ActReview:
+		r, err := l.review(ctx, st, a)
+		if err != nil {
+			return ActResult{}, err
+		}
+		return ActResult{Review: &ReviewDone{Task: a.Task, Review: r}}, nil
+	case ActUnwind:
+		if err := l.Workspace.Keep(ctx, a.Ref, a.Head); err != nil {
+			return ActResult{}, err
+		}
+		if err := l.Workspace.Reset(ctx, a.Base); err != nil {
+			return ActResult{}, err
+		}
+		l.report(engine.Event{Kind: "unwind", Message: fmt.Sprintf("task %s: its commits are taken off the branch (back at %s) and kept at %s", a.Task, text.ShortSHA(a.Base), a.Ref)})
+		return ActResult{Kept: a.Task}, nil
+	}
+	return ActResult{}, fmt.Errorf("unknown action %q", a.Kind)
+}
+
+// dispatch runs one implementer dispatch under its ticket: it resets the
+// tree to where the dispatch starts, runs the agent, commits a DONE
+// change the agent did not commit (AG-T2) or undoes any other, and
+// stores the report in the ticket. A ticket someone already claimed is
+// not run again: the next observation sees it interrupted.
+func (l *Loop) dispatch(ctx context.Context, st State, j Job) error {
+	d := j.Dispatch
+	task := st.Config.Plan.Task(j.Task)
+	if task == nil {
+		return fmt.Errorf("dispatch of unknown task %q", j.Task)
+	}
+	if _, _, err := l.Tickets.CreateTicket(ctx, store.Ticket{ID: d.Ticket, RunID: l.RunID, N: d.N}); err != nil {
+		return err
+	}
+	owner := fmt.Sprintf("%s/implementer-%d", d.Ticket, l.PID)
+	holder, ok, err := l.Tickets.ClaimTicket(ctx, d.Ticket, owner, l.PID)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		l.report(engine.Event{Kind: "note", Round: d.N, Message: fmt.Sprintf("task %s: %s is already claimed by %s; it is not run again", j.Task, d.Ticket, holder)})
+		return nil
+	}
+	if err := l.Workspace.Reset(ctx, d.From); err != nil {
+		return err
+	}
+	model := d.Model
+	if model == "" {
+		model = "default"
+	}
+	l.report(engine.Event{Kind: "dispatch", Round: d.N, Message: fmt.Sprintf("task %s: %s (ticket %s, agent %s, model %s)", j.Task, dispatchWords(d.Kind), d.Ticket, d.Agent, model)})
+	rep, err := l.implement(ctx, st, task, j)
+	if err != nil {
+		// Stopped from outside: the ticket stays claimed, and a resumed
+		// run dispatches the task again.
+		return err
+	}
+	if rep.Failure == "" && (rep.Implementer == TaskDone || rep.Implementer == TaskDoneWithConcerns) {
+		msg := fmt.Sprintf("converge plan: task %s", task.ID)
+		if s := strings.TrimSpace(rep.Summary); s != "" {
+			msg += "\n\n" + s
+		}
+		if rep.Head, err = l.Workspace.Commit(ctx, TaskRef(l.RunID, task.ID), msg); err != nil {
+			return err
+		}
+	} else {
+		if err := l.Workspace.Reset(ctx, d.From); err != nil {
+			return err
+		}
+		rep.Head = d.From
+	}
+	if rep.Changed, err = l.Workspace.Changed(ctx, j.Base, rep.Head); err != nil {
+		return err
+	}
+	rep.Outside = outside(rep.Changed, task.Files)
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	return l.Tickets.FinishTicket(ctx, d.Ticket, owner, store.TicketDone, b)
+}
+
+// implement runs the implementer: retried once when it could not run
+// (AG-T4), extended while it ends partial with a concrete next action
+// (AG-T1). An agent that still cannot run is the report's Failure.
+func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job) (Report, error) {
+	d := j.Dispatch
+	rep := Report{Agent: d.Agent, Model: d.Model, From: d.From}
+	start := time.Now()
+	defer func() { rep.Duration = time.Since(start) }()
+	a, err := l.Agent(d.Agent, d.Model)
+	if err != nil {
+		rep.Failure = fmt.Sprintf("agent %s: %v", d.Agent, err)
+		return rep, nil
+	}
+	t := agent.Task{Kind: TaskKindImplement, RunID: d.Ticket, Round: d.N, Workdir: l.Workspace.Dir(), Budget: st.Config.AgentBudget, Env: l.AgentEnv}
+	for i, is := range d.Issues {
+		t.Findings = append(t.Findings, agent.Finding{ID: fmt.Sprintf("issue-%d", i+1), Path: is.File, EndLine: is.Line, Body: is.Summary, Source: "review (" + is.Severity + ")"})
+	}
+	t.Prompt = RenderImplementPrompt(t, l.implementInput(st, task, d))
+	var (
+		r    agent.Result
+		fail *agent.RunFailure
+	)
+	run := func() error {
+		r, err = a.Run(ctx, t)
+		if ctx.Err() != nil {
+			return fmt.Errorf("agent %s: %w", a.Name(), ctx.Err())
+		}
+		rep.CostUSD += r.Usage.CostUSD
+		fail = agent.FailureOf(a.Name(), r, err)
+		return nil
+	}
+	for rep.Attempts = 1; rep.Attempts <= agentAttempts; rep.Attempts++ {
+		if rep.Attempts > 1 {
+			l.report(engine.Event{Kind: "note", Round: d.N, Message: fmt.Sprintf("task %s: agent %s could not run (%s); trying once more", task.ID, a.Name(), fail.What)})
+			if err := l.Workspace.Reset(ctx, d.From); err != nil {
+				return rep, err
+			}
+		}
+		if err := run(); err != nil {
+			return rep, err
+		}
+		if fail == nil {
+			break
+		}
+	}
+	rep.Attempts = min(rep.Attempts, agentAttempts)
+	for fail == nil {
+		next, ok := t.Extended(r.Record)
+		if !ok {
+			break
+		}
+		t, rep.Extensions = next, next.Extension
+		if err := run(); err != nil {
+			return rep, err
+		}
+	}
+	if fail != nil {
+		rep.Failure = fail.Error()
+		rep.Implementer = TaskBlocked
+		return rep, nil
+	}
+	rec := r.Record
+	rep.Status, rep.Summary, rep.NextAction, rep.Reason = string(rec.Status), rec.Summary, rec.NextAction, rec.Reason
+	rep.Concerns, rep.Claimed = rec.Concerns, rec.FilesChanged
+	rep.Implementer = implementerStatus(rec)
+	l.report(engine.Event{Kind: "report", Round: d.N, Message: fmt.Sprintf("task %s: agent %s reported %s: %s", task.ID, a.Name(), rep.Implementer, text.Clip(text.OneLine(rec.Summary), 160))})
+	return rep, nil
+}
+
+// implementerStatus is the implementer status a record stands for: its
+// implementer_status, else what its coarse status means; a run that
+// stopped partway with its extensions spent did not finish the task.
+func implementerStatus(rec agent.StatusRecord) string {
+	switch rec.ImplementerStatus {
+	case agent.ImplDone, agent.ImplDoneWithConcerns, agent.ImplNeedsContext, agent.ImplBlocked:
+		return rec.ImplementerStatus
+	}
+	if rec.Status == agent.StatusComplete {
+		if len(rec.Concerns) > 0 {
+			return TaskDoneWithConcerns
+		}
+		return TaskDone
+	}
+	return TaskBlocked
+}
+
+// implementInput is what a dispatch is told: a first dispatch the task;
+// a re-dispatch also the plan's and task's context, what its
+// dependencies did and the task's files as they are (AG-T2).
+func (l *Loop) implementInput(st State, task *Task, d Dispatch) ImplementInput {
+	in := ImplementInput{Task: task, Dispatch: d, Workdir: l.Workspace.Dir()}
+	if d.Kind == DispatchFirst || d.Kind == DispatchFix || (d.Kind == DispatchAgain && d.Asked == "") {
+		return in
+	}
+	in.PlanContext = st.Config.Plan.Context
+	for _, dep := range task.DependsOn {
+		for _, ts := range st.Tasks {
+			if ts.ID != dep {
+				continue
+			}
+			s := fmt.Sprintf("%s (commit %s)", dep, text.ShortSHA(ts.Head))
+			if c := ts.current(); c != nil && c.Report != nil && c.Report.Summary != "" {
+				s += ": " + text.Clip(text.OneLine(c.Report.Summary), 300)
+			}
+			in.Done = append(in.Done, s)
+		}
+	}
+	in.FileBodies = fileBodies(l.Workspace.Dir(), task.Files, contextBytes)
+	return in
+}
+
+// review runs the reviewer on the task's diff base..head (PLAN-1): it
+// gets the task and the diff, not the implementer's report. It is tried
+// once more when it could not run or its answer could not be read; then
+// the review is not valid, which approves nothing.
+func (l *Loop) review(ctx context.Context, st State, a Action) (Review, error) {
+	task := st.Config.Plan.Task(a.Task)
+	r := Review{N: a.N, Base: a.Base, Head: a.Head, Agent: l.Reviewer.Name(), Issues: []Issue{}}
+	diff, err := l.Workspace.Diff(ctx, a.Base, a.Head)
+	if err != nil {
+		return r, err
+	}
+	t := agent.Task{Kind: TaskKindReview, RunID: TaskRef(l.RunID, a.Task) + fmt.Sprintf(".review.%d", a.N), Round: a.N, Workdir: l.Workspace.Dir(), Budget: st.Config.AgentBudget, Env: l.AgentEnv, Diff: diff, BaseRef: a.Base, HeadSHA: a.Head}
+	t.Prompt = RenderReviewPrompt(t, ReviewInput{TaskID: task.ID, Prompt: task.Prompt, Files: task.Files, Base: a.Base, Head: a.Head, Diff: diff, Workdir: l.Workspace.Dir()})
+	l.report(engine.Event{Kind: "review", Message: fmt.Sprintf("task %s: review %d by %s of %s..%s", a.Task, a.N, l.Reviewer.Name(), text.ShortSHA(a.Base), text.ShortSHA(a.Head))})
+	for attempt := 1; attempt <= agentAttempts; attempt++ {
+		res, err := l.Reviewer.Run(ctx, t)
+		if ctx.Err() != nil {
+			return r, fmt.Errorf("reviewer %s: %w", l.Reviewer.Name(), ctx.Err())
+		}
+		r.CostUSD += res.Usage.CostUSD
+		if fail := agent.FailureOf(l.Reviewer.Name(), res, err); fail != nil {
+			r.Note = fail.Error()
+			continue
+		}
+		got, perr := ParseReview(res.Output)
+		if perr != nil {
+			r.Note = perr.Error()
+			continue
+		}
+		got.N, got.Base, got.Head, got.Agent, got.CostUSD, got.Note = r.N, r.Base, r.Head, r.Agent, r.CostUSD, ""
+		r = got
+		break
+	}
+	words := "approved"
+	switch {
+	case !r.Valid:
+		words = "no valid answer: " + r.Note
+	case !r.Passed():
+		words = "not approved: " + issueList(openIssues(r))
+	case len(r.Issues) > 0:
+		words = "passed with minor issues: " + issueList(r.Issues)
+	}
+	l.report(engine.Event{Kind: "review", Message: fmt.Sprintf("task %s: review %d: %s", a.Task, a.N, text.Clip(words, 300))})
+	return r, nil
+}
+
+// Stepped reports tasks that ended (engine.Loop).
+func (l *Loop) Stepped(prev, next State, obs Observation) bool {
+	for i := range next.Tasks {
+		if i >= len(prev.Tasks) {
+			break
+		}
+		p, n := prev.Tasks[i], next.Tasks[i]
+		if p.Phase == n.Phase || !n.Phase.ended() {
+			continue
+		}
+		msg := fmt.Sprintf("task %s: %s", n.ID, n.Status)
+		switch {
+		case n.BlockReason != "":
+			msg += ": " + n.BlockReason
+		case n.Head != "":
+			msg += " at " + text.ShortSHA(n.Head)
+		}
+		l.report(engine.Event{Kind: "task", Message: msg})
+	}
+	return false
+}
+
+// Fail ends the run failed on a fault (engine.Loop).
+func (l *Loop) Fail(st State, obs Observation, cause error) (State, []Action) {
+	next := st.clone()
+	at := obs.Now
+	if at.IsZero() {
+		at = time.Now()
+	}
+	next.Terminal = &Terminal{Status: StatusFailed, ExitCode: StatusFailed.ExitCode(), Message: cause.Error(), At: at}
+	return next, nil
+}
+
+func (l *Loop) report(e engine.Event) {
+	if l.Reporter != nil {
+		l.Reporter.Report(e)
+	}
+}
+
+// outside lists the changed paths no entry of files covers.
+func outside(changed, files []string) []string {
+	if len(files) == 0 {
+		return nil
+	}
+	var out []string
+	for _, c := range changed {
+		if !slices.ContainsFunc(files, func(f string) bool { return Intersect([]string{f}, []string{c}) }) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
