@@ -1,0 +1,408 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/store"
+)
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func mustPlan(t *testing.T, src string) Plan {
+	t.Helper()
+	p, err := Parse("plan.yaml", []byte(src))
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	return *p
+}
+
+// sim is a scripted world around Decide: implementers and reviewers
+// answer by script, commits are names, and it records what ran.
+type sim struct {
+	t    *testing.T
+	impl func(task string, d Dispatch) Report
+	rev  func(task string, n int) Review
+	head string
+	tk   map[string]TicketView
+	// batches are the task ids of each dispatch batch; log what ran.
+	batches [][]string
+	log     []string
+	// claimOnly: these tickets are claimed and never finished, as by a
+	// converge killed mid-task (once each).
+	claimOnly map[string]bool
+}
+
+func newSim(t *testing.T) *sim {
+	return &sim{t: t, head: "c0", tk: map[string]TicketView{}, claimOnly: map[string]bool{},
+		impl: func(string, Dispatch) Report { return Report{Implementer: TaskDone} },
+		rev:  func(string, int) Review { return Review{Valid: true, Approved: true} }}
+}
+
+func (s *sim) run(st State) State {
+	s.t.Helper()
+	obs := Observation{Now: t0, Head: s.head, Tickets: s.tk}
+	for range 300 {
+		next, acts, done := Decide(st, obs)
+		st = next
+		if done {
+			return st
+		}
+		obs = Observation{Now: t0.Add(time.Minute), Head: s.head, Tickets: s.tk}
+		for _, a := range acts {
+			switch a.Kind {
+			case ActDispatch:
+				var ids []string
+				for _, j := range a.Jobs {
+					ids = append(ids, j.Task)
+					d := j.Dispatch
+					s.log = append(s.log, fmt.Sprintf("dispatch %s %s %s", j.Task, d.Kind, d.Model))
+					if s.claimOnly[d.Ticket] {
+						delete(s.claimOnly, d.Ticket)
+						s.tk[d.Ticket] = TicketView{Status: store.TicketClaimed}
+						continue
+					}
+					rep := s.impl(j.Task, d)
+					rep.From, rep.Head = d.From, d.From
+					if rep.Failure == "" && (rep.Implementer == TaskDone || rep.Implementer == TaskDoneWithConcerns) {
+						rep.Head = "c-" + d.Ticket
+						s.head = rep.Head
+					}
+					s.tk[d.Ticket] = TicketView{Status: store.TicketDone, Report: &rep}
+				}
+				s.batches = append(s.batches, ids)
+			case ActReview:
+				s.log = append(s.log, fmt.Sprintf("review %s %d", a.Task, a.N))
+				r := s.rev(a.Task, a.N)
+				r.N, r.Base, r.Head = a.N, a.Base, a.Head
+				obs.Reviews = append(obs.Reviews, ReviewDone{Task: a.Task, Review: r})
+			case ActUnwind:
+				s.log = append(s.log, "unwind "+a.Task)
+				s.head = a.Base
+				obs.Kept = append(obs.Kept, a.Task)
+			}
+		}
+		obs.Head = s.head
+	}
+	s.t.Fatal("the run did not end in 300 steps")
+	return st
+}
+
+func task(st State, id string) TaskState {
+	for _, t := range st.Tasks {
+		if t.ID == id {
+			return t
+		}
+	}
+	panic("no task " + id)
+}
+
+func newRun(p Plan, parallel int) State {
+	return NewState("r1", Config{Plan: p, Agent: "command", Reviewer: "command", Parallel: parallel})
+}
+
+const groupsPlan = `
+groups:
+  - name: first
+    parallel: true
+    tasks:
+      - {id: a, prompt: do a, files: [a.go]}
+      - {id: b, prompt: do b, files: [b.go]}
+      - {id: c, prompt: do c, files: [a.go]}
+  - name: second
+    parallel: true
+    tasks:
+      - {id: d, prompt: do d, files: [d.go], depends_on: [a]}
+      - {id: e, prompt: do e, files: [e.go], depends_on: [b]}
+`
+
+func TestAG_P1_ParallelBatchNeverJoinsIntersectingFiles(t *testing.T) {
+	s := newSim(t)
+	st := s.run(newRun(mustPlan(t, groupsPlan), 3))
+	if st.Terminal == nil || st.Terminal.Status != StatusComplete {
+		t.Fatalf("terminal = %+v", st.Terminal)
+	}
+	if got := s.batches[0]; !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("first batch = %v, want a and b at once (c shares a.go with a)", got)
+	}
+	for i, b := range s.batches {
+		if slices.Contains(b, "c") && slices.Contains(b, "a") {
+			t.Errorf("batch %d runs a and c at once: %v", i, b)
+		}
+	}
+}
+
+func TestAG_P1_BarrierWaitsForItsWholeGroup(t *testing.T) {
+	s := newSim(t)
+	st := s.run(newRun(mustPlan(t, groupsPlan), 3))
+	// d depends only on a, but the first group's barrier holds it until
+	// c, the group's last task, has ended.
+	iC := slices.Index(s.log, "review c 1")
+	iD := slices.Index(s.log, "dispatch d first ")
+	if iC < 0 || iD < 0 || iD < iC {
+		t.Errorf("d started before the barrier of its earlier group: %q", s.log)
+	}
+	if task(st, "d").Phase != PhaseDone {
+		t.Errorf("d = %+v", task(st, "d"))
+	}
+}
+
+func TestAG_P1_NoBarrierLetsLaterGroupStart(t *testing.T) {
+	p := mustPlan(t, strings.Replace(groupsPlan, "    parallel: true\n    tasks:\n      - {id: a", "    parallel: true\n    barrier: false\n    tasks:\n      - {id: a", 1))
+	s := newSim(t)
+	s.run(newRun(p, 2))
+	if iD, iC := slices.Index(s.log, "dispatch d first "), slices.Index(s.log, "review c 1"); iD < 0 || iC < 0 || iD > iC {
+		t.Errorf("without a barrier d should start once a is done, before c has ended: %q", s.log)
+	}
+}
+
+func TestAG_P1_BlockedTaskSkipsDependentsOnly(t *testing.T) {
+	s := newSim(t)
+	s.impl = func(id string, d Dispatch) Report {
+		if id == "a" {
+			return Report{Implementer: TaskBlocked, Reason: "the API it needs does not exist"}
+		}
+		return Report{Implementer: TaskDone}
+	}
+	st := s.run(newRun(mustPlan(t, groupsPlan), 1))
+	want := map[string]string{"a": TaskBlocked, "b": TaskDone, "c": TaskDone, "d": TaskSkipped, "e": TaskDone}
+	for id, w := range want {
+		if got := task(st, id); got.Status != w {
+			t.Errorf("%s = %s (%s), want %s", id, got.Status, got.BlockReason, w)
+		}
+	}
+	if r := task(st, "d").BlockReason; !strings.Contains(r, "depends on a, which is BLOCKED") {
+		t.Errorf("d's reason = %q", r)
+	}
+	if st.Terminal.Status != StatusBlocked || st.Terminal.ExitCode != 3 {
+		t.Errorf("terminal = %+v, want blocked exit 3", st.Terminal)
+	}
+}
+
+func TestAG_P1_SequentialGroupRunsOneAtATime(t *testing.T) {
+	p := mustPlan(t, `
+groups:
+  - name: seq
+    tasks:
+      - {id: a, prompt: do a, files: [a.go]}
+      - {id: b, prompt: do b, files: [b.go]}
+`)
+	s := newSim(t)
+	s.run(newRun(p, 4))
+	for _, b := range s.batches {
+		if len(b) > 1 {
+			t.Fatalf("a sequential group ran %v at once", b)
+		}
+	}
+}
+
+func TestAG_P1_TaskWithoutFilesRunsAlone(t *testing.T) {
+	p := mustPlan(t, `
+groups:
+  - parallel: true
+    tasks:
+      - {id: a, prompt: do a}
+      - {id: b, prompt: do b, files: [b.go]}
+`)
+	s := newSim(t)
+	s.run(newRun(p, 4))
+	for _, b := range s.batches {
+		if len(b) > 1 {
+			t.Fatalf("a task without files ran beside another: %v", b)
+		}
+	}
+}
+
+const onePlan = `
+models: [small, large]
+groups:
+  - tasks:
+      - {id: a, prompt: do a, files: [a.go]}
+`
+
+// TestAG_T2_ImplementerStatuses: each status gets its orchestrator
+// action (AG-T2), with escalation (AG-E1).
+func TestAG_T2_ImplementerStatuses(t *testing.T) {
+	cases := []struct {
+		name    string
+		answers []Report // the implementer's answers, in dispatch order
+		status  string
+		log     []string
+		reason  string
+		retries int
+	}{
+		{name: "done is reviewed", answers: []Report{{Implementer: TaskDone}},
+			status: TaskDone, log: []string{"dispatch a first small", "review a 1"}},
+		{name: "concerns are recorded and reviewed", answers: []Report{{Implementer: TaskDoneWithConcerns, Concerns: []string{"file is getting long"}}},
+			status: TaskDoneWithConcerns, log: []string{"dispatch a first small", "review a 1"}},
+		{name: "a critical concern blocks", answers: []Report{{Implementer: TaskDoneWithConcerns, Concerns: []string{"minor thing", "Critical: drops user data on retry"}}},
+			status: TaskBlocked, log: []string{"dispatch a first small", "unwind a"}, reason: "a concern marked critical: Critical: drops user data"},
+		{name: "needs context once", answers: []Report{{Implementer: TaskNeedsContext, Reason: "which format?"}, {Implementer: TaskDone}},
+			status: TaskDone, log: []string{"dispatch a first small", "dispatch a context small", "review a 1"}, retries: 1},
+		{name: "needs context twice escalates", answers: []Report{{Implementer: TaskNeedsContext}, {Implementer: TaskNeedsContext}, {Implementer: TaskDone}},
+			status: TaskDone, log: []string{"dispatch a first small", "dispatch a context small", "dispatch a escalate large", "review a 1"}, retries: 2},
+		{name: "the strongest model failing is blocked", answers: []Report{{Implementer: TaskBlocked}, {Implementer: TaskNeedsContext}, {Implementer: TaskBlocked, Reason: "no such API"}},
+			status: TaskBlocked, log: []string{"dispatch a first small", "dispatch a context small", "dispatch a escalate large"}, reason: "BLOCKED after 3 dispatch(es), the last with the strongest model large: no such API", retries: 2},
+		{name: "an agent that cannot run fails the task", answers: []Report{{Failure: "agent command could not run: exited 2"}},
+			status: TaskBlocked, log: []string{"dispatch a first small"}, reason: "could not run"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(t)
+			n := 0
+			s.impl = func(string, Dispatch) Report { n++; return c.answers[n-1] }
+			st := s.run(newRun(mustPlan(t, onePlan), 1))
+			a := task(st, "a")
+			if a.Status != c.status || !slices.Equal(s.log, c.log) || !strings.Contains(a.BlockReason, c.reason) {
+				t.Errorf("status %s, reason %q, log %q; want %s, %q, %q", a.Status, a.BlockReason, s.log, c.status, c.reason, c.log)
+			}
+			if r := BuildResult(st, t0).Tasks[0]; r.Retries != c.retries {
+				t.Errorf("retries = %d, want %d", r.Retries, c.retries)
+			}
+			if n != len(c.answers) {
+				t.Errorf("%d dispatches, want %d", n, len(c.answers))
+			}
+		})
+	}
+}
+
+func TestAG_T2_FailedAgentFailsTheRun(t *testing.T) {
+	s := newSim(t)
+	s.impl = func(string, Dispatch) Report { return Report{Failure: "agent command could not run"} }
+	st := s.run(newRun(mustPlan(t, onePlan), 1))
+	if st.Terminal.Status != StatusFailed || st.Terminal.ExitCode != 1 {
+		t.Errorf("terminal = %+v, want failed exit 1 (AG-T4)", st.Terminal)
+	}
+}
+
+func TestAG_T2_ConcernsAndOutsideFilesAreRecorded(t *testing.T) {
+	s := newSim(t)
+	s.impl = func(string, Dispatch) Report {
+		return Report{Implementer: TaskDoneWithConcerns, Concerns: []string{"slow on big inputs"}, Outside: []string{"other.go"}, Changed: []string{"a.go", "other.go"}}
+	}
+	st := s.run(newRun(mustPlan(t, onePlan), 1))
+	a := task(st, "a")
+	if a.Status != TaskDoneWithConcerns || len(a.Concerns) != 2 || !strings.Contains(a.Concerns[1], "other.go") {
+		t.Errorf("task = %+v", a)
+	}
+	if !slices.Equal(a.Changed, []string{"a.go", "other.go"}) {
+		t.Errorf("changed = %v", a.Changed)
+	}
+}
+
+func TestPLAN_1_ReviewLoop(t *testing.T) {
+	important := Review{Valid: true, Issues: []Issue{{Severity: "important", Summary: "no test for the empty input"}}}
+	minor := Review{Valid: true, Issues: []Issue{{Severity: "minor", Summary: "name could be clearer"}}}
+	approved := Review{Valid: true, Approved: true}
+	cases := []struct {
+		name    string
+		reviews []Review
+		status  string
+		fixes   int
+		reason  string
+	}{
+		{name: "approved at once", reviews: []Review{approved}, status: TaskDone},
+		{name: "minor issues only do not block", reviews: []Review{minor}, status: TaskDone},
+		{name: "fixed on the second iteration", reviews: []Review{important, approved}, status: TaskDone, fixes: 1},
+		{name: "never approved is blocked after two fix iterations", reviews: []Review{important, important, important}, status: TaskBlocked, fixes: 2,
+			reason: "did not approve after 2 fix-review iterations; open issues: important: no test for the empty input"},
+		{name: "approved yet with an important issue is not approved", reviews: []Review{{Valid: true, Approved: true, Issues: important.Issues}, approved}, status: TaskDone, fixes: 1},
+		{name: "a refusal without issues is not approved", reviews: []Review{{Valid: true, Summary: "wrong approach"}, approved}, status: TaskDone, fixes: 1},
+		{name: "an invalid answer approves nothing", reviews: []Review{{Note: "the review fails its schema"}}, status: TaskBlocked, reason: "no valid review: the review fails its schema"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSim(t)
+			var fixes []Dispatch
+			s.impl = func(_ string, d Dispatch) Report {
+				if d.Kind == DispatchFix {
+					fixes = append(fixes, d)
+				}
+				return Report{Implementer: TaskDone}
+			}
+			s.rev = func(_ string, n int) Review { return c.reviews[n-1] }
+			st := s.run(newRun(mustPlan(t, onePlan), 1))
+			a := task(st, "a")
+			if a.Status != c.status || a.Fixes != c.fixes || !strings.Contains(a.BlockReason, c.reason) || len(a.Reviews) != len(c.reviews) {
+				t.Fatalf("status %s fixes %d reviews %d reason %q; want %s %d %d %q", a.Status, a.Fixes, len(a.Reviews), a.BlockReason, c.status, c.fixes, len(c.reviews), c.reason)
+			}
+			for i, f := range fixes {
+				if len(f.Issues) == 0 || !f.Issues[0].Blocking() {
+					t.Errorf("fix %d carries no open issue: %+v", i+1, f)
+				}
+				if want := "c-" + a.Dispatches[0].Ticket; i == 0 && f.From != want {
+					t.Errorf("fix 1 starts from %s, want the task's commit %s", f.From, want)
+				}
+			}
+			if c.status == TaskBlocked && a.Head != a.Base && (!a.Undone || s.head != "c0") {
+				t.Errorf("a blocked task's commits stay on the branch: head %s, task %+v", s.head, a)
+			}
+		})
+	}
+}
+
+func TestPLAN_1_InterruptedDispatchIsHandedOutAnew(t *testing.T) {
+	s := newSim(t)
+	s.claimOnly[TicketID("r1", "a", 1)] = true
+	st := s.run(newRun(mustPlan(t, onePlan), 1))
+	a := task(st, "a")
+	if a.Status != TaskDone || len(a.Dispatches) != 2 {
+		t.Fatalf("task = %+v", a)
+	}
+	if d := a.Dispatches[0]; d.Outcome != "interrupted" {
+		t.Errorf("first dispatch = %+v", d)
+	}
+	if d := a.Dispatches[1]; d.Kind != DispatchAgain || d.Ticket != TicketID("r1", "a", 2) || d.From != "c0" {
+		t.Errorf("second dispatch = %+v", d)
+	}
+	if r := BuildResult(st, t0).Tasks[0]; r.Retries != 0 {
+		t.Errorf("an interrupted dispatch counted as a retry: %d", r.Retries)
+	}
+}
+
+func TestPLAN_1_FinishedTaskIsNotRepeated(t *testing.T) {
+	// A state whose task a ended, resumed: Decide never dispatches a.
+	p := mustPlan(t, groupsPlan)
+	st := newRun(p, 1)
+	st.Tasks[0].Phase, st.Tasks[0].Status, st.Tasks[0].Head = PhaseDone, TaskDone, "c1"
+	_, acts, _ := Decide(st, Observation{Now: t0, Head: "c1"})
+	for _, a := range acts {
+		for _, j := range a.Jobs {
+			if j.Task == "a" {
+				t.Fatalf("a finished task is dispatched again: %+v", acts)
+			}
+		}
+	}
+}
+
+func TestPLAN_1_StopBlocksWhatIsInProgress(t *testing.T) {
+	p := mustPlan(t, groupsPlan)
+	st, _, _ := Decide(newRun(p, 1), Observation{Now: t0, Head: "c0"})
+	st, acts, done := Decide(st, Observation{Now: t0, Head: "c0", StopRequested: true})
+	if !done || st.Terminal.Status != StatusBlocked || len(acts) != 0 {
+		t.Fatalf("stop: done %v terminal %+v acts %+v", done, st.Terminal, acts)
+	}
+	if a := task(st, "a"); a.Status != TaskBlocked {
+		t.Errorf("a = %+v", a)
+	}
+	if b := task(st, "b"); b.Status != TaskSkipped {
+		t.Errorf("b = %+v", b)
+	}
+}
+
+func TestPLAN_1_DecideIsPure(t *testing.T) {
+	st := newRun(mustPlan(t, groupsPlan), 2)
+	obs := Observation{Now: t0, Head: "c0"}
+	a1, x1, _ := Decide(st, obs)
+	a2, x2, _ := Decide(st, obs)
+	if fmt.Sprint(a1, x1) != fmt.Sprint(a2, x2) {
+		t.Error("Decide gave two answers to one input")
+	}
+	if st.Tasks[0].Phase != PhasePending || st.Seq != 0 {
+		t.Error("Decide changed its input state")
+	}
+}
