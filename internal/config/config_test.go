@@ -28,7 +28,7 @@ func TestPR_M4_FileIsStrict(t *testing.T) {
 		{"not a mapping", "- a\n- b\n", `:1: the file must be a mapping`},
 		{"bad angle", "review_angles: [correctness-leak, \"no spaces please\"]\n", `:1: review_angles: review angle "no spaces please"`},
 		{"path outside", "review_instructions: ../../etc/passwd\n", `must be a path inside the repository`},
-		{"unbuilt feature", "sync_base: true\n", `sync_base: true is not supported yet`},
+		{"not a boolean", "sync_base: sometimes\n", `:1: sync_base`},
 		{"syntax", "max_iterations: [\n", `repo/.converge.yaml: `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

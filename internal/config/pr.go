@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,12 +52,7 @@ func PRFields() []Field {
 		}},
 		{Key: "review_instructions", Kind: String, Default: prloop.ReviewInstructionsFile, Help: "the repository's shared review instructions, read by the local review", Check: relPath},
 		// Base sync (PR-S14).
-		{Key: "sync_base", Kind: Bool, Default: "false", Help: "bring a branch that is BEHIND its base up to date (PR-S14; not built yet: only false is accepted)", Check: func(v string) error {
-			if v == "true" {
-				return errors.New("true is not supported yet: base sync (PR-S14) is not built; a BEHIND branch is noted in the proof instead")
-			}
-			return nil
-		}},
+		{Key: "sync_base", Kind: Bool, Default: strconv.FormatBool(d.SyncBase), Help: "bring a branch that is BEHIND its base up to date with a merge commit (tested, pushed, never forced) once everything else converged (PR-S14); a conflicting (DIRTY) branch always ends base-moved"},
 	}
 }
 

@@ -305,8 +305,12 @@ func (d *step) start() bool {
 				d.wait("merge state UNKNOWN; observing again")
 				return false
 			}
-			d.succeed(v)
-			return false
+			if !d.syncDue() {
+				d.succeed(v)
+				return false
+			}
+			// BEHIND with sync_base: a round brings it up to date first
+			// (PR-S14), and the merged head is reviewed again.
 		}
 	}
 	d.s.Phase = PhaseRequest
@@ -705,6 +709,9 @@ func (d *step) fix() bool {
 		rr.CommitSHA, rr.Hunks = res.CommitSHA, slices.Clone(res.Hunks)
 	}
 	s.LoopDiffLines += res.LinesChanged
+	if res.Sync {
+		d.baseSynced(res)
+	}
 	res = d.reversals(res, earlier)
 	for _, f := range fixable(s.Kept) {
 		disp, reason := disposition(f.ID, res, 0)
@@ -833,6 +840,9 @@ func (d *step) verify() bool {
 			if len(v.handOffs) > 0 || len(v.blockers) > 0 {
 				d.end(ReasonHandedOff, handOffMessage(v), nil)
 				return false
+			}
+			if d.syncDue() {
+				return d.syncBase()
 			}
 			d.succeed(v)
 			return false

@@ -162,7 +162,7 @@ func dryRun(next State, actions []Action, term *Terminal) (State, []Action, bool
 	changes := 0
 	for _, a := range actions {
 		switch a.Kind {
-		case ActFix, ActReply, ActResolve, ActUnresolve, ActComment, ActRequestReview, ActRecap, ActRevert, ActCleanup:
+		case ActFix, ActReply, ActResolve, ActUnresolve, ActComment, ActRequestReview, ActRecap, ActRevert, ActCleanup, ActSyncBase:
 			changes++
 		}
 	}
@@ -199,6 +199,8 @@ func (l *Loop) dryAct(round int, a Action) {
 		msg = "would resolve " + a.ThreadID
 	case ActCleanup:
 		msg = "would reply to and resolve outdated thread " + a.ThreadID + " (cleanup after success)"
+	case ActSyncBase:
+		msg = "would merge the base into the branch (it is BEHIND), run the tests and push the merge commit"
 	case ActUnresolve:
 		msg = "would reopen " + a.ThreadID + ": " + a.Reason
 	case ActComment:
@@ -597,6 +599,11 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		}
 	case ActCleanup:
 		outcome, detail = l.cleanup(ctx, pr, round, a)
+	case ActSyncBase:
+		var fr FixResult
+		if fr, err = l.syncBase(ctx, pr, round); err == nil {
+			res, detail = &ActResult{Fix: &fr}, fr
+		}
 	case ActAddLabel:
 		err = l.Forge.AddLabels(ctx, pr.Ref, a.Label)
 	case ActRemoveLabel:

@@ -161,6 +161,9 @@ func (d *step) proof(v verdict) *Proof {
 	}
 	if pr.MergeState == forge.MergeBehind {
 		p.Notes = append(p.Notes, "the branch is BEHIND its base: not terminal (PR-T7); merge the base in before merging")
+		if d.c.SyncBase && d.s.BaseSyncWhy != "" {
+			p.Notes = append(p.Notes, "the base sync (sync_base) made no commit: "+d.s.BaseSyncWhy)
+		}
 	}
 	if d.s.SingleIteration {
 		p.Notes = append(p.Notes, "single-iteration mode ("+d.s.SingleIterationWhy+"): the local multi-angle review is the independent review")

@@ -148,6 +148,10 @@ type Config struct {
 	// they are addressed and replied to like the rest; off, they are
 	// deferred to a human.
 	FixMinor bool
+	// SyncBase brings a branch that is BEHIND its base up to date with a
+	// merge commit, in a round that has nothing else to commit (PR-S14).
+	// A DIRTY branch ends base-moved whatever this says.
+	SyncBase bool
 }
 
 // DefaultConfig returns the defaults of SPEC §1.
@@ -305,6 +309,11 @@ type State struct {
 	// (AG-T5); BaselineTail holds their first failing lines.
 	BaselineRed  bool   `json:"baseline_red,omitempty"`
 	BaselineTail string `json:"baseline_tail,omitempty"`
+	// BaseSyncSkip names the (head, base) pair whose base sync made no
+	// commit (a conflict, red tests), so it is not tried again on the
+	// same pair; BaseSyncWhy says why (PR-S14).
+	BaseSyncSkip string `json:"base_sync_skip,omitempty"`
+	BaseSyncWhy  string `json:"base_sync_why,omitempty"`
 	// PriorResolved are the replies (PriorResolvedKey) after which an
 	// earlier run of this PR saw the thread resolved: a thread open again
 	// under the same reply was reopened by a human.
@@ -396,6 +405,7 @@ const (
 	ActRecap         ActionKind = "recap"        // PR-G2: the recap judge's verdict on all rounds so far
 	ActRevert        ActionKind = "revert"       // PR-G2: one revert commit of the drifted rounds
 	ActCleanup       ActionKind = "cleanup"      // PR-S13: reply to and resolve one outdated thread after success
+	ActSyncBase      ActionKind = "sync-base"    // PR-S14: merge the base into a BEHIND branch, test, push
 )
 
 // Action is one step for the engine. Key is deterministic (run-independent
@@ -476,6 +486,10 @@ type FixResult struct {
 	// (AG-T5); BaselineTail holds their first failing lines.
 	BaselineRed  bool   `json:"baseline_red,omitempty"`
 	BaselineTail string `json:"baseline_tail,omitempty"`
+	// Sync marks the outcome of a base sync (PR-S14), not of fixers:
+	// CommitSHA is the merge commit, and SyncWhy says why there is none.
+	Sync    bool   `json:"sync,omitempty"`
+	SyncWhy string `json:"sync_why,omitempty"`
 }
 
 // BlockedFinding is a finding the fixers could not address.
