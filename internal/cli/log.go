@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/plan"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
 )
@@ -55,6 +56,9 @@ func runLog(ctx context.Context, ios *IOStreams, opts *logOptions, id string) er
 	}
 	if r.Kind == checkloop.Kind {
 		return writeLoopLog(ctx, ios, db, r)
+	}
+	if r.Kind == plan.Kind {
+		return writePlanLog(ctx, ios, db, r)
 	}
 	if !strings.HasPrefix(r.Kind, "pr") {
 		return usageErr("run %s is a %s run; its log is not a PR decision log", id, r.Kind)

@@ -158,6 +158,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newConfigCmd(ios),
 		newStopCmd(ios),
 		newLoopCmd(ios),
+		newPlanCmd(ios),
 	)
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs

@@ -193,7 +193,7 @@ func (l *Loop) dispatch(ctx context.Context, st State, j Job) error {
 		return err
 	}
 	if !ok {
-		l.report(engine.Event{Kind: "note", Round: d.N, Message: fmt.Sprintf("task %s: %s is already claimed by %s; it is not run again", j.Task, d.Ticket, holder)})
+		l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: %s is already claimed by %s; it is not run again", j.Task, d.Ticket, holder)})
 		return nil
 	}
 	if err := l.Workspace.Reset(ctx, d.From); err != nil {
@@ -203,7 +203,7 @@ func (l *Loop) dispatch(ctx context.Context, st State, j Job) error {
 	if model == "" {
 		model = "default"
 	}
-	l.report(engine.Event{Kind: "dispatch", Round: d.N, Message: fmt.Sprintf("task %s: %s (ticket %s, agent %s, model %s)", j.Task, dispatchWords(d.Kind), d.Ticket, d.Agent, model)})
+	l.report(engine.Event{Kind: "dispatch", Message: fmt.Sprintf("task %s: %s (ticket %s, agent %s, model %s)", j.Task, dispatchWords(d.Kind), d.Ticket, d.Agent, model)})
 	rep, err := l.implement(ctx, st, task, j)
 	if err != nil {
 		// Stopped from outside: the ticket stays claimed, and a resumed
@@ -268,7 +268,7 @@ func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job) (Repo
 	}
 	for rep.Attempts = 1; rep.Attempts <= agentAttempts; rep.Attempts++ {
 		if rep.Attempts > 1 {
-			l.report(engine.Event{Kind: "note", Round: d.N, Message: fmt.Sprintf("task %s: agent %s could not run (%s); trying once more", task.ID, a.Name(), fail.What)})
+			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: agent %s could not run (%s); trying once more", task.ID, a.Name(), fail.What)})
 			if err := l.Workspace.Reset(ctx, d.From); err != nil {
 				return rep, err
 			}
@@ -300,7 +300,7 @@ func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job) (Repo
 	rep.Status, rep.Summary, rep.NextAction, rep.Reason = string(rec.Status), rec.Summary, rec.NextAction, rec.Reason
 	rep.Concerns, rep.Claimed = rec.Concerns, rec.FilesChanged
 	rep.Implementer = implementerStatus(rec)
-	l.report(engine.Event{Kind: "report", Round: d.N, Message: fmt.Sprintf("task %s: agent %s reported %s: %s", task.ID, a.Name(), rep.Implementer, text.Clip(text.OneLine(rec.Summary), 160))})
+	l.report(engine.Event{Kind: "report", Message: fmt.Sprintf("task %s: agent %s reported %s: %s", task.ID, a.Name(), rep.Implementer, text.Clip(text.OneLine(rec.Summary), 160))})
 	return rep, nil
 }
 

@@ -1,0 +1,360 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/agent/command"
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/plan"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+type planOptions struct {
+	Agent          string
+	AgentCmd       string
+	ReviewAgent    string
+	ReviewAgentCmd string
+	JSON           bool
+	Report         string
+	StateDir       string
+	Workdir        string
+	Fresh          bool
+	AgentTimeout   time.Duration
+}
+
+func newPlanCmd(ios *IOStreams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "plan",
+		Short: "Run a plan of tasks with implementer and reviewer agents",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return usageErr("plan needs a subcommand: converge plan run PLAN.yaml")
+		},
+	}
+	cmd.AddCommand(newPlanRunCmd(ios))
+	return cmd
+}
+
+func newPlanRunCmd(ios *IOStreams) *cobra.Command {
+	opts := &planOptions{}
+	cmd := &cobra.Command{
+		Use:   "run PLAN.yaml",
+		Short: "Execute a plan on this repository: tasks, parallel groups, barriers, reviews",
+		Long: `Execute a plan (PLAN-1) on the git repository in the current directory:
+each task is done by an implementer agent and committed on the current
+branch with a Converge-Task trailer; each DONE task gets one combined spec
+and quality review of its diff by a reviewer agent, and at most 2
+fix-review iterations. NEEDS_CONTEXT and BLOCKED are re-dispatched once
+with more context, then with the plan's next model; a task still blocked
+is BLOCKED, its commits taken off the branch, its dependents SKIPPED, and
+the rest of the plan keeps going. The tracking report is printed at the
+end (--json: as JSON; --report FILE: also written as markdown).
+
+Exits: every task done 0, a task blocked or skipped 3, an agent that
+could not run 1, a bad plan or flag 2. A run killed mid-task resumes from
+its stored state with the same converge plan run here; --fresh starts over.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErr("plan run needs exactly one plan file: converge plan run PLAN.yaml")
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runPlanCmd(cmd.Context(), ios, opts, args[0])
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&opts.Agent, "agent", "command", "the implementer: command (the task as JSON on stdin), or claude, codex, gemini, opencode")
+	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the implementer program (task JSON on stdin, status record on stdout)")
+	f.StringVar(&opts.ReviewAgent, "review-agent", "", "the reviewer (default: the --agent backend): command, or claude, codex, gemini, opencode")
+	f.StringVar(&opts.ReviewAgentCmd, "review-agent-cmd", "", "with --review-agent command: the reviewer program (task JSON with the diff on stdin, review line on stdout)")
+	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events and the report as JSON")
+	f.StringVar(&opts.Report, "report", "", "also write the tracking report, as markdown, to this file")
+	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	f.StringVar(&opts.Workdir, "workdir", ".", "the repository to work in")
+	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run of the same plan can resume")
+	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each implementer and reviewer run")
+	return cmd
+}
+
+// planSetup is what runPlanCmd checked and built before anything is
+// recorded.
+type planSetup struct {
+	cfg      plan.Config
+	ws       *plan.GitWorkspace
+	agents   *agentSet
+	reviewer agent.Agent
+}
+
+func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file string) error {
+	s, err := preparePlan(ctx, opts, file)
+	if err != nil {
+		return err
+	}
+	db, err := openStore(ctx, ios, opts.StateDir)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	target := plan.Kind + ":" + s.ws.Dir()
+	same := func(st plan.State) bool {
+		return plan.Resumable(st) && st.Config.Plan.Digest == s.cfg.Plan.Digest && st.Config.Agent == s.cfg.Agent && st.Config.Reviewer == s.cfg.Reviewer
+	}
+	// IF-4: tasks are committed on the current branch, from a clean tree,
+	// unless this resumes a run killed mid-task, whose partial change the
+	// next dispatch of that task resets.
+	dirty, err := s.ws.Git.Status(ctx)
+	if err != nil {
+		return err
+	}
+	if len(dirty) > 0 && (opts.Fresh || !planResumes(ctx, db, target, same)) {
+		var paths []string
+		for _, d := range dirty {
+			paths = append(paths, d.Path)
+		}
+		return usageErr("the working tree of %s has uncommitted changes (%s); commit or stash them first: converge plan commits each task on the current branch and resets the tree between tasks", s.ws.Dir(), clipList(paths, 5))
+	}
+	claim, err := engine.ClaimRun(ctx, db, plan.Kind, target, opts.Fresh, same)
+	if err != nil {
+		var busy *engine.BusyError
+		if errors.As(err, &busy) {
+			return usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
+		}
+		return err
+	}
+	defer claim.Release(ctx)
+	runID := claim.RunID
+	out := &loopReporter{ios: ios, json: opts.JSON, db: db, runID: runID}
+	st := plan.NewState(runID, s.cfg)
+	if claim.Resumed != nil {
+		st = *claim.Resumed
+		ended := 0
+		for _, t := range st.Tasks {
+			if t.Status != "" {
+				ended++
+			}
+		}
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s resumed with %d of %d task(s) ended; --fresh starts a new run", runID, file, s.ws.Dir(), ended, len(st.Tasks))})
+	} else {
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s: %d task(s) in %d group(s); implementer %s, reviewer %s; tasks run one at a time in this work tree", runID, file, s.ws.Dir(), len(s.cfg.Plan.Tasks), len(s.cfg.Plan.Groups), s.cfg.Agent, s.cfg.Reviewer)})
+	}
+	loop := plan.NewLoop(runID, plan.Deps{
+		Tickets:   db,
+		Workspace: s.ws,
+		Agent:     s.agents.get,
+		Reviewer:  s.reviewer,
+		AgentEnv:  agent.ScrubEnv(os.Environ()),
+		Journal:   &engine.StoreJournal[plan.State]{DB: db, RunID: runID, Status: plan.StatusOf},
+		Reporter:  out,
+		PID:       os.Getpid(),
+	})
+	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, PollMin: time.Millisecond})
+	fin := context.WithoutCancel(ctx)
+	if runErr != nil && errors.Is(runErr, context.Canceled) {
+		return fmt.Errorf("run %s interrupted; run the same converge plan run here to resume it (--fresh starts over): %w", runID, runErr)
+	}
+	if final.Terminal == nil {
+		_ = claim.Finish(fin, string(plan.StatusFailed), ExitCodeOf(runErr), nil)
+		return fmt.Errorf("run %s: %w", runID, runErr)
+	}
+	t := final.Terminal
+	res := plan.BuildResult(final, time.Now())
+	if err := claim.Finish(fin, string(t.Status), t.ExitCode, nil); err != nil {
+		return fmt.Errorf("record the end of run %s: %w", runID, err)
+	}
+	var md bytes.Buffer
+	plan.WriteReport(&md, res)
+	if opts.Report != "" {
+		if err := os.WriteFile(opts.Report, md.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
+	if opts.JSON {
+		b, _ := json.Marshal(map[string]any{"kind": "result", "run": runID, "result": res})
+		fmt.Fprintln(ios.Out, string(b))
+	} else {
+		fmt.Fprintf(ios.Out, "\n%s", md.String())
+	}
+	if t.ExitCode != 0 {
+		return &silentExit{code: t.ExitCode}
+	}
+	return nil
+}
+
+// preparePlan reads the plan and checks the flags, the agents and the
+// repository before any run is recorded: bad input is exit 2 with one
+// line (REL-3, AG-T4 pre-flight).
+func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetup, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, usageErr("plan file: %v", err)
+	}
+	p, err := plan.Parse(file, data)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if opts.AgentTimeout <= 0 {
+		return nil, usageErr("--agent-timeout must be positive")
+	}
+	agents := &agentSet{cmd: opts.AgentCmd, built: map[string]agent.Agent{}}
+	if _, err := agents.check(opts.Agent, "--agent"); err != nil {
+		return nil, err
+	}
+	for _, t := range p.Tasks {
+		if t.Agent == "" {
+			continue
+		}
+		if _, err := agents.check(t.Agent, fmt.Sprintf("%s:%d: task %s: agent", file, t.AgentLine, t.ID)); err != nil {
+			return nil, err
+		}
+	}
+	reviewName := opts.ReviewAgent
+	if reviewName == "" {
+		reviewName = opts.Agent
+	}
+	reviewer, err := planReviewer(reviewName, opts.ReviewAgentCmd)
+	if err != nil {
+		return nil, err
+	}
+	ws, err := plan.OpenWorkspace(ctx, opts.Workdir)
+	if err != nil {
+		return nil, usageErr("%v; converge plan runs in a git repository (--workdir DIR)", err)
+	}
+	if _, err := ws.Git.HeadSHA(ctx); err != nil {
+		return nil, usageErr("%s has no commit yet; commit something first: converge plan commits on the current branch", ws.Dir())
+	}
+	n, _ := ws.Git.Run(ctx, "config", "user.name")
+	e, _ := ws.Git.Run(ctx, "config", "user.email")
+	ws.Author, ws.Email = strings.TrimSpace(n), strings.TrimSpace(e)
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	cfg := plan.Config{Plan: *p, PlanFile: abs, Agent: opts.Agent, Reviewer: reviewName, Parallel: 1, AgentBudget: opts.AgentTimeout}
+	return &planSetup{cfg: cfg, ws: ws, agents: agents, reviewer: reviewer}, nil
+}
+
+// agentSet builds implementer agents by name and model, once each.
+type agentSet struct {
+	cmd   string
+	mu    sync.Mutex
+	built map[string]agent.Agent
+}
+
+// check builds the default-model agent of name, so that a missing
+// program fails before anything runs (AG-T4); where names the flag or
+// the plan line.
+func (s *agentSet) check(name, where string) (agent.Agent, error) {
+	if name != "command" && !backends.Known(name) {
+		return nil, usageErr("%s: unknown agent %q: use command, or one of %s", where, name, strings.Join(backends.Names(), ", "))
+	}
+	a, err := s.get(name, "")
+	if err != nil {
+		return nil, usageErr("%s %s: %v", where, name, err)
+	}
+	return a, nil
+}
+
+func (s *agentSet) get(name, model string) (agent.Agent, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := name + "\x00" + model
+	if a, ok := s.built[key]; ok {
+		return a, nil
+	}
+	var (
+		a   agent.Agent
+		err error
+	)
+	if name == "command" {
+		// A command agent reads the model from its prompt.
+		a, err = commandAgent("--agent-cmd", s.cmd, "command")
+	} else {
+		a, err = backends.New(backends.Config{Name: name, Model: model})
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.built[key] = a
+	return a, nil
+}
+
+// planReviewer builds the task reviewer (PLAN-1).
+func planReviewer(name, cmdline string) (agent.Agent, error) {
+	switch {
+	case name == "command":
+		a, err := commandAgent("--review-agent-cmd", cmdline, "review-command")
+		if err != nil {
+			return nil, usageErr("--review-agent command: %v", err)
+		}
+		return a, nil
+	case backends.Known(name):
+		a, err := backends.New(backends.Config{Name: name, Role: backends.RoleReview})
+		if err != nil {
+			return nil, usageErr("--review-agent %s: %v", name, err)
+		}
+		return a, nil
+	}
+	return nil, usageErr("unknown --review-agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
+}
+
+// commandAgent is a command backend running cmdline with sh -c; its
+// program must exist (AG-T4: pre-flight).
+func commandAgent(flag, cmdline, name string) (agent.Agent, error) {
+	if strings.TrimSpace(cmdline) == "" {
+		return nil, fmt.Errorf("needs %s, e.g. %s './agent.sh'", flag, flag)
+	}
+	if err := command.Preflight(cmdline); err != nil {
+		return nil, fmt.Errorf("%s: %v", flag, err)
+	}
+	return command.New([]string{"sh", "-c", command.AbsProgram(cmdline)}, command.Options{Name: name})
+}
+
+// planResumes reports whether ClaimRun would resume a run on target.
+func planResumes(ctx context.Context, db *store.Store, target string, same func(plan.State) bool) bool {
+	last, err := db.LatestRunFor(ctx, target)
+	if err != nil || last.Finished() || len(last.State) == 0 {
+		return false
+	}
+	var st plan.State
+	return json.Unmarshal(last.State, &st) == nil && same(st)
+}
+
+// writePlanLog prints a plan run's log (`converge log RUN`): its
+// tracking report so far and its events.
+func writePlanLog(ctx context.Context, ios *IOStreams, db *store.Store, r store.Run) error {
+	var st plan.State
+	if len(r.State) > 0 {
+		if err := json.Unmarshal(r.State, &st); err != nil {
+			return fmt.Errorf("decode the state of %s: %w", r.ID, err)
+		}
+	}
+	st.RunID = r.ID
+	res := plan.BuildResult(st, time.Now())
+	if r.Finished() && st.Terminal == nil {
+		res.Status, res.ExitCode = r.Status, r.ExitCode
+	}
+	plan.WriteReport(ios.Out, res)
+	events, err := db.Events(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(ios.Out, "\n## Events\n\n")
+	for _, e := range events {
+		fmt.Fprintf(ios.Out, "- %s `%s` %s\n", e.Time.UTC().Format(time.TimeOnly), e.Kind, e.Message)
+	}
+	return nil
+}
