@@ -1,0 +1,31 @@
+package cli
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+// planScript runs one scenario of testdata/plan: real `converge plan run`
+// command lines on a git repository the script creates, with `command`
+// agents that are shell scripts.
+func planScript(t *testing.T, name string) {
+	t.Parallel()
+	testscript.Run(t, testscript.Params{
+		Files: []string{filepath.Join("testdata", "plan", name+".txtar")},
+		Setup: func(env *testscript.Env) error {
+			for _, k := range []string{"CONVERGE_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GITHUB_API_URL"} {
+				env.Setenv(k, "")
+			}
+			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
+			return nil
+		},
+	})
+}
+
+// TestPLAN_1_GroupsBarrierBlockedAndReport: a BLOCKED task skips its
+// dependent while its siblings finish; NEEDS_CONTEXT is re-dispatched
+// with more context, then escalated; the reviewer sees the diff, not the
+// report; the tracking report's per-task fields.
+func TestPLAN_1_GroupsBarrierBlockedAndReport(t *testing.T) { planScript(t, "plan_1_groups") }
