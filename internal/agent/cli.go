@@ -134,21 +134,22 @@ type CLIOutput struct {
 	// Usage is what the run consumed.
 	Usage Usage
 	// ReviewFailure, when set, is the summary of a failure the CLI
-	// reported that makes an otherwise complete review blocked (reason
-	// cli-error): the review's answer is not whole.
+	// reported that makes an otherwise complete review or judge run
+	// blocked (reason cli-error): its answer is not whole.
 	ReviewFailure string
 }
 
 // RunCLI runs an agent CLI once on t (AG-B1): r.Argv in t's worktree with
 // the task's prompt (RenderTaskPrompt) on stdin, under the task's time-box
 // (RunWithBudget, whose rules apply to the record). A fix run's record is
-// r.Record of its stdout; a review answers with an array, judged by the
-// caller, so its record only says how the process ended (ProcessRecord),
-// blocked when the CLI reported a failure. Secrets are redacted from the
-// record, the final message and stderr.
+// r.Record of its stdout; a review answers with an array and a judge with
+// a verdict (ReadOnly), each read by the caller, so its record only says
+// how the process ended (ProcessRecord), blocked when the CLI reported a
+// failure. Secrets are redacted from the record, the final message and
+// stderr.
 func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 	budget := t.EffectiveBudget()
-	review := t.Kind == TaskKindReview
+	review := ReadOnly(t.Kind)
 	parse := func(stdout string) StatusRecord {
 		if review {
 			return StatusRecord{Status: StatusComplete}

@@ -1,7 +1,8 @@
 // Package backends is the registry of the coding-agent CLI backends that
 // need no more configuration than a name (AG-B1): `--agent claude`,
 // `--agent codex`, `--agent gemini`, `--agent opencode`, and the same for
-// `--review-agent`. It builds a backend
+// `--review-agent` and `--judge-agent` (a judge's tasks run read-only like
+// a review's, see agent.ReadOnly). It builds a backend
 // from its name, the role it plays and what the environment configures:
 //
 //	CONVERGE_<NAME>_BIN    the program (else NAME in PATH)

@@ -20,7 +20,8 @@
 // "total_cost_usd":X,"num_turns":N,"is_error":false,…}. TEXT is the
 // agent's final message: for a fix task its last line must be the status
 // record (IF-5), read fail-closed by agent.ParseStatus (AG-T3); for a
-// review task it holds the findings array, returned in Result.Output. A
+// review or judge task (agent.ReadOnly) it holds the findings array or the
+// verdict, returned in Result.Output, and the run has ReviewTools. A
 // run without a result event (stopped at its budget, crashed) falls back
 // to the text of the last assistant message, still fail-closed.
 package claude
@@ -44,7 +45,8 @@ const DefaultMaxTurns = 50
 // edit, and a shell to build and test.
 var DefaultTools = []string{"Read", "Glob", "Grep", "Edit", "Write", "Bash"}
 
-// ReviewTools are the tools of a review run: it reads, never edits.
+// ReviewTools are the tools of a review or judge run: it reads, never
+// edits.
 var ReviewTools = []string{"Read", "Glob", "Grep"}
 
 // DefaultPassEnv are the variables of converge's environment a claude run
@@ -119,7 +121,7 @@ func (a *Agent) Binary() string { return a.bin }
 // Args is the command line of a run of t, program first.
 func (a *Agent) Args(t agent.Task) []string {
 	tools := a.opts.Tools
-	if t.Kind == agent.TaskKindReview {
+	if agent.ReadOnly(t.Kind) {
 		tools = ReviewTools
 	}
 	list := strings.Join(tools, ",")

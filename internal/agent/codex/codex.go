@@ -10,8 +10,8 @@
 // the task's worktree under the task's time-box (agent.RunWithBudget: own
 // process group, SIGTERM at the budget, SIGKILL after the grace period),
 // with the task's scrubbed environment plus only the model credentials
-// named in Options.PassEnv and the provider's env_key (SEC-2). Review tasks
-// run with -s read-only.
+// named in Options.PassEnv and the provider's env_key (SEC-2). Review and
+// judge tasks (agent.ReadOnly) run with -s read-only.
 //
 // Options.Provider configures a custom model provider through -c overrides
 // (Codex's model_providers table: name, base_url, wire_api, env_key), e.g.
@@ -23,9 +23,9 @@
 // turn.completed {usage}, turn.failed {error} and error. The final message
 // is the text of the last completed agent_message item: for a fix task its
 // last line must be the status record (IF-5, read fail-closed by
-// agent.ParseStatus, AG-T3); for a review task it holds the findings array,
-// returned in Result.Output. Usage is the sum of the turn.completed usage;
-// Codex reports no price.
+// agent.ParseStatus, AG-T3); for a review or judge task it holds the
+// findings array or the verdict, returned in Result.Output. Usage is the
+// sum of the turn.completed usage; Codex reports no price.
 package codex
 
 import (
@@ -69,8 +69,8 @@ type Provider struct {
 // whose default is DefaultPassEnv. The provider's EnvKey is always passed.
 type Options struct {
 	agent.CLIOptions
-	// Sandbox is -s for fix tasks; default "workspace-write". Review tasks
-	// always run read-only.
+	// Sandbox is -s for fix tasks; default "workspace-write". Review and
+	// judge tasks always run read-only.
 	Sandbox string
 	// Provider, when set, is selected as the model provider.
 	Provider *Provider
@@ -126,7 +126,7 @@ func (a *Agent) Binary() string { return a.bin }
 // Args is the command line of a run of t, program first.
 func (a *Agent) Args(t agent.Task) []string {
 	sandbox := a.opts.Sandbox
-	if t.Kind == agent.TaskKindReview {
+	if agent.ReadOnly(t.Kind) {
 		sandbox = "read-only"
 	}
 	argv := []string{a.bin, "exec", "--json", "-s", sandbox}

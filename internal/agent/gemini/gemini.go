@@ -18,8 +18,9 @@
 // parameters}, tool_result {tool_id, status}, error, and result {status,
 // stats}. The final message is the assistant text after the last tool
 // call: for a fix task its last line must be the status record (IF-5, read
-// fail-closed by agent.ParseStatus, AG-T3); for a review task it holds the
-// findings array, returned in Result.Output. Usage is the result's stats;
+// fail-closed by agent.ParseStatus, AG-T3); for a review or judge task
+// (agent.ReadOnly, run in plan mode) it holds the findings array or the
+// verdict, returned in Result.Output. Usage is the result's stats;
 // Gemini CLI reports no price.
 package gemini
 
@@ -52,7 +53,7 @@ const prompt = "Do the task above. The last line of your final message must be w
 type Options struct {
 	agent.CLIOptions
 	// ApprovalMode is --approval-mode of a fix run; default "yolo". Review
-	// runs use "plan".
+	// and judge runs use "plan".
 	ApprovalMode string
 }
 
@@ -85,7 +86,7 @@ func (a *Agent) Binary() string { return a.bin }
 // Args is the command line of a run of t, program first.
 func (a *Agent) Args(t agent.Task) []string {
 	mode := a.opts.ApprovalMode
-	if t.Kind == agent.TaskKindReview {
+	if agent.ReadOnly(t.Kind) {
 		mode = "plan"
 	}
 	argv := []string{a.bin, "-o", "stream-json", "--approval-mode", mode, "--skip-trust"}

@@ -19,7 +19,8 @@
 // reasoning, step_finish {tokens, cost}, error. The final message is the
 // text of the last step that has text: for a fix task its last line must be
 // the status record (IF-5, read fail-closed by agent.ParseStatus, AG-T3);
-// for a review task it holds the findings array, returned in Result.Output.
+// for a review or judge task (agent.ReadOnly: edit and bash denied) it
+// holds the findings array or the verdict, returned in Result.Output.
 // Usage sums the steps' tokens and cost.
 package opencode
 
@@ -104,7 +105,7 @@ func (a *Agent) ConfigContent(t agent.Task) string {
 	}
 	cfg["share"] = "disabled"
 	cfg["autoupdate"] = false
-	if t.Kind == agent.TaskKindReview {
+	if agent.ReadOnly(t.Kind) {
 		cfg["permission"] = map[string]any{"edit": "deny", "bash": "deny", "webfetch": "deny"}
 	} else {
 		cfg["permission"] = map[string]any{"edit": "allow", "bash": "allow", "webfetch": "deny"}
