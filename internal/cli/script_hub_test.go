@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/repo"
 )
 
 // The `hub` command of the txtar scenarios: it starts the GitHub emulator
@@ -29,6 +31,9 @@ import (
 //	hub threads open|outdated-open|resolved N   the forge shows exactly N such threads
 //	hub thread-answered SUBSTR WORD    the thread whose first comment holds SUBSTR is
 //	                              resolved, and converge's last reply in it holds WORD
+//	hub merge-state STATE         the forge shows the PR's merge state as STATE (BEHIND, CLEAN, DIRTY, …)
+//	hub head-merges-base          the head is converge's merge of the base: two parents, the base's
+//	                              tip second, the round trailer, and no rewrite of the branch
 //	hub mark-writes               remember how many writes the emulator logged so far
 //	hub writes-since-mark ACTOR N exactly N writes by ACTOR since hub mark-writes
 //	hub push base|head PATH FILE  the author pushes FILE (from the script) as PATH
@@ -155,6 +160,22 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("usage: hub thread-answered SUBSTR WORD")
 		}
 		h.threadAnswered(ts, args[1], args[2])
+	case "merge-state":
+		if len(args) != 2 {
+			ts.Fatalf("usage: hub merge-state STATE")
+		}
+		if got := h.observe(ts).MergeState; string(got) != args[1] {
+			ts.Fatalf("merge state %s, want %s", got, args[1])
+		}
+	case "head-merges-base":
+		why := h.headMergesBase(ts)
+		switch {
+		case neg && why == "":
+			ts.Fatalf("the head is converge's merge of the base, want it not to be")
+		case !neg && why != "":
+			ts.Fatalf("the head is not converge's merge of the base: %s", why)
+		}
+		return
 	case "mark-writes":
 		h.mark = len(h.hub.Writes())
 	case "writes-since-mark":
@@ -377,4 +398,34 @@ func (h *scriptHub) replyBeforeResolve(ts *testscript.TestScript) {
 			ts.Fatalf("converge resolved a thread before any reply: %+v", h.hub.Writes())
 		}
 	}
+}
+
+// headMergesBase says why the PR's head is not converge's merge of its
+// base (PR-S14), or "" when it is: a merge commit whose first parent is
+// the previous head (no rewrite), whose second is the base's tip, and
+// whose message carries the round trailer.
+func (h *scriptHub) headMergesBase(ts *testscript.TestScript) string {
+	pr := h.observe(ts)
+	var head *forge.Commit
+	for i := range pr.Commits {
+		if pr.Commits[i].SHA == pr.HeadSHA {
+			head = &pr.Commits[i]
+		}
+	}
+	switch {
+	case head == nil:
+		return "the head " + pr.HeadSHA + " is not in the PR's commits"
+	case len(head.Parents) != 2:
+		return fmt.Sprintf("the head has %d parent(s)", len(head.Parents))
+	case head.Parents[1] != pr.BaseSHA:
+		return fmt.Sprintf("the head's second parent %s is not the base's tip %s", head.Parents[1], pr.BaseSHA)
+	case !repo.HasTrailer(head.Message, "Converge-Round"):
+		return "the merge commit has no Converge-Round trailer: " + head.Message
+	}
+	for _, c := range pr.Commits {
+		if c.SHA == head.Parents[0] {
+			return ""
+		}
+	}
+	return "the head's first parent is not a commit of the branch"
 }

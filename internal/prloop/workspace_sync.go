@@ -1,6 +1,7 @@
 package prloop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,12 +34,19 @@ func (w *GitWorkspace) SyncBase(ctx context.Context, pr *forge.PullRequest, roun
 	if err := w.reset(ctx, pr.HeadSHA); err != nil {
 		return res, err
 	}
-	base := "origin/" + pr.BaseRef
-	if _, err := w.worktree.Run(ctx, "merge", "--no-ff", "--no-commit", "--no-edit", base); err != nil {
+	// git merge wants an identity even when it stops before committing;
+	// the commit below sets its own.
+	name, email := cmp.Or(w.Author, repo.DefaultAuthorName), cmp.Or(w.Email, repo.DefaultAuthorEmail)
+	_, err := w.worktree.Run(ctx, "-c", "user.name="+name, "-c", "user.email="+email,
+		"merge", "--no-ff", "--no-commit", "--no-edit", "origin/"+pr.BaseRef)
+	if e := (*repo.Error)(nil); errors.As(err, &e) && e.ExitCode == 1 {
 		w.logf("merging %s into %s conflicts: %v", pr.BaseRef, pr.HeadRef, err)
 		_, _ = w.worktree.Run(ctx, "merge", "--abort")
 		res.SyncWhy = fmt.Sprintf("%s does not merge cleanly into %s; merge it by hand", pr.BaseRef, pr.HeadRef)
 		return res, w.reset(ctx, pr.HeadSHA)
+	}
+	if err != nil {
+		return res, errors.Join(fmt.Errorf("merge %s: %w", pr.BaseRef, err), w.reset(ctx, pr.HeadSHA))
 	}
 	if test := w.testCommand(); len(test) > 0 {
 		tr, err := w.runTests(ctx, test)
