@@ -138,7 +138,7 @@ defaults; converge config prints them and where each came from.`,
 	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command (default: the same as --agent; suggest cannot review)")
 	f.StringVar(&opts.ReviewAgentCmd, "review-agent-cmd", "", "with --review-agent command: the program to run per angle (default: --agent-cmd)")
 	f.BoolVar(&opts.AllowHostMismatch, "allow-host-mismatch", false, "accept a PR URL on another host than the API's (git still uses the API's clone URL)")
-	f.StringVar(&opts.JudgeAgent, "judge-agent", "", "agent for the recap gate's verdict (PR-G2): command; none: every recap hands off")
+	f.StringVar(&opts.JudgeAgent, "judge-agent", "", "agent for the recap gate's verdict (PR-G2): command, claude, codex, gemini or opencode (read-only); none: every recap hands off")
 	f.StringVar(&opts.JudgeAgentCmd, "judge-agent-cmd", "", "with --judge-agent command: the program to run (recap task on stdin, verdict as its last line)")
 	f.StringVar(&opts.ConfigFile, "config", "", "config file to use instead of the .converge.yaml on the PR's base branch")
 	// Every config field is a flag too (PR-M4).
@@ -203,12 +203,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	}
 	var judge *recap.Judge
 	if opts.JudgeAgent != "" {
-		if opts.JudgeAgent != "command" {
-			return usageErr("unknown --judge-agent %q: use command", opts.JudgeAgent)
-		}
-		a, err := pickAgent("command", opts.JudgeAgentCmd)
+		a, err := pickJudge(opts.JudgeAgent, opts.JudgeAgentCmd)
 		if err != nil {
-			return usageErr("--judge-agent-cmd: %v", err)
+			return err
 		}
 		judge = &recap.Judge{Agent: a}
 	}
@@ -407,6 +404,28 @@ func pickAgent(name, cmdline string) (agent.Agent, error) {
 		return a, nil
 	}
 	return nil, usageErr("unknown --agent %q: use suggest or command, or one of %s", name, strings.Join(backends.Names(), ", "))
+}
+
+// pickJudge builds the --judge-agent: a command, or a CLI backend whose
+// judge runs are read-only and answer in their final message
+// (agent.ReadOnly). A missing program fails here, before the forge is
+// touched (AG-T4).
+func pickJudge(name, cmdline string) (agent.Agent, error) {
+	if backends.Known(name) {
+		a, err := backends.New(backends.Config{Name: name, Role: backends.RoleJudge})
+		if err != nil {
+			return nil, usageErr("--judge-agent %s: %v", name, err)
+		}
+		return a, nil
+	}
+	if name != "command" {
+		return nil, usageErr("unknown --judge-agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
+	}
+	a, err := pickAgent("command", cmdline)
+	if err != nil {
+		return nil, usageErr("--judge-agent-cmd: %v", err)
+	}
+	return a, nil
 }
 
 func reviewAgentName(opts *prOptions) string {
