@@ -229,9 +229,10 @@ func nextStep(status string, critical, hadContext, haveContext bool, modelsLeft 
 // one model, and its record decides what follows (see nextStep). ladder
 // lists the agent's models, the default first; nil or empty means the
 // backend's one configured model. more, called once after the first
-// NEEDS_CONTEXT with its record, returns the context to add (Task.Context,
-// quoted as data); nil or "" means there is none, and the task climbs the
-// ladder instead. Every re-dispatch starts from a reset tree.
+// NEEDS_CONTEXT with its record, the tree already reset, returns the
+// context to add (Task.Context, quoted as data); nil or "" means there is
+// none, and the task climbs the ladder instead. Every re-dispatch starts
+// from a reset tree.
 //
 // The error is an agent that could not run even on its retry
 // (*RunFailure, AG-T4) or a cancelled ctx: no status of the task.
@@ -258,8 +259,14 @@ func (r Runner) Dispatch(ctx context.Context, t Task, ladder []string, more func
 		}
 
 		var extra string
-		haveContext := false
+		haveContext, isReset := false, false
 		if status == ImplNeedsContext && t.Context == "" && more != nil {
+			// The context describes the tree the task starts from, not
+			// what this attempt left in it.
+			if err := r.reset(ctx); err != nil {
+				return d, err
+			}
+			isReset = true
 			extra = strings.TrimSpace(more(res.Record))
 			haveContext = extra != ""
 		}
@@ -278,6 +285,9 @@ func (r Runner) Dispatch(ctx context.Context, t Task, ladder []string, more func
 				d.Result = blockAll(res, t.Findings, critical)
 			}
 			return d, nil
+		}
+		if isReset {
+			continue
 		}
 		if err := r.reset(ctx); err != nil {
 			return d, err

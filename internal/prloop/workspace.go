@@ -37,6 +37,12 @@ type GitWorkspace struct {
 	RecapJudge *recap.Judge
 	AgentEnv   []string      // scrubbed environment for agents (AG-B1)
 	Budget     time.Duration // per agent run (AG-T1)
+	// MaxFixers is how many fixers of a round run at once, one per file,
+	// each in its own worktree (AG-P1); zero means pool.DefaultMax.
+	MaxFixers int
+	// Models is the fixer's model escalation ladder, the default first
+	// (AG-E1); empty means the backend's one configured model.
+	Models []string
 	// TestBudget time-boxes each build/test run (AG-T5); zero means
 	// DefaultTestBudget.
 	TestBudget time.Duration
@@ -305,8 +311,9 @@ func (w *GitWorkspace) reset(ctx context.Context, sha string) error {
 	return nil
 }
 
-func (w *GitWorkspace) task(round int, fs []Finding) agent.Task {
-	t := agent.Task{Kind: agent.TaskKindFix, RunID: w.RunID, Round: round, Workdir: w.worktree.Dir, Budget: w.Budget, Env: w.AgentEnv}
+// task is the fix task of fs, to run in dir.
+func (w *GitWorkspace) task(round int, dir string, fs []Finding) agent.Task {
+	t := agent.Task{Kind: agent.TaskKindFix, RunID: w.RunID, Round: round, Workdir: dir, Budget: w.Budget, Env: w.AgentEnv}
 	for _, f := range fs {
 		t.Findings = append(t.Findings, agent.Finding{
 			ID: f.ID, ThreadID: f.ThreadID, Path: f.Path, StartLine: f.StartLine, EndLine: f.EndLine,
@@ -315,45 +322,6 @@ func (w *GitWorkspace) task(round int, fs []Finding) agent.Task {
 		})
 	}
 	return t
-}
-
-// apply runs the fixer on fs from a clean head, extended as AG-T1 allows.
-// Every finding gets an
-// outcome with a reason a human can act on: a finding the agent did not
-// report on takes the record's status, and a silent refusal the record's
-// own words.
-func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
-	t := w.task(round, fs)
-	r, _, err := w.runner(pr).RunExtended(ctx, t)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]agent.FindingOutcome{}
-	for _, o := range r.Outcomes {
-		out[o.FindingID] = o
-	}
-	for _, f := range fs {
-		o, ok := out[f.ID]
-		if !ok {
-			o = agent.FindingOutcome{FindingID: f.ID, Status: r.Record.Status, Reason: r.Record.Reason}
-		}
-		if o.Status != agent.StatusComplete && strings.TrimSpace(o.Reason) == "" {
-			o.Reason = agent.NotDoneReason(r.Record)
-		}
-		out[f.ID] = o
-	}
-	return out, nil
-}
-
-// runner runs the fixer by the rules of agent.Runner: retried once from
-// the clean head when it could not run (AG-T4; a second failure is the
-// run's, as a *agent.RunFailure), extended while it ends partial (AG-T1).
-func (w *GitWorkspace) runner(pr *forge.PullRequest) agent.Runner {
-	return agent.Runner{
-		Agent: w.Agent,
-		Reset: func(ctx context.Context) error { return w.reset(ctx, pr.HeadSHA) },
-		Logf:  w.logf,
-	}
 }
 
 // applyEach applies fixes one at a time from a clean head, keeping each

@@ -1,0 +1,128 @@
+//go:build unix
+
+package prloop
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAG_P1_FixersOnDifferentFilesRunAtOnceInOneCommit: the findings of a
+// round on two files go to two fixers that run at the same time, each in
+// its own worktree — each waits, bounded, for the other's start marker
+// and writes whether it saw it — and both changes land in one pushed
+// commit; no fixer worktree is left.
+func TestAG_P1_FixersOnDifferentFilesRunAtOnceInOneCommit(t *testing.T) {
+	t.Parallel()
+	pr, bare := localPR(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"}, map[string]string{"a.txt": "a\nA\n", "b.txt": "b\nB\n"})
+	marks := t.TempDir()
+	a := commandAgent(t, `path=$(cat | grep -o '"path":"[^"]*"' | head -1 | cut -d'"' -f4)
+case "$path" in a.txt) other=b.txt ;; *) other=a.txt ;; esac
+touch `+marks+`/"$path"
+saw=alone
+i=0
+while [ $i -lt 200 ]; do
+  if [ -e `+marks+`/"$other" ]; then saw=together; break; fi
+  sleep 0.05; i=$((i+1))
+done
+echo "fixed $saw in $(pwd)" >> "$path"
+echo '`+okRecord+`'`, 0)
+	ws := testWorkspace(t, bare, a, "")
+	findings := []Finding{
+		{ID: "TA", ThreadID: "TA", Path: "a.txt", EndLine: 2, Summary: "fix a"},
+		{ID: "TB", ThreadID: "TB", Path: "b.txt", EndLine: 2, Summary: "fix b"},
+	}
+	res, err := ws.Fix(context.Background(), pr, 1, findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Addressed) != 2 || res.CommitSHA == "" || remoteHead(t, bare) != res.CommitSHA || a.runs.Load() != 2 {
+		t.Fatalf("after %d runs: %+v; want both addressed in one pushed commit", a.runs.Load(), res)
+	}
+	parent, err := exec.Command("git", "--git-dir", bare, "rev-parse", res.CommitSHA+"~1").Output()
+	if err != nil || strings.TrimSpace(string(parent)) != pr.HeadSHA {
+		t.Errorf("the fix commit's parent is %s, want the PR's head: one commit", parent)
+	}
+	var dirs []string
+	for _, name := range []string{"a.txt", "b.txt"} {
+		out, err := exec.Command("git", "--git-dir", bare, "show", res.CommitSHA+":"+name).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := strings.TrimSpace(string(out))
+		last = last[strings.LastIndexByte(last, '\n')+1:]
+		if !strings.HasPrefix(last, "fixed together in ") {
+			t.Errorf("%s ends %q: the fixers did not run at the same time", name, last)
+		}
+		dirs = append(dirs, strings.TrimPrefix(last, "fixed together in "))
+	}
+	if dirs[0] == dirs[1] || dirs[0] == ws.worktree.Dir || dirs[1] == ws.worktree.Dir {
+		t.Errorf("fixers ran in %q (run worktree %s), want a worktree each", dirs, ws.worktree.Dir)
+	}
+	out, err := exec.Command("git", "-C", ws.worktree.Dir, "worktree", "list", "--porcelain").Output()
+	if err != nil || strings.Count(string(out), "worktree ") != 2 {
+		t.Errorf("worktrees left: %s %v; want the clone and the run's", out, err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(ws.Root, "worktrees", ws.RunID+".fixers")); len(left) != 0 {
+		t.Errorf("left in the fixers' directory: %v", left)
+	}
+}
+
+// TestAG_E1_FixerEscalatesToTheStrongerModel: a fixer that answers
+// NEEDS_CONTEXT is dispatched again once with the file's content and the
+// PR's change to it, then, answering NEEDS_CONTEXT again, on the next
+// model of the ladder (CONVERGE_AGENT_MODEL), where it is done: its fix
+// is pushed.
+func TestAG_E1_FixerEscalatesToTheStrongerModel(t *testing.T) {
+	t.Parallel()
+	pr, bare := localPR(t, map[string]string{"notes.txt": "one\n"}, map[string]string{"notes.txt": "one\ntwo\n"})
+	log := filepath.Join(t.TempDir(), "runs")
+	needs := `{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary":"need more","files_changed":[],"implementer_status":"NEEDS_CONTEXT","reason":"which format do notes use?"}`
+	a := commandAgent(t, `input=$(cat)
+ctx=none
+case "$input" in *'"context":"File notes.txt as it is now, lines 1-2 of 2:'*'1: one'*'2: two'*'+two'*) ctx=file-and-diff ;; esac
+echo "${CONVERGE_AGENT_MODEL-unset} $ctx" >> `+log+`
+if [ "$CONVERGE_AGENT_MODEL" = strong ]; then
+  echo three >> notes.txt
+  echo '`+okRecord+`'
+else
+  echo garbage-from-a-weak-run >> notes.txt
+  echo '`+needs+`'
+fi`, 0)
+	ws := testWorkspace(t, bare, a, "")
+	ws.Models = []string{"base", "strong"}
+	res, err := ws.Fix(context.Background(), pr, 1, notesFinding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Fields(string(runs)); strings.Join(got, " ") != "base none base file-and-diff strong file-and-diff" {
+		t.Errorf("runs (model, context): %q; want base, base with the file and the PR's diff, then strong with it", got)
+	}
+	if len(res.Addressed) != 1 || res.CommitSHA == "" || remoteHead(t, bare) != res.CommitSHA {
+		t.Fatalf("%+v; want the finding addressed and pushed", res)
+	}
+	out, err := exec.Command("git", "--git-dir", bare, "show", res.CommitSHA+":notes.txt").Output()
+	if err != nil || string(out) != "one\ntwo\nthree\n" {
+		t.Errorf("pushed notes.txt = %q, %v; want the strong run's fix alone, from a reset tree", out, err)
+	}
+
+	// With one model the second NEEDS_CONTEXT is the end: a hand-off with
+	// its reason, nothing pushed.
+	pr, bare = localPR(t, map[string]string{"notes.txt": "one\n"}, map[string]string{"notes.txt": "one\ntwo\n"})
+	ws = testWorkspace(t, bare, a, "")
+	res, err = ws.Fix(context.Background(), pr, 1, notesFinding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Blocked) != 1 || res.Blocked[0].Reason != "which format do notes use?" || res.CommitSHA != "" {
+		t.Errorf("%+v; want a hand-off with the agent's reason and no commit", res)
+	}
+}
