@@ -70,6 +70,10 @@ type loopParams struct {
 	// (AG-T1, AG-T5); zero means the defaults.
 	AgentBudget time.Duration
 	TestBudget  time.Duration
+	// MaxFixers bounds the fixers of a round that run at once (AG-P1);
+	// AgentModels is the fixer's model escalation ladder (AG-E1).
+	MaxFixers   int
+	AgentModels []string
 }
 
 // runLoop runs one PR loop to its terminal: lock, record, run, persist,
@@ -261,6 +265,8 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 			out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf(format, args...)})
 		},
 		TestBudget: p.TestBudget,
+		MaxFixers:  p.MaxFixers,
+		Models:     p.AgentModels,
 	}
 	loop := prloop.NewLoop(p.Ref, prloop.Deps{
 		Forge:       p.Forge,
