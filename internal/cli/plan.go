@@ -247,7 +247,7 @@ func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetu
 	return &planSetup{cfg: cfg, ws: ws, agents: agents, reviewer: reviewer}, nil
 }
 
-// agentSet builds implementer agents by name and model, once each.
+// agentSet builds implementer agents by name, once each.
 type agentSet struct {
 	cmd   string
 	mu    sync.Mutex
@@ -261,34 +261,33 @@ func (s *agentSet) check(name, where string) (agent.Agent, error) {
 	if name != "command" && !backends.Known(name) {
 		return nil, usageErr("%s: unknown agent %q: use command, or one of %s", where, name, strings.Join(backends.Names(), ", "))
 	}
-	a, err := s.get(name, "")
+	a, err := s.get(name)
 	if err != nil {
 		return nil, usageErr("%s %s: %v", where, name, err)
 	}
 	return a, nil
 }
 
-func (s *agentSet) get(name, model string) (agent.Agent, error) {
+func (s *agentSet) get(name string) (agent.Agent, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	key := name + "\x00" + model
-	if a, ok := s.built[key]; ok {
+	if a, ok := s.built[name]; ok {
 		return a, nil
 	}
 	var (
 		a   agent.Agent
 		err error
 	)
+	// Each run's model is its Task.Model, a rung of the plan's ladder.
 	if name == "command" {
-		// A command agent reads the model from its prompt.
 		a, err = commandAgent("--agent-cmd", s.cmd, "command")
 	} else {
-		a, err = backends.New(backends.Config{Name: name, Model: model})
+		a, err = backends.New(backends.Config{Name: name})
 	}
 	if err != nil {
 		return nil, err
 	}
-	s.built[key] = a
+	s.built[name] = a
 	return a, nil
 }
 

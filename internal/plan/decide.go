@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -14,17 +15,17 @@ import (
 // take, and whether the run ended (next.Terminal is set).
 //
 // Each step reads the outcome of every dispatch in flight from its
-// ticket and acts on the implementer status (AG-T2): DONE and
-// DONE_WITH_CONCERNS go to review (a concern marked critical blocks the
-// task instead); NEEDS_CONTEXT and BLOCKED are re-dispatched once with
-// more context, then with the ladder's next model (AG-E1), then the task
-// is BLOCKED. A review with an important or critical issue sends the
-// task back to its implementer, at most MaxFixIterations times; minor
-// issues are recorded (PLAN-1). A blocked task's commit is taken off the
-// branch, its dependents are SKIPPED, the rest keeps going. Then it
-// starts the tasks that are ready (AG-P1): dependencies DONE, earlier
-// barriers passed, earlier tasks of a sequential group ended, no file in
-// common with a task in progress, at most Config.Parallel in progress.
+// ticket. A dispatch runs the implementer status protocol whole (AG-T2,
+// AG-E1: more context once, then stronger models; agent.Runner.Dispatch)
+// and ends DONE, DONE_WITH_CONCERNS or BLOCKED: a done task goes to
+// review; a BLOCKED one (a concern marked critical included) ends so. A
+// review with an important or critical issue sends the task back to its
+// implementer, at most MaxFixIterations times; minor issues are recorded
+// (PLAN-1). A blocked task's commits are taken off the branch, its
+// dependents are SKIPPED, the rest keeps going. Then it starts the tasks
+// that are ready (AG-P1): dependencies DONE, earlier barriers passed,
+// earlier tasks of a sequential group ended, no file in common with a
+// task in progress, at most Config.Parallel in progress.
 func Decide(st State, obs Observation) (State, []Action, bool) {
 	next := st.clone()
 	if next.Terminal != nil {
@@ -92,7 +93,7 @@ func (d *decider) running(t *TaskState) {
 		// ticket is never handed out again; the task is dispatched anew
 		// from where the dispatch started, and the tree is reset there.
 		cur.Outcome = "interrupted"
-		nd := d.dispatch(t, DispatchAgain, cur.Asked)
+		nd := d.dispatch(t, DispatchAgain)
 		nd.Issues, nd.From = cur.Issues, cur.From
 		d.batch[len(d.batch)-1].Dispatch = *nd
 		return
@@ -118,72 +119,54 @@ func (d *decider) running(t *TaskState) {
 	if len(rep.Outside) > 0 {
 		addConcern(t, "changed files outside its declared files: "+strings.Join(rep.Outside, ", "))
 	}
-	switch rep.Implementer {
-	case TaskDone, TaskDoneWithConcerns:
+	if rep.Implementer == TaskDone || rep.Implementer == TaskDoneWithConcerns {
 		t.Head = rep.Head
-		if c, ok := criticalConcern(rep.Concerns); ok {
-			d.block(t, "a concern marked critical: "+c, false)
-			return
-		}
 		t.Phase = PhaseReview
 		d.review(t)
-	default:
-		d.retry(t, rep)
+		return
 	}
+	d.block(t, blockReason(rep), false)
 }
 
-// retry acts on NEEDS_CONTEXT and BLOCKED (AG-T2, AG-E1): more context
-// once, then the next model, then BLOCKED with the last reason.
-func (d *decider) retry(t *TaskState, rep *Report) {
-	asked := firstNonEmpty(rep.Reason, rep.NextAction, rep.Summary, "no reason given")
-	ladder := d.plan.Ladder(d.task(t))
-	switch {
-	case !t.ContextGiven:
-		t.ContextGiven = true
-		d.dispatch(t, DispatchContext, asked)
-	case t.Rung+1 < len(ladder):
-		t.Rung++
-		d.dispatch(t, DispatchEscalate, asked)
-	default:
-		why := fmt.Sprintf("%s after %d dispatch(es)", rep.Implementer, d.tries(t))
-		if len(ladder) > 1 {
-			why += fmt.Sprintf(", the last with the strongest model %s", ladder[len(ladder)-1])
-		}
-		d.block(t, why+": "+asked, false)
+// blockReason says why a dispatch ended BLOCKED: a concern the
+// implementer marked critical, or the last attempt's reason after the
+// models it tried (AG-E1).
+func blockReason(rep *Report) string {
+	if c, ok := agent.CriticalConcern(rep.Concerns); ok {
+		return "the implementer marked a concern critical: " + c
 	}
+	why := fmt.Sprintf("%s after %d attempt(s)", TaskBlocked, len(rep.Attempts))
+	if m := models(rep.Attempts); len(m) > 1 {
+		why += ", models " + strings.Join(m, " → ")
+	}
+	return why + ": " + firstNonEmpty(rep.Reason, rep.NextAction, rep.Summary, "no reason given")
 }
 
-// tries counts the dispatches that ran, interrupted ones aside.
-func (d *decider) tries(t *TaskState) int {
-	n := 0
-	for _, x := range t.Dispatches {
-		if x.Outcome != "interrupted" {
-			n++
+// models lists the models attempts ran on, in order, each once in a row;
+// nil when none was named.
+func models(as []Attempt) []string {
+	var out []string
+	for _, a := range as {
+		if len(out) == 0 || out[len(out)-1] != a.Model {
+			out = append(out, a.Model)
 		}
 	}
-	return n
+	if len(out) == 1 && out[0] == "" {
+		return nil
+	}
+	return out
 }
 
 // dispatch queues a new dispatch of t; it starts from the task's commit
 // when it has one (a fix), else from its base.
-func (d *decider) dispatch(t *TaskState, kind DispatchKind, asked string) *Dispatch {
-	task := d.task(t)
-	ladder := d.plan.Ladder(task)
+func (d *decider) dispatch(t *TaskState, kind DispatchKind) *Dispatch {
 	d.st.Seq++
 	nd := Dispatch{
 		N:      d.st.Seq,
 		Ticket: TicketID(d.st.RunID, t.ID, d.st.Seq),
 		Kind:   kind,
-		Agent:  firstNonEmpty(task.Agent, d.st.Config.Agent),
-		Model:  ladder[min(t.Rung, len(ladder)-1)],
+		Agent:  firstNonEmpty(d.task(t).Agent, d.st.Config.Agent),
 		From:   firstNonEmpty(t.Head, t.Base),
-		Asked:  asked,
-	}
-	if kind == DispatchContext || kind == DispatchEscalate {
-		// A retry of a fix still has the fix's issues to address.
-		if cur := t.current(); cur != nil {
-			nd.Issues = cur.Issues
-		}
 	}
 	t.Dispatches = append(t.Dispatches, nd)
 	t.Phase = PhaseRunning
@@ -229,7 +212,7 @@ func (d *decider) reviewing(t *TaskState) {
 		return
 	}
 	t.Fixes++
-	d.dispatch(t, DispatchFix, "").Issues = open
+	d.dispatch(t, DispatchFix).Issues = open
 	d.batch[len(d.batch)-1].Dispatch.Issues = open
 }
 
@@ -327,7 +310,7 @@ func (d *decider) startReady() {
 			continue
 		}
 		t.Base = d.obs.Head
-		d.dispatch(t, DispatchFirst, "")
+		d.dispatch(t, DispatchFirst)
 		active = append(active, task)
 	}
 }
@@ -436,18 +419,6 @@ func (d *decider) stop() (State, []Action, bool) {
 	d.unwinds()
 	d.st.Terminal = &Terminal{Status: StatusBlocked, ExitCode: StatusBlocked.ExitCode(), Message: "stopped by a human (converge stop, or a signal); tasks in progress were not finished", At: d.obs.Now}
 	return *d.st, d.unwind, true
-}
-
-// criticalConcern finds a concern the implementer marked critical: one
-// that starts with the word "critical" (e.g. "critical: …").
-func criticalConcern(cs []string) (string, bool) {
-	for _, c := range cs {
-		l := strings.ToLower(strings.TrimLeft(strings.TrimSpace(c), "[*("))
-		if strings.HasPrefix(l, "critical") {
-			return strings.TrimSpace(c), true
-		}
-	}
-	return "", false
 }
 
 func addConcern(t *TaskState, c string) {

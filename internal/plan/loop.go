@@ -15,8 +15,9 @@ import (
 	"github.com/convergeloop/converge/internal/text"
 )
 
-// agentAttempts: an agent that could not run is tried once more (AG-T4).
-const agentAttempts = 2
+// reviewAttempts: a reviewer that could not run, or whose answer could
+// not be read, is tried once more (AG-T4).
+const reviewAttempts = 2
 
 // contextBytes bounds the file contents a re-dispatch quotes.
 const contextBytes = 32 << 10
@@ -56,9 +57,9 @@ func (Serial) Dispatch(ctx context.Context, jobs []Job, run func(context.Context
 type Deps struct {
 	Tickets   Tickets
 	Workspace Workspace
-	// Agent builds the implementer agent name with model ("": its
-	// default), for a task's dispatch.
-	Agent func(name, model string) (agent.Agent, error)
+	// Agent builds the implementer agent name, for a task's dispatch;
+	// the model of each run is its Task.Model (AG-E1).
+	Agent func(name string) (agent.Agent, error)
 	// Reviewer is the task reviewer.
 	Reviewer   agent.Agent
 	Dispatcher Dispatcher
@@ -199,11 +200,7 @@ func (l *Loop) dispatch(ctx context.Context, st State, j Job) error {
 	if err := l.Workspace.Reset(ctx, d.From); err != nil {
 		return err
 	}
-	model := d.Model
-	if model == "" {
-		model = "default"
-	}
-	l.report(engine.Event{Kind: "dispatch", Message: fmt.Sprintf("task %s: %s (ticket %s, agent %s, model %s)", j.Task, dispatchWords(d.Kind), d.Ticket, d.Agent, model)})
+	l.report(engine.Event{Kind: "dispatch", Message: fmt.Sprintf("task %s: %s (ticket %s, agent %s)", j.Task, dispatchWords(d.Kind), d.Ticket, d.Agent)})
 	rep, err := l.implement(ctx, st, task, j)
 	if err != nil {
 		// Stopped from outside: the ticket stays claimed, and a resumed
@@ -235,115 +232,73 @@ func (l *Loop) dispatch(ctx context.Context, st State, j Job) error {
 	return l.Tickets.FinishTicket(ctx, d.Ticket, owner, store.TicketDone, b)
 }
 
-// implement runs the implementer: retried once when it could not run
-// (AG-T4), extended while it ends partial with a concrete next action
-// (AG-T1). An agent that still cannot run is the report's Failure.
+// implement runs the implementer by the status protocol
+// (agent.Runner.Dispatch: a run that could not run retried once, AG-T4;
+// extensions, AG-T1; more context once after NEEDS_CONTEXT, then the
+// plan's stronger models, AG-T2, AG-E1), every re-run from a tree reset
+// to where the dispatch started. An agent that still cannot run is the
+// report's Failure.
 func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job) (Report, error) {
 	d := j.Dispatch
-	rep := Report{Agent: d.Agent, Model: d.Model, From: d.From}
+	rep := Report{Agent: d.Agent, From: d.From}
 	start := time.Now()
 	defer func() { rep.Duration = time.Since(start) }()
-	a, err := l.Agent(d.Agent, d.Model)
+	a, err := l.Agent(d.Agent)
 	if err != nil {
-		rep.Failure = fmt.Sprintf("agent %s: %v", d.Agent, err)
+		rep.Failure, rep.Implementer = fmt.Sprintf("agent %s: %v", d.Agent, err), TaskBlocked
 		return rep, nil
+	}
+	in := ImplementInput{Task: task, Dispatch: d, Workdir: l.Workspace.Dir()}
+	r := agent.Runner{
+		Agent: prompted{Agent: a, render: func(t agent.Task) string { return RenderImplementPrompt(t, in) }},
+		Reset: func(ctx context.Context) error { return l.Workspace.Reset(ctx, d.From) },
+		Logf: func(format string, args ...any) {
+			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: ", task.ID) + fmt.Sprintf(format, args...)})
+		},
 	}
 	t := agent.Task{Kind: TaskKindImplement, RunID: d.Ticket, Round: d.N, Workdir: l.Workspace.Dir(), Budget: st.Config.AgentBudget, Env: l.AgentEnv}
 	for i, is := range d.Issues {
 		t.Findings = append(t.Findings, agent.Finding{ID: fmt.Sprintf("issue-%d", i+1), Path: is.File, EndLine: is.Line, Body: is.Summary, Source: "review (" + is.Severity + ")"})
 	}
-	t.Prompt = RenderImplementPrompt(t, l.implementInput(st, task, d))
-	var (
-		r    agent.Result
-		fail *agent.RunFailure
-	)
-	run := func() error {
-		r, err = a.Run(ctx, t)
-		if ctx.Err() != nil {
-			return fmt.Errorf("agent %s: %w", a.Name(), ctx.Err())
-		}
-		rep.CostUSD += r.Usage.CostUSD
-		fail = agent.FailureOf(a.Name(), r, err)
-		return nil
+	ladder := st.Config.Plan.Ladder(task)
+	if len(ladder) == 1 && ladder[0] == "" {
+		ladder = nil
 	}
-	for rep.Attempts = 1; rep.Attempts <= agentAttempts; rep.Attempts++ {
-		if rep.Attempts > 1 {
-			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: agent %s could not run (%s); trying once more", task.ID, a.Name(), fail.What)})
-			if err := l.Workspace.Reset(ctx, d.From); err != nil {
-				return rep, err
-			}
-		}
-		if err := run(); err != nil {
-			return rep, err
-		}
-		if fail == nil {
-			break
-		}
+	more := func(rec agent.StatusRecord) string {
+		return moreContext(st, task, agent.NotDoneReason(rec), fileBodies(l.Workspace.Dir(), task.Files, contextBytes))
 	}
-	rep.Attempts = min(rep.Attempts, agentAttempts)
-	for fail == nil {
-		next, ok := t.Extended(r.Record)
-		if !ok {
-			break
-		}
-		t, rep.Extensions = next, next.Extension
-		if err := run(); err != nil {
-			return rep, err
-		}
+	res, err := r.Dispatch(ctx, t, ladder, more)
+	rep.CostUSD = res.Usage.CostUSD
+	for _, at := range res.Attempts {
+		rep.Attempts = append(rep.Attempts, Attempt{Model: at.Model, Context: at.Context, Status: at.Status, Reason: at.Reason, Extensions: at.Extensions})
 	}
-	if fail != nil {
-		rep.Failure = fail.Error()
-		rep.Implementer = TaskBlocked
+	var fail *agent.RunFailure
+	switch {
+	case ctx.Err() != nil:
+		return rep, fmt.Errorf("agent %s: %w", a.Name(), ctx.Err())
+	case errors.As(err, &fail):
+		rep.Failure, rep.Implementer = fail.Error(), TaskBlocked
 		return rep, nil
+	case err != nil:
+		return rep, err
 	}
-	rec := r.Record
-	rep.Status, rep.Summary, rep.NextAction, rep.Reason = string(rec.Status), rec.Summary, rec.NextAction, rec.Reason
-	rep.Concerns, rep.Claimed = rec.Concerns, rec.FilesChanged
-	rep.Implementer = implementerStatus(rec)
-	l.report(engine.Event{Kind: "report", Message: fmt.Sprintf("task %s: agent %s reported %s: %s", task.ID, a.Name(), rep.Implementer, text.Clip(text.OneLine(rec.Summary), 160))})
+	rec := res.Result.Record
+	rep.Status, rep.Summary, rep.NextAction = string(rec.Status), rec.Summary, rec.NextAction
+	rep.Implementer, rep.Reason, rep.Concerns, rep.Claimed = res.Status, res.Reason, res.Concerns, rec.FilesChanged
+	l.report(engine.Event{Kind: "report", Message: fmt.Sprintf("task %s: agent %s ended %s after %d attempt(s): %s", task.ID, a.Name(), res.Status, len(res.Attempts), text.Clip(text.OneLine(firstNonEmpty(res.Reason, rec.Summary)), 160))})
 	return rep, nil
 }
 
-// implementerStatus is the implementer status a record stands for: its
-// implementer_status, else what its coarse status means; a run that
-// stopped partway with its extensions spent did not finish the task.
-func implementerStatus(rec agent.StatusRecord) string {
-	switch rec.ImplementerStatus {
-	case agent.ImplDone, agent.ImplDoneWithConcerns, agent.ImplNeedsContext, agent.ImplBlocked:
-		return rec.ImplementerStatus
-	}
-	if rec.Status == agent.StatusComplete {
-		if len(rec.Concerns) > 0 {
-			return TaskDoneWithConcerns
-		}
-		return TaskDone
-	}
-	return TaskBlocked
+// prompted renders a task's prompt from the task as each run gets it,
+// so the model and the context the status protocol sets reach it.
+type prompted struct {
+	agent.Agent
+	render func(agent.Task) string
 }
 
-// implementInput is what a dispatch is told: a first dispatch the task;
-// a re-dispatch also the plan's and task's context, what its
-// dependencies did and the task's files as they are (AG-T2).
-func (l *Loop) implementInput(st State, task *Task, d Dispatch) ImplementInput {
-	in := ImplementInput{Task: task, Dispatch: d, Workdir: l.Workspace.Dir()}
-	if d.Kind == DispatchFirst || d.Kind == DispatchFix || (d.Kind == DispatchAgain && d.Asked == "") {
-		return in
-	}
-	in.PlanContext = st.Config.Plan.Context
-	for _, dep := range task.DependsOn {
-		for _, ts := range st.Tasks {
-			if ts.ID != dep {
-				continue
-			}
-			s := fmt.Sprintf("%s (commit %s)", dep, text.ShortSHA(ts.Head))
-			if c := ts.current(); c != nil && c.Report != nil && c.Report.Summary != "" {
-				s += ": " + text.Clip(text.OneLine(c.Report.Summary), 300)
-			}
-			in.Done = append(in.Done, s)
-		}
-	}
-	in.FileBodies = fileBodies(l.Workspace.Dir(), task.Files, contextBytes)
-	return in
+func (p prompted) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	t.Prompt = p.render(t)
+	return p.Agent.Run(ctx, t)
 }
 
 // review runs the reviewer on the task's diff base..head (PLAN-1): it
@@ -360,7 +315,7 @@ func (l *Loop) review(ctx context.Context, st State, a Action) (Review, error) {
 	t := agent.Task{Kind: TaskKindReview, RunID: TaskRef(l.RunID, a.Task) + fmt.Sprintf(".review.%d", a.N), Round: a.N, Workdir: l.Workspace.Dir(), Budget: st.Config.AgentBudget, Env: l.AgentEnv, Diff: diff, BaseRef: a.Base, HeadSHA: a.Head}
 	t.Prompt = RenderReviewPrompt(t, ReviewInput{TaskID: task.ID, Prompt: task.Prompt, Files: task.Files, Base: a.Base, Head: a.Head, Diff: diff, Workdir: l.Workspace.Dir()})
 	l.report(engine.Event{Kind: "review", Message: fmt.Sprintf("task %s: review %d by %s of %s..%s", a.Task, a.N, l.Reviewer.Name(), text.ShortSHA(a.Base), text.ShortSHA(a.Head))})
-	for attempt := 1; attempt <= agentAttempts; attempt++ {
+	for attempt := 1; attempt <= reviewAttempts; attempt++ {
 		res, err := l.Reviewer.Run(ctx, t)
 		if ctx.Err() != nil {
 			return r, fmt.Errorf("reviewer %s: %w", l.Reviewer.Name(), ctx.Err())

@@ -75,9 +75,11 @@ type DispatchResult struct {
 	Ticket  string `json:"ticket"`
 	Kind    string `json:"kind"`
 	Agent   string `json:"agent"`
-	Model   string `json:"model,omitempty"`
 	Outcome string `json:"outcome"`
 	Summary string `json:"summary,omitempty"`
+	// Attempts are its runs: the first, with more context, with stronger
+	// models (AG-T2, AG-E1).
+	Attempts []Attempt `json:"attempts,omitempty"`
 }
 
 // BuildResult is the report of a run from its state; now ends the wall
@@ -106,25 +108,23 @@ func BuildResult(st State, now time.Time) Result {
 			tr.Commit = t.Head
 			r.Head = t.Head
 		}
+		var attempts []Attempt
 		for _, d := range t.Dispatches {
-			dr := DispatchResult{Ticket: d.Ticket, Kind: string(d.Kind), Agent: d.Agent, Model: d.Model, Outcome: d.Outcome}
+			dr := DispatchResult{Ticket: d.Ticket, Kind: string(d.Kind), Agent: d.Agent, Outcome: d.Outcome}
 			if d.Outcome == "" {
 				dr.Outcome = "in flight"
 			}
 			if d.Report != nil {
 				dr.Summary = text.Clip(text.OneLine(firstNonEmpty(d.Report.Failure, d.Report.Summary)), 300)
+				dr.Attempts = d.Report.Attempts
 			}
 			tr.Dispatches = append(tr.Dispatches, dr)
-			if d.Kind == DispatchContext || d.Kind == DispatchEscalate {
-				tr.Retries++
-			}
-			if len(tr.Models) == 0 || tr.Models[len(tr.Models)-1] != d.Model {
-				tr.Models = append(tr.Models, d.Model)
+			if d.Report != nil {
+				tr.Retries += max(0, len(d.Report.Attempts)-1)
+				attempts = append(attempts, d.Report.Attempts...)
 			}
 		}
-		if len(tr.Models) == 1 && tr.Models[0] == "" {
-			tr.Models = nil
-		}
+		tr.Models = models(attempts)
 		for _, rv := range t.Reviews {
 			tr.Reviews = append(tr.Reviews, ReviewResult{N: rv.N, Approved: rv.Approved, Passed: rv.Passed(), Valid: rv.Valid, Head: rv.Head, Summary: rv.Summary, Note: rv.Note, Issues: nonNilIssues(rv.Issues)})
 		}
@@ -187,15 +187,25 @@ func WriteReport(w io.Writer, r Result) {
 		fmt.Fprintf(w, "; fix-review iterations: %d\n", t.FixIterations)
 		fmt.Fprintf(w, "- files changed: %s\n", orDash(strings.Join(t.FilesChanged, ", ")))
 		for _, d := range t.Dispatches {
-			fmt.Fprintf(w, "- dispatch `%s` (%s, %s", d.Ticket, d.Kind, d.Agent)
-			if d.Model != "" {
-				fmt.Fprintf(w, ", model %s", d.Model)
-			}
-			fmt.Fprintf(w, "): %s", d.Outcome)
+			fmt.Fprintf(w, "- dispatch `%s` (%s, %s): %s", d.Ticket, d.Kind, d.Agent, d.Outcome)
 			if d.Summary != "" {
 				fmt.Fprintf(w, " — %s", d.Summary)
 			}
 			fmt.Fprintln(w)
+			for i, a := range d.Attempts {
+				fmt.Fprintf(w, "  - attempt %d", i+1)
+				if a.Model != "" {
+					fmt.Fprintf(w, " on %s", a.Model)
+				}
+				if a.Context {
+					fmt.Fprint(w, " with more context")
+				}
+				fmt.Fprintf(w, ": %s", a.Status)
+				if a.Reason != "" {
+					fmt.Fprintf(w, " — %s", text.Clip(text.OneLine(a.Reason), 200))
+				}
+				fmt.Fprintln(w)
+			}
 		}
 		for _, x := range t.Reviews {
 			fmt.Fprintf(w, "- review %d of %s: %s", x.N, text.ShortSHA(x.Head), reviewMark(x))

@@ -147,19 +147,15 @@ func RenderReviewPrompt(t agent.Task, in ReviewInput) string {
 	return q.b.String()
 }
 
-// ImplementInput is what an implementer dispatch is given.
+// ImplementInput is what an implementer dispatch is given besides its
+// agent.Task (whose Model and Context the status protocol sets).
 type ImplementInput struct {
 	Task     *Task
 	Dispatch Dispatch
-	// Context is the added context of a re-dispatch: the plan's and the
-	// task's context, what the dependencies did, the task's files.
-	PlanContext string
-	Done        []string // "id (commit): summary" of the dependencies
-	FileBodies  []FileBody
-	Workdir     string
+	Workdir  string
 }
 
-// FileBody is a task file's content as a re-dispatch quotes it.
+// FileBody is a task file's content as added context quotes it.
 type FileBody struct {
 	Path    string
 	Content string
@@ -169,10 +165,6 @@ type FileBody struct {
 // dispatchWords says what a dispatch is, for prompts and reports.
 func dispatchWords(k DispatchKind) string {
 	switch k {
-	case DispatchContext:
-		return "a re-dispatch with more context"
-	case DispatchEscalate:
-		return "a re-dispatch with a stronger model"
 	case DispatchFix:
 		return "a fix of the review's issues"
 	case DispatchAgain:
@@ -181,22 +173,23 @@ func dispatchWords(k DispatchKind) string {
 	return "the first dispatch"
 }
 
-// RenderImplementPrompt is an implementer's prompt (AG-T2).
+// RenderImplementPrompt is an implementer's prompt (AG-T2): the task,
+// the review's issues of a fix, and the context added after
+// NEEDS_CONTEXT, quoted as data.
 func RenderImplementPrompt(t agent.Task, in ImplementInput) string {
-	var quoted []string
-	quoted = append(quoted, in.Dispatch.Asked, in.PlanContext, in.Task.Context)
+	quoted := []string{t.Context}
 	for _, i := range in.Dispatch.Issues {
 		quoted = append(quoted, i.Summary, i.File)
-	}
-	for _, f := range in.FileBodies {
-		quoted = append(quoted, f.Path, f.Content)
 	}
 	q := newQuoter(quoted...)
 	d := in.Dispatch
 	q.w("You are the implementer of task %s of a converge plan, in the git repository %s, on its current branch. ", in.Task.ID, in.Workdir)
 	q.w("This is dispatch %d of the task: %s", d.N, dispatchWords(d.Kind))
-	if d.Model != "" {
-		q.w("; model: %s", d.Model)
+	if t.Context != "" {
+		q.w(", again with the context you asked for")
+	}
+	if t.Model != "" {
+		q.w("; model: %s", t.Model)
 	}
 	q.w(".\nDo the task below by editing files; other tasks of the plan are someone else's. ")
 	if len(in.Task.Files) > 0 {
@@ -204,7 +197,7 @@ func RenderImplementPrompt(t agent.Task, in ImplementInput) string {
 	}
 	q.w("Do not push or change branches; converge commits your change if you do not, and a reviewer then checks the diff against the task.\n")
 	q.w("\n## Task %s\n%s\n", in.Task.ID, strings.TrimSpace(in.Task.Prompt))
-	if len(d.Issues) > 0 || d.Asked != "" || in.PlanContext != "" || in.Task.Context != "" || len(in.FileBodies) > 0 || len(in.Done) > 0 {
+	if len(d.Issues) > 0 || t.Context != "" {
 		q.w("\n")
 		q.rules()
 	}
@@ -218,39 +211,51 @@ func RenderImplementPrompt(t agent.Task, in ImplementInput) string {
 			q.data("REVIEW-ISSUE", attrs, is.Summary)
 		}
 	}
-	if d.Asked != "" {
-		q.w("\n## What the previous dispatch said it needs\n")
-		q.data("PREVIOUS-ANSWER", "", d.Asked)
-	}
-	if in.PlanContext != "" || in.Task.Context != "" {
-		q.w("\n## Context from the plan\n")
-		if in.PlanContext != "" {
-			q.data("PLAN-CONTEXT", "", in.PlanContext)
-		}
-		if in.Task.Context != "" {
-			q.data("TASK-CONTEXT", "", in.Task.Context)
-		}
-	}
-	if len(in.Done) > 0 {
-		q.w("\n## Done tasks it depends on\n")
-		for _, s := range in.Done {
-			q.w("- %s\n", s)
-		}
-	}
-	for _, f := range in.FileBodies {
-		if f.Missing {
-			q.w("\n%s does not exist yet.\n", f.Path)
-			continue
-		}
-		q.w("\n## File %s as it is now\n", f.Path)
-		q.data("FILE", fmt.Sprintf(" path=%q", f.Path), f.Content)
+	if t.Context != "" {
+		q.w("\n## More context\n")
+		q.data("MORE-CONTEXT", "", t.Context)
 	}
 	q.w("\n## Time-box\nYou have %s. If you cannot finish, stop, leave the tree consistent, and report status \"partial\" with a concrete next_action and needs_extension_minutes. When you receive SIGTERM, print your status record at once.\n", t.EffectiveBudget().Round(1e9))
 	q.w("\n## Final line: status record\nEnd your output with exactly one line holding a single JSON object and nothing after it:\n")
 	q.w(`{"status": "complete|partial|blocked", "next_action": "<what remains>", "needs_extension_minutes": <0 or minutes>, "summary": "<what you did>", "files_changed": ["<path>", ...], "implementer_status": "DONE|DONE_WITH_CONCERNS|NEEDS_CONTEXT|BLOCKED", "concerns": ["<doubt>", ...], "reason": "<what you need, or why you are blocked>"}`)
-	q.w("\nimplementer_status: DONE when the task is done; DONE_WITH_CONCERNS when it is done but you have doubts (list them in concerns; start a concern with \"critical:\" when the change must not be accepted as it is); ")
+	q.w("\nimplementer_status: DONE when the task is done; DONE_WITH_CONCERNS when it is done but you have doubts (list them in concerns; start a concern with %q when the change must not be accepted as it is); ", agent.CriticalPrefix)
 	q.w("NEEDS_CONTEXT when information is missing (say exactly what in reason); BLOCKED when the task cannot be done (say why in reason). Output without a valid final record counts as blocked.\n")
 	return q.b.String()
+}
+
+// moreContext is the context a dispatch adds after NEEDS_CONTEXT
+// (AG-T2): what the agent said it needs, the plan's and the task's
+// context, what the tasks it depends on did, and its files as they are.
+func moreContext(st State, task *Task, asked string, files []FileBody) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("You said you need: %s\n", text.OneLine(asked))
+	if c := strings.TrimSpace(st.Config.Plan.Context); c != "" {
+		w("\nThe plan's context:\n%s\n", c)
+	}
+	if c := strings.TrimSpace(task.Context); c != "" {
+		w("\nThe task's context:\n%s\n", c)
+	}
+	for _, dep := range task.DependsOn {
+		for _, ts := range st.Tasks {
+			if ts.ID != dep {
+				continue
+			}
+			w("\nTask %s, which this one depends on, is %s at commit %s", dep, ts.Status, text.ShortSHA(ts.Head))
+			if c := ts.current(); c != nil && c.Report != nil && c.Report.Summary != "" {
+				w(": %s", text.Clip(text.OneLine(c.Report.Summary), 300))
+			}
+			w("\n")
+		}
+	}
+	for _, f := range files {
+		if f.Missing {
+			w("\n%s does not exist yet.\n", f.Path)
+			continue
+		}
+		w("\nFile %s as it is now:\n%s\n", f.Path, f.Content)
+	}
+	return b.String()
 }
 
 func lastLine(s string) string {

@@ -64,16 +64,15 @@ const (
 // ended reports whether a task will not run again.
 func (p Phase) ended() bool { return p == PhaseDone || p == PhaseBlocked || p == PhaseSkipped }
 
-// DispatchKind says why an implementer was dispatched.
+// DispatchKind says why an implementer was dispatched. A dispatch runs
+// the status protocol whole (agent.Runner.Dispatch): its re-dispatches
+// with more context and with stronger models (AG-T2, AG-E1) are its
+// attempts.
 type DispatchKind string
 
 const (
 	// DispatchFirst is the task's first dispatch.
 	DispatchFirst DispatchKind = "first"
-	// DispatchContext re-dispatches once with more context (AG-T2).
-	DispatchContext DispatchKind = "context"
-	// DispatchEscalate re-dispatches with the ladder's next model (AG-E1).
-	DispatchEscalate DispatchKind = "escalate"
 	// DispatchFix sends a review's issues back to the implementer.
 	DispatchFix DispatchKind = "fix"
 	// DispatchAgain hands out again a dispatch whose converge died while
@@ -93,24 +92,32 @@ type Issue struct {
 // critical ones do, minor ones are recorded.
 func (i Issue) Blocking() bool { return i.Severity != "minor" }
 
+// Attempt is one run of a dispatch on one model (AG-T2, AG-E1).
+type Attempt struct {
+	Model string `json:"model,omitempty"`
+	// Context: it carried the context added after NEEDS_CONTEXT.
+	Context    bool   `json:"context,omitempty"`
+	Status     string `json:"status"`
+	Reason     string `json:"reason,omitempty"`
+	Extensions int    `json:"extensions,omitempty"`
+}
+
 // Report is what one implementer dispatch reported and did; it is stored
 // in the dispatch's ticket.
 type Report struct {
 	Agent string `json:"agent"`
-	Model string `json:"model,omitempty"`
-	// Status is the IF-5 status, Implementer the implementer status
-	// (AG-T2) it stands for.
-	Status      string   `json:"status"`
-	Implementer string   `json:"implementer"`
-	Summary     string   `json:"summary,omitempty"`
-	NextAction  string   `json:"next_action,omitempty"`
-	Reason      string   `json:"reason,omitempty"`
-	Concerns    []string `json:"concerns,omitempty"`
-	Claimed     []string `json:"files_claimed,omitempty"`
+	// Status is the last attempt's IF-5 status; Implementer the status
+	// the dispatch ended with: DONE, DONE_WITH_CONCERNS or BLOCKED.
+	Status      string    `json:"status"`
+	Implementer string    `json:"implementer"`
+	Attempts    []Attempt `json:"attempts,omitempty"`
+	Summary     string    `json:"summary,omitempty"`
+	NextAction  string    `json:"next_action,omitempty"`
+	Reason      string    `json:"reason,omitempty"`
+	Concerns    []string  `json:"concerns,omitempty"`
+	Claimed     []string  `json:"files_claimed,omitempty"`
 	// Failure: the agent could not run (AG-T4), after its retry.
-	Failure    string `json:"failure,omitempty"`
-	Attempts   int    `json:"attempts,omitempty"`
-	Extensions int    `json:"extensions,omitempty"`
+	Failure string `json:"failure,omitempty"`
 	// From is the commit the dispatch started from, Head the commit after
 	// it: a new commit for a DONE task (converge commits it if the agent
 	// did not), From otherwise (the change is undone).
@@ -130,15 +137,11 @@ type Dispatch struct {
 	Ticket string       `json:"ticket"`
 	Kind   DispatchKind `json:"kind"`
 	Agent  string       `json:"agent"`
-	Model  string       `json:"model,omitempty"`
 	// From is the commit it starts from: the task's base, or its commit
 	// for a fix.
 	From string `json:"from"`
 	// Issues are the review's open issues a fix is asked to address.
 	Issues []Issue `json:"issues,omitempty"`
-	// Asked is what an earlier dispatch said it needs (NEEDS_CONTEXT,
-	// BLOCKED), quoted to a re-dispatch.
-	Asked string `json:"asked,omitempty"`
 	// Outcome is "" while in flight, then the implementer status, or
 	// "interrupted".
 	Outcome string  `json:"outcome,omitempty"`
@@ -185,14 +188,10 @@ type TaskState struct {
 	// DONE_WITH_CONCERNS, BLOCKED or SKIPPED.
 	Status string `json:"status,omitempty"`
 	// Base is HEAD when the task started; Head its commit.
-	Base string `json:"base,omitempty"`
-	Head string `json:"head,omitempty"`
-	// Rung is the model ladder's rung the task is on (AG-E1).
-	Rung int `json:"rung"`
-	// ContextGiven: it was re-dispatched with more context once.
-	ContextGiven bool       `json:"context_given,omitempty"`
-	Dispatches   []Dispatch `json:"dispatches"`
-	Reviews      []Review   `json:"reviews"`
+	Base       string     `json:"base,omitempty"`
+	Head       string     `json:"head,omitempty"`
+	Dispatches []Dispatch `json:"dispatches"`
+	Reviews    []Review   `json:"reviews"`
 	// Fixes counts the fix-review iterations (at most MaxFixIterations).
 	Fixes       int      `json:"fixes"`
 	Concerns    []string `json:"concerns,omitempty"`
