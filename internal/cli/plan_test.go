@@ -29,3 +29,9 @@ func planScript(t *testing.T, name string) {
 // with more context, then escalated; the reviewer sees the diff, not the
 // report; the tracking report's per-task fields.
 func TestPLAN_1_GroupsBarrierBlockedAndReport(t *testing.T) { planScript(t, "plan_1_groups") }
+
+// TestPLAN_1_ReviewLoop: an important issue goes back to the implementer
+// and is fixed on the second iteration; a reviewer that never approves
+// blocks the task after 2 fix-review iterations, its commits taken off the
+// branch; a critical concern blocks before review; a minor issue does not.
+func TestPLAN_1_ReviewLoop(t *testing.T) { planScript(t, "plan_1_review_loop") }
