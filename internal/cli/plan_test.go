@@ -35,3 +35,8 @@ func TestPLAN_1_GroupsBarrierBlockedAndReport(t *testing.T) { planScript(t, "pla
 // blocks the task after 2 fix-review iterations, its commits taken off the
 // branch; a critical concern blocks before review; a minor issue does not.
 func TestPLAN_1_ReviewLoop(t *testing.T) { planScript(t, "plan_1_review_loop") }
+
+// TestPLAN_1_ResumeAfterKill: converge killed (SIGKILL) mid-task resumes
+// from its stored state without repeating the finished task or the
+// interrupted ticket.
+func TestPLAN_1_ResumeAfterKill(t *testing.T) { planScript(t, "plan_1_resume_after_kill") }
