@@ -40,3 +40,7 @@ func TestPLAN_1_ReviewLoop(t *testing.T) { planScript(t, "plan_1_review_loop") }
 // from its stored state without repeating the finished task or the
 // interrupted ticket.
 func TestPLAN_1_ResumeAfterKill(t *testing.T) { planScript(t, "plan_1_resume_after_kill") }
+
+// TestPLAN_1_BadInput: a bad plan file or flag is exit 2 with one line
+// naming the file and line, before any run is recorded.
+func TestPLAN_1_BadInput(t *testing.T) { planScript(t, "plan_1_bad_input") }
