@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -268,14 +269,22 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		MaxFixers:  p.MaxFixers,
 		Models:     p.AgentModels,
 	}
+	var classifier *classify.Judge
+	if p.Judge != nil && p.Judge.Agent != nil {
+		// The judge agent also decides the comments the classifier's
+		// heuristic leaves borderline (PR-S5); without one they are
+		// structural.
+		classifier = &classify.Judge{Agent: p.Judge.Agent}
+	}
 	loop := prloop.NewLoop(p.Ref, prloop.Deps{
-		Forge:       p.Forge,
-		Workspace:   ws,
-		Journal:     prloop.StoreJournal(db, runID),
-		Reporter:    out,
-		Config:      p.Config,
-		DryRun:      p.DryRun,
-		DisposeOnly: p.DisposeOnly,
+		Forge:         p.Forge,
+		Workspace:     ws,
+		Journal:       prloop.StoreJournal(db, runID),
+		Reporter:      out,
+		Config:        p.Config,
+		DryRun:        p.DryRun,
+		DisposeOnly:   p.DisposeOnly,
+		ClassifyJudge: classifier,
 	})
 	term, runErr := loop.Run(ctx, initial, engine.Options{
 		PollMin:       p.PollMin,

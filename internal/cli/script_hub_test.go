@@ -31,6 +31,7 @@ import (
 //	hub threads open|outdated-open|resolved N   the forge shows exactly N such threads
 //	hub thread-answered SUBSTR WORD    the thread whose first comment holds SUBSTR is
 //	                              resolved, and converge's last reply in it holds WORD
+//	hub thread-replied SUBSTR WORD     converge's last reply in that thread holds WORD, resolved or not
 //	hub merge-state STATE         the forge shows the PR's merge state as STATE (BEHIND, CLEAN, DIRTY, …)
 //	hub head-merges-base          the head is converge's merge of the base: two parents, the base's
 //	                              tip second, the round trailer, and no rewrite of the branch
@@ -159,7 +160,12 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub thread-answered SUBSTR WORD")
 		}
-		h.threadAnswered(ts, args[1], args[2])
+		h.threadAnswered(ts, args[1], args[2], true)
+	case "thread-replied":
+		if len(args) != 3 {
+			ts.Fatalf("usage: hub thread-replied SUBSTR WORD")
+		}
+		h.threadAnswered(ts, args[1], args[2], false)
 	case "merge-state":
 		if len(args) != 2 {
 			ts.Fatalf("usage: hub merge-state STATE")
@@ -357,15 +363,15 @@ func (h *scriptHub) token(actor string) string {
 	return map[string]string{"author": t.Author, "reviewer": t.Reviewer, "outsider": t.Outsider}[actor]
 }
 
-// threadAnswered checks at the forge that the thread whose first comment
-// holds substr is resolved, and that converge (the author's token) replied
-// in it with word before the resolve was logged.
-func (h *scriptHub) threadAnswered(ts *testscript.TestScript, substr, word string) {
+// threadAnswered checks at the forge that converge (the author's token)
+// replied with word in the thread whose first comment holds substr and,
+// when resolved is set, that the thread is resolved, after a reply.
+func (h *scriptHub) threadAnswered(ts *testscript.TestScript, substr, word string, resolved bool) {
 	for _, th := range h.observe(ts).Threads {
 		if len(th.Comments) == 0 || !strings.Contains(th.Comments[0].Body, substr) {
 			continue
 		}
-		if !th.IsResolved {
+		if resolved && !th.IsResolved {
 			ts.Fatalf("thread %s (%q) is not resolved", th.ID, substr)
 		}
 		for i := len(th.Comments) - 1; i > 0; i-- {

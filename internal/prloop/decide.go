@@ -139,6 +139,9 @@ func (d *step) bookkeep() {
 		if f := r.Fix; f != nil && f.BaselineRed {
 			s.BaselineRed, s.BaselineTail = true, f.BaselineTail
 		}
+		if cr := r.Classify; cr != nil {
+			d.recordClassified(*cr)
+		}
 	}
 	if s.NoSignalHead != d.head {
 		s.NoSignalHead, s.NoSignalTries = d.head, 0
@@ -544,6 +547,7 @@ func (d *step) accept(r *forge.Review) {
 // oscillating (PR-S8) ones are handed to a human instead of fixed.
 func (d *step) triage() bool {
 	s := &d.s
+	acted := len(d.acts)
 	var findings []Finding
 	var recorded []ThreadRecord
 	inGit := addressedInGit(d.pr)
@@ -573,6 +577,14 @@ func (d *step) triage() bool {
 			// reply that is already there (REL-2).
 			recorded = append(recorded, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: v.Marker.Disposition, HeadSHA: v.Marker.Head})
 		}
+	}
+	if pending := d.judgeBorderline(findings); len(pending) > 0 {
+		// The judge decides the borderline comments first (PR-S5); the
+		// round triages again with its verdicts, so nothing this triage
+		// decided is acted on yet.
+		d.acts = append(d.acts[:acted], d.classifyAction(pending))
+		d.wait(fmt.Sprintf("awaiting the judge on %d borderline comment(s)", len(pending)))
+		return false
 	}
 	findings = append(findings, commentFindings(d.pr, d.o, d.c)...)
 	if lr := s.localReview(d.head); lr != nil {
@@ -609,7 +621,10 @@ func (d *step) triage() bool {
 	rr := d.round()
 	rr.Findings = slices.Clone(findings)
 	s.Kept = slices.Clone(findings)
-	structural := d.roundStructural()
+	// A round with an unclear classification counts as a structural
+	// round for PR-T6, whatever becomes of its findings (PR-G4).
+	rr.Unclear = slices.ContainsFunc(findings, func(f Finding) bool { return f.Unclear })
+	structural := d.roundStructural() || rr.Unclear
 	again := rr.Structural // a round triaged again after a restart counts once
 	rr.Structural = structural
 	s.ReplyPasses = 0
@@ -725,9 +740,10 @@ func (d *step) fix() bool {
 			s.Threads = append(s.Threads, ThreadRecord{ThreadID: id, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
 		}
 	}
-	if !d.roundStructural() {
+	if !d.roundStructural() && !d.round().Unclear {
 		// Everything structural this round went to a human: a round of
-		// hand-offs is not a structural round (PR-T6, PR-T11).
+		// hand-offs is not a structural round (PR-T6, PR-T11), unless its
+		// classification was unclear (PR-G4).
 		s.ConsecutiveStructural = 0
 		d.round().Structural = false
 	}
@@ -914,7 +930,11 @@ func (d *step) convergenceFailure() string {
 		return fmt.Sprintf("the loop changed %d lines, more than %g× the PR's %d lines at start", s.LoopDiffLines, c.DiffMultiplier, s.InitialDiffLines)
 	}
 	if c.MaxStructuralRounds > 0 && s.ConsecutiveStructural >= c.MaxStructuralRounds {
-		return fmt.Sprintf("%d consecutive rounds had structural findings", s.ConsecutiveStructural)
+		msg := fmt.Sprintf("%d consecutive rounds had structural findings", s.ConsecutiveStructural)
+		if n := d.unclearRounds(s.ConsecutiveStructural); n > 0 {
+			msg += fmt.Sprintf(" (%d of them with unclear classification, counted as structural: PR-G4)", n)
+		}
+		return msg
 	}
 	return ""
 }
@@ -983,6 +1003,7 @@ func (s State) clone() State {
 	s.Rounds = slices.Clone(s.Rounds)
 	s.LocalReviews = slices.Clone(s.LocalReviews)
 	s.PriorResolved = slices.Clone(s.PriorResolved)
+	s.Classified = slices.Clone(s.Classified)
 	for i := range s.Rounds {
 		s.Rounds[i].Findings = slices.Clone(s.Rounds[i].Findings)
 		s.Rounds[i].Hunks = slices.Clone(s.Rounds[i].Hunks)

@@ -245,7 +245,8 @@ func humanSpokeAfter(t forge.Thread, idx int, c Config) bool {
 
 // finding normalises a trusted thread. Its verdict is the classifier's
 // heuristic (PR-S5): minor only when the heuristic decides minor; a
-// borderline comment is structural, fail-closed, as no judge answered.
+// borderline comment is structural, fail-closed, until a judge answers
+// (judgeBorderline).
 func finding(v threadView, c Config) Finding {
 	t := v.T
 	first := t.Comments[0]
@@ -269,17 +270,18 @@ func finding(v threadView, c Config) Finding {
 		verdict = VerdictMinor
 	}
 	return Finding{
-		ID:        t.ID,
-		ThreadID:  t.ID,
-		Path:      path,
-		StartLine: start,
-		EndLine:   end,
-		Summary:   first.Body,
-		Verdict:   verdict,
-		Class:     class.String(),
-		Source:    src,
-		Author:    first.Author,
-		Reopened:  v.Reopened,
+		ID:         t.ID,
+		ThreadID:   t.ID,
+		Path:       path,
+		StartLine:  start,
+		EndLine:    end,
+		Summary:    first.Body,
+		Verdict:    verdict,
+		Class:      class.String(),
+		Borderline: class.Verdict == classify.Borderline,
+		Source:     src,
+		Author:     first.Author,
+		Reopened:   v.Reopened,
 		// An outdated thread keeps its current position (0 when it no
 		// longer maps to a line) apart from what the reviewer saw, so a
 		// suggestion is never applied at stale line numbers (case 8).

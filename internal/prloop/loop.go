@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/recap"
@@ -67,6 +68,9 @@ type Deps struct {
 	// DisposeOnly replies to and resolves the open threads once, fixing
 	// nothing, and ends (PR-M2).
 	DisposeOnly bool
+	// ClassifyJudge decides the comments the classifier's heuristic leaves
+	// borderline (PR-S5); nil: they are structural.
+	ClassifyJudge *classify.Judge
 }
 
 // Loop is the PR review loop as the engine runs it: the pure Decide and
@@ -90,6 +94,9 @@ var (
 
 // NewLoop binds the PR loop to one pull request.
 func NewLoop(ref forge.PRRef, d Deps) *Loop {
+	if d.ClassifyJudge != nil && d.ClassifyJudge.Agent != nil {
+		d.Config.ClassifyJudge = true
+	}
 	return &Loop{Deps: d, Ref: ref, perms: map[string]forge.Permission{}}
 }
 
@@ -349,6 +356,9 @@ func mergeResult(into, r *ActResult) *ActResult {
 	if r.Revert != nil {
 		into.Revert = r.Revert
 	}
+	if r.Classify != nil {
+		into.Classify = r.Classify
+	}
 	return into
 }
 
@@ -487,7 +497,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 	if pr == nil {
 		return nil, fmt.Errorf("%s: no pull request observed", a.Kind)
 	}
-	if l.DryRun && a.Kind != ActLocalReview {
+	if l.DryRun && a.Kind != ActLocalReview && a.Kind != ActClassify {
 		// Nothing is written, nor journalled as done.
 		l.dryAct(round, a)
 		return nil, nil
@@ -499,7 +509,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 	// A fix is asked for again only when Decide saw neither its result
 	// nor its pushed commit, so it did not land: run it. Every other
 	// finished action is not repeated.
-	if done && a.Kind != ActFix && a.Kind != ActLocalReview {
+	if done && a.Kind != ActFix && a.Kind != ActLocalReview && a.Kind != ActClassify {
 		return nil, nil
 	}
 	var (
@@ -599,6 +609,10 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		}
 	case ActCleanup:
 		outcome, detail = l.cleanup(ctx, pr, round, a)
+	case ActClassify:
+		if res, err = l.classify(ctx, round, a); err == nil {
+			detail = res.Classify.Answer
+		}
 	case ActSyncBase:
 		var fr FixResult
 		if fr, err = l.syncBase(ctx, pr, round); err == nil {

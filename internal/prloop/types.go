@@ -148,6 +148,9 @@ type Config struct {
 	// they are addressed and replied to like the rest; off, they are
 	// deferred to a human.
 	FixMinor bool
+	// ClassifyJudge: a judge agent classifies the comments the heuristic
+	// leaves borderline (PR-S5); without one they are structural.
+	ClassifyJudge bool
 	// SyncBase brings a branch that is BEHIND its base up to date with a
 	// merge commit, in a round that has nothing else to commit (PR-S14).
 	// A DIRTY branch ends base-moved whatever this says.
@@ -194,10 +197,16 @@ type Finding struct {
 	EndLine   int     `json:"end_line"`
 	Summary   string  `json:"summary"` // first comment's body
 	Verdict   Verdict `json:"verdict"`
-	// Class says why the verdict: the classifier's rules that fired (PR-S5).
-	Class  string `json:"class,omitempty"`
-	Source string `json:"source"` // copilot | human | bot | local
-	Author string `json:"author"`
+	// Class says why the verdict: the classifier's rules that fired, or
+	// the judge's verdict and reason (PR-S5).
+	Class string `json:"class,omitempty"`
+	// Borderline: the heuristic could not decide; a judge does, when one
+	// is configured. Unclear: the judge gave no valid verdict this round,
+	// so the finding is structural and the round counts toward PR-G4.
+	Borderline bool   `json:"borderline,omitempty"`
+	Unclear    bool   `json:"unclear,omitempty"`
+	Source     string `json:"source"` // copilot | human | bot | local
+	Author     string `json:"author"`
 	// Reopened: converge resolved this thread earlier and a human reopened
 	// it; the thread's earlier replies are input to the fix (PR-S12).
 	Reopened bool `json:"reopened,omitempty"`
@@ -248,6 +257,9 @@ type RoundRecord struct {
 	// Notes record the round's decisions beyond its findings (PR-S7,
 	// PR-S8).
 	Notes []string `json:"notes,omitempty"`
+	// Unclear: some finding's classification was unclear this round; the
+	// round counts as structural for PR-T6 (PR-G4).
+	Unclear bool `json:"unclear,omitempty"`
 }
 
 // State is the loop's persisted state. It is plain data (JSON) so it can be
@@ -309,6 +321,9 @@ type State struct {
 	// (AG-T5); BaselineTail holds their first failing lines.
 	BaselineRed  bool   `json:"baseline_red,omitempty"`
 	BaselineTail string `json:"baseline_tail,omitempty"`
+	// Classified are the judge's verdicts on borderline comments (PR-S5),
+	// by comment and text; an unclear one holds for its round only.
+	Classified []ClassRecord `json:"classified,omitempty"`
 	// BaseSyncSkip names the (head, base) pair whose base sync made no
 	// commit (a conflict, red tests), so it is not tried again on the
 	// same pair; BaseSyncWhy says why (PR-S14).
@@ -406,6 +421,7 @@ const (
 	ActRevert        ActionKind = "revert"       // PR-G2: one revert commit of the drifted rounds
 	ActCleanup       ActionKind = "cleanup"      // PR-S13: reply to and resolve one outdated thread after success
 	ActSyncBase      ActionKind = "sync-base"    // PR-S14: merge the base into a BEHIND branch, test, push
+	ActClassify      ActionKind = "classify"     // PR-S5: the judge's verdict on the round's borderline comments
 )
 
 // Action is one step for the engine. Key is deterministic (run-independent
@@ -446,6 +462,8 @@ type ActResult struct {
 	// commit a REVERT-AND-SHIP verdict made.
 	Recap  *RecapResult `json:"recap,omitempty"`
 	Revert *FixResult   `json:"revert,omitempty"`
+	// Classify is the judge's answer on borderline comments (PR-S5).
+	Classify *ClassifyResult `json:"classify,omitempty"`
 }
 
 // LocalReviewResult is one multi-angle local review of a head (PR-S4).

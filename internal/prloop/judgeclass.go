@@ -1,0 +1,172 @@
+package prloop
+
+import (
+	"context"
+	"fmt"
+	"hash/fnv"
+	"slices"
+
+	"github.com/convergeloop/converge/internal/classify"
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/text"
+)
+
+// ClassRecord is the judge's verdict on one borderline comment (PR-S5),
+// as the state keeps it: structural, minor or unclear, with the reason.
+type ClassRecord struct {
+	Key     string `json:"key"` // classKey: the finding and the text judged
+	Round   int    `json:"round"`
+	Verdict string `json:"verdict"`
+	Reason  string `json:"reason,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+}
+
+// ClassifyResult is what an ActClassify brings back: the judge's answer
+// about the comments named by Keys, in the same order.
+type ClassifyResult struct {
+	Keys   []string        `json:"keys"`
+	Answer classify.Answer `json:"answer"`
+}
+
+// Classifier is a workspace that runs the classifier's judge where its
+// agents run (PR-S5): in its worktree, with their scrubbed environment
+// and budget.
+type Classifier interface {
+	ClassifyBorderline(ctx context.Context, j *classify.Judge, req classify.Request) (classify.Answer, error)
+}
+
+// classKey names a comment the judge classified: the finding and the text
+// it judged, so an edited comment is judged again.
+func classKey(f Finding) string {
+	h := fnv.New64a()
+	h.Write([]byte(f.Summary))
+	return fmt.Sprintf("%s|%x", f.ID, h.Sum64())
+}
+
+// classRecord is the judge's verdict on f that still holds in round: a
+// structural or minor verdict holds for good; an unclear one only for the
+// round it was given in, so the next round asks again.
+func (s State) classRecord(f Finding, round int) *ClassRecord {
+	k := classKey(f)
+	for i := len(s.Classified) - 1; i >= 0; i-- {
+		r := &s.Classified[i]
+		if r.Key != k {
+			continue
+		}
+		if r.Verdict == string(classify.Unclear) && r.Round != round {
+			return nil
+		}
+		return r
+	}
+	return nil
+}
+
+// judgeBorderline applies the judge's verdicts to the borderline
+// findings (PR-S5) and returns the borderline ones it has no verdict on
+// yet. With no judge configured nothing is pending: a borderline finding
+// stays structural, fail-closed. An unclear verdict is structural too,
+// and marks the finding Unclear (PR-G4).
+func (d *step) judgeBorderline(fs []Finding) (pending []Finding) {
+	for i := range fs {
+		f := &fs[i]
+		if !f.Borderline {
+			continue
+		}
+		rec := d.s.classRecord(*f, d.s.Round)
+		if rec == nil {
+			if d.c.ClassifyJudge {
+				pending = append(pending, *f)
+			}
+			continue
+		}
+		f.Verdict, f.Unclear = VerdictStructural, false
+		switch rec.Verdict {
+		case string(classify.Minor):
+			f.Verdict = VerdictMinor
+		case string(classify.Structural):
+		default:
+			f.Unclear = true
+		}
+		f.Class = fmt.Sprintf("judge: %s (%s)", rec.Verdict, text.Clip(rec.Reason, 200))
+	}
+	return pending
+}
+
+func (d *step) classifyAction(fs []Finding) Action {
+	return Action{Kind: ActClassify, Key: roundKey(d.s.Round, "classify"), Round: d.s.Round, SHA: d.head, Findings: fs,
+		Reason: fmt.Sprintf("%d borderline comment(s)", len(fs))}
+}
+
+// recordClassified keeps the judge's answer: a verdict per comment, every
+// one unclear when the answer was not valid (PR-S5).
+func (d *step) recordClassified(cr ClassifyResult) {
+	s := &d.s
+	for i, k := range cr.Keys {
+		rec := ClassRecord{Key: k, Round: s.Round, Verdict: string(classify.Unclear), Reason: cr.Answer.Why, Agent: cr.Answer.Agent}
+		if cr.Answer.Valid && i < len(cr.Answer.Verdicts) {
+			v := cr.Answer.Verdicts[i]
+			rec.Reason = v.Reason
+			switch v.Verdict {
+			case classify.Structural, classify.Minor:
+				rec.Verdict = string(v.Verdict)
+			}
+		}
+		if rec.Reason == "" {
+			rec.Reason = "no reason given"
+		}
+		s.Classified = slices.DeleteFunc(s.Classified, func(r ClassRecord) bool { return r.Key == k })
+		s.Classified = append(s.Classified, rec)
+	}
+}
+
+// classify performs ActClassify: the judge's run on the borderline
+// comments. It writes nothing, so a dry run runs it too (PR-M1). The
+// error is non-nil only when the run is stopping; a judge that cannot
+// answer makes every comment unclear.
+func (l *Loop) classify(ctx context.Context, round int, a Action) (*ActResult, error) {
+	req := classify.Request{RunID: l.Ref.String(), Round: round}
+	keys := make([]string, 0, len(a.Findings))
+	for _, f := range a.Findings {
+		src := classify.SourceHuman
+		if f.Source == "bot" || (l.Config.Bot != nil && f.Source == l.Config.Bot.Name()) {
+			src = classify.SourceCopilot
+		}
+		req.Comments = append(req.Comments, classify.Comment{ID: f.ID, Source: src, Author: f.Author, Path: f.Path,
+			StartLine: f.StartLine, Line: f.EndLine, Body: f.Summary})
+		keys = append(keys, classKey(f))
+	}
+	var (
+		ans classify.Answer
+		err error
+	)
+	if cw, ok := l.Workspace.(Classifier); ok {
+		ans, err = cw.ClassifyBorderline(ctx, l.ClassifyJudge, req)
+	} else {
+		ans, err = l.ClassifyJudge.Run(ctx, req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("judge classified %d borderline comment(s)", len(keys))
+	if !ans.Valid {
+		msg = fmt.Sprintf("judge gave no valid answer on %d borderline comment(s): unclear, treated as structural: %s", len(keys), ans.Why)
+	} else {
+		for _, v := range ans.Verdicts {
+			msg += fmt.Sprintf("; %s %s", v.ID, v.Verdict)
+		}
+	}
+	l.report(engine.Event{Kind: "classify", Round: round, Message: msg, Data: ans})
+	return &ActResult{Classify: &ClassifyResult{Keys: keys, Answer: ans}}, nil
+}
+
+// unclearRounds counts the rounds with an unclear classification among
+// the last n.
+func (d *step) unclearRounds(n int) int {
+	c := 0
+	for i := len(d.s.Rounds) - 1; i >= 0 && i >= len(d.s.Rounds)-n; i-- {
+		if d.s.Rounds[i].Unclear {
+			c++
+		}
+	}
+	return c
+}
