@@ -97,12 +97,14 @@ type overlap struct {
 	mu      sync.Mutex
 	cond    *sync.Cond
 	running map[string]Task
+	joins   int // tasks entered so far
+	total   int // tasks that will enter
 	peak    int
 	expired bool
 }
 
-func newOverlap(t *testing.T, wait time.Duration) *overlap {
-	o := &overlap{running: map[string]Task{}}
+func newOverlap(t *testing.T, wait time.Duration, total int) *overlap {
+	o := &overlap{running: map[string]Task{}, total: total}
 	o.cond = sync.NewCond(&o.mu)
 	timer := time.AfterFunc(wait, func() {
 		o.mu.Lock()
@@ -114,8 +116,9 @@ func newOverlap(t *testing.T, wait time.Duration) *overlap {
 	return o
 }
 
-// enter records task as running, with whoever else runs, and waits until
-// want tasks run or the time is up.
+// enter records task as running, with whoever else runs, and, when fewer
+// than want run, waits until enough others have joined it (or no more
+// tasks will come, or the time is up).
 func (o *overlap) enter(task Task, want int) (others []Task) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -123,9 +126,11 @@ func (o *overlap) enter(task Task, want int) (others []Task) {
 		others = append(others, r)
 	}
 	o.running[task.ID] = task
+	o.joins++
 	o.peak = max(o.peak, len(o.running))
 	o.cond.Broadcast()
-	for len(o.running) < want && !o.expired {
+	target := min(o.total, o.joins+want-len(o.running))
+	for o.joins < target && !o.expired {
 		o.cond.Wait()
 	}
 	return others
@@ -156,7 +161,7 @@ func TestAG_P1_AtMostMaxAtOnceAndPatchesCombined(t *testing.T) {
 	tasks[3].Files = append(tasks[3].Files, "bin/blob.dat")
 	tasks[4].Files = append(tasks[4].Files, "gone.txt")
 	target, base := newRepo(t, files)
-	o := newOverlap(t, 3*time.Second)
+	o := newOverlap(t, 5*time.Second, len(tasks))
 	dir := t.TempDir()
 	var mu sync.Mutex
 	dirs := map[string]bool{}
@@ -247,11 +252,16 @@ func TestAG_P1_IntersectingTasksNeverRunAtOnce(t *testing.T) {
 		}
 		return a.ID == "E" || b.ID == "E"
 	}
-	o := newOverlap(t, 300*time.Millisecond)
+	// Each wave but E's has two tasks that meet; E runs alone.
+	o := newOverlap(t, 5*time.Second, len(tasks))
 	var mu sync.Mutex
 	var bad []string
 	results, err := Run(context.Background(), target, tasks, func(ctx context.Context, task Task, tree *Tree) (int, error) {
-		for _, other := range o.enter(task, 2) {
+		want := 2
+		if task.ID == "E" {
+			want = 1
+		}
+		for _, other := range o.enter(task, want) {
 			if shares(task, other) {
 				mu.Lock()
 				bad = append(bad, task.ID+" with "+other.ID)
@@ -268,8 +278,8 @@ func TestAG_P1_IntersectingTasksNeverRunAtOnce(t *testing.T) {
 	if len(bad) > 0 {
 		t.Errorf("intersecting tasks ran at once: %q", bad)
 	}
-	if o.peak < 2 {
-		t.Errorf("peak %d: tasks that do not intersect should have run together", o.peak)
+	if o.peak != 2 {
+		t.Errorf("peak %d: the tasks of a wave, which do not intersect, should have run together", o.peak)
 	}
 	for _, r := range results {
 		if r.Err != nil || !r.Applied || r.Retried {
