@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,6 +36,11 @@ import (
 //	hub merge-state STATE         the forge shows the PR's merge state as STATE (BEHIND, CLEAN, DIRTY, …)
 //	hub head-merges-base          the head is converge's merge of the base: two parents, the base's
 //	                              tip second, the round trailer, and no rewrite of the branch
+//	hub copilot-round N OPT…      Copilot's Nth review from now on (1-based; past the demo's three,
+//	                              a clean one): none (no findings), error (its "encountered an
+//	                              error" body), delay=D
+//	hub verdict LABEL STATE       the PR carries LABEL and converge's verdict on the head is STATE
+//	                              (success, failure, error)
 //	hub mark-writes               remember how many writes the emulator logged so far
 //	hub writes-since-mark ACTOR N exactly N writes by ACTOR since hub mark-writes
 //	hub push base|head PATH FILE  the author pushes FILE (from the script) as PATH
@@ -60,6 +66,9 @@ type scriptHub struct {
 	head string // the PR's head when the hub started
 
 	mark int // the write log's length at hub mark-writes
+	// script is Copilot's script on the demo PR as hub copilot-round
+	// changes it (nil: the demo's).
+	script *fakehub.CopilotScript
 
 	mu   sync.Mutex
 	seen map[string]int // event kinds seen since start
@@ -182,6 +191,51 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("the head is not converge's merge of the base: %s", why)
 		}
 		return
+	case "copilot-round":
+		if len(args) < 3 {
+			ts.Fatalf("usage: hub copilot-round N error|delay=D …")
+		}
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		if h.script == nil {
+			sc := fakehub.DemoScript()
+			h.script = &sc
+		}
+		for len(h.script.Rounds) < n {
+			h.script.Rounds = append(h.script.Rounds, fakehub.CopilotRound{})
+		}
+		r := &h.script.Rounds[n-1]
+		for _, o := range args[2:] {
+			switch k, v, _ := strings.Cut(o, "="); k {
+			case "error":
+				r.Error = true
+			case "none":
+				r.Findings = nil
+			case "delay":
+				r.Delay, err = time.ParseDuration(v)
+				ts.Check(err)
+			default:
+				ts.Fatalf("hub copilot-round: unknown option %q", o)
+			}
+		}
+		ts.Check(h.hub.SetCopilotScript(h.demo.Owner, h.demo.Repo, h.demo.Number, *h.script))
+	case "verdict":
+		if len(args) != 3 {
+			ts.Fatalf("usage: hub verdict LABEL STATE")
+		}
+		pr := h.observe(ts)
+		if !slices.Contains(pr.Labels, args[1]) {
+			ts.Fatalf("the PR lacks label %s: %v", args[1], pr.Labels)
+		}
+		got := ""
+		for _, cx := range pr.Checks.Contexts {
+			if cx.Name == "converge" {
+				got = strings.ToLower(string(cx.Conclusion))
+			}
+		}
+		if got != args[2] {
+			ts.Fatalf("converge's verdict on the head is %q, want %q", got, args[2])
+		}
 	case "mark-writes":
 		h.mark = len(h.hub.Writes())
 	case "writes-since-mark":
