@@ -22,6 +22,9 @@ import (
 	"github.com/convergeloop/converge/internal/store"
 )
 
+// defaultPlanParallel is how many tasks of a parallel group run at once.
+const defaultPlanParallel = 4
+
 type planOptions struct {
 	Agent          string
 	AgentCmd       string
@@ -33,6 +36,7 @@ type planOptions struct {
 	Workdir        string
 	Fresh          bool
 	AgentTimeout   time.Duration
+	Parallel       int
 }
 
 func newPlanCmd(ios *IOStreams) *cobra.Command {
@@ -87,6 +91,7 @@ its stored state with the same converge plan run here; --fresh starts over.`,
 	f.StringVar(&opts.Workdir, "workdir", ".", "the repository to work in")
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run of the same plan can resume")
 	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each implementer and reviewer run")
+	f.IntVar(&opts.Parallel, "parallel", defaultPlanParallel, "at most this many tasks of a parallel group at once, each in a git worktree of its own (1: one at a time, in this work tree)")
 	return cmd
 }
 
@@ -149,7 +154,11 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		}
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s resumed with %d of %d task(s) ended; --fresh starts a new run", runID, file, s.ws.Dir(), ended, len(st.Tasks))})
 	} else {
-		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s: %d task(s) in %d group(s); implementer %s, reviewer %s; tasks run one at a time in this work tree", runID, file, s.ws.Dir(), len(s.cfg.Plan.Tasks), len(s.cfg.Plan.Groups), s.cfg.Agent, s.cfg.Reviewer)})
+		how := "tasks run one at a time in this work tree"
+		if s.cfg.Parallel > 1 {
+			how = fmt.Sprintf("a parallel group runs up to %d tasks at once, each in a worktree of its own", s.cfg.Parallel)
+		}
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s: %d task(s) in %d group(s); implementer %s, reviewer %s; %s", runID, file, s.ws.Dir(), len(s.cfg.Plan.Tasks), len(s.cfg.Plan.Groups), s.cfg.Agent, s.cfg.Reviewer, how)})
 	}
 	loop := plan.NewLoop(runID, plan.Deps{
 		Tickets:   db,
@@ -209,6 +218,9 @@ func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetu
 	if opts.AgentTimeout <= 0 {
 		return nil, usageErr("--agent-timeout must be positive")
 	}
+	if opts.Parallel < 1 {
+		return nil, usageErr("--parallel must be at least 1")
+	}
 	agents := &agentSet{cmd: opts.AgentCmd, built: map[string]agent.Agent{}}
 	if _, err := agents.check(opts.Agent, "--agent"); err != nil {
 		return nil, err
@@ -243,7 +255,7 @@ func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetu
 	if err != nil {
 		abs = file
 	}
-	cfg := plan.Config{Plan: *p, PlanFile: abs, Agent: opts.Agent, Reviewer: reviewName, Parallel: 1, AgentBudget: opts.AgentTimeout}
+	cfg := plan.Config{Plan: *p, PlanFile: abs, Agent: opts.Agent, Reviewer: reviewName, Parallel: opts.Parallel, AgentBudget: opts.AgentTimeout}
 	return &planSetup{cfg: cfg, ws: ws, agents: agents, reviewer: reviewer}, nil
 }
 

@@ -44,3 +44,8 @@ func TestPLAN_1_ResumeAfterKill(t *testing.T) { planScript(t, "plan_1_resume_aft
 // TestPLAN_1_BadInput: a bad plan file or flag is exit 2 with one line
 // naming the file and line, before any run is recorded.
 func TestPLAN_1_BadInput(t *testing.T) { planScript(t, "plan_1_bad_input") }
+
+// TestAG_P1_ParallelGroupInWorktrees: a parallel group's tasks run at
+// once in worktrees of their own, a task on a shared file waits, a
+// blocked task does not stop its group, and each task is its own commit.
+func TestAG_P1_ParallelGroupInWorktrees(t *testing.T) { planScript(t, "ag_p1_parallel") }

@@ -110,9 +110,12 @@ func (d *decider) running(t *TaskState) {
 		return
 	}
 	cur.Outcome = rep.Implementer
-	if rep.Changed != nil {
-		t.Changed = rep.Changed
+	for _, c := range rep.Changed {
+		if !slices.Contains(t.Changed, c) {
+			t.Changed = append(t.Changed, c)
+		}
 	}
+	slices.Sort(t.Changed)
 	for _, c := range rep.Concerns {
 		addConcern(t, c)
 	}
@@ -175,7 +178,19 @@ func (d *decider) dispatch(t *TaskState, kind DispatchKind) *Dispatch {
 }
 
 func (d *decider) review(t *TaskState) {
-	d.reviews = append(d.reviews, Action{Kind: ActReview, Task: t.ID, N: len(t.Reviews) + 1, Base: t.Base, Head: t.Head})
+	var paths []string
+	if files := d.task(t).Files; len(files) > 0 {
+		// Tasks in progress at once never share a file: the task's files
+		// and what it changed are its part of base..head.
+		paths = slices.Clone(files)
+		for _, c := range t.Changed {
+			if !slices.Contains(paths, c) {
+				paths = append(paths, c)
+			}
+		}
+		slices.Sort(paths)
+	}
+	d.reviews = append(d.reviews, Action{Kind: ActReview, Task: t.ID, N: len(t.Reviews) + 1, Base: t.Base, Head: t.Head, Paths: paths})
 }
 
 // reviewing reads the review of the task's commit (PLAN-1).
@@ -251,7 +266,7 @@ func (d *decider) unwinds() {
 			t.Undone = true
 			continue
 		}
-		d.unwind = append(d.unwind, Action{Kind: ActUnwind, Task: t.ID, Base: t.Base, Head: t.Head, Ref: t.Kept})
+		d.unwind = append(d.unwind, Action{Kind: ActUnwind, Task: t.ID, Base: t.Base, Head: t.Head, Ref: t.Kept, Paths: t.Changed})
 	}
 }
 

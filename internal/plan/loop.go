@@ -11,6 +11,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -33,26 +34,6 @@ type Tickets interface {
 
 var _ Tickets = (*store.Store)(nil)
 
-// Dispatcher runs the jobs of a ready batch, each with run. Serial runs
-// them one after another in the repository's work tree, which is why a
-// run's Config.Parallel is 1 with it; a dispatcher that gives each job a
-// worktree of its own and combines their patches can run a batch at once.
-type Dispatcher interface {
-	Dispatch(ctx context.Context, jobs []Job, run func(context.Context, Job) error) error
-}
-
-// Serial is the Dispatcher that runs one job at a time.
-type Serial struct{}
-
-func (Serial) Dispatch(ctx context.Context, jobs []Job, run func(context.Context, Job) error) error {
-	for _, j := range jobs {
-		if err := run(ctx, j); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Deps are what Observe and Act work with, in one struct.
 type Deps struct {
 	Tickets   Tickets
@@ -61,8 +42,7 @@ type Deps struct {
 	// the model of each run is its Task.Model (AG-E1).
 	Agent func(name string) (agent.Agent, error)
 	// Reviewer is the task reviewer.
-	Reviewer   agent.Agent
-	Dispatcher Dispatcher
+	Reviewer agent.Agent
 	// AgentEnv is the scrubbed environment of agents (AG-B1).
 	AgentEnv []string
 	Journal  engine.Journal[State]
@@ -85,9 +65,6 @@ var (
 
 // NewLoop binds the loop to one run.
 func NewLoop(runID string, d Deps) *Loop {
-	if d.Dispatcher == nil {
-		d.Dispatcher = Serial{}
-	}
 	return &Loop{Deps: d, RunID: runID}
 }
 
@@ -154,7 +131,7 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[ActResult]
 func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (ActResult, error) {
 	switch a.Kind {
 	case ActDispatch:
-		return ActResult{}, l.Dispatcher.Dispatch(ctx, a.Jobs, func(ctx context.Context, j Job) error { return l.dispatch(ctx, st, j) })
+		return ActResult{}, l.dispatch(ctx, st, a.Jobs)
 	case ActReview:
 		r, err := l.review(ctx, st, a)
 		if err != nil {
@@ -162,74 +139,180 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (Ac
 		}
 		return ActResult{Review: &ReviewDone{Task: a.Task, Review: r}}, nil
 	case ActUnwind:
-		if err := l.Workspace.Keep(ctx, a.Ref, a.Head); err != nil {
+		how, err := l.Workspace.Unwind(ctx, a.Base, a.Head, a.Paths, a.Ref, TaskRef(l.RunID, a.Task), fmt.Sprintf("converge plan: take task %s off the branch\n\nIt ended BLOCKED; its work is kept at %s.", a.Task, a.Ref))
+		if err != nil {
 			return ActResult{}, err
 		}
-		if err := l.Workspace.Reset(ctx, a.Base); err != nil {
-			return ActResult{}, err
-		}
-		l.report(engine.Event{Kind: "unwind", Message: fmt.Sprintf("task %s: its commits are taken off the branch (back at %s) and kept at %s", a.Task, text.ShortSHA(a.Base), a.Ref)})
+		l.report(engine.Event{Kind: "unwind", Message: fmt.Sprintf("task %s: its commits are taken off the branch (%s) and kept at %s", a.Task, how, a.Ref)})
 		return ActResult{Kept: a.Task}, nil
 	}
 	return ActResult{}, fmt.Errorf("unknown action %q", a.Kind)
 }
 
-// dispatch runs one implementer dispatch under its ticket: it resets the
-// tree to where the dispatch starts, runs the agent, commits a DONE
-// change the agent did not commit (AG-T2) or undoes any other, and
-// stores the report in the ticket. A ticket someone already claimed is
-// not run again: the next observation sees it interrupted.
-func (l *Loop) dispatch(ctx context.Context, st State, j Job) error {
-	d := j.Dispatch
-	task := st.Config.Plan.Task(j.Task)
-	if task == nil {
-		return fmt.Errorf("dispatch of unknown task %q", j.Task)
+// claimed is a job whose ticket this process holds.
+type claimed struct {
+	Job
+	task  *Task
+	owner string
+}
+
+// claim creates and claims the jobs' tickets. A ticket someone already
+// claimed is not run again: the next observation sees it interrupted.
+func (l *Loop) claim(ctx context.Context, st State, jobs []Job) ([]claimed, error) {
+	var out []claimed
+	for _, j := range jobs {
+		d := j.Dispatch
+		task := st.Config.Plan.Task(j.Task)
+		if task == nil {
+			return nil, fmt.Errorf("dispatch of unknown task %q", j.Task)
+		}
+		if _, _, err := l.Tickets.CreateTicket(ctx, store.Ticket{ID: d.Ticket, RunID: l.RunID, N: d.N}); err != nil {
+			return nil, err
+		}
+		owner := fmt.Sprintf("%s/implementer-%d", d.Ticket, l.PID)
+		holder, ok, err := l.Tickets.ClaimTicket(ctx, d.Ticket, owner, l.PID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: %s is already claimed by %s; it is not run again", j.Task, d.Ticket, holder)})
+			continue
+		}
+		l.report(engine.Event{Kind: "dispatch", Message: fmt.Sprintf("task %s: %s (ticket %s, agent %s)", j.Task, dispatchWords(d.Kind), d.Ticket, d.Agent)})
+		out = append(out, claimed{Job: j, task: task, owner: owner})
 	}
-	if _, _, err := l.Tickets.CreateTicket(ctx, store.Ticket{ID: d.Ticket, RunID: l.RunID, N: d.N}); err != nil {
+	return out, nil
+}
+
+// dispatch runs a batch of implementer dispatches, each under its
+// ticket, and commits each DONE task's change on the branch as its own
+// commit (converge commits it if the agent did not, AG-T2). One job runs
+// in the repository's work tree, reset to where it starts; more run at
+// once through the worktree pool (AG-P1), each in a worktree of its own,
+// their changes combined and then committed task by task.
+func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
+	cs, err := l.claim(ctx, st, jobs)
+	if err != nil || len(cs) == 0 {
 		return err
 	}
-	owner := fmt.Sprintf("%s/implementer-%d", d.Ticket, l.PID)
-	holder, ok, err := l.Tickets.ClaimTicket(ctx, d.Ticket, owner, l.PID)
+	if len(cs) == 1 {
+		c := cs[0]
+		if err := l.Workspace.Reset(ctx, c.Dispatch.From); err != nil {
+			return err
+		}
+		reset := func(ctx context.Context) error { return l.Workspace.Reset(ctx, c.Dispatch.From) }
+		rep, err := l.implement(ctx, st, c.task, c.Job, l.Workspace.Dir(), reset)
+		if err != nil {
+			// Stopped from outside: the ticket stays claimed, and a
+			// resumed run dispatches the task again.
+			return err
+		}
+		if !done(rep) {
+			if err := reset(ctx); err != nil {
+				return err
+			}
+		}
+		return l.record(ctx, c, rep, c.Dispatch.From, nil)
+	}
+	return l.pooled(ctx, st, cs)
+}
+
+// pooled runs the jobs through the worktree pool. The branch's HEAD is
+// where they all start: a job whose converge died is dispatched again
+// from there, and whatever that converge left uncommitted is dropped.
+func (l *Loop) pooled(ctx context.Context, st State, cs []claimed) error {
+	head, err := l.Workspace.Head(ctx)
 	if err != nil {
 		return err
 	}
-	if !ok {
-		l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: %s is already claimed by %s; it is not run again", j.Task, d.Ticket, holder)})
-		return nil
-	}
-	if err := l.Workspace.Reset(ctx, d.From); err != nil {
+	if err := l.Workspace.Reset(ctx, head); err != nil {
 		return err
 	}
-	l.report(engine.Event{Kind: "dispatch", Message: fmt.Sprintf("task %s: %s (ticket %s, agent %s)", j.Task, dispatchWords(d.Kind), d.Ticket, d.Agent)})
-	rep, err := l.implement(ctx, st, task, j)
+	tasks := make([]pool.Task, len(cs))
+	for i, c := range cs {
+		tasks[i] = pool.Task{ID: c.Dispatch.Ticket, Files: c.task.Files}
+	}
+	byTicket := func(id string) claimed {
+		for _, c := range cs {
+			if c.Dispatch.Ticket == id {
+				return c
+			}
+		}
+		panic("pool task " + id + " is no job of the batch")
+	}
+	fn := func(ctx context.Context, pt pool.Task, tree *pool.Tree) (Report, error) {
+		c := byTicket(pt.ID)
+		c.Dispatch.From = head
+		rep, err := l.implement(ctx, st, c.task, c.Job, tree.Dir, tree.Reset)
+		if err != nil {
+			return rep, err
+		}
+		if !done(rep) {
+			// Its change is not taken into the combined tree.
+			return rep, tree.Reset(ctx)
+		}
+		return rep, nil
+	}
+	results, err := pool.Run(ctx, l.Workspace.Repo(), tasks, fn, pool.Options{
+		Max: len(cs),
+		Logf: func(format string, args ...any) {
+			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf(format, args...)})
+		},
+	})
 	if err != nil {
-		// Stopped from outside: the ticket stays claimed, and a resumed
-		// run dispatches the task again.
 		return err
 	}
-	if rep.Failure == "" && (rep.Implementer == TaskDone || rep.Implementer == TaskDoneWithConcerns) {
-		msg := fmt.Sprintf("converge plan: task %s", task.ID)
+	// Each task's change becomes its own commit, in task order; the
+	// changes of the tasks after it stay out of it.
+	for i, r := range results {
+		c, rep := cs[i], r.Value
+		if r.Err != nil && rep.Failure == "" {
+			rep.Failure, rep.Implementer = fmt.Sprintf("its change could not be taken: %v", r.Err), TaskBlocked
+		}
+		var later []string
+		for _, x := range results[i+1:] {
+			later = append(later, x.Files...)
+		}
+		from, err := l.Workspace.Head(ctx)
+		if err != nil {
+			return err
+		}
+		if err := l.record(ctx, c, rep, from, later); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// record commits a DONE task's change (all of the tree's, but exclude)
+// with its trailer on top of what the agent committed itself, and stores
+// the dispatch's report in its ticket: from is where the dispatch's
+// change starts.
+func (l *Loop) record(ctx context.Context, c claimed, rep Report, from string, exclude []string) error {
+	var err error
+	rep.From, rep.Head = from, from
+	if done(rep) {
+		msg := fmt.Sprintf("converge plan: task %s", c.task.ID)
 		if s := strings.TrimSpace(rep.Summary); s != "" {
 			msg += "\n\n" + s
 		}
-		if rep.Head, err = l.Workspace.Commit(ctx, TaskRef(l.RunID, task.ID), msg); err != nil {
+		if rep.Head, err = l.Workspace.Commit(ctx, TaskRef(l.RunID, c.task.ID), msg, exclude); err != nil {
 			return err
 		}
-	} else {
-		if err := l.Workspace.Reset(ctx, d.From); err != nil {
-			return err
-		}
-		rep.Head = d.From
 	}
-	if rep.Changed, err = l.Workspace.Changed(ctx, j.Base, rep.Head); err != nil {
+	if rep.Changed, err = l.Workspace.Changed(ctx, rep.From, rep.Head); err != nil {
 		return err
 	}
-	rep.Outside = outside(rep.Changed, task.Files)
+	rep.Outside = outside(rep.Changed, c.task.Files)
 	b, err := json.Marshal(rep)
 	if err != nil {
 		return err
 	}
-	return l.Tickets.FinishTicket(ctx, d.Ticket, owner, store.TicketDone, b)
+	return l.Tickets.FinishTicket(ctx, c.Dispatch.Ticket, c.owner, store.TicketDone, b)
+}
+
+func done(rep Report) bool {
+	return rep.Failure == "" && (rep.Implementer == TaskDone || rep.Implementer == TaskDoneWithConcerns)
 }
 
 // implement runs the implementer by the status protocol
@@ -238,7 +321,7 @@ func (l *Loop) dispatch(ctx context.Context, st State, j Job) error {
 // plan's stronger models, AG-T2, AG-E1), every re-run from a tree reset
 // to where the dispatch started. An agent that still cannot run is the
 // report's Failure.
-func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job) (Report, error) {
+func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job, dir string, reset func(context.Context) error) (Report, error) {
 	d := j.Dispatch
 	rep := Report{Agent: d.Agent, From: d.From}
 	start := time.Now()
@@ -248,15 +331,15 @@ func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job) (Repo
 		rep.Failure, rep.Implementer = fmt.Sprintf("agent %s: %v", d.Agent, err), TaskBlocked
 		return rep, nil
 	}
-	in := ImplementInput{Task: task, Dispatch: d, Workdir: l.Workspace.Dir()}
+	in := ImplementInput{Task: task, Dispatch: d, Workdir: dir}
 	r := agent.Runner{
 		Agent: prompted{Agent: a, render: func(t agent.Task) string { return RenderImplementPrompt(t, in) }},
-		Reset: func(ctx context.Context) error { return l.Workspace.Reset(ctx, d.From) },
+		Reset: reset,
 		Logf: func(format string, args ...any) {
 			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: ", task.ID) + fmt.Sprintf(format, args...)})
 		},
 	}
-	t := agent.Task{Kind: TaskKindImplement, RunID: d.Ticket, Round: d.N, Workdir: l.Workspace.Dir(), Budget: st.Config.AgentBudget, Env: l.AgentEnv}
+	t := agent.Task{Kind: TaskKindImplement, RunID: d.Ticket, Round: d.N, Workdir: dir, Budget: st.Config.AgentBudget, Env: l.AgentEnv}
 	for i, is := range d.Issues {
 		t.Findings = append(t.Findings, agent.Finding{ID: fmt.Sprintf("issue-%d", i+1), Path: is.File, EndLine: is.Line, Body: is.Summary, Source: "review (" + is.Severity + ")"})
 	}
@@ -265,7 +348,7 @@ func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job) (Repo
 		ladder = nil
 	}
 	more := func(rec agent.StatusRecord) string {
-		return moreContext(st, task, agent.NotDoneReason(rec), fileBodies(l.Workspace.Dir(), task.Files, contextBytes))
+		return moreContext(st, task, agent.NotDoneReason(rec), fileBodies(dir, task.Files, contextBytes))
 	}
 	res, err := r.Dispatch(ctx, t, ladder, more)
 	rep.CostUSD = res.Usage.CostUSD
@@ -308,7 +391,7 @@ func (p prompted) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 func (l *Loop) review(ctx context.Context, st State, a Action) (Review, error) {
 	task := st.Config.Plan.Task(a.Task)
 	r := Review{N: a.N, Base: a.Base, Head: a.Head, Agent: l.Reviewer.Name(), Issues: []Issue{}}
-	diff, err := l.Workspace.Diff(ctx, a.Base, a.Head)
+	diff, err := l.Workspace.Diff(ctx, a.Base, a.Head, a.Paths)
 	if err != nil {
 		return r, err
 	}

@@ -123,7 +123,7 @@ type Report struct {
 	// did not), From otherwise (the change is undone).
 	From string `json:"from"`
 	Head string `json:"head"`
-	// Changed are the paths the task changed so far: its base to Head.
+	// Changed are the paths the dispatch's commits changed: From..Head.
 	Changed []string `json:"changed,omitempty"`
 	// Outside are changed paths outside the task's declared files.
 	Outside  []string      `json:"outside,omitempty"`
@@ -346,6 +346,10 @@ type Action struct {
 	N          int
 	Base, Head string
 	Ref        string
+	// Paths limit a review's diff to the task's files and what it
+	// changed (other tasks may have committed in between); an unwind
+	// restores them.
+	Paths []string
 }
 
 // Wait: the plan executor never waits; every step acts or ends.

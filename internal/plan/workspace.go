@@ -20,16 +20,22 @@ type Workspace interface {
 	// Reset puts HEAD, the index and the work tree at commit, untracked
 	// files removed (ignored ones stay), on the run's branch.
 	Reset(ctx context.Context, commit string) error
-	// Commit commits every change on top of HEAD with the trailer
-	// Converge-Task: ref and returns HEAD; with nothing to commit it
-	// returns HEAD as it is (commits the agent made itself stay).
-	Commit(ctx context.Context, ref, message string) (string, error)
+	// Commit commits every change but the paths in exclude on top of HEAD
+	// with the trailer Converge-Task: ref and returns HEAD; with nothing
+	// to commit it returns HEAD as it is (commits the agent made itself
+	// stay).
+	Commit(ctx context.Context, ref, message string, exclude []string) (string, error)
 	// Changed lists the paths that differ between two commits, sorted.
 	Changed(ctx context.Context, from, to string) ([]string, error)
-	// Diff is `git diff from..to`.
-	Diff(ctx context.Context, from, to string) (string, error)
-	// Keep points ref at sha, so work taken off the branch stays.
-	Keep(ctx context.Context, ref, sha string) error
+	// Diff is `git diff from..to`, limited to paths when there are any.
+	Diff(ctx context.Context, from, to string, paths []string) (string, error)
+	// Unwind takes a blocked task's commits base..head off the branch,
+	// keeping head at ref: HEAD goes back to base when head is still
+	// HEAD; when other tasks committed on top, paths get their content at
+	// base back in a new commit. It says which it did.
+	Unwind(ctx context.Context, base, head string, paths []string, ref, taskRef, message string) (string, error)
+	// Repo is the repository, for the worktree pool.
+	Repo() *repo.Git
 }
 
 // GitWorkspace is the Workspace on a local git repository.
@@ -91,7 +97,9 @@ func (w *GitWorkspace) Reset(ctx context.Context, commit string) error {
 	return nil
 }
 
-func (w *GitWorkspace) Commit(ctx context.Context, ref, message string) (string, error) {
+func (w *GitWorkspace) Repo() *repo.Git { return w.Git }
+
+func (w *GitWorkspace) Commit(ctx context.Context, ref, message string, exclude []string) (string, error) {
 	if err := w.branch(ctx); err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
@@ -100,6 +108,7 @@ func (w *GitWorkspace) Commit(ctx context.Context, ref, message string) (string,
 		Trailers:    []repo.Trailer{{Key: TrailerKey, Value: ref}},
 		AuthorName:  w.Author,
 		AuthorEmail: w.Email,
+		Exclude:     exclude,
 	})
 	if err != nil && !errors.Is(err, repo.ErrNothingToCommit) {
 		return "", err
@@ -124,8 +133,15 @@ func (w *GitWorkspace) Changed(ctx context.Context, from, to string) ([]string, 
 	return paths, nil
 }
 
-func (w *GitWorkspace) Diff(ctx context.Context, from, to string) (string, error) {
-	out, err := w.Git.Run(ctx, "diff", "--no-color", "--no-ext-diff", from+".."+to)
+func (w *GitWorkspace) Diff(ctx context.Context, from, to string, paths []string) (string, error) {
+	args := []string{"diff", "--no-color", "--no-ext-diff", from + ".." + to}
+	if len(paths) > 0 {
+		args = append(args, "--")
+		for _, p := range paths {
+			args = append(args, ":(top,literal)"+strings.TrimSuffix(p, "/"))
+		}
+	}
+	out, err := w.Git.Run(ctx, args...)
 	if err != nil {
 		return "", fmt.Errorf("diff %s..%s: %w", from, to, err)
 	}
@@ -137,6 +153,44 @@ func (w *GitWorkspace) Keep(ctx context.Context, ref, sha string) error {
 		return fmt.Errorf("keep %s at %s: %w", ref, sha, err)
 	}
 	return nil
+}
+
+func (w *GitWorkspace) Unwind(ctx context.Context, base, head string, paths []string, ref, taskRef, message string) (string, error) {
+	if err := w.Keep(ctx, ref, head); err != nil {
+		return "", err
+	}
+	cur, err := w.Head(ctx)
+	if err != nil {
+		return "", err
+	}
+	if cur == head {
+		return "the branch is back at " + base[:min(12, len(base))], w.Reset(ctx, base)
+	}
+	// Other tasks committed on top: the task's paths get their content at
+	// base back, which leaves the others' work (on other paths) standing.
+	if err := w.Reset(ctx, cur); err != nil {
+		return "", err
+	}
+	for _, p := range paths {
+		lit := ":(top,literal)" + strings.TrimSuffix(p, "/")
+		if _, err := w.Git.Run(ctx, "rm", "-r", "-q", "--cached", "--ignore-unmatch", "--", lit); err != nil {
+			return "", fmt.Errorf("unwind %s: %w", p, err)
+		}
+		if out, err := w.Git.Run(ctx, "ls-tree", "-r", "--name-only", base, "--", lit); err != nil {
+			return "", fmt.Errorf("unwind %s: %w", p, err)
+		} else if strings.TrimSpace(out) != "" {
+			if _, err := w.Git.Run(ctx, "checkout", base, "--", lit); err != nil {
+				return "", fmt.Errorf("unwind %s: %w", p, err)
+			}
+		} else if err := os.RemoveAll(filepath.Join(w.Dir(), filepath.FromSlash(strings.TrimSuffix(p, "/")))); err != nil {
+			return "", fmt.Errorf("unwind %s: %w", p, err)
+		}
+	}
+	sha, err := w.Commit(ctx, taskRef, message, nil)
+	if err != nil {
+		return "", err
+	}
+	return "its files are restored in " + sha[:min(12, len(sha))], nil
 }
 
 // fileBodies reads a task's files for a re-dispatch with more context,
