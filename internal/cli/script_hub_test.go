@@ -27,7 +27,8 @@ import (
 //	hub request-changes BODY      the reviewer requests changes
 //	hub comment BODY              the reviewer comments on the PR
 //	hub comment-as ACTOR BODY     reviewer or outsider (read only) comments on the PR
-//	hub review-thread PATH LINE BODY   the reviewer opens a review thread on a line
+//	hub review-thread PATH LINE BODY   the reviewer opens a review thread on a line (@FILE: the body
+//	                              is the script's FILE)
 //	hub thread-as ACTOR PATH LINE BODY the author, reviewer or outsider opens a review thread
 //	hub threads open|outdated-open|resolved N   the forge shows exactly N such threads
 //	hub thread-answered SUBSTR WORD    the thread whose first comment holds SUBSTR is
@@ -124,10 +125,14 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		line, err := strconv.Atoi(args[2])
 		ts.Check(err)
+		body := strings.Join(args[3:], " ")
+		if f, ok := strings.CutPrefix(body, "@"); ok && len(args) == 4 {
+			body = ts.ReadFile(f)
+		}
 		_, _, err = rev().PullRequests.CreateReview(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequestReviewRequest{
 			Event: new("COMMENT"),
 			Comments: []*github.DraftReviewComment{{
-				Path: new(args[1]), Line: new(line), Side: new("RIGHT"), Body: new(strings.Join(args[3:], " ")),
+				Path: new(args[1]), Line: new(line), Side: new("RIGHT"), Body: new(body),
 			}},
 		})
 		ts.Check(err)
