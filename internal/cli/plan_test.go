@@ -24,11 +24,12 @@ func planScript(t *testing.T, name string) {
 	})
 }
 
-// TestPLAN_1_GroupsBarrierBlockedAndReport: a BLOCKED task skips its
-// dependent while its siblings finish; NEEDS_CONTEXT is re-dispatched
-// with more context, then escalated; the reviewer sees the diff, not the
-// report; the tracking report's per-task fields.
-func TestPLAN_1_GroupsBarrierBlockedAndReport(t *testing.T) { planScript(t, "plan_1_groups") }
+// TestAG_T2_StatusesGroupsAndReport (with AG-P1, AG-E1, PLAN-1): a
+// BLOCKED task skips its dependent while its siblings finish;
+// NEEDS_CONTEXT is re-dispatched with more context, then escalated; the
+// reviewer sees the diff, not the report; the tracking report's per-task
+// fields.
+func TestAG_T2_StatusesGroupsAndReport(t *testing.T) { planScript(t, "plan_1_groups") }
 
 // TestPLAN_1_ReviewLoop: an important issue goes back to the implementer
 // and is fixed on the second iteration; a reviewer that never approves
