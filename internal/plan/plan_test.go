@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -120,5 +122,32 @@ func TestPLAN_1_ParseReview(t *testing.T) {
 		if r, err := ParseReview(out); err == nil || r.Valid || r.Passed() {
 			t.Errorf("%s: read as %+v", name, r)
 		}
+	}
+}
+
+// TestPLAN_1_ReadmeExampleParses: the plan the README shows is a valid
+// plan, with the groups and fields it explains.
+func TestPLAN_1_ReadmeExampleParses(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	i := strings.Index(s, "### `converge plan`")
+	if i < 0 {
+		t.Fatal("README has no converge plan section")
+	}
+	start := strings.Index(s[i:], "```yaml\n")
+	if start < 0 {
+		t.Fatal("the converge plan section has no yaml example")
+	}
+	body := s[i+start+len("```yaml\n"):]
+	body = body[:strings.Index(body, "```")]
+	p, err := Parse("README.md", []byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Groups) != 2 || !p.Groups[0].Parallel || p.Task("repl") == nil || p.Task("repl").Agent != "claude" || len(p.Models) != 2 {
+		t.Errorf("README plan = %+v", p)
 	}
 }
