@@ -22,8 +22,10 @@ const (
 	// it ends with a status record (IF-5) with an implementer_status.
 	TaskKindImplement = "plan-task"
 	// TaskKindReview asks a reviewer for the combined review of one
-	// task's diff; it ends with a review answer (ReviewSchema).
-	TaskKindReview = "plan-review"
+	// task's diff; it ends with a review answer (ReviewSchema). It is a
+	// judge's task: every backend runs it read-only and hands back its
+	// final message (agent.ReadOnly).
+	TaskKindReview = agent.TaskKindJudge
 )
 
 // reviewSchemaJSON is the contract of a reviewer's answer. It is a status
