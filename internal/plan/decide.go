@@ -94,7 +94,7 @@ func (d *decider) running(t *TaskState) {
 		// from where the dispatch started, and the tree is reset there.
 		cur.Outcome = "interrupted"
 		nd := d.dispatch(t, DispatchAgain)
-		nd.Issues, nd.From = cur.Issues, cur.From
+		nd.Issues = cur.Issues
 		d.batch[len(d.batch)-1].Dispatch = *nd
 		return
 	}
@@ -160,8 +160,9 @@ func models(as []Attempt) []string {
 	return out
 }
 
-// dispatch queues a new dispatch of t; it starts from the task's commit
-// when it has one (a fix), else from its base.
+// dispatch queues a new dispatch of t. It starts from the branch's HEAD
+// as it is: a fix lands on top of what other tasks committed since the
+// task's commit, never below it.
 func (d *decider) dispatch(t *TaskState, kind DispatchKind) *Dispatch {
 	d.st.Seq++
 	nd := Dispatch{
@@ -169,7 +170,7 @@ func (d *decider) dispatch(t *TaskState, kind DispatchKind) *Dispatch {
 		Ticket: TicketID(d.st.RunID, t.ID, d.st.Seq),
 		Kind:   kind,
 		Agent:  firstNonEmpty(d.task(t).Agent, d.st.Config.Agent),
-		From:   firstNonEmpty(t.Head, t.Base),
+		From:   d.obs.Head,
 	}
 	t.Dispatches = append(t.Dispatches, nd)
 	t.Phase = PhaseRunning

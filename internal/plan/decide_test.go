@@ -407,3 +407,38 @@ func TestPLAN_1_DecideIsPure(t *testing.T) {
 		t.Error("Decide changed its input state")
 	}
 }
+
+// TestAG_P1_FixStartsOnTopOfOtherTasks: with tasks committed after a
+// task's own commit, its fix starts from the branch's HEAD, so nothing
+// another task committed is reset away.
+func TestAG_P1_FixStartsOnTopOfOtherTasks(t *testing.T) {
+	p := mustPlan(t, `
+groups:
+  - parallel: true
+    tasks:
+      - {id: a, prompt: do a, files: [a.go]}
+      - {id: b, prompt: do b, files: [b.go]}
+`)
+	s := newSim(t)
+	var fix Dispatch
+	s.impl = func(_ string, d Dispatch) Report {
+		if d.Kind == DispatchFix {
+			fix = d
+		}
+		return Report{Implementer: TaskDone}
+	}
+	s.rev = func(id string, n int) Review {
+		if id == "a" && n == 1 {
+			return Review{Valid: true, Issues: []Issue{{Severity: "important", Summary: "missing test"}}}
+		}
+		return Review{Valid: true, Approved: true}
+	}
+	st := s.run(newRun(p, 2))
+	bHead := task(st, "b").Dispatches[0].Report.Head
+	if fix.Ticket == "" || fix.From != bHead {
+		t.Fatalf("a's fix starts from %q, want the branch's HEAD %q (b's commit)", fix.From, bHead)
+	}
+	if a := task(st, "a"); a.Base != "c0" || a.Status != TaskDone {
+		t.Errorf("a = %+v", a)
+	}
+}

@@ -137,8 +137,8 @@ type Dispatch struct {
 	Ticket string       `json:"ticket"`
 	Kind   DispatchKind `json:"kind"`
 	Agent  string       `json:"agent"`
-	// From is the commit it starts from: the task's base, or its commit
-	// for a fix.
+	// From is the commit it starts from: the branch's HEAD when it was
+	// dispatched.
 	From string `json:"from"`
 	// Issues are the review's open issues a fix is asked to address.
 	Issues []Issue `json:"issues,omitempty"`
