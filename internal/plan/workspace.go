@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/repo"
@@ -30,9 +31,10 @@ type Workspace interface {
 	// Diff is `git diff from..to`, limited to paths when there are any.
 	Diff(ctx context.Context, from, to string, paths []string) (string, error)
 	// Unwind takes a blocked task's commits base..head off the branch,
-	// keeping head at ref: HEAD goes back to base when head is still
-	// HEAD; when other tasks committed on top, paths get their content at
-	// base back in a new commit. It says which it did.
+	// keeping head at ref: HEAD goes back to base when head is still HEAD
+	// and base..head changes nothing but paths; when other tasks committed
+	// on top or in between, paths get their content at base back in a new
+	// commit. It says which it did.
 	Unwind(ctx context.Context, base, head string, paths []string, ref, taskRef, message string) (string, error)
 	// Repo is the repository, for the worktree pool.
 	Repo() *repo.Git
@@ -163,11 +165,18 @@ func (w *GitWorkspace) Unwind(ctx context.Context, base, head string, paths []st
 	if err != nil {
 		return "", err
 	}
-	if cur == head {
+	changed, err := w.Changed(ctx, base, head)
+	if err != nil {
+		return "", err
+	}
+	// Back to base only when nothing but the task's own change lies
+	// between: under --parallel another task may have committed there.
+	if cur == head && !slices.ContainsFunc(changed, func(c string) bool { return !Intersect(paths, []string{c}) }) {
 		return "the branch is back at " + base[:min(12, len(base))], w.Reset(ctx, base)
 	}
-	// Other tasks committed on top: the task's paths get their content at
-	// base back, which leaves the others' work (on other paths) standing.
+	// Other tasks committed on top, or in between: the task's paths get
+	// their content at base back, which leaves the others' work (on other
+	// paths) standing.
 	if err := w.Reset(ctx, cur); err != nil {
 		return "", err
 	}

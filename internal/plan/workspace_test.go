@@ -111,6 +111,32 @@ func TestAG_P1_UnwindKeepsOtherTasksWork(t *testing.T) {
 	if now, _ := ws.Head(ctx); now != head {
 		t.Errorf("HEAD = %s, want %s", now, head)
 	}
+
+	// A blocked task at HEAD with another task's commit in between (its
+	// fix came after): the other's work is not reset away.
+	put(t, dir, "d.txt", "d\n")
+	dFirst, err := ws.Commit(ctx, TaskRef("r1", "d"), "task d", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(t, dir, "e.txt", "e\n")
+	if _, err := ws.Commit(ctx, TaskRef("r1", "e"), "task e", nil); err != nil {
+		t.Fatal(err)
+	}
+	put(t, dir, "d.txt", "d fixed\n")
+	dFix, err := ws.Commit(ctx, TaskRef("r1", "d"), "task d fix", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if how, err := ws.Unwind(ctx, head, dFix, []string{"d.txt"}, "refs/converge/plan/r1/d", TaskRef("r1", "d"), "take d off"); err != nil || !strings.Contains(how, "restored") {
+		t.Fatalf("unwind: %q, %v (d's first commit %s)", how, err, dFirst)
+	}
+	if _, ok := read(t, dir, "d.txt"); ok {
+		t.Error("d.txt is still there")
+	}
+	if s, _ := read(t, dir, "e.txt"); s != "e\n" {
+		t.Errorf("e.txt = %q: the task committed in between was reset away", s)
+	}
 }
 
 // TestAG_P1_CommitLeavesOtherTasksFilesOut: a task's commit excludes the
