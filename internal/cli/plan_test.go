@@ -50,3 +50,9 @@ func TestPLAN_1_BadInput(t *testing.T) { planScript(t, "plan_1_bad_input") }
 // once in worktrees of their own, a task on a shared file waits, a
 // blocked task does not stop its group, and each task is its own commit.
 func TestAG_P1_ParallelGroupInWorktrees(t *testing.T) { planScript(t, "ag_p1_parallel") }
+
+// TestPLAN_1_Acceptance is issue 10's plan acceptance: six tasks in two
+// parallel groups, NEEDS_CONTEXT twice, a BLOCKED task and its skipped
+// dependent, and a report claiming work its diff does not contain, which
+// the review catches.
+func TestPLAN_1_Acceptance(t *testing.T) { planScript(t, "plan_1_acceptance") }
