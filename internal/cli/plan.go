@@ -125,7 +125,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 	if err != nil {
 		return err
 	}
-	if len(dirty) > 0 && (opts.Fresh || !planResumes(ctx, db, target, same)) {
+	if len(dirty) > 0 && (opts.Fresh || !wouldResume(ctx, db, target, same)) {
 		var paths []string
 		for _, d := range dirty {
 			paths = append(paths, d.Path)
@@ -334,13 +334,14 @@ func commandAgent(flag, cmdline, name string) (agent.Agent, error) {
 	return command.New([]string{"sh", "-c", command.AbsProgram(cmdline)}, command.Options{Name: name})
 }
 
-// planResumes reports whether ClaimRun would resume a run on target.
-func planResumes(ctx context.Context, db *store.Store, target string, same func(plan.State) bool) bool {
+// wouldResume reports whether engine.ClaimRun would resume a run of
+// state S on target, for any loop kind.
+func wouldResume[S any](ctx context.Context, db *store.Store, target string, same func(S) bool) bool {
 	last, err := db.LatestRunFor(ctx, target)
 	if err != nil || last.Finished() || len(last.State) == 0 {
 		return false
 	}
-	var st plan.State
+	var st S
 	return json.Unmarshal(last.State, &st) == nil && same(st)
 }
 

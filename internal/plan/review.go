@@ -51,7 +51,10 @@ type reviewLine struct {
 // line must be a JSON object valid by the review schema. Anything else is
 // an error, and the caller takes it as "not approved".
 func ParseReview(output string) (Review, error) {
-	line := lastLine(output)
+	// The last non-empty line; an earlier one is never taken instead, as
+	// it may be an echoed example.
+	rest := strings.TrimRight(output, " \t\r\n")
+	line := strings.TrimSpace(rest[strings.LastIndexByte(rest, '\n')+1:])
 	switch {
 	case line == "":
 		return Review{}, errors.New("the reviewer printed nothing")
@@ -258,14 +261,4 @@ func moreContext(st State, task *Task, asked string, files []FileBody) string {
 		w("\nFile %s as it is now:\n%s\n", f.Path, f.Content)
 	}
 	return b.String()
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(s, "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return l
-		}
-	}
-	return ""
 }
