@@ -16,6 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // The `hub` command of the txtar scenarios: it starts the GitHub emulator
@@ -42,6 +43,7 @@ import (
 //	                              error" body), delay=D
 //	hub verdict LABEL STATE       the PR carries LABEL and converge's verdict on the head is STATE
 //	                              (success, failure, error)
+//	hub pr-comment WORD…          a top-level comment by converge holds every WORD
 //	hub mark-writes               remember how many writes the emulator logged so far
 //	hub writes-since-mark ACTOR N exactly N writes by ACTOR since hub mark-writes
 //	hub push base|head PATH FILE  the author pushes FILE (from the script) as PATH
@@ -240,6 +242,26 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		if got != args[2] {
 			ts.Fatalf("converge's verdict on the head is %q, want %q", got, args[2])
+		}
+	case "pr-comment":
+		if len(args) < 2 {
+			ts.Fatalf("usage: hub pr-comment WORD…")
+		}
+		found := false
+		var seen []string
+		for _, ic := range h.observe(ts).IssueComments {
+			seen = append(seen, ic.Author+": "+text.Clip(text.OneLine(ic.Body), 300))
+			if !strings.EqualFold(ic.Author, fakehub.LoginAuthor) {
+				continue
+			}
+			all := true
+			for _, w := range args[1:] {
+				all = all && strings.Contains(ic.Body, w)
+			}
+			found = found || all
+		}
+		if !found {
+			ts.Fatalf("no comment by converge holds %q; the PR's comments:\n%s", args[1:], strings.Join(seen, "\n"))
 		}
 	case "mark-writes":
 		h.mark = len(h.hub.Writes())

@@ -973,8 +973,9 @@ func (d *step) end(reason Reason, msg string, proof *Proof) {
 	var keep []Action
 	for _, a := range d.acts {
 		// The local review's summary belongs on the PR whatever the
-		// verdict (PR-S4).
-		if a.Kind == ActComment && a.Reason == summaryReason {
+		// verdict (PR-S4), and so does a recap whose verdict ends the run
+		// (PR-G2: HAND-OFF escalates with the recap).
+		if a.Kind == ActComment && (a.Reason == summaryReason || a.Reason == recapReason) {
 			keep = append(keep, a)
 		}
 	}

@@ -72,11 +72,11 @@ func (d *step) recapGate() bool {
 		if r := d.o.Result; r != nil && r.Recap != nil && r.Recap.Count == count {
 			s.Recaps = append(s.Recaps, RecapRecord{Count: count, Verdict: r.Recap.Verdict})
 			i = len(s.Recaps) - 1
-			d.acts = append(d.acts, Action{Kind: ActComment, Key: fmt.Sprintf("recap/%d", count), Round: s.Round, Reason: "recap",
+			d.acts = append(d.acts, Action{Kind: ActComment, Key: fmt.Sprintf("recap-comment/%d", count), Round: s.Round, Reason: recapReason,
 				Body: recap.Markdown(r.Recap.Input, r.Recap.Verdict) + "\n" + recapMarker(count)})
 		} else {
 			in := d.recapInput(count)
-			d.acts = append(d.acts, Action{Kind: ActRecap, Key: fmt.Sprintf("recap/%d", count), Round: s.Round, Reason: "recap", Recap: &in})
+			d.acts = append(d.acts, Action{Kind: ActRecap, Key: fmt.Sprintf("recap/%d", count), Round: s.Round, Reason: recapReason, Recap: &in})
 			d.wait(fmt.Sprintf("recap gate after %d rounds: awaiting the judge's verdict", count))
 			return false
 		}
@@ -128,6 +128,10 @@ func revertWhy(res *FixResult) string {
 	}
 	return "fails the tests"
 }
+
+// recapReason marks the recap's actions; its comment is posted even when
+// its verdict ends the run.
+const recapReason = "recap"
 
 // recapMarker marks the recap comment, so it is posted once per count.
 func recapMarker(count int) string {
