@@ -78,6 +78,8 @@ type Answer struct {
 	Verdicts []Judged `json:"verdicts"` // one per requested comment, in request order
 	Agent    string   `json:"agent,omitempty"`
 	Summary  string   `json:"summary,omitempty"` // the judge's own summary
+	// Usage is what the judge's run reported consuming (PR-M5).
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // maxWhy bounds the cause kept for an invalid answer: it may quote agent
@@ -114,6 +116,13 @@ func (j *Judge) Run(ctx context.Context, req Request) (Answer, error) {
 	if err != nil {
 		return invalid(ids, name, "the judge could not run: "+err.Error()), nil
 	}
+	a := readAnswer(res, ids, name)
+	a.Usage = res.Usage
+	return a, nil
+}
+
+// readAnswer is the judge's answer in a finished run's output and record.
+func readAnswer(res agent.Result, ids []string, name string) Answer {
 	a, concerns := parseAnswer(res.Output, ids)
 	a.Agent = name
 	// The record is how the backend saw the run end. A judge stopped at
@@ -125,15 +134,15 @@ func (j *Judge) Run(ctx context.Context, req Request) (Answer, error) {
 		if rec.Status != agent.StatusComplete && rec.Reason != agent.ReasonUnparseable {
 			a.Why = text.Clip(a.Why+"; the run ended "+string(rec.Status)+": "+text.OneLine(rec.Summary), maxWhy)
 		}
-		return a, nil
+		return a
 	}
 	switch {
 	case rec.Status != agent.StatusComplete:
-		return invalid(ids, name, fmt.Sprintf("the run ended %s: %s", rec.Status, rec.Summary)), nil
+		return invalid(ids, name, fmt.Sprintf("the run ended %s: %s", rec.Status, rec.Summary))
 	case len(rec.Concerns) > concerns:
-		return invalid(ids, name, "the run did not end normally: "+strings.Join(rec.Concerns[concerns:], "; ")), nil
+		return invalid(ids, name, "the run did not end normally: "+strings.Join(rec.Concerns[concerns:], "; "))
 	}
-	return a, nil
+	return a
 }
 
 func (j *Judge) task(req Request) agent.Task {

@@ -724,6 +724,7 @@ func (d *step) fix() bool {
 		rr.CommitSHA, rr.Hunks = res.CommitSHA, slices.Clone(res.Hunks)
 	}
 	s.LoopDiffLines += res.LinesChanged
+	d.round().Usage.Add(res.Usage)
 	if res.Sync {
 		d.baseSynced(res)
 	}

@@ -1,12 +1,14 @@
 package prloop
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -78,12 +80,23 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 		} else {
 			fmt.Fprintf(b, "- no commit\n")
 		}
+		if rr.Unclear {
+			fmt.Fprintf(b, "- unclear classification (counts as structural, PR-G4)\n")
+		}
+		for _, note := range rr.Notes {
+			fmt.Fprintf(b, "- note: %s\n", cell(note))
+		}
+		fmt.Fprintf(b, "- cost: %s\n", usageLine(rr.Usage))
 		fs := byRound[rd.N]
 		if len(fs) == 0 {
 			fmt.Fprintf(b, "\nNo findings.\n")
 			continue
 		}
-		fmt.Fprintf(b, "\n| finding | source | author | verdict | where | disposition | summary |\n|---|---|---|---|---|---|---|\n")
+		merged := map[string]Finding{}
+		for _, f := range rr.Findings {
+			merged[f.ID] = f
+		}
+		fmt.Fprintf(b, "\n| finding | source | author | verdict | why | where | disposition | merged from | summary |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, f := range fs {
 			where := f.Path
 			if f.EndLine > 0 {
@@ -93,7 +106,13 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 			if disp == "" {
 				disp = "open"
 			}
-			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |\n", cell(f.ID), cell(f.Source), cell(f.Author), cell(f.Verdict), cell(where), cell(disp), cell(firstLine(f.Summary)))
+			rf := merged[f.ID]
+			from := "-"
+			if len(rf.MergedFrom) > 0 {
+				from = strings.Join(rf.MergedFrom, ", ")
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(f.ID), cell(f.Source), cell(f.Author), cell(f.Verdict),
+				cell(cmp.Or(text.Clip(rf.Class, 80), "-")), cell(where), cell(disp), cell(from), cell(firstLine(f.Summary)))
 		}
 	}
 
@@ -108,6 +127,11 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 	if !st.StartedAt.IsZero() && !r.UpdatedAt.IsZero() {
 		fmt.Fprintf(b, "- wall clock: %s\n", r.UpdatedAt.Sub(st.StartedAt).Round(time.Second))
 	}
+	var total agent.Usage
+	for _, rr := range st.Rounds {
+		total.Add(rr.Usage)
+	}
+	fmt.Fprintf(b, "- cost: %s\n", usageLine(total))
 
 	if len(st.Recaps) > 0 {
 		fmt.Fprintf(b, "\n## Recaps\n\n")
@@ -174,6 +198,19 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// usageLine is a round's reported agent usage (PR-M5): tokens, and the
+// price where a CLI reports one.
+func usageLine(u agent.Usage) string {
+	if u.TotalTokens() == 0 && !u.CostReported {
+		return "no agent reported usage"
+	}
+	line := fmt.Sprintf("%d input, %d output token(s)", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.OutputTokens)
+	if u.CostReported {
+		line += fmt.Sprintf(", $%.4f reported", u.CostUSD)
+	}
+	return line
 }
 
 func stamp(t time.Time) string {

@@ -101,6 +101,7 @@ func (d *step) classifyAction(fs []Finding) Action {
 // one unclear when the answer was not valid (PR-S5).
 func (d *step) recordClassified(cr ClassifyResult) {
 	s := &d.s
+	d.round().Usage.Add(cr.Answer.Usage)
 	for i, k := range cr.Keys {
 		rec := ClassRecord{Key: k, Round: s.Round, Verdict: string(classify.Unclear), Reason: cr.Answer.Why, Agent: cr.Answer.Agent}
 		if cr.Answer.Valid && i < len(cr.Answer.Verdicts) {

@@ -71,6 +71,9 @@ func (d *step) recapGate() bool {
 	if i < 0 {
 		if r := d.o.Result; r != nil && r.Recap != nil && r.Recap.Count == count {
 			s.Recaps = append(s.Recaps, RecapRecord{Count: count, Verdict: r.Recap.Verdict})
+			if s.Round > 0 {
+				d.round().Usage.Add(r.Recap.Verdict.Usage)
+			}
 			i = len(s.Recaps) - 1
 			d.acts = append(d.acts, Action{Kind: ActComment, Key: fmt.Sprintf("recap-comment/%d", count), Round: s.Round, Reason: recapReason,
 				Body: recap.Markdown(r.Recap.Input, r.Recap.Verdict) + "\n" + recapMarker(count)})

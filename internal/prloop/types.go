@@ -10,6 +10,7 @@ package prloop
 import (
 	"time"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/recap"
@@ -260,6 +261,10 @@ type RoundRecord struct {
 	// Unclear: some finding's classification was unclear this round; the
 	// round counts as structural for PR-T6 (PR-G4).
 	Unclear bool `json:"unclear,omitempty"`
+	// Usage is what the round's agents reported consuming: fixers, the
+	// classifier's judge, the recap judge (PR-M5). Agents that report
+	// nothing (suggest, most commands) add nothing.
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // State is the loop's persisted state. It is plain data (JSON) so it can be
@@ -504,6 +509,8 @@ type FixResult struct {
 	// (AG-T5); BaselineTail holds their first failing lines.
 	BaselineRed  bool   `json:"baseline_red,omitempty"`
 	BaselineTail string `json:"baseline_tail,omitempty"`
+	// Usage is what the round's fixer runs reported consuming (PR-M5).
+	Usage agent.Usage `json:"usage,omitzero"`
 	// Sync marks the outcome of a base sync (PR-S14), not of fixers:
 	// CommitSHA is the merge commit, and SyncWhy says why there is none.
 	Sync    bool   `json:"sync,omitempty"`

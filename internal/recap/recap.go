@@ -79,6 +79,8 @@ type Verdict struct {
 	Valid        bool   `json:"valid"`
 	Why          string `json:"why,omitempty"`
 	Agent        string `json:"agent,omitempty"`
+	// Usage is what the judge's run reported consuming (PR-M5).
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // Signals computes the drift signals the ledger shows by itself: scope
@@ -153,8 +155,9 @@ func (j *Judge) Run(ctx context.Context, in Input) (Verdict, error) {
 	v := Parse(res.Output, in)
 	v.Agent = j.Agent.Name()
 	if v.Valid && res.Record.Status != agent.StatusComplete {
-		return invalid(v.Agent, fmt.Sprintf("the run ended %s: %s", res.Record.Status, res.Record.Summary)), nil
+		v = invalid(v.Agent, fmt.Sprintf("the run ended %s: %s", res.Record.Status, res.Record.Summary))
 	}
+	v.Usage = res.Usage
 	return v, nil
 }
 
