@@ -30,6 +30,7 @@ type loopOptions struct {
 	AgentCmd      string
 	Protect       []string
 	MaxIterations int
+	StallAfter    int
 	MaxWallClock  time.Duration
 	MaxCost       float64
 	Predecessor   string
@@ -74,6 +75,7 @@ converge loop of the same goal and check here; --fresh starts over.`,
 	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run each iteration (packet JSON on stdin, status record on stdout)")
 	f.StringArrayVar(&opts.Protect, "protect", nil, "a protected oracle input (glob; repeatable); replaces the default test-file globs, the files the check names stay protected")
 	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "at most this many iterations (required)")
+	f.IntVar(&opts.StallAfter, "stall-after", checkloop.DefaultStallIterations, "end stalled after this many iterations in a row left the work tree and the check's output unchanged (LOOP-5's K)")
 	f.DurationVar(&opts.MaxWallClock, "max-wall-clock", 0, "end limited after this long (0: no bound)")
 	f.Float64Var(&opts.MaxCost, "max-cost", 0, "end limited once agents report this much cost in USD (cost_usd on their last line; 0: no bound)")
 	f.StringVar(&opts.Predecessor, "predecessor", "", "the run this one follows: its end is restated and its failed approaches carried")
@@ -206,6 +208,9 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 	if opts.MaxIterations <= 0 {
 		return nil, usageErr("loop needs --max-iterations N (N > 0): a loop without a bound is not allowed")
 	}
+	if opts.StallAfter <= 0 {
+		return nil, usageErr("--stall-after %d: must be at least 1 (iterations in a row without progress before the loop ends stalled)", opts.StallAfter)
+	}
 	if opts.MaxWallClock < 0 || opts.MaxCost < 0 {
 		return nil, usageErr("--max-wall-clock and --max-cost cannot be negative")
 	}
@@ -224,13 +229,14 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 		return nil, err
 	}
 	cfg := checkloop.Config{
-		Goal:          goal,
-		Agent:         opts.Agent,
-		MaxIterations: opts.MaxIterations,
-		MaxWallClock:  opts.MaxWallClock,
-		MaxCostUSD:    opts.MaxCost,
-		AgentBudget:   opts.AgentTimeout,
-		CheckBudget:   opts.CheckTimeout,
+		Goal:            goal,
+		Agent:           opts.Agent,
+		MaxIterations:   opts.MaxIterations,
+		StallIterations: opts.StallAfter,
+		MaxWallClock:    opts.MaxWallClock,
+		MaxCostUSD:      opts.MaxCost,
+		AgentBudget:     opts.AgentTimeout,
+		CheckBudget:     opts.CheckTimeout,
 	}
 	protect := opts.Protect
 	if len(protect) == 0 {
