@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // What the coding-agent CLI backends (claude, codex, …) share: finding the
@@ -125,6 +127,18 @@ type CLIRun struct {
 	Record func(stdout string) StatusRecord
 	// Read is what any run's stdout says.
 	Read func(stdout string) CLIOutput
+	// Session is the id of the CLI's session that a run's stdout names,
+	// "" when it names none. Resume is the command line and environment
+	// of one more turn in that session, its prompt on stdin, with the
+	// permissions of a review run (no edits) where the CLI has them. With
+	// both set, a fix run stopped at its budget without a record is asked
+	// for one in its own session (AG-T1, see RunCLI); a nil Resume means
+	// the CLI cannot resume a session non-interactively.
+	Session func(stdout string) string
+	Resume  func(session string) (argv, env []string)
+	// SummaryBudget is the summary turn's time-box; zero means
+	// SummaryBudget of the task's budget.
+	SummaryBudget time.Duration
 }
 
 // CLIOutput is what an agent CLI's output says, as RunCLI needs it.
@@ -147,6 +161,15 @@ type CLIOutput struct {
 // how the process ended (ProcessRecord), blocked when the CLI reported a
 // failure. Secrets are redacted from the record, the final message and
 // stderr.
+//
+// A fix run stopped at its budget without a record is then told to
+// summarize (AG-T1): when the CLI can resume a session and the stopped
+// run named one, one more turn in that session (r.Resume: no edits, under
+// SummaryBudget) asks for the record with SummaryPrompt. Its final
+// message, read fail-closed by r.Record, is the run's record, with the
+// concern "stopped at the budget; summary requested"; the run's output,
+// usage and stderr include the turn's. A turn that gives no valid record
+// in its time leaves the stopped run's partial/budget-exceeded.
 func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 	budget := t.EffectiveBudget()
 	review := ReadOnly(t.Kind)
@@ -166,6 +189,24 @@ func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 		Parse:  parse,
 	})
 	o := r.Read(res.Stdout)
+	stderr := res.Stderr
+	if !review && err == nil && res.TimedOut && res.Record.Reason == ReasonBudgetExceeded {
+		sum, so, asked := summarize(ctx, t, r, res.Stdout)
+		switch {
+		case !asked:
+		case sum.Record.Reason == ReasonUnparseable || sum.Record.Reason == ReasonBudgetExceeded || sum.TimedOut:
+			res.Record.Summary += "; summary requested, no status record came: " + sum.Record.Summary
+		default:
+			res.Record = sum.Record
+			res.Record.Concerns = append(res.Record.Concerns, SummaryConcern)
+			o.Final = so.Final
+		}
+		if asked {
+			o.Usage.Add(so.Usage)
+			res.Duration += sum.Duration
+			stderr = strings.TrimRight(stderr, "\n") + "\n" + sum.Stderr
+		}
+	}
 	if review {
 		res.Record = ProcessRecord(res, budget)
 		if res.Record.Status == StatusComplete && o.ReviewFailure != "" {
@@ -176,7 +217,7 @@ func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 	out := Result{
 		Record:   RedactRecord(res.Record, r.Secrets),
 		Output:   Redact(o.Final, r.Secrets...),
-		Stderr:   Redact(res.Stderr, r.Secrets...),
+		Stderr:   Redact(stderr, r.Secrets...),
 		Duration: res.Duration,
 		Usage:    o.Usage,
 	}
@@ -185,6 +226,45 @@ func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 		return out, fmt.Errorf("%s agent %s: %w", r.Backend, r.Name, err)
 	}
 	return out, nil
+}
+
+// SummaryConcern is the concern of a record that came from the summary
+// turn of a run stopped at its budget (AG-T1, see RunCLI).
+const SummaryConcern = "stopped at the budget; summary requested"
+
+// SummaryBudget is the time-box of the summary turn of a run whose budget
+// was budget: a fifth of it, at least 30 s (a CLI takes seconds to start
+// and load its session) and at most 60 s — a short answer, not more work.
+func SummaryBudget(budget time.Duration) time.Duration {
+	return min(max(budget/5, 30*time.Second), 60*time.Second)
+}
+
+// summarize runs the summary turn of a fix run of t that was stopped at
+// its budget with stdout (see RunCLI). asked is false when there was none
+// to run: the CLI cannot resume, the run named no session, or ctx ended.
+func summarize(ctx context.Context, t Task, r CLIRun, stdout string) (res CmdResult, o CLIOutput, asked bool) {
+	if r.Session == nil || r.Resume == nil || ctx.Err() != nil {
+		return CmdResult{}, CLIOutput{}, false
+	}
+	session := r.Session(stdout)
+	if session == "" {
+		return CmdResult{}, CLIOutput{}, false
+	}
+	argv, env := r.Resume(session)
+	res, err := RunWithBudget(ctx, Cmd{
+		Argv:   argv,
+		Dir:    t.Workdir,
+		Env:    env,
+		Stdin:  []byte(SummaryPrompt()),
+		Budget: cmp.Or(r.SummaryBudget, SummaryBudget(t.EffectiveBudget())),
+		Grace:  r.Grace,
+		Parse:  r.Record,
+	})
+	if err != nil {
+		// Not started, or ctx ended it: no record came.
+		res.Record = unparseable("summary turn: " + text.OneLine(err.Error()))
+	}
+	return res, r.Read(res.Stdout), true
 }
 
 // EachJSONLine calls fn for each line of an agent CLI's JSON event stream
@@ -229,6 +309,10 @@ type CLIOptions struct {
 	// Grace is the time between SIGTERM and SIGKILL at the budget; zero
 	// means DefaultGrace.
 	Grace time.Duration
+	// SummaryBudget is the time-box of the summary turn of a run stopped
+	// at its budget (CLIRun.SummaryBudget); zero means SummaryBudget of
+	// the run's budget.
+	SummaryBudget time.Duration
 	// Secrets are redacted from captured output (SEC-3).
 	Secrets []string
 	// Getenv reads converge's environment (the backend's BinaryEnv); nil

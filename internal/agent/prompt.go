@@ -106,6 +106,14 @@ func RenderTaskPrompt(t Task) string {
 	}
 
 	w("\n## Final line: status record\n")
+	writeStatusRecordRules(&b)
+	return b.String()
+}
+
+// writeStatusRecordRules tells an agent how to end its output: the status
+// record (IF-5), its fields and when each status applies.
+func writeStatusRecordRules(b *strings.Builder) {
+	w := func(format string, args ...any) { fmt.Fprintf(b, format, args...) }
 	w("End your output with exactly one line holding a single JSON object and nothing after it:\n")
 	// The example uses placeholders that fail the schema, so an agent that
 	// merely echoes its prompt is never read as having finished.
@@ -116,6 +124,23 @@ func RenderTaskPrompt(t Task) string {
 	w("Use NEEDS_CONTEXT when information you were not given would let you finish (say what in reason), BLOCKED when the task cannot be done as asked. ")
 	w("Start a concern with %q when the change must not be accepted as it is (it then counts as BLOCKED). ", CriticalPrefix)
 	w("Output without a valid final record counts as blocked.\n")
+}
+
+// SummaryRequest opens the message that asks a CLI agent stopped at its
+// budget for its status record (AG-T1), in the session of the stopped
+// run; SummaryPrompt is the whole message.
+const SummaryRequest = "Your time budget is used up: your run was stopped."
+
+// SummaryPrompt is the message of the summary turn (AG-T1: at the budget
+// the agent is told to summarize, then stopped): no more changes, only
+// the status record, with partial and a concrete next action when work
+// remains, which may earn an extension.
+func SummaryPrompt() string {
+	var b strings.Builder
+	b.WriteString(SummaryRequest + " Do not make further changes and do not run commands. ")
+	b.WriteString("Reply now with only your status record line for the task as it stands in the tree: ")
+	b.WriteString("status \"partial\" when work remains, with a concrete next_action and the needs_extension_minutes it would take, and files_changed listing what you changed so far.\n\n")
+	writeStatusRecordRules(&b)
 	return b.String()
 }
 

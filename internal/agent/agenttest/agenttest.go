@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -153,5 +154,102 @@ func StoppedAtBudget(t *testing.T, budget, maxTook time.Duration, newAgent func(
 	}
 	if left := ProcessesWithEnv(marker); len(left) > 0 {
 		t.Errorf("processes of the stopped run still alive: %v", left)
+	}
+}
+
+// Summary is the script of SummaryAtBudget: the edit the model makes
+// through a real tool call, and what the file holds after it.
+type Summary struct {
+	// File is the file the edit changes, relative to the repository; it
+	// holds "hello world\n" before.
+	File string
+	// Edit is the tool call that edits it; Want is its content after.
+	Edit fakemodel.ToolCall
+	Want string
+}
+
+// SummaryNextAction is the next action of the partial record the model
+// answers the summary request with, in SummaryAtBudget.
+const SummaryNextAction = "update the second greeting in the docs too"
+
+// SummaryAtBudget runs a fix task whose model edits a file through a real
+// tool call, then stalls past budget (AG-T1), and checks that the run was
+// stopped and then told to summarize in its own session: fakemodel got
+// the summary request in the same conversation (carrying the edit's tool
+// result and the task's prompt) and answered it with a partial record,
+// which is the run's record with its next action and the concern of the
+// summary, and earns an extension; the edit is kept; nothing the run
+// started is alive afterwards. newAgent returns the backend talking to
+// url with env (a marker variable) added to its environment.
+func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent func(url, env string) agent.Agent) {
+	t.Helper()
+	dir := Repo(t, map[string]string{s.File: "hello world\n"})
+	partial := `{"status":"partial","next_action":"` + SummaryNextAction + `","needs_extension_minutes":4,` +
+		`"summary":"the first greeting is changed","files_changed":["` + s.File + `"]}`
+	srv, url := Serve(t,
+		fakemodel.Script{Match: agent.SummaryRequest, FromMatch: true, Turns: []fakemodel.Turn{
+			{Text: "Stopping as asked.\n" + partial},
+		}},
+		fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
+			{Text: "Changing the greeting.", Calls: []fakemodel.ToolCall{s.Edit}},
+			{Text: "never sent", Delay: time.Minute},
+		}},
+	)
+	marker := fmt.Sprintf("converge-summary-%d", time.Now().UnixNano())
+	a := newAgent(url, "CONVERGE_TEST_MARKER="+marker)
+	task := agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: budget,
+		Findings: []agent.Finding{{ID: "greet-finding", Path: s.File, EndLine: 1, Body: "Say hello to converge, not the world."}}}
+	res, err := a.Run(context.Background(), task)
+	if err != nil {
+		t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
+	}
+	if left := ProcessesWithEnv(marker); len(left) > 0 {
+		t.Errorf("processes of the run still alive: %v", left)
+	}
+	CheckWire(t, srv)
+
+	got, err := os.ReadFile(filepath.Join(dir, s.File))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != s.Want {
+		t.Errorf("%s = %q, want the edit kept: %q", s.File, got, s.Want)
+	}
+
+	// The summary request reached the model in the stopped run's
+	// conversation: it carries the edit's tool result and the task.
+	calls := srv.Calls()
+	if len(calls) == 0 {
+		t.Fatal("the model made no tool call")
+	}
+	var summary []fakemodel.Request
+	for _, r := range srv.Requests() {
+		if r.Script == 0 && !r.Side {
+			summary = append(summary, r)
+		}
+	}
+	if len(summary) == 0 {
+		t.Fatalf("fakemodel got no summary request; stderr: %s", res.Stderr)
+	}
+	sameSession := false
+	for _, r := range summary[0].Results {
+		sameSession = sameSession || r.ID == calls[0].ID
+	}
+	if !sameSession || !strings.Contains(string(summary[0].Body), "<<<REVIEW-COMMENT") {
+		t.Errorf("the summary request is not in the run's conversation: tool results %+v, body %.300s", summary[0].Results, summary[0].Body)
+	}
+
+	rec := res.Record
+	if rec.Status != agent.StatusPartial || rec.NextAction != SummaryNextAction || rec.NeedsExtensionMinutes != 4 {
+		t.Errorf("record = %+v, want the partial record of the summary", rec)
+	}
+	if !slices.Contains(rec.Concerns, agent.SummaryConcern) {
+		t.Errorf("concerns = %q, want %q", rec.Concerns, agent.SummaryConcern)
+	}
+	if f := agent.FailureOf(a.Name(), res, err); f != nil {
+		t.Errorf("FailureOf = %v, want the record taken as the agent's answer", f)
+	}
+	if next, ok := task.Extended(rec); !ok || next.Budget != 4*time.Minute {
+		t.Errorf("Extended = %v, %v; want an extension of 4m", next.Budget, ok)
 	}
 }

@@ -4,7 +4,7 @@
 //	claude -p --output-format stream-json --verbose
 //	       --permission-mode acceptEdits
 //	       --tools T --allowedTools T --max-turns N [--model M]
-//	       --no-session-persistence [extra args…]
+//	       [extra args…]
 //
 // with the task's prompt (agent.RenderTaskPrompt) on stdin, in the task's
 // worktree, under the task's time-box (agent.RunWithBudget: own process
@@ -24,6 +24,12 @@
 // verdict, returned in Result.Output, and the run has ReviewTools. A
 // run without a result event (stopped at its budget, crashed) falls back
 // to the text of the last assistant message, still fail-closed.
+//
+// A fix run stopped at its budget without a record is told to summarize
+// (AG-T1, agent.RunCLI): its session (the session_id of its events) is
+// resumed for one turn with -p --resume ID, the read-only tools and
+// SummaryMaxTurns, asking for the status record. Review and judge runs
+// run with --no-session-persistence and are not asked.
 package claude
 
 import (
@@ -118,20 +124,37 @@ func (a *Agent) Name() string { return a.opts.Name }
 // Binary is the resolved program.
 func (a *Agent) Binary() string { return a.bin }
 
-// Args is the command line of a run of t, program first.
+// SummaryMaxTurns is --max-turns of the summary turn at the budget
+// (agent.RunCLI): an answer, perhaps after a look at a file.
+const SummaryMaxTurns = 3
+
+// Args is the command line of a run of t, program first. A fix run's
+// session is kept (Claude Code saves it where it keeps its sessions) so
+// that a stop at the budget can ask it for its record; a review or judge
+// run's is not.
 func (a *Agent) Args(t agent.Task) []string {
-	tools := a.opts.Tools
 	if agent.ReadOnly(t.Kind) {
-		tools = ReviewTools
+		return a.args(t, ReviewTools, a.opts.MaxTurns, "--no-session-persistence")
 	}
+	return a.args(t, a.opts.Tools, a.opts.MaxTurns)
+}
+
+// ResumeArgs is the command line of the summary turn of a run of t that
+// was stopped at its budget (agent.CLIRun.Resume): the run's session
+// resumed with the read-only tools of a review, not saved again.
+func (a *Agent) ResumeArgs(t agent.Task, session string) []string {
+	return a.args(t, ReviewTools, SummaryMaxTurns, "--no-session-persistence", "--resume", session)
+}
+
+func (a *Agent) args(t agent.Task, tools []string, maxTurns int, session ...string) []string {
 	list := strings.Join(tools, ",")
 	argv := []string{a.bin,
 		"-p", "--output-format", "stream-json", "--verbose",
 		"--permission-mode", a.opts.PermissionMode,
 		"--tools", list, "--allowedTools", list,
-		"--max-turns", strconv.Itoa(a.opts.MaxTurns),
-		"--no-session-persistence",
+		"--max-turns", strconv.Itoa(maxTurns),
 	}
+	argv = append(argv, session...)
 	if m := a.opts.ModelFor(t); m != "" {
 		argv = append(argv, "--model", m)
 	}
@@ -152,7 +175,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "claude", Name: a.opts.Name,
 		Argv: a.Args(t), Env: a.Env(t),
-		Grace: a.opts.Grace, Secrets: a.opts.Secrets,
+		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
 		Record: func(stdout string) agent.StatusRecord { return ParseStream(stdout).Record() },
 		Read: func(stdout string) agent.CLIOutput {
 			stream := ParseStream(stdout)
@@ -161,6 +184,10 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 				o.ReviewFailure = "claude ended with " + stream.Result.Subtype
 			}
 			return o
+		},
+		Session: func(stdout string) string { return ParseStream(stdout).SessionID },
+		Resume: func(session string) ([]string, []string) {
+			return a.ResumeArgs(t, session), a.Env(t)
 		},
 	})
 }
@@ -189,6 +216,9 @@ type Stream struct {
 	Result *Result
 	// Assistant counts assistant messages.
 	Assistant int
+	// SessionID is the session the events name (each carries it), for
+	// --resume.
+	SessionID string
 }
 
 // streamEvent is the part of a stream-json event ParseStream reads.
@@ -201,6 +231,7 @@ type streamEvent struct {
 		} `json:"content"`
 	} `json:"message"`
 	ParentToolUseID *string `json:"parent_tool_use_id"`
+	SessionID       string  `json:"session_id"`
 }
 
 // ParseStream reads stream-json output. Lines that are not JSON objects
@@ -209,6 +240,9 @@ func ParseStream(stdout string) Stream {
 	var s Stream
 	var lastText string
 	agent.EachJSONLine(stdout, func(ev *streamEvent, line string) {
+		if ev.SessionID != "" {
+			s.SessionID = ev.SessionID
+		}
 		switch ev.Type {
 		case "assistant":
 			if ev.ParentToolUseID != nil {

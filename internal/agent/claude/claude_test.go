@@ -22,12 +22,22 @@ func TestArgsAndEnv(t *testing.T) {
 	got := strings.Join(a.Args(agent.Task{Kind: agent.TaskKindFix}), " ")
 	want := "/bin/sh -p --output-format stream-json --verbose --permission-mode acceptEdits" +
 		" --tools Read,Glob,Grep,Edit,Write,Bash --allowedTools Read,Glob,Grep,Edit,Write,Bash" +
-		" --max-turns 7 --no-session-persistence --model opus --effort low"
+		" --max-turns 7 --model opus --effort low"
 	if got != want {
 		t.Errorf("argv\n got %s\nwant %s", got, want)
 	}
-	if rv := strings.Join(a.Args(agent.Task{Kind: agent.TaskKindReview}), " "); !strings.Contains(rv, "--tools Read,Glob,Grep --allowedTools Read,Glob,Grep ") {
+	if rv := strings.Join(a.Args(agent.Task{Kind: agent.TaskKindReview}), " "); !strings.Contains(rv, "--tools Read,Glob,Grep --allowedTools Read,Glob,Grep ") ||
+		!strings.Contains(rv, " --no-session-persistence ") {
 		t.Errorf("review argv %s", rv)
+	}
+	// The summary turn at the budget (AG-T1) resumes the run's session
+	// read-only.
+	got = strings.Join(a.ResumeArgs(agent.Task{Kind: agent.TaskKindFix}, "sid-1"), " ")
+	want = "/bin/sh -p --output-format stream-json --verbose --permission-mode acceptEdits" +
+		" --tools Read,Glob,Grep --allowedTools Read,Glob,Grep --max-turns 3" +
+		" --no-session-persistence --resume sid-1 --model opus --effort low"
+	if got != want {
+		t.Errorf("summary argv\n got %s\nwant %s", got, want)
 	}
 	if slices.Contains(a.Args(agent.Task{}), "--dangerously-skip-permissions") {
 		t.Error("argv skips permissions")

@@ -284,3 +284,20 @@ func TestRealClaude_ParallelReviewAnglesGetTheirOwnScripts(t *testing.T) {
 		t.Errorf("edge-cases output = %q", outputs[1])
 	}
 }
+
+// At the budget Claude Code is stopped, then told to summarize: its
+// session, resumed for one read-only turn, answers with the record
+// (AG-T1).
+func TestAG_T1_RealClaude_SummaryAtBudgetInTheRunsSession(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	agenttest.SummaryAtBudget(t, 3*time.Second, agenttest.Summary{
+		File: "greet.txt",
+		Edit: fakemodel.ToolCall{Shell: "printf 'hello converge\\n' > greet.txt"},
+		Want: "hello converge\n",
+	}, func(url, env string) agent.Agent {
+		a := newAgent(t, bin, url)
+		a.opts.Env = append(a.opts.Env, env)
+		return a
+	})
+}

@@ -78,7 +78,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	var userText []string
+	var user []said
 	turn := 0
 	prevAssistant := false
 	for _, m := range req.Messages {
@@ -93,7 +93,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		for _, b := range anthropicBlocks(m.Content) {
 			switch b.Type {
 			case "text":
-				userText = append(userText, b.Text)
+				user = append(user, said{b.Text, turn})
 			case "tool_result":
 				rec.Results = append(rec.Results, ToolResult{ID: b.ToolUseID, Content: textOf(b.Content), IsError: b.IsError})
 			}
@@ -110,7 +110,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		t = Turn{Text: s.SideText}
 	} else {
 		var ok bool
-		rec.Script, t, ok = s.pick(strings.Join(userText, "\n"), turn)
+		rec.Script, turn, t, ok = s.pick(user, turn)
 		rec.Turn = turn
 		if !ok {
 			t = exhausted(turn)

@@ -99,7 +99,19 @@ type Script struct {
 	// request's user messages (tool results excluded). "" matches every
 	// conversation.
 	Match string
-	Turns []Turn
+	// FromMatch counts the script's turns from the last user message whose
+	// text holds Match, not from the conversation's start: a message a
+	// CLI adds to a resumed session (the summary request at the budget)
+	// gets the script's first turn whatever the session said before.
+	FromMatch bool
+	Turns     []Turn
+}
+
+// said is the text of one user message of a request's history and the
+// number of model turns before it.
+type said struct {
+	text  string
+	turns int
 }
 
 // Call is a tool call the server made.
@@ -256,22 +268,38 @@ func (s *Server) addCall(c Call) {
 	s.calls = append(s.calls, c)
 }
 
-// pick finds the script for a conversation whose user text is userText and
-// the turn it is at; ok is false (and an error recorded) when no script
-// matches or the script has no such turn.
-func (s *Server) pick(userText string, turn int) (script int, t Turn, ok bool) {
+// pick finds the script for a conversation whose user messages are user,
+// after turns model turns, and the script's turn it is at (turns, or for
+// a FromMatch script the model turns since its match); ok is false (and
+// an error recorded) when no script matches or the script has no such
+// turn.
+func (s *Server) pick(user []said, turns int) (script, turn int, t Turn, ok bool) {
+	texts := make([]string, len(user))
+	for i, u := range user {
+		texts[i] = u.text
+	}
+	userText := strings.Join(texts, "\n")
 	for i, sc := range s.scripts {
 		if sc.Match != "" && !strings.Contains(userText, sc.Match) {
 			continue
 		}
+		turn = turns
+		if sc.FromMatch {
+			for j := len(user) - 1; j >= 0; j-- {
+				if strings.Contains(user[j].text, sc.Match) {
+					turn = turns - user[j].turns
+					break
+				}
+			}
+		}
 		if turn >= len(sc.Turns) {
 			s.fail("script %d (match %q) has %d turns; asked for turn %d", i, sc.Match, len(sc.Turns), turn+1)
-			return i, Turn{}, false
+			return i, turn, Turn{}, false
 		}
-		return i, sc.Turns[turn], true
+		return i, turn, sc.Turns[turn], true
 	}
 	s.fail("no script matches the conversation (user text %q)", clip(userText, 200))
-	return -1, Turn{}, false
+	return -1, turns, Turn{}, false
 }
 
 // exhausted is the turn a request gets when the script has none: a final

@@ -259,6 +259,46 @@ func TestScriptsMatchConcurrentConversations(t *testing.T) {
 	}
 }
 
+// A message added to a resumed conversation (the summary request at the
+// budget) gets its FromMatch script's first turn, whatever turns came
+// before it; the conversation before it keeps its own script's turns.
+func TestFromMatchCountsTurnsFromTheMatch(t *testing.T) {
+	srv := New(
+		Script{Match: "time is up", FromMatch: true, Turns: []Turn{{Text: "summary"}}},
+		Script{Turns: []Turn{{Text: "one", Calls: []ToolCall{{Shell: "true"}}}, {Text: "two"}}},
+	)
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	user := func(blocks ...any) any { return map[string]any{"role": "user", "content": blocks} }
+	text := func(s string) any { return map[string]any{"type": "text", "text": s} }
+	assistant := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": "toolu_fm1_0_0", "name": "Bash", "input": map[string]any{"command": "true"}}}}
+	result := map[string]any{"type": "tool_result", "tool_use_id": "toolu_fm1_0_0", "content": "ok"}
+	ask := func(msgs ...any) string {
+		resp := post(t, hs.URL+"/v1/messages", map[string]any{"model": "m", "tools": bashTool, "messages": msgs})
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := ask(user(text("task"))); !strings.Contains(got, `"text":"one"`) {
+		t.Errorf("first turn = %s", got)
+	}
+	if got := ask(user(text("task")), assistant, user(result)); !strings.Contains(got, `"text":"two"`) {
+		t.Errorf("second turn = %s", got)
+	}
+	// Resumed after one model turn, with the summary request beside the
+	// tool result: the summary script's first turn.
+	if got := ask(user(text("task")), assistant, user(result, text("time is up, report"))); !strings.Contains(got, `"text":"summary"`) {
+		t.Errorf("summary turn = %s", got)
+	}
+	reqs := srv.Requests()
+	if last := reqs[len(reqs)-1]; last.Script != 0 || last.Turn != 0 {
+		t.Errorf("summary request answered by script %d turn %d, want 0, 0", last.Script, last.Turn)
+	}
+	if errs := srv.Errors(); len(errs) > 0 {
+		t.Errorf("errors: %q", errs)
+	}
+}
+
 func TestProtocolErrorsAreRecorded(t *testing.T) {
 	srv := New(Script{Match: "known", Turns: []Turn{{Text: "one"}}})
 	hs := httptest.NewServer(srv)

@@ -84,7 +84,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, model, meth
 		return
 	}
 
-	var userText []string
+	var user []said
 	turn := 0
 	prevModel := false
 	for _, c := range req.Contents {
@@ -102,7 +102,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, model, meth
 				text, isErr := geminiResponseText(p.FunctionResponse.Response)
 				rec.Results = append(rec.Results, ToolResult{ID: p.FunctionResponse.ID, Content: text, IsError: isErr})
 			case p.FunctionCall == nil && p.Text != "":
-				userText = append(userText, p.Text)
+				user = append(user, said{p.Text, turn})
 			}
 		}
 	}
@@ -119,7 +119,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, model, meth
 		t = Turn{Text: s.SideText}
 	} else {
 		var ok bool
-		rec.Script, t, ok = s.pick(strings.Join(userText, "\n"), turn)
+		rec.Script, turn, t, ok = s.pick(user, turn)
 		rec.Turn = turn
 		if !ok {
 			t = exhausted(turn)

@@ -110,7 +110,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	var userText []string
+	var user []said
 	turn := 0
 	prevModel := false
 	for _, it := range items {
@@ -121,7 +121,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		prevModel = m
 		switch {
 		case (it.Type == "message" || it.Type == "") && it.Role == "user":
-			userText = append(userText, responsesText(it.Content))
+			user = append(user, said{responsesText(it.Content), turn})
 		case it.Type == "function_call_output", it.Type == "custom_tool_call_output":
 			rec.Results = append(rec.Results, ToolResult{ID: it.CallID, Content: responsesText(it.Output)})
 		}
@@ -137,7 +137,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		t = Turn{Text: s.SideText}
 	} else {
 		var ok bool
-		rec.Script, t, ok = s.pick(strings.Join(userText, "\n"), turn)
+		rec.Script, turn, t, ok = s.pick(user, turn)
 		rec.Turn = turn
 		if !ok {
 			t = exhausted(turn)
