@@ -14,6 +14,9 @@ import (
 // specIDRE is a requirement ID of SPEC §1 in prose or a script comment.
 var specIDRE = regexp.MustCompile(`\bPR-[OSTGM]\d+\b`)
 
+// idTokenRE is one ID in a test function's name, after "PR_".
+var idTokenRE = regexp.MustCompile(`^[OSTGM]\d+$`)
+
 // testFuncRE is a test function's name.
 var testFuncRE = regexp.MustCompile(`(?m)^func (Test\w+)\(`)
 
@@ -27,7 +30,7 @@ func idsInTestName(name string) []string {
 		if toks[i] != "PR" {
 			continue
 		}
-		for j := i + 1; j < len(toks) && regexp.MustCompile(`^[OSTGM]\d+$`).MatchString(toks[j]); j++ {
+		for j := i + 1; j < len(toks) && idTokenRE.MatchString(toks[j]); j++ {
 			out = append(out, "PR-"+toks[j])
 		}
 	}
@@ -137,7 +140,7 @@ func TestPR_EveryIDOfSpecSection1HasATest(t *testing.T) {
 
 func TestPR_TestNamesAreReadForIDs(t *testing.T) {
 	for name, want := range map[string][]string{
-		"TestPR_T1_T12_ForcePushBackToReviewedHeadIsNotTwoStable": {"PR-T1", "PR-T12"},
+		"TestPR_T1_T12_ForcePushBackToReviewedHeadIsNotTwoStable":   {"PR-T1", "PR-T12"},
 		"TestPR_S13_CleanupResolvesOutdatedThreadsOnceAfterSuccess": {"PR-S13"},
 		"TestPR_HappyPathThreeRounds":                               nil,
 		"TestAG_T4_CrashingAgentEndsErrored":                        nil,
