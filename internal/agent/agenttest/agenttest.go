@@ -131,7 +131,9 @@ func CheckEnvDump(t testing.TB, path string, names ...string) {
 
 // StoppedAtBudget runs a fix task whose model never answers under budget
 // and checks that the run comes back partial/budget-exceeded, within
-// maxTook when that is not zero, and leaves no process behind. newAgent
+// maxTook when that is not zero, and leaves no process behind. The
+// summary turn at the budget (AG-T1), if the run has one, gets no answer
+// either: the agent should have a short SummaryBudget. newAgent
 // returns the backend talking to url with env (a marker variable) added
 // to its environment.
 func StoppedAtBudget(t *testing.T, budget, maxTook time.Duration, newAgent func(url, env string) agent.Agent) {
@@ -166,6 +168,10 @@ type Summary struct {
 	// Edit is the tool call that edits it; Want is its content after.
 	Edit fakemodel.ToolCall
 	Want string
+	// ReadOnly, when set, checks the body of the summary request for what
+	// says that turn cannot edit (the tools offered, the sandbox), and
+	// returns what it found wrong.
+	ReadOnly func(body string) string
 }
 
 // SummaryNextAction is the next action of the partial record the model
@@ -237,6 +243,13 @@ func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent fun
 	}
 	if !sameSession || !strings.Contains(string(summary[0].Body), "<<<REVIEW-COMMENT") {
 		t.Errorf("the summary request is not in the run's conversation: tool results %+v, body %.300s", summary[0].Results, summary[0].Body)
+	}
+	if s.ReadOnly != nil {
+		for _, r := range summary {
+			if bad := s.ReadOnly(string(r.Body)); bad != "" {
+				t.Errorf("the summary turn may edit: %s", bad)
+			}
+		}
 	}
 
 	rec := res.Record

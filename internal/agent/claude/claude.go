@@ -27,7 +27,7 @@
 //
 // A fix run stopped at its budget without a record is told to summarize
 // (AG-T1, agent.RunCLI): its session (the session_id of its events) is
-// resumed for one turn with -p --resume ID, the read-only tools and
+// resumed for one turn with -p --resume ID, only the read-only tools and
 // SummaryMaxTurns, asking for the status record. Review and judge runs
 // run with --no-session-persistence and are not asked.
 package claude
@@ -35,6 +35,7 @@ package claude
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -141,9 +142,17 @@ func (a *Agent) Args(t agent.Task) []string {
 
 // ResumeArgs is the command line of the summary turn of a run of t that
 // was stopped at its budget (agent.CLIRun.Resume): the run's session
-// resumed with the read-only tools of a review, not saved again.
+// resumed with the read-only tools of a review, not saved again. A
+// resumed session offers the model its run's tools whatever --tools
+// says, so the others are also --disallowedTools.
 func (a *Agent) ResumeArgs(t agent.Task, session string) []string {
-	return a.args(t, ReviewTools, SummaryMaxTurns, "--no-session-persistence", "--resume", session)
+	var deny []string
+	for _, tool := range a.opts.Tools {
+		if !slices.Contains(ReviewTools, tool) {
+			deny = append(deny, tool)
+		}
+	}
+	return a.args(t, ReviewTools, SummaryMaxTurns, "--no-session-persistence", "--disallowedTools", strings.Join(deny, ","), "--resume", session)
 }
 
 func (a *Agent) args(t agent.Task, tools []string, maxTurns int, session ...string) []string {

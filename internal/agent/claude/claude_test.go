@@ -35,7 +35,7 @@ func TestArgsAndEnv(t *testing.T) {
 	got = strings.Join(a.ResumeArgs(agent.Task{Kind: agent.TaskKindFix}, "sid-1"), " ")
 	want = "/bin/sh -p --output-format stream-json --verbose --permission-mode acceptEdits" +
 		" --tools Read,Glob,Grep --allowedTools Read,Glob,Grep --max-turns 3" +
-		" --no-session-persistence --resume sid-1 --model opus --effort low"
+		" --no-session-persistence --disallowedTools Edit,Write,Bash --resume sid-1 --model opus --effort low"
 	if got != want {
 		t.Errorf("summary argv\n got %s\nwant %s", got, want)
 	}

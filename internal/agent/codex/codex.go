@@ -1,7 +1,7 @@
 // Package codex is the Codex CLI agent backend (SPEC AG-B1). It runs
 //
 //	codex exec --json -s workspace-write -C WORKDIR --skip-git-repo-check
-//	           --ephemeral --color never [-m MODEL]
+//	           --color never [-m MODEL]
 //	           [-c model_provider=ID -c model_providers.ID={…}] [-c K=V…]
 //	           [extra args…] -
 //
@@ -26,6 +26,11 @@
 // agent.ParseStatus, AG-T3); for a review or judge task it holds the
 // findings array or the verdict, returned in Result.Output. Usage is the
 // sum of the turn.completed usage; Codex reports no price.
+//
+// A fix run stopped at its budget without a record is told to summarize
+// (AG-T1, agent.RunCLI): the session of its thread.started event is
+// resumed for one read-only turn (ResumeArgs) asking for the status
+// record. Review and judge runs are --ephemeral and are not asked.
 package codex
 
 import (
@@ -123,17 +128,41 @@ func (a *Agent) Name() string { return a.opts.Name }
 // Binary is the resolved program.
 func (a *Agent) Binary() string { return a.bin }
 
-// Args is the command line of a run of t, program first.
+// Args is the command line of a run of t, program first. A fix run's
+// session is kept (in CODEX_HOME's sessions) so that a stop at the budget
+// can ask it for its record; a review or judge run is --ephemeral.
 func (a *Agent) Args(t agent.Task) []string {
-	sandbox := a.opts.Sandbox
+	sandbox, keep := a.opts.Sandbox, []string{}
 	if agent.ReadOnly(t.Kind) {
-		sandbox = "read-only"
+		sandbox, keep = "read-only", []string{"--ephemeral"}
 	}
 	argv := []string{a.bin, "exec", "--json", "-s", sandbox}
 	if t.Workdir != "" {
 		argv = append(argv, "-C", t.Workdir)
 	}
-	argv = append(argv, "--skip-git-repo-check", "--ephemeral", "--color", "never")
+	argv = append(argv, "--skip-git-repo-check")
+	argv = append(argv, keep...)
+	argv = append(argv, "--color", "never")
+	argv = append(a.config(argv, t), a.opts.ExtraArgs...)
+	// "-": the prompt is read from stdin (no argv length limit, not in
+	// /proc/PID/cmdline).
+	return append(argv, "-")
+}
+
+// ResumeArgs is the command line of the summary turn of a run of t that
+// was stopped at its budget (agent.CLIRun.Resume): codex exec resume of
+// the run's session, read-only (the sandbox as a -c override, as resume
+// has no -s), not saved again, in the run's directory (resume has no -C;
+// the process starts there). ExtraArgs are left out: they are exec's
+// flags, which resume may not take.
+func (a *Agent) ResumeArgs(t agent.Task, session string) []string {
+	argv := []string{a.bin, "exec", "resume", "--json", "--skip-git-repo-check", "--ephemeral"}
+	argv = a.config(argv, t)
+	return append(argv, "-c", `sandbox_mode="read-only"`, session, "-")
+}
+
+// config adds the model and the configuration overrides of a run of t.
+func (a *Agent) config(argv []string, t agent.Task) []string {
 	if m := a.opts.ModelFor(t); m != "" {
 		argv = append(argv, "-m", m)
 	}
@@ -148,10 +177,7 @@ func (a *Agent) Args(t agent.Task) []string {
 	for _, kv := range a.opts.Config {
 		argv = append(argv, "-c", kv)
 	}
-	argv = append(argv, a.opts.ExtraArgs...)
-	// "-": the prompt is read from stdin (no argv length limit, not in
-	// /proc/PID/cmdline).
-	return append(argv, "-")
+	return argv
 }
 
 // Env is the environment of a run of t.
@@ -171,7 +197,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "codex", Name: a.opts.Name,
 		Argv: a.Args(t), Env: a.Env(t),
-		Grace: a.opts.Grace, Secrets: a.opts.Secrets,
+		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
 		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },
 		Read: func(stdout string) agent.CLIOutput {
 			events := ParseEvents(stdout)
@@ -180,6 +206,10 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 				o.ReviewFailure = "codex: turn failed: " + events.TurnFailed
 			}
 			return o
+		},
+		Session: func(stdout string) string { return ParseEvents(stdout).ThreadID },
+		Resume: func(session string) ([]string, []string) {
+			return a.ResumeArgs(t, session), a.Env(t)
 		},
 	})
 }
@@ -198,12 +228,17 @@ type Events struct {
 	Failure, TurnFailed string
 	// Commands are the command lines of completed command_execution items.
 	Commands []string
+	// ThreadID is the session of thread.started, the run's first event,
+	// for exec resume: gone when the run printed more than agent.OutputTail,
+	// as only the tail of the output is kept.
+	ThreadID string
 }
 
 // event is the part of an output line ParseEvents reads.
 type event struct {
-	Type string `json:"type"`
-	Item struct {
+	Type     string `json:"type"`
+	ThreadID string `json:"thread_id"`
+	Item     struct {
 		Type    string `json:"type"`
 		Text    string `json:"text"`
 		Command string `json:"command"`
@@ -227,6 +262,8 @@ func ParseEvents(stdout string) Events {
 	var e Events
 	agent.EachJSONLine(stdout, func(ev *event, _ string) {
 		switch ev.Type {
+		case "thread.started":
+			e.ThreadID = ev.ThreadID
 		case "item.completed":
 			switch ev.Item.Type {
 			case "agent_message":

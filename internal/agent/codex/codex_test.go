@@ -20,15 +20,25 @@ func TestArgsAndEnv(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := a.Args(agent.Task{Kind: agent.TaskKindFix, Workdir: "/w"})
-	want := []string{"/bin/sh", "exec", "--json", "-s", "workspace-write", "-C", "/w", "--skip-git-repo-check", "--ephemeral",
-		"--color", "never", "-m", "gpt-5",
+	provider := []string{"-m", "gpt-5",
 		"-c", `model_provider="gw"`, "-c", `model_providers.gw={name="gw",base_url="http://127.0.0.1:1/v1",wire_api="responses",env_key="GW_KEY"}`,
-		"-c", `model_reasoning_effort="low"`, "-"}
+		"-c", `model_reasoning_effort="low"`}
+	want := append([]string{"/bin/sh", "exec", "--json", "-s", "workspace-write", "-C", "/w", "--skip-git-repo-check",
+		"--color", "never"}, append(provider, "-")...)
 	if !slices.Equal(got, want) {
 		t.Errorf("argv\n got %q\nwant %q", got, want)
 	}
-	if rv := a.Args(agent.Task{Kind: agent.TaskKindReview, Workdir: "/w"}); !slices.Contains(rv, "read-only") || slices.Contains(rv, "workspace-write") {
+	if rv := a.Args(agent.Task{Kind: agent.TaskKindReview, Workdir: "/w"}); !slices.Contains(rv, "read-only") || slices.Contains(rv, "workspace-write") ||
+		!slices.Contains(rv, "--ephemeral") {
 		t.Errorf("review argv %q", rv)
+	}
+	// The summary turn at the budget (AG-T1) resumes the run's session
+	// read-only.
+	got = a.ResumeArgs(agent.Task{Kind: agent.TaskKindFix, Workdir: "/w"}, "sid-1")
+	want = append(append([]string{"/bin/sh", "exec", "resume", "--json", "--skip-git-repo-check", "--ephemeral"}, provider...),
+		"-c", `sandbox_mode="read-only"`, "sid-1", "-")
+	if !slices.Equal(got, want) {
+		t.Errorf("summary argv\n got %q\nwant %q", got, want)
 	}
 	env := a.Env(agent.Task{})
 	for _, want := range []string{"HOME=/root", "GW_KEY=k", "OPENAI_API_KEY=o"} {

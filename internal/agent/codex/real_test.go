@@ -199,6 +199,33 @@ func TestRealCodex_StoppedAtBudget(t *testing.T) {
 	agenttest.StoppedAtBudget(t, 3*time.Second, 3*time.Second+2*time.Second+20*time.Second, func(url, env string) agent.Agent {
 		a := newAgent(t, bin, url)
 		a.opts.Env = append(a.opts.Env, env)
+		// The summary turn at the budget gets no answer either.
+		a.opts.SummaryBudget = 3 * time.Second
+		return a
+	})
+}
+
+// At the budget Codex is stopped, then told to summarize: its session,
+// resumed for one read-only turn, answers with the record (AG-T1).
+func TestAG_T1_RealCodex_SummaryAtBudgetInTheRunsSession(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	agenttest.SummaryAtBudget(t, 6*time.Second, agenttest.Summary{
+		File: "greet.txt",
+		Edit: fakemodel.ToolCall{Shell: "printf 'hello converge\\n' > greet.txt"},
+		Want: "hello converge\n",
+		ReadOnly: func(body string) string {
+			// The resumed session's permissions: the run's, then the
+			// summary turn's.
+			ro, ww := strings.LastIndex(body, "`sandbox_mode` is `read-only`"), strings.LastIndex(body, "`sandbox_mode` is `workspace-write`")
+			if ro < 0 || ro < ww {
+				return "its last sandbox instructions are not read-only"
+			}
+			return ""
+		},
+	}, func(url, env string) agent.Agent {
+		a := newAgent(t, bin, url)
+		a.opts.Env = append(a.opts.Env, env)
 		return a
 	})
 }

@@ -152,6 +152,8 @@ func TestRealOpenCode_StoppedAtBudget(t *testing.T) {
 	agenttest.StoppedAtBudget(t, 5*time.Second, 0, func(url, env string) agent.Agent {
 		a := newAgent(t, bin, url)
 		a.opts.Env = append(a.opts.Env, env)
+		// The summary turn at the budget gets no answer either.
+		a.opts.SummaryBudget = 3 * time.Second
 		return a
 	})
 }
