@@ -93,7 +93,9 @@ type Options struct {
 	// Max is how many tasks run at once; zero means DefaultMax.
 	Max int
 	// Dir holds the tasks' worktrees; "" means a new temporary directory,
-	// removed afterwards.
+	// removed afterwards. A process killed mid-run leaves its worktrees
+	// there, so a caller that can be killed names a Dir of its own, which
+	// it finds again and hands to Sweep.
 	Dir string
 	// Lock, when set, is held while a worktree is added or removed, for
 	// callers that share the repository with other users of its worktree
@@ -458,4 +460,111 @@ func changedFiles(ctx context.Context, g *repo.Git, rev string) ([]string, error
 	}
 	slices.Sort(files)
 	return files, nil
+}
+
+// Sweep removes what pool runs that never cleaned up (their process was
+// killed) left in dirs: each worktree of target registered under one of
+// dirs, missing or locked ones included, then the pool's own entries in
+// each dir and the dir once it is empty, then git's records of worktrees
+// whose directory is gone. It fails closed: a worktree that is not under
+// one of dirs is never removed, and a dir must be absolute and must not
+// hold the target's main worktree, so each dir has to be the caller's
+// own. It returns the worktrees it removed.
+func Sweep(ctx context.Context, target *repo.Git, dirs ...string) ([]string, error) {
+	list, err := target.Run(ctx, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return nil, fmt.Errorf("pool: sweep: %w", err)
+	}
+	var paths []string
+	for f := range strings.SplitSeq(list, "\x00") {
+		if p, ok := strings.CutPrefix(f, "worktree "); ok {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, errors.New("pool: sweep: git lists no main worktree")
+	}
+	own := make([]string, len(dirs))
+	for i, d := range dirs {
+		if !filepath.IsAbs(d) {
+			return nil, fmt.Errorf("pool: sweep: %s is not an absolute path", d)
+		}
+		own[i] = filepath.Clean(d)
+		if own[i] == filepath.Clean(paths[0]) || within(paths[0], own[i]) {
+			return nil, fmt.Errorf("pool: sweep: %s holds the repository %s", d, paths[0])
+		}
+	}
+	var removed []string
+	// The first entry is the main worktree, which git never removes.
+	for _, p := range paths[1:] {
+		if !slices.ContainsFunc(own, func(d string) bool { return within(p, d) }) {
+			continue
+		}
+		if err := target.RemoveWorktree(ctx, p); err != nil {
+			return removed, fmt.Errorf("pool: sweep: %w", err)
+		}
+		removed = append(removed, p)
+	}
+	for _, d := range own {
+		if err := removeOwn(d); err != nil {
+			return removed, fmt.Errorf("pool: sweep: %w", err)
+		}
+	}
+	if _, err := target.Run(ctx, "worktree", "prune"); err != nil {
+		return removed, fmt.Errorf("pool: sweep: %w", err)
+	}
+	return removed, nil
+}
+
+// removeOwn removes what a pool run makes in its Dir (the task-*
+// directories, the patch-* files) and then dir, when nothing else is in
+// it.
+func removeOwn(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	others := false
+	for _, e := range entries {
+		n := e.Name()
+		if !strings.HasPrefix(n, "task-") && !strings.HasPrefix(n, "patch-") {
+			// Not the pool's: it stays, and so does dir.
+			others = true
+			continue
+		}
+		if err := os.RemoveAll(filepath.Join(dir, n)); err != nil {
+			return err
+		}
+	}
+	if others {
+		return nil
+	}
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// within reports whether path lies strictly inside dir, compared both as
+// written and with symbolic links resolved (git may record either).
+func within(path, dir string) bool {
+	paths, dirs := []string{filepath.Clean(path)}, []string{filepath.Clean(dir)}
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		paths = append(paths, r)
+	}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		dirs = append(dirs, r)
+	}
+	for _, p := range paths {
+		for _, d := range dirs {
+			rel, err := filepath.Rel(d, p)
+			if err == nil && rel != "." && filepath.IsLocal(rel) {
+				return true
+			}
+		}
+	}
+	return false
 }

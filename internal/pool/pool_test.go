@@ -426,3 +426,88 @@ func TestAG_P1_DirtyTargetIsRefused(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// TestAG_P1_SweepRemovesOnlyTheCallersWorktrees: what a killed pool run
+// leaves in its Dir — a worktree, one whose directory is gone, one still
+// locked as `git worktree add` leaves it when killed, a patch file — is
+// removed from disk and from git's list; the user's own worktree, a
+// worktree in a directory the caller did not name, and a file that is no
+// pool's stay. A relative directory, or one holding the repository, is
+// refused before anything is removed.
+func TestAG_P1_SweepRemovesOnlyTheCallersWorktrees(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	target, _ := newRepo(t, map[string]string{"a.txt": "a\n"})
+	root := t.TempDir()
+	dir, other := filepath.Join(root, "run-1"), filepath.Join(root, "run-1-other")
+	add := func(p string) string {
+		git(t, target.Dir, "worktree", "add", "-q", "--detach", p, "HEAD")
+		return p
+	}
+	live := add(filepath.Join(dir, "task-1", "wt"))
+	write(t, live, "a.txt", "half a change\n")
+	gone := add(filepath.Join(dir, "task-2", "wt"))
+	if err := os.RemoveAll(gone); err != nil {
+		t.Fatal(err)
+	}
+	locked := add(filepath.Join(dir, "task-3", "wt"))
+	git(t, target.Dir, "worktree", "lock", "--reason", "initializing", locked)
+	write(t, dir, "patch-1", "diff\n")
+	write(t, dir, "notes.txt", "the user's\n")
+	mine := add(filepath.Join(t.TempDir(), "mine"))
+	sibling := add(filepath.Join(other, "task-9", "wt"))
+
+	for _, bad := range []string{"relative/dir", filepath.Dir(target.Dir), target.Dir} {
+		if _, err := Sweep(ctx, target, dir, bad); err == nil {
+			t.Errorf("Sweep with %s: no error", bad)
+		}
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("a refused sweep removed %s: %v", live, err)
+	}
+
+	removed, err := Sweep(ctx, target, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(removed)
+	if want := []string{live, gone, locked}; !slices.Equal(removed, want) {
+		t.Errorf("removed %v, want %v", removed, want)
+	}
+	list := git(t, target.Dir, "worktree", "list", "--porcelain")
+	for _, p := range []string{live, gone, locked} {
+		if strings.Contains(list, p) {
+			t.Errorf("%s is still registered:\n%s", p, list)
+		}
+	}
+	for _, p := range []string{mine, sibling} {
+		if !strings.Contains(list, p) {
+			t.Errorf("%s is no longer registered:\n%s", p, list)
+		}
+		if _, err := os.Stat(filepath.Join(p, "a.txt")); err != nil {
+			t.Errorf("%s was touched: %v", p, err)
+		}
+	}
+	left, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left) != 1 || left[0].Name() != "notes.txt" {
+		t.Errorf("left in %s: %v, want notes.txt only", dir, left)
+	}
+	if st := git(t, target.Dir, "status", "--porcelain"); st != "" {
+		t.Errorf("target changed: %s", st)
+	}
+
+	// Sweeping again finds nothing; without the stranger's file the
+	// directory goes too.
+	if err := os.Remove(filepath.Join(dir, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if removed, err := Sweep(ctx, target, dir); err != nil || len(removed) != 0 {
+		t.Errorf("second sweep: %v, %v", removed, err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s still exists: %v", dir, err)
+	}
+}
