@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -237,6 +238,16 @@ const SummaryConcern = "stopped at the budget; summary requested"
 // and load its session) and at most 60 s — a short answer, not more work.
 func SummaryBudget(budget time.Duration) time.Duration {
 	return min(max(budget/5, 30*time.Second), 60*time.Second)
+}
+
+// NewSessionID is a random UUID (version 4), for a CLI that is given the
+// id of the session it starts.
+func NewSessionID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // summarize runs the summary turn of a fix run of t that was stopped at

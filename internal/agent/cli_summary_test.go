@@ -7,6 +7,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -117,5 +118,12 @@ func TestSummaryBudget(t *testing.T) {
 		if got := SummaryBudget(budget); got != want {
 			t.Errorf("SummaryBudget(%s) = %s, want %s", budget, got, want)
 		}
+	}
+}
+
+func TestNewSessionID(t *testing.T) {
+	a, b := NewSessionID(), NewSessionID()
+	if !regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`).MatchString(a) || a == b {
+		t.Errorf("session ids %q, %q: want distinct version-4 UUIDs", a, b)
 	}
 }

@@ -1,7 +1,7 @@
 // Package gemini is the Gemini CLI agent backend (SPEC AG-B1). It runs
 //
-//	gemini -o stream-json --approval-mode yolo --skip-trust [-m MODEL]
-//	       [extra args…] -p "…"
+//	gemini -o stream-json --approval-mode yolo --skip-trust
+//	       [--session-id ID] [-m MODEL] [extra args…] -p "…"
 //
 // with the task's prompt (agent.RenderTaskPrompt) on stdin — -p, which
 // makes the run non-interactive, only adds a closing line to it — in the
@@ -22,6 +22,11 @@
 // (agent.ReadOnly, run in plan mode) it holds the findings array or the
 // verdict, returned in Result.Output. Usage is the result's stats;
 // Gemini CLI reports no price.
+//
+// A fix run starts a session converge names (--session-id); stopped at
+// its budget without a record it is told to summarize (AG-T1,
+// agent.RunCLI): the session is resumed (--resume ID) for one turn in
+// plan mode asking for the status record.
 package gemini
 
 import (
@@ -89,7 +94,25 @@ func (a *Agent) Args(t agent.Task) []string {
 	if agent.ReadOnly(t.Kind) {
 		mode = "plan"
 	}
+	return a.args(t, mode)
+}
+
+// SessionArgs is the command line of a fix run of t that starts the
+// session id, for the summary turn at its budget (ResumeArgs).
+func (a *Agent) SessionArgs(t agent.Task, id string) []string {
+	return a.args(t, a.opts.ApprovalMode, "--session-id", id)
+}
+
+// ResumeArgs is the command line of the summary turn of a run of t that
+// was stopped at its budget (agent.CLIRun.Resume): its session resumed in
+// plan mode, which reads and never edits.
+func (a *Agent) ResumeArgs(t agent.Task, session string) []string {
+	return a.args(t, "plan", "--resume", session)
+}
+
+func (a *Agent) args(t agent.Task, mode string, session ...string) []string {
 	argv := []string{a.bin, "-o", "stream-json", "--approval-mode", mode, "--skip-trust"}
+	argv = append(argv, session...)
 	if m := a.opts.ModelFor(t); m != "" {
 		argv = append(argv, "-m", m)
 	}
@@ -108,10 +131,17 @@ func (a *Agent) Env(t agent.Task) []string {
 // Run runs Gemini CLI once on t; agent.RunWithBudget's rules apply to the
 // record.
 func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	argv, session := a.Args(t), ""
+	if !agent.ReadOnly(t.Kind) {
+		// The init event names the session, but only the output's tail is
+		// kept: converge names it.
+		session = agent.NewSessionID()
+		argv = a.SessionArgs(t, session)
+	}
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "gemini", Name: a.opts.Name,
-		Argv: a.Args(t), Env: a.Env(t),
-		Grace: a.opts.Grace, Secrets: a.opts.Secrets,
+		Argv: argv, Env: a.Env(t),
+		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
 		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },
 		Read: func(stdout string) agent.CLIOutput {
 			events := ParseEvents(stdout)
@@ -120,6 +150,10 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 				o.ReviewFailure = "gemini ended with status " + events.Status + ": " + events.Failure
 			}
 			return o
+		},
+		Session: func(string) string { return session },
+		Resume: func(session string) ([]string, []string) {
+			return a.ResumeArgs(t, session), a.Env(t)
 		},
 	})
 }

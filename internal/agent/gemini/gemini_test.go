@@ -23,6 +23,16 @@ func TestArgsAndEnv(t *testing.T) {
 	if got := a.Args(agent.Task{Kind: agent.TaskKindReview}); got[4] != "plan" {
 		t.Errorf("review argv %q", got)
 	}
+	// A fix run names its session; the summary turn at the budget
+	// (AG-T1) resumes it in plan mode.
+	want = []string{"/bin/sh", "-o", "stream-json", "--approval-mode", "yolo", "--skip-trust", "--session-id", "sid-1", "-m", "gemini-x", "--sandbox", "-p", prompt}
+	if got := a.SessionArgs(agent.Task{}, "sid-1"); !slices.Equal(got, want) {
+		t.Errorf("session argv %q, want %q", got, want)
+	}
+	want = []string{"/bin/sh", "-o", "stream-json", "--approval-mode", "plan", "--skip-trust", "--resume", "sid-1", "-m", "gemini-x", "--sandbox", "-p", prompt}
+	if got := a.ResumeArgs(agent.Task{}, "sid-1"); !slices.Equal(got, want) {
+		t.Errorf("summary argv %q, want %q", got, want)
+	}
 	env := a.Env(agent.Task{})
 	if !slices.Contains(env, "GEMINI_API_KEY=k") || slices.Contains(env, "GH_TOKEN=ghp_x") || slices.Contains(env, "OPENAI_API_KEY=o") {
 		t.Errorf("env = %q", env)

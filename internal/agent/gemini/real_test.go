@@ -146,3 +146,44 @@ func TestRealGemini_StoppedAtBudget(t *testing.T) {
 		return a
 	})
 }
+
+// At the budget Gemini CLI is stopped, then told to summarize: its
+// session, resumed for one turn in plan mode, answers with the record
+// (AG-T1).
+func TestAG_T1_RealGemini_SummaryAtBudgetInTheRunsSession(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	agenttest.SummaryAtBudget(t, 8*time.Second, agenttest.Summary{
+		File: "greet.txt",
+		Edit: fakemodel.ToolCall{Shell: "printf 'hello converge\\n' > greet.txt"},
+		Want: "hello converge\n",
+		ReadOnly: func(body string) string {
+			var req struct {
+				Tools []struct {
+					FunctionDeclarations []struct {
+						Name string `json:"name"`
+					} `json:"functionDeclarations"`
+				} `json:"tools"`
+			}
+			if err := json.Unmarshal([]byte(body), &req); err != nil {
+				return err.Error()
+			}
+			var names []string
+			for _, tl := range req.Tools {
+				for _, f := range tl.FunctionDeclarations {
+					names = append(names, f.Name)
+				}
+			}
+			// Plan mode offers no shell; its write tools may write only
+			// plans under Gemini CLI's own directory (its plan policy).
+			if slices.Contains(names, "run_shell_command") || !slices.Contains(names, "exit_plan_mode") {
+				return "it is not in plan mode: " + strings.Join(names, ",")
+			}
+			return ""
+		},
+	}, func(url, env string) agent.Agent {
+		a := newAgent(t, bin, url)
+		a.opts.Env = append(a.opts.Env, env)
+		return a
+	})
+}
