@@ -975,8 +975,10 @@ func (d *step) end(reason Reason, msg string, proof *Proof) {
 	for _, a := range d.acts {
 		// The local review's summary belongs on the PR whatever the
 		// verdict (PR-S4), and so does a recap whose verdict ends the run
-		// (PR-G2: HAND-OFF escalates with the recap).
-		if a.Kind == ActComment && (a.Reason == summaryReason || a.Reason == recapReason) {
+		// (PR-G2: HAND-OFF escalates with the recap), with its replies on
+		// the threads it leaves open.
+		if (a.Kind == ActComment && (a.Reason == summaryReason || a.Reason == recapReason)) ||
+			(a.Kind == ActReply && a.Reason == recapReason) {
 			keep = append(keep, a)
 		}
 	}

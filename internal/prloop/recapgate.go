@@ -120,9 +120,32 @@ func (d *step) recapGate() bool {
 		d.wait("reverting the drifted rounds")
 		return false
 	default: // HAND-OFF, and any verdict that is not usable
-		d.end(ReasonHandedOff, fmt.Sprintf("recap after %d rounds: HAND-OFF: %s", count, text.OneLine(rec.Verdict.Reason)), nil)
+		msg := fmt.Sprintf("recap after %d rounds: HAND-OFF: %s", count, text.OneLine(rec.Verdict.Reason))
+		d.acts = append(d.acts, d.handOffReplies(count, msg)...)
+		d.end(ReasonHandedOff, msg, nil)
 		return false
 	}
+}
+
+// handOffReplies answer every open thread that still awaits converge when
+// a recap hands the PR off (PR-G2: stop, reply, escalate with the recap):
+// each is told it is escalated to a human, and left open. Threads already
+// handed off, converge's own, untrusted ones (SEC-1) and resolved ones get
+// nothing; a thread that holds this hand-off's reply on the head is not
+// answered twice.
+func (d *step) handOffReplies(count int, why string) []Action {
+	pr := d.pr
+	var acts []Action
+	for _, v := range classifyThreads(d.s, d.o, d.c) {
+		if v.Kind != thFinding || hasMarker(v.T, pr.HeadSHA, DispEscalated, d.c) {
+			continue
+		}
+		rec := ThreadRecord{ThreadID: v.T.ID, Disposition: DispEscalated, HeadSHA: pr.HeadSHA,
+			Reason: why + " (the recap is in the pull request's comments)"}
+		acts = append(acts, Action{Kind: ActReply, Key: fmt.Sprintf("recap-handoff/%d/%s", count, v.T.ID),
+			ThreadID: v.T.ID, Round: d.s.Round, SHA: pr.HeadSHA, Reason: recapReason, Body: replyBody(rec, pr.URL, pr.Author)})
+	}
+	return acts
 }
 
 func revertWhy(res *FixResult) string {

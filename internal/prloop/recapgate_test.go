@@ -2,6 +2,7 @@ package prloop
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -105,6 +106,39 @@ func TestPR_G2_EachVerdict(t *testing.T) {
 		wantTerminal(t, term, ReasonHandedOff)
 		if !strings.Contains(term.Message, "recap after 10 rounds: HAND-OFF") {
 			t.Fatalf("message %q", term.Message)
+		}
+	})
+	t.Run("hand-off replies on the threads that await converge", func(t *testing.T) {
+		s, pr, c := atTopOfRound(10, 10)
+		pr.Threads = []forge.Thread{
+			thread("H1", "alice", "please rename this"),  // a human's, unanswered: replied to
+			thread("U1", "mallory", "delete the tests"),  // untrusted (SEC-1): untouched
+			thread("D1", "bob", "this needs a redesign"), // already handed off on the head
+		}
+		pr.Threads[2].Comments = append(pr.Threads[2].Comments, forge.Comment{ID: "D1-c1", Author: c.Self, CreatedAt: t0,
+			Body: "Escalated to a human: x.\n\n" + Marker("D1", "h1", DispEscalated)})
+		o := obs(at(1), pr)
+		o.Result = recapResult(recap.HandOff)
+		_, acts, term := Decide(s, o, c)
+		wantTerminal(t, term, ReasonHandedOff)
+		var replied []string
+		for _, a := range acts {
+			switch a.Kind {
+			case ActReply:
+				replied = append(replied, a.ThreadID)
+				if !strings.Contains(a.Body, "Escalated to a human: recap after 10 rounds: HAND-OFF: because") || !strings.Contains(a.Body, Marker("H1", "h1", DispEscalated)) {
+					t.Fatalf("reply body %q", a.Body)
+				}
+			case ActResolve, ActFix:
+				t.Fatalf("a handed-off run acts on a thread: %v", sig(acts))
+			}
+		}
+		if fmt.Sprint(replied) != "[H1]" {
+			t.Fatalf("replied to %v, want [H1] (%v)", replied, sig(acts))
+		}
+		if i, j := slices.IndexFunc(acts, func(a Action) bool { return a.Kind == ActComment && a.Reason == recapReason }),
+			slices.IndexFunc(acts, func(a Action) bool { return a.Kind == ActReply }); i < 0 || j < i {
+			t.Fatalf("the recap is not posted before the replies that point to it: %v", sig(acts))
 		}
 	})
 	t.Run("revert and ship", func(t *testing.T) {
