@@ -56,6 +56,9 @@ type GitWorkspace struct {
 	// baselines are the test runs of heads, by SHA (AG-T5): a head is
 	// tested once per run, and a pushed fix's own run is its head's.
 	baselines map[string]testRun
+	// usage is what the fixers of the Fix under way reported consuming
+	// (PR-M5), every attempt of every fixer counted.
+	usage agent.Usage
 }
 
 // DefaultTestBudget is the time-box of one build/test run (AG-T5, PR-S10).
@@ -143,8 +146,10 @@ func lockClone(dir string) (unlock func()) {
 // (PR-S11). Never force-pushes. A fixer that cannot run, even on its
 // retry, ends the round with a *agent.RunFailure (AG-T4), not with
 // dispositions.
-func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (FixResult, error) {
-	res := FixResult{Round: round}
+func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (res FixResult, err error) {
+	res = FixResult{Round: round}
+	w.usage = agent.Usage{}
+	defer func() { res.Usage = w.usage }()
 	if w.worktree == nil {
 		if _, err := w.Prepare(ctx, pr); err != nil {
 			return res, err

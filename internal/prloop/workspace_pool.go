@@ -78,6 +78,9 @@ func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round i
 	}
 	out := map[string]agent.FindingOutcome{}
 	for _, r := range results {
+		w.usage.Add(r.Value.Usage)
+	}
+	for _, r := range results {
 		var fail *agent.RunFailure
 		if errors.As(r.Err, &fail) {
 			return nil, fail

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/convergeloop/converge/internal/agent"
 )
 
 // TestAG_P1_FixersOnDifferentFilesRunAtOnceInOneCommit: the findings of a
@@ -124,5 +126,55 @@ fi`, 0)
 	}
 	if len(res.Blocked) != 1 || res.Blocked[0].Reason != "which format do notes use?" || res.CommitSHA != "" {
 		t.Errorf("%+v; want a hand-off with the agent's reason and no commit", res)
+	}
+}
+
+// reporting is an agent whose every run reports u, as a CLI reports
+// its tokens and price.
+type reporting struct {
+	agent.Agent
+	u agent.Usage
+}
+
+func (r reporting) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	res, err := r.Agent.Run(ctx, t)
+	res.Usage = r.u
+	return res, err
+}
+
+// TestPR_M5_FixCarriesWhatEveryFixerReported: the round's cost in the
+// decision log is every fixer's usage, each attempt counted, a fixer that
+// asked for more context included.
+func TestPR_M5_FixCarriesWhatEveryFixerReported(t *testing.T) {
+	t.Parallel()
+	pr, bare := localPR(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"}, map[string]string{"a.txt": "a\nA\n", "b.txt": "b\nB\n"})
+	// a.txt's fixer asks for more context once, then fixes; b.txt's fixes.
+	a := commandAgent(t, `in=$(cat)
+case "$in" in
+*'"path":"a.txt"'*) case "$in" in *'What this pull request changed'*|*'as it is now'*) ;; *)
+  echo '{"status":"blocked","implementer_status":"NEEDS_CONTEXT","next_action":"","needs_extension_minutes":0,"summary":"which a?","files_changed":[],"reason":"which a?"}'; exit 0 ;; esac
+  echo fixed >> a.txt ;;
+*) echo fixed >> b.txt ;;
+esac
+echo '`+okRecord+`'`, 0)
+	u := agent.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: 0.25, CostReported: true}
+	ws := testWorkspace(t, bare, reporting{Agent: a, u: u}, "")
+	findings := []Finding{
+		{ID: "TA", ThreadID: "TA", Path: "a.txt", EndLine: 2, Summary: "fix a"},
+		{ID: "TB", ThreadID: "TB", Path: "b.txt", EndLine: 2, Summary: "fix b"},
+	}
+	res, err := ws.Fix(context.Background(), pr, 1, findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Addressed) != 2 {
+		t.Fatalf("addressed %v, blocked %+v", res.Addressed, res.Blocked)
+	}
+	if runs := a.runs.Load(); runs != 3 {
+		t.Fatalf("%d fixer runs, want 3 (a.txt twice, b.txt once)", runs)
+	}
+	want := agent.Usage{InputTokens: 300, OutputTokens: 30, CostUSD: 0.75, CostReported: true}
+	if res.Usage != want {
+		t.Fatalf("usage %+v, want %+v: every attempt of every fixer", res.Usage, want)
 	}
 }
