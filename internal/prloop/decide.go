@@ -725,6 +725,11 @@ func (d *step) fix() bool {
 	}
 	s.LoopDiffLines += res.LinesChanged
 	d.round().Usage.Add(res.Usage)
+	for _, n := range res.Notes {
+		if rr := d.round(); !slices.Contains(rr.Notes, n) {
+			rr.Notes = append(rr.Notes, n)
+		}
+	}
 	if res.Sync {
 		d.baseSynced(res)
 	}

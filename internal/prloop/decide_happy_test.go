@@ -49,13 +49,18 @@ func TestPR_HappyPathThreeRounds(t *testing.T) {
 	pr.HeadSHA, pr.Checks = "h1", ciWith("IN_PROGRESS", "")
 	pr.Commits = append(pr.Commits, loopCommit("h1", "h0", 1))
 	o = obs(at(8), pr)
-	o.Result = &ActResult{Fix: &FixResult{Round: 1, Addressed: []string{"T1", "T2"}, CommitSHA: "h1", LinesChanged: 12, TestsPassed: true}}
+	o.Result = &ActResult{Fix: &FixResult{Round: 1, Addressed: []string{"T1", "T2"}, CommitSHA: "h1", LinesChanged: 12, TestsPassed: true,
+		Notes: []string{"fixer of file main.go: DONE_WITH_CONCERNS with concerns: the helper is untested"}}}
 	s, acts, _ = Decide(s, o, c)
 	wantActs(t, acts,
 		"reply round-1/reply/T1/addressed", "resolve round-1/resolve/T1",
 		"reply round-1/reply/T2/addressed", "resolve round-1/resolve/T2")
 	if s.LastLoopSHA != "h1" || s.LoopDiffLines != 12 || s.Phase != PhaseReply {
 		t.Fatalf("after fix: last %s lines %d phase %s", s.LastLoopSHA, s.LoopDiffLines, s.Phase)
+	}
+	// AG-T2: the fixers' concerns are the round's record.
+	if got := s.Rounds[0].Notes; len(got) != 1 || !strings.Contains(got[0], "the helper is untested") {
+		t.Fatalf("round notes %q", got)
 	}
 	pr = forgeApply(pr, acts, at(8))
 

@@ -511,6 +511,10 @@ type FixResult struct {
 	BaselineTail string `json:"baseline_tail,omitempty"`
 	// Usage is what the round's fixer runs reported consuming (PR-M5).
 	Usage agent.Usage `json:"usage,omitzero"`
+	// Notes are what the fixers said beside their fixes, for the round's
+	// record (AG-T2, AG-E1): concerns of a DONE_WITH_CONCERNS, and a
+	// fixer that needed more context or a stronger model.
+	Notes []string `json:"notes,omitempty"`
 	// Sync marks the outcome of a base sync (PR-S14), not of fixers:
 	// CommitSHA is the merge commit, and SyncWhy says why there is none.
 	Sync    bool   `json:"sync,omitempty"`

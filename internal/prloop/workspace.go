@@ -59,6 +59,8 @@ type GitWorkspace struct {
 	// usage is what the fixers of the Fix under way reported consuming
 	// (PR-M5), every attempt of every fixer counted.
 	usage agent.Usage
+	// notes are the fixers' concerns and escalations of that Fix.
+	notes []string
 }
 
 // DefaultTestBudget is the time-box of one build/test run (AG-T5, PR-S10).
@@ -148,8 +150,8 @@ func lockClone(dir string) (unlock func()) {
 // dispositions.
 func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (res FixResult, err error) {
 	res = FixResult{Round: round}
-	w.usage = agent.Usage{}
-	defer func() { res.Usage = w.usage }()
+	w.usage, w.notes = agent.Usage{}, nil
+	defer func() { res.Usage, res.Notes = w.usage, w.notes }()
 	if w.worktree == nil {
 		if _, err := w.Prepare(ctx, pr); err != nil {
 			return res, err

@@ -1,6 +1,7 @@
 package prloop
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,6 +89,10 @@ func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round i
 		d := r.Value
 		if len(d.Concerns) > 0 {
 			w.logf("fixer of %s reported %s with concerns: %s", r.Task.ID, d.Status, text.Clip(strings.Join(d.Concerns, "; "), 400))
+			w.notes = append(w.notes, fmt.Sprintf("fixer of %s: %s with concerns: %s", r.Task.ID, d.Status, text.Clip(strings.Join(d.Concerns, "; "), 400)))
+		}
+		if d.Retries() > 0 {
+			w.notes = append(w.notes, fmt.Sprintf("fixer of %s: %s after %s", r.Task.ID, cmp.Or(d.Status, "no status"), attemptsLine(d.Attempts)))
 		}
 		for _, o := range d.Result.Outcomes {
 			out[o.FindingID] = o
@@ -204,4 +209,26 @@ func numbered(path, content string, lo, hi int) string {
 		fmt.Fprintf(&b, "%d: %s\n", i, lines[i-1])
 	}
 	return text.Clip(b.String(), contextMaxBytes)
+}
+
+// attemptsLine says how a dispatch went, attempt by attempt: the model
+// (when the ladder named one), whether it had more context, and how the
+// attempt ended.
+func attemptsLine(as []agent.Attempt) string {
+	parts := make([]string, 0, len(as))
+	for i, a := range as {
+		p := fmt.Sprintf("attempt %d", i+1)
+		if a.Model != "" {
+			p += " on " + a.Model
+		}
+		if a.Context {
+			p += " with more context"
+		}
+		p += ": " + cmp.Or(a.Status, "no status")
+		if a.Reason != "" {
+			p += " (" + text.Clip(text.OneLine(a.Reason), 120) + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -144,7 +144,8 @@ func (r reporting) Run(ctx context.Context, t agent.Task) (agent.Result, error) 
 
 // TestPR_M5_FixCarriesWhatEveryFixerReported: the round's cost in the
 // decision log is every fixer's usage, each attempt counted, a fixer that
-// asked for more context included.
+// asked for more context included; and the round's notes say how that
+// fixer's attempts went.
 func TestPR_M5_FixCarriesWhatEveryFixerReported(t *testing.T) {
 	t.Parallel()
 	pr, bare := localPR(t, map[string]string{"a.txt": "a\n", "b.txt": "b\n"}, map[string]string{"a.txt": "a\nA\n", "b.txt": "b\nB\n"})
@@ -176,5 +177,9 @@ echo '`+okRecord+`'`, 0)
 	want := agent.Usage{InputTokens: 300, OutputTokens: 30, CostUSD: 0.75, CostReported: true}
 	if res.Usage != want {
 		t.Fatalf("usage %+v, want %+v: every attempt of every fixer", res.Usage, want)
+	}
+	// The round's record says how a.txt's fixer got there (AG-T2).
+	if len(res.Notes) != 1 || !strings.Contains(res.Notes[0], "fixer of file a.txt: DONE after attempt 1: NEEDS_CONTEXT (which a?); attempt 2 with more context: DONE") {
+		t.Fatalf("notes %q", res.Notes)
 	}
 }
