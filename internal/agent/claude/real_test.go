@@ -293,7 +293,7 @@ func TestRealClaude_ParallelReviewAnglesGetTheirOwnScripts(t *testing.T) {
 func TestAG_T1_RealClaude_SummaryAtBudgetInTheRunsSession(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
-	agenttest.SummaryAtBudget(t, 6*time.Second, agenttest.Summary{
+	agenttest.SummaryAtBudget(t, 3*time.Second, agenttest.Summary{
 		File: "greet.txt",
 		Edit: fakemodel.ToolCall{Shell: "printf 'hello converge\\n' > greet.txt"},
 		Want: "hello converge\n",

@@ -210,7 +210,7 @@ func TestRealCodex_StoppedAtBudget(t *testing.T) {
 func TestAG_T1_RealCodex_SummaryAtBudgetInTheRunsSession(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
-	agenttest.SummaryAtBudget(t, 6*time.Second, agenttest.Summary{
+	agenttest.SummaryAtBudget(t, 3*time.Second, agenttest.Summary{
 		File: "greet.txt",
 		Edit: fakemodel.ToolCall{Shell: "printf 'hello converge\\n' > greet.txt"},
 		Want: "hello converge\n",

@@ -153,7 +153,7 @@ func TestRealGemini_StoppedAtBudget(t *testing.T) {
 func TestAG_T1_RealGemini_SummaryAtBudgetInTheRunsSession(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
-	agenttest.SummaryAtBudget(t, 8*time.Second, agenttest.Summary{
+	agenttest.SummaryAtBudget(t, 6*time.Second, agenttest.Summary{
 		File: "greet.txt",
 		Edit: fakemodel.ToolCall{Shell: "printf 'hello converge\\n' > greet.txt"},
 		Want: "hello converge\n",

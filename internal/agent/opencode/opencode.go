@@ -22,6 +22,11 @@
 // for a review or judge task (agent.ReadOnly: edit and bash denied) it
 // holds the findings array or the verdict, returned in Result.Output.
 // Usage sums the steps' tokens and cost.
+//
+// A fix run stopped at its budget without a record is told to summarize
+// (AG-T1, agent.RunCLI): the session its events name (sessionID) is
+// continued (--session ID) for one turn with the permissions of a review
+// run, asking for the status record.
 package opencode
 
 import (
@@ -87,10 +92,22 @@ func (a *Agent) Binary() string { return a.bin }
 
 // Args is the command line of a run of t, program first.
 func (a *Agent) Args(t agent.Task) []string {
+	return a.args(t)
+}
+
+// ResumeArgs is the command line of the summary turn of a run of t that
+// was stopped at its budget (agent.CLIRun.Resume): the run's session
+// continued (--session); ResumeEnv denies it edits and commands.
+func (a *Agent) ResumeArgs(t agent.Task, session string) []string {
+	return a.args(t, "--session", session)
+}
+
+func (a *Agent) args(t agent.Task, session ...string) []string {
 	argv := []string{a.bin, "run", "--format", "json"}
 	if t.Workdir != "" {
 		argv = append(argv, "--dir", t.Workdir)
 	}
+	argv = append(argv, session...)
 	if m := a.opts.ModelFor(t); m != "" {
 		argv = append(argv, "-m", m)
 	}
@@ -99,13 +116,17 @@ func (a *Agent) Args(t agent.Task) []string {
 
 // ConfigContent is the OPENCODE_CONFIG_CONTENT of a run of t.
 func (a *Agent) ConfigContent(t agent.Task) string {
+	return a.config(agent.ReadOnly(t.Kind))
+}
+
+func (a *Agent) config(readOnly bool) string {
 	cfg := maps.Clone(a.opts.Config)
 	if cfg == nil {
 		cfg = map[string]any{}
 	}
 	cfg["share"] = "disabled"
 	cfg["autoupdate"] = false
-	if agent.ReadOnly(t.Kind) {
+	if readOnly {
 		cfg["permission"] = map[string]any{"edit": "deny", "bash": "deny", "webfetch": "deny"}
 	} else {
 		cfg["permission"] = map[string]any{"edit": "allow", "bash": "allow", "webfetch": "deny"}
@@ -116,8 +137,18 @@ func (a *Agent) ConfigContent(t agent.Task) string {
 
 // Env is the environment of a run of t.
 func (a *Agent) Env(t agent.Task) []string {
+	return a.env(t, agent.ReadOnly(t.Kind))
+}
+
+// ResumeEnv is the environment of the summary turn of a run of t: the
+// permissions of a review run, which may read and nothing else.
+func (a *Agent) ResumeEnv(t agent.Task) []string {
+	return a.env(t, true)
+}
+
+func (a *Agent) env(t agent.Task, readOnly bool) []string {
 	extra := append(append([]string{}, quietEnv...), a.opts.Env...)
-	extra = append(extra, "OPENCODE_CONFIG_CONTENT="+a.ConfigContent(t))
+	extra = append(extra, "OPENCODE_CONFIG_CONTENT="+a.config(readOnly))
 	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassEnv, extra)
 }
 
@@ -127,7 +158,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "opencode", Name: a.opts.Name,
 		Argv: a.Args(t), Env: a.Env(t),
-		Grace: a.opts.Grace, Secrets: a.opts.Secrets,
+		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
 		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },
 		Read: func(stdout string) agent.CLIOutput {
 			events := ParseEvents(stdout)
@@ -136,6 +167,10 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 				o.ReviewFailure = "opencode: " + events.Failure
 			}
 			return o
+		},
+		Session: func(stdout string) string { return ParseEvents(stdout).SessionID },
+		Resume: func(session string) ([]string, []string) {
+			return a.ResumeArgs(t, session), a.ResumeEnv(t)
 		},
 	})
 }
@@ -150,12 +185,16 @@ type Events struct {
 	Tools []string
 	// Failure is the message of the last error event.
 	Failure string
+	// SessionID is the session the events name (each carries it), for
+	// --session.
+	SessionID string
 }
 
 // event is the part of an output line ParseEvents reads.
 type event struct {
-	Type string `json:"type"`
-	Part struct {
+	Type      string `json:"type"`
+	SessionID string `json:"sessionID"`
+	Part      struct {
 		Text   string `json:"text"`
 		Tool   string `json:"tool"`
 		Tokens struct {
@@ -178,6 +217,9 @@ func ParseEvents(stdout string) Events {
 	var e Events
 	var step []string
 	agent.EachJSONLine(stdout, func(ev *event, _ string) {
+		if ev.SessionID != "" {
+			e.SessionID = ev.SessionID
+		}
 		switch ev.Type {
 		case "step_start":
 			step = nil

@@ -157,3 +157,36 @@ func TestRealOpenCode_StoppedAtBudget(t *testing.T) {
 		return a
 	})
 }
+
+// At the budget OpenCode is stopped, then told to summarize: its session,
+// continued for one turn that may not edit or run commands, answers with
+// the record (AG-T1).
+func TestAG_T1_RealOpenCode_SummaryAtBudgetInTheRunsSession(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	agenttest.SummaryAtBudget(t, 15*time.Second, agenttest.Summary{
+		File: "greet.txt",
+		Edit: fakemodel.ToolCall{Shell: "printf 'hello converge\\n' > greet.txt"},
+		Want: "hello converge\n",
+		ReadOnly: func(body string) string {
+			var req struct {
+				Tools []struct {
+					Name string `json:"name"`
+				} `json:"tools"`
+			}
+			if err := json.Unmarshal([]byte(body), &req); err != nil {
+				return err.Error()
+			}
+			for _, tool := range req.Tools {
+				if slices.Contains([]string{"bash", "edit", "write", "patch", "apply_patch"}, tool.Name) {
+					return "it is offered " + tool.Name
+				}
+			}
+			return ""
+		},
+	}, func(url, env string) agent.Agent {
+		a := newAgent(t, bin, url)
+		a.opts.Env = append(a.opts.Env, env)
+		return a
+	})
+}
