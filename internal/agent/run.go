@@ -30,6 +30,8 @@ type Cmd struct {
 	Budget time.Duration
 	// Grace is the time between SIGTERM and SIGKILL; zero means DefaultGrace.
 	Grace time.Duration
+	// Clock times the budget and the grace; nil is the real clock.
+	Clock proc.Clock
 	// Parse reads the status record from stdout; nil means ParseStatus.
 	// Backends whose CLI wraps the final message (JSON event streams) supply
 	// their own, still fail-closed: "no valid record" must come back as
@@ -82,7 +84,7 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 
 	p, err := proc.Run(ctx, proc.Spec{
 		Argv: c.Argv, Dir: c.Dir, Env: env, Stdin: c.Stdin,
-		Budget: budget, Grace: grace, MaxOutput: OutputTail,
+		Budget: budget, Grace: grace, MaxOutput: OutputTail, Clock: c.Clock,
 	})
 	if !p.Started {
 		return CmdResult{}, fmt.Errorf("run agent %s: %w", c.Argv[0], errors.Unwrap(err))

@@ -42,6 +42,22 @@ type Spec struct {
 	MaxOutput int
 	// Combined sends stderr into Stdout, interleaved as written.
 	Combined bool
+	// Clock makes the budget's and the grace's timers; nil is the real
+	// clock. Tests inject one to fire them when they choose (AG-T1).
+	Clock Clock
+}
+
+// Clock makes timers. NewTimer returns a channel that receives once d
+// has passed, and a stop function, as time.NewTimer does.
+type Clock interface {
+	NewTimer(d time.Duration) (c <-chan time.Time, stop func() bool)
+}
+
+type realClock struct{}
+
+func (realClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }
 
 // Result is what Run observed.
@@ -78,6 +94,10 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
+	clock := s.Clock
+	if clock == nil {
+		clock = realClock{}
+	}
 	max := s.MaxOutput
 	if max == 0 {
 		max = DefaultMaxOutput
@@ -107,19 +127,19 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 
 	var budget <-chan time.Time
 	if s.Budget > 0 {
-		timer := time.NewTimer(s.Budget)
-		defer timer.Stop()
-		budget = timer.C
+		c, stopTimer := clock.NewTimer(s.Budget)
+		defer stopTimer()
+		budget = c
 	}
 	var waitErr error
 	select {
 	case waitErr = <-done:
 	case <-budget:
 		res.TimedOut = true
-		waitErr = stop(cmd, done, grace)
+		waitErr = stop(cmd, done, clock, grace)
 	case <-ctx.Done():
 		res.Interrupted = ctx.Err()
-		waitErr = stop(cmd, done, grace)
+		waitErr = stop(cmd, done, clock, grace)
 	}
 	killGroup(cmd)
 
@@ -139,14 +159,14 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 }
 
 // stop asks the process group to end, then forces it.
-func stop(cmd *exec.Cmd, done <-chan error, grace time.Duration) error {
+func stop(cmd *exec.Cmd, done <-chan error, clock Clock, grace time.Duration) error {
 	signalGroup(cmd, false)
-	t := time.NewTimer(grace)
-	defer t.Stop()
+	c, stopTimer := clock.NewTimer(grace)
+	defer stopTimer()
 	select {
 	case err := <-done:
 		return err
-	case <-t.C:
+	case <-c:
 		signalGroup(cmd, true)
 		return <-done
 	}

@@ -1,0 +1,50 @@
+// Package proctest holds what tests of time-boxed subprocesses share: a
+// clock whose timers fire when the test says.
+package proctest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/proc"
+)
+
+// ManualClock is a proc.Clock whose timers fire when the test says: each
+// NewTimer is announced to Next with its duration, and fires on Fire.
+type ManualClock struct {
+	made chan Timer
+}
+
+var _ proc.Clock = (*ManualClock)(nil)
+
+// Timer is one timer a ManualClock made.
+type Timer struct {
+	D    time.Duration
+	fire chan time.Time
+}
+
+// Fire makes the timer's channel receive, as if its duration had passed.
+func (t Timer) Fire() { t.fire <- time.Now() }
+
+// NewManualClock returns a clock with no timer made yet.
+func NewManualClock() *ManualClock { return &ManualClock{made: make(chan Timer, 8)} }
+
+// NewTimer implements proc.Clock.
+func (m *ManualClock) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	c := make(chan time.Time, 1)
+	m.made <- Timer{D: d, fire: c}
+	return c, func() bool { return true }
+}
+
+// Next is the next timer the code under test makes; the test fails when
+// none is made within 10 seconds.
+func (m *ManualClock) Next(t testing.TB) Timer {
+	t.Helper()
+	select {
+	case tm := <-m.made:
+		return tm
+	case <-time.After(10 * time.Second):
+		t.Fatal("no timer was made")
+		return Timer{}
+	}
+}
