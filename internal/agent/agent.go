@@ -84,6 +84,10 @@ type Task struct {
 	// run that ended partial (AG-T1, see Extend): the same task again with
 	// the granted time, on the tree the earlier run left.
 	Extension int
+	// NextAction is, in an extension, what the run it extends said
+	// remained (its record's next_action): the prompt quotes it as data,
+	// so a fresh run continues where the stopped one left off.
+	NextAction string
 	// Model is the model this run is on (AG-E1: a rung of the agent's
 	// escalation ladder, see Runner.Dispatch); "" means the backend's own
 	// configured model. CLI backends pass it as their model flag, the

@@ -149,9 +149,10 @@ func Extend(rec StatusRecord, used int) (minutes int, ok bool) {
 }
 
 // Extended is the task that extends t's run, which ended with rec
-// (AG-T1): the same task with the time Extend grants as its budget and the
-// next Extension number, t.Extension counting the extensions this step
-// already had. ok is false when rec earns none.
+// (AG-T1): the same task with the time Extend grants as its budget, the
+// next Extension number (t.Extension counting the extensions this step
+// already had) and rec's next action. It is a new run on the tree the
+// last one left, not a resumed session. ok is false when rec earns none.
 func (t Task) Extended(rec StatusRecord) (next Task, ok bool) {
 	minutes, ok := Extend(rec, t.Extension)
 	if !ok {
@@ -159,5 +160,6 @@ func (t Task) Extended(rec StatusRecord) (next Task, ok bool) {
 	}
 	t.Budget = time.Duration(minutes) * time.Minute
 	t.Extension++
+	t.NextAction = strings.TrimSpace(rec.NextAction)
 	return t, true
 }

@@ -134,6 +134,12 @@ func TestAG_T1_TaskExtended(t *testing.T) {
 	if !ok || next.Budget != 10*time.Minute || next.Extension != 1 || len(next.Findings) != 1 {
 		t.Fatalf("first extension = %+v, %v", next, ok)
 	}
+	// A fresh run on the tree the stopped one left: its prompt quotes
+	// what the stopped run said remained, as data.
+	p := RenderTaskPrompt(next)
+	if !strings.Contains(p, "extension 1") || !strings.Contains(p, nextOpen) || !strings.Contains(p, dataPrefix+"finish the parser\n") {
+		t.Errorf("extension prompt lacks the earlier run's next action:\n%s", p)
+	}
 	if next, ok = next.Extended(rec); !ok || next.Extension != 2 {
 		t.Fatalf("second extension = %+v, %v", next, ok)
 	}
