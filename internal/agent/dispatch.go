@@ -55,10 +55,14 @@ func (r Runner) reset(ctx context.Context) error {
 // Run runs t once, and once more from a reset tree when the agent could
 // not run: an error, no valid status record, or a stop at the budget
 // without one (AG-T4). A second failure is returned as a *RunFailure; a
-// cancelled ctx as its error, the agent not blamed.
+// cancelled ctx as its error, the agent not blamed. A result's Usage is
+// what every attempt consumed: a failed attempt's tokens are paid for too.
 func (r Runner) Run(ctx context.Context, t Task) (Result, error) {
 	name := r.Agent.Name()
-	var fail *RunFailure
+	var (
+		fail  *RunFailure
+		spent Usage
+	)
 	for attempt := 1; attempt <= runAttempts; attempt++ {
 		if attempt > 1 {
 			if err := r.reset(ctx); err != nil {
@@ -69,7 +73,9 @@ func (r Runner) Run(ctx context.Context, t Task) (Result, error) {
 		if ctx.Err() != nil {
 			return Result{}, fmt.Errorf("agent %s: %w", name, ctx.Err())
 		}
+		spent.Add(res.Usage)
 		if fail = FailureOf(name, res, err); fail == nil {
+			res.Usage = spent
 			return res, nil
 		}
 		r.logf("agent %s could not run (attempt %d of %d): %s", name, attempt, runAttempts, fail.What)

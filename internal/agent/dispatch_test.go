@@ -243,6 +243,10 @@ func TestAG_T4_RunnerRetriesARunThatCouldNotRunOnce(t *testing.T) {
 	if err != nil || !d.Done() || len(d.Attempts) != 1 {
 		t.Errorf("retry that answers: %v, %+v", err, d)
 	}
+	// The attempt that could not run was paid for too (PR-M5).
+	if d.Usage.OutputTokens != 20 || d.Result.Usage.OutputTokens != 20 {
+		t.Errorf("usage %+v (result %+v), want both runs' 20 output tokens", d.Usage, d.Result.Usage)
+	}
 }
 
 func TestAG_T2_JudgeRecord(t *testing.T) {
