@@ -19,6 +19,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/plan"
+	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -143,6 +144,14 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 	defer claim.Release(ctx)
 	runID := claim.RunID
 	out := &loopReporter{ios: ios, json: opts.JSON, db: db, runID: runID}
+	stateDir := opts.StateDir
+	if stateDir == "" {
+		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
+	}
+	pools, err := planPoolDirs(stateDir, runID, claim.Prior)
+	if err != nil {
+		return err
+	}
 	st := plan.NewState(runID, s.cfg)
 	if claim.Resumed != nil {
 		st = *claim.Resumed
@@ -160,6 +169,13 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		}
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s: %d task(s) in %d group(s); implementer %s, reviewer %s; %s", runID, file, s.ws.Dir(), len(s.cfg.Plan.Tasks), len(s.cfg.Plan.Groups), s.cfg.Agent, s.cfg.Reviewer, how)})
 	}
+	// Holding the target's lock proves every earlier run on it dead: what
+	// their pools left is removed before anything is dispatched.
+	if removed, err := pool.Sweep(ctx, s.ws.Git, pools...); err != nil {
+		return fmt.Errorf("run %s: remove the worktrees of earlier runs: %w", runID, err)
+	} else if len(removed) > 0 {
+		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("removed %d worktree(s) an earlier converge left in %s", len(removed), filepath.Dir(pools[0]))})
+	}
 	loop := plan.NewLoop(runID, plan.Deps{
 		Tickets:   db,
 		Workspace: s.ws,
@@ -169,9 +185,13 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		Journal:   &engine.StoreJournal[plan.State]{DB: db, RunID: runID, Status: plan.StatusOf},
 		Reporter:  out,
 		PID:       os.Getpid(),
+		PoolDir:   pools[0],
 	})
 	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, PollMin: time.Millisecond})
 	fin := context.WithoutCancel(ctx)
+	if _, err := pool.Sweep(fin, s.ws.Git, pools[0]); err != nil {
+		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("the run's worktree directory %s is left: %v", pools[0], err)})
+	}
 	if runErr != nil && errors.Is(runErr, context.Canceled) {
 		return fmt.Errorf("run %s interrupted; run the same converge plan run here to resume it (--fresh starts over): %w", runID, runErr)
 	}
@@ -332,6 +352,33 @@ func commandAgent(flag, cmdline, name string) (agent.Agent, error) {
 		return nil, fmt.Errorf("%s: %v", flag, err)
 	}
 	return command.New([]string{"sh", "-c", command.AbsProgram(cmdline)}, command.Options{Name: name})
+}
+
+// planPoolDirs are the worktree directories of runID and of the other
+// runs on its target: <state>/work/plan/<run>, absolute, each run's own;
+// runID's is first.
+func planPoolDirs(stateDir, runID string, runs []store.Run) ([]string, error) {
+	root, err := filepath.Abs(filepath.Join(stateDir, "work", "plan"))
+	if err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	ids := []string{runID}
+	for _, r := range runs {
+		if r.ID != runID {
+			ids = append(ids, r.ID)
+		}
+	}
+	var dirs []string
+	for _, id := range ids {
+		// A run id is one path element; anything else is no dir of ours.
+		if id != "" && filepath.IsLocal(id) && filepath.Base(id) == id {
+			dirs = append(dirs, filepath.Join(root, id))
+		}
+	}
+	if len(dirs) == 0 || dirs[0] != filepath.Join(root, runID) {
+		return nil, fmt.Errorf("run id %q cannot name a directory", runID)
+	}
+	return dirs, nil
 }
 
 // wouldResume reports whether engine.ClaimRun would resume a run of

@@ -56,3 +56,17 @@ func TestAG_P1_ParallelGroupInWorktrees(t *testing.T) { planScript(t, "ag_p1_par
 // dependent, and a report claiming work its diff does not contain, which
 // the review catches.
 func TestPLAN_1_Acceptance(t *testing.T) { planScript(t, "plan_1_acceptance") }
+
+// TestPLAN_1_KillDuringParallelBatch (REL-2, AG-P1): converge killed
+// while a parallel batch runs in pool worktrees; the same command line
+// resumes, removes the worktrees the dead run left (the user's own
+// worktree stays) before it dispatches, and each task ends done exactly
+// once, nothing half-applied on the branch.
+func TestPLAN_1_KillDuringParallelBatch(t *testing.T) { planScript(t, "plan_1_kill_parallel_batch") }
+
+// TestPR_G5_StopPlanRun: `converge stop RUN` ends a plan run at once,
+// stopping its agents (in the work tree, and in a parallel batch's
+// worktrees): the tasks in progress BLOCKED, the rest SKIPPED, exit 3, a
+// clean tree with nothing of them on the branch; the same command line
+// then starts a new run rather than resuming the stopped one.
+func TestPR_G5_StopPlanRun(t *testing.T) { planScript(t, "pr_g5_stop_plan_run") }

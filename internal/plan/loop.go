@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
@@ -50,12 +51,23 @@ type Deps struct {
 	// PID is this process's id: dispatches are claimed in a name that
 	// holds it.
 	PID int
+	// PoolDir holds the worktrees of parallel dispatches (pool.Options.Dir):
+	// the caller's own directory for this run, so that what a killed
+	// converge left there can be found and removed (pool.Sweep).
+	PoolDir string
 }
+
+// stopPoll is how often a stop request is looked for while an agent runs.
+const stopPoll = 200 * time.Millisecond
 
 // Loop is the plan executor of one run, as the engine drives it.
 type Loop struct {
 	Deps
 	RunID string
+
+	// stopRequested is the engine's (Options), also watched while an
+	// agent runs, so that a stop does not wait for the agent to end.
+	stopRequested func(context.Context) bool
 }
 
 var (
@@ -75,6 +87,7 @@ func (l *Loop) Run(ctx context.Context, st State, opt engine.Options) (State, er
 	if opt.Reporter == nil {
 		opt.Reporter = l.Reporter
 	}
+	l.stopRequested = opt.StopRequested
 	final, err := engine.Run[State, Observation, Action, ActResult](ctx, l, l.Journal, st, opt)
 	if t := final.Terminal; t != nil {
 		l.report(engine.Event{Kind: "terminal", Message: string(t.Status) + ": " + t.Message, Data: t})
@@ -133,7 +146,14 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (Ac
 	case ActDispatch:
 		return ActResult{}, l.dispatch(ctx, st, a.Jobs)
 	case ActReview:
-		r, err := l.review(ctx, st, a)
+		wctx, stopped, end := l.stoppable(ctx)
+		defer end()
+		r, err := l.review(wctx, st, a)
+		if stopped() && ctx.Err() == nil {
+			// The next step ends the run; the task's commits come off the
+			// branch unreviewed.
+			return ActResult{}, nil
+		}
 		if err != nil {
 			return ActResult{}, err
 		}
@@ -190,7 +210,16 @@ func (l *Loop) claim(ctx context.Context, st State, jobs []Job) ([]claimed, erro
 // in the repository's work tree, reset to where it starts; more run at
 // once through the worktree pool (AG-P1), each in a worktree of its own,
 // their changes combined and then committed task by task.
+//
+// A stop request (PR-G5) stops the agents at once: their tickets end
+// interrupted, the tree goes back to where the batch started, and the
+// next step ends the run.
 func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
+	wctx, stopped, end := l.stoppable(ctx)
+	defer end()
+	if stopped() {
+		return nil
+	}
 	cs, err := l.claim(ctx, st, jobs)
 	if err != nil || len(cs) == 0 {
 		return err
@@ -201,9 +230,12 @@ func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
 			return err
 		}
 		reset := func(ctx context.Context) error { return l.Workspace.Reset(ctx, c.Dispatch.From) }
-		rep, err := l.implement(ctx, st, c.task, c.Job, l.Workspace.Dir(), reset)
+		rep, err := l.implement(wctx, st, c.task, c.Job, l.Workspace.Dir(), reset)
+		if err != nil && stopped() && ctx.Err() == nil {
+			return l.abandon(ctx, cs, c.Dispatch.From)
+		}
 		if err != nil {
-			// Stopped from outside: the ticket stays claimed, and a
+			// Cancelled (a signal): the ticket stays claimed, and a
 			// resumed run dispatches the task again.
 			return err
 		}
@@ -214,13 +246,64 @@ func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
 		}
 		return l.record(ctx, c, rep, c.Dispatch.From, nil)
 	}
-	return l.pooled(ctx, st, cs)
+	return l.pooled(ctx, wctx, stopped, st, cs)
 }
 
-// pooled runs the jobs through the worktree pool. The branch's HEAD is
-// where they all start: a job whose converge died is dispatched again
-// from there, and whatever that converge left uncommitted is dropped.
-func (l *Loop) pooled(ctx context.Context, st State, cs []claimed) error {
+// abandon ends the claimed dispatches of a batch a stop request cut
+// short: their tickets end interrupted, never handed out again, and the
+// tree goes back to head, where the batch started.
+func (l *Loop) abandon(ctx context.Context, cs []claimed, head string) error {
+	if err := l.Workspace.Reset(ctx, head); err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if err := l.Tickets.FinishTicket(ctx, c.Dispatch.Ticket, c.owner, store.TicketInterrupted, nil); err != nil {
+			return err
+		}
+	}
+	l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("stop requested: %d dispatch(es) stopped before they ended; the work tree is back at %s", len(cs), text.ShortSHA(head))})
+	return nil
+}
+
+// stoppable returns ctx, cancelled as soon as a stop is requested from
+// outside the process (checked now, then every stopPoll), and whether
+// that happened; end stops the watch.
+func (l *Loop) stoppable(ctx context.Context) (wctx context.Context, stopped func() bool, end func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	var hit atomic.Bool
+	check := func() bool {
+		if l.stopRequested(ctx) {
+			hit.Store(true)
+			cancel()
+			return true
+		}
+		return false
+	}
+	if l.stopRequested == nil || check() {
+		return wctx, hit.Load, cancel
+	}
+	go func() {
+		t := time.NewTicker(stopPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case <-t.C:
+				if check() {
+					return
+				}
+			}
+		}
+	}()
+	return wctx, hit.Load, cancel
+}
+
+// pooled runs the jobs through the worktree pool, under wctx. The
+// branch's HEAD is where they all start: a job whose converge died is
+// dispatched again from there, and whatever that converge left
+// uncommitted is dropped. The worktrees live in PoolDir.
+func (l *Loop) pooled(ctx, wctx context.Context, stopped func() bool, st State, cs []claimed) error {
 	head, err := l.Workspace.Head(ctx)
 	if err != nil {
 		return err
@@ -253,12 +336,16 @@ func (l *Loop) pooled(ctx context.Context, st State, cs []claimed) error {
 		}
 		return rep, nil
 	}
-	results, err := pool.Run(ctx, l.Workspace.Repo(), tasks, fn, pool.Options{
+	results, err := pool.Run(wctx, l.Workspace.Repo(), tasks, fn, pool.Options{
 		Max: len(cs),
+		Dir: l.PoolDir,
 		Logf: func(format string, args ...any) {
 			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf(format, args...)})
 		},
 	})
+	if err != nil && stopped() && ctx.Err() == nil {
+		return l.abandon(ctx, cs, head)
+	}
 	if err != nil {
 		return err
 	}
