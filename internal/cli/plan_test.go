@@ -68,5 +68,7 @@ func TestPLAN_1_KillDuringParallelBatch(t *testing.T) { planScript(t, "plan_1_ki
 // stopping its agents (in the work tree, and in a parallel batch's
 // worktrees): the tasks in progress BLOCKED, the rest SKIPPED, exit 3, a
 // clean tree with nothing of them on the branch; the same command line
-// then starts a new run rather than resuming the stopped one.
+// then starts a new run rather than resuming the stopped one. A stop
+// asked of a run whose converge was killed takes effect when it is
+// resumed, and the killed dispatch's half change is dropped.
 func TestPR_G5_StopPlanRun(t *testing.T) { planScript(t, "pr_g5_stop_plan_run") }

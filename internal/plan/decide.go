@@ -418,9 +418,15 @@ func (d *decider) finish() (State, []Action, bool) {
 
 // stop ends the run at a stop request: tasks in progress are BLOCKED
 // (their unreviewed commits taken off the branch), pending ones SKIPPED.
+// With a dispatch out, the tree first goes back to HEAD: a converge
+// killed while it ran left its change there, uncommitted.
 func (d *decider) stop() (State, []Action, bool) {
+	var acts []Action
 	for i := range d.st.Tasks {
 		t := &d.st.Tasks[i]
+		if t.Phase == PhaseRunning && len(acts) == 0 {
+			acts = append(acts, Action{Kind: ActReset, Head: d.obs.Head})
+		}
 		switch t.Phase {
 		case PhaseRunning, PhaseReview:
 			if cur := t.current(); cur != nil && cur.Outcome == "" {
@@ -434,7 +440,7 @@ func (d *decider) stop() (State, []Action, bool) {
 	}
 	d.unwinds()
 	d.st.Terminal = &Terminal{Status: StatusBlocked, ExitCode: StatusBlocked.ExitCode(), Message: "stopped by a human (converge stop, or a signal); tasks in progress were not finished", At: d.obs.Now}
-	return *d.st, d.unwind, true
+	return *d.st, append(acts, d.unwind...), true
 }
 
 func addConcern(t *TaskState, c string) {

@@ -382,9 +382,15 @@ func TestPLAN_1_FinishedTaskIsNotRepeated(t *testing.T) {
 
 func TestPLAN_1_StopBlocksWhatIsInProgress(t *testing.T) {
 	p := mustPlan(t, groupsPlan)
+	// Stopped before anything ran: nothing to put back.
+	if _, acts, done := Decide(newRun(p, 1), Observation{Now: t0, Head: "c0", StopRequested: true}); !done || len(acts) != 0 {
+		t.Fatalf("stop before any dispatch: done %v acts %+v", done, acts)
+	}
 	st, _, _ := Decide(newRun(p, 1), Observation{Now: t0, Head: "c0"})
+	// A dispatch is out (its converge may be gone): the tree goes back
+	// to HEAD, dropping its uncommitted change.
 	st, acts, done := Decide(st, Observation{Now: t0, Head: "c0", StopRequested: true})
-	if !done || st.Terminal.Status != StatusBlocked || len(acts) != 0 {
+	if !done || st.Terminal.Status != StatusBlocked || len(acts) != 1 || acts[0].Kind != ActReset || acts[0].Head != "c0" {
 		t.Fatalf("stop: done %v terminal %+v acts %+v", done, st.Terminal, acts)
 	}
 	if a := task(st, "a"); a.Status != TaskBlocked {

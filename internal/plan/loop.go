@@ -158,6 +158,12 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (Ac
 			return ActResult{}, err
 		}
 		return ActResult{Review: &ReviewDone{Task: a.Task, Review: r}}, nil
+	case ActReset:
+		if err := l.Workspace.Reset(ctx, a.Head); err != nil {
+			return ActResult{}, err
+		}
+		l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("the work tree is put back at %s: what the dispatches in progress left uncommitted is dropped", text.ShortSHA(a.Head))})
+		return ActResult{}, nil
 	case ActUnwind:
 		how, err := l.Workspace.Unwind(ctx, a.Base, a.Head, a.Paths, a.Ref, TaskRef(l.RunID, a.Task), fmt.Sprintf("converge plan: take task %s off the branch\n\nIt ended BLOCKED; its work is kept at %s.", a.Task, a.Ref))
 		if err != nil {

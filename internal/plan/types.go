@@ -326,6 +326,9 @@ const (
 	// ActUnwind takes a blocked task's commit off the branch, keeping it
 	// at a ref.
 	ActUnwind ActKind = "unwind"
+	// ActReset puts the work tree back at Head, dropping what a dispatch
+	// a stop cut short left uncommitted (its converge may be gone).
+	ActReset ActKind = "reset"
 )
 
 // Job is one dispatch of a batch.
@@ -342,7 +345,7 @@ type Action struct {
 	Jobs []Job // ActDispatch
 	Task string
 	// Review: N, Base and Head of the review; Unwind: Base to go back
-	// to, Head to keep at Ref.
+	// to, Head to keep at Ref; Reset: Head to put the tree back at.
 	N          int
 	Base, Head string
 	Ref        string
