@@ -188,11 +188,19 @@ func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 		Budget: budget,
 		Grace:  r.Grace,
 		Parse:  parse,
+		// A CLI names its session first; a long run's tail has lost it.
+		StdoutHead: sessionHead,
 	})
 	o := r.Read(res.Stdout)
 	stderr := res.Stderr
 	if !review && err == nil && res.TimedOut && res.Record.Reason == ReasonBudgetExceeded {
-		sum, so, asked := summarize(ctx, t, r, res.Stdout)
+		named := res.Stdout
+		if res.StdoutHead != "" {
+			// The line cut at the head's end is no JSON object, and
+			// EachJSONLine skips it.
+			named = res.StdoutHead + "\n" + res.Stdout
+		}
+		sum, so, asked := summarize(ctx, t, r, named)
 		switch {
 		case !asked:
 		case sum.Record.Reason == ReasonUnparseable || sum.Record.Reason == ReasonBudgetExceeded || sum.TimedOut:
@@ -228,6 +236,10 @@ func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 	}
 	return out, nil
 }
+
+// sessionHead is how much of the start of a CLI's stdout a run keeps
+// beside the tail, for the session id its first events name.
+const sessionHead = 64 << 10
 
 // SummaryConcern is the concern of a record that came from the summary
 // turn of a run stopped at its budget (AG-T1, see RunCLI).

@@ -30,6 +30,8 @@ func TestAG_T1_RunCLISummaryAtBudget(t *testing.T) {
 	}{
 		{name: "partial record from the session", run: `echo '{"session":"S1"}'; sleep 30`,
 			resume: `echo 'Stopping.'; echo '` + partial + `'`, status: StatusPartial},
+		{name: "a long run's session, named at its start, is still found", run: `echo '{"session":"S1"}'; head -c 400000 /dev/zero | tr '\0' 'x'; echo; sleep 30`,
+			resume: `echo '` + partial + `'`, status: StatusPartial},
 		{name: "garbage from the session is no record", run: `echo '{"session":"S1"}'; sleep 30`,
 			resume: `echo 'all good!'`, status: StatusPartial, reason: ReasonBudgetExceeded, summary: "summary requested, no status record came"},
 		{name: "a summary turn that overruns is no record", run: `echo '{"session":"S1"}'; sleep 30`,

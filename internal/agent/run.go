@@ -32,6 +32,9 @@ type Cmd struct {
 	Grace time.Duration
 	// Clock times the budget and the grace; nil is the real clock.
 	Clock proc.Clock
+	// StdoutHead keeps the first this many bytes of stdout beside the
+	// tail (see CmdResult.StdoutHead).
+	StdoutHead int
 	// Parse reads the status record from stdout; nil means ParseStatus.
 	// Backends whose CLI wraps the final message (JSON event streams) supply
 	// their own, still fail-closed: "no valid record" must come back as
@@ -42,12 +45,15 @@ type Cmd struct {
 
 // CmdResult is what RunWithBudget observed.
 type CmdResult struct {
-	Record   StatusRecord
-	Stdout   string // last OutputTail bytes
-	Stderr   string // last OutputTail bytes
-	ExitCode int    // -1 when ended by a signal
-	TimedOut bool   // stopped at the budget
-	Duration time.Duration
+	Record StatusRecord
+	Stdout string // last OutputTail bytes
+	// StdoutHead is the first Cmd.StdoutHead bytes of stdout, set only
+	// when the tail no longer holds them.
+	StdoutHead string
+	Stderr     string // last OutputTail bytes
+	ExitCode   int    // -1 when ended by a signal
+	TimedOut   bool   // stopped at the budget
+	Duration   time.Duration
 }
 
 // RunWithBudget runs c.Argv in c.Dir and enforces the time-box (AG-T1). At
@@ -84,7 +90,7 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 
 	p, err := proc.Run(ctx, proc.Spec{
 		Argv: c.Argv, Dir: c.Dir, Env: env, Stdin: c.Stdin,
-		Budget: budget, Grace: grace, MaxOutput: OutputTail, Clock: c.Clock,
+		Budget: budget, Grace: grace, MaxOutput: OutputTail, Clock: c.Clock, StdoutHead: c.StdoutHead,
 	})
 	if !p.Started {
 		return CmdResult{}, fmt.Errorf("run agent %s: %w", c.Argv[0], errors.Unwrap(err))
@@ -95,6 +101,9 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 		ExitCode: p.ExitCode,
 		TimedOut: p.TimedOut,
 		Duration: p.Duration,
+	}
+	if p.StdoutDropped > 0 {
+		res.StdoutHead = p.StdoutHead
 	}
 	if err != nil {
 		return res, fmt.Errorf("run agent %s: %w", c.Argv[0], errors.Unwrap(err))

@@ -45,6 +45,10 @@ type Spec struct {
 	// Clock makes the budget's and the grace's timers; nil is the real
 	// clock. Tests inject one to fire them when they choose (AG-T1).
 	Clock Clock
+	// StdoutHead keeps the first this many bytes of stdout as well as its
+	// tail: what a process names first (an agent CLI's session id) is
+	// still there after a long run dropped it from the tail.
+	StdoutHead int
 }
 
 // Clock makes timers. NewTimer returns a channel that receives once d
@@ -67,8 +71,10 @@ type Result struct {
 	Stderr  string // last MaxOutput bytes (all when MaxOutput < 0); empty when Combined
 	// StdoutDropped and StderrDropped count the bytes cut from the head.
 	StdoutDropped, StderrDropped int64
-	ExitCode                     int  // -1 when ended by a signal or never started
-	TimedOut                     bool // stopped at the budget
+	// StdoutHead is the first Spec.StdoutHead bytes of stdout.
+	StdoutHead string
+	ExitCode   int  // -1 when ended by a signal or never started
+	TimedOut   bool // stopped at the budget
 	// Interrupted is ctx's error when ctx ended the run.
 	Interrupted error
 	Duration    time.Duration
@@ -102,7 +108,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if max == 0 {
 		max = DefaultMaxOutput
 	}
-	stdout := &Tail{Max: max}
+	stdout := &Tail{Max: max, Head: s.StdoutHead}
 	stderr := stdout
 	if !s.Combined {
 		stderr = &Tail{Max: max}
@@ -145,6 +151,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 
 	res.Duration = time.Since(start)
 	res.Stdout, res.StdoutDropped = stdout.Content()
+	res.StdoutHead = stdout.HeadContent()
 	if !s.Combined {
 		res.Stderr, res.StderrDropped = stderr.Content()
 	}
@@ -175,11 +182,13 @@ func stop(cmd *exec.Cmd, done <-chan error, clock Clock, grace time.Duration) er
 // Tail is an io.Writer that keeps the last Max bytes written: a failing
 // command prints its verdict and an agent its status record last, and the
 // bound keeps chatty processes from filling memory. A negative Max keeps
-// every byte.
+// every byte. With Head > 0 it also keeps the first Head bytes.
 type Tail struct {
 	Max     int
+	Head    int
 	mu      sync.Mutex
 	buf     []byte
+	head    []byte
 	dropped int64
 }
 
@@ -187,6 +196,9 @@ func (t *Tail) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := len(p)
+	if room := t.Head - len(t.head); room > 0 {
+		t.head = append(t.head, p[:min(room, len(p))]...)
+	}
 	if t.Max < 0 {
 		t.buf = append(t.buf, p...)
 		return n, nil
@@ -209,6 +221,14 @@ func (t *Tail) Content() (string, int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return string(t.buf), t.dropped
+}
+
+// HeadContent returns the first Head bytes written (fewer when fewer
+// were).
+func (t *Tail) HeadContent() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.head)
 }
 
 // String is the kept bytes, preceded by a note when some were dropped.

@@ -73,4 +73,24 @@ func TestTail(t *testing.T) {
 	if b.String() != "[… 2 earlier bytes dropped]\ncdefg" {
 		t.Errorf("tail = %q", b.String())
 	}
+	// The head is kept across writes, beside the tail.
+	b = &Tail{Max: 3, Head: 4}
+	for _, s := range []string{"ab", "cdef", "ghij"} {
+		b.Write([]byte(s))
+	}
+	if h, s := b.HeadContent(), b.String(); h != "abcd" || s != "[… 7 earlier bytes dropped]\nhij" {
+		t.Errorf("head %q, tail %q", h, s)
+	}
+}
+
+// TestAG_T1_RunKeepsStdoutsHead: what a process prints first survives a
+// long output that pushed it out of the tail.
+func TestAG_T1_RunKeepsStdoutsHead(t *testing.T) {
+	r, err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", "echo session-S1; head -c 100000 /dev/zero | tr '\\0' x; echo; echo done"}, MaxOutput: 1000, StdoutHead: 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(r.StdoutHead, "session-S1\nxxxxxxxxx") || len(r.StdoutHead) != 20 || strings.Contains(r.Stdout, "session") || !strings.HasSuffix(r.Stdout, "done\n") {
+		t.Fatalf("head %q, tail ends %q", r.StdoutHead, r.Stdout[max(0, len(r.Stdout)-20):])
+	}
 }
