@@ -72,3 +72,9 @@ func TestPLAN_1_KillDuringParallelBatch(t *testing.T) { planScript(t, "plan_1_ki
 // asked of a run whose converge was killed takes effect when it is
 // resumed, and the killed dispatch's half change is dropped.
 func TestPR_G5_StopPlanRun(t *testing.T) { planScript(t, "pr_g5_stop_plan_run") }
+
+// TestAG_P1_FixAfterUnwindInOneStep: a blocked task's commit is taken off
+// the branch and another task's fix is dispatched in the same step; the
+// fix starts from the branch as the unwind left it, so the blocked
+// task's work stays off.
+func TestAG_P1_FixAfterUnwindInOneStep(t *testing.T) { planScript(t, "ag_p1_unwind_then_fix") }

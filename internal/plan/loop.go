@@ -231,14 +231,21 @@ func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
 		return err
 	}
 	if len(cs) == 1 {
+		// It starts from the branch as this step's earlier actions left
+		// it: an unwind before it may have moved HEAD since Decide read it.
 		c := cs[0]
-		if err := l.Workspace.Reset(ctx, c.Dispatch.From); err != nil {
+		from, err := l.Workspace.Head(ctx)
+		if err != nil {
 			return err
 		}
-		reset := func(ctx context.Context) error { return l.Workspace.Reset(ctx, c.Dispatch.From) }
+		c.Dispatch.From = from
+		if err := l.Workspace.Reset(ctx, from); err != nil {
+			return err
+		}
+		reset := func(ctx context.Context) error { return l.Workspace.Reset(ctx, from) }
 		rep, err := l.implement(wctx, st, c.task, c.Job, l.Workspace.Dir(), reset)
 		if err != nil && stopped() && ctx.Err() == nil {
-			return l.abandon(ctx, cs, c.Dispatch.From)
+			return l.abandon(ctx, cs, from)
 		}
 		if err != nil {
 			// Cancelled (a signal): the ticket stays claimed, and a
@@ -250,7 +257,7 @@ func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
 				return err
 			}
 		}
-		return l.record(ctx, c, rep, c.Dispatch.From, nil)
+		return l.record(ctx, c, rep, from, nil)
 	}
 	return l.pooled(ctx, wctx, stopped, st, cs)
 }
