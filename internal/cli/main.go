@@ -159,6 +159,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newStopCmd(ios),
 		newLoopCmd(ios),
 		newPlanCmd(ios),
+		newDoctorCmd(ios),
 	)
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs
