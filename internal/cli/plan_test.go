@@ -78,3 +78,8 @@ func TestPR_G5_StopPlanRun(t *testing.T) { planScript(t, "pr_g5_stop_plan_run") 
 // fix starts from the branch as the unwind left it, so the blocked
 // task's work stays off.
 func TestAG_P1_FixAfterUnwindInOneStep(t *testing.T) { planScript(t, "ag_p1_unwind_then_fix") }
+
+// TestPLAN_1_KillAfterCommitBeforeRecord (REL-2): converge killed between
+// committing a task's change and recording it; on resume the task runs
+// again, and its change lands once: one commit per task.
+func TestPLAN_1_KillAfterCommitBeforeRecord(t *testing.T) { planScript(t, "plan_1_kill_after_commit") }

@@ -230,6 +230,9 @@ func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
 	if err != nil || len(cs) == 0 {
 		return err
 	}
+	if err := l.dropUnrecorded(ctx, st, cs); err != nil {
+		return err
+	}
 	if len(cs) == 1 {
 		// It starts from the branch as this step's earlier actions left
 		// it: an unwind before it may have moved HEAD since Decide read it.
@@ -260,6 +263,34 @@ func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
 		return l.record(ctx, c, rep, from, nil)
 	}
 	return l.pooled(ctx, wctx, stopped, st, cs)
+}
+
+// dropUnrecorded takes off the branch the commit of a task dispatched
+// again that a converge killed between committing the task's change and
+// recording it left at HEAD: the task runs again from its parent, so its
+// change lands once (REL-2). Such a commit names the task in its trailer
+// and is not the task's recorded head; a commit anyone made on top of
+// it keeps it where it is.
+func (l *Loop) dropUnrecorded(ctx context.Context, st State, cs []claimed) error {
+	for _, c := range cs {
+		if c.Dispatch.Kind != DispatchAgain {
+			continue
+		}
+		head, parent, ok, err := l.Workspace.TaskAtHead(ctx, TaskRef(l.RunID, c.task.ID))
+		if err != nil {
+			return err
+		}
+		if !ok || slices.ContainsFunc(st.Tasks, func(t TaskState) bool { return t.ID == c.task.ID && t.Head == head }) {
+			continue
+		}
+		if err := l.Workspace.Reset(ctx, parent); err != nil {
+			return err
+		}
+		l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: %s at HEAD is its change, committed by a converge killed before it recorded it; it is taken off before the task runs again", c.task.ID, text.ShortSHA(head))})
+		// Only the last commit can be one: each is recorded before the next.
+		return nil
+	}
+	return nil
 }
 
 // abandon ends the claimed dispatches of a batch a stop request cut

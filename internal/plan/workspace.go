@@ -36,6 +36,9 @@ type Workspace interface {
 	// on top or in between, paths get their content at base back in a new
 	// commit. It says which it did.
 	Unwind(ctx context.Context, base, head string, paths []string, ref, taskRef, message string) (string, error)
+	// TaskAtHead reports whether HEAD is a commit of the task ref (its
+	// trailer names ref), and HEAD's first parent.
+	TaskAtHead(ctx context.Context, ref string) (head, parent string, ok bool, err error)
 	// Repo is the repository, for the worktree pool.
 	Repo() *repo.Git
 }
@@ -100,6 +103,22 @@ func (w *GitWorkspace) Reset(ctx context.Context, commit string) error {
 }
 
 func (w *GitWorkspace) Repo() *repo.Git { return w.Git }
+
+func (w *GitWorkspace) TaskAtHead(ctx context.Context, ref string) (head, parent string, ok bool, err error) {
+	out, err := w.Git.Run(ctx, "log", "-1", "--no-color", "--format=%H%x00%P%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x01)", "HEAD", "--")
+	if err != nil {
+		return "", "", false, fmt.Errorf("read HEAD's trailer: %w", err)
+	}
+	f := strings.SplitN(strings.TrimRight(out, "\n"), "\x00", 3)
+	if len(f) != 3 {
+		return "", "", false, fmt.Errorf("read HEAD's trailer: unexpected %q", out)
+	}
+	parents := strings.Fields(f[1])
+	if len(parents) == 0 || !slices.Contains(strings.Split(f[2], "\x01"), ref) {
+		return f[0], "", false, nil
+	}
+	return f[0], parents[0], true, nil
+}
 
 func (w *GitWorkspace) Commit(ctx context.Context, ref, message string, exclude []string) (string, error) {
 	if err := w.branch(ctx); err != nil {

@@ -171,3 +171,29 @@ func TestAG_P1_CommitLeavesOtherTasksFilesOut(t *testing.T) {
 		t.Errorf("trailer = %q", out)
 	}
 }
+
+// TestPLAN_1_TaskAtHead: HEAD is known as a task's commit by its trailer
+// only: another task's commit, or a commit without a parent to go back
+// to, is not.
+func TestPLAN_1_TaskAtHead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ws, base := repoWithCommit(t)
+	if _, _, ok, err := ws.TaskAtHead(ctx, "init"); err != nil || ok {
+		t.Errorf("root commit: ok %v, err %v; want no parent to go back to", ok, err)
+	}
+	put(t, ws.Dir(), "a.txt", "a\n")
+	aHead, err := ws.Commit(ctx, TaskRef("r1", "a"), "task a\n\nwrote a", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, parent, ok, err := ws.TaskAtHead(ctx, TaskRef("r1", "a"))
+	if err != nil || !ok || head != aHead || parent != base {
+		t.Errorf("a at HEAD: %s %s %v %v; want %s %s", head, parent, ok, err, aHead, base)
+	}
+	for _, ref := range []string{TaskRef("r1", "b"), TaskRef("r1", "a2"), TaskRef("r2", "a")} {
+		if _, _, ok, err := ws.TaskAtHead(ctx, ref); err != nil || ok {
+			t.Errorf("%s: ok %v, err %v", ref, ok, err)
+		}
+	}
+}
