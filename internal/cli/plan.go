@@ -70,7 +70,9 @@ end (--json: as JSON; --report FILE: also written as markdown).
 
 Exits: every task done 0, a task blocked or skipped 3, an agent that
 could not run 1, a bad plan or flag 2. A run killed mid-task resumes from
-its stored state with the same converge plan run here; --fresh starts over.`,
+its stored state with the same converge plan run here; --fresh starts over.
+converge stop RUN stops the agents at once: the tasks in progress end
+BLOCKED, the tree is left clean, exit 3; a stopped run is not resumed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr("plan run needs exactly one plan file: converge plan run PLAN.yaml")
