@@ -65,8 +65,8 @@ func TestPLAN_1_Acceptance(t *testing.T) { planScript(t, "plan_1_acceptance") }
 func TestPLAN_1_KillDuringParallelBatch(t *testing.T) { planScript(t, "plan_1_kill_parallel_batch") }
 
 // TestPR_G5_StopPlanRun: `converge stop RUN` ends a plan run at once,
-// stopping its agents (in the work tree, and in a parallel batch's
-// worktrees): the tasks in progress BLOCKED, the rest SKIPPED, exit 3, a
+// stopping its agents (in the work tree, in a parallel batch's
+// worktrees, and a reviewer): the tasks in progress BLOCKED, the rest SKIPPED, exit 3, a
 // clean tree with nothing of them on the branch; the same command line
 // then starts a new run rather than resuming the stopped one. A stop
 // asked of a run whose converge was killed takes effect when it is
