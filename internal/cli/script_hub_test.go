@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +58,7 @@ import (
 //	hub human-push                the author pushes a commit without converge's trailer
 //	hub close                     the author closes the PR
 //	hub head-unchanged            the PR's head is still the one it started with
+//	hub head-has PATH SUBSTR      the file PATH at the PR's head holds SUBSTR (! : it does not)
 //	hub proven [no-ci]            the forge proves two-stable (fails with why otherwise);
 //	                              no-ci: a repository without CI
 //	! hub proven                  the forge does not show a ready PR
@@ -68,7 +70,8 @@ type scriptHub struct {
 
 	head string // the PR's head when the hub started
 
-	mark int // the write log's length at hub mark-writes
+	mark   int // the write log's length at hub mark-writes
+	clones int // clones hub head-has made, each in its own directory
 	// script is Copilot's script on the demo PR as hub copilot-round
 	// changes it (nil: the demo's).
 	script *fakehub.CopilotScript
@@ -360,6 +363,18 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		if pr.HeadSHA != h.head {
 			ts.Fatalf("the head moved: %s → %s", h.head, pr.HeadSHA)
 		}
+	case "head-has":
+		if len(args) != 3 {
+			ts.Fatalf("usage: hub head-has PATH SUBSTR")
+		}
+		has := strings.Contains(h.fileAtHead(ts, args[1]), args[2])
+		switch {
+		case neg && has:
+			ts.Fatalf("%s at the head holds %q, want it not to", args[1], args[2])
+		case !neg && !has:
+			ts.Fatalf("%s at the head does not hold %q", args[1], args[2])
+		}
+		return
 	case "proven":
 		pr := h.observe(ts)
 		why := forgeVerdict(pr, true)
@@ -436,6 +451,23 @@ func (h *scriptHub) observe(ts *testscript.TestScript) *forge.PullRequest {
 	pr, err := c.Observe(context.Background(), ref)
 	ts.Check(err)
 	return pr
+}
+
+// fileAtHead is path as the PR's head holds it, read from a fresh clone
+// with the reviewer's token: what anyone fetching the branch sees.
+func (h *scriptHub) fileAtHead(ts *testscript.TestScript, path string) string {
+	ctx := context.Background()
+	pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
+	ts.Check(err)
+	h.clones++
+	env := append(os.Environ(), h.hub.GitEnv(h.hub.Tokens().Reviewer)...)
+	g, err := repo.Clone(ctx, h.hub.GitURL(h.demo.Owner, h.demo.Repo), ts.MkAbs(fmt.Sprintf("hub-clone-%d", h.clones)), env)
+	ts.Check(err)
+	_, err = g.Run(ctx, "fetch", "origin", "+refs/heads/*:refs/remotes/origin/*")
+	ts.Check(err)
+	out, err := g.Run(ctx, "show", pr.HeadSHA+":"+path)
+	ts.Check(err)
+	return out
 }
 
 // token is the emulator token of a script actor ("" for an unknown one).
