@@ -11,6 +11,7 @@ import (
 // reaches the shells, compilers and test binaries it started too.
 func setProcessGroup(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	dieWithParent(cmd.SysProcAttr)
 }
 
 func signalGroup(cmd *exec.Cmd, force bool) {

@@ -1,8 +1,14 @@
 // Package proctest holds what tests of time-boxed subprocesses share: a
-// clock whose timers fire when the test says.
+// clock whose timers fire when the test says, and whether a process lives.
 package proctest
 
 import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,4 +53,20 @@ func (m *ManualClock) Next(t testing.TB) Timer {
 		t.Fatal("no timer was made")
 		return Timer{}
 	}
+}
+
+// Alive reports whether pid is a live process: not gone, and not a
+// zombie waiting for its parent to reap it (Linux's /proc tells; elsewhere
+// a zombie counts as alive).
+func Alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return !os.IsNotExist(err) || runtime.GOOS != "linux"
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return !(i >= 0 && i+2 < len(s) && s[i+2] == 'Z')
 }
