@@ -99,6 +99,10 @@ type Script struct {
 	// request's user messages (tool results excluded). "" matches every
 	// conversation.
 	Match string
+	// Also are more strings the user text must hold, each of them, for
+	// the script to answer: one script per (angle, state of the code)
+	// when the angle's name and the diff sit apart in one prompt.
+	Also []string
 	// FromMatch counts the script's turns from the last user message whose
 	// text holds Match, not from the conversation's start: a message a
 	// CLI adds to a resumed session (the summary request at the budget)
@@ -281,6 +285,9 @@ func (s *Server) pick(user []said, turns int) (script, turn int, t Turn, ok bool
 	userText := strings.Join(texts, "\n")
 	for i, sc := range s.scripts {
 		if sc.Match != "" && !strings.Contains(userText, sc.Match) {
+			continue
+		}
+		if slices.ContainsFunc(sc.Also, func(a string) bool { return !strings.Contains(userText, a) }) {
 			continue
 		}
 		turn = turns

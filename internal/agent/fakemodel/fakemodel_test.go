@@ -259,6 +259,34 @@ func TestScriptsMatchConcurrentConversations(t *testing.T) {
 	}
 }
 
+// A script with Also answers only a conversation whose user text holds
+// its Match and every one of Also: one angle's review of one state of the
+// code, where the angle and the diff are apart in the prompt.
+func TestAlsoNeedsEveryString(t *testing.T) {
+	srv := New(
+		Script{Match: "angle=edge-cases", Also: []string{"i < n", "x := 1"}, Turns: []Turn{{Text: "finding"}}},
+		Script{Match: "angle=edge-cases", Turns: []Turn{{Text: "[]"}}},
+	)
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	ask := func(prompt string) string {
+		resp := post(t, hs.URL+"/v1/messages", map[string]any{"model": "m", "tools": bashTool,
+			"messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "text", "text": prompt}}}}})
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := ask("review angle=edge-cases\ndiff: i < n\nx := 1"); !strings.Contains(got, `"text":"finding"`) {
+		t.Errorf("with Match and every Also: %s", got)
+	}
+	if got := ask("review angle=edge-cases\ndiff: i <= n\nx := 1"); !strings.Contains(got, `"text":"[]"`) {
+		t.Errorf("with one Also missing, the next script answers: %s", got)
+	}
+	if errs := srv.Errors(); len(errs) > 0 {
+		t.Errorf("errors: %q", errs)
+	}
+}
+
 // A message added to a resumed conversation (the summary request at the
 // budget) gets its FromMatch script's first turn, whatever turns came
 // before it; the conversation before it keeps its own script's turns.
