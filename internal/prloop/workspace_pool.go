@@ -66,11 +66,26 @@ func fixerTasks(fs []Finding) ([]pool.Task, map[string]fixerTask) {
 // run's *agent.RunFailure.
 func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
 	tasks, byID := fixerTasks(fs)
+	dir, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID+".fixers"))
+	if err != nil {
+		return nil, err
+	}
+	// The run holds its PR's lock, so fixer worktrees already in its
+	// directory are a killed process's: gone before new ones are made.
+	unlock := lockClone(w.clone.Dir)
+	swept, err := pool.Sweep(ctx, w.worktree, dir)
+	unlock()
+	if err != nil {
+		return nil, err
+	}
+	if len(swept) > 0 {
+		w.logf("removed %d fixer worktree(s) a killed run left", len(swept))
+	}
 	results, err := pool.Run(ctx, w.worktree, tasks, func(ctx context.Context, pt pool.Task, tree *pool.Tree) (agent.Dispatched, error) {
 		return w.dispatch(ctx, pr, round, pt.ID, byID[pt.ID].findings, tree)
 	}, pool.Options{
 		Max:  w.MaxFixers,
-		Dir:  filepath.Join(w.Root, "worktrees", w.RunID+".fixers"),
+		Dir:  dir,
 		Lock: func() func() { return lockClone(w.clone.Dir) },
 		Logf: w.logf,
 	})

@@ -183,3 +183,36 @@ echo '`+okRecord+`'`, 0)
 		t.Fatalf("notes %q", res.Notes)
 	}
 }
+
+// TestREL_FixerWorktreesOfAKilledRunAreSwept: a run killed while its
+// fixers worked left their worktrees registered in the clone; the resumed
+// run's next fix removes them before it makes its own, and leaves the
+// run's own worktree alone.
+func TestREL_FixerWorktreesOfAKilledRunAreSwept(t *testing.T) {
+	t.Parallel()
+	pr, bare := localPR(t, map[string]string{"a.txt": "a\n"}, map[string]string{"a.txt": "a\nA\n"})
+	a := commandAgent(t, `cat >/dev/null; echo fixed >> a.txt; echo '`+okRecord+`'`, 0)
+	ws := testWorkspace(t, bare, a, "")
+	if _, err := ws.Prepare(context.Background(), pr); err != nil {
+		t.Fatal(err)
+	}
+	// What a killed pool leaves: a registered worktree in the fixers' dir.
+	stale := filepath.Join(ws.Root, "worktrees", ws.RunID+".fixers", "task-1", "wt")
+	if out, err := exec.Command("git", "-C", ws.worktree.Dir, "worktree", "add", "--detach", stale, pr.HeadSHA).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	res, err := ws.Fix(context.Background(), pr, 1, []Finding{{ID: "TA", ThreadID: "TA", Path: "a.txt", EndLine: 2, Summary: "fix a"}})
+	if err != nil || len(res.Addressed) != 1 {
+		t.Fatalf("fix: %+v, %v", res, err)
+	}
+	out, err := exec.Command("git", "-C", ws.worktree.Dir, "worktree", "list", "--porcelain").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), stale) || strings.Count(string(out), "worktree ") != 2 {
+		t.Fatalf("worktrees after the fix:\n%s\nwant the clone and the run's, not %s", out, stale)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Fatalf("the stale worktree's directory is still there: %v", err)
+	}
+}
