@@ -119,7 +119,7 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	if err != nil {
 		return err
 	}
-	if len(dirty) > 0 && (opts.Fresh || !resumes(ctx, db, target, same)) {
+	if len(dirty) > 0 && (opts.Fresh || !wouldResume(ctx, db, target, same)) {
 		var paths []string
 		for _, d := range dirty {
 			paths = append(paths, d.Path)
@@ -355,16 +355,6 @@ func writeLoopLog(ctx context.Context, ios *IOStreams, db *store.Store, r store.
 		return err
 	}
 	return checkloop.WriteLog(ios.Out, r, st, tickets, events)
-}
-
-// resumes reports whether ClaimRun would resume a run on target.
-func resumes(ctx context.Context, db *store.Store, target string, same func(checkloop.State) bool) bool {
-	last, err := db.LatestRunFor(ctx, target)
-	if err != nil || last.Finished() || len(last.State) == 0 {
-		return false
-	}
-	var st checkloop.State
-	return json.Unmarshal(last.State, &st) == nil && same(st)
 }
 
 // gitIdentity is the author of the loop's commits (IF-4): the
