@@ -107,31 +107,13 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	if err != nil {
 		return err
 	}
-	target := checkloop.Kind + ":" + s.ws.Dir()
 	same := func(st checkloop.State) bool {
 		c := st.Config
 		return checkloop.Resumable(st) && c.GoalSHA256 == checkloop.GoalDigest(s.cfg.Goal) && c.Oracle == s.cfg.Oracle && c.Agent == s.cfg.Agent
 	}
-	// IF-4: the run commits on the current branch; it starts only from a
-	// clean tree — unless it resumes a run killed mid-iteration, whose
-	// partial change Decide undoes.
-	dirty, err := s.ws.Git.Status(ctx)
+	claim, err := claimLocalRun(ctx, db, s.ws.Git, checkloop.Kind, s.ws.Dir(), opts.Fresh, same,
+		"converge loop commits each accepted iteration on the current branch and undoes rejected ones")
 	if err != nil {
-		return err
-	}
-	if len(dirty) > 0 && (opts.Fresh || !wouldResume(ctx, db, target, same)) {
-		var paths []string
-		for _, d := range dirty {
-			paths = append(paths, d.Path)
-		}
-		return usageErr("the working tree of %s has uncommitted changes (%s); commit or stash them first: converge loop commits each accepted iteration on the current branch and undoes rejected ones", s.ws.Dir(), clipList(paths, 5))
-	}
-	claim, err := engine.ClaimRun(ctx, db, checkloop.Kind, target, opts.Fresh, same)
-	if err != nil {
-		var busy *engine.BusyError
-		if errors.As(err, &busy) {
-			return usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
-		}
 		return err
 	}
 	defer claim.Release(ctx)

@@ -20,6 +20,7 @@ import (
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/plan"
 	"github.com/convergeloop/converge/internal/pool"
+	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -117,30 +118,12 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		return err
 	}
 	defer db.Close()
-	target := plan.Kind + ":" + s.ws.Dir()
 	same := func(st plan.State) bool {
 		return plan.Resumable(st) && st.Config.Plan.Digest == s.cfg.Plan.Digest && st.Config.Agent == s.cfg.Agent && st.Config.Reviewer == s.cfg.Reviewer
 	}
-	// IF-4: tasks are committed on the current branch, from a clean tree,
-	// unless this resumes a run killed mid-task, whose partial change the
-	// next dispatch of that task resets.
-	dirty, err := s.ws.Git.Status(ctx)
+	claim, err := claimLocalRun(ctx, db, s.ws.Git, plan.Kind, s.ws.Dir(), opts.Fresh, same,
+		"converge plan commits each task on the current branch and resets the tree between tasks")
 	if err != nil {
-		return err
-	}
-	if len(dirty) > 0 && (opts.Fresh || !wouldResume(ctx, db, target, same)) {
-		var paths []string
-		for _, d := range dirty {
-			paths = append(paths, d.Path)
-		}
-		return usageErr("the working tree of %s has uncommitted changes (%s); commit or stash them first: converge plan commits each task on the current branch and resets the tree between tasks", s.ws.Dir(), clipList(paths, 5))
-	}
-	claim, err := engine.ClaimRun(ctx, db, plan.Kind, target, opts.Fresh, same)
-	if err != nil {
-		var busy *engine.BusyError
-		if errors.As(err, &busy) {
-			return usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
-		}
 		return err
 	}
 	defer claim.Release(ctx)
@@ -381,6 +364,36 @@ func planPoolDirs(stateDir, runID string, runs []store.Run) ([]string, error) {
 		return nil, fmt.Errorf("run id %q cannot name a directory", runID)
 	}
 	return dirs, nil
+}
+
+// claimLocalRun claims the run of kind on a local repository (converge
+// loop, converge plan): new, or resumed when same accepts the stored
+// state (PR-G3). IF-4: such a run commits on the current branch, so it
+// starts only from a clean tree, unless it resumes a run killed midway,
+// whose partial change the run itself puts right; why says what the run
+// does to the tree, for the refusal.
+func claimLocalRun[S any](ctx context.Context, db *store.Store, g *repo.Git, kind, dir string, fresh bool, same func(S) bool, why string) (*engine.Claim[S], error) {
+	target := kind + ":" + dir
+	dirty, err := g.Status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(dirty) > 0 && (fresh || !wouldResume(ctx, db, target, same)) {
+		var paths []string
+		for _, d := range dirty {
+			paths = append(paths, d.Path)
+		}
+		return nil, usageErr("the working tree of %s has uncommitted changes (%s); commit or stash them first: %s", dir, clipList(paths, 5), why)
+	}
+	claim, err := engine.ClaimRun(ctx, db, kind, target, fresh, same)
+	if err != nil {
+		var busy *engine.BusyError
+		if errors.As(err, &busy) {
+			return nil, usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
+		}
+		return nil, err
+	}
+	return claim, nil
 }
 
 // wouldResume reports whether engine.ClaimRun would resume a run of
