@@ -199,6 +199,13 @@ type Comment struct {
 	// OriginalCommit is the commit the comment was written against: a
 	// suggestion may only replace the lines it saw there (issue 6, case 8).
 	OriginalCommit string
+	// DiffHunk is the part of the PR's diff the comment was written on
+	// (GitHub's diff_hunk): a hunk header, then the diff's lines from the
+	// hunk's start up to and including the commented line, at
+	// OriginalCommit. A backend bounds it with ClipDiffHunk; "" when the
+	// forge gave none. The classifier compares a ```suggestion with its
+	// last lines (PR-S5).
+	DiffHunk string
 }
 
 // CheckRollup summarises CI on one commit.

@@ -167,13 +167,13 @@ func (h *Hub) runCopilot(p *pr, round CopilotRound, delay time.Duration) {
 		body = copilotBody(files, len(comments))
 	}
 	cp := h.copilot()
-	state, commit, err := h.checkReview(ctx, cp, p, "COMMENT", body, head, comments)
+	state, commit, hunks, err := h.checkReview(ctx, cp, p, "COMMENT", body, head, comments)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if err != nil {
 		h.log.Error("fakehub copilot review", "pr", p.number, "err", err)
 	} else {
-		h.addReviewLocked(cp, p, state, body, commit, comments)
+		h.addReviewLocked(cp, p, state, body, commit, comments, hunks)
 	}
 	// The review, the end of the request and copilot_work_finished are one
 	// change, as a reader should never see half of them.

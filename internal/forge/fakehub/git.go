@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/cgi"
 	"os"
@@ -332,6 +333,82 @@ func (h *Hub) diffHunks(ctx context.Context, dir, from, to, path string) ([]hunk
 		}
 		return hs, nil
 	})
+}
+
+// commentHunk is GitHub's diff_hunk for a comment on line of path: the
+// header of the hunk of the PR's diff at commit (base...commit, three
+// lines of context, as the pull request page shows it) that holds the
+// line on side (RIGHT: the new file, the default; LEFT: the old one),
+// then that hunk's lines from its start up to and including the line, no
+// newline after the last.
+//
+// GitHub refuses a comment on a line outside the diff; the emulator takes
+// one, and serves it a hunk widened until the line is in it (the whole
+// file as context when the PR does not change the file).
+func commentHunk(ctx context.Context, dir, base, commit, path, side string, line int) (string, error) {
+	left := strings.EqualFold(side, "LEFT")
+	for _, unified := range []string{"-U3", "-U" + strconv.Itoa(math.MaxInt32)} {
+		out, err := runGit(ctx, dir, nil, nil, "diff", "--no-color", "--no-ext-diff", unified, base+"..."+commit, "--", path)
+		if err != nil {
+			return "", err
+		}
+		if h, ok := hunkUpTo(out, left, line); ok {
+			return h, nil
+		}
+	}
+	sha := commit
+	if left {
+		sha = base
+	}
+	content, _ := fileAt(ctx, dir, sha, path)
+	lines := strings.Split(strings.TrimSuffix(content, "\n"), "\n")
+	if line < 1 || line > len(lines) {
+		return "", fmt.Errorf("line %d of %s could not be resolved", line, path)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "@@ -1,%d +1,%d @@", len(lines), len(lines))
+	for _, l := range lines[:line] {
+		b.WriteString("\n " + l)
+	}
+	return b.String(), nil
+}
+
+// hunkUpTo cuts, from the output of git diff on one file, the hunk holding
+// line of the old (left) or new file, up to and including that line.
+func hunkUpTo(diff string, left bool, line int) (string, bool) {
+	var cur []string
+	oldN, newN := 0, 0
+	for _, l := range strings.Split(diff, "\n") {
+		if m := hunkRE.FindStringSubmatch(l); m != nil {
+			cur = []string{l}
+			oldN, _ = strconv.Atoi(m[1])
+			newN, _ = strconv.Atoi(m[3])
+			continue
+		}
+		if cur == nil {
+			continue // the file's header lines
+		}
+		cur = append(cur, l)
+		onOld, onNew := true, true
+		switch {
+		case strings.HasPrefix(l, "+"):
+			onOld = false
+		case strings.HasPrefix(l, "-"):
+			onNew = false
+		case strings.HasPrefix(l, `\`):
+			onOld, onNew = false, false // "\ No newline at end of file"
+		}
+		if left && onOld && oldN == line || !left && onNew && newN == line {
+			return strings.Join(cur, "\n"), true
+		}
+		if onOld {
+			oldN++
+		}
+		if onNew {
+			newN++
+		}
+	}
+	return "", false
 }
 
 // mapRange maps lines [start, end] of the old file through hunks; ok is

@@ -247,67 +247,73 @@ type NewComment struct {
 // createReview submits a review on the PR's current head (or commit), each
 // comment opening a thread.
 func (h *Hub) createReview(ctx context.Context, by *user, p *pr, event, body, commit string, comments []NewComment) (*review, error) {
-	state, commit, err := h.checkReview(ctx, by, p, event, body, commit, comments)
+	state, commit, hunks, err := h.checkReview(ctx, by, p, event, body, commit, comments)
 	if err != nil {
 		return nil, err
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.addReviewLocked(by, p, state, body, commit, comments), nil
+	return h.addReviewLocked(by, p, state, body, commit, comments, hunks), nil
 }
 
 // checkReview validates a review against git, outside the lock, and
-// returns its state and commit.
-func (h *Hub) checkReview(ctx context.Context, by *user, p *pr, event, body, commit string, comments []NewComment) (string, string, error) {
+// returns its state, its commit and each comment's diff hunk.
+func (h *Hub) checkReview(ctx context.Context, by *user, p *pr, event, body, commit string, comments []NewComment) (string, string, []string, error) {
 	state := map[string]string{"COMMENT": "COMMENTED", "APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "": "COMMENTED"}[strings.ToUpper(event)]
 	if state == "" {
-		return "", "", fmt.Errorf("event %q is not one of COMMENT, APPROVE, REQUEST_CHANGES", event)
+		return "", "", nil, fmt.Errorf("event %q is not one of COMMENT, APPROVE, REQUEST_CHANGES", event)
 	}
 	if (state == "APPROVED" || state == "CHANGES_REQUESTED") && by == p.author {
-		return "", "", fmt.Errorf("can not %s your own pull request", strings.ToLower(strings.ReplaceAll(event, "_", " ")))
+		return "", "", nil, fmt.Errorf("can not %s your own pull request", strings.ToLower(strings.ReplaceAll(event, "_", " ")))
 	}
 	if state == "CHANGES_REQUESTED" && body == "" {
-		return "", "", fmt.Errorf("body is required when requesting changes")
+		return "", "", nil, fmt.Errorf("body is required when requesting changes")
 	}
 	h.mu.RLock()
 	if commit == "" {
 		commit = p.headSHA
 	}
-	dir := p.repo.dir
+	dir, base := p.repo.dir, p.baseSHA
 	h.mu.RUnlock()
+	hunks := make([]string, 0, len(comments))
 	for _, c := range comments {
 		if c.Path == "" || c.Line <= 0 {
-			return "", "", fmt.Errorf("comment needs path and line")
+			return "", "", nil, fmt.Errorf("comment needs path and line")
 		}
 		content, ok := fileAt(ctx, dir, commit, c.Path)
 		if !ok {
-			return "", "", fmt.Errorf("path %s is not in the diff", c.Path)
+			return "", "", nil, fmt.Errorf("path %s is not in the diff", c.Path)
 		}
 		n := strings.Count(content, "\n")
 		if !strings.HasSuffix(content, "\n") {
 			n++
 		}
 		if c.Line > n || (c.StartLine != 0 && (c.StartLine > c.Line || c.StartLine < 1)) {
-			return "", "", fmt.Errorf("line %d of %s could not be resolved", c.Line, c.Path)
+			return "", "", nil, fmt.Errorf("line %d of %s could not be resolved", c.Line, c.Path)
 		}
+		hunk, err := commentHunk(ctx, dir, base, commit, c.Path, c.Side, c.Line)
+		if err != nil {
+			return "", "", nil, err
+		}
+		hunks = append(hunks, hunk)
 	}
-	return state, commit, nil
+	return state, commit, hunks, nil
 }
 
 // addReviewLocked adds a checked review with all its threads in one change,
 // so no reader sees the review without them (PR-O2).
-func (h *Hub) addReviewLocked(by *user, p *pr, state, body, commit string, comments []NewComment) *review {
+func (h *Hub) addReviewLocked(by *user, p *pr, state, body, commit string, comments []NewComment, hunks []string) *review {
 	now := h.now()
 	rv := &review{pr: p, id: h.newIDLocked(), author: by, state: state, body: body, commitSHA: commit, submittedAt: now, comments: len(comments)}
 	h.drawLagLocked(p, rv)
 	p.reviews = append(p.reviews, rv)
 	h.nodes[rv.nodeID()] = rv
-	for _, c := range comments {
+	for i, c := range comments {
 		side := strings.ToUpper(c.Side)
 		if side == "" {
 			side = "RIGHT"
 		}
-		t := &thread{pr: p, id: h.newIDLocked(), path: c.Path, line: c.Line, startLine: c.StartLine, side: side, commitSHA: commit, review: rv}
+		t := &thread{pr: p, id: h.newIDLocked(), path: c.Path, line: c.Line, startLine: c.StartLine, side: side, commitSHA: commit, diffHunk: hunks[i], review: rv}
 		rc := &reviewComment{thread: t, id: h.newIDLocked(), reviewID: rv.id, author: by, body: c.Body, createdAt: now, commitSHA: commit}
 		t.comments = []*reviewComment{rc}
 		p.threads = append(p.threads, t)

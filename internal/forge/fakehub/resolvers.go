@@ -1079,6 +1079,7 @@ func (r *commentRes) Commit() *commitRes {
 	return &commitRes{h: r.h, rp: r.c.thread.pr.repo, sha: r.c.commitSHA}
 }
 func (r *commentRes) CreatedAt() gqlDateTime     { return dt(r.c.createdAt) }
+func (r *commentRes) DiffHunk() string           { return r.c.thread.diffHunk }
 func (r *commentRes) DatabaseId() *int32         { n := int32(r.c.id); return &n }
 func (r *commentRes) FullDatabaseId() *gqlBigInt { return bigint(r.c.id) }
 func (r *commentRes) ID() graphqlgo.ID           { return graphqlgo.ID(r.c.nodeID()) }

@@ -699,7 +699,7 @@ func (h *Hub) commentJSON(ctx context.Context, rc *reviewComment) map[string]any
 		"html_url": h.commentURL(rc),
 		"path":     t.path, "body": rc.body, "user": h.userJSON(rc.author, rc.author.surfaceLogin()),
 		"commit_id": p.headSHA, "original_commit_id": t.commitSHA,
-		"diff_hunk":  fmt.Sprintf("@@ -%d,1 +%d,1 @@", t.line, t.line),
+		"diff_hunk":  t.diffHunk,
 		"created_at": ts(rc.createdAt), "updated_at": ts(rc.createdAt),
 		"author_association": association(p.repo, rc.author), "side": t.side, "original_line": t.line,
 		"pull_request_url": fmt.Sprintf("%s/repos/%s/pulls/%d", h.APIURL(), p.repo.fullName(), p.number),

@@ -103,13 +103,16 @@ func (r *review) nodeID() string { return fmt.Sprintf("PRR_fh%d", r.id) }
 // thread is anchored on a line range of the commit it was made on; its
 // current position is derived from the diff to the PR's head.
 type thread struct {
-	pr         *pr
-	id         int64
-	path       string
-	line       int // original line (on commitSHA)
-	startLine  int // 0 for a single line
-	side       string
-	commitSHA  string
+	pr        *pr
+	id        int64
+	path      string
+	line      int // original line (on commitSHA)
+	startLine int // 0 for a single line
+	side      string
+	commitSHA string
+	// diffHunk is GitHub's diff_hunk of the thread's comments, fixed when
+	// the thread opened (see commentHunk).
+	diffHunk   string
 	resolved   bool
 	resolvedBy *user
 	comments   []*reviewComment

@@ -62,6 +62,7 @@ type commentNode struct {
 	OriginalCommit *struct {
 		Oid string `json:"oid"`
 	} `json:"originalCommit"`
+	DiffHunk string `json:"diffHunk"`
 }
 
 type commentConn struct {
@@ -380,8 +381,16 @@ func toThread(t threadNode) forge.Thread {
 		IsResolved: t.IsResolved,
 		IsOutdated: t.IsOutdated,
 	}
+	// The hunk ends at the range the thread was opened on, at its
+	// original commit.
+	need := 1
+	if th.OrigStart > 0 && th.OrigLine >= th.OrigStart {
+		need = th.OrigLine - th.OrigStart + 1
+	}
 	for _, c := range t.Comments.Nodes {
-		th.Comments = append(th.Comments, toComment(c))
+		fc := toComment(c)
+		fc.DiffHunk = forge.ClipDiffHunk(c.DiffHunk, need)
+		th.Comments = append(th.Comments, fc)
 	}
 	return th
 }

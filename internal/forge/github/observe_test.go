@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -107,7 +108,9 @@ func observeFixture(threads []any, threadsPage map[string]any) map[string]any {
 func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
 	reg := httpmock.New(t)
 	t0 := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
-	th := thread("PRRT_1", []any{comment("PRRC_1", 9001, "Copilot", "Nil check missing.", t0)}, false)
+	c1 := comment("PRRC_1", 9001, "Copilot", "Nil check missing.", t0)
+	c1["diffHunk"] = "@@ -10,2 +10,3 @@ func f() {\n \tx := g()\n+\tuse(x)"
+	th := thread("PRRT_1", []any{c1}, false)
 	th["isOutdated"], th["startLine"], th["line"] = true, 10, nil
 	reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(observeFixture([]any{th}, page(false, "")),
 		"Date", "Wed, 04 Mar 2026 08:00:00 GMT"))
@@ -149,7 +152,7 @@ func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
 			ID: "PRRT_1", Path: "main.go", Line: 0, StartLine: 10, OrigLine: 12, IsOutdated: true,
 			Comments: []forge.Comment{{ID: "PRRC_1", DatabaseID: 9001, Author: "Copilot", Body: "Nil check missing.",
 				Path: "main.go", URL: "https://ghe.example.com/octo/hello/pull/7#discussion_r9001", CreatedAt: t0,
-				ReviewID: "PRR_1", OriginalCommit: "aaaa"}},
+				ReviewID: "PRR_1", OriginalCommit: "aaaa", DiffHunk: "@@ -10,2 +10,3 @@ func f() {\n \tx := g()\n+\tuse(x)"}},
 		}},
 		RequestedReviewers: []string{"Copilot", "bob", "core"},
 		Labels:             []string{"converge", "needs: review"},
@@ -171,6 +174,39 @@ func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
 		g, _ := json.MarshalIndent(pr, "", " ")
 		w, _ := json.MarshalIndent(want, "", " ")
 		t.Errorf("observation differs\n got: %s\nwant: %s", g, w)
+	}
+}
+
+// TestPR_O1_ObserveBoundsDiffHunks: a thread's hunk as GitHub gives it
+// (from the hunk's start to the commented range, here 300 lines) comes
+// back as its last lines, at least the range the thread is on, under a
+// header that starts where they do.
+func TestPR_O1_ObserveBoundsDiffHunks(t *testing.T) {
+	reg := httpmock.New(t)
+	t0 := time.Date(2026, 3, 1, 9, 30, 0, 0, time.UTC)
+	hunk := "@@ -0,0 +1,400 @@"
+	for i := 1; i <= 300; i++ {
+		hunk += fmt.Sprintf("\n+line %d", i)
+	}
+	short, wide := comment("PRRC_1", 1, "Copilot", "x", t0), comment("PRRC_2", 2, "Copilot", "y", t0)
+	short["diffHunk"], wide["diffHunk"] = hunk, hunk
+	th1, th2 := thread("PRRT_1", []any{short}, false), thread("PRRT_2", []any{wide}, false)
+	th1["line"], th1["originalLine"], th1["originalStartLine"] = 300, 300, 299
+	th2["line"], th2["originalLine"], th2["originalStartLine"] = 300, 300, 201
+	reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(observeFixture([]any{th1, th2}, page(false, ""))))
+	c, _ := newTestClient(t, reg)
+	pr, err := c.Observe(context.Background(), testRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		header string
+		lines  int
+	}{{"@@ -0,0 +261,140 @@", forge.DiffHunkLines}, {"@@ -0,0 +201,200 @@", 100}} {
+		got := strings.Split(pr.Threads[i].Comments[0].DiffHunk, "\n")
+		if got[0] != want.header || len(got)-1 != want.lines || got[len(got)-1] != "+line 300" {
+			t.Errorf("thread %d: hunk of %d lines under %q ending %q; want %d under %q ending +line 300", i, len(got)-1, got[0], got[len(got)-1], want.lines, want.header)
+		}
 	}
 }
 
