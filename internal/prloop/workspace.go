@@ -152,15 +152,7 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	res = FixResult{Round: round}
 	w.usage, w.notes = agent.Usage{}, nil
 	defer func() { res.Usage, res.Notes = w.usage, w.notes }()
-	if w.worktree == nil {
-		if _, err := w.Prepare(ctx, pr); err != nil {
-			return res, err
-		}
-	}
-	if err := w.fetch(ctx, pr); err != nil {
-		return res, err
-	}
-	if err := w.reset(ctx, pr.HeadSHA); err != nil {
+	if err := w.atHead(ctx, pr); err != nil {
 		return res, err
 	}
 	ordered := bottomUp(findings)
@@ -260,6 +252,20 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 		w.logf("could not read the hunks of %s; later rounds will not compare with it: %v", text.ShortSHA(sha), err)
 	}
 	return res, nil
+}
+
+// atHead puts the run's worktree on the PR's head as the forge shows it,
+// clean: the clone prepared on first use, the head fetched, the tree reset.
+func (w *GitWorkspace) atHead(ctx context.Context, pr *forge.PullRequest) error {
+	if w.worktree == nil {
+		if _, err := w.Prepare(ctx, pr); err != nil {
+			return err
+		}
+	}
+	if err := w.fetch(ctx, pr); err != nil {
+		return err
+	}
+	return w.reset(ctx, pr.HeadSHA)
 }
 
 // commitHunks reads what commit sha changed against its first parent,

@@ -37,15 +37,7 @@ func (w *GitWorkspace) Recap(ctx context.Context, in recap.Input) (recap.Verdict
 // force-push). A revert that does not apply cleanly makes no commit.
 func (w *GitWorkspace) Revert(ctx context.Context, pr *forge.PullRequest, round int, commits []string, rounds []int) (FixResult, error) {
 	res := FixResult{Round: round}
-	if w.worktree == nil {
-		if _, err := w.Prepare(ctx, pr); err != nil {
-			return res, err
-		}
-	}
-	if err := w.fetch(ctx, pr); err != nil {
-		return res, err
-	}
-	if err := w.reset(ctx, pr.HeadSHA); err != nil {
+	if err := w.atHead(ctx, pr); err != nil {
 		return res, err
 	}
 	for i := len(commits) - 1; i >= 0; i-- {

@@ -23,15 +23,7 @@ var _ BaseSyncer = (*GitWorkspace)(nil)
 // (PR-T6) and no hunks for the oscillation check (PR-S8).
 func (w *GitWorkspace) SyncBase(ctx context.Context, pr *forge.PullRequest, round int) (FixResult, error) {
 	res := FixResult{Round: round, Sync: true}
-	if w.worktree == nil {
-		if _, err := w.Prepare(ctx, pr); err != nil {
-			return res, err
-		}
-	}
-	if err := w.fetch(ctx, pr); err != nil {
-		return res, err
-	}
-	if err := w.reset(ctx, pr.HeadSHA); err != nil {
+	if err := w.atHead(ctx, pr); err != nil {
 		return res, err
 	}
 	// git merge wants an identity even when it stops before committing;
