@@ -392,8 +392,18 @@ func (f *Forge) ReplyToThread(ctx context.Context, ref forge.PRRef, threadID, bo
 		return forge.Comment{}, invalid(op, "Body can't be blank")
 	}
 	c := f.w.comment(p, f.login, th.Path, truncate(body), f.w.reviewNodeID(f.w.id()))
+	c.DiffHunk = threadHunk(th)
 	th.Comments = append(th.Comments, c)
 	return c, nil
+}
+
+// threadHunk is the diff hunk a reply in th carries: its first comment's,
+// as on GitHub, where a reply sits on the same lines.
+func threadHunk(th *forge.Thread) string {
+	if len(th.Comments) == 0 {
+		return ""
+	}
+	return th.Comments[0].DiffHunk
 }
 
 func (w *world) reviewNodeID(id int64) string { return fmt.Sprintf("PRR_ff%d", id) }

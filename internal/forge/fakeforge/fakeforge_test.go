@@ -37,13 +37,17 @@ type fixture struct {
 
 const reviewer = "octo-reviewer"
 
+// fixtureHunk is GitHub's diff_hunk of a comment on main.go:5, the line
+// the fixture's PR adds.
+const fixtureHunk = "@@ -1,5 +1,6 @@\n package main\n \n func main() {\n \tprintln(\"hello\")\n+\tprintln(\"bye\")"
+
 func (x *fixture) Facts(context.Context) (forgetest.Facts, error) {
 	pr := x.f.PR(x.ref)
 	return forgetest.Facts{
 		PR: x.ref, Author: pr.Author, Viewer: x.f.Login(), Reviewer: reviewer,
 		HeadRef: pr.HeadRef, BaseRef: pr.BaseRef, HeadSHA: pr.HeadSHA, Commits: len(pr.Commits),
 		CloneURL: "https://forge.test/acme/widget.git", MergeState: forge.MergeClean,
-		Path: "main.go", Line: 5,
+		Path: "main.go", Line: 5, LineText: "\tprintln(\"bye\")",
 		Requestable: []forgetest.Reviewer{{Login: reviewer}, {Login: fakeforge.CopilotLogin, Bot: true}},
 		Permissions: map[string]forge.Permission{reviewer: "write", "outsider": "read"},
 	}, nil
@@ -52,7 +56,7 @@ func (x *fixture) Facts(context.Context) (forgetest.Facts, error) {
 func (x *fixture) Review(_ context.Context, r forgetest.Review) (string, error) {
 	var ths []fakeforge.NewThread
 	for _, c := range r.Comments {
-		ths = append(ths, fakeforge.NewThread{Path: c.Path, Line: c.Line, Body: c.Body})
+		ths = append(ths, fakeforge.NewThread{Path: c.Path, Line: c.Line, Body: c.Body, DiffHunk: fixtureHunk})
 	}
 	rv, _ := x.f.AddReview(x.ref, fakeforge.Review{Author: reviewer, Body: r.Body, Threads: ths})
 	return rv.ID, nil
@@ -231,5 +235,30 @@ func TestObserveReturnsACopy(t *testing.T) {
 	again, _ := f.Observe(ctx, ref)
 	if again.Labels[0] != "a" || again.Threads[0].Comments[0].Body != "b" || again.Commits[0].Parents[0] == "changed" {
 		t.Errorf("observation aliases the world: %+v", again)
+	}
+}
+
+// TestPR_O1_TestsSetAThreadsHunk: a test gives a thread its diff hunk; the
+// observation carries it bounded as a real backend bounds it, and a reply
+// carries its thread's.
+func TestPR_O1_TestsSetAThreadsHunk(t *testing.T) {
+	f := fakeforge.New(fakeforge.Options{})
+	ref := f.AddPR(fakeforge.PR{})
+	long := "@@ -0,0 +1,100 @@"
+	for i := 1; i <= 100; i++ {
+		long += fmt.Sprintf("\n+line %d", i)
+	}
+	th := f.AddThread(ref, reviewer, fakeforge.NewThread{Path: "a.go", Line: 100, Body: "x", DiffHunk: long})
+	f.AddReply(th.ID, "converge", "Done.")
+	pr, err := f.Observe(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := pr.Threads[0].Comments
+	if want := forge.ClipDiffHunk(long, 1); cs[0].DiffHunk != want || !strings.HasPrefix(want, "@@ -0,0 +61,40 @@\n+line 61\n") {
+		t.Errorf("first comment's hunk %q, want %q", cs[0].DiffHunk, want)
+	}
+	if len(cs) != 2 || cs[1].DiffHunk != cs[0].DiffHunk {
+		t.Errorf("the reply's hunk: %+v", cs)
 	}
 }

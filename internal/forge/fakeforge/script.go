@@ -167,6 +167,10 @@ type NewThread struct {
 	Line      int
 	StartLine int
 	Body      string
+	// DiffHunk is the diff hunk the comment carries (GitHub's diff_hunk:
+	// a header, then the diff's lines up to the commented one), bounded as
+	// a real backend bounds it (forge.ClipDiffHunk); "" for none.
+	DiffHunk string
 }
 
 // Review is a review to add.
@@ -205,6 +209,11 @@ func (f *Forge) addReview(ref forge.PRRef, r Review, unrequest bool) (forge.Revi
 	for _, nt := range r.Threads {
 		c := w.comment(p, r.Author, nt.Path, nt.Body, rv.ID)
 		c.OriginalCommit = r.CommitSHA
+		need := 1
+		if nt.StartLine > 0 && nt.Line >= nt.StartLine {
+			need = nt.Line - nt.StartLine + 1
+		}
+		c.DiffHunk = forge.ClipDiffHunk(nt.DiffHunk, need)
 		th := forge.Thread{ID: fmt.Sprintf("PRRT_ff%d", w.id()), Path: nt.Path, Line: nt.Line, StartLine: nt.StartLine,
 			OrigLine: nt.Line, OrigStart: nt.StartLine, Comments: []forge.Comment{c}}
 		p.pr.Threads = append(p.pr.Threads, th)
@@ -257,6 +266,7 @@ func (f *Forge) AddReply(threadID, author, body string) forge.Comment {
 		panic("fakeforge: " + err.Error())
 	}
 	c := w.comment(p, author, th.Path, body, w.reviewNodeID(w.id()))
+	c.DiffHunk = threadHunk(th)
 	th.Comments = append(th.Comments, c)
 	return c
 }

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +40,7 @@ var tests = []struct {
 }{
 	{"PR_O1_ObserveReadsTheWholePR", testObserveWholePR},
 	{"PR_O2_ReviewsCarryCountsAndThreads", testReviewsAndThreads},
+	{"PR_O1_ThreadCarriesItsDiffHunk", testDiffHunk},
 	{"PR_O5_RequestReviewsKeepsPendingReviewers", testRequestReviewsUnion},
 	{"ReplyResolveUnresolveThread", testThreadWrites},
 	{"MissingThreadIsNotFound", testMissingThread},
@@ -344,6 +347,58 @@ func testReviewsAndThreads(t *testing.T, h Harness) {
 	if !slices.Equal(bodies, []string{c1, c2}) {
 		t.Errorf("thread bodies %q, want %q and %q", bodies, c1, c2)
 	}
+}
+
+// testDiffHunk: the first comment of a thread carries the diff hunk it
+// was written on (PR-O1), which the classifier compares a suggestion with
+// (PR-S5): a hunk header, then diff lines that, counted from the header's
+// new-side start, end on the commented line of the head with its text,
+// bounded as forge.ClipDiffHunk bounds a hunk.
+func testDiffHunk(t *testing.T, h Harness) {
+	f := facts(t, h)
+	_, th := oneThread(t, h, f, Marker+": hunk "+uniq())
+	hunk := th.Comments[0].DiffHunk
+	if err := hunkEndsAt(hunk, f.Line, f.LineText); err != nil {
+		t.Errorf("diff hunk of a comment on %s:%d: %v\n%s", f.Path, f.Line, err, hunk)
+	}
+	if n := strings.Count(hunk, "\n"); n > forge.DiffHunkLines || len(hunk) > forge.MaxDiffHunkBytes {
+		t.Errorf("diff hunk of %d lines, %d bytes: not bounded", n, len(hunk))
+	}
+}
+
+var hunkHeader = regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@`)
+
+// hunkEndsAt checks that hunk's last line is line of the new file, with
+// text when it is known.
+func hunkEndsAt(hunk string, line int, text string) error {
+	lines := strings.Split(hunk, "\n")
+	m := hunkHeader.FindStringSubmatch(lines[0])
+	if m == nil {
+		return fmt.Errorf("no hunk header: %q", lines[0])
+	}
+	if len(lines) < 2 {
+		return errors.New("no diff line after the header")
+	}
+	n, _ := strconv.Atoi(m[1])
+	at := 0
+	for _, l := range lines[1:] {
+		switch {
+		case l == "", strings.HasPrefix(l, " "), strings.HasPrefix(l, "+"):
+			at, n = n, n+1
+		case strings.HasPrefix(l, "-"), strings.HasPrefix(l, `\`):
+			at = 0
+		default:
+			return fmt.Errorf("not a diff line: %q", l)
+		}
+	}
+	last := lines[len(lines)-1]
+	switch {
+	case at != line:
+		return fmt.Errorf("the last line %q is not new line %d", last, line)
+	case text != "" && (last == "" || last[1:] != text):
+		return fmt.Errorf("the last line %q is not %q", last, text)
+	}
+	return nil
 }
 
 // testRequestReviewsUnion: a request keeps reviewers already requested

@@ -85,6 +85,9 @@ type Facts struct {
 	// review comments can go.
 	Path string
 	Line int
+	// LineText is that line's text on the head, without its newline; ""
+	// when unknown (the diff hunk's last line is then not compared).
+	LineText string
 	// Requestable are reviewers Forge may request; the union test needs
 	// two and is skipped with fewer. None may be the PR's author.
 	Requestable []Reviewer

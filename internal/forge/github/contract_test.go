@@ -70,7 +70,7 @@ func emulatorHarness(t *testing.T, hub *fakehub.Hub, repo string) forgetest.Harn
 	}
 	fx := &ghFixture{
 		rest: rest, ref: ref, viewer: fakehub.LoginAuthor, reviewer: fakehub.LoginReviewer,
-		path: "main.go", line: 5, mergeState: forge.MergeClean, commits: 1,
+		path: "main.go", line: 5, lineText: "\tprintln(\"bye\")", mergeState: forge.MergeClean, commits: 1,
 		requestable: []forgetest.Reviewer{
 			{Login: fakehub.LoginReviewer},
 			{Login: fakehub.LoginCopilot, Bot: true},
@@ -209,15 +209,15 @@ func realHarness(t *testing.T, cfg realConfig) forgetest.Harness {
 	if err != nil {
 		t.Fatalf("the reviewer token: %v", err)
 	}
-	path, line := cfg.path, cfg.line
+	path, line, text := cfg.path, cfg.line, ""
 	if path == "" {
-		if path, line, err = commentableLine(ctx, mine, cfg); err != nil {
+		if path, line, text, err = commentableLine(ctx, mine, cfg); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fx := &ghFixture{
 		rest: theirs, ref: ref, viewer: viewer.GetLogin(), reviewer: reviewer.GetLogin(),
-		path: path, line: line, requestable: cfg.requestable,
+		path: path, line: line, lineText: text, requestable: cfg.requestable,
 	}
 	h := forgetest.Harness{
 		Forge:    newClient(cfg.token),
@@ -233,11 +233,11 @@ func realHarness(t *testing.T, cfg realConfig) forgetest.Harness {
 }
 
 // commentableLine finds the first line the PR adds, where review comments
-// can go.
-func commentableLine(ctx context.Context, c *gh.Client, cfg realConfig) (string, int, error) {
+// can go, and its text.
+func commentableLine(ctx context.Context, c *gh.Client, cfg realConfig) (string, int, string, error) {
 	files, _, err := c.PullRequests.ListFiles(ctx, cfg.owner, cfg.repo, cfg.number, &gh.ListOptions{PerPage: 100})
 	if err != nil {
-		return "", 0, fmt.Errorf("list the PR's files: %w", err)
+		return "", 0, "", fmt.Errorf("list the PR's files: %w", err)
 	}
 	hunkRE := regexp.MustCompile(`^@@ -\d+(?:,\d+)? \+(\d+)`)
 	for _, f := range files {
@@ -249,14 +249,14 @@ func commentableLine(ctx context.Context, c *gh.Client, cfg realConfig) (string,
 			case hunkRE.MatchString(s):
 				line, _ = strconv.Atoi(hunkRE.FindStringSubmatch(s)[1])
 			case strings.HasPrefix(s, "+"):
-				return f.GetFilename(), line, nil
+				return f.GetFilename(), line, s[1:], nil
 			case strings.HasPrefix(s, "-"):
 			default:
 				line++
 			}
 		}
 	}
-	return "", 0, fmt.Errorf("%s/%s#%d adds no line a review comment could go on", cfg.owner, cfg.repo, cfg.number)
+	return "", 0, "", fmt.Errorf("%s/%s#%d adds no line a review comment could go on", cfg.owner, cfg.repo, cfg.number)
 }
 
 // cleanUpAfter removes, when the test ends, the comments carrying the
@@ -324,6 +324,7 @@ type ghFixture struct {
 	viewer, reviewer string
 	path             string
 	line             int
+	lineText         string
 	mergeState       forge.MergeState
 	requestable      []forgetest.Reviewer
 	perms            map[string]forge.Permission
@@ -357,7 +358,7 @@ func (f *ghFixture) Facts(ctx context.Context) (forgetest.Facts, error) {
 		PR: f.ref, Author: pr.GetUser().GetLogin(), Viewer: f.viewer, Reviewer: f.reviewer,
 		HeadRef: pr.GetHead().GetRef(), BaseRef: pr.GetBase().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
 		Commits: commits, CloneURL: pr.GetBase().GetRepo().GetCloneURL(), MergeState: f.mergeState,
-		Path: f.path, Line: f.line, Requestable: f.requestable, Permissions: f.perms,
+		Path: f.path, Line: f.line, LineText: f.lineText, Requestable: f.requestable, Permissions: f.perms,
 	}, nil
 }
 
