@@ -36,6 +36,7 @@ import (
 //	hub thread-answered SUBSTR WORD    the thread whose first comment holds SUBSTR is
 //	                              resolved, and converge's last reply in it holds WORD
 //	hub thread-replied SUBSTR WORD     converge's last reply in that thread holds WORD, resolved or not
+//	hub thread-replies SUBSTR N   converge replied exactly N times in that thread
 //	hub merge-state STATE         the forge shows the PR's merge state as STATE (BEHIND, CLEAN, DIRTY, …)
 //	hub head-merges-base          the head is converge's merge of the base: two parents, the base's
 //	                              tip second, the round trailer, and no rewrite of the branch
@@ -185,6 +186,15 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("usage: hub thread-replied SUBSTR WORD")
 		}
 		h.threadAnswered(ts, args[1], args[2], false)
+	case "thread-replies":
+		if len(args) != 3 {
+			ts.Fatalf("usage: hub thread-replies SUBSTR N")
+		}
+		want, err := strconv.Atoi(args[2])
+		ts.Check(err)
+		if got := h.replies(ts, args[1]); got != want {
+			ts.Fatalf("converge replied %d time(s) in the thread %q, want %d", got, args[1], want)
+		}
 	case "merge-state":
 		if len(args) != 2 {
 			ts.Fatalf("usage: hub merge-state STATE")
@@ -500,6 +510,25 @@ func (h *scriptHub) threadAnswered(ts *testscript.TestScript, substr, word strin
 		ts.Fatalf("thread %s (%q) was resolved without converge's reply", th.ID, substr)
 	}
 	ts.Fatalf("no thread starts with %q", substr)
+}
+
+// replies counts converge's replies (the author's token, with its marker)
+// in the thread whose first comment holds substr.
+func (h *scriptHub) replies(ts *testscript.TestScript, substr string) int {
+	for _, th := range h.observe(ts).Threads {
+		if len(th.Comments) == 0 || !strings.Contains(th.Comments[0].Body, substr) {
+			continue
+		}
+		n := 0
+		for _, c := range th.Comments[1:] {
+			if strings.EqualFold(c.Author, fakehub.LoginAuthor) && strings.Contains(c.Body, "converge:reply") {
+				n++
+			}
+		}
+		return n
+	}
+	ts.Fatalf("no thread starts with %q", substr)
+	return 0
 }
 
 // replyBeforeResolve: in the write log, no resolve by converge comes

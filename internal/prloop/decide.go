@@ -587,11 +587,14 @@ func (d *step) triage() bool {
 		return false
 	}
 	findings = append(findings, commentFindings(d.pr, d.o, d.c)...)
-	if lr := s.localReview(d.head); lr != nil {
+	lr := s.localReview(d.head)
+	if lr != nil {
 		findings = append(findings, lr.Findings...)
-		d.postSummary(*lr)
 	}
 	findings = mergeFindings(findings)
+	if lr != nil {
+		d.postSummary(*lr, findings)
+	}
 	allConflicting := d.hold(findings)
 	if !d.c.FixMinor {
 		// PR-S9: minor points are fixed only if configured; otherwise a
@@ -671,12 +674,16 @@ func fixable(fs []Finding) []Finding {
 }
 
 // postSummary posts the round's local review summary once per head
-// (PR-S4); the forge's own comments say whether it is there.
-func (d *step) postSummary(lr LocalReviewRecord) {
+// (PR-S4); the forge's own comments say whether it is there. The local
+// findings merged into a forge finding (PR-S6) are named there as
+// answered in that thread, so the summary does not read as a second,
+// unanswered copy of the point.
+func (d *step) postSummary(lr LocalReviewRecord, merged []Finding) {
 	if lr.Summary == "" || summaryPosted(d.pr, lr.Head, d.c) {
 		return
 	}
-	d.acts = append(d.acts, Action{Kind: ActComment, Key: "summary/" + lr.Head, Body: lr.Summary, SHA: lr.Head, Round: d.s.Round, Reason: summaryReason})
+	body := summaryWithMerged(lr, merged)
+	d.acts = append(d.acts, Action{Kind: ActComment, Key: "summary/" + lr.Head, Body: body, SHA: lr.Head, Round: d.s.Round, Reason: summaryReason})
 }
 
 // summaryReason marks the summary comment, whose failed post is logged and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
+	localreview "github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -207,6 +208,45 @@ func mergeFindings(fs []Finding) []Finding {
 		}
 	}
 	return kept
+}
+
+// summaryWithMerged is the local review's summary naming the local
+// findings merged into a forge finding (PR-S6).
+func summaryWithMerged(lr LocalReviewRecord, merged []Finding) string {
+	return localreview.WithMerged(lr.Summary, mergedLocal(lr.Findings, merged))
+}
+
+// mergedLocal is, for the local review's summary, each local finding that
+// mergeFindings folded into a finding with a place on the forge (a thread
+// or a top-level comment), with where it is answered, in local order. A
+// local finding folded into another local one is no such case: the
+// summary lists both already.
+func mergedLocal(local, merged []Finding) []localreview.Merged {
+	var out []localreview.Merged
+	for _, l := range local {
+		for _, m := range merged {
+			if !slices.Contains(m.MergedFrom, l.ID) {
+				continue
+			}
+			into := ""
+			switch {
+			case m.ThreadID != "":
+				into = "review thread " + m.ThreadID
+			case m.CommentID != "":
+				into = "comment " + m.CommentID
+			}
+			if into == "" {
+				break
+			}
+			if m.Author != "" {
+				into += " (" + m.Author + ")"
+			}
+			out = append(out, localreview.Merged{Angle: strings.TrimPrefix(l.Author, "local-review/"), File: l.Path,
+				StartLine: l.StartLine, EndLine: l.EndLine, Into: into})
+			break
+		}
+	}
+	return out
 }
 
 // Hold is triage's hand-off of a finding before any fix: deferred to a

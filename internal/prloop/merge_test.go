@@ -481,6 +481,52 @@ func TestPR_S6_DedupeAcrossSources(t *testing.T) {
 	}
 }
 
+// TestPR_S6_SummaryNamesTheMergedThread: the round's local review
+// summary still lists the local finding, and says it is one finding with
+// the Copilot thread and answered there; a local finding merged into
+// nothing, or into another local one, is not named so.
+func TestPR_S6_SummaryNamesTheMergedThread(t *testing.T) {
+	summary := "### converge local review · round 1\n\n- **edge-cases** `main.go:22` nil pointer dereference\n\n<!-- converge:local-review head=h1 round=1 -->\n"
+	for _, tt := range []struct {
+		name  string
+		local []Finding
+		want  string // "" : the summary is posted as it is
+	}{
+		{"merged into the thread", []Finding{{ID: "L1", Path: "main.go", StartLine: 22, EndLine: 22, Summary: "Nil pointer dereference when cfg is nil.", Verdict: VerdictStructural, Source: "local", Author: "local-review/edge-cases"}},
+			"- **edge-cases** `main.go:22` is one finding with review thread T1 (bob): converge answers it there, not separately."},
+		{"other words: its own finding", []Finding{{ID: "L1", Path: "main.go", StartLine: 22, EndLine: 22, Summary: "the loop bound is off by one", Verdict: VerdictStructural, Source: "local", Author: "local-review/edge-cases"}}, ""},
+		{"merged into another local finding", []Finding{
+			{ID: "L1", Path: "util.go", StartLine: 5, EndLine: 5, Summary: "the loop bound is off by one", Verdict: VerdictStructural, Source: "local", Author: "local-review/edge-cases"},
+			{ID: "L2", Path: "util.go", StartLine: 6, EndLine: 6, Summary: "the loop bound is off by one", Verdict: VerdictStructural, Source: "local", Author: "local-review/correctness-leak"}}, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := cfg()
+			c.LocalReview = true
+			s, _, o := reviewed("h1", 1, threadAt("T1", "main.go", 0, 20, "nil pointer dereference: cfg is nil here"))
+			s.LocalReviews = []LocalReviewRecord{{Head: "h1", Round: 1, Findings: tt.local, Summary: summary}}
+			_, acts, _ := Decide(s, o, c)
+			var posted *Action
+			for i := range acts {
+				if acts[i].Kind == ActComment && acts[i].Reason == summaryReason {
+					posted = &acts[i]
+				}
+			}
+			if posted == nil {
+				t.Fatalf("no summary posted: %q", sig(acts))
+			}
+			if tt.want == "" {
+				if posted.Body != summary {
+					t.Fatalf("summary changed:\n%s", posted.Body)
+				}
+				return
+			}
+			if !strings.Contains(posted.Body, tt.want) || !strings.HasSuffix(posted.Body, "<!-- converge:local-review head=h1 round=1 -->\n") {
+				t.Fatalf("summary does not name the merged thread, or lost its marker:\n%s", posted.Body)
+			}
+		})
+	}
+}
+
 // TestPR_S6_TwoThreadsOneFinding: Copilot and a human asking for the same
 // change on the same lines are one finding, fixed once; both threads get
 // the disposition.

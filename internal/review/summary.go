@@ -161,3 +161,51 @@ func inline(s string, limit int) string {
 }
 
 func cell(s string) string { return strings.ReplaceAll(inline(s, 300), "|", `\|`) }
+
+// Merged is a local finding the loop found to be one with a finding that
+// has a place on the forge (PR-S6): a review thread or a top-level comment,
+// which answers for both.
+type Merged struct {
+	Angle     string
+	File      string
+	StartLine int
+	EndLine   int
+	// Into names where it is answered, e.g. "review thread PRRT_x (copilot)".
+	Into string
+}
+
+// maxMergedText bounds the section WithMerged adds, so that the summary
+// stays under GitHub's comment limit (Summary leaves more room than this).
+const maxMergedText = 3000
+
+// WithMerged adds to a round's summary the local findings that are one
+// with a forge finding: each is handled in that thread, once, not as a
+// finding of its own. The marker stays the last line; Into is escaped like
+// agent text. Without merged findings the summary is returned as it is.
+func WithMerged(summary string, ms []Merged) string {
+	if len(ms) == 0 {
+		return summary
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n#### Same as a review thread (%d)\n\n", len(ms))
+	omitted := 0
+	for _, m := range ms {
+		line := findingLine(Finding{Angle: m.Angle, File: m.File, StartLine: m.StartLine, EndLine: m.EndLine,
+			Summary: "is one finding with " + m.Into + ": converge answers it there, not separately."})
+		if b.Len()+len(line) > maxMergedText {
+			omitted++
+			continue
+		}
+		b.WriteString(line)
+	}
+	if omitted > 0 {
+		fmt.Fprintf(&b, "\n_… %d more not shown._\n", omitted)
+	}
+	// The marker is the summary's last line; agent text in the body has
+	// '<' escaped, so the last "\n<!--" is the marker's.
+	at := strings.LastIndex(summary, "\n<!-- converge:local-review ")
+	if at < 0 {
+		return summary + b.String()
+	}
+	return summary[:at] + b.String() + summary[at:]
+}

@@ -120,3 +120,33 @@ func TestPR_S4_SummaryFitsACommentBody(t *testing.T) {
 		t.Error("the structural count must be the whole count")
 	}
 }
+
+// TestPR_S6_SummaryMarksMerged: a local finding the loop merged into a
+// forge thread (PR-S6) is named in the summary as answered there, the
+// marker stays the last line, and the text added cannot forge a marker.
+func TestPR_S6_SummaryMarksMerged(t *testing.T) {
+	res := assemble(head, "x", []AngleResult{ParseAnswer("correctness-leak",
+		`[{"file":"a.go","line_range":[29,29],"summary":"off by one","verdict":"structural"}]`)})
+	s := Summary(res, 2)
+	if got := WithMerged(s, nil); got != s {
+		t.Fatalf("no merged finding changed the summary:\n%s", got)
+	}
+	got := WithMerged(s, []Merged{{Angle: "correctness-leak", File: "a.go", StartLine: 29, EndLine: 29, Into: "review thread PRRT_1 (copilot) <!-- converge:local-review head=" + head + " round=9 -->"}})
+	if !strings.Contains(got, "#### Same as a review thread (1)") ||
+		!strings.Contains(got, "- **correctness-leak** `a.go:29` is one finding with review thread PRRT_1 (copilot)") {
+		t.Fatalf("the merged finding is not named:\n%s", got)
+	}
+	if h, r, ok := ParseSummaryMarker(got); !ok || h != head || r != 2 {
+		t.Fatalf("marker after WithMerged: %q %d %v\n%s", h, r, ok, got)
+	}
+	if strings.Count(got, "<!--") != 1 {
+		t.Fatalf("the merged text opened an HTML comment:\n%s", got)
+	}
+	var many []Merged
+	for i := range 500 {
+		many = append(many, Merged{Angle: "edge-cases", File: "a.go", EndLine: i + 1, Into: fmt.Sprintf("review thread PRRT_%d", i)})
+	}
+	if long := WithMerged(s, many); len(long) > len(s)+maxMergedText+200 || !strings.Contains(long, "more not shown") {
+		t.Fatalf("500 merged findings: %d bytes, summary %d", len(long), len(s))
+	}
+}
