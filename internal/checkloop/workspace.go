@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/repo"
@@ -41,13 +40,7 @@ type Workspace interface {
 
 // GitWorkspace is the Workspace on a local git repository.
 type GitWorkspace struct {
-	Git *repo.Git
-	// Branch is the branch the run works on ("" when HEAD is detached): an
-	// iteration that switched branches is put back on it.
-	Branch string
-	// Author and Email name the commits' author (IF-4); empty means
-	// repo.DefaultAuthorName and repo.DefaultAuthorEmail.
-	Author, Email string
+	repo.Local
 }
 
 var _ Workspace = (*GitWorkspace)(nil)
@@ -55,19 +48,12 @@ var _ Workspace = (*GitWorkspace)(nil)
 // OpenWorkspace opens the git repository that dir is in, at its top
 // level.
 func OpenWorkspace(ctx context.Context, dir string) (*GitWorkspace, error) {
-	g := &repo.Git{Dir: dir}
-	top, err := g.Run(ctx, "rev-parse", "--show-toplevel")
+	l, err := repo.OpenLocal(ctx, dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not in a git repository: %w", dir, err)
+		return nil, err
 	}
-	w := &GitWorkspace{Git: &repo.Git{Dir: strings.TrimSpace(top)}}
-	if b, err := w.Git.Run(ctx, "symbolic-ref", "-q", "--short", "HEAD"); err == nil {
-		w.Branch = strings.TrimSpace(b)
-	}
-	return w, nil
+	return &GitWorkspace{Local: l}, nil
 }
-
-func (w *GitWorkspace) Dir() string { return w.Git.Dir }
 
 // Snapshot writes the work tree into a scratch index, never the real one.
 func (w *GitWorkspace) Snapshot(ctx context.Context) (string, string, error) {
@@ -98,52 +84,18 @@ func (w *GitWorkspace) Snapshot(ctx context.Context) (string, string, error) {
 }
 
 func (w *GitWorkspace) Changed(ctx context.Context, from, to string) ([]string, error) {
-	if from == to {
-		return nil, nil
-	}
-	out, err := w.Git.Run(ctx, "diff-tree", "-r", "--no-renames", "--name-only", "-z", from, to)
-	if err != nil {
-		return nil, fmt.Errorf("changed paths: %w", err)
-	}
-	var paths []string
-	for _, p := range strings.Split(out, "\x00") {
-		if p != "" {
-			paths = append(paths, p)
-		}
-	}
-	sort.Strings(paths)
-	return paths, nil
+	return w.ChangedPaths(ctx, from, to)
 }
 
 func (w *GitWorkspace) Undo(ctx context.Context, head string) error {
-	if err := w.onBranch(ctx); err != nil {
-		return fmt.Errorf("undo: %w", err)
-	}
-	if _, err := w.Git.Run(ctx, "reset", "--hard", "--quiet", head); err != nil {
-		return fmt.Errorf("undo: %w", err)
-	}
-	if _, err := w.Git.Run(ctx, "clean", "-fdq"); err != nil {
+	if err := w.ResetHard(ctx, head); err != nil {
 		return fmt.Errorf("undo: %w", err)
 	}
 	return nil
 }
 
-// onBranch puts HEAD back on the run's branch when an iteration switched
-// it, keeping the work tree as it is.
-func (w *GitWorkspace) onBranch(ctx context.Context) error {
-	if w.Branch == "" {
-		return nil
-	}
-	cur, _ := w.Git.Run(ctx, "symbolic-ref", "-q", "--short", "HEAD")
-	if strings.TrimSpace(cur) == w.Branch {
-		return nil
-	}
-	_, err := w.Git.Run(ctx, "symbolic-ref", "HEAD", "refs/heads/"+w.Branch)
-	return err
-}
-
 func (w *GitWorkspace) Commit(ctx context.Context, ticket, message, base string) (string, error) {
-	if err := w.onBranch(ctx); err != nil {
+	if err := w.OnBranch(ctx); err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
 	head, err := w.Git.HeadSHA(ctx)

@@ -203,8 +203,8 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 	if _, err := ws.Git.HeadSHA(ctx); err != nil {
 		return nil, usageErr("%s has no commit yet; commit something first: converge loop commits on the current branch", ws.Dir())
 	}
+	ws.UseRepoIdentity(ctx)
 	top := ws.Dir()
-	ws.Author, ws.Email = gitIdentity(ctx, ws)
 
 	body, err := loopAgent("--agent", opts.Agent, "--agent-cmd", opts.AgentCmd, "command")
 	if err != nil {
@@ -337,14 +337,6 @@ func writeLoopLog(ctx context.Context, ios *IOStreams, db *store.Store, r store.
 		return err
 	}
 	return checkloop.WriteLog(ios.Out, r, st, tickets, events)
-}
-
-// gitIdentity is the author of the loop's commits (IF-4): the
-// repository's configured identity, else converge's default.
-func gitIdentity(ctx context.Context, ws *checkloop.GitWorkspace) (name, email string) {
-	n, _ := ws.Git.Run(ctx, "config", "user.name")
-	e, _ := ws.Git.Run(ctx, "config", "user.email")
-	return strings.TrimSpace(n), strings.TrimSpace(e)
 }
 
 func oracleWords(o checkloop.Oracle) string {

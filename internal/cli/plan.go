@@ -253,9 +253,7 @@ func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetu
 	if _, err := ws.Git.HeadSHA(ctx); err != nil {
 		return nil, usageErr("%s has no commit yet; commit something first: converge plan commits on the current branch", ws.Dir())
 	}
-	n, _ := ws.Git.Run(ctx, "config", "user.name")
-	e, _ := ws.Git.Run(ctx, "config", "user.email")
-	ws.Author, ws.Email = strings.TrimSpace(n), strings.TrimSpace(e)
+	ws.UseRepoIdentity(ctx)
 	abs, err := filepath.Abs(file)
 	if err != nil {
 		abs = file

@@ -45,31 +45,19 @@ type Workspace interface {
 
 // GitWorkspace is the Workspace on a local git repository.
 type GitWorkspace struct {
-	Git *repo.Git
-	// Branch is the branch the run works on ("" when HEAD is detached):
-	// an agent that switched branches is put back on it.
-	Branch string
-	// Author and Email name the commits' author (IF-4); empty means
-	// repo.DefaultAuthorName and repo.DefaultAuthorEmail.
-	Author, Email string
+	repo.Local
 }
 
 var _ Workspace = (*GitWorkspace)(nil)
 
 // OpenWorkspace opens the git repository dir is in, at its top level.
 func OpenWorkspace(ctx context.Context, dir string) (*GitWorkspace, error) {
-	top, err := (&repo.Git{Dir: dir}).Run(ctx, "rev-parse", "--show-toplevel")
+	l, err := repo.OpenLocal(ctx, dir)
 	if err != nil {
-		return nil, fmt.Errorf("%s is not in a git repository: %w", dir, err)
+		return nil, err
 	}
-	w := &GitWorkspace{Git: &repo.Git{Dir: strings.TrimSpace(top)}}
-	if b, err := w.Git.Run(ctx, "symbolic-ref", "-q", "--short", "HEAD"); err == nil {
-		w.Branch = strings.TrimSpace(b)
-	}
-	return w, nil
+	return &GitWorkspace{Local: l}, nil
 }
-
-func (w *GitWorkspace) Dir() string { return w.Git.Dir }
 
 func (w *GitWorkspace) Head(ctx context.Context) (string, error) {
 	h, err := w.Git.HeadSHA(ctx)
@@ -79,25 +67,9 @@ func (w *GitWorkspace) Head(ctx context.Context) (string, error) {
 	return h, nil
 }
 
-func (w *GitWorkspace) branch(ctx context.Context) error {
-	if w.Branch == "" {
-		return nil
-	}
-	if cur, _ := w.Git.Run(ctx, "symbolic-ref", "-q", "--short", "HEAD"); strings.TrimSpace(cur) == w.Branch {
-		return nil
-	}
-	_, err := w.Git.Run(ctx, "symbolic-ref", "HEAD", "refs/heads/"+w.Branch)
-	return err
-}
-
 func (w *GitWorkspace) Reset(ctx context.Context, commit string) error {
-	for _, args := range [][]string{{"reset", "--hard", "--quiet", commit}, {"clean", "-fdq"}} {
-		if err := w.branch(ctx); err != nil {
-			return fmt.Errorf("reset to %s: %w", commit, err)
-		}
-		if _, err := w.Git.Run(ctx, args...); err != nil {
-			return fmt.Errorf("reset to %s: %w", commit, err)
-		}
+	if err := w.ResetHard(ctx, commit); err != nil {
+		return fmt.Errorf("reset to %s: %w", commit, err)
 	}
 	return nil
 }
@@ -121,7 +93,7 @@ func (w *GitWorkspace) TaskAtHead(ctx context.Context, ref string) (head, parent
 }
 
 func (w *GitWorkspace) Commit(ctx context.Context, ref, message string, exclude []string) (string, error) {
-	if err := w.branch(ctx); err != nil {
+	if err := w.OnBranch(ctx); err != nil {
 		return "", fmt.Errorf("commit: %w", err)
 	}
 	_, err := w.Git.Commit(ctx, repo.CommitOptions{
@@ -138,20 +110,7 @@ func (w *GitWorkspace) Commit(ctx context.Context, ref, message string, exclude 
 }
 
 func (w *GitWorkspace) Changed(ctx context.Context, from, to string) ([]string, error) {
-	if from == to {
-		return []string{}, nil
-	}
-	out, err := w.Git.Run(ctx, "diff", "--name-only", "-z", "--no-renames", from, to, "--")
-	if err != nil {
-		return nil, fmt.Errorf("changed paths %s..%s: %w", from, to, err)
-	}
-	paths := []string{}
-	for _, p := range strings.Split(out, "\x00") {
-		if p != "" {
-			paths = append(paths, p)
-		}
-	}
-	return paths, nil
+	return w.ChangedPaths(ctx, from, to)
 }
 
 func (w *GitWorkspace) Diff(ctx context.Context, from, to string, paths []string) (string, error) {
