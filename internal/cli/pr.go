@@ -264,6 +264,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			Email:    "converge@users.noreply.github.com",
 
 			Judge:       judge,
+			ReviewAgent: reviewAgentName(opts),
 			Fresh:       opts.Fresh,
 			DryRun:      opts.DryRun,
 			DisposeOnly: opts.DisposeOnly,
