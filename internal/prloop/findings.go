@@ -263,8 +263,9 @@ func finding(v threadView, c Config) Finding {
 		path = first.Path
 	}
 	src := source(first.Author, c)
+	cstart, cend := hunkRange(first.DiffHunk, t.StartLine, end, t.OrigStart, t.OrigLine)
 	class := classify.Heuristic(classify.Comment{ID: t.ID, Source: classSource(first.Author, src, c), Author: first.Author,
-		Path: path, StartLine: t.StartLine, Line: end, Body: first.Body})
+		Path: path, StartLine: cstart, Line: cend, DiffHunk: first.DiffHunk, Body: first.Body})
 	verdict := VerdictStructural
 	if class.Verdict == classify.Minor {
 		verdict = VerdictMinor
@@ -290,6 +291,17 @@ func finding(v threadView, c Config) Finding {
 		OrigEnd:        t.OrigLine,
 		OriginalCommit: first.OriginalCommit,
 	}
+}
+
+// hunkRange is the line range to classify a comment at: the range its
+// diff hunk ends on, which is the thread's original one (the hunk was cut
+// at the original commit; an outdated thread has no current range), when
+// there is a hunk and the original range is known; else the current.
+func hunkRange(hunk string, start, end, origStart, origEnd int) (int, int) {
+	if hunk == "" || origEnd == 0 {
+		return start, end
+	}
+	return origStart, origEnd
 }
 
 // latestActivity is the newest comment or review by anyone but converge

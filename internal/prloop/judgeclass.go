@@ -8,6 +8,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -32,7 +33,7 @@ type ClassifyResult struct {
 // agents run (PR-S5): in its worktree, with their scrubbed environment
 // and budget.
 type Classifier interface {
-	ClassifyBorderline(ctx context.Context, j *classify.Judge, req classify.Request) (classify.Answer, error)
+	ClassifyBorderline(ctx context.Context, pr *forge.PullRequest, j *classify.Judge, req classify.Request) (classify.Answer, error)
 }
 
 // classKey names a comment the judge classified: the finding and the text
@@ -124,16 +125,22 @@ func (d *step) recordClassified(cr ClassifyResult) {
 // comments. It writes nothing, so a dry run runs it too (PR-M1). The
 // error is non-nil only when the run is stopping; a judge that cannot
 // answer makes every comment unclear.
-func (l *Loop) classify(ctx context.Context, round int, a Action) (*ActResult, error) {
+//
+// The judge sees each forge comment's diff hunk, as the heuristic did,
+// from the observation the action was decided on (pr).
+func (l *Loop) classify(ctx context.Context, pr *forge.PullRequest, round int, a Action) (*ActResult, error) {
 	req := classify.Request{RunID: l.Ref.String(), Round: round}
 	keys := make([]string, 0, len(a.Findings))
+	hunks := firstHunks(pr)
 	for _, f := range a.Findings {
 		src := classify.SourceHuman
 		if f.Source == "bot" || (l.Config.Bot != nil && f.Source == l.Config.Bot.Name()) {
 			src = classify.SourceCopilot
 		}
+		hunk := hunks[f.ThreadID]
+		start, end := hunkRange(hunk, f.StartLine, f.EndLine, f.OrigStart, f.OrigEnd)
 		req.Comments = append(req.Comments, classify.Comment{ID: f.ID, Source: src, Author: f.Author, Path: f.Path,
-			StartLine: f.StartLine, Line: f.EndLine, Body: f.Summary})
+			StartLine: start, Line: end, DiffHunk: hunk, Body: f.Summary})
 		keys = append(keys, classKey(f))
 	}
 	var (
@@ -141,7 +148,7 @@ func (l *Loop) classify(ctx context.Context, round int, a Action) (*ActResult, e
 		err error
 	)
 	if cw, ok := l.Workspace.(Classifier); ok {
-		ans, err = cw.ClassifyBorderline(ctx, l.ClassifyJudge, req)
+		ans, err = cw.ClassifyBorderline(ctx, pr, l.ClassifyJudge, req)
 	} else {
 		ans, err = l.ClassifyJudge.Run(ctx, req)
 	}
@@ -158,6 +165,20 @@ func (l *Loop) classify(ctx context.Context, round int, a Action) (*ActResult, e
 	}
 	l.report(engine.Event{Kind: "classify", Round: round, Message: msg, Data: ans})
 	return &ActResult{Classify: &ClassifyResult{Keys: keys, Answer: ans}}, nil
+}
+
+// firstHunks are the diff hunks of the threads' first comments, by thread.
+func firstHunks(pr *forge.PullRequest) map[string]string {
+	out := map[string]string{}
+	if pr == nil {
+		return out
+	}
+	for _, t := range pr.Threads {
+		if len(t.Comments) > 0 && t.Comments[0].DiffHunk != "" {
+			out[t.ID] = t.Comments[0].DiffHunk
+		}
+	}
+	return out
 }
 
 // unclearRounds counts the rounds with an unclear classification among

@@ -610,7 +610,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 	case ActCleanup:
 		outcome, detail = l.cleanup(ctx, pr, round, a)
 	case ActClassify:
-		if res, err = l.classify(ctx, round, a); err == nil {
+		if res, err = l.classify(ctx, pr, round, a); err == nil {
 			detail = res.Classify.Answer
 		}
 	case ActSyncBase:
