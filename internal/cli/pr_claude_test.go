@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -193,7 +194,8 @@ func TestPR_M3_NoCopilotRealClaudeReviewsAndFixesUntilCleanLocalReview(t *testin
 		}},
 	)
 
-	args := append(prArgs(hub, demo, t.TempDir()), "--no-copilot", "--agent", "claude", "--review-agent", "claude",
+	state := t.TempDir()
+	args := append(prArgs(hub, demo, state), "--no-copilot", "--agent", "claude", "--review-agent", "claude",
 		"--review-angles", "correctness-leak,edge-cases", "--agent-timeout", "2m")
 	code, out := runBin(t, claudeEnv(t, bin, url, authorEnv(hub)), args...)
 	if code != 0 || !strings.Contains(out, "converge: two-stable (exit 0)") {
@@ -217,6 +219,19 @@ func TestPR_M3_NoCopilotRealClaudeReviewsAndFixesUntilCleanLocalReview(t *testin
 	}
 	if !clean {
 		t.Errorf("no local review summary of the final head %s says clean", pr.HeadSHA)
+	}
+
+	// Round 2 ran only the angles: its cost in the decision log is what
+	// Claude Code reported for them (PR-M5).
+	run := regexp.MustCompile(`proof \(run (r-[0-9a-z-]+)\)`).FindStringSubmatch(out)
+	if run == nil {
+		t.Fatalf("no run id in:\n%s", out)
+	}
+	code, log := runBin(t, nil, "log", run[1], "--state", state)
+	_, round2, _ := strings.Cut(log, "### Round 2 ")
+	round2, _, _ = strings.Cut(round2, "\n#")
+	if code != 0 || !regexp.MustCompile(`(?m)^- cost: [1-9][0-9]* input, [1-9][0-9]* output token\(s\), \$[0-9.]+ reported$`).MatchString(round2) {
+		t.Errorf("round 2's cost does not count the review angles' usage (exit %d):\n%s", code, log)
 	}
 
 	checkClaudeRuns(t, srv, func(script int) bool { return script > 0 })

@@ -133,8 +133,15 @@ func (d *step) bookkeep() {
 		}
 	}
 	if r := o.Result; r != nil {
-		if lr := r.LocalReview; lr != nil && lr.Head != "" {
-			d.recordLocalReview(*lr)
+		if lr := r.LocalReview; lr != nil {
+			if lr.Head != "" {
+				d.recordLocalReview(*lr)
+			}
+			if s.Round > 0 && (lr.Usage.TotalTokens() > 0 || lr.Usage.CostReported) {
+				// The angles are agent runs like the fixers: what they
+				// consumed is the round's cost too (PR-M5).
+				d.round().Usage.Add(lr.Usage)
+			}
 		}
 		if f := r.Fix; f != nil && f.BaselineRed {
 			s.BaselineRed, s.BaselineTail = true, f.BaselineTail

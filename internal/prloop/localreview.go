@@ -118,6 +118,7 @@ func toLocalReviewResult(res localreview.Result, round int) LocalReviewResult {
 		Head:     res.Head,
 		Degraded: res.Degraded,
 		Cached:   res.Cached,
+		Usage:    res.Usage,
 		Summary:  localreview.Summary(res, round),
 		Angles:   []AngleResult{},
 	}

@@ -486,6 +486,9 @@ type LocalReviewResult struct {
 	// marker naming the head and round.
 	Summary string `json:"summary,omitempty"`
 	Cached  bool   `json:"cached,omitempty"`
+	// Usage is what the angles' runs reported consuming (PR-M5); zero for
+	// a cached review.
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // AngleResult is one angle's outcome in a local review.

@@ -121,6 +121,9 @@ type Result struct {
 	Findings []Finding `json:"findings,omitempty"`
 	Degraded bool      `json:"degraded"` // some angle was not parsed
 	Cached   bool      `json:"-"`
+	// Usage is what the angles' runs reported consuming (PR-M5), every
+	// attempt counted; a cached result cost nothing this time.
+	Usage agent.Usage `json:"-"`
 }
 
 // Structural counts the structural findings.
@@ -232,11 +235,12 @@ func (r *Reviewer) Review(ctx context.Context, in Input) (Result, error) {
 		return Result{}, fmt.Errorf("local review: diff %s...%s: %w", in.BaseRef, in.Head, err)
 	}
 
-	results, err := r.runAngles(ctx, in, angles, diff)
+	results, usage, err := r.runAngles(ctx, in, angles, diff)
 	if err != nil {
 		return Result{}, err
 	}
 	res := assemble(in.Head, r.Agent.Name(), results)
+	res.Usage = usage
 	if !res.Degraded {
 		// A failed write only costs a re-review of this head later.
 		_ = r.storeCache(key, res)
@@ -258,7 +262,7 @@ func checkAngles(angles []Angle) error {
 	return nil
 }
 
-func (r *Reviewer) runAngles(ctx context.Context, in Input, angles []Angle, diff string) ([]AngleResult, error) {
+func (r *Reviewer) runAngles(ctx context.Context, in Input, angles []Angle, diff string) ([]AngleResult, agent.Usage, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	par := r.MaxParallel
@@ -271,6 +275,7 @@ func (r *Reviewer) runAngles(ctx context.Context, in Input, angles []Angle, diff
 		wg       sync.WaitGroup
 		mu       sync.Mutex
 		firstErr error
+		usage    agent.Usage
 	)
 	for i, a := range angles {
 		wg.Go(func() {
@@ -280,13 +285,14 @@ func (r *Reviewer) runAngles(ctx context.Context, in Input, angles []Angle, diff
 				return
 			}
 			defer func() { <-sem }()
-			ar, err := r.runAngle(ctx, in, a, diff)
+			ar, u, err := r.runAngle(ctx, in, a, diff)
+			mu.Lock()
+			defer mu.Unlock()
+			usage.Add(u)
 			if err != nil {
-				mu.Lock()
 				if firstErr == nil {
 					firstErr = err
 				}
-				mu.Unlock()
 				// One angle that cannot run fails the review: the others
 				// would be spent on a result nobody uses.
 				cancel(err)
@@ -297,17 +303,18 @@ func (r *Reviewer) runAngles(ctx context.Context, in Input, angles []Angle, diff
 	}
 	wg.Wait()
 	if firstErr != nil {
-		return nil, firstErr
+		return nil, usage, firstErr
 	}
 	if err := context.Cause(ctx); err != nil {
-		return nil, err
+		return nil, usage, err
 	}
-	return results, nil
+	return results, usage, nil
 }
 
 // runAngle runs one angle, extended as AG-T1 allows when the agent ended
 // partial with a concrete next action, and once more when it could not run.
-func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string) (AngleResult, error) {
+// The usage is every run's, the failed ones too.
+func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string) (AngleResult, agent.Usage, error) {
 	t := agent.Task{
 		Kind:         agent.TaskKindReview,
 		RunID:        in.RunID,
@@ -323,15 +330,17 @@ func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string)
 		Env:          r.Env,
 	}
 	var what, stderr string
+	var usage agent.Usage
 	for attempt := 1; attempt <= 2; {
 		res, err := r.Agent.Run(ctx, t)
+		usage.Add(res.Usage)
 		if cerr := context.Cause(ctx); cerr != nil {
-			return AngleResult{}, cerr
+			return AngleResult{}, usage, cerr
 		}
 		if err == nil {
 			ar := ParseAnswer(a.Name, res.Output)
 			if ar.Parsed || res.Record.Status == agent.StatusComplete {
-				return ar, nil
+				return ar, usage, nil
 			}
 			// Partial with a concrete next action: more time, which is
 			// not a retry (AG-T1).
@@ -346,7 +355,7 @@ func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string)
 		stderr = res.Stderr
 		attempt++
 	}
-	return AngleResult{}, &agent.RunFailure{
+	return AngleResult{}, usage, &agent.RunFailure{
 		Agent:  r.Agent.Name(),
 		What:   fmt.Sprintf("review angle %s: %s (tried twice)", a.Name, what),
 		Stderr: stderr,

@@ -330,6 +330,54 @@ echo '[{"file":"a.go","line_range":[3,3],"summary":"off by one","verdict":"minor
 	}
 }
 
+// reporting is an agent whose every run reports u, as a CLI reports its
+// tokens and price.
+type reporting struct {
+	agent.Agent
+	u agent.Usage
+}
+
+func (r reporting) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	res, err := r.Agent.Run(ctx, t)
+	res.Usage = r.u
+	return res, err
+}
+
+// TestPR_M5_ReviewCarriesWhatEveryAngleReported: a review's usage is every
+// angle run's, a crashed attempt's too; the same review from the cache
+// ran nothing and costs nothing.
+func TestPR_M5_ReviewCarriesWhatEveryAngleReported(t *testing.T) {
+	wt, headSHA := gitRepo(t)
+	d := t.TempDir()
+	// edge-cases's first run crashes and is retried.
+	argv := script(t, d, `in=$(cat)
+`+counting+`
+case "$in" in
+*'"angle":"edge-cases"'*) [ -e "$D/crashed" ] || { touch "$D/crashed"; kill -9 $$; } ;;
+esac
+echo '[]'`)
+	rv := reviewer(t, argv, []Angle{{Name: "edge-cases", Focus: "x"}, {Name: "test-quality", Focus: "y"}})
+	u := agent.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: 0.25, CostReported: true}
+	rv.Agent, rv.CacheDir = reporting{Agent: rv.Agent, u: u}, t.TempDir()
+	in := Input{Workdir: wt, BaseRef: "main", Head: headSHA}
+	res, err := rv.Review(context.Background(), in)
+	if err != nil || !res.Clean() {
+		t.Fatalf("res %+v err %v", res, err)
+	}
+	// The runs log, not the count file: angles racing to write the count
+	// may leave a stale one.
+	if runs, _ := os.ReadFile(filepath.Join(d, "runs")); strings.Count(string(runs), "x") != 3 {
+		t.Fatalf("agent runs %q, want 3 (two angles, one retried)", runs)
+	}
+	if want := (agent.Usage{InputTokens: 300, OutputTokens: 30, CostUSD: 0.75, CostReported: true}); res.Usage != want {
+		t.Errorf("usage %+v, want %+v: every run of every angle", res.Usage, want)
+	}
+	again, err := rv.Review(context.Background(), in)
+	if err != nil || !again.Cached || again.Usage != (agent.Usage{}) {
+		t.Errorf("cached review: usage %+v cached %v err %v, want no usage", again.Usage, again.Cached, err)
+	}
+}
+
 // TestPR_S4_SuggestCannotReview: the built-in suggest backend is never a
 // reviewer, and an empty answer from it is never read as clean.
 func TestPR_S4_SuggestCannotReview(t *testing.T) {
