@@ -173,6 +173,7 @@ type gitCache struct {
 	commits map[string][]commitInfo
 	hunks   map[string][]hunk
 	changed map[string]int
+	diffs   map[string]string
 }
 
 // memo returns m[key], computing and storing it on a miss. Answers depend
@@ -345,10 +346,13 @@ func (h *Hub) diffHunks(ctx context.Context, dir, from, to, path string) ([]hunk
 // GitHub refuses a comment on a line outside the diff; the emulator takes
 // one, and serves it a hunk widened until the line is in it (the whole
 // file as context when the PR does not change the file).
-func commentHunk(ctx context.Context, dir, base, commit, path, side string, line int) (string, error) {
+func (h *Hub) commentHunk(ctx context.Context, dir, base, commit, path, side string, line int) (string, error) {
 	left := strings.EqualFold(side, "LEFT")
 	for _, unified := range []string{"-U3", "-U" + strconv.Itoa(math.MaxInt32)} {
-		out, err := runGit(ctx, dir, nil, nil, "diff", "--no-color", "--no-ext-diff", unified, base+"..."+commit, "--", path)
+		key := strings.Join([]string{dir, base, commit, path, unified}, "\x00")
+		out, err := memo(&h.git, &h.git.diffs, key, func() (string, error) {
+			return runGit(ctx, dir, nil, nil, "diff", "--no-color", "--no-ext-diff", unified, base+"..."+commit, "--", path)
+		})
 		if err != nil {
 			return "", err
 		}

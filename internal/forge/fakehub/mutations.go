@@ -291,7 +291,7 @@ func (h *Hub) checkReview(ctx context.Context, by *user, p *pr, event, body, com
 		if c.Line > n || (c.StartLine != 0 && (c.StartLine > c.Line || c.StartLine < 1)) {
 			return "", "", nil, fmt.Errorf("line %d of %s could not be resolved", c.Line, c.Path)
 		}
-		hunk, err := commentHunk(ctx, dir, base, commit, c.Path, c.Side, c.Line)
+		hunk, err := h.commentHunk(ctx, dir, base, commit, c.Path, c.Side, c.Line)
 		if err != nil {
 			return "", "", nil, err
 		}
