@@ -234,6 +234,14 @@ func TestPR_M3_NoCopilotRealClaudeReviewsAndFixesUntilCleanLocalReview(t *testin
 		t.Errorf("round 2's cost does not count the review angles' usage (exit %d):\n%s", code, log)
 	}
 
+	// Round 1's two local findings were fixed by its commit: the ledger
+	// says so.
+	_, round1, _ := strings.Cut(log, "### Round 1 ")
+	round1, _, _ = strings.Cut(round1, "\n#")
+	if n := regexp.MustCompile(`(?m)^\| local:[^|]+ \| local \| .*\| addressed \|`).FindAllString(round1, -1); len(n) != 2 {
+		t.Errorf("want round 1's two local findings addressed in the decision log:\n%s", log)
+	}
+
 	checkClaudeRuns(t, srv, func(script int) bool { return script > 0 })
 	// Each angle reviewed the PR's head, and the clean review was of the
 	// final head: its diff header names it.

@@ -74,10 +74,16 @@ func (j *ledger) save(ctx context.Context, s State) error {
 	for _, r := range s.Rounds {
 		var fs []store.Finding
 		for _, f := range r.Findings {
+			// A finding without a thread (the local review's) has its
+			// disposition under its own id, as step.targets records it.
+			key := f.ThreadID
+			if key == "" {
+				key = f.ID
+			}
 			fs = append(fs, store.Finding{
 				ID: f.ID, ThreadID: f.ThreadID, Path: f.Path, StartLine: f.StartLine, EndLine: f.EndLine,
 				Summary: f.Summary, Verdict: string(f.Verdict), Source: f.Source, Author: f.Author,
-				Disposition: disp[fmt.Sprintf("%d/%s", r.N, f.ThreadID)],
+				Disposition: disp[fmt.Sprintf("%d/%s", r.N, key)],
 			})
 		}
 		key, err := json.Marshal(struct {
