@@ -201,6 +201,9 @@ func TestPR_M3_NoCopilotRealClaudeReviewsAndFixesUntilCleanLocalReview(t *testin
 	if code != 0 || !strings.Contains(out, "converge: two-stable (exit 0)") {
 		t.Fatalf("want two-stable, got exit %d:\n%s", code, out)
 	}
+	if !strings.Contains(out, "(local review at ") {
+		t.Errorf("the proof does not name the local review as the independent review:\n%s", out)
+	}
 
 	pr := observe(t, hub, demo.PRURL)
 	assertProven(t, pr, true, out)

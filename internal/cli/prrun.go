@@ -439,7 +439,7 @@ func printProof(ios *IOStreams, runID string, p *prloop.Proof) {
 	fmt.Fprintf(w, "proof (run %s)\n", runID)
 	fmt.Fprintf(w, "  pr                           %s\n", p.PR)
 	fmt.Fprintf(w, "  head                         %s\n", p.HeadSHA)
-	fmt.Fprintf(w, "  reviewed commit              %s (%s review %s at %s)\n", p.ReviewedCommit, p.ReviewSource, p.ReviewID, p.ReviewedAt.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "  reviewed commit              %s (%s at %s)\n", p.ReviewedCommit, p.Review(), p.ReviewedAt.UTC().Format(time.RFC3339))
 	fmt.Fprintf(w, "  ci                           %s\n", p.CIState)
 	fmt.Fprintf(w, "  merge state                  %s\n", p.MergeState)
 	fmt.Fprintf(w, "  open threads awaiting reply  %d\n", p.OpenThreadsAwaitingReply)

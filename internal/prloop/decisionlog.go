@@ -187,7 +187,7 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 	}
 	if p != nil {
 		fmt.Fprintf(b, "\n## Proof\n\n")
-		fmt.Fprintf(b, "- head `%s`, reviewed commit `%s` (%s review %s)\n", p.HeadSHA, p.ReviewedCommit, p.ReviewSource, p.ReviewID)
+		fmt.Fprintf(b, "- head `%s`, reviewed commit `%s` (%s)\n", p.HeadSHA, p.ReviewedCommit, p.Review())
 		fmt.Fprintf(b, "- CI %s, merge state %s\n", p.CIState, p.MergeState)
 		fmt.Fprintf(b, "- open threads awaiting reply: %d\n", p.OpenThreadsAwaitingReply)
 		fmt.Fprintf(b, "- escalated: %s; hand-offs: %s\n", list(p.EscalatedThreads), list(p.HandOffs))

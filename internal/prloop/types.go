@@ -559,3 +559,13 @@ type Proof struct {
 	MergeState               forge.MergeState `json:"merge_state"`
 	Notes                    []string         `json:"notes,omitempty"` // e.g. BEHIND (PR-T7)
 }
+
+// Review names the independent review the proof rests on: its source and,
+// when it has one, its id ("copilot review PRR_1"; a local review has
+// none).
+func (p *Proof) Review() string {
+	if p.ReviewID == "" {
+		return p.ReviewSource + " review"
+	}
+	return p.ReviewSource + " review " + p.ReviewID
+}
