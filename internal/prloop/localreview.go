@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -42,10 +40,10 @@ func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, r
 	if err := w.reset(ctx, pr.HeadSHA); err != nil {
 		return LocalReviewResult{}, err
 	}
-	instructions, err := readInstructions(w.worktree.Dir, w.Reviewer.InstructionsPath)
-	if err != nil {
-		return LocalReviewResult{}, err
-	}
+	// The base's instructions, as the classifier's judge and the config
+	// file (PR-M4) are read: the review is an independent check of the
+	// PR, so the PR does not get to rewrite what it is checked against.
+	instructions := w.baseInstructions(ctx, pr)
 
 	rv := *w.Reviewer
 	if rv.Budget <= 0 {
@@ -76,38 +74,6 @@ func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, r
 		w.logf("local review of %s: reused the cached review of this head", text.ShortSHA(pr.HeadSHA))
 	}
 	return toLocalReviewResult(res, round), nil
-}
-
-// readInstructions reads the instructions file through an os.Root, so that
-// a symlink in the PR cannot hand an agent a file from outside the
-// worktree (a credential file, say) as "instructions".
-func readInstructions(dir, path string) (string, error) {
-	if path == "" {
-		path = ReviewInstructionsFile
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		return "", fmt.Errorf("local review: open worktree: %w", err)
-	}
-	defer root.Close()
-	// A missing, unreadable or escaping file is no reason to stop
-	// reviewing: the angles review without it.
-	f, err := root.Open(filepath.FromSlash(path))
-	if err != nil {
-		return "", nil
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return "", nil
-	}
-	raw, err := io.ReadAll(io.LimitReader(f, maxInstructions+1))
-	if err != nil {
-		return "", nil
-	}
-	if len(raw) > maxInstructions {
-		return string(raw[:maxInstructions]) + "\n[… instructions cut at 64 KiB]", nil
-	}
-	return string(raw), nil
 }
 
 // toLocalReviewResult turns a review into the loop's findings. Ids are
