@@ -317,10 +317,10 @@ func sandbox(t *testing.T) (sandboxInfo, string) {
 // fixes them as fakemodel scripts it — the first review's two findings
 // through Read and Edit, the second's through a sed run by the Bash tool
 // — and reviews every head as the local review (the review agent is the
-// fixer's), finding nothing. The run ends two-stable after Copilot's clean
-// review of the final head, and the forge proves it: the loop's commit is
-// the head, summary.go there holds the three fixes byte for byte, no
-// thread is open, the PR is labelled ready.
+// fixer's; one angle), finding nothing. The run ends two-stable after
+// Copilot's clean review of the final head, and the forge proves it: the
+// loop's commit is the head, summary.go there holds the three fixes byte
+// for byte, no thread is open, the PR is labelled ready.
 func TestAG_B1_RealClaudeFixesTheSandboxPRToTwoStable(t *testing.T) {
 	bin := agenttest.RealCLI(t, claude.BinaryEnv, "claude", "@anthropic-ai/claude-code")
 	t.Parallel() // its own sandbox, model and state
@@ -359,7 +359,10 @@ func TestAG_B1_RealClaudeFixesTheSandboxPRToTwoStable(t *testing.T) {
 
 	code, out := runBin(t, claudeEnv(t, bin, url, map[string]string{"CONVERGE_TOKEN": info.Tokens.Author}),
 		"pr", info.PRURL, "--api-url", info.APIURL, "--ca-file", info.CAFile, "--state", t.TempDir(),
-		"--poll-min", "50ms", "--poll-max", "500ms", "--agent", "claude", "--agent-timeout", "2m")
+		"--poll-min", "50ms", "--poll-max", "500ms", "--agent", "claude", "--agent-timeout", "2m",
+		// One angle per head keeps the CLI processes few; the angles'
+		// own test is the one above.
+		"--review-angles", "correctness-leak")
 	if code != 0 || !strings.Contains(out, "converge: two-stable (exit 0)") {
 		t.Fatalf("want two-stable, got exit %d:\n%s", code, out)
 	}
