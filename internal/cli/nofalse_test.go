@@ -185,31 +185,46 @@ func resolveAs(t *testing.T, hub *fakehub.Hub, ref forge.PRRef, threadID string)
 	return hubtest.Client(t, hub, hub.Tokens().Reviewer).ResolveThread(context.Background(), ref, threadID)
 }
 
-// TestAG_T4_CrashingAgentEndsErrored is case 5: an agent that crashes is
-// retried once, then the run ends errored naming the agent and its stderr;
-// nothing on the PR says "unparseable" and nothing says ready.
+// TestAG_T4_CrashingAgentEndsErrored is case 5: an agent that crashes, or
+// one that exits 0 printing garbage instead of a status record, is retried
+// once, then the run ends errored naming the agent and its stderr; nothing
+// on the PR says "unparseable" and nothing says ready.
 func TestAG_T4_CrashingAgentEndsErrored(t *testing.T) {
-	t.Parallel() // each test has its own emulator and state
-	hub, demo := startHub(t, 100*time.Millisecond)
-	dir := t.TempDir()
-	script := filepath.Join(dir, "crash.sh")
-	if err := os.WriteFile(script, []byte("#!/bin/sh\necho attempt >> "+filepath.Join(dir, "attempts")+"\necho 'fatal: model backend exploded' >&2\nexit 3\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	args := append(prArgs(hub, demo, t.TempDir()), "--agent", "command", "--agent-cmd", script, "--review-agent", "suggest")
-	code, out := runBin(t, authorEnv(hub), args...)
-	if code != exitcode.Error || !strings.Contains(out, "model backend exploded") || !strings.Contains(out, "command") {
-		t.Fatalf("want errored (exit 1) naming the agent and its stderr, got %d:\n%s", code, out)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "attempts")); strings.Count(string(b), "attempt") != 2 {
-		t.Errorf("want exactly 2 attempts (one retry), got %q", b)
-	}
-	pr := observe(t, hub, demo.PRURL)
-	assertNotReady(t, pr)
-	for _, th := range pr.Threads {
-		for _, r := range convergeReplies(th) {
-			t.Errorf("a broken agent produced a PR reply: %q", r)
-		}
+	t.Parallel()
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"crash", "echo 'fatal: model backend exploded' >&2\nexit 3\n", "model backend exploded"},
+		{"garbage", "cat >/dev/null\necho 'warning: context window nearly full' >&2\necho 'I fixed everything, trust me!'\n", "context window nearly full"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each test has its own emulator and state
+			hub, demo := startHub(t, 100*time.Millisecond)
+			start := observe(t, hub, demo.PRURL).HeadSHA
+			dir := t.TempDir()
+			script := filepath.Join(dir, "agent.sh")
+			if err := os.WriteFile(script, []byte("#!/bin/sh\necho attempt >> "+filepath.Join(dir, "attempts")+"\n"+tc.body), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			args := append(prArgs(hub, demo, t.TempDir()), "--agent", "command", "--agent-cmd", script, "--review-agent", "suggest")
+			code, out := runBin(t, authorEnv(hub), args...)
+			if code != exitcode.Error || !strings.Contains(out, tc.want) || !strings.Contains(out, "command") {
+				t.Fatalf("want errored (exit 1) naming the agent and its stderr, got %d:\n%s", code, out)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, "attempts")); strings.Count(string(b), "attempt") != 2 {
+				t.Errorf("want exactly 2 attempts (one retry), got %q", b)
+			}
+			pr := observe(t, hub, demo.PRURL)
+			assertNotReady(t, pr)
+			if pr.HeadSHA != start {
+				t.Errorf("the head moved to %s: a broken agent's change was pushed", pr.HeadSHA)
+			}
+			for _, th := range pr.Threads {
+				for _, r := range convergeReplies(th) {
+					t.Errorf("a broken agent produced a PR reply: %q", r)
+				}
+			}
+		})
 	}
 }
 
