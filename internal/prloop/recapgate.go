@@ -2,12 +2,13 @@ package prloop
 
 import (
 	"fmt"
-	"github.com/convergeloop/converge/internal/text"
 	"slices"
+	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/review"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // RecapRecord is one recap gate held (PR-G2): the count that triggered it
@@ -75,8 +76,10 @@ func (d *step) recapGate() bool {
 				d.round().Usage.Add(r.Recap.Verdict.Usage)
 			}
 			i = len(s.Recaps) - 1
-			d.acts = append(d.acts, Action{Kind: ActComment, Key: fmt.Sprintf("recap-comment/%d", count), Round: s.Round, Reason: recapReason,
-				Body: recap.Markdown(r.Recap.Input, r.Recap.Verdict) + "\n" + recapMarker(count)})
+			if !recapPosted(d.pr, count, r.Recap.Verdict.Decision, c) {
+				d.acts = append(d.acts, Action{Kind: ActComment, Key: fmt.Sprintf("recap-comment/%d", count), Round: s.Round, Reason: recapReason,
+					Body: recap.Markdown(r.Recap.Input, r.Recap.Verdict) + "\n" + recapMarker(count)})
+			}
 		} else {
 			in := d.recapInput(count)
 			d.acts = append(d.acts, Action{Kind: ActRecap, Key: fmt.Sprintf("recap/%d", count), Round: s.Round, Reason: recapReason, Recap: &in})
@@ -158,6 +161,20 @@ func revertWhy(res *FixResult) string {
 // recapReason marks the recap's actions; its comment is posted even when
 // its verdict ends the run.
 const recapReason = "recap"
+
+// recapPosted reports whether converge's recap after count rounds with
+// that decision is already on the PR (a later run on the same PR holds
+// the same recap): it is not posted twice. A recap whose verdict changed
+// is posted, so the PR shows the verdict that holds.
+func recapPosted(pr *forge.PullRequest, count int, decision string, c Config) bool {
+	for _, ic := range pr.IssueComments {
+		if selfComment(ic.Author, c) && strings.Contains(ic.Body, recapMarker(count)) &&
+			strings.Contains(ic.Body, "**Verdict: "+decision+"**") {
+			return true
+		}
+	}
+	return false
+}
 
 // recapMarker marks the recap comment, so it is posted once per count.
 func recapMarker(count int) string {
