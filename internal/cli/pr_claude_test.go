@@ -103,18 +103,7 @@ func checkClaudeRuns(t *testing.T, srv *fakemodel.Server, review func(script int
 		if r.Side || r.API != "anthropic" || r.Script < 0 {
 			continue
 		}
-		var body struct {
-			Tools []struct {
-				Name string `json:"name"`
-			} `json:"tools"`
-		}
-		if err := json.Unmarshal(r.Body, &body); err != nil {
-			t.Fatalf("request body: %v", err)
-		}
-		var tools []string
-		for _, tl := range body.Tools {
-			tools = append(tools, tl.Name)
-		}
+		tools := r.Tools
 		if review(r.Script) {
 			reviews++
 			for _, banned := range []string{"Edit", "Write", "MultiEdit", "NotebookEdit", "Bash"} {

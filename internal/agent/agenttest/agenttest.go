@@ -168,10 +168,10 @@ type Summary struct {
 	// Edit is the tool call that edits it; Want is its content after.
 	Edit fakemodel.ToolCall
 	Want string
-	// ReadOnly, when set, checks the body of the summary request for what
-	// says that turn cannot edit (the tools offered, the sandbox), and
+	// ReadOnly, when set, checks the summary request for what says that
+	// turn cannot edit (the tools offered, the sandbox in its body), and
 	// returns what it found wrong.
-	ReadOnly func(body string) string
+	ReadOnly func(r fakemodel.Request) string
 }
 
 // SummaryNextAction is the next action of the partial record the model
@@ -267,7 +267,7 @@ func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent fun
 	}
 	if s.ReadOnly != nil {
 		for _, r := range summary {
-			if bad := s.ReadOnly(string(r.Body)); bad != "" {
+			if bad := s.ReadOnly(r); bad != "" {
 				t.Errorf("the summary turn may edit: %s", bad)
 			}
 		}

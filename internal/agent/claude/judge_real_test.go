@@ -96,18 +96,7 @@ func checkReadOnlyTools(t *testing.T, srv *fakemodel.Server) {
 		if r.Side || r.API != "anthropic" {
 			continue
 		}
-		var body struct {
-			Tools []struct {
-				Name string `json:"name"`
-			} `json:"tools"`
-		}
-		if err := json.Unmarshal(r.Body, &body); err != nil {
-			t.Fatalf("request body: %v", err)
-		}
-		var names []string
-		for _, tool := range body.Tools {
-			names = append(names, tool.Name)
-		}
+		names := r.Tools
 		for _, tool := range DefaultTools {
 			if slices.Contains(names, tool) != slices.Contains(ReviewTools, tool) {
 				t.Errorf("the model was offered tools %v: want %v, and none of the rest of %v", names, ReviewTools, DefaultTools)

@@ -214,9 +214,10 @@ func TestAG_T1_RealCodex_SummaryAtBudgetInTheRunsSession(t *testing.T) {
 		File: "greet.txt",
 		Edit: fakemodel.ToolCall{Shell: "printf 'hello converge\\n' > greet.txt"},
 		Want: "hello converge\n",
-		ReadOnly: func(body string) string {
+		ReadOnly: func(r fakemodel.Request) string {
 			// The resumed session's permissions: the run's, then the
 			// summary turn's.
+			body := string(r.Body)
 			ro, ww := strings.LastIndex(body, "`sandbox_mode` is `read-only`"), strings.LastIndex(body, "`sandbox_mode` is `workspace-write`")
 			if ro < 0 || ro < ww {
 				return "its last sandbox instructions are not read-only"

@@ -104,8 +104,13 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = s.Model
 	}
+	tools := make([]string, 0, len(req.Tools))
+	for _, tl := range req.Tools {
+		tools = append(tools, tl.Name)
+	}
+	rec.Tools = tools
 	var t Turn
-	if len(req.Tools) == 0 {
+	if len(tools) == 0 {
 		rec.Side = true
 		t = Turn{Text: s.SideText}
 	} else {
@@ -120,10 +125,6 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 
 	if !wait(r, t.Delay) {
 		return
-	}
-	tools := make([]string, 0, len(req.Tools))
-	for _, tl := range req.Tools {
-		tools = append(tools, tl.Name)
 	}
 	type toolUse struct {
 		id, name string

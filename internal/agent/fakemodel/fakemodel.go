@@ -142,8 +142,11 @@ type Request struct {
 	Path   string
 	Header http.Header
 	Body   []byte
-	// Side is a request without tools, answered with SideText.
-	Side bool
+	// Tools are the names of the tools the request offered the model, in
+	// every API's shape; Side is a request without any, answered with
+	// SideText.
+	Tools []string
+	Side  bool
 	// Script and Turn are what answered it; Script is -1 when none did.
 	Script, Turn int
 	Results      []ToolResult

@@ -113,6 +113,7 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, model, meth
 		}
 	}
 
+	rec.Tools = tools
 	var t Turn
 	if len(tools) == 0 {
 		rec.Side = true

@@ -131,8 +131,13 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = s.Model
 	}
+	var tools []string
+	for _, tl := range req.Tools {
+		tools = append(tools, tl.Name)
+	}
+	rec.Tools = tools
 	var t Turn
-	if len(req.Tools) == 0 {
+	if len(tools) == 0 {
 		rec.Side = true
 		t = Turn{Text: s.SideText}
 	} else {
@@ -147,10 +152,6 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 
 	if !wait(r, t.Delay) {
 		return
-	}
-	var tools []string
-	for _, tl := range req.Tools {
-		tools = append(tools, tl.Name)
 	}
 	seq := respSeq.Add(1)
 	respID := fmt.Sprintf("resp_fm%d", seq)

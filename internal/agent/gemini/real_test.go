@@ -157,23 +157,8 @@ func TestAG_T1_RealGemini_SummaryAtBudgetInTheRunsSession(t *testing.T) {
 		File: "greet.txt",
 		Edit: fakemodel.ToolCall{Shell: "printf 'hello converge\\n' > greet.txt"},
 		Want: "hello converge\n",
-		ReadOnly: func(body string) string {
-			var req struct {
-				Tools []struct {
-					FunctionDeclarations []struct {
-						Name string `json:"name"`
-					} `json:"functionDeclarations"`
-				} `json:"tools"`
-			}
-			if err := json.Unmarshal([]byte(body), &req); err != nil {
-				return err.Error()
-			}
-			var names []string
-			for _, tl := range req.Tools {
-				for _, f := range tl.FunctionDeclarations {
-					names = append(names, f.Name)
-				}
-			}
+		ReadOnly: func(r fakemodel.Request) string {
+			names := r.Tools
 			// Plan mode offers no shell; its write tools may write only
 			// plans under Gemini CLI's own directory (its plan policy).
 			if slices.Contains(names, "run_shell_command") || !slices.Contains(names, "exit_plan_mode") {
