@@ -5,13 +5,14 @@ package agent
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/convergeloop/converge/internal/proc/proctest"
 )
 
 const recordLine = `{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"ok","files_changed":[]}`
@@ -111,27 +112,13 @@ func TestAG_T1_RunWithBudgetKillsDescendants(t *testing.T) {
 		pid = pid*10 + int(c-'0')
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for alive(pid) {
+	for proctest.Alive(pid) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("grandchild %d survived the run", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// alive treats a zombie as dead: once killed, reaping is up to whoever
-// inherited the process (in containers, a pid 1 that may be slow at it).
-func alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true // no procfs: trust kill(0)
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return !strings.HasPrefix(rest, "Z")
 }
 
 func TestAG_T1_RunWithBudgetContextCancel(t *testing.T) {

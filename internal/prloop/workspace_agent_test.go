@@ -5,7 +5,6 @@ package prloop
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/proc/proctest"
 )
 
 const okRecord = `{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["notes.txt"]}`
@@ -318,7 +318,7 @@ func TestAG_T5_TestsStoppedAtTheirBudget(t *testing.T) {
 	for _, f := range strings.Fields(string(b)) {
 		pid, _ := strconv.Atoi(f)
 		deadline := time.Now().Add(3 * time.Second)
-		for syscall.Kill(pid, 0) == nil && !zombie(pid) {
+		for proctest.Alive(pid) {
 			if time.Now().After(deadline) {
 				_ = syscall.Kill(pid, syscall.SIGKILL)
 				t.Fatalf("test process %d outlived its budget", pid)
@@ -385,13 +385,4 @@ func countLines(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return strings.Count(string(b), "\n")
-}
-
-func zombie(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	_, rest, _ := strings.Cut(string(b), ") ")
-	return strings.HasPrefix(rest, "Z")
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/proc/proctest"
 	"github.com/convergeloop/converge/internal/repo"
 )
 
@@ -110,23 +111,11 @@ func waitGone(t *testing.T, pidFile string) {
 		t.Fatalf("no pid in %s: %q", pidFile, b)
 	}
 	for i := 0; i < 100; i++ {
-		if syscall.Kill(pid, 0) != nil || isZombie(pid) {
+		if !proctest.Alive(pid) {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
 	t.Errorf("grandchild %d still alive after its run was stopped", pid)
-}
-
-func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	if i := strings.LastIndex(s, ")"); i >= 0 && i+2 < len(s) {
-		return s[i+2] == 'Z'
-	}
-	return false
 }
