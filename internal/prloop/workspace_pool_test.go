@@ -184,11 +184,11 @@ echo '`+okRecord+`'`, 0)
 	}
 }
 
-// TestREL_FixerWorktreesOfAKilledRunAreSwept: a run killed while its
+// TestREL2_FixerWorktreesOfAKilledRunAreSwept: a run killed while its
 // fixers worked left their worktrees registered in the clone; the resumed
 // run's next fix removes them before it makes its own, and leaves the
 // run's own worktree alone.
-func TestREL_FixerWorktreesOfAKilledRunAreSwept(t *testing.T) {
+func TestREL2_FixerWorktreesOfAKilledRunAreSwept(t *testing.T) {
 	t.Parallel()
 	pr, bare := localPR(t, map[string]string{"a.txt": "a\n"}, map[string]string{"a.txt": "a\nA\n"})
 	a := commandAgent(t, `cat >/dev/null; echo fixed >> a.txt; echo '`+okRecord+`'`, 0)

@@ -16,7 +16,7 @@ import (
 )
 
 // parentEnv makes the test binary the parent in
-// TestREL_ChildDiesWithConverge: it runs a long child through Run and
+// TestREL2_ChildDiesWithConverge: it runs a long child through Run and
 // never returns.
 const parentEnv = "CONVERGE_PROC_TEST_PARENT"
 
@@ -28,11 +28,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// TestREL_ChildDiesWithConverge: converge killed by SIGKILL, which it
+// TestREL2_ChildDiesWithConverge: converge killed by SIGKILL, which it
 // cannot catch, takes the agent it was running with it; otherwise the
 // agent would go on editing a tree the resumed run is resetting, with no
 // budget to stop it.
-func TestREL_ChildDiesWithConverge(t *testing.T) {
+func TestREL2_ChildDiesWithConverge(t *testing.T) {
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
 	parent := exec.Command(os.Args[0], "-test.run=^$")
 	parent.Env = append(os.Environ(), parentEnv+"="+pidFile)
