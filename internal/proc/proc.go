@@ -1,13 +1,14 @@
 // Package proc runs a subprocess under a time-box: in a process group of
 // its own, told to stop (SIGTERM) at its budget and killed (SIGKILL) after
-// a grace period, with whatever it left running killed when it ends. Every
+// a grace period, with whatever it left running killed when it ends —
+// descendants that moved to a group or session of their own included
+// (Linux), and gone, not just signalled, when Run returns. Every
 // subprocess converge starts goes through Run — agent runs (AG-T1),
 // build/test runs (AG-T5, PR-S10) and git — so their time-boxes and
 // process handling cannot drift apart.
 package proc
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -116,18 +117,20 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.Env
-	cmd.Stdin = bytes.NewReader(s.Stdin)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	// A descendant that escapes the process group may hold the pipes open;
-	// don't wait for it longer than the grace period.
-	cmd.WaitDelay = grace
 	setProcessGroup(cmd)
+	pipes, err := connect(cmd, s.Stdin, stdout, stderr, s.Combined)
+	if err != nil {
+		return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
+	}
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		pipes.abandon()
 		return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
 	}
+	pipes.started()
 	res.Started = true
+	fam := &family{cmd: cmd}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
@@ -142,12 +145,16 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	case waitErr = <-done:
 	case <-budget:
 		res.TimedOut = true
-		waitErr = stop(cmd, done, clock, grace)
+		waitErr = stop(fam, done, clock, grace)
 	case <-ctx.Done():
 		res.Interrupted = ctx.Err()
-		waitErr = stop(cmd, done, clock, grace)
+		waitErr = stop(fam, done, clock, grace)
 	}
-	killGroup(cmd)
+	// What the leader left is killed before its output is read to the
+	// end: a background process holding the pipes would otherwise keep
+	// the run open.
+	fam.kill(killWait)
+	pipes.drain(grace)
 
 	res.Duration = time.Since(start)
 	res.Stdout, res.StdoutDropped = stdout.Content()
@@ -159,25 +166,30 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}
 	var exitErr *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &exitErr) && !errors.Is(waitErr, exec.ErrWaitDelay) {
+	if waitErr != nil && !errors.As(waitErr, &exitErr) {
 		return res, fmt.Errorf("run %s: %w", s.Argv[0], waitErr)
 	}
 	return res, nil
 }
 
-// stop asks the process group to end, then forces it.
-func stop(cmd *exec.Cmd, done <-chan error, clock Clock, grace time.Duration) error {
-	signalGroup(cmd, false)
+// stop asks the process and everything it started to end, then forces
+// them.
+func stop(fam *family, done <-chan error, clock Clock, grace time.Duration) error {
+	fam.stopping(false)
 	c, stopTimer := clock.NewTimer(grace)
 	defer stopTimer()
 	select {
 	case err := <-done:
 		return err
 	case <-c:
-		signalGroup(cmd, true)
+		fam.stopping(true)
 		return <-done
 	}
 }
+
+// killWait bounds how long Run waits, after the SIGKILL, for what the
+// process left to be gone.
+const killWait = 5 * time.Second
 
 // Tail is an io.Writer that keeps the last Max bytes written: a failing
 // command prints its verdict and an agent its status record last, and the

@@ -2,16 +2,21 @@
 
 package proc
 
-import "os/exec"
+import (
+	"os/exec"
+	"time"
+)
 
 // Without process groups only the process itself can be stopped, and only
 // forcibly: there is no SIGTERM to ask it to summarize first.
 func setProcessGroup(*exec.Cmd) {}
 
-func signalGroup(cmd *exec.Cmd, force bool) {
+type family struct{ cmd *exec.Cmd }
+
+func (f *family) stopping(force bool) {
 	if force {
-		_ = cmd.Process.Kill()
+		_ = f.cmd.Process.Kill()
 	}
 }
 
-func killGroup(*exec.Cmd) {}
+func (f *family) kill(time.Duration) {}

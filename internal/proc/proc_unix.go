@@ -3,8 +3,11 @@
 package proc
 
 import (
+	"errors"
 	"os/exec"
+	"slices"
 	"syscall"
+	"time"
 )
 
 // setProcessGroup puts the process in a group of its own so that stopping it
@@ -14,19 +17,90 @@ func setProcessGroup(cmd *exec.Cmd) {
 	dieWithParent(cmd.SysProcAttr)
 }
 
-func signalGroup(cmd *exec.Cmd, force bool) {
-	sig := syscall.SIGTERM
-	if force {
-		sig = syscall.SIGKILL
-	}
-	// The group id is the leader's pid (Setpgid with Pgid 0).
-	_ = syscall.Kill(-cmd.Process.Pid, sig)
+// family is what one Run started: the leader's process group (its id is
+// the leader's pid, from Setpgid with Pgid 0) and the groups descendants
+// moved to with setpgid or setsid, which a signal to the leader's group
+// does not reach.
+type family struct {
+	cmd    *exec.Cmd
+	groups []int // other groups descendants lead or joined
+	strays []int // descendants that joined converge's own group
 }
 
-// killGroup removes what the process left running after the leader ended.
-// The kernel does not reuse a pid while a process group of that id lives;
-// once it is empty the kill fails with ESRCH, and hitting a stranger would
-// need the pid reused by a new group leader in the meantime.
-func killGroup(cmd *exec.Cmd) {
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+// look records where the leader's descendants are now. It is called while
+// the leader lives, before each signal: once the leader is gone its
+// children are orphans, and nothing ties them to this run any more.
+func (f *family) look() {
+	own := syscall.Getpgrp()
+	for _, p := range descendants(f.cmd.Process.Pid) {
+		switch {
+		case p.pgrp == f.cmd.Process.Pid:
+		case p.pgrp == own:
+			if !slices.Contains(f.strays, p.pid) {
+				f.strays = append(f.strays, p.pid)
+			}
+		case !slices.Contains(f.groups, p.pgrp):
+			f.groups = append(f.groups, p.pgrp)
+		}
+	}
+}
+
+// signal sends sig to every group and stray of the family. A group id is
+// not reused while a process of that group lives, and strays were seen
+// as descendants moments before; a signal to a reused pid needs the pid
+// to be freed and taken again in between.
+func (f *family) signal(sig syscall.Signal) {
+	_ = syscall.Kill(-f.cmd.Process.Pid, sig)
+	for _, g := range f.groups {
+		_ = syscall.Kill(-g, sig)
+	}
+	for _, p := range f.strays {
+		_ = syscall.Kill(p, sig)
+	}
+}
+
+// stopping asks the family to end (SIGTERM), or forces it (SIGKILL).
+func (f *family) stopping(force bool) {
+	f.look()
+	if force {
+		f.signal(syscall.SIGKILL)
+		return
+	}
+	f.signal(syscall.SIGTERM)
+}
+
+// kill removes what the family left running after the leader ended, and
+// returns once none of it runs, or after bound: a SIGKILLed process needs
+// to be scheduled before it is gone, which on a loaded machine is not at
+// once, and whoever called Run next resets the tree the process was in.
+// A process that outlives the bound is stuck in the kernel, where it runs
+// no code of its own.
+func (f *family) kill(bound time.Duration) {
+	f.signal(syscall.SIGKILL)
+	if f.gone() {
+		return
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for !f.gone() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
+		}
+	}
+}
+
+func (f *family) gone() bool {
+	if slices.ContainsFunc(f.strays, live) {
+		return false
+	}
+	return !groupLive(f.cmd.Process.Pid) && !slices.ContainsFunc(f.groups, groupLive)
+}
+
+// exists reports whether kill(2) finds the target: a zombie counts.
+func exists(target int) bool {
+	return !errors.Is(syscall.Kill(target, 0), syscall.ESRCH)
 }

@@ -43,6 +43,8 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 		Config: []string{
 			"model_providers.fakemodel.request_max_retries=0",
 			"model_providers.fakemodel.stream_max_retries=0",
+			// No plugin marketplace sync (a git ls-remote to github.com) at start.
+			"features.plugins=false",
 		},
 		CLIOptions: agent.CLIOptions{
 			Binary:  bin,

@@ -1,0 +1,87 @@
+package proc_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/proc"
+	"github.com/convergeloop/converge/internal/proc/proctest"
+)
+
+// readPids reads the pid each of files holds; the test fails when one was
+// never written.
+func readPids(t *testing.T, files ...string) []int {
+	t.Helper()
+	var pids []int
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatalf("the process writing %s never started: %v", filepath.Base(f), err)
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// stubborn is a shell command that writes its pid to file and then waits,
+// ignoring SIGTERM: only SIGKILL ends it.
+func stubborn(file string) string {
+	return `sh -c 'trap "" TERM; echo $$ > ` + file + `; exec sleep 1000'`
+}
+
+// TestAG_T1_StopReachesWhatLeftTheGroup: an agent's tool that moved to a
+// session and process group of its own (setsid) is still part of the run,
+// and is gone when Run returns at the budget, as is one that stayed.
+func TestAG_T1_StopReachesWhatLeftTheGroup(t *testing.T) {
+	dir := t.TempDir()
+	own, stay := filepath.Join(dir, "setsid.pid"), filepath.Join(dir, "stay.pid")
+	script := "setsid " + stubborn(own) + " &\n" +
+		stubborn(stay) + " &\n" +
+		"trap '' TERM; while :; do sleep 0.05; done"
+	r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script},
+		Budget: 2 * time.Second, Grace: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.TimedOut {
+		t.Fatalf("result %+v, want stopped at the budget", r)
+	}
+	for i, pid := range readPids(t, own, stay) {
+		if proctest.Alive(pid) {
+			t.Errorf("process %d (%s) alive after Run returned", pid, []string{"setsid", "same group"}[i])
+		}
+	}
+}
+
+// TestAG_T1_WhatTheProcessLeftIsGoneWhenRunReturns: the process ends by
+// itself, leaving children that ignore SIGTERM; Run kills them and
+// returns only once they are gone, since its caller may reset the tree
+// they were writing.
+func TestAG_T1_WhatTheProcessLeftIsGoneWhenRunReturns(t *testing.T) {
+	dir := t.TempDir()
+	var files []string
+	var script strings.Builder
+	for i := range 20 {
+		f := filepath.Join(dir, strconv.Itoa(i)+".pid")
+		files = append(files, f)
+		script.WriteString(stubborn(f) + " &\n")
+	}
+	script.WriteString("for f in " + strings.Join(files, " ") + "; do while [ ! -s $f ]; do sleep 0.01; done; done\n")
+	if _, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script.String()}, Budget: 20 * time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range readPids(t, files...) {
+		if proctest.Alive(pid) {
+			t.Errorf("process %d alive after Run returned", pid)
+		}
+	}
+}
