@@ -143,6 +143,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	var waitErr error
 	select {
 	case waitErr = <-done:
+		fam.reaped = true
 	case <-budget:
 		res.TimedOut = true
 		waitErr = stop(fam, done, clock, grace)
@@ -172,18 +173,36 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	return res, nil
 }
 
-// stop asks the process and everything it started to end, then forces
-// them.
+// stop asks the process and everything it started to end, and gives
+// them the grace period to do it: the leader may be a wrapper (sh -c) that
+// dies at once, while the agent it started writes its record. What is left
+// at the end of the grace period is killed.
 func stop(fam *family, done <-chan error, clock Clock, grace time.Duration) error {
 	fam.stopping(false)
 	c, stopTimer := clock.NewTimer(grace)
 	defer stopTimer()
-	select {
-	case err := <-done:
-		return err
-	case <-c:
-		fam.stopping(true)
-		return <-done
+	var err error
+	// The family is polled for only once the leader is gone: until then
+	// the leader's exit is what ends the wait.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	var poll <-chan time.Time
+	for {
+		select {
+		case err = <-done:
+			fam.reaped, done, poll = true, nil, tick.C
+		case <-c:
+			fam.stopping(true)
+			if !fam.reaped {
+				err = <-done
+				fam.reaped = true
+			}
+			return err
+		case <-poll:
+		}
+		if fam.reaped && fam.gone() {
+			return err
+		}
 	}
 }
 

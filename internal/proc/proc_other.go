@@ -11,7 +11,12 @@ import (
 // forcibly: there is no SIGTERM to ask it to summarize first.
 func setProcessGroup(*exec.Cmd) {}
 
-type family struct{ cmd *exec.Cmd }
+type family struct {
+	cmd    *exec.Cmd
+	reaped bool
+}
+
+func (f *family) gone() bool { return true }
 
 func (f *family) stopping(force bool) {
 	if force {

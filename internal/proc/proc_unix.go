@@ -25,12 +25,18 @@ type family struct {
 	cmd    *exec.Cmd
 	groups []int // other groups descendants lead or joined
 	strays []int // descendants that joined converge's own group
+	// reaped: the leader's exit was collected, so its pid may name
+	// another process now and its descendants are not looked for.
+	reaped bool
 }
 
 // look records where the leader's descendants are now. It is called while
 // the leader lives, before each signal: once the leader is gone its
 // children are orphans, and nothing ties them to this run any more.
 func (f *family) look() {
+	if f.reaped {
+		return
+	}
 	own := syscall.Getpgrp()
 	for _, p := range descendants(f.cmd.Process.Pid) {
 		switch {
