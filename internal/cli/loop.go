@@ -126,6 +126,7 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	} else {
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s: %s, at most %d iteration(s); protected: %s", runID, s.ws.Dir(), oracleWords(s.cfg.Oracle), s.cfg.MaxIterations, clipList(s.cfg.Protect, 8))})
 	}
+	reportOrphans(out, claim.Orphans)
 	if p := st.Config.Predecessor; p != nil {
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("predecessor %s ended %s (exit %d) after %d iteration(s); restated in the result and carried in the failed-approaches digest", p.Run, p.Status, p.ExitCode, p.Iterations)})
 	}

@@ -154,6 +154,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		}
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s: %d task(s) in %d group(s); implementer %s, reviewer %s; %s", runID, file, s.ws.Dir(), len(s.cfg.Plan.Tasks), len(s.cfg.Plan.Groups), s.cfg.Agent, s.cfg.Reviewer, how)})
 	}
+	reportOrphans(out, claim.Orphans)
 	// Holding the target's lock proves every earlier run on it dead: what
 	// their pools left is removed before anything is dispatched.
 	if removed, err := pool.Sweep(ctx, s.ws.Git, pools...); err != nil {
@@ -392,6 +393,14 @@ func claimLocalRun[S any](ctx context.Context, db *store.Store, g *repo.Git, kin
 		return nil, err
 	}
 	return claim, nil
+}
+
+// reportOrphans notes the processes dead converge processes had left
+// running, which claiming the run killed.
+func reportOrphans(out engine.Reporter, n int) {
+	if n > 0 {
+		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("killed %d process(es) a converge that died had left running (an agent's shell or a build would go on writing to the tree)", n)})
+	}
 }
 
 // wouldResume reports whether engine.ClaimRun would resume a run of

@@ -248,6 +248,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 	} else {
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
 	}
+	reportOrphans(out, claim.Orphans)
 	if p.Reviewer == nil && !p.DisposeOnly {
 		// Pre-flight says it plainly (PR-S4): Copilot is the only
 		// independent review this run can have.

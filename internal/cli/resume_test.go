@@ -1,6 +1,9 @@
 package cli
 
 import (
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -60,4 +63,65 @@ func TestREL1_PersistingOutageEndsErrored(t *testing.T) {
 	}
 	hub.Outage(0)
 	assertNotReady(t, observe(t, hub, demo.PRURL))
+}
+
+// TestREL2_KilledMidAgentRunLeavesNothingRunningAfterTheRerun: converge
+// is killed (SIGKILL) while its fixer runs; the kernel takes the fixer's
+// shell with it (Pdeathsig), but what the shell started lives on,
+// orphaned, and would go on writing to the tree. The rerun kills it
+// before it claims the run.
+func TestREL2_KilledMidAgentRunLeavesNothingRunningAfterTheRerun(t *testing.T) {
+	t.Parallel() // its own emulator and state
+	hub, demo := startHub(t, 100*time.Millisecond)
+	r := &timeboxRun{dir: t.TempDir(), prURL: demo.PRURL, hub: hub}
+	t.Cleanup(r.killLeftovers)
+	hang := filepath.Join(r.dir, "agent.sh")
+	giveUp := filepath.Join(r.dir, "give-up.sh")
+	for path, script := range map[string]string{
+		hang:   strings.ReplaceAll(timeboxHang, "%DIR%", shellQuote(r.dir)),
+		giveUp: "#!/bin/sh\ncat >/dev/null\n" + `echo '{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary":"gave up","files_changed":[],"reason":"gave up at once"}'` + "\n",
+	} {
+		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := t.TempDir()
+	args := func(agentCmd string) []string {
+		return append(prArgs(hub, demo, state), "--agent", "command", "--agent-cmd", agentCmd,
+			"--review-agent", "suggest", "--agent-timeout", "5m")
+	}
+
+	cmd := exec.Command("converge", args(hang)...)
+	cmd.Env = cleanEnv(authorEnv(hub))
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(r.dir, "attempts")); err == nil && strings.Count(string(b), "\n") > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("the fixer never started:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	a := r.attempts(t)[0]
+
+	_, rerun := runBin(t, authorEnv(hub), args(giveUp)...)
+	for _, pid := range []int{a.pid, a.child} {
+		if live(pid) {
+			t.Errorf("pid %d of the killed run's fixer outlived the rerun:\nkilled run:\n%s\nrerun:\n%s", pid, out.String(), rerun)
+		}
+	}
+	if left := groupMembers(a.pgid); len(left) > 0 {
+		t.Errorf("processes %v of the killed fixer's group outlived the rerun", left)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/proc"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -28,6 +29,10 @@ type Claim[S any] struct {
 	Resumed *S
 	// Prior are the target's runs, newest first, this one included.
 	Prior []store.Run
+	// Orphans is how many processes converge processes that died had left
+	// running (an agent's shell, a build), killed before this run starts:
+	// they would go on writing to the tree this run resets (REL-2).
+	Orphans int
 
 	db     *store.Store
 	target string
@@ -73,6 +78,7 @@ func ClaimRun[S any](ctx context.Context, db *store.Store, kind, target string, 
 		}
 		return nil, &BusyError{Target: target, Holder: holder}
 	}
+	c.Orphans = proc.ReapOrphans()
 	runs, err := db.ListRuns(ctx, store.ListOptions{Target: target})
 	if err != nil {
 		c.Release(ctx)

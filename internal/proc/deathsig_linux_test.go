@@ -15,35 +15,42 @@ import (
 	"github.com/convergeloop/converge/internal/proc/proctest"
 )
 
-// parentEnv makes the test binary the parent in
-// TestREL2_ChildDiesWithConverge: it runs a long child through Run and
-// never returns.
-const parentEnv = "CONVERGE_PROC_TEST_PARENT"
+// parentEnv makes the test binary a converge to kill: it runs a long
+// child through Run and never returns. The child writes its pid to the
+// file parentEnv names; with grandchildEnv set it starts a grandchild
+// that writes its pid to that file instead.
+const (
+	parentEnv     = "CONVERGE_PROC_TEST_PARENT"
+	grandchildEnv = "CONVERGE_PROC_TEST_GRANDCHILD"
+)
 
 func TestMain(m *testing.M) {
 	if pidFile := os.Getenv(parentEnv); pidFile != "" {
-		_, _ = proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", "echo $$ > " + pidFile + "; exec sleep 1000"}})
+		script := "echo $$ > " + pidFile + "; exec sleep 1000"
+		if g := os.Getenv(grandchildEnv); g != "" {
+			script = "sleep 1000 & echo $! > " + g + "; echo $$ > " + pidFile + "; wait"
+		}
+		_, _ = proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script}})
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
 }
 
-// TestREL2_ChildDiesWithConverge: converge killed by SIGKILL, which it
-// cannot catch, takes the agent it was running with it; otherwise the
-// agent would go on editing a tree the resumed run is resetting, with no
-// budget to stop it.
-func TestREL2_ChildDiesWithConverge(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "child.pid")
+// startParent starts the test binary as a converge running a child (see
+// parentEnv) and returns it with the pid the child wrote to pidFile.
+func startParent(t *testing.T, pidFile string, env ...string) (*exec.Cmd, int) {
+	t.Helper()
 	parent := exec.Command(os.Args[0], "-test.run=^$")
-	parent.Env = append(os.Environ(), parentEnv+"="+pidFile)
+	parent.Env = append(append(os.Environ(), parentEnv+"="+pidFile), env...)
 	if err := parent.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var child int
 	deadline := time.Now().Add(10 * time.Second)
-	for child == 0 {
+	for {
 		if b, err := os.ReadFile(pidFile); err == nil {
-			child, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				return parent, pid
+			}
 		}
 		if time.Now().After(deadline) {
 			_ = parent.Process.Kill()
@@ -51,16 +58,58 @@ func TestREL2_ChildDiesWithConverge(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestREL2_ChildDiesWithConverge: converge killed by SIGKILL, which it
+// cannot catch, takes the agent it was running with it; otherwise the
+// agent would go on editing a tree the resumed run is resetting, with no
+// budget to stop it.
+func TestREL2_ChildDiesWithConverge(t *testing.T) {
+	parent, child := startParent(t, filepath.Join(t.TempDir(), "child.pid"))
 	if err := parent.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for proctest.Alive(child) {
 		if time.Now().After(deadline) {
 			_ = syscall.Kill(child, syscall.SIGKILL)
 			t.Fatalf("child %d outlived its SIGKILLed parent", child)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestREL2_OrphansOfAKilledConvergeAreReaped: Pdeathsig takes only the
+// direct child of a converge killed by SIGKILL; what that child started
+// lives on, orphaned, until the next converge's ReapOrphans kills it. A
+// process whose converge is alive is left alone.
+func TestREL2_OrphansOfAKilledConvergeAreReaped(t *testing.T) {
+	dir := t.TempDir()
+	gFile := filepath.Join(dir, "grandchild.pid")
+	parent, _ := startParent(t, filepath.Join(dir, "child.pid"), grandchildEnv+"="+gFile)
+	grandchild := readPids(t, gFile)[0]
+	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
+
+	// A process of this live converge, started as Run starts them.
+	mine := exec.Command("sleep", "1000")
+	mine.Env = append(os.Environ(), proc.OwnerEnv+"="+proc.Owner())
+	if err := mine.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mine.Process.Kill(); _ = mine.Wait() })
+
+	if err := parent.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = parent.Wait()
+	if n := proc.ReapOrphans(); n < 1 {
+		t.Errorf("ReapOrphans killed %d processes, want the orphan at least", n)
+	}
+	if proctest.Alive(grandchild) {
+		t.Errorf("the orphan %d of the killed converge lives on", grandchild)
+	}
+	if !proctest.Alive(mine.Process.Pid) {
+		t.Error("a process of a live converge was killed")
 	}
 }

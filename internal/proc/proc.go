@@ -116,7 +116,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
 	cmd.Dir = s.Dir
-	cmd.Env = s.Env
+	cmd.Env = withOwner(s.Env)
 	setProcessGroup(cmd)
 	pipes, err := connect(cmd, s.Stdin, stdout, stderr, s.Combined)
 	if err != nil {
@@ -202,6 +202,25 @@ func stop(fam *family, done <-chan error, clock Clock, grace time.Duration) erro
 		}
 		if fam.reaped && fam.gone() {
 			return err
+		}
+	}
+}
+
+// waitUntil returns once done reports true, or after bound: it polls
+// what the kernel does on its own time (a SIGKILLed process exiting).
+func waitUntil(done func() bool, bound time.Duration) {
+	if done() {
+		return
+	}
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.NewTimer(bound)
+	defer deadline.Stop()
+	for !done() {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			return
 		}
 	}
 }

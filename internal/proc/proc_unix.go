@@ -83,20 +83,7 @@ func (f *family) stopping(force bool) {
 // no code of its own.
 func (f *family) kill(bound time.Duration) {
 	f.signal(syscall.SIGKILL)
-	if f.gone() {
-		return
-	}
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.NewTimer(bound)
-	defer deadline.Stop()
-	for !f.gone() {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			return
-		}
-	}
+	waitUntil(f.gone, bound)
 }
 
 func (f *family) gone() bool {

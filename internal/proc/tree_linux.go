@@ -10,6 +10,7 @@ import (
 type procStat struct {
 	pid, ppid, pgrp int
 	zombie          bool
+	start           uint64 // clock ticks after boot: with pid, one process ever
 }
 
 // table reads the process table; a process that ends while it is read is
@@ -45,15 +46,17 @@ func stat(pid int) (procStat, bool) {
 		return procStat{}, false
 	}
 	f := strings.Fields(s[i+1:])
-	if len(f) < 3 {
+	// f[0] is field 3 of proc(5), state; starttime is field 22.
+	if len(f) < 20 {
 		return procStat{}, false
 	}
 	ppid, err1 := strconv.Atoi(f[1])
 	pgrp, err2 := strconv.Atoi(f[2])
-	if err1 != nil || err2 != nil {
+	start, err3 := strconv.ParseUint(f[19], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
 		return procStat{}, false
 	}
-	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, zombie: f[0] == "Z" || f[0] == "X"}, true
+	return procStat{pid: pid, ppid: ppid, pgrp: pgrp, start: start, zombie: f[0] == "Z" || f[0] == "X"}, true
 }
 
 // descendants are the live processes below root in the process tree.

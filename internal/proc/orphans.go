@@ -1,0 +1,33 @@
+package proc
+
+import (
+	"os"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// OwnerEnv is the variable every process Run starts carries: which
+// converge process started it. Pdeathsig takes only the direct child
+// with a converge killed by SIGKILL; what that child started (an agent's
+// shell, a build) lives on, orphaned, and may still write to the tree a
+// resumed run resets. The variable is how ReapOrphans finds it.
+const OwnerEnv = "CONVERGE_OWNER"
+
+// owner is this process's OwnerEnv value: its pid and, where the process
+// table tells it, its start time, so that a later process given the same
+// pid is not taken for it.
+var owner = sync.OnceValue(func() string { return ownerOf(os.Getpid()) })
+
+// withOwner is env (nil: this process's environment) with OwnerEnv set to
+// this process, replacing what a converge above it set.
+func withOwner(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := slices.DeleteFunc(slices.Clone(env), func(kv string) bool { return strings.HasPrefix(kv, OwnerEnv+"=") })
+	return append(out, OwnerEnv+"="+owner())
+}
+
+// Owner is this process's OwnerEnv value.
+func Owner() string { return owner() }
