@@ -54,6 +54,8 @@ import (
 //	                              (mutations, REST writes, pushes) by ACTOR
 //	                              (author: converge's token, or reviewer)
 //	hub refuse-copilot            Copilot is not enabled on the repository
+//	hub require-up-to-date        branch protection requires branches to be up to date
+//	                              before merging: only then does GitHub say BEHIND
 //	hub copilot-bodies B1 B2 …    Copilot's reviews after the demo's two rounds of findings
 //	hub await KIND                wait for an emulator event (push, copilot_started, …)
 //	hub human-push                the author pushes a commit without converge's trailer
@@ -312,6 +314,8 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Check(err)
 			h.head = pr.HeadSHA
 		}
+	case "require-up-to-date":
+		ts.Check(h.hub.SetRequireUpToDate(h.demo.Owner, h.demo.Repo, true))
 	case "writes-by":
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub writes-by author|reviewer N")

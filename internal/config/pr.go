@@ -56,7 +56,7 @@ func PRFields() []Field {
 		}},
 		{Key: "review_instructions", Kind: String, Default: prloop.ReviewInstructionsFile, Help: "the repository's shared review instructions, read by the local review", Check: relPath},
 		// Base sync (PR-S14).
-		{Key: "sync_base", Kind: Bool, Default: strconv.FormatBool(d.SyncBase), Help: "bring a branch that is BEHIND its base up to date with a merge commit (tested, pushed, never forced) once everything else converged (PR-S14); a conflicting (DIRTY) branch always ends base-moved"},
+		{Key: "sync_base", Kind: Bool, Default: strconv.FormatBool(d.SyncBase), Help: "bring a branch that lacks commits of its base (BEHIND, or behind by the forge's compare) up to date with a merge commit (tested, pushed, never forced) once everything else converged (PR-S14); a conflicting (DIRTY) branch always ends base-moved"},
 	}
 }
 

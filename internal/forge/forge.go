@@ -286,8 +286,8 @@ type CheckRun struct {
 // that may have landed.
 //
 // Capabilities some forges lack are not here but in small optional
-// interfaces (CheckRunner, IssueEventer) that a caller detects with a type
-// assertion. Unresolving a thread and listing issue comments stay in the
+// interfaces (CheckRunner, IssueEventer, BaseComparer) that a caller
+// detects with a type assertion. Unresolving a thread and listing issue comments stay in the
 // core: GitHub and GitLab (discussions, notes) both have them.
 type Forge interface {
 	// Observe reads the whole PR in as few requests as the forge allows.
@@ -317,6 +317,17 @@ type Forge interface {
 // token). Detect it with a type assertion on a Forge.
 type CheckRunner interface {
 	CreateCheckRun(ctx context.Context, ref PRRef, cr CheckRun) (int64, error)
+}
+
+// BaseComparer is a forge that tells how far a PR's head is behind its
+// base whatever the merge state says: GitHub says BEHIND only under a
+// branch protection rule that requires branches to be up to date, so a
+// loop that brings branches up to date (PR-S14) asks. Detect it with a
+// type assertion on a Forge.
+type BaseComparer interface {
+	// CommitsBehind counts the commits reachable from base that head
+	// lacks (both commit SHAs of the PR's repository).
+	CommitsBehind(ctx context.Context, ref PRRef, base, head string) (int, error)
 }
 
 // IssueEventer is a forge that lists a PR's issue events, which is how a

@@ -9,7 +9,7 @@ import (
 	"github.com/convergeloop/converge/internal/text"
 )
 
-// BaseSyncer is a workspace that can bring a branch that is BEHIND its
+// BaseSyncer is a workspace that can bring a branch that is behind its
 // base up to date (PR-S14): merge the base into the PR's head, run the
 // tests, and push the merge commit with the round's trailer (never a
 // force-push). A merge that conflicts or turns the tests red makes no
@@ -18,12 +18,25 @@ type BaseSyncer interface {
 	SyncBase(ctx context.Context, pr *forge.PullRequest, round int) (FixResult, error)
 }
 
-// syncDue is PR-S14's trigger: sync_base is on, the forge says the branch
-// is BEHIND its base (merges cleanly but lacks base commits), and no
-// earlier sync of this head onto this base made no commit. A DIRTY branch
-// never gets here: it ends base-moved first (PR-T7).
+// syncDue is PR-S14's trigger: sync_base is on, the branch is behind its
+// base (merges cleanly but lacks base commits), and no earlier sync of
+// this head onto this base made no commit. A DIRTY branch never gets
+// here: it ends base-moved first (PR-T7).
 func (d *step) syncDue() bool {
-	return d.c.SyncBase && d.pr.MergeState == forge.MergeBehind && d.s.BaseSyncSkip != syncKey(d.head, d.pr.BaseSHA)
+	return d.c.SyncBase && d.behind() != "" && d.s.BaseSyncSkip != syncKey(d.head, d.pr.BaseSHA)
+}
+
+// behind says how the branch is known to lack commits of its base: the
+// forge's BEHIND merge state, or its compare's count; "" when neither
+// shows it.
+func (d *step) behind() string {
+	switch {
+	case d.pr.MergeState == forge.MergeBehind:
+		return "BEHIND"
+	case d.o.BaseBehind > 0:
+		return fmt.Sprintf("%d commit(s) behind", d.o.BaseBehind)
+	}
+	return ""
 }
 
 func syncKey(head, base string) string { return head + ".." + base }
@@ -39,7 +52,7 @@ func (d *step) syncBase() bool {
 		return true
 	}
 	d.acts = append(d.acts, Action{Kind: ActSyncBase, Key: roundKey(s.Round, "sync-base"), Round: s.Round, SHA: d.head,
-		Reason: fmt.Sprintf("%s is BEHIND %s", d.pr.HeadRef, d.pr.BaseRef)})
+		Reason: fmt.Sprintf("%s is %s %s", d.pr.HeadRef, d.behind(), d.pr.BaseRef)})
 	s.Phase = PhaseFix
 	return false
 }
@@ -63,12 +76,12 @@ func (d *step) baseSynced(res *FixResult) {
 }
 
 // syncBase performs ActSyncBase on a workspace that can.
-func (l *Loop) syncBase(ctx context.Context, pr *forge.PullRequest, round int) (FixResult, error) {
+func (l *Loop) syncBase(ctx context.Context, pr *forge.PullRequest, round int, reason string) (FixResult, error) {
 	bs, ok := l.Workspace.(BaseSyncer)
 	if !ok {
 		return FixResult{}, fmt.Errorf("sync base: the workspace cannot merge the base")
 	}
-	l.report(engine.Event{Kind: "fix", Round: round, Message: fmt.Sprintf("the branch is BEHIND %s: merging it in (sync_base)", pr.BaseRef)})
+	l.report(engine.Event{Kind: "fix", Round: round, Message: fmt.Sprintf("%s: merging %s in (sync_base)", reason, pr.BaseRef)})
 	fr, err := bs.SyncBase(ctx, pr, round)
 	if err != nil {
 		return fr, err

@@ -127,3 +127,33 @@ func TestPR_S14_AlreadyTwoStableButBehindStartsARound(t *testing.T) {
 	_, _, term = Decide(State{}, obs(at(0), pr), cfg())
 	wantTerminal(t, term, ReasonTwoStable)
 }
+
+// Without a protection rule requiring branches to be up to date GitHub
+// shows a branch that lacks base commits as CLEAN: the forge's compare
+// count is what makes the sync due, and what the proof notes.
+func TestPR_S14_BehindByTheCompareCountWithoutBEHIND(t *testing.T) {
+	pr := behind("h1")
+	pr.MergeState = forge.MergeClean
+	pr.Reviews = []forge.Review{okReview("R2", "h1", at(1))}
+	o := obs(at(2), pr)
+	o.BaseBehind = 2
+
+	_, acts, term := Decide(verifying("h1", 2), o, syncCfg())
+	wantTerminal(t, term, "")
+	wantActs(t, acts, "sync-base round-2/sync-base")
+	if want := "is 2 commit(s) behind main"; !strings.Contains(acts[0].Reason, want) {
+		t.Errorf("sync reason %q, want it to say %q", acts[0].Reason, want)
+	}
+
+	s := verifying("h1", 2)
+	s.BaseSyncSkip, s.BaseSyncWhy = syncKey("h1", pr.BaseSHA), "the merge conflicts"
+	_, _, term = Decide(s, o, syncCfg())
+	wantTerminal(t, term, ReasonTwoStable)
+	if notes := strings.Join(term.Proof.Notes, "\n"); !strings.Contains(notes, "2 commit(s) behind its base") || !strings.Contains(notes, "the merge conflicts") {
+		t.Errorf("proof notes %q: want the count and why the sync made no commit", notes)
+	}
+
+	o.BaseBehind = 0
+	_, _, term = Decide(verifying("h1", 2), o, syncCfg())
+	wantTerminal(t, term, ReasonTwoStable)
+}

@@ -80,6 +80,9 @@ type Loop struct {
 	Ref forge.PRRef
 
 	perms map[string]forge.Permission // per-run permission cache (SEC-1)
+	// behind caches the forge's compare by base..head: the count for two
+	// commits never changes, and sync_base asks on every observation.
+	behind map[string]int
 	// review is the local review running beside the forge poll (PR-S4);
 	// its result joins the next observation.
 	review *pendingReview
@@ -97,7 +100,7 @@ func NewLoop(ref forge.PRRef, d Deps) *Loop {
 	if d.ClassifyJudge != nil && d.ClassifyJudge.Agent != nil {
 		d.Config.ClassifyJudge = true
 	}
-	return &Loop{Deps: d, Ref: ref, perms: map[string]forge.Permission{}}
+	return &Loop{Deps: d, Ref: ref, perms: map[string]forge.Permission{}, behind: map[string]int{}}
 }
 
 // pendingReview is one local review in flight.
@@ -207,7 +210,7 @@ func (l *Loop) dryAct(round int, a Action) {
 	case ActCleanup:
 		msg = "would reply to and resolve outdated thread " + a.ThreadID + " (cleanup after success)"
 	case ActSyncBase:
-		msg = "would merge the base into the branch (it is BEHIND), run the tests and push the merge commit"
+		msg = "would merge the base into the branch (" + a.Reason + "), run the tests and push the merge commit"
 	case ActUnresolve:
 		msg = "would reopen " + a.ThreadID + ": " + a.Reason
 	case ActComment:
@@ -415,6 +418,9 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 			}
 		}
 	}
+	if obs.BaseBehind, err = l.baseBehind(ctx, pr); err != nil {
+		return Observation{}, err
+	}
 	if st.StartedAt.IsZero() && pr.State == forge.StateOpen && !l.DisposeOnly {
 		lines, err := l.Workspace.Prepare(ctx, pr)
 		if err != nil {
@@ -427,6 +433,31 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 		return Observation{}, err
 	}
 	return obs, nil
+}
+
+// baseBehind counts, with sync_base on, the base commits an open PR's
+// head lacks when the merge state does not already tell: GitHub says
+// BEHIND only under a protection rule requiring branches to be up to date
+// (PR-S14). A forge that cannot compare proves nothing: 0.
+func (l *Loop) baseBehind(ctx context.Context, pr *forge.PullRequest) (int, error) {
+	cmp, ok := l.Forge.(forge.BaseComparer)
+	if !ok || !l.Config.SyncBase || pr.State != forge.StateOpen || pr.BaseSHA == "" || pr.HeadSHA == "" {
+		return 0, nil
+	}
+	switch pr.MergeState {
+	case forge.MergeDirty, forge.MergeBehind, forge.MergeUnknown:
+		return 0, nil
+	}
+	key := syncKey(pr.HeadSHA, pr.BaseSHA)
+	if n, ok := l.behind[key]; ok {
+		return n, nil
+	}
+	n, err := cmp.CommitsBehind(ctx, l.Ref, pr.BaseSHA, pr.HeadSHA)
+	if err != nil {
+		return 0, fmt.Errorf("compare the head with the base: %w", err)
+	}
+	l.behind[key] = n
+	return n, nil
 }
 
 // permissions looks up, once per run, the permission of every author of an
@@ -615,7 +646,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		}
 	case ActSyncBase:
 		var fr FixResult
-		if fr, err = l.syncBase(ctx, pr, round); err == nil {
+		if fr, err = l.syncBase(ctx, pr, round, a.Reason); err == nil {
 			res, detail = &ActResult{Fix: &fr}, fr
 		}
 	case ActAddLabel:

@@ -159,8 +159,8 @@ func (d *step) proof(v verdict) *Proof {
 			p.HandOffs = append(p.HandOffs, tv.T.ID)
 		}
 	}
-	if pr.MergeState == forge.MergeBehind {
-		p.Notes = append(p.Notes, "the branch is BEHIND its base: not terminal (PR-T7); merge the base in before merging")
+	if how := d.behind(); how != "" {
+		p.Notes = append(p.Notes, "the branch is "+how+" its base: not terminal (PR-T7); merge the base in before merging")
 		if d.c.SyncBase && d.s.BaseSyncWhy != "" {
 			p.Notes = append(p.Notes, "the base sync (sync_base) made no commit: "+d.s.BaseSyncWhy)
 		}

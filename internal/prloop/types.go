@@ -396,6 +396,11 @@ type Observation struct {
 
 	// BaseDiffLines is added+deleted lines of base...head at run start.
 	BaseDiffLines int
+	// BaseBehind is how many commits of the base the head lacks, as the
+	// forge's compare counts them (forge.BaseComparer): read only with
+	// sync_base on and a merge state that does not tell already (GitHub
+	// says BEHIND only under a protection rule), 0 otherwise (PR-S14).
+	BaseBehind int
 
 	// StopRequested: `converge stop` from outside the process (PR-G5).
 	StopRequested bool

@@ -56,9 +56,20 @@ func TestPR_S14_SyncBaseMergesTestsAndPushes(t *testing.T) {
 	if _, err := hub.PushFiles("acme", "calc", "main", map[string]string{"broken.go": "package calc\n\nfunc Broken() int { return \"no\" }\n"}, "feat: broken"); err != nil {
 		t.Fatal(err)
 	}
+	// Without a protection rule requiring branches to be up to date,
+	// GitHub does not say BEHIND; its compare counts the missing commit.
 	pr := observe()
-	if pr.MergeState != forge.MergeBehind {
-		t.Fatalf("merge state %s, want BEHIND", pr.MergeState)
+	if pr.MergeState != forge.MergeClean {
+		t.Fatalf("merge state %s without the protection rule, want CLEAN", pr.MergeState)
+	}
+	if n, err := client.CommitsBehind(ctx, ref, pr.BaseSHA, pr.HeadSHA); err != nil || n != 1 {
+		t.Fatalf("commits behind = %d, %v; want 1", n, err)
+	}
+	if err := hub.SetRequireUpToDate("acme", "calc", true); err != nil {
+		t.Fatal(err)
+	}
+	if pr = observe(); pr.MergeState != forge.MergeBehind {
+		t.Fatalf("merge state %s under the protection rule, want BEHIND", pr.MergeState)
 	}
 	res, err := ws.SyncBase(ctx, pr, 1)
 	if err != nil {

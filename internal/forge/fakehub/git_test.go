@@ -139,7 +139,9 @@ func TestPR_O4_ThreadsOutdatedIsNotResolved(t *testing.T) {
 	}
 }
 
-// TestMergeStateFromGit checks CLEAN, BEHIND and DIRTY from real git.
+// TestMergeStateFromGit checks CLEAN, BEHIND and DIRTY from real git; a
+// branch that lacks base commits is BEHIND only under the protection rule
+// requiring branches to be up to date, as on GitHub.
 func TestMergeStateFromGit(t *testing.T) {
 	t.Parallel()
 	h := newHub(t, Options{})
@@ -160,6 +162,12 @@ func TestMergeStateFromGit(t *testing.T) {
 		t.Errorf("fresh: %s %s", m, s)
 	}
 	if _, err := h.PushFiles("acme", "widget", "main", map[string]string{"README.md": "changed\n"}, "Readme"); err != nil {
+		t.Fatal(err)
+	}
+	if m, s := state(); m != "MERGEABLE" || s != "CLEAN" {
+		t.Errorf("behind, no protection rule: %s %s", m, s)
+	}
+	if err := h.SetRequireUpToDate("acme", "widget", true); err != nil {
 		t.Fatal(err)
 	}
 	if m, s := state(); m != "MERGEABLE" || s != "BEHIND" {

@@ -336,11 +336,12 @@ func (r *prRes) MergeStateStatus(ctx context.Context) (string, error) {
 // mergeInput is what merge status depends on, read under h.mu.
 type mergeInput struct {
 	state, base, head, dir, rollup string
-	draft                          bool
+	draft, requireUpToDate         bool
 }
 
 func mergeInputOf(p *pr) mergeInput {
-	return mergeInput{state: p.state, draft: p.draft, base: p.baseSHA, head: p.headSHA, dir: p.repo.dir, rollup: p.repo.rollupState(p.headSHA)}
+	return mergeInput{state: p.state, draft: p.draft, base: p.baseSHA, head: p.headSHA, dir: p.repo.dir, rollup: p.repo.rollupState(p.headSHA),
+		requireUpToDate: p.repo.requireUpToDate}
 }
 
 // mergeStatus derives mergeable and mergeStateStatus from git and checks;
@@ -370,7 +371,9 @@ func (h *Hub) mergeStatusOf(ctx context.Context, in mergeInput) (mergeable, stat
 		state = "DRAFT"
 	case mi.conflict:
 		state = "DIRTY"
-	case mi.behind:
+	case mi.behind && in.requireUpToDate:
+		// Without the protection rule GitHub does not call a branch
+		// that lacks base commits BEHIND: the compare API tells.
 		state = "BEHIND"
 	case rollup == "FAILURE":
 		state = "UNSTABLE"

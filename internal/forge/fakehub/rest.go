@@ -66,6 +66,7 @@ func (h *Hub) restMux() *http.ServeMux {
 	handle("GET "+R+"/check-runs/{id}", h.withRepo(h.restGetCheckRun))
 	handle("GET "+R+"/commits/{ref}/check-runs", h.withRepo(h.restListCheckRuns))
 	handle("GET "+R+"/collaborators/{login}/permission", h.withRepo(h.restPermission))
+	handle("GET "+R+"/compare/{basehead}", h.withRepo(h.restCompare))
 	return m
 }
 
@@ -547,6 +548,13 @@ func (h *Hub) restMerge(c *restCtx) {
 	mi, err := h.mergeState(ctx, c.rp.dir, base, head)
 	if err != nil || mi.conflict {
 		c.fail(http.StatusMethodNotAllowed, "Pull Request is not mergeable")
+		return
+	}
+	h.mu.Lock()
+	strict := c.rp.requireUpToDate
+	h.mu.Unlock()
+	if strict && mi.behind {
+		c.fail(http.StatusMethodNotAllowed, "Head branch is out of date. Review and try the merge again.")
 		return
 	}
 	msg := in.CommitTitle
@@ -1341,4 +1349,62 @@ func (h *Hub) restPermission(c *restCtx) {
 		perm = u.perm
 	}
 	c.reply(200, map[string]any{"permission": perm, "role_name": perm, "user": h.userJSON(u, login)})
+}
+
+// restCompare answers GET /repos/{owner}/{repo}/compare/{base}...{head}
+// (two dots are taken too): how many commits head has that base lacks
+// (ahead_by), and the reverse (behind_by), from the repository's git.
+func (h *Hub) restCompare(c *restCtx) {
+	baseRev, headRev, ok := strings.Cut(c.r.PathValue("basehead"), "...")
+	if !ok {
+		baseRev, headRev, ok = strings.Cut(c.r.PathValue("basehead"), "..")
+	}
+	if !ok || baseRev == "" || headRev == "" {
+		c.notFound()
+		return
+	}
+	ctx := c.ctx()
+	base, err1 := revParse(ctx, c.rp.dir, baseRev)
+	head, err2 := revParse(ctx, c.rp.dir, headRev)
+	if err1 != nil || err2 != nil || base == "" || head == "" {
+		c.notFound()
+		return
+	}
+	counts, err := runGit(ctx, c.rp.dir, nil, nil, "rev-list", "--left-right", "--count", base+"..."+head)
+	mergeBase, err2 := runGit(ctx, c.rp.dir, nil, nil, "merge-base", base, head)
+	var behind, ahead int
+	if err == nil {
+		_, err = fmt.Sscanf(strings.TrimSpace(counts), "%d %d", &behind, &ahead)
+	}
+	if err != nil || err2 != nil {
+		c.fail(http.StatusInternalServerError, "compare: "+fmt.Sprint(err, err2))
+		return
+	}
+	commits, err := h.prCommits(ctx, c.rp.dir, base, head)
+	if err != nil {
+		c.fail(http.StatusInternalServerError, "compare: "+err.Error())
+		return
+	}
+	status := "diverged"
+	switch {
+	case ahead == 0 && behind == 0:
+		status = "identical"
+	case behind == 0:
+		status = "ahead"
+	case ahead == 0:
+		status = "behind"
+	}
+	repoURL := h.APIURL() + "/repos/" + c.rp.fullName()
+	htmlURL := h.BaseURL() + "/" + c.rp.fullName() + "/compare/" + base + "..." + head
+	cs := []any{}
+	for _, ci := range commits {
+		cs = append(cs, map[string]any{"sha": ci.sha, "url": repoURL + "/commits/" + ci.sha})
+	}
+	c.reply(200, map[string]any{
+		"url": repoURL + "/compare/" + baseRev + "..." + headRev, "html_url": htmlURL,
+		"permalink_url": htmlURL, "diff_url": htmlURL + ".diff", "patch_url": htmlURL + ".patch",
+		"base_commit":       map[string]any{"sha": base, "url": repoURL + "/commits/" + base},
+		"merge_base_commit": map[string]any{"sha": strings.TrimSpace(mergeBase), "url": repoURL + "/commits/" + strings.TrimSpace(mergeBase)},
+		"status":            status, "ahead_by": ahead, "behind_by": behind, "total_commits": ahead, "commits": cs,
+	})
 }

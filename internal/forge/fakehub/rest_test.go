@@ -209,9 +209,21 @@ func TestREST_MergeMakesARealMergeCommit(t *testing.T) {
 	if _, err := h.PushFiles("acme", "widget", "main", map[string]string{"other.txt": "x\n"}, "Other"); err != nil {
 		t.Fatal(err)
 	}
+	// Under the protection rule requiring branches to be up to date the
+	// branch is BEHIND and GitHub refuses the merge; without it, merges.
+	if err := h.SetRequireUpToDate("acme", "widget", true); err != nil {
+		t.Fatal(err)
+	}
 	pull, _, _ := author.PullRequests.Get(ctx, "acme", "widget", n)
 	if pull.GetMergeableState() != "behind" {
 		t.Errorf("mergeable_state %q, want behind", pull.GetMergeableState())
+	}
+	_, _, err := author.PullRequests.Merge(ctx, "acme", "widget", n, "", &github.PullRequestOptions{MergeMethod: "merge"})
+	if er, ok := err.(*github.ErrorResponse); !ok || er.Response.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("merging a BEHIND branch under the protection rule: %v, want 405", err)
+	}
+	if err := h.SetRequireUpToDate("acme", "widget", false); err != nil {
+		t.Fatal(err)
 	}
 	res, _, err := author.PullRequests.Merge(ctx, "acme", "widget", n, "", &github.PullRequestOptions{MergeMethod: "merge"})
 	if err != nil || !res.GetMerged() {
@@ -230,5 +242,63 @@ func TestREST_MergeMakesARealMergeCommit(t *testing.T) {
 	pull, _, _ = author.PullRequests.Get(ctx, "acme", "widget", n)
 	if !pull.GetMerged() || pull.GetState() != "closed" {
 		t.Errorf("after merge: merged=%v state=%s", pull.GetMerged(), pull.GetState())
+	}
+}
+
+// TestREST_CompareCountsFromGit: GET /compare/BASE...HEAD answers GitHub's
+// statuses and counts (go-github reads them) from the repository's git,
+// by SHA or branch name; a BEHIND merge state needs the protection rule.
+func TestREST_CompareCountsFromGit(t *testing.T) {
+	t.Parallel()
+	h := newHub(t, Options{})
+	n := seedPR(t, h, RepoOptions{})
+	ctx := t.Context()
+	author := ghClient(t, h, h.Tokens().Author)
+	pull, _, err := author.PullRequests.Get(ctx, "acme", "widget", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, head := pull.GetBase().GetSHA(), pull.GetHead().GetSHA()
+	compare := func(b, hd string) *github.CommitsComparison {
+		t.Helper()
+		c, _, err := author.Repositories.CompareCommits(ctx, "acme", "widget", b, hd, nil)
+		if err != nil {
+			t.Fatalf("compare %s...%s: %v", b, hd, err)
+		}
+		return c
+	}
+	if c := compare(base, head); c.GetStatus() != "ahead" || c.GetAheadBy() != 1 || c.GetBehindBy() != 0 || len(c.Commits) != 1 || c.GetMergeBaseCommit().GetSHA() != base {
+		t.Errorf("base...head = %s ahead %d behind %d, %d commits, merge base %s", c.GetStatus(), c.GetAheadBy(), c.GetBehindBy(), len(c.Commits), c.GetMergeBaseCommit().GetSHA())
+	}
+	if c := compare(head, base); c.GetStatus() != "behind" || c.GetBehindBy() != 1 {
+		t.Errorf("head...base = %s behind %d", c.GetStatus(), c.GetBehindBy())
+	}
+	if c := compare("main", "main"); c.GetStatus() != "identical" {
+		t.Errorf("main...main = %s", c.GetStatus())
+	}
+	if _, err := h.PushFiles("acme", "widget", "main", map[string]string{"NOTES.md": "notes\n"}, "docs: notes"); err != nil {
+		t.Fatal(err)
+	}
+	if c := compare("main", head); c.GetStatus() != "diverged" || c.GetAheadBy() != 1 || c.GetBehindBy() != 1 {
+		t.Errorf("main...head after a base push = %s ahead %d behind %d", c.GetStatus(), c.GetAheadBy(), c.GetBehindBy())
+	}
+	if _, _, err := author.Repositories.CompareCommits(ctx, "acme", "widget", "main", "no-such-branch", nil); err == nil {
+		t.Error("compare with an unknown head: no error")
+	}
+	state := func() string {
+		p, _, err := author.PullRequests.Get(ctx, "acme", "widget", n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p.GetMergeableState()
+	}
+	if got := state(); got != "clean" {
+		t.Errorf("mergeable_state %q behind without the protection rule, want clean", got)
+	}
+	if err := h.SetRequireUpToDate("acme", "widget", true); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != "behind" {
+		t.Errorf("mergeable_state %q behind under the protection rule, want behind", got)
 	}
 }

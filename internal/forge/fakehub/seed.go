@@ -18,6 +18,11 @@ type RepoOptions struct {
 	// NoCopilot: Copilot code review is not enabled on the repository;
 	// requesting the bot is refused as GitHub refuses an unknown bot.
 	NoCopilot bool
+	// RequireUpToDate is branch protection's "require branches to be up
+	// to date before merging" on every branch: only with it does a PR
+	// that lacks commits of its base show mergeStateStatus BEHIND; without
+	// it GitHub shows CLEAN (or whatever else holds).
+	RequireUpToDate bool
 }
 
 // NewPR describes a pull request to seed.
@@ -34,6 +39,20 @@ type NewPR struct {
 }
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+
+// SetRequireUpToDate turns branch protection's "require branches to be
+// up to date before merging" on or off for a repository's branches (see
+// RepoOptions.RequireUpToDate).
+func (h *Hub) SetRequireUpToDate(owner, repoName string, on bool) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rp := h.repoLocked(owner, repoName)
+	if rp == nil {
+		return fmt.Errorf("set require up to date: no repo %s/%s", owner, repoName)
+	}
+	rp.requireUpToDate = on
+	return nil
+}
 
 // CreateRepo makes a bare repository with files committed on the default
 // branch.
@@ -52,7 +71,7 @@ func (h *Hub) CreateRepo(owner, name string, files map[string]string, opts RepoO
 		return fmt.Errorf("create repo %s/%s: already exists", owner, name)
 	}
 	rp := &repo{owner: owner, name: name, id: h.newIDLocked(), dir: dir, defaultBranch: opts.DefaultBranch,
-		testCommand: opts.TestCommand, createdAt: h.now(), nextNumber: 1, labels: map[string]*label{}, ci: map[int]context.CancelFunc{}, noCopilot: opts.NoCopilot}
+		testCommand: opts.TestCommand, createdAt: h.now(), nextNumber: 1, labels: map[string]*label{}, ci: map[int]context.CancelFunc{}, noCopilot: opts.NoCopilot, requireUpToDate: opts.RequireUpToDate}
 	h.repos[owner+"/"+name] = rp
 	h.nodes[rp.nodeID()] = rp
 	h.mu.Unlock()

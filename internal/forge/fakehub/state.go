@@ -26,6 +26,8 @@ type repo struct {
 	// noCopilot: Copilot code review is not enabled here, so requests for
 	// the bot are refused.
 	noCopilot bool
+	// requireUpToDate: see RepoOptions.RequireUpToDate.
+	requireUpToDate bool
 	// ci cancels the running CI job per PR number.
 	ci map[int]context.CancelFunc
 }

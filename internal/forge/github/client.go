@@ -28,6 +28,7 @@ var (
 	_ forge.Forge        = (*Client)(nil)
 	_ forge.CheckRunner  = (*Client)(nil)
 	_ forge.IssueEventer = (*Client)(nil)
+	_ forge.BaseComparer = (*Client)(nil)
 )
 
 // Options configures a Client. Zero values take sensible defaults.

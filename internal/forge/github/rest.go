@@ -225,6 +225,19 @@ func (c *Client) Permission(ctx context.Context, ref forge.PRRef, login string) 
 	return forge.PermNone, nil
 }
 
+// CommitsBehind compares base...head (GET /repos/{o}/{r}/compare): its
+// behind_by. One commit a page: the count is all that is read.
+func (c *Client) CommitsBehind(ctx context.Context, ref forge.PRRef, base, head string) (int, error) {
+	cmp, _, err := c.rest.Repositories.CompareCommits(ctx, ref.Owner, ref.Repo, base, head, &gh.ListOptions{PerPage: 1})
+	if err != nil {
+		return 0, c.mapErr("compare commits", c.restURL, err)
+	}
+	if cmp.BehindBy == nil {
+		return 0, fmt.Errorf("compare commits %s...%s: no behind_by in the answer", base, head)
+	}
+	return cmp.GetBehindBy(), nil
+}
+
 func isStatus(err error, status int) bool {
 	var er *gh.ErrorResponse
 	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == status
