@@ -1,8 +1,9 @@
 // Package agenttest holds what the real-CLI tests of the agent backends
 // share: finding the CLI (skip without it, fail under CI=true), a git
 // worktree to edit, a fakemodel to talk to and the wire checks against it,
-// the check of the agent's environment, and the run stopped at its budget
-// with a look for processes it left behind.
+// the check of the agent's environment, the run stopped at its budget
+// with a look for processes it left behind, the summary asked for at the
+// budget, and the judges' verdicts read from a read-only run.
 package agenttest
 
 import (
