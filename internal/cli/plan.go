@@ -18,6 +18,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/plan"
 	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/repo"
@@ -180,6 +181,12 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 	}
 	if runErr != nil && errors.Is(runErr, context.Canceled) {
 		return fmt.Errorf("run %s interrupted; run the same converge plan run here to resume it (--fresh starts over): %w", runID, runErr)
+	}
+	var hn *plan.HumanNeeded
+	if errors.As(runErr, &hn) {
+		// Left unfinished: once the branch is put right, the same
+		// command resumes the run.
+		return &ExitErr{Code: exitcode.Human, Err: fmt.Errorf("run %s needs a human: %s; then run the same converge plan run here to resume it", runID, hn.Why)}
 	}
 	if final.Terminal == nil {
 		_ = claim.Finish(fin, string(plan.StatusFailed), ExitCodeOf(runErr), nil)

@@ -83,3 +83,10 @@ func TestAG_P1_FixAfterUnwindInOneStep(t *testing.T) { planScript(t, "ag_p1_unwi
 // committing a task's change and recording it; on resume the task runs
 // again, and its change lands once: one commit per task.
 func TestPLAN_1_KillAfterCommitBeforeRecord(t *testing.T) { planScript(t, "plan_1_kill_after_commit") }
+
+// TestREL2_PlanUnrecordedCommitUnderAHumansIsNeitherRewrittenNorRepeated:
+// the same kill, then a human commits on top before the rerun; see
+// testdata/plan/plan_1_kill_after_commit_human_on_top.txtar.
+func TestREL2_PlanUnrecordedCommitUnderAHumansIsNeitherRewrittenNorRepeated(t *testing.T) {
+	planScript(t, "plan_1_kill_after_commit_human_on_top")
+}

@@ -92,7 +92,7 @@ func (d *decider) running(t *TaskState) {
 		// Claimed by a converge that is gone (killed mid-task): that
 		// ticket is never handed out again; the task is dispatched anew
 		// from where the dispatch started, and the tree is reset there.
-		cur.Outcome = "interrupted"
+		cur.Outcome = OutcomeInterrupted
 		nd := d.dispatch(t, DispatchAgain)
 		nd.Issues = cur.Issues
 		d.batch[len(d.batch)-1].Dispatch = *nd
@@ -430,7 +430,7 @@ func (d *decider) stop() (State, []Action, bool) {
 		switch t.Phase {
 		case PhaseRunning, PhaseReview:
 			if cur := t.current(); cur != nil && cur.Outcome == "" {
-				cur.Outcome = "interrupted"
+				cur.Outcome = OutcomeInterrupted
 			}
 			d.block(t, "stopped by a human before it finished", false)
 		case PhasePending:

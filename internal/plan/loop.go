@@ -269,24 +269,44 @@ func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
 // again that a converge killed between committing the task's change and
 // recording it left at HEAD: the task runs again from its parent, so its
 // change lands once (REL-2). Such a commit names the task in its trailer
-// and is not the task's recorded head; a commit anyone made on top of
-// it keeps it where it is.
+// and is not the task's recorded head. When commits were made on top of
+// it since, taking it off would rewrite them and running the task again
+// would land its change twice: the run ends, failed, saying so (fail
+// closed): a human puts the branch right, and the run resumes.
 func (l *Loop) dropUnrecorded(ctx context.Context, st State, cs []claimed) error {
 	for _, c := range cs {
 		if c.Dispatch.Kind != DispatchAgain {
 			continue
 		}
-		head, parent, ok, err := l.Workspace.TaskAtHead(ctx, TaskRef(l.RunID, c.task.ID))
+		var ts *TaskState
+		if i := slices.IndexFunc(st.Tasks, func(t TaskState) bool { return t.ID == c.task.ID }); i >= 0 {
+			ts = &st.Tasks[i]
+		}
+		// Where the first of the interrupted dispatches before this one
+		// started: a commit any of them made is above it, even when a
+		// converge that stopped for a human dispatched it again since.
+		from := ""
+		if ts != nil {
+			for i := len(ts.Dispatches) - 2; i >= 0 && ts.Dispatches[i].Outcome == OutcomeInterrupted; i-- {
+				from = ts.Dispatches[i].From
+			}
+		}
+		tc, ok, err := l.Workspace.TaskCommit(ctx, TaskRef(l.RunID, c.task.ID), from)
 		if err != nil {
 			return err
 		}
-		if !ok || slices.ContainsFunc(st.Tasks, func(t TaskState) bool { return t.ID == c.task.ID && t.Head == head }) {
+		if !ok || (ts != nil && ts.Head == tc.SHA) {
 			continue
 		}
-		if err := l.Workspace.Reset(ctx, parent); err != nil {
+		if tc.Above > 0 {
+			return &HumanNeeded{Why: fmt.Sprintf("task %s: %s is its change, committed by a converge killed before it recorded it, and %d commit(s) were made on top of it since; "+
+				"converge neither runs the task again (its change would land twice) nor rewrites those commits: take %s off the branch (git rebase --onto %s %s)",
+				c.task.ID, text.ShortSHA(tc.SHA), tc.Above, text.ShortSHA(tc.SHA), text.ShortSHA(tc.Parent), text.ShortSHA(tc.SHA))}
+		}
+		if err := l.Workspace.Reset(ctx, tc.Parent); err != nil {
 			return err
 		}
-		l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: %s at HEAD is its change, committed by a converge killed before it recorded it; it is taken off before the task runs again", c.task.ID, text.ShortSHA(head))})
+		l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: %s at HEAD is its change, committed by a converge killed before it recorded it; it is taken off before the task runs again", c.task.ID, text.ShortSHA(tc.SHA))})
 		// Only the last commit can be one: each is recorded before the next.
 		return nil
 	}
@@ -583,8 +603,20 @@ func (l *Loop) Stepped(prev, next State, obs Observation) bool {
 	return false
 }
 
-// Fail ends the run failed on a fault (engine.Loop).
+// HumanNeeded is an error the run cannot get past without a human, who
+// can put the branch right: the run is left unfinished, so the same
+// command resumes it.
+type HumanNeeded struct{ Why string }
+
+func (e *HumanNeeded) Error() string { return e.Why }
+
+// Fail ends the run failed on a fault (engine.Loop). A *HumanNeeded cause
+// leaves the state as it was: unfinished, resumable.
 func (l *Loop) Fail(st State, obs Observation, cause error) (State, []Action) {
+	var hn *HumanNeeded
+	if errors.As(cause, &hn) {
+		return st, nil
+	}
 	next := st.clone()
 	at := obs.Now
 	if at.IsZero() {

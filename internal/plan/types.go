@@ -33,6 +33,10 @@ const (
 	StatusFailed Status = "failed"
 )
 
+// OutcomeInterrupted is the outcome of a dispatch whose converge died
+// (or was stopped) while it ran.
+const OutcomeInterrupted = "interrupted"
+
 // ExitCode is the status's IF-1 exit code.
 func (s Status) ExitCode() int { return exitcode.ForReason(string(s)) }
 
@@ -143,7 +147,7 @@ type Dispatch struct {
 	// Issues are the review's open issues a fix is asked to address.
 	Issues []Issue `json:"issues,omitempty"`
 	// Outcome is "" while in flight, then the implementer status, or
-	// "interrupted".
+	// OutcomeInterrupted.
 	Outcome string  `json:"outcome,omitempty"`
 	Report  *Report `json:"report,omitempty"`
 }

@@ -36,9 +36,11 @@ type Workspace interface {
 	// on top or in between, paths get their content at base back in a new
 	// commit. It says which it did.
 	Unwind(ctx context.Context, base, head string, paths []string, ref, taskRef, message string) (string, error)
-	// TaskAtHead reports whether HEAD is a commit of the task ref (its
-	// trailer names ref), and HEAD's first parent.
-	TaskAtHead(ctx context.Context, ref string) (head, parent string, ok bool, err error)
+	// TaskCommit finds the newest commit of the task ref (its trailer
+	// names ref) among the branch's commits since from (first parents,
+	// from excluded; HEAD alone when from is ""); ok is false when there
+	// is none.
+	TaskCommit(ctx context.Context, ref, from string) (c TaskCommit, ok bool, err error)
 	// Repo is the repository, for the worktree pool.
 	Repo() *repo.Git
 }
@@ -76,20 +78,39 @@ func (w *GitWorkspace) Reset(ctx context.Context, commit string) error {
 
 func (w *GitWorkspace) Repo() *repo.Git { return w.Git }
 
-func (w *GitWorkspace) TaskAtHead(ctx context.Context, ref string) (head, parent string, ok bool, err error) {
-	out, err := w.Git.Run(ctx, "log", "-1", "--no-color", "--format=%H%x00%P%x00%(trailers:key="+TrailerKey+",valueonly,separator=%x01)", "HEAD", "--")
+// TaskCommit is a commit of a task found on the branch: its SHA, its
+// first parent, and how many commits are on top of it (0: it is HEAD).
+type TaskCommit struct {
+	SHA, Parent string
+	Above       int
+}
+
+func (w *GitWorkspace) TaskCommit(ctx context.Context, ref, from string) (TaskCommit, bool, error) {
+	args := []string{"log", "--first-parent", "--no-color", "--format=%H%x00%P%x00%(trailers:key=" + TrailerKey + ",valueonly,separator=%x01)%x1e"}
+	if from == "" {
+		args = append(args, "-1", "HEAD", "--")
+	} else {
+		args = append(args, from+"..HEAD", "--")
+	}
+	out, err := w.Git.Run(ctx, args...)
 	if err != nil {
-		return "", "", false, fmt.Errorf("read HEAD's trailer: %w", err)
+		return TaskCommit{}, false, fmt.Errorf("read the task trailers: %w", err)
 	}
-	f := strings.SplitN(strings.TrimRight(out, "\n"), "\x00", 3)
-	if len(f) != 3 {
-		return "", "", false, fmt.Errorf("read HEAD's trailer: unexpected %q", out)
+	for above, rec := range strings.Split(strings.TrimRight(out, "\n\x1e"), "\x1e") {
+		rec = strings.TrimLeft(rec, "\n")
+		if rec == "" {
+			continue
+		}
+		f := strings.SplitN(strings.TrimRight(rec, "\n"), "\x00", 3)
+		if len(f) != 3 {
+			return TaskCommit{}, false, fmt.Errorf("read the task trailers: unexpected %q", rec)
+		}
+		parents := strings.Fields(f[1])
+		if len(parents) > 0 && slices.Contains(strings.Split(f[2], "\x01"), ref) {
+			return TaskCommit{SHA: f[0], Parent: parents[0], Above: above}, true, nil
+		}
 	}
-	parents := strings.Fields(f[1])
-	if len(parents) == 0 || !slices.Contains(strings.Split(f[2], "\x01"), ref) {
-		return f[0], "", false, nil
-	}
-	return f[0], parents[0], true, nil
+	return TaskCommit{}, false, nil
 }
 
 func (w *GitWorkspace) Commit(ctx context.Context, ref, message string, exclude []string) (string, error) {

@@ -172,14 +172,14 @@ func TestAG_P1_CommitLeavesOtherTasksFilesOut(t *testing.T) {
 	}
 }
 
-// TestPLAN_1_TaskAtHead: HEAD is known as a task's commit by its trailer
-// only: another task's commit, or a commit without a parent to go back
-// to, is not.
-func TestPLAN_1_TaskAtHead(t *testing.T) {
+// TestPLAN_1_TaskCommit: a task's commit is known by its trailer only
+// (another task's commit, or a commit without a parent to go back to, is
+// not), at HEAD or, searched from a commit, below commits made on top.
+func TestPLAN_1_TaskCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	ws, base := repoWithCommit(t)
-	if _, _, ok, err := ws.TaskAtHead(ctx, "init"); err != nil || ok {
+	if _, ok, err := ws.TaskCommit(ctx, "init", ""); err != nil || ok {
 		t.Errorf("root commit: ok %v, err %v; want no parent to go back to", ok, err)
 	}
 	put(t, ws.Dir(), "a.txt", "a\n")
@@ -187,13 +187,28 @@ func TestPLAN_1_TaskAtHead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	head, parent, ok, err := ws.TaskAtHead(ctx, TaskRef("r1", "a"))
-	if err != nil || !ok || head != aHead || parent != base {
-		t.Errorf("a at HEAD: %s %s %v %v; want %s %s", head, parent, ok, err, aHead, base)
+	if tc, ok, err := ws.TaskCommit(ctx, TaskRef("r1", "a"), ""); err != nil || !ok || tc != (TaskCommit{SHA: aHead, Parent: base}) {
+		t.Errorf("a at HEAD: %+v %v %v; want %s on %s", tc, ok, err, aHead, base)
 	}
 	for _, ref := range []string{TaskRef("r1", "b"), TaskRef("r1", "a2"), TaskRef("r2", "a")} {
-		if _, _, ok, err := ws.TaskAtHead(ctx, ref); err != nil || ok {
+		if _, ok, err := ws.TaskCommit(ctx, ref, base); err != nil || ok {
 			t.Errorf("%s: ok %v, err %v", ref, ok, err)
 		}
+	}
+	put(t, ws.Dir(), "h.txt", "h\n")
+	if _, err := ws.Git.Run(ctx, "add", "h.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ws.Git.Run(ctx, "-c", "user.name=h", "-c", "user.email=h@example.com", "commit", "-qm", "a human's commit"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := ws.TaskCommit(ctx, TaskRef("r1", "a"), ""); err != nil || ok {
+		t.Errorf("HEAD alone, a below it: ok %v, err %v", ok, err)
+	}
+	if tc, ok, err := ws.TaskCommit(ctx, TaskRef("r1", "a"), base); err != nil || !ok || tc != (TaskCommit{SHA: aHead, Parent: base, Above: 1}) {
+		t.Errorf("a below a human's commit: %+v %v %v; want %s on %s, 1 above", tc, ok, err, aHead, base)
+	}
+	if _, ok, err := ws.TaskCommit(ctx, TaskRef("r1", "a"), aHead); err != nil || ok {
+		t.Errorf("searched from a itself: ok %v, err %v", ok, err)
 	}
 }
