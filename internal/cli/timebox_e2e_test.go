@@ -14,6 +14,7 @@ import (
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/proc"
 )
 
 // End-to-end proofs of AG-T1's time-box: the real binary runs a command
@@ -333,56 +334,25 @@ func assertTook(t *testing.T, what string, took, least, most time.Duration) {
 	}
 }
 
-// procState is a process's state letter and process group from
-// /proc/PID/stat; ok is false when there is no such process.
-func procState(pid int) (state byte, pgrp int, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, false
-	}
-	// pid (comm) state ppid pgrp …; comm may hold spaces, not ") ".
-	i := strings.LastIndex(string(b), ") ")
-	if i < 0 {
-		return 0, 0, false
-	}
-	f := strings.Fields(string(b[i+2:]))
-	if len(f) < 3 {
-		return 0, 0, false
-	}
-	pgrp, _ = strconv.Atoi(f[2])
-	return f[0][0], pgrp, true
-}
-
 // live: the process exists and is not a zombie. Signal delivery and exit
 // are asynchronous, so a process killed a moment ago gets a short while.
 func live(pid int) bool {
 	deadline := time.Now().Add(2 * time.Second)
-	for {
-		state, _, ok := procState(pid)
-		if !ok || state == 'Z' {
-			return false
-		}
+	for proc.Live(pid) {
 		if time.Now().After(deadline) {
 			return true
 		}
 		<-time.After(20 * time.Millisecond)
 	}
+	return false
 }
 
 // groupMembers lists the live, non-zombie processes of process group pgid.
 func groupMembers(pgid int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if state, pgrp, ok := procState(pid); ok && pgrp == pgid && state != 'Z' && live(pid) {
-			out = append(out, pid)
+	for _, p := range proc.Processes() {
+		if p.PGID == pgid && !p.Zombie && live(p.PID) {
+			out = append(out, p.PID)
 		}
 	}
 	return out

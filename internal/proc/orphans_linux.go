@@ -14,7 +14,7 @@ func ownerOf(pid int) string {
 	if !ok {
 		return strconv.Itoa(pid)
 	}
-	return strconv.Itoa(pid) + "." + strconv.FormatUint(p.start, 10)
+	return strconv.Itoa(pid) + "." + strconv.FormatUint(p.Start, 10)
 }
 
 // ReapOrphans kills the processes that converge processes no longer
@@ -24,19 +24,19 @@ func ownerOf(pid int) string {
 func ReapOrphans() int {
 	self := owner()
 	var orphans []int
-	for _, p := range table() {
-		if p.zombie || p.pid == os.Getpid() {
+	for _, p := range Processes() {
+		if p.Zombie || p.PID == os.Getpid() {
 			continue
 		}
-		o := ownerIn(p.pid)
+		o := ownerIn(p.PID)
 		if o == "" || o == self || ownerLive(o) {
 			continue
 		}
-		if syscall.Kill(p.pid, syscall.SIGKILL) == nil {
-			orphans = append(orphans, p.pid)
+		if syscall.Kill(p.PID, syscall.SIGKILL) == nil {
+			orphans = append(orphans, p.PID)
 		}
 	}
-	waitUntil(func() bool { return !slices.ContainsFunc(orphans, live) }, killWait)
+	waitUntil(func() bool { return !slices.ContainsFunc(orphans, Live) }, killWait)
 	return len(orphans)
 }
 
@@ -63,5 +63,5 @@ func ownerLive(o string) bool {
 		// Not ours to judge: leave it.
 		return true
 	}
-	return live(pid) && ownerOf(pid) == o
+	return Live(pid) && ownerOf(pid) == o
 }

@@ -40,13 +40,13 @@ func (f *family) look() {
 	own := syscall.Getpgrp()
 	for _, p := range descendants(f.cmd.Process.Pid) {
 		switch {
-		case p.pgrp == f.cmd.Process.Pid:
-		case p.pgrp == own:
-			if !slices.Contains(f.strays, p.pid) {
-				f.strays = append(f.strays, p.pid)
+		case p.PGID == f.cmd.Process.Pid:
+		case p.PGID == own:
+			if !slices.Contains(f.strays, p.PID) {
+				f.strays = append(f.strays, p.PID)
 			}
-		case !slices.Contains(f.groups, p.pgrp):
-			f.groups = append(f.groups, p.pgrp)
+		case !slices.Contains(f.groups, p.PGID):
+			f.groups = append(f.groups, p.PGID)
 		}
 	}
 }
@@ -87,7 +87,7 @@ func (f *family) kill(bound time.Duration) {
 }
 
 func (f *family) gone() bool {
-	if slices.ContainsFunc(f.strays, live) {
+	if slices.ContainsFunc(f.strays, Live) {
 		return false
 	}
 	return !groupLive(f.cmd.Process.Pid) && !slices.ContainsFunc(f.groups, groupLive)

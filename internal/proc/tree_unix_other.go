@@ -2,14 +2,14 @@
 
 package proc
 
-// procStat is one process of the table; only Linux's /proc lists it.
-type procStat struct{ pid, pgrp int }
+// Processes is nil: without /proc the table is not read.
+func Processes() []Process { return nil }
 
 // descendants is empty: without /proc the process tree is not read, and
 // only the leader's group is signalled.
-func descendants(int) []procStat { return nil }
+func descendants(int) []Process { return nil }
 
-// live and groupLive count a zombie as running: without /proc it cannot
+// Live and groupLive count a zombie as running: without /proc it cannot
 // be told apart, so kill waits for its bound when one is left.
-func live(pid int) bool       { return exists(pid) }
+func Live(pid int) bool       { return exists(pid) }
 func groupLive(pgid int) bool { return exists(-pgid) }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/fakemodel"
+	"github.com/convergeloop/converge/internal/proc"
 )
 
 // RealCLI returns the real CLI's program from envVar or PATH. Without it
@@ -81,24 +82,13 @@ func CheckWire(t testing.TB, srv *fakemodel.Server) {
 // holds marker (Linux /proc; nil elsewhere). A test gives an agent run a
 // unique marker variable and looks for it after the run was stopped.
 func ProcessesWithEnv(marker string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
 	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
+	for _, p := range proc.Processes() {
+		if p.Zombie || p.PID == os.Getpid() {
 			continue
 		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		if bytes.Contains(env, []byte(marker)) {
-			// A zombie has an empty environ; a live one with the marker
-			// is what was left behind.
-			pids = append(pids, pid)
+		if env, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "environ")); err == nil && bytes.Contains(env, []byte(marker)) {
+			pids = append(pids, p.PID)
 		}
 	}
 	return pids

@@ -3,12 +3,6 @@
 package proctest
 
 import (
-	"os"
-	"path/filepath"
-	"runtime"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,17 +50,5 @@ func (m *ManualClock) Next(t testing.TB) Timer {
 }
 
 // Alive reports whether pid is a live process: not gone, and not a
-// zombie waiting for its parent to reap it (Linux's /proc tells; elsewhere
-// a zombie counts as alive).
-func Alive(pid int) bool {
-	if syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return !os.IsNotExist(err) || runtime.GOOS != "linux"
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return !(i >= 0 && i+2 < len(s) && s[i+2] == 'Z')
-}
+// zombie waiting for its parent to reap it (see proc.Live).
+func Alive(pid int) bool { return proc.Live(pid) }
