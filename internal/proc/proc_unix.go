@@ -19,12 +19,12 @@ func setProcessGroup(cmd *exec.Cmd) {
 
 // family is what one Run started: the leader's process group (its id is
 // the leader's pid, from Setpgid with Pgid 0) and the groups descendants
-// moved to with setpgid or setsid, which a signal to the leader's group
-// does not reach.
+// made with setpgid or setsid, which a signal to the leader's group does
+// not reach.
 type family struct {
 	cmd    *exec.Cmd
-	groups []int // other groups descendants lead or joined
-	strays []int // descendants that joined converge's own group
+	groups []int // groups a descendant leads
+	strays []int // descendants that joined a group none of the family leads
 	// reaped: the leader's exit was collected, so its pid may name
 	// another process now and its descendants are not looked for.
 	reaped bool
@@ -32,21 +32,28 @@ type family struct {
 
 // look records where the leader's descendants are now. It is called while
 // the leader lives, before each signal: once the leader is gone its
-// children are orphans, and nothing ties them to this run any more.
+// children are orphans, and nothing ties them to this run any more. A
+// group is signalled whole only when a descendant leads it; one that
+// joined another group (converge's own, another job's) is signalled
+// alone, so nothing outside the family is.
 func (f *family) look() {
 	if f.reaped {
 		return
 	}
-	own := syscall.Getpgrp()
-	for _, p := range descendants(f.cmd.Process.Pid) {
+	desc := descendants(f.cmd.Process.Pid)
+	leads := map[int]bool{}
+	for _, p := range desc {
+		leads[p.PID] = p.PGID == p.PID
+	}
+	for _, p := range desc {
 		switch {
 		case p.PGID == f.cmd.Process.Pid:
-		case p.PGID == own:
-			if !slices.Contains(f.strays, p.PID) {
-				f.strays = append(f.strays, p.PID)
+		case leads[p.PGID]:
+			if !slices.Contains(f.groups, p.PGID) {
+				f.groups = append(f.groups, p.PGID)
 			}
-		case !slices.Contains(f.groups, p.PGID):
-			f.groups = append(f.groups, p.PGID)
+		case !slices.Contains(f.strays, p.PID):
+			f.strays = append(f.strays, p.PID)
 		}
 	}
 }
