@@ -40,15 +40,19 @@ func newStatusCmd(ios *IOStreams) *cobra.Command {
 
 // runView is a run as status and proof print it.
 type runView struct {
-	ID       string          `json:"id"`
-	Kind     string          `json:"kind"`
-	Target   string          `json:"target"`
-	Status   string          `json:"status"`
-	ExitCode *int            `json:"exit_code,omitempty"`
-	Started  time.Time       `json:"started_at"`
-	Updated  time.Time       `json:"updated_at"`
-	Ended    *time.Time      `json:"ended_at,omitempty"`
-	Proof    json.RawMessage `json:"proof,omitempty"`
+	ID       string     `json:"id"`
+	Kind     string     `json:"kind"`
+	Target   string     `json:"target"`
+	Status   string     `json:"status"`
+	ExitCode *int       `json:"exit_code,omitempty"`
+	Started  time.Time  `json:"started_at"`
+	Updated  time.Time  `json:"updated_at"`
+	Ended    *time.Time `json:"ended_at,omitempty"`
+	// Alive, for a run not finished: whether a converge holds it now.
+	// One that does not (killed, or left for a human) is resumed by the
+	// same command.
+	Alive *bool           `json:"alive,omitempty"`
+	Proof json.RawMessage `json:"proof,omitempty"`
 }
 
 func viewOf(r store.Run) runView {
@@ -82,11 +86,24 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 	if err != nil {
 		return err
 	}
+	// alive tells an unfinished run some converge holds from one no
+	// process runs any more.
+	alive := func(r store.Run) (bool, error) {
+		holder, live, err := db.LockLive(ctx, r.Target)
+		return live && holder == r.ID, err
+	}
 	if opts.JSON {
 		views := make([]runView, 0, len(runs))
 		for _, r := range runs {
 			v := viewOf(r)
 			v.Proof = nil
+			if !r.Finished() {
+				a, err := alive(r)
+				if err != nil {
+					return err
+				}
+				v.Alive = &a
+			}
 			views = append(views, v)
 		}
 		return json.NewEncoder(ios.Out).Encode(views)
@@ -98,11 +115,15 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 	tw := tabwriter.NewWriter(ios.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tSTATUS\tEXIT\tSTARTED\tTARGET")
 	for _, r := range runs {
-		exit := "-"
+		exit, status := "-", r.Status
 		if r.Finished() {
 			exit = fmt.Sprint(r.ExitCode)
+		} else if a, err := alive(r); err != nil {
+			return err
+		} else if !a {
+			status = "stopped"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Status, exit, r.StartedAt.Local().Format(time.DateTime), r.Target)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, status, exit, r.StartedAt.Local().Format(time.DateTime), r.Target)
 	}
 	return tw.Flush()
 }
