@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -111,13 +110,8 @@ func TestAG_T1_RunWithBudgetKillsDescendants(t *testing.T) {
 	for _, c := range strings.TrimSpace(string(b)) {
 		pid = pid*10 + int(c-'0')
 	}
-	deadline := time.Now().Add(2 * time.Second)
-	for proctest.Alive(pid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("grandchild %d survived the run", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !proctest.WaitGone(pid, 2*time.Second) {
+		t.Fatalf("grandchild %d survived the run", pid)
 	}
 }
 

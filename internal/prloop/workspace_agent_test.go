@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -317,13 +316,8 @@ func TestAG_T5_TestsStoppedAtTheirBudget(t *testing.T) {
 	}
 	for _, f := range strings.Fields(string(b)) {
 		pid, _ := strconv.Atoi(f)
-		deadline := time.Now().Add(3 * time.Second)
-		for proctest.Alive(pid) {
-			if time.Now().After(deadline) {
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				t.Fatalf("test process %d outlived its budget", pid)
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !proctest.WaitGone(pid, 3*time.Second) {
+			t.Fatalf("test process %d outlived its budget", pid)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/agenttest"
 )
 
 // TestAG_P1_FixersOnDifferentFilesRunAtOnceInOneCommit: the findings of a
@@ -129,19 +130,6 @@ fi`, 0)
 	}
 }
 
-// reporting is an agent whose every run reports u, as a CLI reports
-// its tokens and price.
-type reporting struct {
-	agent.Agent
-	u agent.Usage
-}
-
-func (r reporting) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
-	res, err := r.Agent.Run(ctx, t)
-	res.Usage = r.u
-	return res, err
-}
-
 // TestPR_M5_FixCarriesWhatEveryFixerReported: the round's cost in the
 // decision log is every fixer's usage, each attempt counted, a fixer that
 // asked for more context included; and the round's notes say how that
@@ -159,7 +147,7 @@ case "$in" in
 esac
 echo '`+okRecord+`'`, 0)
 	u := agent.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: 0.25, CostReported: true}
-	ws := testWorkspace(t, bare, reporting{Agent: a, u: u}, "")
+	ws := testWorkspace(t, bare, agenttest.Reporting{Agent: a, Usage: u}, "")
 	findings := []Finding{
 		{ID: "TA", ThreadID: "TA", Path: "a.txt", EndLine: 2, Summary: "fix a"},
 		{ID: "TB", ThreadID: "TB", Path: "b.txt", EndLine: 2, Summary: "fix b"},

@@ -70,13 +70,8 @@ func TestREL2_ChildDiesWithConverge(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = parent.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for proctest.Alive(child) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(child, syscall.SIGKILL)
-			t.Fatalf("child %d outlived its SIGKILLed parent", child)
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !proctest.WaitGone(child, 10*time.Second) {
+		t.Fatalf("child %d outlived its SIGKILLed parent", child)
 	}
 }
 

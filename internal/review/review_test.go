@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/agenttest"
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/agent/suggest"
 )
@@ -330,19 +331,6 @@ echo '[{"file":"a.go","line_range":[3,3],"summary":"off by one","verdict":"minor
 	}
 }
 
-// reporting is an agent whose every run reports u, as a CLI reports its
-// tokens and price.
-type reporting struct {
-	agent.Agent
-	u agent.Usage
-}
-
-func (r reporting) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
-	res, err := r.Agent.Run(ctx, t)
-	res.Usage = r.u
-	return res, err
-}
-
 // TestPR_M5_ReviewCarriesWhatEveryAngleReported: a review's usage is every
 // angle run's, a crashed attempt's too; the same review from the cache
 // ran nothing and costs nothing.
@@ -358,7 +346,7 @@ esac
 echo '[]'`)
 	rv := reviewer(t, argv, []Angle{{Name: "edge-cases", Focus: "x"}, {Name: "test-quality", Focus: "y"}})
 	u := agent.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: 0.25, CostReported: true}
-	rv.Agent, rv.CacheDir = reporting{Agent: rv.Agent, u: u}, t.TempDir()
+	rv.Agent, rv.CacheDir = agenttest.Reporting{Agent: rv.Agent, Usage: u}, t.TempDir()
 	in := Input{Workdir: wt, BaseRef: "main", Head: headSHA}
 	res, err := rv.Review(context.Background(), in)
 	if err != nil || !res.Clean() {

@@ -3,7 +3,8 @@
 // worktree to edit, a fakemodel to talk to and the wire checks against it,
 // the check of the agent's environment, the run stopped at its budget
 // with a look for processes it left behind, the summary asked for at the
-// budget, and the judges' verdicts read from a read-only run.
+// budget, and the judges' verdicts read from a read-only run; and for the
+// loops' tests, an agent that reports a usage (Reporting).
 package agenttest
 
 import (
@@ -277,4 +278,17 @@ func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent fun
 	if next, ok := task.Extended(rec); !ok || next.Budget != 4*time.Minute {
 		t.Errorf("Extended = %v, %v; want an extension of 4m", next.Budget, ok)
 	}
+}
+
+// Reporting is an agent whose every run reports Usage, as a CLI reports
+// its tokens and price: for the tests of what a loop adds up.
+type Reporting struct {
+	agent.Agent
+	Usage agent.Usage
+}
+
+func (r Reporting) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	res, err := r.Agent.Run(ctx, t)
+	res.Usage = r.Usage
+	return res, err
 }

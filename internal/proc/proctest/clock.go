@@ -1,8 +1,10 @@
 // Package proctest holds what tests of time-boxed subprocesses share: a
-// clock whose timers fire when the test says, and whether a process lives.
+// clock whose timers fire when the test says, whether a process lives, and
+// a wait for one to be gone.
 package proctest
 
 import (
+	"syscall"
 	"testing"
 	"time"
 
@@ -52,3 +54,18 @@ func (m *ManualClock) Next(t testing.TB) Timer {
 // Alive reports whether pid is a live process: not gone, and not a
 // zombie waiting for its parent to reap it (see proc.Live).
 func Alive(pid int) bool { return proc.Live(pid) }
+
+// WaitGone waits up to within for pid to be gone (see Alive). It reports
+// whether it went; one still alive is then SIGKILLed, so a failing test
+// leaves nothing behind.
+func WaitGone(pid int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for Alive(pid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
