@@ -4,7 +4,7 @@
 package proctest
 
 import (
-	"syscall"
+	"os"
 	"testing"
 	"time"
 
@@ -62,7 +62,9 @@ func WaitGone(pid int, within time.Duration) bool {
 	deadline := time.Now().Add(within)
 	for Alive(pid) {
 		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
+			if p, err := os.FindProcess(pid); err == nil {
+				_ = p.Kill()
+			}
 			return false
 		}
 		time.Sleep(10 * time.Millisecond)
