@@ -67,6 +67,11 @@ import (
 //	! hub proven                  the forge does not show a ready PR
 var scriptHubs sync.Map // *testscript.TestScript → *scriptHub
 
+// hubCmds are hub subcommands kept in files of their own
+// (script_hub_*_test.go), each registering itself in an init func, so
+// that scenarios of different topics do not all grow one switch.
+var hubCmds = map[string]func(ts *testscript.TestScript, neg bool, h *scriptHub, args []string){}
+
 type scriptHub struct {
 	hub  *fakehub.Hub
 	demo fakehub.DemoInfo
@@ -115,6 +120,10 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("hub %s: no hub started", args[0])
 	}
 	h := v.(*scriptHub)
+	if extra, ok := hubCmds[args[0]]; ok {
+		extra(ts, neg, h, args[1:])
+		return
+	}
 	ctx := context.Background()
 	rev := func() *github.Client {
 		c, err := ghREST(h.hub, h.hub.Tokens().Reviewer)
