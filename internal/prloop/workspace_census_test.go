@@ -85,10 +85,6 @@ func TestPR_V4_FixThatLosesATestIsNotPushed(t *testing.T) {
 	if r := why["T-skip"]; !strings.Contains(r, "now skip: example.com/calc.TestAdd") {
 		t.Errorf("T-skip: %q", r)
 	}
-	var kinds []string
-	for _, cs := range res.Censuses {
-		kinds = append(kinds, cs.Kind)
-	}
 	first, last := res.Censuses[0], res.Censuses[len(res.Censuses)-1]
 	if first.Kind != CensusBaseline || first.Head != c.pr.HeadSHA || !first.Known || first.Ran != 2 ||
 		last.Kind != CensusCommit || last.Head != res.CommitSHA || !last.Known || last.Ran != 2 || last.Skipped != 0 {
