@@ -451,6 +451,9 @@ func printProof(ios *IOStreams, runID string, p *prloop.Proof) {
 	fmt.Fprintf(w, "  escalated threads            %s\n", none(p.EscalatedThreads))
 	fmt.Fprintf(w, "  hand-offs                    %s\n", none(p.HandOffs))
 	fmt.Fprintf(w, "  rounds run                   %d\n", p.RoundsRun)
+	if p.TestCensus != nil {
+		fmt.Fprintf(w, "  test census                  %s\n", p.TestCensus.Census)
+	}
 	if len(p.RevertedRounds) > 0 {
 		fmt.Fprintf(w, "  reverted rounds              %v\n", p.RevertedRounds)
 	}
