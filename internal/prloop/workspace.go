@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
@@ -123,7 +122,7 @@ func (w *GitWorkspace) fetch(ctx context.Context, pr *forge.PullRequest) error {
 }
 
 func (w *GitWorkspace) fetchLocked(ctx context.Context, pr *forge.PullRequest) error {
-	if _, err := w.clone.Run(ctx, "fetch", "--quiet", "origin",
+	if _, err := gitLocked(ctx, w.clone.Dir, w.clone, "fetch", "--quiet", "origin",
 		"+refs/heads/"+pr.BaseRef+":refs/remotes/origin/"+pr.BaseRef,
 		"+refs/heads/"+pr.HeadRef+":refs/remotes/origin/"+pr.HeadRef); err != nil {
 		return fmt.Errorf("fetch: %w", err)
@@ -139,19 +138,6 @@ func (w *GitWorkspace) Cleanup(ctx context.Context) error {
 	defer lockClone(w.clone.Dir)()
 	_, err := w.clone.Run(ctx, "worktree", "remove", "--force", w.worktree.Dir)
 	return err
-}
-
-// cloneLocks serialize, per clone, what changes a clone's shared refs and
-// worktree list (clone, fetch, worktree add and remove): the clones under
-// the state directory are a cache every loop in the process shares, and
-// git's ref locks refuse concurrent updates rather than wait.
-var cloneLocks sync.Map // clone dir → *sync.Mutex
-
-func lockClone(dir string) (unlock func()) {
-	m, _ := cloneLocks.LoadOrStore(filepath.Clean(dir), new(sync.Mutex))
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
 }
 
 // Fix applies the round's findings on the PR's current head, keeps only
@@ -248,7 +234,7 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	if err != nil {
 		return res, err
 	}
-	if err := w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef); err != nil {
+	if err := w.push(ctx, pr); err != nil {
 		return res, err
 	}
 	if final != nil {
@@ -339,7 +325,9 @@ func (w *GitWorkspace) reset(ctx context.Context, sha string) error {
 		{"reset", "--quiet", "--hard", sha},
 		{"clean", "-fdq"},
 	} {
-		if _, err := w.worktree.Run(ctx, args...); err != nil {
+		// The worktree is the run's own (it holds the PR's lock): an
+		// index lock in it is a killed git's.
+		if _, err := gitLocked(ctx, w.clone.Dir, w.worktree, args...); err != nil {
 			return fmt.Errorf("reset worktree: %w", err)
 		}
 	}
