@@ -142,7 +142,7 @@ func TestPR_V4_InitThatExitsIsNoTests(t *testing.T) {
 
 func TestPR_V4_CargoTestCensusFromRealRun(t *testing.T) {
 	if _, err := exec.LookPath("cargo"); err != nil {
-		t.Skip("no cargo")
+		missing(t, "no cargo")
 	}
 	dir := t.TempDir()
 	write(t, dir, map[string]string{

@@ -82,7 +82,7 @@ func TestPR_V4_CapturedReports(t *testing.T) {
 
 func TestPR_V4_PytestCensusFromRealRun(t *testing.T) {
 	if _, err := exec.LookPath("pytest"); err != nil {
-		t.Skip("no pytest on PATH")
+		missing(t, "no pytest on PATH")
 	}
 	dir := t.TempDir()
 	write(t, dir, map[string]string{"tests/test_a.py": pyTests, "Makefile": "test:\n\t@pytest -q\n"})
@@ -99,10 +99,10 @@ func TestPR_V4_PytestCensusFromRealRun(t *testing.T) {
 func nodeModules(t *testing.T) string {
 	nm := os.Getenv("CONVERGE_TEST_NODE_MODULES")
 	if nm == "" {
-		t.Skip("CONVERGE_TEST_NODE_MODULES names no node_modules with jest and vitest")
+		missing(t, "CONVERGE_TEST_NODE_MODULES names no node_modules with jest and vitest")
 	}
 	if _, err := exec.LookPath("npm"); err != nil {
-		t.Skip("no npm")
+		missing(t, "no npm")
 	}
 	return nm
 }
@@ -145,4 +145,14 @@ func TestPR_V4_MakeAroundGoTest(t *testing.T) {
 	if r := run(t, dir, "make", "test"); r.Census.Known {
 		t.Fatalf("census of a two-line recipe: %s", r.Census)
 	}
+}
+
+// missing skips a test whose tool is not installed, and fails it under
+// CI=true, where .ci/run installs every tool.
+func missing(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(why + " (.ci/run installs it)")
+	}
+	t.Skip(why)
 }
