@@ -202,3 +202,21 @@ func TestPR_V4_UnknownIsNeverAGuess(t *testing.T) {
 		t.Errorf("plain go test output counted: %+v", c)
 	}
 }
+
+// A census read back without its tests (a summary in a proof or a
+// resumed state) still holds a candidate to its counts.
+func TestPR_V4_SummaryHoldsToCounts(t *testing.T) {
+	base := Census{Known: true, Ecosystem: Go, Ran: 3, Passed: 3, Skipped: 1,
+		Tests: map[string]Counts{"a": {Passed: 1}, "b": {Passed: 1}, "c": {Passed: 1}, "d": {Skipped: 1}}}
+	fewer := Census{Known: true, Ecosystem: Go, Ran: 2, Passed: 2, Skipped: 1,
+		Tests: map[string]Counts{"a": {Passed: 1}, "b": {Passed: 1}, "d": {Skipped: 1}}}
+	if d := Compare(base.Summary(), fewer); d.Empty() || !strings.Contains(d.String(), "2 tests ran") {
+		t.Fatalf("summary baseline: %+v", d)
+	}
+	if d := Compare(base.Summary(), base); !d.Empty() {
+		t.Fatalf("summary against its own run: %+v", d)
+	}
+	if d := Compare(base, fewer); !reflect.DeepEqual(d.Vanished, []string{"c"}) {
+		t.Fatalf("diff %+v", d)
+	}
+}

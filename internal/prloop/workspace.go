@@ -301,7 +301,7 @@ func (r *FixResult) handOff(reason string) string {
 // worktree is reset afterwards so nothing the tests wrote is committed.
 func (w *GitWorkspace) baseline(ctx context.Context, head string, test []string) (testRun, error) {
 	if b, ok := w.baselines[head]; ok {
-		w.censuses = append(w.censuses, TestCensus{Kind: CensusBaseline, Head: head, Census: b.census})
+		w.censuses = append(w.censuses, TestCensus{Kind: CensusBaseline, Head: head, Census: b.census.Summary()})
 		return b, nil
 	}
 	b, err := w.runTests(ctx, test)
@@ -430,7 +430,7 @@ func (w *GitWorkspace) runTests(ctx context.Context, argv []string) (testRun, er
 	if err != nil {
 		return testRun{}, fmt.Errorf("run tests %s: %w", strings.Join(argv, " "), err)
 	}
-	w.censuses = append(w.censuses, TestCensus{Kind: CensusCandidate, Census: r.Census})
+	w.censuses = append(w.censuses, TestCensus{Kind: CensusCandidate, Census: r.Census.Summary()})
 	if !r.Census.Known {
 		w.logf("no test census of this run (%s): %s", strings.Join(argv, " "), r.Census.Why)
 	}
