@@ -220,3 +220,20 @@ func TestPR_V4_SummaryHoldsToCounts(t *testing.T) {
 		t.Fatalf("diff %+v", d)
 	}
 }
+
+// cargo test's verdict lines are checked against its summaries: output
+// where they do not add up (--quiet's dots, a test's own output breaking
+// a line) is not counted.
+func TestPR_V4_CargoLinesMustMatchSummaries(t *testing.T) {
+	quiet := "running 2 tests\n..\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n"
+	broken := "running 2 tests\ntest a ... ok\ntest b ... hello from b\nok\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n"
+	whole := "running 2 tests\ntest a ... ok\ntest b ... ok\ntest result: ok. 2 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out\n"
+	for _, out := range []string{quiet, broken} {
+		if c := ParseCargoTest(out); c.Known {
+			t.Errorf("counted %q: %s", out, c)
+		}
+	}
+	if c := ParseCargoTest(whole); !c.Known || c.Ran != 2 {
+		t.Errorf("whole output: %s", c)
+	}
+}
