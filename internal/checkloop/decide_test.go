@@ -112,12 +112,13 @@ func (s *sim) act(a Action) {
 		}
 		s.tickets[a.Ticket] = &TicketView{ID: a.Ticket, Status: store.TicketDone, Owner: "child", Report: rep}
 	case ActCheck:
-		passed, out, v := s.check(a.Key, s.tree)
+		tree := s.tree // what the check ran on, whatever it left
+		passed, out, v := s.check(a.Key, tree)
 		code := 1
 		if passed {
 			code = 0
 		}
-		s.checks = append(s.checks, Check{Key: a.Key, Tree: s.tree, Head: s.head, Passed: passed, ExitCode: code, Output: out, Digest: digest(out), Verdict: v})
+		s.checks = append(s.checks, Check{Key: a.Key, Tree: tree, Head: s.head, Passed: passed, ExitCode: code, Output: out, Digest: digest(out), Verdict: v})
 	case ActUndo:
 		if a.Interrupt {
 			if t := s.tickets[a.Ticket]; t != nil && t.Status == store.TicketClaimed {
@@ -195,7 +196,7 @@ func TestLOOP_5_CompleteAfterTheLoopsOwnCheckPasses(t *testing.T) {
 	if term.Status != StatusComplete || term.ExitCode != 0 || len(s.st.Iterations) != 3 {
 		t.Fatalf("want complete after 3 iterations, got %+v after %d", term, len(s.st.Iterations))
 	}
-	if got, want := s.kinds(), "check iterate check commit iterate check commit iterate check commit"; got != want {
+	if got, want := s.kinds(), "check iterate check commit iterate check commit iterate check check commit"; got != want {
 		t.Fatalf("actions %q, want %q", got, want)
 	}
 	for _, it := range s.st.Iterations {
@@ -573,4 +574,108 @@ func TestLOOP_1_PacketIsGoalWorklogDigestScope(t *testing.T) {
 	if !strings.Contains(p.Worklog, "iter.01: changed nothing") || !strings.Contains(p.Worklog, "FAIL t0") {
 		t.Fatalf("worklog %q", p.Worklog)
 	}
+}
+
+// TestLOOP_8_APassCountsOnlyWhenConfirmed: a passing mechanical check is
+// rerun on the same tree until it passed `confirm` runs in a row; a rerun
+// that fails makes it flaky: never complete, the run ends blocked with
+// both outputs, at the baseline as after an iteration.
+func TestLOOP_8_APassCountsOnlyWhenConfirmed(t *testing.T) {
+	// flakyEvery: the check passes on every other run, whatever the tree.
+	flakyEvery := func(s *sim, firstPasses bool) *int {
+		runs := 0
+		s.check = func(key, tree string) (bool, string, *Verdict) {
+			runs++
+			if (runs%2 == 1) == firstPasses {
+				return true, fmt.Sprintf("ok run %d", runs), nil
+			}
+			return false, fmt.Sprintf("--- FAIL: TestAdd run %d", runs), nil
+		}
+		return &runs
+	}
+	t.Run("flaky at the baseline", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		flakyEvery(s, true)
+		term := s.run()
+		if term.Status != StatusBlocked || term.ExitCode != 3 || len(s.st.Iterations) != 0 {
+			t.Fatalf("want blocked (exit 3) with no iteration, got %+v after %d", term, len(s.st.Iterations))
+		}
+		for _, want := range []string{"the done-check is flaky", "run 1 passed: ok run 1", "run 2 failed (exit 1): --- FAIL: TestAdd run 2", "check/00"} {
+			if !strings.Contains(term.Message, want) {
+				t.Errorf("terminal %q lacks %q", term.Message, want)
+			}
+		}
+		b := s.st.Baseline
+		if b.Passed || !b.Flaky || b.Confirmed || len(b.Reruns) != 1 || b.Reruns[0].Key != "check/00#2" {
+			t.Fatalf("baseline %+v", b)
+		}
+		if got := s.kinds(); got != "check check" {
+			t.Fatalf("actions %q", got)
+		}
+	})
+	t.Run("flaky after an iteration that changed nothing", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		flakyEvery(s, false) // the baseline fails, the next run passes, the rerun fails
+		s.child = func(n int, tree string) (string, []string, *AgentReport) { return tree, nil, done("ALL TESTS PASS") }
+		term := s.run()
+		if term.Status != StatusBlocked || len(s.st.Iterations) != 1 {
+			t.Fatalf("want blocked after 1 iteration, got %+v after %d", term, len(s.st.Iterations))
+		}
+		it := s.st.Iterations[0]
+		if it.Check == nil || it.Check.Passed || !it.Check.Flaky || !strings.Contains(term.Message, "after 1 iteration") {
+			t.Fatalf("iteration %+v, terminal %q", it, term.Message)
+		}
+	})
+	t.Run("confirm 3", func(t *testing.T) {
+		cfg := mechanical()
+		cfg.Confirm = 3
+		s := newSim(t, cfg)
+		fixOnePerIteration(s, 1)
+		if term := s.run(); term.Status != StatusComplete {
+			t.Fatalf("want complete, got %+v", term)
+		}
+		if got, want := s.kinds(), "check iterate check check check commit"; got != want {
+			t.Fatalf("actions %q, want %q", got, want)
+		}
+		if c := s.st.Iterations[0].Check; !c.Confirmed || len(c.Reruns) != 2 || c.Reruns[1].Key != "check/01#3" {
+			t.Fatalf("check %+v", c)
+		}
+	})
+	t.Run("confirm 1 is the old single run", func(t *testing.T) {
+		cfg := mechanical()
+		cfg.Confirm = 1
+		s := newSim(t, cfg)
+		fixOnePerIteration(s, 0)
+		if term := s.run(); term.Status != StatusComplete || s.kinds() != "check" {
+			t.Fatalf("got %+v, actions %q", term, s.kinds())
+		}
+	})
+	t.Run("a check that changes the tree every run is never confirmed", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		runs := 0
+		s.check = func(key, tree string) (bool, string, *Verdict) {
+			runs++
+			s.tree = fmt.Sprintf("%s+log%d", tree, runs) // it writes into the repository
+			return true, "ok", nil
+		}
+		term := s.run()
+		if term.Status != StatusBlocked || !strings.Contains(term.Message, "changed the work tree each time it ran") {
+			t.Fatalf("want blocked, unconfirmed, got %+v", term)
+		}
+		if got := s.kinds(); got != "check check check" {
+			t.Fatalf("actions %q: want the run and two reruns", got)
+		}
+	})
+	t.Run("a check that writes a file once is confirmed on the next two runs", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		s.check = func(key, tree string) (bool, string, *Verdict) {
+			if !strings.HasSuffix(tree, "+out") {
+				s.tree = tree + "+out"
+			}
+			return true, "ok", nil
+		}
+		if term := s.run(); term.Status != StatusComplete || s.kinds() != "check check check" {
+			t.Fatalf("got %+v, actions %q", term, s.kinds())
+		}
+	})
 }

@@ -301,8 +301,12 @@ func (l *Loop) check(ctx context.Context, st State, obs Observation, a Action) (
 		return nil, err
 	}
 	what := "check"
-	if a.Final {
+	switch {
+	case a.Final:
 		what = "final re-judgment"
+	case a.Rerun > 0:
+		// LOOP-8: a pass counts only when it repeats on the same tree.
+		what = fmt.Sprintf("check (run %d, to confirm)", a.Rerun)
 	}
 	who := "before iteration 1"
 	if a.N > 0 {

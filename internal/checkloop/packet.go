@@ -144,6 +144,10 @@ func checkWords(c *Check) string {
 		s = "said not done"
 	case c.Judged:
 		s = "no valid verdict, taken as not done"
+	case c.Unconfirmed != "":
+		s = c.Unconfirmed
+	case c.Passed && c.Confirmed && len(c.Reruns) > 0:
+		s = fmt.Sprintf("passed %d runs in a row", len(c.Reruns)+1)
 	case c.Passed:
 		s = "passed"
 	case c.TimedOut:

@@ -66,6 +66,13 @@ type Verification struct {
 	Output   string   `json:"output"`
 	Verdict  *Verdict `json:"verdict,omitempty"`
 	Note     string   `json:"note,omitempty"`
+	// Confirmed: a mechanical pass repeated on the same tree (LOOP-8);
+	// Unconfirmed says why it did not (Flaky: a rerun failed). Reruns
+	// are the runs after the first, each with its own output.
+	Confirmed   bool           `json:"confirmed,omitempty"`
+	Flaky       bool           `json:"flaky,omitempty"`
+	Unconfirmed string         `json:"unconfirmed,omitempty"`
+	Reruns      []Verification `json:"reruns,omitempty"`
 }
 
 // Bounds are the run's bounds and what it spent of each.
@@ -118,7 +125,7 @@ func BuildResult(st State, now time.Time) Result {
 		}
 	}
 	if c, commit := finalCheck(st); c != nil {
-		r.FinalVerification = &Verification{Key: c.Key, Passed: c.Passed, ExitCode: c.ExitCode, TimedOut: c.TimedOut, Head: c.Head, Output: c.Output, Verdict: c.Verdict, Note: c.Note}
+		r.FinalVerification = verification(c)
 		if commit != "" {
 			// The check ran on the tree this commit holds.
 			r.FinalVerification.Head = commit
@@ -132,6 +139,37 @@ func BuildResult(st State, now time.Time) Result {
 		r.Bounds.WallClock = now.Sub(st.StartedAt).Round(time.Millisecond).String()
 	}
 	return r
+}
+
+func verification(c *Check) *Verification {
+	v := &Verification{Key: c.Key, Passed: c.Passed, ExitCode: c.ExitCode, TimedOut: c.TimedOut, Head: c.Head, Output: c.Output, Verdict: c.Verdict, Note: c.Note,
+		Confirmed: c.Confirmed, Flaky: c.Flaky, Unconfirmed: c.Unconfirmed}
+	for i := range c.Reruns {
+		r := c.Reruns[i]
+		v.Reruns = append(v.Reruns, *verification(&r))
+	}
+	return v
+}
+
+// writeRuns prints each run of a check that was rerun (LOOP-8) with the
+// last lines of its own output, so a flaky check shows both.
+func writeRuns(w io.Writer, v *Verification, lines int, fence bool, prefix string) {
+	runs := append([]Verification{*v}, v.Reruns...)
+	for i, r := range runs {
+		state := "passed"
+		if r.ExitCode != 0 || r.TimedOut {
+			state = fmt.Sprintf("failed (exit %d)", r.ExitCode)
+		}
+		fmt.Fprintf(w, "%srun %d (%s) %s\n", prefix, i+1, r.Key, state)
+		out := lastLines(r.Output, lines)
+		switch {
+		case out == "":
+		case fence:
+			fmt.Fprintf(w, "\n```\n%s\n```\n\n", out)
+		default:
+			fmt.Fprintf(w, "%s\n", indentBy(out, prefix+"  "))
+		}
+	}
 }
 
 // finalCheck is the last check the loop ran (a final re-judgment over the
@@ -195,8 +233,15 @@ func WriteSummary(w io.Writer, r Result) {
 		if v.Passed {
 			state = "passed"
 		}
+		if v.Unconfirmed != "" {
+			state = v.Unconfirmed
+		} else if v.Confirmed && len(v.Reruns) > 0 {
+			state = fmt.Sprintf("passed %d runs in a row", len(v.Reruns)+1)
+		}
 		fmt.Fprintf(w, "  verification     %s %s on %s\n", v.Key, state, text.ShortSHA(v.Head))
-		if out := lastLines(v.Output, 6); out != "" {
+		if v.Unconfirmed != "" {
+			writeRuns(w, v, 6, false, "                   ")
+		} else if out := lastLines(v.Output, 6); out != "" {
 			fmt.Fprintf(w, "%s\n", indentBy(out, "                   "))
 		}
 	}
@@ -288,8 +333,17 @@ func WriteLog(w io.Writer, run store.Run, st State, tickets []store.Ticket, even
 	fmt.Fprintf(w, "- iterations run: %d\n", r.IterationsRun)
 	if v := r.FinalVerification; v != nil {
 		fmt.Fprintf(w, "- final verification: %s, exit %d, on `%s`\n", v.Key, v.ExitCode, text.ShortSHA(v.Head))
-		if out := lastLines(v.Output, 15); out != "" {
-			fmt.Fprintf(w, "\n```\n%s\n```\n", out)
+		switch {
+		case v.Unconfirmed != "":
+			fmt.Fprintf(w, "- **%s** (LOOP-8); each run's output:\n\n", v.Unconfirmed)
+			writeRuns(w, v, 15, true, "- ")
+		case v.Confirmed && len(v.Reruns) > 0:
+			fmt.Fprintf(w, "- confirmed: passed %d runs in a row on the same tree (LOOP-8)\n", len(v.Reruns)+1)
+			fallthrough
+		default:
+			if out := lastLines(v.Output, 15); out != "" {
+				fmt.Fprintf(w, "\n```\n%s\n```\n", out)
+			}
 		}
 	}
 	if len(r.QueuedScope) > 0 {
