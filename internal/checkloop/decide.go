@@ -340,18 +340,22 @@ func unconfirmedMessage(cfg Config, c *Check, n int) string {
 	if !c.Flaky {
 		what = "the done-check is not confirmed"
 	}
-	msg := fmt.Sprintf("%s: `%s` %s (%s, %s)", what, cfg.Oracle.Command, strings.TrimPrefix(strings.TrimPrefix(c.Unconfirmed, "flaky: "), "unconfirmed: "), c.Key, where)
+	how := strings.TrimPrefix(strings.TrimPrefix(c.Unconfirmed, "flaky: "), "unconfirmed: ")
+	msg := fmt.Sprintf("%s: `%s` %s (%s, %s)", what, cfg.Oracle.Command, strings.TrimPrefix(how, "it "), c.Key, where)
 	runs := append([]Check{*c}, c.Reruns...)
 	for i, r := range runs {
 		state := "passed"
 		if r.ExitCode != 0 || r.TimedOut {
 			state = fmt.Sprintf("failed (exit %d)", r.ExitCode)
 		}
-		out := text.OneLine(lastLines(r.Output, 2))
-		if out == "" {
-			out = "no output"
+		out := []rune(text.OneLine(r.Output))
+		if len(out) > 160 {
+			out = append([]rune("…"), out[len(out)-160:]...)
 		}
-		msg += fmt.Sprintf("; run %d %s: %s", i+1, state, text.Clip(out, 160))
+		if len(out) == 0 {
+			out = []rune("no output")
+		}
+		msg += fmt.Sprintf("; run %d %s: %s", i+1, state, string(out))
 	}
 	return msg + "; a check that passes and fails on one tree never counts as done (LOOP-8): make it deterministic, then run again"
 }
