@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -57,6 +58,12 @@ func Decide(st State, obs Observation) (State, []Action, bool) {
 	}
 	if acts := confirm(&next, &next.Baseline, 0, obs); len(acts) > 0 {
 		return next, acts, false
+	}
+	if b := next.Baseline; rerunsHaveTests(b) {
+		// The baseline keeps its own per-test counts, the reference.
+		cp := *stripTests(b)
+		cp.Tests = b.Tests
+		next.Baseline = &cp
 	}
 	if cur := next.current(); cur != nil && cur.Stage != StageClosed {
 		acts := advance(&next, cur, obs)
@@ -151,6 +158,27 @@ func advance(next *State, cur *Iteration, obs Observation) []Action {
 		if acts := confirm(next, &cur.Check, cur.N, obs); len(acts) > 0 {
 			return acts
 		}
+		if lost := testsLost(*next, cur.Check); lost != "" {
+			// LOOP-8: a pass with fewer tests run than at the start, or a
+			// test newly skipped, proves nothing of the goal: the check
+			// was defeated from outside the test files (an init that
+			// exits 0, a flag that filters, a skip).
+			if next.Config.AllowTestRemoval {
+				cp := *cur.Check
+				cp.Lost = lost
+				cur.Check = &cp
+			} else if cur.Outcome == OutcomeAccepted {
+				cur.Outcome, cur.TestsLost, cur.Rejected, cur.Check = OutcomeUnverified, lost, stripTests(cur.Check), nil
+				return startUndo(cur, false)
+			} else {
+				// Nothing of the iteration's to undo: the pass only does
+				// not count.
+				cp := *cur.Check
+				cp.Passed, cp.Note = false, "UNVERIFIED by the test census: "+lost
+				cur.Check = &cp
+			}
+		}
+		cur.Check = stripTests(cur.Check)
 		switch cur.Outcome {
 		case OutcomeUnverified, OutcomeInterrupted:
 			cur.Progress = false // never counted as progress (LOOP-6)
@@ -324,6 +352,56 @@ func confirm(next *State, slot **Check, n int, obs Observation) []Action {
 		return nil
 	}
 	return []Action{{Kind: ActCheck, Key: rerunKey(c.Key, len(runs)+1), N: n, Rerun: len(runs) + 1}}
+}
+
+// testsLost says what a settled pass lost against the baseline's test
+// census (LOOP-8): "" when it lost nothing, when it did not pass, or
+// when there is no baseline census to hold it to (said once, at the
+// baseline). A pass whose own census could not be taken while the
+// baseline's was has not kept its tests (fail closed). Every run of the
+// pass is held to it.
+func testsLost(st State, c *Check) string {
+	b := st.Baseline
+	if c == nil || !c.Passed || b == nil || b.Census == nil || !b.Census.Known || st.Config.Oracle.Class == Judged {
+		return ""
+	}
+	base := *b.Census
+	base.Tests = b.Tests
+	for _, r := range append([]Check{*c}, c.Reruns...) {
+		cand := census.Census{Why: "the check reported no census"}
+		if r.Census != nil {
+			cand = *r.Census
+			cand.Tests = r.Tests
+		}
+		if d := census.Compare(base, cand); !d.Empty() {
+			return d.String()
+		}
+	}
+	return ""
+}
+
+// stripTests drops the per-test counts of a check that was compared: only
+// the baseline's are kept.
+func stripTests(c *Check) *Check {
+	if c == nil || (c.Tests == nil && !rerunsHaveTests(c)) {
+		return c
+	}
+	cp := *c
+	cp.Tests = nil
+	cp.Reruns = append([]Check(nil), c.Reruns...)
+	for i := range cp.Reruns {
+		cp.Reruns[i].Tests = nil
+	}
+	return &cp
+}
+
+func rerunsHaveTests(c *Check) bool {
+	for _, r := range c.Reruns {
+		if r.Tests != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // rerunKey names run r (2, 3, …) of the check named key (LOOP-8).

@@ -105,6 +105,10 @@ func iterationLine(it Iteration) string {
 	case OutcomeNoChange:
 		parts = append(parts, "changed nothing")
 	case OutcomeUnverified:
+		if it.TestsLost != "" {
+			parts = append(parts, "UNVERIFIED by the test census: the check passed on its tree, but "+it.TestsLost+"; the change was undone")
+			break
+		}
 		parts = append(parts, "UNVERIFIED: changed protected "+list(it.Protected, 8)+"; the change was undone")
 	case OutcomeInterrupted:
 		parts = append(parts, "interrupted (converge stopped while it ran); its change was undone")
@@ -160,6 +164,9 @@ func checkWords(c *Check) string {
 	if c.Note != "" {
 		s += " — " + c.Note
 	}
+	if c.Lost != "" {
+		s += " (allowed by --allow-test-removal: " + c.Lost + ")"
+	}
 	return s
 }
 
@@ -187,6 +194,8 @@ func Digest(st State) []string {
 		}
 		id := shortTicket(it.Ticket)
 		switch {
+		case it.Outcome == OutcomeUnverified && it.TestsLost != "":
+			out = append(out, fmt.Sprintf("%s UNVERIFIED: the check passed, but %s (changed %s); a pass that runs fewer tests than at the start proves nothing, so the change was undone and did not count.%s", id, it.TestsLost, list(it.Changed, 8), tried))
 		case it.Outcome == OutcomeUnverified:
 			out = append(out, fmt.Sprintf("%s UNVERIFIED: it changed protected oracle inputs (%s); the change was undone and did not count.%s", id, list(it.Protected, 8), tried))
 		case it.Outcome == OutcomeNoChange:

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/exitcode"
 )
 
@@ -98,6 +99,10 @@ type Config struct {
 	// Confirm is how many runs in a row on one tree a mechanical check
 	// must pass to count as passed (LOOP-8); zero means DefaultConfirm.
 	Confirm int `json:"confirm,omitempty"`
+	// AllowTestRemoval: the goal asks to remove tests, so a pass with
+	// fewer tests run than at the start, or a test newly skipped, counts
+	// (LOOP-8); the loss is still recorded. Off by default.
+	AllowTestRemoval bool `json:"allow_test_removal,omitempty"`
 	// AgentBudget time-boxes each agent run (AG-T1); CheckBudget each
 	// mechanical check (AG-T5).
 	AgentBudget time.Duration `json:"agent_budget,omitempty"`
@@ -241,9 +246,20 @@ type Check struct {
 	Flaky bool `json:"flaky,omitempty"`
 	// Unconfirmed says why a pass did not count (flaky, or the tree
 	// moved under the check as it ran); Passed is then false.
-	Unconfirmed string        `json:"unconfirmed,omitempty"`
-	CostUSD     float64       `json:"cost_usd,omitempty"`
-	Duration    time.Duration `json:"duration,omitempty"`
+	Unconfirmed string `json:"unconfirmed,omitempty"`
+	// Census is the test census of a mechanical run (LOOP-8, PR-V4):
+	// the tests it ran, passed, failed and skipped, where the check's
+	// command is one the census understands; Known false and Why
+	// otherwise. Tests is each test's counts, kept for the baseline (the
+	// tests a later pass is held to) and dropped once a check was
+	// compared.
+	Census *census.Census           `json:"census,omitempty"`
+	Tests  map[string]census.Counts `json:"tests,omitempty"`
+	// Lost is what a pass lost against the baseline's census (tests
+	// that no longer run, or now skip), when the goal allows it.
+	Lost     string        `json:"lost,omitempty"`
+	CostUSD  float64       `json:"cost_usd,omitempty"`
+	Duration time.Duration `json:"duration,omitempty"`
 }
 
 // Iteration is one ticket <run>.iter.NN (LOOP-3).
@@ -268,6 +284,12 @@ type Iteration struct {
 	// loop whose check said done, the fresh final re-judgment.
 	Check *Check `json:"check,omitempty"`
 	Final *Check `json:"final,omitempty"`
+	// TestsLost is why a pass on the tree the iteration left was
+	// UNVERIFIED by the test census (LOOP-8): tests that ran at the start
+	// no longer run, or now skip. Rejected is that pass; the change was
+	// undone and Check is the check of the tree put back.
+	TestsLost string `json:"tests_lost,omitempty"`
+	Rejected  *Check `json:"rejected,omitempty"`
 	// Commit is the commit of an accepted iteration.
 	Commit string `json:"commit,omitempty"`
 	// Progress: the work tree or the check's output changed, and the
