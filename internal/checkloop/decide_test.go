@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -34,6 +35,8 @@ type sim struct {
 	child func(n int, tree string) (after string, changed []string, rep *AgentReport)
 	// check says whether tree passes, and prints out.
 	check func(key, tree string) (passed bool, out string, verdict *Verdict)
+	// tests, when set, is the test census of a check on tree (LOOP-8).
+	tests func(tree string) census.Census
 
 	acts []Action // every action asked, in order
 }
@@ -118,7 +121,13 @@ func (s *sim) act(a Action) {
 		if passed {
 			code = 0
 		}
-		s.checks = append(s.checks, Check{Key: a.Key, Tree: tree, Head: s.head, Passed: passed, ExitCode: code, Output: out, Digest: digest(out), Verdict: v})
+		c := Check{Key: a.Key, Tree: tree, Head: s.head, Passed: passed, ExitCode: code, Output: out, Digest: digest(out), Verdict: v}
+		if s.tests != nil {
+			cs := s.tests(tree)
+			c.Census, c.Tests = &cs, cs.Tests
+			c.Census.Tests = nil
+		}
+		s.checks = append(s.checks, c)
 	case ActUndo:
 		if a.Interrupt {
 			if t := s.tickets[a.Ticket]; t != nil && t.Status == store.TicketClaimed {
@@ -676,6 +685,138 @@ func TestLOOP_8_APassCountsOnlyWhenConfirmed(t *testing.T) {
 		}
 		if term := s.run(); term.Status != StatusComplete || s.kinds() != "check check check" {
 			t.Fatalf("got %+v, actions %q", term, s.kinds())
+		}
+	})
+}
+
+// goCensus is a known go census of tests, each "p" (passed), "f"
+// (failed) or "s" (skipped).
+func goCensus(tests map[string]string) census.Census {
+	c := census.Census{Known: true, Ecosystem: census.Go, Tests: map[string]census.Counts{}}
+	for id, o := range tests {
+		switch o {
+		case "p":
+			c.Tests[id] = census.Counts{Passed: 1}
+			c.Passed++
+		case "f":
+			c.Tests[id] = census.Counts{Failed: 1}
+			c.Failed++
+		case "s":
+			c.Tests[id] = census.Counts{Skipped: 1}
+			c.Skipped++
+		}
+	}
+	c.Ran = c.Passed + c.Failed
+	return c
+}
+
+// TestLOOP_8_APassWithFewerTestsIsUnverified: the test census holds a
+// pass to the tests that ran at the start. A pass on which a test no
+// longer runs (an init that exits 0) or now skips (a flag that skips) is
+// UNVERIFIED: undone, never committed, never complete; a real fix that
+// keeps every test passes. --allow-test-removal lets the loss count. With
+// no census at the start there is nothing to hold a pass to.
+func TestLOOP_8_APassWithFewerTestsIsUnverified(t *testing.T) {
+	start := map[string]string{"calc.TestAdd": "f", "calc.TestMul": "f"}
+	for _, tc := range []struct {
+		name  string
+		after map[string]string // the census on the tree the cheat leaves
+		lost  string
+	}{
+		{"init exits 0", map[string]string{}, "tests that ran before no longer run: calc.TestAdd, calc.TestMul"},
+		{"a test newly skipped", map[string]string{"calc.TestAdd": "p", "calc.TestMul": "s"}, "tests that ran before now skip: calc.TestMul"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, mechanical())
+			s.child = func(n int, tree string) (string, []string, *AgentReport) {
+				return "cheat", []string{"zz_init.go"}, done("all green")
+			}
+			s.check = func(key, tree string) (bool, string, *Verdict) { return tree == "cheat", "out " + tree, nil }
+			s.tests = func(tree string) census.Census {
+				if tree == "cheat" {
+					return goCensus(tc.after)
+				}
+				return goCensus(start)
+			}
+			term := s.run()
+			if term.Status != StatusStalled {
+				t.Fatalf("want stalled, got %+v", term)
+			}
+			for _, it := range s.st.Iterations {
+				if it.Outcome != OutcomeUnverified || it.Progress || it.Commit != "" || it.TestsLost != tc.lost {
+					t.Fatalf("iteration %+v", it)
+				}
+				if it.Rejected == nil || !it.Rejected.Passed || it.Rejected.Tree != "cheat" || it.Rejected.Tests != nil {
+					t.Fatalf("rejected pass %+v", it.Rejected)
+				}
+				if it.Check == nil || it.Check.Tree != "t0" || it.Check.Passed {
+					t.Fatalf("the check after the undo %+v", it.Check)
+				}
+			}
+			if got := s.kinds(); strings.Contains(got, "commit") || !strings.Contains(got, "iterate check check undo check") {
+				t.Fatalf("actions %q: want the pass confirmed, then undone and checked again, no commit", got)
+			}
+			if s.tree != "t0" || s.head != "c0" {
+				t.Fatalf("the work tree is %s at %s, want the start", s.tree, s.head)
+			}
+			if len(s.st.Baseline.Tests) != 2 {
+				t.Fatalf("the baseline lost its per-test counts: %+v", s.st.Baseline)
+			}
+			if d := Digest(s.st); len(d) == 0 || !strings.Contains(d[0], tc.lost) {
+				t.Fatalf("digest %q does not carry why", d)
+			}
+
+			// The goal asks to remove tests: the pass counts, the loss is recorded.
+			cfg := mechanical()
+			cfg.AllowTestRemoval = true
+			s2 := newSim(t, cfg)
+			s2.child, s2.check, s2.tests = s.child, s.check, s.tests
+			if term := s2.run(); term.Status != StatusComplete || s2.st.Iterations[0].Check.Lost != tc.lost {
+				t.Fatalf("with AllowTestRemoval: %+v, check %+v", term, s2.st.Iterations[0].Check)
+			}
+		})
+	}
+	t.Run("a real fix keeps every test", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		fixOnePerIteration(s, 1)
+		s.tests = func(tree string) census.Census {
+			if tree == "t0" {
+				return goCensus(start)
+			}
+			return goCensus(map[string]string{"calc.TestAdd": "p", "calc.TestMul": "p", "calc.TestNew": "p"})
+		}
+		if term := s.run(); term.Status != StatusComplete || s.st.Iterations[0].Commit == "" {
+			t.Fatalf("want complete with the fix committed, got %+v", term)
+		}
+		if c := s.st.Iterations[0].Check; c.Tests != nil || c.Census == nil || c.Census.Ran != 3 {
+			t.Fatalf("check %+v: keep the counts, drop the per-test map", c)
+		}
+	})
+	t.Run("no census at the start holds nothing", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		fixOnePerIteration(s, 1)
+		s.tests = func(tree string) census.Census {
+			if tree == "t0" {
+				return census.Census{Why: "no census for sh"}
+			}
+			return goCensus(nil)
+		}
+		if term := s.run(); term.Status != StatusComplete {
+			t.Fatalf("want complete, got %+v", term)
+		}
+	})
+	t.Run("a pass whose census could not be taken has not kept its tests", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		fixOnePerIteration(s, 1)
+		s.tests = func(tree string) census.Census {
+			if tree == "t0" {
+				return goCensus(start)
+			}
+			return census.Census{Ecosystem: census.Go, Why: "go test printed no -json events"}
+		}
+		term := s.run()
+		if term.Status == StatusComplete || s.st.Iterations[0].Outcome != OutcomeUnverified || !strings.Contains(s.st.Iterations[0].TestsLost, "no -json events") {
+			t.Fatalf("got %+v, iteration %+v", term, s.st.Iterations[0])
 		}
 	})
 }

@@ -154,7 +154,8 @@ func BuildResult(st State, now time.Time) Result {
 func verification(c *Check) *Verification {
 	v := &Verification{Key: c.Key, Passed: c.Passed, ExitCode: c.ExitCode, TimedOut: c.TimedOut, Head: c.Head, Output: c.Output, Verdict: c.Verdict, Note: c.Note,
 		Confirmed: c.Confirmed, Flaky: c.Flaky, Unconfirmed: c.Unconfirmed}
-	if c.Census != nil {
+	if c.Census != nil && c.Census.Known {
+		// An unknown census is said once, as the result's CensusAtStart.
 		v.Census = c.Census.String()
 	}
 	for i := range c.Reruns {
