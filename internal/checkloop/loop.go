@@ -323,10 +323,12 @@ func (l *Loop) check(ctx context.Context, st State, obs Observation, a Action) (
 		who = "after " + shortTicket(TicketID(l.RunID, a.N))
 	}
 	msg := fmt.Sprintf("%s %s: %s", what, who, checkWords(c))
+	data := map[string]any{"key": c.Key, "passed": c.Passed, "exit_code": c.ExitCode}
 	if cs := c.Census; cs != nil && cs.Known {
 		msg += "; " + cs.String()
+		data["census"] = cs
 	}
-	l.report(engine.Event{Kind: "check", Round: a.N, Message: msg, Data: map[string]any{"key": c.Key, "passed": c.Passed, "exit_code": c.ExitCode}})
+	l.report(engine.Event{Kind: "check", Round: a.N, Message: msg, Data: data})
 	return c, nil
 }
 
