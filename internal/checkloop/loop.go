@@ -297,7 +297,7 @@ func (l *Loop) check(ctx context.Context, st State, obs Observation, a Action) (
 	if st.Config.Oracle.Class == Judged {
 		err = l.judge(ctx, st, obs, a, c)
 	} else {
-		err = l.mechanical(ctx, st, c, a.Rerun > 0)
+		err = l.mechanical(ctx, st, c)
 	}
 	if err != nil {
 		return nil, err
@@ -335,17 +335,15 @@ func (l *Loop) check(ctx context.Context, st State, obs Observation, a Action) (
 // mechanical runs the check command, through the census (LOOP-8): a
 // command the census understands (go test, pytest, jest, vitest, cargo
 // test, …) runs with the flags that make it report its tests, and its
-// output is what the plain command prints. A rerun, which confirms a
-// pass, runs the tests again rather than replaying go's test cache.
-func (l *Loop) mechanical(ctx context.Context, st State, c *Check, rerun bool) error {
+// output is what the plain command prints. Every run runs the tests:
+// go's test cache would replay an earlier pass, of this run or any
+// other, and a replay confirms nothing (GOFLAGS=-count=1).
+func (l *Loop) mechanical(ctx context.Context, st State, c *Check) error {
 	budget := st.Config.CheckBudget
 	if budget <= 0 {
 		budget = DefaultCheckBudget
 	}
-	env := l.CheckEnv
-	if rerun {
-		env = withGoFlag(env, "-count=1")
-	}
+	env := withGoFlag(l.CheckEnv, "-count=1")
 	r, err := census.Run(ctx, census.Spec{Dir: l.Workspace.Dir(), Argv: []string{"sh", "-c", st.Config.Oracle.Command}, Env: env, Budget: budget, MaxOutput: repo.DefaultMaxOutput})
 	if err != nil {
 		return fmt.Errorf("run the done-check: %w", err)
