@@ -303,7 +303,11 @@ func (l *Loop) check(ctx context.Context, st State, obs Observation, a Action) (
 		return nil, err
 	}
 	if cs := c.Census; cs != nil && a.Key == checkKey(0) && a.Rerun == 0 {
-		if cs.Known {
+		if cs.Known && cs.Ran == 0 && cs.Skipped == 0 {
+			// A tree that does not build runs no test: there is nothing
+			// to hold a pass to, and that is said, not hidden.
+			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("test census at the start: %s; no test ran, so a later pass is held to no test (LOOP-8)", cs)})
+		} else if cs.Known {
 			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("test census at the start: %s; a later pass with fewer tests run, or a test newly skipped, is UNVERIFIED (LOOP-8)", cs)})
 		} else {
 			// Said once: the census is unknown, and nothing pretends it is.
