@@ -435,6 +435,9 @@ func unconfirmedMessage(cfg Config, c *Check, n int) string {
 		}
 		msg += fmt.Sprintf("; run %d %s: %s", i+1, state, string(out))
 	}
+	if !c.Flaky {
+		return msg + "; a pass counts only when it repeats on one tree (LOOP-8): make the check leave the work tree alone (or ignore what it writes), then run again"
+	}
 	return msg + "; a check that passes and fails on one tree never counts as done (LOOP-8): make it deterministic, then run again"
 }
 

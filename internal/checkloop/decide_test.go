@@ -668,7 +668,7 @@ func TestLOOP_8_APassCountsOnlyWhenConfirmed(t *testing.T) {
 			return true, "ok", nil
 		}
 		term := s.run()
-		if term.Status != StatusBlocked || !strings.Contains(term.Message, "changed the work tree each time it ran") {
+		if term.Status != StatusBlocked || !strings.Contains(term.Message, "the done-check is not confirmed: `go test ./...` changed the work tree each time it ran") || !strings.Contains(term.Message, "make the check leave the work tree alone") {
 			t.Fatalf("want blocked, unconfirmed, got %+v", term)
 		}
 		if got := s.kinds(); got != "check check check" {
