@@ -635,6 +635,17 @@ func TestLOOP_8_APassCountsOnlyWhenConfirmed(t *testing.T) {
 			t.Fatalf("iteration %+v, terminal %q", it, term.Message)
 		}
 	})
+	t.Run("a resumed run asks for the rerun it had not seen", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		fixOnePerIteration(s, 0)
+		s.step() // the baseline's first run
+		s.step() // it passed: the rerun is asked, and its result lost (converge killed)
+		s.checks = nil
+		_, acts, done := Decide(s.st, s.observe())
+		if done || len(acts) != 1 || acts[0].Kind != ActCheck || acts[0].Key != "check/00#2" || acts[0].Rerun != 2 {
+			t.Fatalf("after a restart: %+v (done %v), want the rerun check/00#2 again", acts, done)
+		}
+	})
 	t.Run("confirm 3", func(t *testing.T) {
 		cfg := mechanical()
 		cfg.Confirm = 3
