@@ -128,6 +128,9 @@ func iterationLine(it Iteration) string {
 	}
 	if it.Check != nil {
 		s := "check " + checkWords(it.Check)
+		if cs := it.Check.Census; cs != nil && cs.Known {
+			s += " [" + cs.String() + "]"
+		}
 		if !it.Progress && it.Outcome != OutcomeUnverified {
 			s += " (no progress)"
 		}
