@@ -106,7 +106,11 @@ func iterationLine(it Iteration) string {
 		parts = append(parts, "changed nothing")
 	case OutcomeUnverified:
 		if it.TestsLost != "" {
-			parts = append(parts, "UNVERIFIED by the test census: the check passed on its tree, but "+it.TestsLost+"; the change was undone")
+			ran := ""
+			if r := it.Rejected; r != nil && r.Census != nil && r.Census.Known {
+				ran = " [" + r.Census.String() + "]"
+			}
+			parts = append(parts, "UNVERIFIED by the test census: the check passed on its tree"+ran+", but "+it.TestsLost+"; the change was undone")
 			break
 		}
 		parts = append(parts, "UNVERIFIED: changed protected "+list(it.Protected, 8)+"; the change was undone")
