@@ -57,8 +57,10 @@ type Census struct {
 	Failed  int `json:"failed"`
 	Skipped int `json:"skipped"`
 	// Tests is each test by identity: the package, file or binary it
-	// belongs to and its name, so that two runs of one tree agree.
-	Tests map[string]Counts `json:"tests,omitempty"`
+	// belongs to and its name, so that two runs of one tree agree. It is
+	// not in the JSON form: a caller that stores a census to compare with
+	// later keeps Tests beside it (checkloop.Check.Tests).
+	Tests map[string]Counts `json:"-"`
 }
 
 // Summary is c without its Tests: the counts, for a proof or a log.
