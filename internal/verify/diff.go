@@ -81,13 +81,13 @@ func ParseDiff(s string) ([]FileDiff, error) {
 		return nil, ErrTooLarge
 	}
 	var (
-		out    []FileDiff
-		cur    *FileDiff
-		inHunk bool
-		oldN   int // next old line number
-		newN   int // next new line number
+		out              []FileDiff
+		cur              *FileDiff
+		inHunk           bool
+		oldN             int // next old line number
+		newN             int // next new line number
 		oldLeft, newLeft int
-		ch     *Change
+		ch               *Change
 	)
 	flush := func() {
 		if ch != nil && cur != nil {

@@ -135,9 +135,9 @@ func TestPR_V1_MapForward(t *testing.T) {
 	for _, c := range []struct {
 		in, want Range
 	}{
-		{Range{"summary.go", 3, 4}, Range{"summary.go", 3, 4}},    // before every change
-		{Range{"summary.go", 5, 5}, Range{"summary.go", 5, 6}},    // rewritten: onto what replaced it
-		{Range{"summary.go", 6, 8}, Range{"summary.go", 7, 9}},    // after the first change: +1
+		{Range{"summary.go", 3, 4}, Range{"summary.go", 3, 4}},     // before every change
+		{Range{"summary.go", 5, 5}, Range{"summary.go", 5, 6}},     // rewritten: onto what replaced it
+		{Range{"summary.go", 6, 8}, Range{"summary.go", 7, 9}},     // after the first change: +1
 		{Range{"summary.go", 11, 12}, Range{"summary.go", 14, 15}}, // after the insertion: +3
 		{Range{"summary.go", 21, 22}, Range{"summary.go", 23, 24}}, // after the deletion: +2
 		{Range{"other.go", 7, 9}, Range{"other.go", 7, 9}},         // a file the diff does not touch
