@@ -61,6 +61,8 @@ type GitWorkspace struct {
 	usage agent.Usage
 	// notes are the fixers' concerns and escalations of that Fix.
 	notes []string
+	// vs is the verification of that Fix (PR-V1, PR-V2, PR-V3).
+	vs verifyState
 }
 
 // DefaultTestBudget is the time-box of one build/test run (AG-T5, PR-S10).
@@ -152,6 +154,7 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	res = FixResult{Round: round}
 	w.usage, w.notes = agent.Usage{}, nil
 	defer func() { res.Usage, res.Notes = w.usage, w.notes }()
+	defer func() { res.Proven = w.provenFor(res.Addressed) }()
 	if err := w.atHead(ctx, pr); err != nil {
 		return res, err
 	}
