@@ -193,7 +193,9 @@ func joinReasons(m map[string]string) string {
 	sort.Strings(ids)
 	parts := make([]string, 0, len(ids))
 	for _, id := range ids {
-		parts = append(parts, m[id])
+		if !slices.Contains(parts, m[id]) {
+			parts = append(parts, m[id])
+		}
 	}
 	return strings.Join(parts, "; ")
 }

@@ -57,7 +57,7 @@ func Touched(f Finding, change []FileDiff, explained map[string]string) Proof {
 	d := File(change, f.Path)
 	c, ok := Touches(d, w.Start, w.End)
 	if !ok {
-		why := fmt.Sprintf("the change does not alter %s near the finding (lines %d-%d, ±%d)", f.Path, r.Start, r.End, Widen)
+		why := fmt.Sprintf("the change does not alter %s near the finding (%s, ±%d)", f.Path, rangeWords(r), Widen)
 		if d == nil {
 			why = fmt.Sprintf("the change does not alter %s", f.Path)
 		}
