@@ -35,6 +35,9 @@ type GitWorkspace struct {
 	// RecapJudge decides the recap gate's verdict (PR-G2); nil: every
 	// recap is a HAND-OFF.
 	RecapJudge *recap.Judge
+	// Verifier is the judge agent asked whether each fix addresses its
+	// finding (PR-V1(b)); nil: the diff's proof alone decides.
+	Verifier agent.Agent
 	AgentEnv   []string      // scrubbed environment for agents (AG-B1)
 	Budget     time.Duration // per agent run (AG-T1)
 	// MaxFixers is how many fixers of a round run at once, one per file,

@@ -293,10 +293,25 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 				continue
 			}
 			claimed++
-			p := w.prove(ctx, pr, f, change, mapped, r.explained)
+			p, vf := w.prove(ctx, pr, f, change, mapped, r.explained)
 			if !p.Touched {
 				failed[f.ID] = p.Why
 				continue
+			}
+			if w.Verifier != nil {
+				v := w.askVerifier(ctx, f, vf, from, change)
+				if err := ctx.Err(); err != nil {
+					return nil, err
+				}
+				if !v.Addressed {
+					why := "the verifier judge did not confirm the fix: " + v.Why
+					if v.Valid {
+						why = "the verifier judge found the fix does not address it: " + v.Why
+					}
+					failed[f.ID] = why
+					continue
+				}
+				p.Evidence += "; the verifier judge agreed: " + v.Why
 			}
 			proved++
 			w.vs.mu.Lock()
@@ -323,27 +338,77 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 // prove is PR-V1(a) for one finding: its lines on the head, followed
 // from the comment's commit when the forge has no current position for
 // an outdated thread, then through mapped to the change's base.
-func (w *GitWorkspace) prove(ctx context.Context, pr *forge.PullRequest, f Finding, change []verify.FileDiff, mapped [][]verify.FileDiff, explained map[string]string) verify.Proof {
+func (w *GitWorkspace) prove(ctx context.Context, pr *forge.PullRequest, f Finding, change []verify.FileDiff, mapped [][]verify.FileDiff, explained map[string]string) (verify.Proof, verify.Finding) {
 	vf := verify.Finding{ID: f.ID, Path: f.Path, Start: f.StartLine, End: f.EndLine, Body: f.Summary}
 	if f.Path != "" && f.EndLine <= 0 && f.Outdated && f.OrigEnd > 0 && f.OriginalCommit != "" {
 		since, err := w.diffOf(ctx, f.OriginalCommit, pr.HeadSHA, "--", f.Path)
 		if err != nil {
-			return verify.Proof{Why: "the finding's lines could not be followed from the comment's commit to the head: " + text.OneLine(err.Error())}
+			return verify.Proof{Why: "the finding's lines could not be followed from the comment's commit to the head: " + text.OneLine(err.Error())}, vf
 		}
 		r, ok := verify.MapForward(verify.Range{Path: f.Path, Start: f.OrigStart, End: f.OrigEnd}, since)
 		if !ok {
-			return verify.Proof{Why: "the finding's file is gone from the head"}
+			return verify.Proof{Why: "the finding's file is gone from the head"}, vf
 		}
 		vf.Path, vf.Start, vf.End = r.Path, r.Start, r.End
 	}
 	if vf.Path != "" && vf.End > 0 && len(mapped) > 0 {
 		r, ok := verify.MapForward(verify.Range{Path: vf.Path, Start: vf.Start, End: vf.End}, mapped...)
 		if !ok {
-			return verify.Proof{Why: "the finding's file was deleted"}
+			return verify.Proof{Why: "the finding's file was deleted"}, vf
 		}
 		vf.Path, vf.Start, vf.End = r.Path, r.Start, r.End
 	}
-	return verify.Touched(vf, change, explained)
+	return verify.Touched(vf, change, explained), vf
+}
+
+// askVerifier is PR-V1(b): the verifier judge is given the comment, the
+// lines of its file around it before the change (at from) and after it
+// (in the worktree), and the change to the file. Fail closed: an agent
+// that cannot run or answers outside the schema is no confirmation.
+func (w *GitWorkspace) askVerifier(ctx context.Context, f Finding, vf verify.Finding, from string, change []verify.FileDiff) verify.Verdict {
+	q := verify.Question{Finding: vf, Author: f.Author}
+	if vf.Path != "" {
+		lo, hi := vf.Start, vf.End
+		if lo <= 0 {
+			lo = hi
+		}
+		if old, err := w.worktree.Run(ctx, "cat-file", "blob", from+":"+vf.Path); err == nil {
+			q.Before = numbered(vf.Path, old, lo, hi)
+		} else {
+			q.Before = fmt.Sprintf("File %s does not exist before the change.", vf.Path)
+		}
+		if hi > 0 {
+			if r, ok := verify.MapForward(verify.Range{Path: vf.Path, Start: lo, End: hi}, change); ok {
+				lo, hi = r.Start, r.End
+			}
+		}
+		if now, err := os.ReadFile(filepath.Join(w.worktree.Dir, filepath.FromSlash(vf.Path))); err == nil {
+			q.After = numbered(vf.Path, string(now), lo, hi)
+		} else {
+			q.After = fmt.Sprintf("File %s does not exist after the change.", vf.Path)
+		}
+		if d, err := w.worktree.Run(ctx, "diff", "--cached", "--no-color", "--no-ext-diff", from, "--", ":(literal)"+vf.Path); err == nil {
+			q.Diff = text.Clip(d, contextMaxBytes)
+		}
+	} else if d, err := w.worktree.Run(ctx, "diff", "--cached", "--no-color", "--no-ext-diff", from, "--"); err == nil {
+		q.Diff = text.Clip(d, contextMaxBytes)
+	}
+	t := agent.Task{
+		Kind: verify.TaskKind, RunID: w.RunID, Workdir: w.worktree.Dir, Budget: w.Budget, Env: w.AgentEnv,
+		Findings: []agent.Finding{{ID: f.ID, ThreadID: f.ThreadID, Path: vf.Path, StartLine: vf.Start, EndLine: vf.End, Body: f.Summary, Author: f.Author, Source: f.Source}},
+		Diff:     q.Diff,
+	}
+	t.Prompt = verify.Prompt(q)
+	res, err := w.Verifier.Run(ctx, t)
+	if err != nil {
+		return verify.Verdict{Why: "the verifier could not run: " + text.Clip(text.OneLine(err.Error()), 200)}
+	}
+	w.usage.Add(res.Usage)
+	v := verify.ParseVerdict(res.Output)
+	if v.Valid && res.Record.Status != agent.StatusComplete {
+		return verify.Verdict{Why: fmt.Sprintf("the verifier's run ended %s: %s", res.Record.Status, text.Clip(text.OneLine(res.Record.Summary), 200))}
+	}
+	return v
 }
 
 // diffOf is git diff args, zero-context and without rename detection,
