@@ -147,16 +147,23 @@ func (w *GitWorkspace) applyFixers(ctx context.Context, pr *forge.PullRequest, r
 // dispatch runs one fixer on fs in tree. Its change is kept only when it
 // addressed at least one finding.
 func (w *GitWorkspace) dispatch(ctx context.Context, pr *forge.PullRequest, round int, id string, fs []Finding, tree *pool.Tree) (agent.Dispatched, error) {
-	r := agent.Runner{
-		Agent: w.Agent,
-		Reset: tree.Reset,
-		Logf: func(format string, args ...any) {
-			w.logf("fixer of %s: "+format, append([]any{id}, args...)...)
-		},
-	}
 	before, err := readGitState(ctx, tree.Git)
 	if err != nil {
 		return agent.Dispatched{}, err
+	}
+	r := agent.Runner{
+		Agent: w.Agent,
+		// What a run did to git is undone before its retry's reset runs
+		// git in the tree (PR-V2).
+		Reset: func(ctx context.Context) error {
+			if err := w.undoHistory(ctx, id, tree.Git, before); err != nil {
+				return err
+			}
+			return tree.Reset(ctx)
+		},
+		Logf: func(format string, args ...any) {
+			w.logf("fixer of %s: "+format, append([]any{id}, args...)...)
+		},
 	}
 	t := w.task(round, tree.Dir, fs)
 	t.Rejected = w.rejectedFor(fs)

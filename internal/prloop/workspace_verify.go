@@ -3,6 +3,7 @@ package prloop
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -499,19 +500,34 @@ type gitState struct {
 	symref string            // the branch HEAD names; "" detached
 	refs   map[string]string // ref → object
 	index  string            // the index's tree; "" when it has unmerged entries
+	// files are the repository's own files a fixer could use to run a
+	// program inside converge's later git commands, which carry the
+	// forge's credentials (a hook, core.fsmonitor, a filter or alias in
+	// the config): path → content, absent ones "".
+	files map[string]string
 }
+
+// safeGit prefixes args with what keeps a git command from running a
+// program a fixer planted in the repository's config or hooks: the
+// commands that read and undo its changes run before they are undone.
+func safeGit(args ...string) []string {
+	return append([]string{"-c", "core.fsmonitor=false", "-c", "core.hooksPath=" + os.DevNull}, args...)
+}
+
+// maxGitFile bounds what readGitState reads of one config or hook file.
+const maxGitFile = 1 << 20
 
 func readGitState(ctx context.Context, g *repo.Git) (gitState, error) {
 	var s gitState
-	head, err := g.Run(ctx, "rev-parse", "--verify", "HEAD")
+	head, err := g.Run(ctx, safeGit("rev-parse", "--verify", "HEAD")...)
 	if err != nil {
 		return s, fmt.Errorf("read git state: %w", err)
 	}
 	s.head = strings.TrimSpace(head)
-	if sym, err := g.Run(ctx, "symbolic-ref", "--quiet", "HEAD"); err == nil {
+	if sym, err := g.Run(ctx, safeGit("symbolic-ref", "--quiet", "HEAD")...); err == nil {
 		s.symref = strings.TrimSpace(sym)
 	}
-	refs, err := g.Run(ctx, "for-each-ref", "--format=%(refname) %(objectname)")
+	refs, err := g.Run(ctx, safeGit("for-each-ref", "--format=%(refname) %(objectname)")...)
 	if err != nil {
 		return s, fmt.Errorf("read git state: %w", err)
 	}
@@ -523,10 +539,58 @@ func readGitState(ctx context.Context, g *repo.Git) (gitState, error) {
 		}
 		s.refs[name] = obj
 	}
-	if tree, err := g.Run(ctx, "write-tree"); err == nil {
+	if tree, err := g.Run(ctx, safeGit("write-tree")...); err == nil {
 		s.index = strings.TrimSpace(tree)
 	}
+	s.files = map[string]string{}
+	var dirs []string
+	for _, what := range []string{"--git-common-dir", "--git-dir"} {
+		p, err := g.Run(ctx, safeGit("rev-parse", what)...)
+		if err != nil {
+			return s, fmt.Errorf("read git state: %w", err)
+		}
+		if p = strings.TrimSpace(p); !filepath.IsAbs(p) {
+			p = filepath.Join(g.Dir, p)
+		}
+		dirs = append(dirs, p)
+	}
+	// Not --git-path: under safeGit it would name core.hooksPath's
+	// override, not the repository's hooks.
+	paths := []string{filepath.Join(dirs[0], "config"), filepath.Join(dirs[1], "config.worktree"), filepath.Join(dirs[0], "hooks")}
+	hooks := paths[2]
+	if entries, err := os.ReadDir(hooks); err == nil {
+		for _, e := range entries {
+			paths = append(paths, filepath.Join(hooks, e.Name()))
+		}
+	}
+	for _, p := range paths[:2] {
+		s.files[p] = readCapped(p)
+	}
+	for _, p := range paths[3:] {
+		s.files[p] = readCapped(p)
+	}
 	return s, nil
+}
+
+// readCapped is the file at p ("" when it is absent or not a regular
+// file), read up to maxGitFile bytes, with its mode so a hook made
+// executable is a change.
+func readCapped(p string) string {
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
+		if err == nil {
+			return "not a regular file: " + fi.Mode().String()
+		}
+		return ""
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	b := make([]byte, maxGitFile)
+	n, _ := io.ReadFull(f, b)
+	return fi.Mode().String() + "\n" + string(b[:n])
 }
 
 // changes says, in words, how after differs from s; nil when it does not.
@@ -552,6 +616,11 @@ func (s gitState) changes(after gitState) []string {
 			out = append(out, "moved "+name)
 		}
 	}
+	for _, p := range sortedRefs(s.files, after.files) {
+		if s.files[p] != after.files[p] {
+			out = append(out, "changed the repository's "+filepath.Base(p))
+		}
+	}
 	if after.index != s.index && len(out) == 0 {
 		if after.index == "" {
 			out = append(out, "left the index with unmerged entries")
@@ -573,6 +642,26 @@ func sortedRefs(a, b map[string]string) []string {
 	return sortedKeys(seen)
 }
 
+// restoreFile puts back a file readCapped read as was: removed when it
+// was absent, else rewritten with its mode.
+func restoreFile(p, was string) error {
+	if was == "" || strings.HasPrefix(was, "not a regular file") {
+		if was == "" {
+			return os.RemoveAll(p)
+		}
+		return nil
+	}
+	mode, content, _ := strings.Cut(was, "\n")
+	perm := os.FileMode(0o644)
+	if strings.Contains(mode, "x") {
+		perm = 0o755
+	}
+	if err := os.RemoveAll(p); err != nil {
+		return err
+	}
+	return os.WriteFile(p, []byte(content), perm)
+}
+
 // undoHistory is PR-V2 after a fixer ran in g: whatever it did to HEAD,
 // the refs and the stash is detected, logged, noted and put back, so its
 // commits are unreachable and only its tree counts (the pool takes the
@@ -591,8 +680,19 @@ func (w *GitWorkspace) undoHistory(ctx context.Context, id string, g *repo.Git, 
 	msg := fmt.Sprintf("fixer of %s %s; converge discarded that and takes only its tree's difference from the round's base (PR-V2)", id, strings.Join(what, ", "))
 	w.logf("%s", msg)
 	w.vs.note(msg)
+	// The config and hooks first: the git commands below must not run
+	// what a fixer planted there.
+	for _, p := range sortedRefs(before.files, after.files) {
+		was := before.files[p]
+		if was == after.files[p] {
+			continue
+		}
+		if err := restoreFile(p, was); err != nil {
+			return fmt.Errorf("undo the fixer's history: %w", err)
+		}
+	}
 	for _, state := range []string{"rebase-merge", "rebase-apply", "MERGE_HEAD", "CHERRY_PICK_HEAD", "REVERT_HEAD", "BISECT_LOG"} {
-		if p, err := g.Run(ctx, "rev-parse", "--git-path", state); err == nil {
+		if p, err := g.Run(ctx, safeGit("rev-parse", "--git-path", state)...); err == nil {
 			p = strings.TrimSpace(p)
 			if !filepath.IsAbs(p) {
 				p = filepath.Join(g.Dir, p)
@@ -600,11 +700,11 @@ func (w *GitWorkspace) undoHistory(ctx context.Context, id string, g *repo.Git, 
 			_ = os.RemoveAll(p)
 		}
 	}
-	if _, err := g.Run(ctx, "update-ref", "--no-deref", "HEAD", before.head); err != nil {
+	if _, err := g.Run(ctx, safeGit("update-ref", "--no-deref", "HEAD", before.head)...); err != nil {
 		return fmt.Errorf("undo the fixer's history: %w", err)
 	}
 	if before.symref != "" {
-		if _, err := g.Run(ctx, "symbolic-ref", "HEAD", before.symref); err != nil {
+		if _, err := g.Run(ctx, safeGit("symbolic-ref", "HEAD", before.symref)...); err != nil {
 			return fmt.Errorf("undo the fixer's history: %w", err)
 		}
 	}
@@ -613,9 +713,9 @@ func (w *GitWorkspace) undoHistory(ctx context.Context, id string, g *repo.Git, 
 		now := after.refs[name]
 		switch {
 		case !had:
-			_, err = g.Run(ctx, "update-ref", "-d", name)
+			_, err = g.Run(ctx, safeGit("update-ref", "-d", name)...)
 		case was != now:
-			_, err = g.Run(ctx, "update-ref", name, was)
+			_, err = g.Run(ctx, safeGit("update-ref", name, was)...)
 		}
 		if err != nil {
 			return fmt.Errorf("undo the fixer's history: %w", err)

@@ -173,3 +173,39 @@ echo '` + tc.record + `'`)
 		})
 	}
 }
+
+// TestPR_V2_FixerHooksAndConfigAreUndone: a fixer that plants hooks in
+// the shared repository (post-commit, pre-push) and a config entry that
+// would run a program inside converge's own git commands
+// (core.fsmonitor) has them detected, noted and removed before
+// converge commits and pushes: none of them runs.
+func TestPR_V2_FixerHooksAndConfigAreUndone(t *testing.T) {
+	t.Parallel()
+	_, _, fix := notesPR(t)
+	ran := filepath.Join(t.TempDir(), "ran")
+	res, _, ws := fix(`cat > /dev/null
+sed -i 's/^two$/TWO/' notes.txt
+hooks=$(git rev-parse --git-path hooks)
+mkdir -p "$hooks"
+for h in post-commit pre-push pre-commit; do
+  printf '#!/bin/sh\necho %s >> ` + ran + `\n' $h > "$hooks/$h"
+  chmod +x "$hooks/$h"
+done
+git config core.fsmonitor 'echo fsmonitor >> ` + ran + `; false'
+echo '` + okRecord + `'`)
+	if len(res.Addressed) != 1 || res.CommitSHA == "" {
+		t.Fatalf("%+v; want the fix addressed and pushed", res)
+	}
+	if b, err := os.ReadFile(ran); err == nil {
+		t.Errorf("a fixer's hook or config ran inside converge's git: %s", b)
+	}
+	notes := strings.Join(res.Notes, "\n")
+	for _, want := range []string{"changed the repository's post-commit", "changed the repository's pre-push", "changed the repository's config"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes %q lack %q", notes, want)
+		}
+	}
+	if out, err := exec.Command("git", "-C", ws.worktree.Dir, "config", "--get", "core.fsmonitor").Output(); err == nil {
+		t.Errorf("core.fsmonitor is still set: %s", out)
+	}
+}
