@@ -35,9 +35,6 @@ type GitWorkspace struct {
 	// RecapJudge decides the recap gate's verdict (PR-G2); nil: every
 	// recap is a HAND-OFF.
 	RecapJudge *recap.Judge
-	// Verifier is the judge agent asked whether each fix addresses its
-	// finding (PR-V1(b)); nil: the diff's proof alone decides.
-	Verifier agent.Agent
 	AgentEnv   []string      // scrubbed environment for agents (AG-B1)
 	Budget     time.Duration // per agent run (AG-T1)
 	// MaxFixers is how many fixers of a round run at once, one per file,
@@ -46,6 +43,9 @@ type GitWorkspace struct {
 	// Models is the fixer's model escalation ladder, the default first
 	// (AG-E1); empty means the backend's one configured model.
 	Models []string
+	// Verifier is the judge agent asked whether each fix addresses its
+	// finding (PR-V1(b)); nil: the diff's proof alone decides.
+	Verifier agent.Agent
 	// TestBudget time-boxes each build/test run (AG-T5); zero means
 	// DefaultTestBudget.
 	TestBudget time.Duration
