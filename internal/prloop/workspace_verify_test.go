@@ -209,3 +209,38 @@ echo '` + okRecord + `'`)
 		t.Errorf("core.fsmonitor is still set: %s", out)
 	}
 }
+
+// TestPR_V1_OutdatedFindingIsMappedFromItsCommit: a finding whose thread
+// is outdated (no line on the head) was written on line 8 of an earlier
+// commit; the PR added five lines above it since, so it is line 13 of
+// the head. A fix there is addressed, its proof naming line 13; a fix at
+// line 8 of the head, where the comment's number points now, is not.
+func TestPR_V1_OutdatedFindingIsMappedFromItsCommit(t *testing.T) {
+	t.Parallel()
+	lines := "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n"
+	pr, bare := localPR(t, map[string]string{"notes.txt": lines}, map[string]string{"notes.txt": "a\nb\nc\nd\ne\n" + lines})
+	orig := gitOut(t, "--git-dir", bare, "rev-parse", "refs/heads/main")
+	finding := []Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", Outdated: true, OrigStart: 8, OrigEnd: 8, OriginalCommit: orig, Summary: "eight is wrong"}}
+	for _, tc := range []struct {
+		name, sed string
+		addressed bool
+	}{
+		{"at the mapped line", "s/^eight$/EIGHT/", true},
+		{"at the stale number", "8s/.*/EIGHT?/", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := commandAgent(t, "cat > /dev/null\nsed -i '"+tc.sed+"' notes.txt\necho '"+okRecord+"'", 0)
+			ws := testWorkspace(t, bare, a, "")
+			res, err := ws.Fix(context.Background(), pr, 1, finding)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (len(res.Addressed) == 1) != tc.addressed {
+				t.Fatalf("%+v; want addressed %v", res, tc.addressed)
+			}
+			if tc.addressed && !strings.Contains(res.Proven["T1"], "notes.txt line 13 changed (the finding's line 13") {
+				t.Errorf("proven %q, want line 13", res.Proven["T1"])
+			}
+		})
+	}
+}
