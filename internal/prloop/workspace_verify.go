@@ -151,7 +151,7 @@ func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round i
 	if err != nil {
 		return nil, err
 	}
-	failed2, err := w.verifyChange(ctx, pr, kept, [][]verify.FileDiff{keptDiff}, again, outs2, runs2, prDiff)
+	failed2, err := w.verifyChange(ctx, pr, kept, [][]verify.FileDiff{keptDiff}, fs, outs2, runs2, prDiff)
 	if err != nil {
 		return nil, err
 	}
@@ -163,9 +163,9 @@ func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round i
 		o := outs2[f.ID]
 		why1 := failed[f.ID]
 		switch {
-		case o.Status == agent.StatusComplete && failed2[f.ID] == "":
+		case failed2[f.ID] == "" && o.Status == agent.StatusComplete:
 			outcomes[f.ID] = o
-		case o.Status == agent.StatusComplete:
+		case failed2[f.ID] != "":
 			outcomes[f.ID] = agent.FindingOutcome{FindingID: f.ID, Status: agent.StatusBlocked,
 				Reason: fmt.Sprintf("converge could not verify the fix: %s; dispatched again with that reason, the new fix failed too: %s", why1, failed2[f.ID])}
 		default:
@@ -217,7 +217,8 @@ func (w *GitWorkspace) flushNotes() {
 // verifyChange checks the change staged in the run's worktree against
 // from (the head, or the checkpoint of a re-dispatch; mapped maps a
 // finding's lines from the head to from): PR-V3 on the whole change
-// since the head, undoing the change of every fixer that broke it, then
+// since the head, with every finding of the round (fs) as what may ask
+// for a protected change, undoing the change of every fixer that broke it, then
 // PR-V1 on each finding a fixer reported complete. It returns the
 // findings that failed, with why; their outcomes are blocked, and the
 // change of a fixer none of whose findings passed is undone too.
@@ -269,9 +270,15 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 			}
 		}
 	}
+	ours, err := w.stagedDiff(ctx, from)
+	if err != nil {
+		return nil, err
+	}
 	for _, v := range violations {
-		// A change no fixer's files account for is not kept either.
-		if !undo[v.Path] {
+		// A change no fixer's files account for is not kept either; one
+		// from before from (an earlier pass of the round) is not this
+		// pass's to undo.
+		if !undo[v.Path] && verify.File(ours, v.Path) != nil {
 			undo[v.Path] = true
 			w.vs.note("undone: " + v.Why)
 		}
