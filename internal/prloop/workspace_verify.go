@@ -283,6 +283,15 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 			w.vs.note("undone: " + v.Why)
 		}
 	}
+	// A change in no fixer's files was made outside the fixers' own
+	// worktrees (into the run's, say): nothing vouches for it.
+	for _, d := range ours {
+		if p := d.Path(); !undo[p] && !changedByRun(runs, d) {
+			undo[p] = true
+			w.logf("%s changed outside every fixer's worktree; undone", p)
+			w.vs.note(p + " was changed outside every fixer's worktree; undone")
+		}
+	}
 	if err := w.restorePaths(ctx, from, undo); err != nil {
 		return nil, err
 	}
@@ -341,6 +350,16 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 		outcomes[id] = agent.FindingOutcome{FindingID: id, Status: agent.StatusBlocked, Reason: why}
 	}
 	return failed, nil
+}
+
+// changedByRun reports whether an applied run of runs changed d's file.
+func changedByRun(runs []fixerRun, d verify.FileDiff) bool {
+	for _, r := range runs {
+		if r.applied && (slices.Contains(r.files, d.OldPath) || slices.Contains(r.files, d.NewPath)) {
+			return true
+		}
+	}
+	return false
 }
 
 // prove is PR-V1(a) for one finding: its lines on the head, followed

@@ -244,3 +244,27 @@ func TestPR_V1_OutdatedFindingIsMappedFromItsCommit(t *testing.T) {
 		})
 	}
 }
+
+// TestPR_V2_ChangeOutsideTheFixersWorktreeIsUndone: a fixer that fixes
+// its line in its own worktree and also writes into the run's worktree
+// (which git worktree list names) has that second change undone: only
+// what a fixer changed in its own worktree is taken.
+func TestPR_V2_ChangeOutsideTheFixersWorktreeIsUndone(t *testing.T) {
+	t.Parallel()
+	_, bare, fix := notesPR(t)
+	res, _, _ := fix(`cat > /dev/null
+sed -i 's/^two$/TWO/' notes.txt
+for wt in $(git worktree list --porcelain | sed -n 's/^worktree //p'); do
+  [ "$wt" = "$PWD" ] || echo sneaked >> "$wt/notes_test.go"
+done
+echo '` + okRecord + `'`)
+	if len(res.Addressed) != 1 || res.CommitSHA == "" {
+		t.Fatalf("%+v; want the fix addressed and pushed", res)
+	}
+	if got := gitOut(t, "--git-dir", bare, "show", res.CommitSHA+":notes_test.go"); strings.Contains(got, "sneaked") {
+		t.Errorf("a change made outside the fixer's worktree was pushed:\n%s", got)
+	}
+	if !strings.Contains(strings.Join(res.Notes, "\n"), "notes_test.go was changed outside every fixer's worktree") {
+		t.Errorf("notes %q do not say so", res.Notes)
+	}
+}
