@@ -156,6 +156,7 @@ func lockClone(dir string) (unlock func()) {
 func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (res FixResult, err error) {
 	res = FixResult{Round: round}
 	w.usage, w.notes = agent.Usage{}, nil
+	w.vs.tree = ""
 	defer func() { res.Usage, res.Notes = w.usage, w.notes }()
 	defer func() { res.Proven = w.provenFor(res.Addressed) }()
 	if err := w.atHead(ctx, pr); err != nil {
@@ -219,6 +220,9 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	}
 	if len(applied) == 0 {
 		return res, nil
+	}
+	if err := w.restoreVerified(ctx); err != nil {
+		return res, err
 	}
 	msg := commitMessage(round, ordered, res.Addressed)
 	sha, err := w.worktree.Commit(ctx, repo.CommitOptions{

@@ -38,6 +38,8 @@ type verifyState struct {
 	// notes are what the fixers did to git that converge undid (PR-V2)
 	// and the changes it undid (PR-V3), for the round's record.
 	notes []string
+	// tree is the tree object the last apply verified.
+	tree string
 }
 
 func (v *verifyState) note(s string) {
@@ -97,6 +99,45 @@ func findingWhere(f Finding) string {
 // with a reason that quotes it. The verified change is left staged on
 // the head, as applyFixers leaves its own.
 func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
+	outcomes, err := w.applyVerified(ctx, pr, round, fs)
+	if err != nil {
+		return nil, err
+	}
+	// What was verified is what gets committed, whatever the tests
+	// that run next write into the tree (restoreVerified).
+	if _, err := w.worktree.Run(ctx, "add", "-A", "--", "."); err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	tree, err := w.worktree.Run(ctx, "write-tree")
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	w.vs.mu.Lock()
+	w.vs.tree = strings.TrimSpace(tree)
+	w.vs.mu.Unlock()
+	return outcomes, nil
+}
+
+// restoreVerified puts the worktree back on the tree the last apply
+// verified: the build and tests run in between run code of the change,
+// which may write files, and only what was verified is committed.
+func (w *GitWorkspace) restoreVerified(ctx context.Context) error {
+	w.vs.mu.Lock()
+	tree := w.vs.tree
+	w.vs.mu.Unlock()
+	if tree == "" {
+		return nil
+	}
+	for _, args := range [][]string{{"read-tree", "--reset", "-u", tree}, {"clean", "-fdq"}} {
+		if _, err := w.worktree.Run(ctx, args...); err != nil {
+			return fmt.Errorf("restore the verified tree: %w", err)
+		}
+	}
+	return nil
+}
+
+// applyVerified is apply without recording the tree.
+func (w *GitWorkspace) applyVerified(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
 	w.vs.mu.Lock()
 	if w.vs.proven == nil {
 		w.vs.proven = map[string]string{}

@@ -268,3 +268,27 @@ echo '` + okRecord + `'`)
 		t.Errorf("notes %q do not say so", res.Notes)
 	}
 }
+
+// TestPR_V3_WhatTheTestsWriteIsNotCommitted: the build/test step runs the
+// change's code after it was verified; what that writes into the tree (a
+// new file, an edit of a tracked one) is not committed: the commit is the
+// verified tree.
+func TestPR_V3_WhatTheTestsWriteIsNotCommitted(t *testing.T) {
+	t.Parallel()
+	pr, bare := localPR(t, map[string]string{"notes.txt": "one\n"}, map[string]string{"notes.txt": "one\ntwo\nthree\n"})
+	a := commandAgent(t, "cat > /dev/null\nsed -i 's/^two$/TWO/' notes.txt\necho '"+okRecord+"'", 0)
+	ws := testWorkspace(t, bare, a, "echo planted > backdoor.txt; echo appended >> notes.txt")
+	res, err := ws.Fix(context.Background(), pr, 1, []Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", EndLine: 2, Summary: "two"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Addressed) != 1 || res.CommitSHA == "" {
+		t.Fatalf("%+v; want the fix pushed", res)
+	}
+	if files := gitOut(t, "--git-dir", bare, "ls-tree", "--name-only", res.CommitSHA); strings.Contains(files, "backdoor.txt") {
+		t.Errorf("a file the tests wrote was committed: %s", files)
+	}
+	if got := gitOut(t, "--git-dir", bare, "show", res.CommitSHA+":notes.txt"); got != "one\nTWO\nthree" {
+		t.Errorf("notes.txt committed as %q, want the verified fix only", got)
+	}
+}
