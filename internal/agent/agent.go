@@ -97,6 +97,11 @@ type Task struct {
 	// NEEDS_CONTEXT (AG-T2): file contents, related discussion. It may
 	// quote untrusted text, so prompts quote it as data.
 	Context string
+	// Rejected is, on a re-dispatch, why converge rejected the change
+	// an earlier run of this task made (PR-V1, PR-V3): the task's lines
+	// left untouched, a test deleted, an unexplained file. It may quote
+	// untrusted text, so prompts quote it as data.
+	Rejected string
 	// Env is the complete environment a subprocess gets, already scrubbed
 	// (see ScrubEnv). Nil does not mean "inherit": subprocess backends fall
 	// back to ScrubEnv(os.Environ()) so a forgotten Env never leaks a token.
@@ -148,6 +153,10 @@ type StatusRecord struct {
 	ImplementerStatus     string   `json:"implementer_status,omitempty"`
 	Concerns              []string `json:"concerns,omitempty"`
 	Reason                string   `json:"reason,omitempty"`
+	// FileReasons says, per file, why the run changed it: a file changed
+	// for a finding about the whole pull request, or a file added, counts
+	// as explained only with a reason here (PR-V1, PR-V3).
+	FileReasons map[string]string `json:"file_reasons,omitempty"`
 }
 
 // FindingOutcome is what became of one finding of a Task. Backends that

@@ -40,5 +40,12 @@ func RedactRecord(r StatusRecord, secrets []string) StatusRecord {
 		}
 		r.Concerns = cs
 	}
+	if r.FileReasons != nil {
+		fr := make(map[string]string, len(r.FileReasons))
+		for p, why := range r.FileReasons {
+			fr[red(p)] = red(why)
+		}
+		r.FileReasons = fr
+	}
 	return r
 }

@@ -279,6 +279,11 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		Models:     p.AgentModels,
 	}
 	ws.AllowUntested = p.AllowUntested // PR-V4
+	if p.Judge != nil && p.Judge.Agent != nil {
+		// The judge agent also verifies each fix against its finding
+		// (PR-V1(b)).
+		ws.Verifier = p.Judge.Agent
+	}
 	var classifier *classify.Judge
 	if p.Judge != nil && p.Judge.Agent != nil {
 		// The judge agent also decides the comments the classifier's

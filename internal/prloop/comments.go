@@ -168,7 +168,7 @@ func commentReplyBody(rec ThreadRecord, pr *forge.PullRequest, who, body string)
 	b.WriteString("\n")
 	switch rec.Disposition {
 	case DispAddressed:
-		fmt.Fprintf(&b, "Addressed in %s.", commitLink(pr.URL, rec.HeadSHA))
+		fmt.Fprintf(&b, "Addressed in %s%s.", commitLink(pr.URL, rec.HeadSHA), provenWords(rec.Reason))
 	case DispDeferred:
 		fmt.Fprintf(&b, "Deferred to a human: %s.", defang(rec.Reason))
 	default:

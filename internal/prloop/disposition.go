@@ -39,7 +39,8 @@ func disposition(id string, fix *FixResult, staleFrom int, held ...Hold) (disp D
 	}
 	for _, a := range fix.Addressed {
 		if a == id {
-			return DispAddressed, ""
+			// What was proven of the fix (PR-V1), for the reply.
+			return DispAddressed, fix.Proven[id]
 		}
 	}
 	return "", ""
@@ -57,7 +58,7 @@ func replyBody(rec ThreadRecord, prURL, author string) string {
 	var b strings.Builder
 	switch rec.Disposition {
 	case DispAddressed:
-		fmt.Fprintf(&b, "Addressed in %s.", commitLink(prURL, rec.HeadSHA))
+		fmt.Fprintf(&b, "Addressed in %s%s.", commitLink(prURL, rec.HeadSHA), provenWords(rec.Reason))
 	case DispStale:
 		fmt.Fprintf(&b, "Stale: converge already addressed this and %s; resolving it again.", defang(rec.Reason))
 	case DispDeferred:
@@ -74,6 +75,18 @@ func replyBody(rec ThreadRecord, prURL, author string) string {
 	b.WriteString("\n\n")
 	b.WriteString(Marker(rec.ThreadID, rec.HeadSHA, rec.Disposition))
 	return b.String()
+}
+
+// provenWords is what converge proved of an addressed finding's fix
+// (PR-V1), as the reply quotes it: ": summary.go lines 18-21 changed
+// (…)", or nothing when the record has none (a fix recovered after a
+// crash, whose proof was not recorded).
+func provenWords(proven string) string {
+	proven = strings.TrimSpace(proven)
+	if proven == "" {
+		return ""
+	}
+	return ": proven by the change, " + defang(text.Clip(text.OneLine(proven), 500))
 }
 
 // commitLink links the fixing commit; GitHub renders the PR commit URL as a

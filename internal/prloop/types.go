@@ -528,6 +528,10 @@ type FixResult struct {
 	// record (AG-T2, AG-E1): concerns of a DONE_WITH_CONCERNS, and a
 	// fixer that needed more context or a stronger model.
 	Notes []string `json:"notes,omitempty"`
+	// Proven says, per addressed finding, what converge proved of its
+	// fix (PR-V1): the lines the change touched, the verifier's reason.
+	// Its reply quotes it.
+	Proven map[string]string `json:"proven,omitempty"`
 	// Sync marks the outcome of a base sync (PR-S14), not of fixers:
 	// CommitSHA is the merge commit, and SyncWhy says why there is none.
 	Sync    bool   `json:"sync,omitempty"`

@@ -43,6 +43,9 @@ type GitWorkspace struct {
 	// Models is the fixer's model escalation ladder, the default first
 	// (AG-E1); empty means the backend's one configured model.
 	Models []string
+	// Verifier is the judge agent asked whether each fix addresses its
+	// finding (PR-V1(b)); nil: the diff's proof alone decides.
+	Verifier agent.Agent
 	// TestBudget time-boxes each build/test run (AG-T5); zero means
 	// DefaultTestBudget.
 	TestBudget time.Duration
@@ -55,7 +58,8 @@ type GitWorkspace struct {
 	// without it such a fix is handed off "no test command" (PR-V4).
 	AllowUntested bool
 	// TestsMayGo says which tests the round's findings ask to remove: a
-	// candidate may lose those from its census (PR-V4). Nil: none.
+	// candidate may lose those from its census (PR-V4). Nil: a test a
+	// finding names and asks to remove or skip (verify.TestMayGo).
 	TestsMayGo func(findings []Finding) func(testID string) bool
 
 	clone    *repo.Git
@@ -72,6 +76,8 @@ type GitWorkspace struct {
 	// mayGo the tests its findings ask to remove.
 	censuses []TestCensus
 	mayGo    func(testID string) bool
+	// vs is the verification of that Fix (PR-V1, PR-V2, PR-V3).
+	vs verifyState
 }
 
 // DefaultTestBudget is the time-box of one build/test run (AG-T5, PR-S10).
@@ -149,9 +155,11 @@ func (w *GitWorkspace) Cleanup(ctx context.Context) error {
 func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (res FixResult, err error) {
 	res = FixResult{Round: round}
 	w.usage, w.notes = agent.Usage{}, nil
+	w.vs.tree = ""
 	defer func() { res.Usage, res.Notes = w.usage, w.notes }()
 	w.beginCensus(findings)
 	defer func() { res.Censuses = w.endCensus(pr.HeadSHA, res.CommitSHA) }()
+	defer func() { res.Proven = w.provenFor(res.Addressed) }()
 	if err := w.atHead(ctx, pr); err != nil {
 		return res, err
 	}
@@ -216,6 +224,9 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	}
 	if len(applied) == 0 {
 		return res, nil
+	}
+	if err := w.restoreVerified(ctx); err != nil {
+		return res, err
 	}
 	msg := commitMessage(round, ordered, res.Addressed)
 	sha, err := w.worktree.Commit(ctx, repo.CommitOptions{

@@ -56,7 +56,18 @@ func fixerTasks(fs []Finding) ([]pool.Task, map[string]fixerTask) {
 	return tasks, byID
 }
 
-// apply runs the round's fixers on fs from the clean head, at most
+// fixerRun is what one fixer of a round did, for the round's
+// verification (PR-V1, PR-V3): its findings, the files its change
+// touched in the combined tree, and the files its record explains.
+type fixerRun struct {
+	id        string
+	findings  []Finding
+	files     []string
+	explained map[string]string
+	applied   bool
+}
+
+// applyFixers runs the round's fixers on fs from the clean head, at most
 // MaxFixers at once, each in its own worktree, and combines their changes
 // in the run's worktree (AG-P1). Each fixer is dispatched by the status
 // protocol (agent.Runner.Dispatch): extended as AG-T1 allows, retried when
@@ -64,11 +75,11 @@ func fixerTasks(fs []Finding) ([]pool.Task, map[string]fixerTask) {
 // escalated along Models. Every finding gets an outcome with a reason a
 // human can act on; a fixer that could not run, even on its retry, is the
 // run's *agent.RunFailure.
-func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
+func (w *GitWorkspace) applyFixers(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, []fixerRun, error) {
 	tasks, byID := fixerTasks(fs)
 	dir, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID+".fixers"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The run holds its PR's lock, so fixer worktrees already in its
 	// directory are a killed process's: gone before new ones are made.
@@ -76,7 +87,7 @@ func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round i
 	swept, err := pool.Sweep(ctx, w.worktree, dir)
 	unlock()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(swept) > 0 {
 		w.logf("removed %d fixer worktree(s) a killed run left", len(swept))
@@ -90,18 +101,21 @@ func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round i
 		Logf: w.logf,
 	})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := map[string]agent.FindingOutcome{}
+	var runs []fixerRun
 	for _, r := range results {
 		w.usage.Add(r.Value.Usage)
 	}
 	for _, r := range results {
 		var fail *agent.RunFailure
 		if errors.As(r.Err, &fail) {
-			return nil, fail
+			return nil, nil, fail
 		}
 		d := r.Value
+		runs = append(runs, fixerRun{id: r.Task.ID, findings: byID[r.Task.ID].findings, files: r.Files,
+			explained: d.Result.Record.FileReasons, applied: r.Applied && r.Err == nil})
 		if len(d.Concerns) > 0 {
 			w.logf("fixer of %s reported %s with concerns: %s", r.Task.ID, d.Status, text.Clip(strings.Join(d.Concerns, "; "), 400))
 			w.notes = append(w.notes, fmt.Sprintf("fixer of %s: %s with concerns: %s", r.Task.ID, d.Status, text.Clip(strings.Join(d.Concerns, "; "), 400)))
@@ -127,22 +141,38 @@ func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round i
 			out[f.ID] = o
 		}
 	}
-	return out, nil
+	return out, runs, nil
 }
 
 // dispatch runs one fixer on fs in tree. Its change is kept only when it
 // addressed at least one finding.
 func (w *GitWorkspace) dispatch(ctx context.Context, pr *forge.PullRequest, round int, id string, fs []Finding, tree *pool.Tree) (agent.Dispatched, error) {
+	before, err := readGitState(ctx, tree.Git)
+	if err != nil {
+		return agent.Dispatched{}, err
+	}
 	r := agent.Runner{
 		Agent: w.Agent,
-		Reset: tree.Reset,
+		// What a run did to git is undone before its retry's reset runs
+		// git in the tree (PR-V2).
+		Reset: func(ctx context.Context) error {
+			if err := w.undoHistory(ctx, id, tree.Git, before); err != nil {
+				return err
+			}
+			return tree.Reset(ctx)
+		},
 		Logf: func(format string, args ...any) {
 			w.logf("fixer of %s: "+format, append([]any{id}, args...)...)
 		},
 	}
-	d, err := r.Dispatch(ctx, w.task(round, tree.Dir, fs), w.Models, func(agent.StatusRecord) string {
+	t := w.task(round, tree.Dir, fs)
+	t.Rejected = w.rejectedFor(fs)
+	d, err := r.Dispatch(ctx, t, w.Models, func(agent.StatusRecord) string {
 		return moreContext(ctx, tree, pr, fs)
 	})
+	if gerr := w.undoHistory(ctx, id, tree.Git, before); gerr != nil && err == nil {
+		return d, gerr
+	}
 	if err != nil {
 		return d, err
 	}

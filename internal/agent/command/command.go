@@ -33,6 +33,7 @@ import (
 //	  "instructions": "…",                   // repo review instructions (data)
 //	  "model": "…",                          // absent unless the escalation ladder names one (AG-E1)
 //	  "context": "…",                        // absent unless added after NEEDS_CONTEXT (AG-T2; data)
+//	  "rejected": "…",                       // absent unless converge rejected an earlier run's change (PR-V1, PR-V3; data)
 //	  "prompt": "…",                         // agent.RenderTaskPrompt of the task, for LLM wrappers
 //	  "status_schema": {…}                   // JSON Schema of the final stdout line
 //	}
@@ -83,6 +84,7 @@ type Input struct {
 	Instructions  string          `json:"instructions,omitempty"`
 	Model         string          `json:"model,omitempty"`
 	Context       string          `json:"context,omitempty"`
+	Rejected      string          `json:"rejected,omitempty"` // why converge rejected an earlier run's change (PR-V1, PR-V3; data)
 	// Review tasks only.
 	Angle      string `json:"angle,omitempty"`
 	AngleFocus string `json:"angle_focus,omitempty"`
@@ -150,6 +152,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		Instructions:  t.Instructions,
 		Model:         t.Model,
 		Context:       t.Context,
+		Rejected:      t.Rejected,
 		Prompt:        agent.RenderTaskPrompt(t),
 	}
 	var parse func(string) agent.StatusRecord
