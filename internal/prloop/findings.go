@@ -133,6 +133,13 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 		if last != nil && last.Disposition == DispAddressed && len(t.Comments) > 0 && !isSelf(t.Comments[0].Author, c) &&
 			trusted(t.Comments[0].Author, o, c) && inHistory(o.PR, last.Head) == historyAbsent {
 			v.Kind, v.Reopened = thDropped, true
+			return v
+		}
+		if last != nil && len(t.Comments) > 0 && !isSelf(t.Comments[0].Author, c) && trustedSpokeAfter(t, last.Index, o, c) {
+			// PR-V6: a trusted comment after converge's last reply makes
+			// the thread actionable again although it stays resolved;
+			// triage unresolves it and takes it up.
+			v.Kind, v.Reopened = thFinding, true
 		}
 		return v
 	case len(t.Comments) == 0:
@@ -234,6 +241,49 @@ func lastResolveRecord(recs []ThreadRecord, id string, round int) *ThreadRecord 
 	return last
 }
 
+// trustedSpokeAfter reports a comment by a trusted author (SEC-1) after
+// the comment at idx (PR-V6).
+func trustedSpokeAfter(t forge.Thread, idx int, o Observation, c Config) bool {
+	for i := idx + 1; i < len(t.Comments); i++ {
+		if a := t.Comments[i].Author; !isSelf(a, c) && trusted(a, o, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// threadText is what a finding of t says (PR-V6): the comments since
+// converge's last reply in it, or the whole thread when converge never
+// replied; one comment's body as it is, several each under its author.
+// Classifier, judge and fixer all read it, so a reviewer's answer to a
+// fix is what the next fix works on, not the first comment again.
+func threadText(t forge.Thread, c Config) string {
+	start := 0
+	if ms := threadMarkers(t, c); len(ms) > 0 {
+		start = ms[len(ms)-1].Index + 1
+	}
+	var since []forge.Comment
+	for _, cm := range t.Comments[min(start, len(t.Comments)):] {
+		if !isSelf(cm.Author, c) {
+			since = append(since, cm)
+		}
+	}
+	switch len(since) {
+	case 0:
+		if len(t.Comments) == 0 {
+			return ""
+		}
+		return t.Comments[0].Body
+	case 1:
+		return since[0].Body
+	}
+	parts := make([]string, 0, len(since))
+	for _, cm := range since {
+		parts = append(parts, "@"+cm.Author+" wrote:\n"+cm.Body)
+	}
+	return strings.Join(parts, "\n\n")
+}
+
 func humanSpokeAfter(t forge.Thread, idx int, c Config) bool {
 	for i := idx + 1; i < len(t.Comments); i++ {
 		if !isSelf(t.Comments[i].Author, c) {
@@ -263,9 +313,10 @@ func finding(v threadView, c Config) Finding {
 		path = first.Path
 	}
 	src := source(first.Author, c)
+	body := threadText(t, c)
 	cstart, cend := hunkRange(first.DiffHunk, t.StartLine, end, t.OrigStart, t.OrigLine)
 	class := classify.Heuristic(classify.Comment{ID: t.ID, Source: classSource(first.Author, src, c), Author: first.Author,
-		Path: path, StartLine: cstart, Line: cend, DiffHunk: first.DiffHunk, Body: first.Body})
+		Path: path, StartLine: cstart, Line: cend, DiffHunk: first.DiffHunk, Body: body})
 	verdict := VerdictStructural
 	if class.Verdict == classify.Minor {
 		verdict = VerdictMinor
@@ -276,7 +327,7 @@ func finding(v threadView, c Config) Finding {
 		Path:       path,
 		StartLine:  start,
 		EndLine:    end,
-		Summary:    first.Body,
+		Summary:    body,
 		Verdict:    verdict,
 		Class:      class.String(),
 		Borderline: class.Verdict == classify.Borderline,
