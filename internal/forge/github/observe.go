@@ -169,6 +169,18 @@ type prNode struct {
 			} `json:"commit"`
 		} `json:"nodes"`
 	} `json:"commits"`
+	HeadCommit struct {
+		Nodes []struct {
+			Commit struct {
+				Oid               string `json:"oid"`
+				StatusCheckRollup *struct {
+					Contexts struct {
+						Nodes []contextNode `json:"nodes"`
+					} `json:"contexts"`
+				} `json:"statusCheckRollup"`
+			} `json:"commit"`
+		} `json:"nodes"`
+	} `json:"headCommit"`
 	TimelineItems struct {
 		Nodes []struct {
 			Typename     string    `json:"__typename"`
@@ -222,6 +234,29 @@ type contextNode struct {
 	State       string `json:"state"`
 	Description string `json:"description"`
 	TargetURL   string `json:"targetUrl"`
+}
+
+// addDetails copies what the head's checks say about themselves (output,
+// annotations, descriptions; read apart, on the head alone) onto the
+// head's contexts, matched by kind and name in order.
+func addDetails(pr *forge.PullRequest, n *prNode) {
+	hc := n.HeadCommit.Nodes
+	if len(hc) != 1 || hc[0].Commit.Oid != n.Commits.Nodes[len(n.Commits.Nodes)-1].Commit.Oid || hc[0].Commit.StatusCheckRollup == nil {
+		return
+	}
+	used := map[int]bool{}
+	for _, x := range hc[0].Commit.StatusCheckRollup.Contexts.Nodes {
+		d := x.toContext()
+		for i := range pr.Checks.Contexts {
+			cx := &pr.Checks.Contexts[i]
+			if used[i] || cx.IsStatus != d.IsStatus || cx.Name != d.Name {
+				continue
+			}
+			used[i] = true
+			cx.Title, cx.Summary, cx.Text, cx.URL, cx.Annotations, cx.Description = d.Title, d.Summary, d.Text, d.URL, d.Annotations, d.Description
+			break
+		}
+	}
 }
 
 func (x contextNode) toContext() forge.CheckContext {
@@ -418,6 +453,7 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 			for _, x := range roll.Contexts.Nodes {
 				pr.Checks.Contexts = append(pr.Checks.Contexts, x.toContext())
 			}
+			addDetails(pr, n)
 		}
 	}
 	for _, ev := range n.TimelineItems.Nodes {
