@@ -296,3 +296,17 @@ func TestPR_T9_MergeStateReadAfterConvergeOwnStatus(t *testing.T) {
 		t.Fatalf("proof merge state %s", term.Proof.MergeState)
 	}
 }
+
+// TestPR_M2_DisposeLeavesAReopenedResolvedThread: --dispose-only fixes
+// nothing, so a resolved thread a reviewer answered in is neither
+// answered "addressed" again nor resolved: a loop run takes it up (PR-V6).
+func TestPR_M2_DisposeLeavesAReopenedResolvedThread(t *testing.T) {
+	pr := newPR("h1")
+	pr.Commits = append(pr.Commits, forge.Commit{SHA: "h2", Parents: []string{"h1"}, Message: "converge: fix\n\n" + CommitTrailer + ": 1\n" + AddressedTrailer + ": T1\n"})
+	pr.HeadSHA = "h2"
+	pr.Threads = []forge.Thread{resolvedAnswered("bob")}
+	d, acts := Dispose(started("h2"), obs(at(0), pr), cfg())
+	if len(acts) != 0 || len(d.Skipped) != 1 || d.Skipped[0] != "T1" {
+		t.Fatalf("dispose acted on a reopened resolved thread: %v, %+v", sig(acts), d)
+	}
+}
