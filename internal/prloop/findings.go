@@ -106,6 +106,9 @@ type threadView struct {
 	Reopened  bool // thFinding: converge resolved it once and it is open again
 	// Marker is converge's last reply marker in the thread, if any.
 	Marker *ReplyMarker
+	// Text is what the thread says since converge's last reply in it
+	// (threadText, PR-V6).
+	Text string
 }
 
 // classifyThreads is the single reading of the thread list that triage,
@@ -120,7 +123,7 @@ func classifyThreads(s State, o Observation, c Config) []threadView {
 }
 
 func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView {
-	v := threadView{T: t}
+	v := threadView{T: t, Text: threadText(t, o, c)}
 	markers := threadMarkers(t, c)
 	var last *markerAt
 	if n := len(markers); n > 0 {
@@ -152,7 +155,7 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 		v.Kind = thUntrusted
 		return v
 	}
-	spoke := last != nil && humanSpokeAfter(t, last.Index, c)
+	spoke := last != nil && trustedSpokeAfter(t, last.Index, o, c)
 	if last != nil && !spoke {
 		// A hand-off stays handed off on every later head until a human
 		// adds to the thread: answered once per hand-off (PR-T11).
@@ -252,19 +255,22 @@ func trustedSpokeAfter(t forge.Thread, idx int, o Observation, c Config) bool {
 	return false
 }
 
-// threadText is what a finding of t says (PR-V6): the comments since
-// converge's last reply in it, or the whole thread when converge never
-// replied; one comment's body as it is, several each under its author.
+// threadText is what a finding of t says (PR-V6): the trusted comments
+// since converge's last reply in it, or the whole thread when converge
+// never replied (its first comment when no trusted one is new); one
+// comment's body as it is, several each under its author.
 // Classifier, judge and fixer all read it, so a reviewer's answer to a
 // fix is what the next fix works on, not the first comment again.
-func threadText(t forge.Thread, c Config) string {
+func threadText(t forge.Thread, o Observation, c Config) string {
 	start := 0
 	if ms := threadMarkers(t, c); len(ms) > 0 {
 		start = ms[len(ms)-1].Index + 1
 	}
 	var since []forge.Comment
 	for _, cm := range t.Comments[min(start, len(t.Comments)):] {
-		if !isSelf(cm.Author, c) {
+		// SEC-1: an untrusted reply in a trusted thread is never an
+		// instruction to the fixer.
+		if !isSelf(cm.Author, c) && trusted(cm.Author, o, c) {
 			since = append(since, cm)
 		}
 	}
@@ -282,15 +288,6 @@ func threadText(t forge.Thread, c Config) string {
 		parts = append(parts, "@"+cm.Author+" wrote:\n"+cm.Body)
 	}
 	return strings.Join(parts, "\n\n")
-}
-
-func humanSpokeAfter(t forge.Thread, idx int, c Config) bool {
-	for i := idx + 1; i < len(t.Comments); i++ {
-		if !isSelf(t.Comments[i].Author, c) {
-			return true
-		}
-	}
-	return false
 }
 
 // finding normalises a trusted thread. Its verdict is the classifier's
@@ -313,7 +310,10 @@ func finding(v threadView, c Config) Finding {
 		path = first.Path
 	}
 	src := source(first.Author, c)
-	body := threadText(t, c)
+	body := v.Text
+	if body == "" {
+		body = first.Body
+	}
 	cstart, cend := hunkRange(first.DiffHunk, t.StartLine, end, t.OrigStart, t.OrigLine)
 	class := classify.Heuristic(classify.Comment{ID: t.ID, Source: classSource(first.Author, src, c), Author: first.Author,
 		Path: path, StartLine: cstart, Line: cend, DiffHunk: first.DiffHunk, Body: body})
