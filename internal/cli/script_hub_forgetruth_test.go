@@ -76,6 +76,9 @@ type truth struct {
 	failing  string         // the check run the CI app fails on every head
 	posted   map[string]bool
 	errs     []string
+	// before is Copilot's latest review when the branch was force-pushed
+	// back: a review after the push is another one.
+	before string
 }
 
 var truths sync.Map // *scriptHub → *truth
@@ -213,6 +216,11 @@ func hubPushAndForceBack(ts *testscript.TestScript, neg bool, h *scriptHub, args
 		ts.Fatalf("usage: hub push-and-force-back author|reviewer")
 	}
 	ctx := context.Background()
+	_, id, _, _ := latestCopilot(h.observe(ts))
+	tr := truthOf(ts, h)
+	tr.mu.Lock()
+	tr.before = id
+	tr.mu.Unlock()
 	pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
 	ts.Check(err)
 	x, branch := pr.HeadSHA, pr.HeadRef
@@ -268,7 +276,11 @@ func hubForcePushes(ts *testscript.TestScript, neg bool, h *scriptHub, args []st
 }
 
 func hubReviewedAfterForcePush(ts *testscript.TestScript, neg bool, h *scriptHub, args []string) {
-	why := reviewedAfterForcePush(h.observe(ts))
+	tr := truthOf(ts, h)
+	tr.mu.Lock()
+	before := tr.before
+	tr.mu.Unlock()
+	why := reviewedAfterForcePush(h.observe(ts), before)
 	switch {
 	case neg && why == "":
 		ts.Fatalf("Copilot's latest review is of the head and after the last force-push, want it not to be")
@@ -278,28 +290,37 @@ func hubReviewedAfterForcePush(ts *testscript.TestScript, neg bool, h *scriptHub
 }
 
 // reviewedAfterForcePush says why Copilot's latest review is not a review
-// of the head submitted after the last force-push ("" when it is).
-func reviewedAfterForcePush(pr *forge.PullRequest) string {
+// of the head submitted after the last force-push ("" when it is): it
+// must be another review than before, the latest when the branch was
+// force-pushed, and not older than the push (the forge's clock has
+// one-second steps, so a review in the push's second is not older).
+func reviewedAfterForcePush(pr *forge.PullRequest, before string) string {
 	fp := pr.LastForcePush()
 	if fp.IsZero() {
 		return "no force-push on the timeline"
 	}
-	var at time.Time
-	var commit, id string
-	for _, r := range pr.Reviews {
-		if strings.EqualFold(r.Author, fakehub.LoginCopilot) && !r.SubmittedAt.Before(at) {
-			at, commit, id = r.SubmittedAt, r.CommitSHA, r.ID
-		}
-	}
+	at, id, commit, ok := latestCopilot(pr)
 	switch {
-	case id == "":
+	case !ok:
 		return "no Copilot review"
+	case id == before:
+		return fmt.Sprintf("Copilot's latest review %s is the one from before the force-push", id)
 	case commit != pr.HeadSHA:
 		return fmt.Sprintf("Copilot's latest review %s is of %s, not the head %s", id, commit, pr.HeadSHA)
-	case !at.After(fp):
-		return fmt.Sprintf("Copilot's latest review %s was submitted at %s, not after the force-push at %s", id, at, fp)
+	case at.Before(fp):
+		return fmt.Sprintf("Copilot's latest review %s was submitted at %s, before the force-push at %s", id, at, fp)
 	}
 	return ""
+}
+
+// latestCopilot is Copilot's latest review on the PR.
+func latestCopilot(pr *forge.PullRequest) (at time.Time, id, commit string, ok bool) {
+	for _, r := range pr.Reviews {
+		if strings.EqualFold(r.Author, fakehub.LoginCopilot) && !r.SubmittedAt.Before(at) {
+			at, id, commit, ok = r.SubmittedAt, r.ID, r.CommitSHA, true
+		}
+	}
+	return at, id, commit, ok
 }
 
 // hubReplyInThread answers in a thread with ACTOR's token over REST
