@@ -15,6 +15,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/repo"
 )
 
@@ -31,6 +32,7 @@ import (
 //	hub reply-in-thread ACTOR SUBSTR BODY   ACTOR replies in the thread whose first comment
 //	                                   holds SUBSTR (resolved or not; it stays as it is)
 //	hub thread-open SUBSTR             that thread is not resolved (! : it is)
+//	hub resolve-thread-as ACTOR SUBSTR ACTOR resolves that thread (GraphQL resolveReviewThread)
 //	hub last-reply SUBSTR WORD         the thread's last comment is converge's reply, and it
 //	                                   holds WORD
 //	hub track-requests                 from now on, note the head each Copilot review
@@ -46,6 +48,7 @@ func init() {
 	hubCmds["reviewed-after-force-push"] = hubReviewedAfterForcePush
 	hubCmds["reply-in-thread"] = hubReplyInThread
 	hubCmds["thread-open"] = hubThreadOpen
+	hubCmds["resolve-thread-as"] = hubResolveThreadAs
 	hubCmds["last-reply"] = hubLastReply
 	hubCmds["track-requests"] = func(ts *testscript.TestScript, neg bool, h *scriptHub, args []string) {
 		noNeg(ts, neg, "track-requests")
@@ -350,6 +353,19 @@ func hubThreadOpen(ts *testscript.TestScript, neg bool, h *scriptHub, args []str
 	case !neg && th.IsResolved:
 		ts.Fatalf("thread %s (%q) is resolved, want it open", th.ID, args[0])
 	}
+}
+
+func hubResolveThreadAs(ts *testscript.TestScript, neg bool, h *scriptHub, args []string) {
+	noNeg(ts, neg, "resolve-thread-as")
+	if len(args) != 2 || h.token(args[0]) == "" {
+		ts.Fatalf("usage: hub resolve-thread-as author|reviewer SUBSTR")
+	}
+	th := h.threadWith(ts, args[1])
+	c, err := ghclient.New(ghclient.Options{APIURL: h.hub.APIURL(), GraphQLURL: h.hub.GraphQLURL(), Token: h.token(args[0]), CAFile: h.hub.CAFile()})
+	ts.Check(err)
+	ref, err := forge.ParsePRURL(h.demo.PRURL)
+	ts.Check(err)
+	ts.Check(c.ResolveThread(context.Background(), ref, th.ID))
 }
 
 func hubLastReply(ts *testscript.TestScript, neg bool, h *scriptHub, args []string) {
