@@ -27,6 +27,7 @@ import (
 //	                                   head branch, then force-pushes the branch back to the
 //	                                   head before it (git push --force)
 //	hub force-pushes N                 the PR's timeline shows exactly N force-pushes
+//	hub ci-settled                     wait until the CI run on the head has finished
 //	hub reviewed-after-force-push      Copilot's latest review is of the head and was
 //	                                   submitted after the last force-push
 //	hub reply-in-thread ACTOR SUBSTR BODY   ACTOR replies in the thread whose first comment
@@ -45,6 +46,16 @@ import (
 func init() {
 	hubCmds["push-and-force-back"] = hubPushAndForceBack
 	hubCmds["force-pushes"] = hubForcePushes
+	hubCmds["ci-settled"] = func(ts *testscript.TestScript, neg bool, h *scriptHub, args []string) {
+		noNeg(ts, neg, "ci-settled")
+		pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
+		ts.Check(err)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		concl, err := h.hub.WaitCI(ctx, h.demo.Owner, h.demo.Repo, pr.HeadSHA)
+		ts.Check(err)
+		ts.Logf("CI on %s: %s", pr.HeadSHA, concl)
+	}
 	hubCmds["reviewed-after-force-push"] = hubReviewedAfterForcePush
 	hubCmds["reply-in-thread"] = hubReplyInThread
 	hubCmds["thread-open"] = hubThreadOpen
