@@ -6,7 +6,9 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // maxUndos is how often an undo is tried before the run fails: an undo
@@ -53,6 +55,15 @@ func Decide(st State, obs Observation) (State, []Action, bool) {
 		}
 		next.Baseline = c
 		next.CostUSD += c.CostUSD
+	}
+	if acts := confirm(&next, &next.Baseline, 0, obs); len(acts) > 0 {
+		return next, acts, false
+	}
+	if b := next.Baseline; rerunsHaveTests(b) {
+		// The baseline keeps its own per-test counts, the reference.
+		cp := *stripTests(b)
+		cp.Tests = b.Tests
+		next.Baseline = &cp
 	}
 	if cur := next.current(); cur != nil && cur.Stage != StageClosed {
 		acts := advance(&next, cur, obs)
@@ -136,17 +147,43 @@ func advance(next *State, cur *Iteration, obs Observation) []Action {
 		}
 		return startUndo(cur, cur.Outcome == OutcomeInterrupted)
 	case StageCheck:
-		c := findCheck(obs, checkKey(cur.N))
-		if c == nil {
-			return []Action{checkAction(cur.N)}
+		if cur.Check == nil {
+			c := findCheck(obs, checkKey(cur.N))
+			if c == nil {
+				return []Action{checkAction(cur.N)}
+			}
+			cur.Check = c
+			next.CostUSD += c.CostUSD
 		}
-		cur.Check = c
-		next.CostUSD += c.CostUSD
+		if acts := confirm(next, &cur.Check, cur.N, obs); len(acts) > 0 {
+			return acts
+		}
+		if lost := testsLost(*next, cur.Check); lost != "" {
+			// LOOP-8: a pass with fewer tests run than at the start, or a
+			// test newly skipped, proves nothing of the goal: the check
+			// was defeated from outside the test files (an init that
+			// exits 0, a flag that filters, a skip).
+			if next.Config.AllowTestRemoval {
+				cp := *cur.Check
+				cp.Lost = lost
+				cur.Check = &cp
+			} else if cur.Outcome == OutcomeAccepted {
+				cur.Outcome, cur.TestsLost, cur.Rejected, cur.Check = OutcomeUnverified, lost, stripTests(cur.Check), nil
+				return startUndo(cur, false)
+			} else {
+				// Nothing of the iteration's to undo: the pass only does
+				// not count.
+				cp := *cur.Check
+				cp.Passed, cp.Note = false, "UNVERIFIED by the test census: "+lost
+				cur.Check = &cp
+			}
+		}
+		cur.Check = stripTests(cur.Check)
 		switch cur.Outcome {
 		case OutcomeUnverified, OutcomeInterrupted:
 			cur.Progress = false // never counted as progress (LOOP-6)
 		default:
-			cur.Progress = c.Tree != cur.TreeBefore || c.Digest != cur.CheckBefore
+			cur.Progress = cur.Check.Tree != cur.TreeBefore || cur.Check.Digest != cur.CheckBefore
 		}
 		if cur.Outcome == OutcomeAccepted {
 			cur.Stage = StageCommit
@@ -178,6 +215,15 @@ func between(next State, obs Observation) (State, []Action, bool) {
 		n, finalSlot = cur.N, &cur.Final
 	}
 	last := next.lastCheck()
+	if last.Unconfirmed != "" {
+		// LOOP-8: a check that says both on one tree proves nothing, and
+		// no iteration can make it trustworthy: a human must.
+		return end(next, obs, StatusBlocked, unconfirmedMessage(cfg, last, n), nil)
+	}
+	if last.Passed && cfg.Oracle.Class != Judged && !last.Confirmed {
+		// Never reached (confirm settles a pass first); fail closed.
+		return end(next, obs, StatusFailed, fmt.Sprintf("the done-check passed %s but was never confirmed (LOOP-8)", last.Key), nil)
+	}
 	if last.Passed {
 		if cfg.Oracle.Class != Judged {
 			return end(next, obs, StatusComplete, fmt.Sprintf("the done-check `%s`, run by converge, passed after %d iteration(s)", cfg.Oracle.Command, n), nil)
@@ -258,6 +304,141 @@ func stop(next State, obs Observation) (State, []Action, bool) {
 		closeIteration(cur, obs.Now)
 	}
 	return end(next, obs, StatusBlocked, "stopped by a human (converge stop, or a signal); uncommitted work of the iteration in flight was undone", acts)
+}
+
+// confirm reruns a mechanical check that passed until it has passed
+// Config.Confirm runs in a row on one tree (LOOP-8). It returns the rerun
+// to ask for, or nil once the check is settled: confirmed, failed, or
+// unconfirmed (Passed false): flaky when a rerun failed, or unsettled
+// when the check kept changing the tree it ran on. The check is copied,
+// never changed in place: Decide's input state shares it.
+func confirm(next *State, slot **Check, n int, obs Observation) []Action {
+	c := *slot
+	if c == nil || next.Config.Oracle.Class == Judged || !c.Passed || c.Confirmed || c.Unconfirmed != "" {
+		return nil
+	}
+	need := next.Config.confirmN()
+	cp := *c
+	cp.Reruns = append([]Check(nil), c.Reruns...)
+	if r := findCheck(obs, rerunKey(c.Key, len(cp.Reruns)+2)); r != nil {
+		cp.Reruns = append(cp.Reruns, *r)
+		next.CostUSD += r.CostUSD
+	}
+	*slot = &cp
+	runs := append([]Check{cp}, cp.Reruns...)
+	last := runs[len(runs)-1]
+	if !last.Passed {
+		cp.Passed, cp.Flaky = false, true
+		cp.Unconfirmed = fmt.Sprintf("flaky: it passed (run 1) and then failed (run %d, exit %d) on the same tree", len(runs), last.ExitCode)
+		if last.Tree != cp.Tree {
+			cp.Unconfirmed = fmt.Sprintf("flaky: it passed (run 1), changed the work tree as it ran, and then failed (run %d, exit %d)", len(runs), last.ExitCode)
+		}
+		return nil
+	}
+	streak := 1
+	for i := len(runs) - 2; i >= 0 && runs[i].Passed && runs[i].Tree == last.Tree; i-- {
+		streak++
+	}
+	if streak >= need {
+		cp.Confirmed = true
+		return nil
+	}
+	if len(runs) > need {
+		// One extra run forgives a check that writes a file on its first
+		// run; one that changes the tree on every run is never on the
+		// same tree twice.
+		cp.Passed = false
+		cp.Unconfirmed = fmt.Sprintf("unconfirmed: it changed the work tree each time it ran, so %d runs never passed in a row on one tree", len(runs))
+		return nil
+	}
+	return []Action{{Kind: ActCheck, Key: rerunKey(c.Key, len(runs)+1), N: n, Rerun: len(runs) + 1}}
+}
+
+// testsLost says what a settled pass lost against the baseline's test
+// census (LOOP-8): "" when it lost nothing, when it did not pass, or
+// when there is no baseline census to hold it to (said once, at the
+// baseline). A pass whose own census could not be taken while the
+// baseline's was has not kept its tests (fail closed). Every run of the
+// pass is held to it.
+func testsLost(st State, c *Check) string {
+	b := st.Baseline
+	if c == nil || !c.Passed || b == nil || b.Census == nil || !b.Census.Known || st.Config.Oracle.Class == Judged {
+		return ""
+	}
+	base := *b.Census
+	base.Tests = b.Tests
+	for _, r := range append([]Check{*c}, c.Reruns...) {
+		cand := census.Census{Why: "the check reported no census"}
+		if r.Census != nil {
+			cand = *r.Census
+			cand.Tests = r.Tests
+		}
+		if d := census.Compare(base, cand); !d.Empty() {
+			return d.String()
+		}
+	}
+	return ""
+}
+
+// stripTests drops the per-test counts of a check that was compared: only
+// the baseline's are kept.
+func stripTests(c *Check) *Check {
+	if c == nil || (c.Tests == nil && !rerunsHaveTests(c)) {
+		return c
+	}
+	cp := *c
+	cp.Tests = nil
+	cp.Reruns = append([]Check(nil), c.Reruns...)
+	for i := range cp.Reruns {
+		cp.Reruns[i].Tests = nil
+	}
+	return &cp
+}
+
+func rerunsHaveTests(c *Check) bool {
+	for _, r := range c.Reruns {
+		if r.Tests != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// rerunKey names run r (2, 3, …) of the check named key (LOOP-8).
+func rerunKey(key string, r int) string { return fmt.Sprintf("%s#%d", key, r) }
+
+// unconfirmedMessage is the terminal of a run whose check did not
+// confirm its pass: both outputs, as the last lines each printed.
+func unconfirmedMessage(cfg Config, c *Check, n int) string {
+	where := "before iteration 1"
+	if n > 0 {
+		where = fmt.Sprintf("after %d iteration(s)", n)
+	}
+	what := "the done-check is flaky"
+	if !c.Flaky {
+		what = "the done-check is not confirmed"
+	}
+	how := strings.TrimPrefix(strings.TrimPrefix(c.Unconfirmed, "flaky: "), "unconfirmed: ")
+	msg := fmt.Sprintf("%s: `%s` %s (%s, %s)", what, cfg.Oracle.Command, strings.TrimPrefix(how, "it "), c.Key, where)
+	runs := append([]Check{*c}, c.Reruns...)
+	for i, r := range runs {
+		state := "passed"
+		if r.ExitCode != 0 || r.TimedOut {
+			state = fmt.Sprintf("failed (exit %d)", r.ExitCode)
+		}
+		out := []rune(text.OneLine(r.Output))
+		if len(out) > 160 {
+			out = append([]rune("…"), out[len(out)-160:]...)
+		}
+		if len(out) == 0 {
+			out = []rune("no output")
+		}
+		msg += fmt.Sprintf("; run %d %s: %s", i+1, state, string(out))
+	}
+	if !c.Flaky {
+		return msg + "; a pass counts only when it repeats on one tree (LOOP-8): make the check leave the work tree alone (or ignore what it writes), then run again"
+	}
+	return msg + "; a check that passes and fails on one tree never counts as done (LOOP-8): make it deterministic, then run again"
 }
 
 func iterateAction(st State, it Iteration, obs Observation) Action {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -34,6 +35,8 @@ type sim struct {
 	child func(n int, tree string) (after string, changed []string, rep *AgentReport)
 	// check says whether tree passes, and prints out.
 	check func(key, tree string) (passed bool, out string, verdict *Verdict)
+	// tests, when set, is the test census of a check on tree (LOOP-8).
+	tests func(tree string) census.Census
 
 	acts []Action // every action asked, in order
 }
@@ -112,12 +115,19 @@ func (s *sim) act(a Action) {
 		}
 		s.tickets[a.Ticket] = &TicketView{ID: a.Ticket, Status: store.TicketDone, Owner: "child", Report: rep}
 	case ActCheck:
-		passed, out, v := s.check(a.Key, s.tree)
+		tree := s.tree // what the check ran on, whatever it left
+		passed, out, v := s.check(a.Key, tree)
 		code := 1
 		if passed {
 			code = 0
 		}
-		s.checks = append(s.checks, Check{Key: a.Key, Tree: s.tree, Head: s.head, Passed: passed, ExitCode: code, Output: out, Digest: digest(out), Verdict: v})
+		c := Check{Key: a.Key, Tree: tree, Head: s.head, Passed: passed, ExitCode: code, Output: out, Digest: digest(out), Verdict: v}
+		if s.tests != nil {
+			cs := s.tests(tree)
+			c.Census, c.Tests = &cs, cs.Tests
+			c.Census.Tests = nil
+		}
+		s.checks = append(s.checks, c)
 	case ActUndo:
 		if a.Interrupt {
 			if t := s.tickets[a.Ticket]; t != nil && t.Status == store.TicketClaimed {
@@ -195,7 +205,7 @@ func TestLOOP_5_CompleteAfterTheLoopsOwnCheckPasses(t *testing.T) {
 	if term.Status != StatusComplete || term.ExitCode != 0 || len(s.st.Iterations) != 3 {
 		t.Fatalf("want complete after 3 iterations, got %+v after %d", term, len(s.st.Iterations))
 	}
-	if got, want := s.kinds(), "check iterate check commit iterate check commit iterate check commit"; got != want {
+	if got, want := s.kinds(), "check iterate check commit iterate check commit iterate check check commit"; got != want {
 		t.Fatalf("actions %q, want %q", got, want)
 	}
 	for _, it := range s.st.Iterations {
@@ -573,4 +583,251 @@ func TestLOOP_1_PacketIsGoalWorklogDigestScope(t *testing.T) {
 	if !strings.Contains(p.Worklog, "iter.01: changed nothing") || !strings.Contains(p.Worklog, "FAIL t0") {
 		t.Fatalf("worklog %q", p.Worklog)
 	}
+}
+
+// TestLOOP_8_APassCountsOnlyWhenConfirmed: a passing mechanical check is
+// rerun on the same tree until it passed `confirm` runs in a row; a rerun
+// that fails makes it flaky: never complete, the run ends blocked with
+// both outputs, at the baseline as after an iteration.
+func TestLOOP_8_APassCountsOnlyWhenConfirmed(t *testing.T) {
+	// flakyEvery: the check passes on every other run, whatever the tree.
+	flakyEvery := func(s *sim, firstPasses bool) *int {
+		runs := 0
+		s.check = func(key, tree string) (bool, string, *Verdict) {
+			runs++
+			if (runs%2 == 1) == firstPasses {
+				return true, fmt.Sprintf("ok run %d", runs), nil
+			}
+			return false, fmt.Sprintf("--- FAIL: TestAdd run %d", runs), nil
+		}
+		return &runs
+	}
+	t.Run("flaky at the baseline", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		flakyEvery(s, true)
+		term := s.run()
+		if term.Status != StatusBlocked || term.ExitCode != 3 || len(s.st.Iterations) != 0 {
+			t.Fatalf("want blocked (exit 3) with no iteration, got %+v after %d", term, len(s.st.Iterations))
+		}
+		for _, want := range []string{"the done-check is flaky", "run 1 passed: ok run 1", "run 2 failed (exit 1): --- FAIL: TestAdd run 2", "check/00"} {
+			if !strings.Contains(term.Message, want) {
+				t.Errorf("terminal %q lacks %q", term.Message, want)
+			}
+		}
+		b := s.st.Baseline
+		if b.Passed || !b.Flaky || b.Confirmed || len(b.Reruns) != 1 || b.Reruns[0].Key != "check/00#2" {
+			t.Fatalf("baseline %+v", b)
+		}
+		if got := s.kinds(); got != "check check" {
+			t.Fatalf("actions %q", got)
+		}
+	})
+	t.Run("flaky after an iteration that changed nothing", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		flakyEvery(s, false) // the baseline fails, the next run passes, the rerun fails
+		s.child = func(n int, tree string) (string, []string, *AgentReport) { return tree, nil, done("ALL TESTS PASS") }
+		term := s.run()
+		if term.Status != StatusBlocked || len(s.st.Iterations) != 1 {
+			t.Fatalf("want blocked after 1 iteration, got %+v after %d", term, len(s.st.Iterations))
+		}
+		it := s.st.Iterations[0]
+		if it.Check == nil || it.Check.Passed || !it.Check.Flaky || !strings.Contains(term.Message, "after 1 iteration") {
+			t.Fatalf("iteration %+v, terminal %q", it, term.Message)
+		}
+	})
+	t.Run("a resumed run asks for the rerun it had not seen", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		fixOnePerIteration(s, 0)
+		s.step() // the baseline's first run
+		s.step() // it passed: the rerun is asked, and its result lost (converge killed)
+		s.checks = nil
+		_, acts, done := Decide(s.st, s.observe())
+		if done || len(acts) != 1 || acts[0].Kind != ActCheck || acts[0].Key != "check/00#2" || acts[0].Rerun != 2 {
+			t.Fatalf("after a restart: %+v (done %v), want the rerun check/00#2 again", acts, done)
+		}
+	})
+	t.Run("confirm 3", func(t *testing.T) {
+		cfg := mechanical()
+		cfg.Confirm = 3
+		s := newSim(t, cfg)
+		fixOnePerIteration(s, 1)
+		if term := s.run(); term.Status != StatusComplete {
+			t.Fatalf("want complete, got %+v", term)
+		}
+		if got, want := s.kinds(), "check iterate check check check commit"; got != want {
+			t.Fatalf("actions %q, want %q", got, want)
+		}
+		if c := s.st.Iterations[0].Check; !c.Confirmed || len(c.Reruns) != 2 || c.Reruns[1].Key != "check/01#3" {
+			t.Fatalf("check %+v", c)
+		}
+	})
+	t.Run("confirm 1 is the old single run", func(t *testing.T) {
+		cfg := mechanical()
+		cfg.Confirm = 1
+		s := newSim(t, cfg)
+		fixOnePerIteration(s, 0)
+		if term := s.run(); term.Status != StatusComplete || s.kinds() != "check" {
+			t.Fatalf("got %+v, actions %q", term, s.kinds())
+		}
+	})
+	t.Run("a check that changes the tree every run is never confirmed", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		runs := 0
+		s.check = func(key, tree string) (bool, string, *Verdict) {
+			runs++
+			s.tree = fmt.Sprintf("%s+log%d", tree, runs) // it writes into the repository
+			return true, "ok", nil
+		}
+		term := s.run()
+		if term.Status != StatusBlocked || !strings.Contains(term.Message, "the done-check is not confirmed: `go test ./...` changed the work tree each time it ran") || !strings.Contains(term.Message, "make the check leave the work tree alone") {
+			t.Fatalf("want blocked, unconfirmed, got %+v", term)
+		}
+		if got := s.kinds(); got != "check check check" {
+			t.Fatalf("actions %q: want the run and two reruns", got)
+		}
+	})
+	t.Run("a check that writes a file once is confirmed on the next two runs", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		s.check = func(key, tree string) (bool, string, *Verdict) {
+			if !strings.HasSuffix(tree, "+out") {
+				s.tree = tree + "+out"
+			}
+			return true, "ok", nil
+		}
+		if term := s.run(); term.Status != StatusComplete || s.kinds() != "check check check" {
+			t.Fatalf("got %+v, actions %q", term, s.kinds())
+		}
+	})
+}
+
+// goCensus is a known go census of tests, each "p" (passed), "f"
+// (failed) or "s" (skipped).
+func goCensus(tests map[string]string) census.Census {
+	c := census.Census{Known: true, Ecosystem: census.Go, Tests: map[string]census.Counts{}}
+	for id, o := range tests {
+		switch o {
+		case "p":
+			c.Tests[id] = census.Counts{Passed: 1}
+			c.Passed++
+		case "f":
+			c.Tests[id] = census.Counts{Failed: 1}
+			c.Failed++
+		case "s":
+			c.Tests[id] = census.Counts{Skipped: 1}
+			c.Skipped++
+		}
+	}
+	c.Ran = c.Passed + c.Failed
+	return c
+}
+
+// TestLOOP_8_APassWithFewerTestsIsUnverified: the test census holds a
+// pass to the tests that ran at the start. A pass on which a test no
+// longer runs (an init that exits 0) or now skips (a flag that skips) is
+// UNVERIFIED: undone, never committed, never complete; a real fix that
+// keeps every test passes. --allow-test-removal lets the loss count. With
+// no census at the start there is nothing to hold a pass to.
+func TestLOOP_8_APassWithFewerTestsIsUnverified(t *testing.T) {
+	start := map[string]string{"calc.TestAdd": "f", "calc.TestMul": "f"}
+	for _, tc := range []struct {
+		name  string
+		after map[string]string // the census on the tree the cheat leaves
+		lost  string
+	}{
+		{"init exits 0", map[string]string{}, "tests that ran before no longer run: calc.TestAdd, calc.TestMul"},
+		{"a test newly skipped", map[string]string{"calc.TestAdd": "p", "calc.TestMul": "s"}, "tests that ran before now skip: calc.TestMul"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, mechanical())
+			s.child = func(n int, tree string) (string, []string, *AgentReport) {
+				return "cheat", []string{"zz_init.go"}, done("all green")
+			}
+			s.check = func(key, tree string) (bool, string, *Verdict) { return tree == "cheat", "out " + tree, nil }
+			s.tests = func(tree string) census.Census {
+				if tree == "cheat" {
+					return goCensus(tc.after)
+				}
+				return goCensus(start)
+			}
+			term := s.run()
+			if term.Status != StatusStalled {
+				t.Fatalf("want stalled, got %+v", term)
+			}
+			for _, it := range s.st.Iterations {
+				if it.Outcome != OutcomeUnverified || it.Progress || it.Commit != "" || it.TestsLost != tc.lost {
+					t.Fatalf("iteration %+v", it)
+				}
+				if it.Rejected == nil || !it.Rejected.Passed || it.Rejected.Tree != "cheat" || it.Rejected.Tests != nil {
+					t.Fatalf("rejected pass %+v", it.Rejected)
+				}
+				if it.Check == nil || it.Check.Tree != "t0" || it.Check.Passed {
+					t.Fatalf("the check after the undo %+v", it.Check)
+				}
+			}
+			if got := s.kinds(); strings.Contains(got, "commit") || !strings.Contains(got, "iterate check check undo check") {
+				t.Fatalf("actions %q: want the pass confirmed, then undone and checked again, no commit", got)
+			}
+			if s.tree != "t0" || s.head != "c0" {
+				t.Fatalf("the work tree is %s at %s, want the start", s.tree, s.head)
+			}
+			if len(s.st.Baseline.Tests) != 2 {
+				t.Fatalf("the baseline lost its per-test counts: %+v", s.st.Baseline)
+			}
+			if d := Digest(s.st); len(d) == 0 || !strings.Contains(d[0], tc.lost) {
+				t.Fatalf("digest %q does not carry why", d)
+			}
+
+			// The goal asks to remove tests: the pass counts, the loss is recorded.
+			cfg := mechanical()
+			cfg.AllowTestRemoval = true
+			s2 := newSim(t, cfg)
+			s2.child, s2.check, s2.tests = s.child, s.check, s.tests
+			if term := s2.run(); term.Status != StatusComplete || s2.st.Iterations[0].Check.Lost != tc.lost {
+				t.Fatalf("with AllowTestRemoval: %+v, check %+v", term, s2.st.Iterations[0].Check)
+			}
+		})
+	}
+	t.Run("a real fix keeps every test", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		fixOnePerIteration(s, 1)
+		s.tests = func(tree string) census.Census {
+			if tree == "t0" {
+				return goCensus(start)
+			}
+			return goCensus(map[string]string{"calc.TestAdd": "p", "calc.TestMul": "p", "calc.TestNew": "p"})
+		}
+		if term := s.run(); term.Status != StatusComplete || s.st.Iterations[0].Commit == "" {
+			t.Fatalf("want complete with the fix committed, got %+v", term)
+		}
+		if c := s.st.Iterations[0].Check; c.Tests != nil || c.Census == nil || c.Census.Ran != 3 {
+			t.Fatalf("check %+v: keep the counts, drop the per-test map", c)
+		}
+	})
+	t.Run("no census at the start holds nothing", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		fixOnePerIteration(s, 1)
+		s.tests = func(tree string) census.Census {
+			if tree == "t0" {
+				return census.Census{Why: "no census for sh"}
+			}
+			return goCensus(nil)
+		}
+		if term := s.run(); term.Status != StatusComplete {
+			t.Fatalf("want complete, got %+v", term)
+		}
+	})
+	t.Run("a pass whose census could not be taken has not kept its tests", func(t *testing.T) {
+		s := newSim(t, mechanical())
+		fixOnePerIteration(s, 1)
+		s.tests = func(tree string) census.Census {
+			if tree == "t0" {
+				return goCensus(start)
+			}
+			return census.Census{Ecosystem: census.Go, Why: "go test printed no -json events"}
+		}
+		term := s.run()
+		if term.Status == StatusComplete || s.st.Iterations[0].Outcome != OutcomeUnverified || !strings.Contains(s.st.Iterations[0].TestsLost, "no -json events") {
+			t.Fatalf("got %+v, iteration %+v", term, s.st.Iterations[0])
+		}
+	})
 }

@@ -7,11 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/store"
@@ -300,27 +302,59 @@ func (l *Loop) check(ctx context.Context, st State, obs Observation, a Action) (
 	if err != nil {
 		return nil, err
 	}
+	if cs := c.Census; cs != nil && a.Key == checkKey(0) && a.Rerun == 0 {
+		if cs.Known && cs.Ran == 0 && cs.Skipped == 0 {
+			// A tree that does not build runs no test: there is nothing
+			// to hold a pass to, and that is said, not hidden.
+			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("test census at the start: %s; no test ran, so a later pass is held to no test (LOOP-8)", cs)})
+		} else if cs.Known {
+			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("test census at the start: %s; a later pass with fewer tests run, or a test newly skipped, is UNVERIFIED (LOOP-8)", cs)})
+		} else {
+			// Said once: the census is unknown, and nothing pretends it is.
+			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("the test census is unknown for `%s` (%s): a pass is not checked against the tests that ran at the start (LOOP-8)", st.Config.Oracle.Command, cs.Why)})
+		}
+	}
 	what := "check"
-	if a.Final {
+	switch {
+	case a.Final:
 		what = "final re-judgment"
+	case a.Rerun > 0:
+		// LOOP-8: a pass counts only when it repeats on the same tree.
+		what = fmt.Sprintf("check (run %d, to confirm)", a.Rerun)
 	}
 	who := "before iteration 1"
 	if a.N > 0 {
 		who = "after " + shortTicket(TicketID(l.RunID, a.N))
 	}
-	l.report(engine.Event{Kind: "check", Round: a.N, Message: fmt.Sprintf("%s %s: %s", what, who, checkWords(c)), Data: map[string]any{"key": c.Key, "passed": c.Passed, "exit_code": c.ExitCode}})
+	msg := fmt.Sprintf("%s %s: %s", what, who, checkWords(c))
+	data := map[string]any{"key": c.Key, "passed": c.Passed, "exit_code": c.ExitCode}
+	if cs := c.Census; cs != nil && cs.Known {
+		msg += "; " + cs.String()
+		data["census"] = cs
+	}
+	l.report(engine.Event{Kind: "check", Round: a.N, Message: msg, Data: data})
 	return c, nil
 }
 
+// mechanical runs the check command, through the census (LOOP-8): a
+// command the census understands (go test, pytest, jest, vitest, cargo
+// test, …) runs with the flags that make it report its tests, and its
+// output is what the plain command prints. Every run runs the tests:
+// go's test cache would replay an earlier pass, of this run or any
+// other, and a replay confirms nothing (GOFLAGS=-count=1).
 func (l *Loop) mechanical(ctx context.Context, st State, c *Check) error {
 	budget := st.Config.CheckBudget
 	if budget <= 0 {
 		budget = DefaultCheckBudget
 	}
-	r, err := repo.RunTimeBoxed(ctx, l.Workspace.Dir(), []string{"sh", "-c", st.Config.Oracle.Command}, l.CheckEnv, 0, budget)
+	env := withGoFlag(l.CheckEnv, "-count=1")
+	r, err := census.Run(ctx, census.Spec{Dir: l.Workspace.Dir(), Argv: []string{"sh", "-c", st.Config.Oracle.Command}, Env: env, Budget: budget, MaxOutput: repo.DefaultMaxOutput})
 	if err != nil {
 		return fmt.Errorf("run the done-check: %w", err)
 	}
+	cs := r.Census
+	c.Census, c.Tests = &cs, cs.Tests
+	c.Census.Tests = nil
 	c.ExitCode, c.TimedOut, c.Duration = r.ExitCode, r.TimedOut, r.Duration
 	c.Passed = r.ExitCode == 0 && !r.TimedOut
 	if r.TimedOut {
@@ -394,6 +428,10 @@ func (l *Loop) Stepped(prev, next State, obs Observation) bool {
 		case OutcomeAccepted:
 			msg += ": changed " + list(cur.Changed, 8)
 		case OutcomeUnverified:
+			if cur.TestsLost != "" {
+				msg += ": the check passed, but " + cur.TestsLost + "; the change is undone and does not count (LOOP-8)"
+				break
+			}
 			msg += ": changed protected " + list(cur.Protected, 8) + "; the change is undone and does not count (LOOP-6)"
 		case OutcomeInterrupted:
 			msg += ": its ticket was claimed by a converge that is gone; it is not run again, its change is undone"
@@ -433,6 +471,26 @@ func (l *Loop) report(e engine.Event) {
 	if l.Reporter != nil {
 		l.Reporter.Report(e)
 	}
+}
+
+// withGoFlag adds flag to GOFLAGS in env (nil: this process's
+// environment). Go ignores a GOFLAGS flag a command does not know.
+func withGoFlag(env []string, flag string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env)+1)
+	set := false
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "GOFLAGS="); ok {
+			kv, set = "GOFLAGS="+strings.TrimSpace(v+" "+flag), true
+		}
+		out = append(out, kv)
+	}
+	if !set {
+		out = append(out, "GOFLAGS="+flag)
+	}
+	return out
 }
 
 // noise is what differs between two runs of the same check on the same

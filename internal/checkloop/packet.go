@@ -105,6 +105,14 @@ func iterationLine(it Iteration) string {
 	case OutcomeNoChange:
 		parts = append(parts, "changed nothing")
 	case OutcomeUnverified:
+		if it.TestsLost != "" {
+			ran := ""
+			if r := it.Rejected; r != nil && r.Census != nil && r.Census.Known {
+				ran = " [" + r.Census.String() + "]"
+			}
+			parts = append(parts, "UNVERIFIED by the test census: the check passed on its tree"+ran+", but "+it.TestsLost+"; the change was undone")
+			break
+		}
 		parts = append(parts, "UNVERIFIED: changed protected "+list(it.Protected, 8)+"; the change was undone")
 	case OutcomeInterrupted:
 		parts = append(parts, "interrupted (converge stopped while it ran); its change was undone")
@@ -124,6 +132,9 @@ func iterationLine(it Iteration) string {
 	}
 	if it.Check != nil {
 		s := "check " + checkWords(it.Check)
+		if cs := it.Check.Census; cs != nil && cs.Known {
+			s += " [" + cs.String() + "]"
+		}
 		if !it.Progress && it.Outcome != OutcomeUnverified {
 			s += " (no progress)"
 		}
@@ -144,6 +155,10 @@ func checkWords(c *Check) string {
 		s = "said not done"
 	case c.Judged:
 		s = "no valid verdict, taken as not done"
+	case c.Unconfirmed != "":
+		s = c.Unconfirmed
+	case c.Passed && c.Confirmed && len(c.Reruns) > 0:
+		s = fmt.Sprintf("passed %d runs in a row", len(c.Reruns)+1)
 	case c.Passed:
 		s = "passed"
 	case c.TimedOut:
@@ -155,6 +170,9 @@ func checkWords(c *Check) string {
 	}
 	if c.Note != "" {
 		s += " — " + c.Note
+	}
+	if c.Lost != "" {
+		s += " (allowed by --allow-test-removal: " + c.Lost + ")"
 	}
 	return s
 }
@@ -183,6 +201,8 @@ func Digest(st State) []string {
 		}
 		id := shortTicket(it.Ticket)
 		switch {
+		case it.Outcome == OutcomeUnverified && it.TestsLost != "":
+			out = append(out, fmt.Sprintf("%s UNVERIFIED: the check passed, but %s (changed %s); a pass that runs fewer tests than at the start proves nothing, so the change was undone and did not count.%s", id, it.TestsLost, list(it.Changed, 8), tried))
 		case it.Outcome == OutcomeUnverified:
 			out = append(out, fmt.Sprintf("%s UNVERIFIED: it changed protected oracle inputs (%s); the change was undone and did not count.%s", id, list(it.Protected, 8), tried))
 		case it.Outcome == OutcomeNoChange:

@@ -33,8 +33,11 @@ type Result struct {
 	// Predecessor is the run this one followed, its end restated: a
 	// predecessor's limit stays a limit (LOOP-5).
 	Predecessor *Predecessor `json:"predecessor,omitempty"`
-	StartHead   string       `json:"start_head,omitempty"`
-	Head        string       `json:"head,omitempty"`
+	// CensusAtStart is the baseline's test census, which every later
+	// pass is held to (LOOP-8), or why there is none.
+	CensusAtStart string `json:"census_at_start,omitempty"`
+	StartHead     string `json:"start_head,omitempty"`
+	Head          string `json:"head,omitempty"`
 }
 
 // IterationResult is one iteration in the result.
@@ -44,7 +47,9 @@ type IterationResult struct {
 	Progress  bool     `json:"progress"`
 	Changed   []string `json:"changed"`
 	Protected []string `json:"protected,omitempty"`
-	Commit    string   `json:"commit,omitempty"`
+	// TestsLost: UNVERIFIED by the test census (LOOP-8).
+	TestsLost string `json:"tests_lost,omitempty"`
+	Commit    string `json:"commit,omitempty"`
 	// AgentStatus and AgentSummary are what the child said: recorded,
 	// never taken as the check (LOOP-6).
 	AgentStatus  string  `json:"agent_status,omitempty"`
@@ -66,6 +71,15 @@ type Verification struct {
 	Output   string   `json:"output"`
 	Verdict  *Verdict `json:"verdict,omitempty"`
 	Note     string   `json:"note,omitempty"`
+	// Confirmed: a mechanical pass repeated on the same tree (LOOP-8);
+	// Unconfirmed says why it did not (Flaky: a rerun failed). Reruns
+	// are the runs after the first, each with its own output.
+	// Census is the run's test census in one line (LOOP-8).
+	Census      string         `json:"census,omitempty"`
+	Confirmed   bool           `json:"confirmed,omitempty"`
+	Flaky       bool           `json:"flaky,omitempty"`
+	Unconfirmed string         `json:"unconfirmed,omitempty"`
+	Reruns      []Verification `json:"reruns,omitempty"`
 }
 
 // Bounds are the run's bounds and what it spent of each.
@@ -89,6 +103,9 @@ func BuildResult(st State, now time.Time) Result {
 		Predecessor:      st.Config.Predecessor,
 		StartHead:        st.StartHead,
 	}
+	if b := st.Baseline; b != nil && b.Census != nil {
+		r.CensusAtStart = b.Census.String()
+	}
 	if t := st.Terminal; t != nil {
 		r.Status, r.ExitCode, r.Message = t.Status, t.ExitCode, t.Message
 		now = t.At
@@ -96,7 +113,7 @@ func BuildResult(st State, now time.Time) Result {
 		r.Status, r.Message = "running", "the run has not ended"
 	}
 	for _, it := range st.Iterations {
-		ir := IterationResult{ID: it.Ticket, Outcome: it.Outcome, Progress: it.Progress, Changed: nonNil(it.Changed), Protected: it.Protected, Commit: it.Commit}
+		ir := IterationResult{ID: it.Ticket, Outcome: it.Outcome, Progress: it.Progress, Changed: nonNil(it.Changed), Protected: it.Protected, TestsLost: it.TestsLost, Commit: it.Commit}
 		if a := it.Agent; a != nil {
 			ir.AgentStatus, ir.AgentSummary, ir.AgentFailure, ir.CostUSD = a.Status, a.Summary, a.Failure, a.CostUSD
 		}
@@ -118,7 +135,7 @@ func BuildResult(st State, now time.Time) Result {
 		}
 	}
 	if c, commit := finalCheck(st); c != nil {
-		r.FinalVerification = &Verification{Key: c.Key, Passed: c.Passed, ExitCode: c.ExitCode, TimedOut: c.TimedOut, Head: c.Head, Output: c.Output, Verdict: c.Verdict, Note: c.Note}
+		r.FinalVerification = verification(c)
 		if commit != "" {
 			// The check ran on the tree this commit holds.
 			r.FinalVerification.Head = commit
@@ -132,6 +149,41 @@ func BuildResult(st State, now time.Time) Result {
 		r.Bounds.WallClock = now.Sub(st.StartedAt).Round(time.Millisecond).String()
 	}
 	return r
+}
+
+func verification(c *Check) *Verification {
+	v := &Verification{Key: c.Key, Passed: c.Passed, ExitCode: c.ExitCode, TimedOut: c.TimedOut, Head: c.Head, Output: c.Output, Verdict: c.Verdict, Note: c.Note,
+		Confirmed: c.Confirmed, Flaky: c.Flaky, Unconfirmed: c.Unconfirmed}
+	if c.Census != nil && c.Census.Known {
+		// An unknown census is said once, as the result's CensusAtStart.
+		v.Census = c.Census.String()
+	}
+	for i := range c.Reruns {
+		r := c.Reruns[i]
+		v.Reruns = append(v.Reruns, *verification(&r))
+	}
+	return v
+}
+
+// writeRuns prints each run of a check that was rerun (LOOP-8) with the
+// last lines of its own output, so a flaky check shows both.
+func writeRuns(w io.Writer, v *Verification, lines int, fence bool, prefix string) {
+	runs := append([]Verification{*v}, v.Reruns...)
+	for i, r := range runs {
+		state := "passed"
+		if r.ExitCode != 0 || r.TimedOut {
+			state = fmt.Sprintf("failed (exit %d)", r.ExitCode)
+		}
+		fmt.Fprintf(w, "%srun %d (%s) %s\n", prefix, i+1, r.Key, state)
+		out := lastLines(r.Output, lines)
+		switch {
+		case out == "":
+		case fence:
+			fmt.Fprintf(w, "\n```\n%s\n```\n\n", out)
+		default:
+			fmt.Fprintf(w, "%s\n", indentBy(out, prefix+"  "))
+		}
+	}
 }
 
 // finalCheck is the last check the loop ran (a final re-judgment over the
@@ -172,7 +224,9 @@ func WriteSummary(w io.Writer, r Result) {
 		if it.Commit != "" {
 			line += " " + text.ShortSHA(it.Commit)
 		}
-		if len(it.Protected) > 0 {
+		if it.TestsLost != "" {
+			line += " (" + list(it.Changed, 5) + "; the check passed but " + it.TestsLost + "; undone)"
+		} else if len(it.Protected) > 0 {
 			line += " (changed protected " + list(it.Protected, 5) + "; undone)"
 		} else if len(it.Changed) > 0 {
 			line += " (" + list(it.Changed, 5) + ")"
@@ -195,8 +249,19 @@ func WriteSummary(w io.Writer, r Result) {
 		if v.Passed {
 			state = "passed"
 		}
-		fmt.Fprintf(w, "  verification     %s %s on %s\n", v.Key, state, text.ShortSHA(v.Head))
-		if out := lastLines(v.Output, 6); out != "" {
+		if v.Unconfirmed != "" {
+			state = v.Unconfirmed
+		} else if v.Confirmed && len(v.Reruns) > 0 {
+			state = fmt.Sprintf("passed %d runs in a row", len(v.Reruns)+1)
+		}
+		census := ""
+		if v.Census != "" {
+			census = " (" + v.Census + ")"
+		}
+		fmt.Fprintf(w, "  verification     %s %s on %s%s\n", v.Key, state, text.ShortSHA(v.Head), census)
+		if v.Unconfirmed != "" {
+			writeRuns(w, v, 6, false, "                   ")
+		} else if out := lastLines(v.Output, 6); out != "" {
 			fmt.Fprintf(w, "%s\n", indentBy(out, "                   "))
 		}
 	}
@@ -256,6 +321,9 @@ func WriteLog(w io.Writer, run store.Run, st State, tickets []store.Ticket, even
 	fmt.Fprintf(w, "\n## Iterations\n\n")
 	if st.Baseline != nil {
 		fmt.Fprintf(w, "- before iteration 1: check %s\n", checkWords(st.Baseline))
+		if r.CensusAtStart != "" {
+			fmt.Fprintf(w, "- test census at the start (LOOP-8): %s\n", r.CensusAtStart)
+		}
 	}
 	byID := map[string]store.Ticket{}
 	for _, t := range tickets {
@@ -288,8 +356,20 @@ func WriteLog(w io.Writer, run store.Run, st State, tickets []store.Ticket, even
 	fmt.Fprintf(w, "- iterations run: %d\n", r.IterationsRun)
 	if v := r.FinalVerification; v != nil {
 		fmt.Fprintf(w, "- final verification: %s, exit %d, on `%s`\n", v.Key, v.ExitCode, text.ShortSHA(v.Head))
-		if out := lastLines(v.Output, 15); out != "" {
-			fmt.Fprintf(w, "\n```\n%s\n```\n", out)
+		if v.Census != "" {
+			fmt.Fprintf(w, "- its test census: %s\n", v.Census)
+		}
+		switch {
+		case v.Unconfirmed != "":
+			fmt.Fprintf(w, "- **%s** (LOOP-8); each run's output:\n\n", v.Unconfirmed)
+			writeRuns(w, v, 15, true, "- ")
+		case v.Confirmed && len(v.Reruns) > 0:
+			fmt.Fprintf(w, "- confirmed: passed %d runs in a row on the same tree (LOOP-8)\n", len(v.Reruns)+1)
+			fallthrough
+		default:
+			if out := lastLines(v.Output, 15); out != "" {
+				fmt.Fprintf(w, "\n```\n%s\n```\n", out)
+			}
 		}
 	}
 	if len(r.QueuedScope) > 0 {

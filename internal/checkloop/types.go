@@ -18,6 +18,7 @@
 //	LOOP-5 exits                         Decide (terminals), Terminal
 //	LOOP-6 own claims, protected inputs  Decide (protected, UNVERIFIED), protect.go
 //	LOOP-7 result                        Result (result.go)
+//	LOOP-8 confirmed, census-checked     Decide (confirm, census), Census
 package checkloop
 
 import (
@@ -26,6 +27,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/exitcode"
 )
 
@@ -60,6 +62,10 @@ func (s Status) ExitCode() int { return exitcode.ForReason(string(s)) }
 // stalled.
 const DefaultStallIterations = 2
 
+// DefaultConfirm is LOOP-8's confirm: a mechanical done-check counts as
+// passed only when it passed this many runs in a row on the same tree.
+const DefaultConfirm = 2
+
 // Oracle is the done-check (LOOP-1, LOOP-2).
 type Oracle struct {
 	Class string `json:"class"`
@@ -90,6 +96,13 @@ type Config struct {
 	MaxCostUSD    float64       `json:"max_cost_usd,omitempty"`
 	// StallIterations is K (LOOP-5); zero means DefaultStallIterations.
 	StallIterations int `json:"stall_iterations,omitempty"`
+	// Confirm is how many runs in a row on one tree a mechanical check
+	// must pass to count as passed (LOOP-8); zero means DefaultConfirm.
+	Confirm int `json:"confirm,omitempty"`
+	// AllowTestRemoval: the goal asks to remove tests, so a pass with
+	// fewer tests run than at the start, or a test newly skipped, counts
+	// (LOOP-8); the loss is still recorded. Off by default.
+	AllowTestRemoval bool `json:"allow_test_removal,omitempty"`
 	// AgentBudget time-boxes each agent run (AG-T1); CheckBudget each
 	// mechanical check (AG-T5).
 	AgentBudget time.Duration `json:"agent_budget,omitempty"`
@@ -103,6 +116,13 @@ type Config struct {
 func GoalDigest(goal string) string {
 	h := sha256.Sum256([]byte(goal))
 	return hex.EncodeToString(h[:])
+}
+
+func (c Config) confirmN() int {
+	if c.Confirm > 0 {
+		return c.Confirm
+	}
+	return DefaultConfirm
 }
 
 func (c Config) stallK() int {
@@ -212,8 +232,32 @@ type Check struct {
 	Verdict *Verdict `json:"verdict,omitempty"`
 	// Judged: a judge's answer (Verdict nil: it gave no valid verdict,
 	// which is not done).
-	Judged   bool          `json:"judged,omitempty"`
-	Note     string        `json:"note,omitempty"`
+	Judged bool   `json:"judged,omitempty"`
+	Note   string `json:"note,omitempty"`
+	// Reruns are the loop's reruns of a mechanical check that passed, on
+	// the same tree, in order (LOOP-8): their keys are Key#2, Key#3, ….
+	Reruns []Check `json:"reruns,omitempty"`
+	// Confirmed: it passed Config.Confirm runs in a row on one tree; a
+	// mechanical pass counts only then (LOOP-8).
+	Confirmed bool `json:"confirmed,omitempty"`
+	// Flaky: it passed and then failed on one tree (LOOP-8). Passed is
+	// false, Unconfirmed says so, and the run that failed is the last
+	// of Reruns.
+	Flaky bool `json:"flaky,omitempty"`
+	// Unconfirmed says why a pass did not count (flaky, or the tree
+	// moved under the check as it ran); Passed is then false.
+	Unconfirmed string `json:"unconfirmed,omitempty"`
+	// Census is the test census of a mechanical run (LOOP-8, PR-V4):
+	// the tests it ran, passed, failed and skipped, where the check's
+	// command is one the census understands; Known false and Why
+	// otherwise. Tests is each test's counts, kept for the baseline (the
+	// tests a later pass is held to) and dropped once a check was
+	// compared.
+	Census *census.Census           `json:"census,omitempty"`
+	Tests  map[string]census.Counts `json:"tests,omitempty"`
+	// Lost is what a pass lost against the baseline's census (tests
+	// that no longer run, or now skip), when the goal allows it.
+	Lost     string        `json:"lost,omitempty"`
 	CostUSD  float64       `json:"cost_usd,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"`
 }
@@ -240,6 +284,12 @@ type Iteration struct {
 	// loop whose check said done, the fresh final re-judgment.
 	Check *Check `json:"check,omitempty"`
 	Final *Check `json:"final,omitempty"`
+	// TestsLost is why a pass on the tree the iteration left was
+	// UNVERIFIED by the test census (LOOP-8): tests that ran at the start
+	// no longer run, or now skip. Rejected is that pass; the change was
+	// undone and Check is the check of the tree put back.
+	TestsLost string `json:"tests_lost,omitempty"`
+	Rejected  *Check `json:"rejected,omitempty"`
 	// Commit is the commit of an accepted iteration.
 	Commit string `json:"commit,omitempty"`
 	// Progress: the work tree or the check's output changed, and the
@@ -396,7 +446,7 @@ const (
 // Action is one thing Decide asks Act to do.
 type Action struct {
 	Kind   ActKind
-	Key    string // "check/NN", "final/NN" for checks
+	Key    string // "check/NN", "final/NN" for checks; "check/NN#R" for rerun R (LOOP-8)
 	N      int
 	Ticket string
 	// Packet is the iteration's context packet, canonical JSON (LOOP-1,
@@ -408,6 +458,9 @@ type Action struct {
 	Cut    bool
 	// Final: the fresh final re-judgment of a judged check.
 	Final bool
+	// Rerun is n ≥ 2 for the n-th run of a check that passed, on the same
+	// tree (LOOP-8).
+	Rerun int
 	// Head is where ActUndo puts HEAD back to.
 	Head string
 	// Interrupt: ActUndo also closes the ticket as interrupted.

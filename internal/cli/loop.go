@@ -31,6 +31,9 @@ type loopOptions struct {
 	Protect       []string
 	MaxIterations int
 	StallAfter    int
+	Confirm       int
+	AllowRemoval  bool
+	confirmSet    bool
 	MaxWallClock  time.Duration
 	MaxCost       float64
 	Predecessor   string
@@ -57,11 +60,20 @@ to a protected file (--protect GLOB; default the ecosystem's test files and
 the files the check names) is undone and recorded UNVERIFIED. Each accepted
 iteration is committed on the current branch with a Converge-Loop trailer.
 
+A passing check is run again on the same tree until it passed --confirm
+runs in a row (default 2); one that passes and then fails is flaky: the
+run ends blocked with both outputs, never complete (LOOP-8). When the
+check is a test command converge can count (go test, pytest, jest,
+vitest, npm test, cargo test, a make target running one), a pass with
+fewer tests run than at the start, or a test newly skipped, is UNVERIFIED
+and undone, unless --allow-test-removal says the goal is to remove tests.
+
 Exits: complete 0, blocked 3, limited 4, stalled 5, failed 1, bad input 2.
 A run killed mid-iteration resumes from its stored state with the next
 converge loop of the same goal and check here; --fresh starts over.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts.confirmSet = cmd.Flags().Changed("confirm")
 			return runLoopCmd(cmd.Context(), ios, opts)
 		},
 	}
@@ -76,6 +88,8 @@ converge loop of the same goal and check here; --fresh starts over.`,
 	f.StringArrayVar(&opts.Protect, "protect", nil, "a protected oracle input (glob; repeatable); replaces the default test-file globs, the files the check names stay protected")
 	f.IntVar(&opts.MaxIterations, "max-iterations", 0, "at most this many iterations (required)")
 	f.IntVar(&opts.StallAfter, "stall-after", checkloop.DefaultStallIterations, "end stalled after this many iterations in a row left the work tree and the check's output unchanged (LOOP-5's K)")
+	f.IntVar(&opts.Confirm, "confirm", checkloop.DefaultConfirm, "a mechanical check counts as passed only after passing this many runs in a row on the same tree; one that passes and fails is flaky and ends the run blocked (LOOP-8)")
+	f.BoolVar(&opts.AllowRemoval, "allow-test-removal", false, "the goal asks to remove tests: a pass with fewer tests run than at the start, or a test newly skipped, counts (recorded); without it such a pass is UNVERIFIED and undone (LOOP-8)")
 	f.DurationVar(&opts.MaxWallClock, "max-wall-clock", 0, "end limited after this long (0: no bound)")
 	f.Float64Var(&opts.MaxCost, "max-cost", 0, "end limited once agents report this much cost in USD (cost_usd on their last line; 0: no bound)")
 	f.StringVar(&opts.Predecessor, "predecessor", "", "the run this one follows: its end is restated and its failed approaches carried")
@@ -124,7 +138,7 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 		st = *claim.Resumed
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s resumed after %d iteration(s); --fresh starts a new run", runID, s.ws.Dir(), len(st.Iterations))})
 	} else {
-		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s: %s, at most %d iteration(s); protected: %s", runID, s.ws.Dir(), oracleWords(s.cfg.Oracle), s.cfg.MaxIterations, clipList(s.cfg.Protect, 8))})
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s: %s, at most %d iteration(s); protected: %s", runID, s.ws.Dir(), oracleWords(s.cfg), s.cfg.MaxIterations, clipList(s.cfg.Protect, 8))})
 	}
 	reportOrphans(out, claim.Orphans)
 	if p := st.Config.Predecessor; p != nil {
@@ -194,6 +208,15 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 	if opts.StallAfter <= 0 {
 		return nil, usageErr("--stall-after %d: must be at least 1 (iterations in a row without progress before the loop ends stalled)", opts.StallAfter)
 	}
+	if opts.Confirm <= 0 {
+		return nil, usageErr("--confirm %d: must be at least 1 (runs in a row on the same tree a passing check must repeat before it counts)", opts.Confirm)
+	}
+	if opts.AllowRemoval && opts.Judge != "" {
+		return nil, usageErr("--allow-test-removal applies to a mechanical --check, whose tests converge counts")
+	}
+	if opts.confirmSet && opts.Judge != "" {
+		return nil, usageErr("--confirm applies to a mechanical --check; a judged check is confirmed by its fresh final re-judgment")
+	}
 	if opts.MaxWallClock < 0 || opts.MaxCost < 0 {
 		return nil, usageErr("--max-wall-clock and --max-cost cannot be negative")
 	}
@@ -212,14 +235,16 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 		return nil, err
 	}
 	cfg := checkloop.Config{
-		Goal:            goal,
-		Agent:           opts.Agent,
-		MaxIterations:   opts.MaxIterations,
-		StallIterations: opts.StallAfter,
-		MaxWallClock:    opts.MaxWallClock,
-		MaxCostUSD:      opts.MaxCost,
-		AgentBudget:     opts.AgentTimeout,
-		CheckBudget:     opts.CheckTimeout,
+		Goal:             goal,
+		Agent:            opts.Agent,
+		MaxIterations:    opts.MaxIterations,
+		StallIterations:  opts.StallAfter,
+		Confirm:          opts.Confirm,
+		AllowTestRemoval: opts.AllowRemoval,
+		MaxWallClock:     opts.MaxWallClock,
+		MaxCostUSD:       opts.MaxCost,
+		AgentBudget:      opts.AgentTimeout,
+		CheckBudget:      opts.CheckTimeout,
 	}
 	protect := opts.Protect
 	if len(protect) == 0 {
@@ -340,9 +365,13 @@ func writeLoopLog(ctx context.Context, ios *IOStreams, db *store.Store, r store.
 	return checkloop.WriteLog(ios.Out, r, st, tickets, events)
 }
 
-func oracleWords(o checkloop.Oracle) string {
+func oracleWords(c checkloop.Config) string {
+	o := c.Oracle
 	if o.Class == checkloop.Judged {
 		return "judged by " + o.Judge
+	}
+	if c.Confirm > 1 {
+		return fmt.Sprintf("done-check `%s` (a pass counts after %d in a row on one tree)", o.Command, c.Confirm)
 	}
 	return "done-check `" + o.Command + "`"
 }

@@ -373,7 +373,7 @@ func (s *prSettingsT) apply(p *loopParams) {
 	p.FaultBudget = v.Duration("fault_budget")
 	p.AgentBudget, p.TestBudget = v.Duration("agent_timeout"), v.Duration("test_timeout")
 	p.MaxFixers, p.AgentModels = v.Int("max_parallel_fixers"), v.List("agent_models")
-	p.TestCmd = nil
+	p.TestCmd, p.AllowUntested = nil, v.Bool("allow_untested")
 	if c := v.String("test_cmd"); c != "" {
 		p.TestCmd = []string{"sh", "-c", c}
 	}

@@ -72,6 +72,9 @@ type loopParams struct {
 	// FaultBudget bounds how long forge faults are ridden out (REL-1).
 	FaultBudget time.Duration
 
+	// AllowUntested pushes fixes with no test command found (PR-V4).
+	AllowUntested bool
+
 	// AgentBudget and TestBudget time-box each agent and build/test run
 	// (AG-T1, AG-T5); zero means the defaults.
 	AgentBudget time.Duration
@@ -275,6 +278,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		MaxFixers:  p.MaxFixers,
 		Models:     p.AgentModels,
 	}
+	ws.AllowUntested = p.AllowUntested // PR-V4
 	var classifier *classify.Judge
 	if p.Judge != nil && p.Judge.Agent != nil {
 		// The judge agent also decides the comments the classifier's
@@ -448,6 +452,9 @@ func printProof(ios *IOStreams, runID string, p *prloop.Proof) {
 	fmt.Fprintf(w, "  hand-offs                    %s\n", none(p.HandOffs))
 	fmt.Fprintf(w, "  untrusted threads            %s\n", none(p.UntrustedThreads))
 	fmt.Fprintf(w, "  rounds run                   %d\n", p.RoundsRun)
+	if p.TestCensus != nil {
+		fmt.Fprintf(w, "  test census                  %s\n", p.TestCensus.Census)
+	}
 	if len(p.RevertedRounds) > 0 {
 		fmt.Fprintf(w, "  reverted rounds              %v\n", p.RevertedRounds)
 	}

@@ -40,6 +40,7 @@ func PRFields() []Field {
 		{Key: "agent_timeout", Kind: Duration, Min: 1, Default: dur(agent.DefaultBudget), Help: "time-box of one agent run; at it the agent is stopped, and a run without a status record is retried once"},
 		{Key: "test_timeout", Kind: Duration, Min: 1, Default: dur(prloop.DefaultTestBudget), Help: "time-box of one build/test run; a run stopped at it counts as failing"},
 		{Key: "test_cmd", Kind: String, Default: "", Help: "test command (default: discovered from the repository, REPO-C1)"},
+		{Key: "allow_untested", Kind: Bool, Default: "false", Help: "push fixes although no test command is found; false: such fixes are handed off \"no test command\" (PR-V4)"},
 		// Fixers (AG-P1, AG-E1).
 		{Key: "max_parallel_fixers", Kind: Int, Min: 1, Default: strconv.Itoa(pool.DefaultMax), Help: "fixers of a round that run at once, one per file, each in its own git worktree (AG-P1)"},
 		{Key: "agent_models", Kind: List, Default: "", Help: "the fixer's model escalation ladder, default model first: a second NEEDS_CONTEXT or a BLOCKED re-dispatches on the next (AG-E1); empty: the agent's one configured model"},

@@ -760,6 +760,7 @@ func (d *step) fix() bool {
 	}
 	s.LoopDiffLines += res.LinesChanged
 	d.round().Usage.Add(res.Usage)
+	d.round().Censuses = append(d.round().Censuses, res.Censuses...)
 	for _, n := range res.Notes {
 		if rr := d.round(); !slices.Contains(rr.Notes, n) {
 			rr.Notes = append(rr.Notes, n)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/forge"
 )
 
@@ -908,6 +909,10 @@ func TestPR_T7_BehindIsNotTerminal(t *testing.T) {
 func TestPR_T9_ProofFields(t *testing.T) {
 	s := verifying("h3", 3)
 	s.Request.Accepted = "R3"
+	// Round 2's fix was tested and pushed as h3; its census is the
+	// head's (PR-V4), not the baseline of h2.
+	headCensus := TestCensus{Kind: CensusCommit, Head: "h3", Census: census.Census{Known: true, Ecosystem: census.Go, Ran: 4, Passed: 4, Skipped: 1}}
+	s.Rounds[1].Censuses = []TestCensus{{Kind: CensusBaseline, Head: "h2", Census: census.Census{Known: true, Ecosystem: census.Go, Ran: 5, Passed: 5}}, headCensus}
 	pr := newPR("h3")
 	pr.MergeState = forge.MergeBehind
 	pr.Reviews = []forge.Review{okReview("R2", "h2", at(-10)), okReview("R3", "h3", at(1))}
@@ -924,7 +929,7 @@ func TestPR_T9_ProofFields(t *testing.T) {
 		PR: "https://github.com/o/r/pull/7", HeadSHA: "h3", ReviewedCommit: "h3", ReviewID: "R3", ReviewSource: "copilot",
 		ReviewedAt: at(1), CIState: "success", OpenThreadsAwaitingReply: 0,
 		EscalatedThreads: []string{"T2"}, HandOffs: []string{"T4"}, UntrustedThreads: []string{"T3"}, RoundsRun: 3, RevertedRounds: []int{},
-		MergeState: forge.MergeBehind, Notes: term.Proof.Notes,
+		MergeState: forge.MergeBehind, Notes: term.Proof.Notes, TestCensus: &headCensus,
 	}
 	if !reflect.DeepEqual(term.Proof, want) {
 		t.Fatalf("proof\n got  %+v\n want %+v", term.Proof, want)

@@ -87,6 +87,9 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 			fmt.Fprintf(b, "- note: %s\n", cell(note))
 		}
 		fmt.Fprintf(b, "- cost: %s\n", usageLine(rr.Usage))
+		for _, c := range rr.Censuses {
+			fmt.Fprintf(b, "- test census, %s\n", cell(c.String()))
+		}
 		fs := byRound[rd.N]
 		if len(fs) == 0 {
 			fmt.Fprintf(b, "\nNo findings.\n")
@@ -192,6 +195,9 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 		fmt.Fprintf(b, "- open threads awaiting reply: %d\n", p.OpenThreadsAwaitingReply)
 		fmt.Fprintf(b, "- escalated: %s; hand-offs: %s\n", list(p.EscalatedThreads), list(p.HandOffs))
 		fmt.Fprintf(b, "- rounds run: %d; reverted rounds: %s\n", p.RoundsRun, listInts(p.RevertedRounds))
+		if c := p.TestCensus; c != nil {
+			fmt.Fprintf(b, "- test census of the head: %s\n", c.Census)
+		}
 		for _, note := range p.Notes {
 			fmt.Fprintf(b, "- note: %s\n", note)
 		}

@@ -205,6 +205,7 @@ func (d *step) proof(v verdict) *Proof {
 	if d.s.SingleIteration {
 		p.Notes = append(p.Notes, "single-iteration mode ("+d.s.SingleIterationWhy+"): the local multi-angle review is the independent review")
 	}
+	p.TestCensus = proofCensus(&d.s, pr.HeadSHA)
 	if d.s.BaselineRed {
 		p.Notes = append(p.Notes, "the tests were red on the PR's head before any fix (baseline): "+d.s.BaselineTail)
 	}

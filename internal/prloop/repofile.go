@@ -29,7 +29,7 @@ func ReadBaseFile(ctx context.Context, root, cloneURL string, gitEnv []string, p
 	}
 	g := &repo.Git{Dir: cloneDir, Env: gitEnv}
 	base := "refs/remotes/origin/" + pr.BaseRef
-	if _, err := g.Run(ctx, "fetch", "--quiet", "origin", "+refs/heads/"+pr.BaseRef+":"+base); err != nil {
+	if _, err := gitLocked(ctx, cloneDir, g, "fetch", "--quiet", "origin", "+refs/heads/"+pr.BaseRef+":"+base); err != nil {
 		return nil, false, fmt.Errorf("fetch %s: %w", pr.BaseRef, err)
 	}
 	// ls-tree tells a missing file from a failing git.

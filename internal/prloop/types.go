@@ -265,6 +265,8 @@ type RoundRecord struct {
 	// classifier's judge, the recap judge (PR-M5). Agents that report
 	// nothing (suggest, most commands) add nothing.
 	Usage agent.Usage `json:"usage,omitzero"`
+	// Censuses are the test censuses of the round's fix (PR-V4).
+	Censuses []TestCensus `json:"censuses,omitempty"`
 }
 
 // State is the loop's persisted state. It is plain data (JSON) so it can be
@@ -517,6 +519,9 @@ type FixResult struct {
 	// (AG-T5); BaselineTail holds their first failing lines.
 	BaselineRed  bool   `json:"baseline_red,omitempty"`
 	BaselineTail string `json:"baseline_tail,omitempty"`
+	// Censuses are the test censuses of the Fix's build/test runs
+	// (PR-V4): the baseline, the candidates, the commit pushed.
+	Censuses []TestCensus `json:"censuses,omitempty"`
 	// Usage is what the round's fixer runs reported consuming (PR-M5).
 	Usage agent.Usage `json:"usage,omitzero"`
 	// Notes are what the fixers said beside their fixes, for the round's
@@ -566,6 +571,9 @@ type Proof struct {
 	RevertedRounds   []int            `json:"reverted_rounds"`
 	MergeState       forge.MergeState `json:"merge_state"`
 	Notes            []string         `json:"notes,omitempty"` // e.g. BEHIND (PR-T7)
+	// TestCensus is the test census of the head (PR-V4), or why there
+	// is none.
+	TestCensus *TestCensus `json:"test_census,omitempty"`
 }
 
 // Review names the independent review the proof rests on: its source and,

@@ -10,10 +10,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/repo"
@@ -51,6 +51,13 @@ type GitWorkspace struct {
 	Email      string   // commit author email
 	Logf       func(format string, args ...any)
 
+	// AllowUntested lets a fix be pushed when no test command is found;
+	// without it such a fix is handed off "no test command" (PR-V4).
+	AllowUntested bool
+	// TestsMayGo says which tests the round's findings ask to remove: a
+	// candidate may lose those from its census (PR-V4). Nil: none.
+	TestsMayGo func(findings []Finding) func(testID string) bool
+
 	clone    *repo.Git
 	worktree *repo.Git
 	// baselines are the test runs of heads, by SHA (AG-T5): a head is
@@ -61,6 +68,10 @@ type GitWorkspace struct {
 	usage agent.Usage
 	// notes are the fixers' concerns and escalations of that Fix.
 	notes []string
+	// censuses are the test censuses of that Fix's runs (PR-V4), and
+	// mayGo the tests its findings ask to remove.
+	censuses []TestCensus
+	mayGo    func(testID string) bool
 }
 
 // DefaultTestBudget is the time-box of one build/test run (AG-T5, PR-S10).
@@ -111,7 +122,7 @@ func (w *GitWorkspace) fetch(ctx context.Context, pr *forge.PullRequest) error {
 }
 
 func (w *GitWorkspace) fetchLocked(ctx context.Context, pr *forge.PullRequest) error {
-	if _, err := w.clone.Run(ctx, "fetch", "--quiet", "origin",
+	if _, err := gitLocked(ctx, w.clone.Dir, w.clone, "fetch", "--quiet", "origin",
 		"+refs/heads/"+pr.BaseRef+":refs/remotes/origin/"+pr.BaseRef,
 		"+refs/heads/"+pr.HeadRef+":refs/remotes/origin/"+pr.HeadRef); err != nil {
 		return fmt.Errorf("fetch: %w", err)
@@ -129,19 +140,6 @@ func (w *GitWorkspace) Cleanup(ctx context.Context) error {
 	return err
 }
 
-// cloneLocks serialize, per clone, what changes a clone's shared refs and
-// worktree list (clone, fetch, worktree add and remove): the clones under
-// the state directory are a cache every loop in the process shares, and
-// git's ref locks refuse concurrent updates rather than wait.
-var cloneLocks sync.Map // clone dir → *sync.Mutex
-
-func lockClone(dir string) (unlock func()) {
-	m, _ := cloneLocks.LoadOrStore(filepath.Clean(dir), new(sync.Mutex))
-	mu := m.(*sync.Mutex)
-	mu.Lock()
-	return mu.Unlock
-}
-
 // Fix applies the round's findings on the PR's current head, keeps only
 // changes that add no test failure to the head's own (PR-S10, AG-T5), and
 // commits and pushes at most one commit carrying the round trailer
@@ -152,11 +150,16 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	res = FixResult{Round: round}
 	w.usage, w.notes = agent.Usage{}, nil
 	defer func() { res.Usage, res.Notes = w.usage, w.notes }()
+	w.beginCensus(findings)
+	defer func() { res.Censuses = w.endCensus(pr.HeadSHA, res.CommitSHA) }()
 	if err := w.atHead(ctx, pr); err != nil {
 		return res, err
 	}
 	ordered := bottomUp(findings)
 	test := w.testCommand()
+	if len(test) == 0 && !w.AllowUntested {
+		return w.untested(res, ordered), nil
+	}
 	var base *testRun
 	if len(test) > 0 {
 		b, err := w.baseline(ctx, pr.HeadSHA, test)
@@ -231,7 +234,7 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	if err != nil {
 		return res, err
 	}
-	if err := w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef); err != nil {
+	if err := w.push(ctx, pr); err != nil {
 		return res, err
 	}
 	if final != nil {
@@ -298,11 +301,16 @@ func (r *FixResult) handOff(reason string) string {
 // worktree is reset afterwards so nothing the tests wrote is committed.
 func (w *GitWorkspace) baseline(ctx context.Context, head string, test []string) (testRun, error) {
 	if b, ok := w.baselines[head]; ok {
+		w.censuses = append(w.censuses, TestCensus{Kind: CensusBaseline, Head: head, Census: b.census.Summary()})
 		return b, nil
 	}
 	b, err := w.runTests(ctx, test)
 	if err != nil {
 		return testRun{}, err
+	}
+	if n := len(w.censuses); n > 0 {
+		// runTests recorded it as a candidate: it is the head's.
+		w.censuses[n-1].Kind, w.censuses[n-1].Head = CensusBaseline, head
 	}
 	if w.baselines == nil {
 		w.baselines = map[string]testRun{}
@@ -317,7 +325,9 @@ func (w *GitWorkspace) reset(ctx context.Context, sha string) error {
 		{"reset", "--quiet", "--hard", sha},
 		{"clean", "-fdq"},
 	} {
-		if _, err := w.worktree.Run(ctx, args...); err != nil {
+		// The worktree is the run's own (it holds the PR's lock): an
+		// index lock in it is a killed git's.
+		if _, err := gitLocked(ctx, w.clone.Dir, w.worktree, args...); err != nil {
 			return fmt.Errorf("reset worktree: %w", err)
 		}
 	}
@@ -414,11 +424,17 @@ func (w *GitWorkspace) runTests(ctx context.Context, argv []string) (testRun, er
 	if env == nil {
 		env = agent.ScrubEnv(os.Environ())
 	}
-	r, err := repo.RunTimeBoxed(ctx, w.worktree.Dir, argv, env, 64<<10, budget)
+	// The census (PR-V4) is taken where the runner reports its tests;
+	// the output is what the plain command prints, for the excerpts.
+	r, err := census.Run(ctx, census.Spec{Dir: w.worktree.Dir, Argv: argv, Env: env, Budget: budget, MaxOutput: 64 << 10})
 	if err != nil {
 		return testRun{}, fmt.Errorf("run tests %s: %w", strings.Join(argv, " "), err)
 	}
-	return testRun{out: r.Output, code: r.ExitCode, timedOut: r.TimedOut, budget: budget}, nil
+	w.censuses = append(w.censuses, TestCensus{Kind: CensusCandidate, Census: r.Census.Summary()})
+	if !r.Census.Known {
+		w.logf("no test census of this run (%s): %s", strings.Join(argv, " "), r.Census.Why)
+	}
+	return testRun{out: r.Output, code: r.ExitCode, timedOut: r.TimedOut, budget: budget, census: r.Census, mayGo: w.mayGo}, nil
 }
 
 // testRun is one build/test run.
@@ -427,14 +443,22 @@ type testRun struct {
 	code     int
 	timedOut bool
 	budget   time.Duration
+	// census is the run's test census (PR-V4); mayGo the tests the
+	// round's findings ask to remove, which it may lose.
+	census census.Census
+	mayGo  func(testID string) bool
 }
+
+// lostTests prefixes judge's reason when a run lost baseline tests
+// (PR-V4): it is the whole reason, not a failure excerpt.
+const lostTests = "the fix loses tests: "
 
 func (t testRun) ok() bool { return t.code == 0 && !t.timedOut }
 
 // redReason words a red run for a hand-off: a time-out as such, else
 // prefix and the failing lines.
 func (t testRun) redReason(prefix, lines string) string {
-	if t.timedOut {
+	if t.timedOut || strings.HasPrefix(lines, lostTests) {
 		return lines
 	}
 	return prefix + lines
@@ -476,8 +500,25 @@ const maxExcerpt = 6
 // fails only by a failure line the baseline lacks — or, when neither has
 // failure lines to compare, by another exit status — so a fix is not
 // blamed for failures it found. A run that timed out always fails: what it
-// would have printed is unknown.
+// would have printed is unknown. A run the build/test step would accept
+// still fails when a test that ran at the baseline no longer runs or now
+// skips, unless the round's findings ask to remove it (PR-V4), or when
+// the baseline's tests were counted and the run's cannot be.
 func judge(base *testRun, tr testRun) string {
+	if bad := judgeBuild(base, tr); bad != "" {
+		return bad
+	}
+	if base == nil {
+		return ""
+	}
+	if d := census.Compare(base.census, tr.census).Except(tr.mayGo); !d.Empty() {
+		return lostTests + d.String()
+	}
+	return ""
+}
+
+// judgeBuild is judge without the census: the build/test verdict alone.
+func judgeBuild(base *testRun, tr testRun) string {
 	switch {
 	case tr.timedOut:
 		return "tests timed out after " + fmtDuration(tr.budget)

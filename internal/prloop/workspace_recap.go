@@ -76,7 +76,7 @@ func (w *GitWorkspace) Revert(ctx context.Context, pr *forge.PullRequest, round 
 	if err != nil {
 		return res, err
 	}
-	if err := w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef); err != nil {
+	if err := w.push(ctx, pr); err != nil {
 		return res, err
 	}
 	res.CommitSHA = sha

@@ -64,7 +64,7 @@ func (w *GitWorkspace) SyncBase(ctx context.Context, pr *forge.PullRequest, roun
 	if err != nil {
 		return res, err
 	}
-	if err := w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef); err != nil {
+	if err := w.push(ctx, pr); err != nil {
 		return res, err
 	}
 	res.CommitSHA = sha

@@ -1,0 +1,88 @@
+package prloop
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+// The clones under the state directory are a cache that every loop shares,
+// in this process and in other converge processes on the same state
+// directory. What changes a clone's shared refs and worktree list (clone,
+// fetch, worktree add and remove, and a push, which updates the clone's
+// remote-tracking ref) runs under the clone's lock: a mutex within the
+// process and an advisory file lock across processes. git's own ref locks
+// refuse concurrent updates rather than wait.
+
+var cloneLocks sync.Map // clone dir → *sync.Mutex
+
+// lockClone takes the clone's lock and returns its release.
+func lockClone(dir string) (unlock func()) {
+	dir = filepath.Clean(dir)
+	m, _ := cloneLocks.LoadOrStore(dir, new(sync.Mutex))
+	mu := m.(*sync.Mutex)
+	mu.Lock()
+	release := lockFile(dir + ".converge-lock")
+	return func() {
+		release()
+		mu.Unlock()
+	}
+}
+
+// staleRefLock is git's refusal to update a ref whose lock file exists.
+var staleRefLock = regexp.MustCompile(`Unable to create '([^']+\.lock)': File exists`)
+
+// removeStaleRefLock removes the ref lock file git named in err when it
+// lies inside the clone's .git directory, and says whether it did. Called
+// only under the clone's lock: every converge that writes the clone's
+// shared refs holds that lock, so a lock file found under it was left by
+// a git process that died mid-update (a converge SIGKILLed mid-push takes
+// its git with it), and git would refuse every later update of that ref.
+func removeStaleRefLock(cloneDir string, err error) bool {
+	if err == nil {
+		return false
+	}
+	msg := err.Error()
+	var gitErr *repo.Error
+	if errors.As(err, &gitErr) {
+		msg = gitErr.Stderr
+	}
+	m := staleRefLock.FindStringSubmatch(msg)
+	if m == nil {
+		return false
+	}
+	gitDir, lock := filepath.Join(filepath.Clean(cloneDir), ".git"), filepath.Clean(m[1])
+	if !strings.HasPrefix(lock, gitDir+string(filepath.Separator)) {
+		return false
+	}
+	return os.Remove(lock) == nil
+}
+
+// gitLocked runs git in g, once more after removing a lock file a dead
+// git left in the clone's .git directory. Called under the clone's lock,
+// or in the run's own worktree, whose files only the run writes.
+func gitLocked(ctx context.Context, cloneDir string, g *repo.Git, args ...string) (string, error) {
+	out, err := g.Run(ctx, args...)
+	if removeStaleRefLock(cloneDir, err) {
+		out, err = g.Run(ctx, args...)
+	}
+	return out, err
+}
+
+// push pushes the worktree's HEAD to the PR's head branch, never forced,
+// under the clone's lock (it updates the clone's remote-tracking ref).
+func (w *GitWorkspace) push(ctx context.Context, pr *forge.PullRequest) error {
+	defer lockClone(w.clone.Dir)()
+	err := w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef)
+	if removeStaleRefLock(w.clone.Dir, err) {
+		err = w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef)
+	}
+	return err
+}

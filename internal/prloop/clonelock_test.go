@@ -1,0 +1,90 @@
+package prloop_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/testutil/hubtest"
+)
+
+// TestREL2_StaleRefLocksOfAKilledGitAreRecovered: a converge SIGKILLed
+// mid-push or mid-fetch takes its git with it, which can leave ref lock
+// files in the shared clone; git then refuses every later update of those
+// refs ("remove the file manually to continue"). The next run, holding
+// the clone's lock, removes them and fetches and pushes.
+func TestREL2_StaleRefLocksOfAKilledGitAreRecovered(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	hub := hubtest.Start(t, 0)
+	if err := hub.CreateRepo("acme", "calc", map[string]string{"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc.go": calcGo, "calc_test.go": calcTest}, fakehub.RepoOptions{TestCommand: []string{"go", "test", "./..."}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := hub.CreatePR("acme", "calc", fakehub.NewPR{Head: "feature/half", Title: "Half", Files: map[string]string{"calc.go": calcGo + "\n// Third thirds n.\nfunc Third(n int) int { return n / 3 }\n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, _ := forge.ParsePRURL(hub.PRURL("acme", "calc", n))
+	tok := hub.Tokens().Author
+	client := hubtest.Client(t, hub, tok)
+	pr0, err := client.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	ws := &prloop.GitWorkspace{
+		Root: root, RunID: "r-lock", CloneURL: hub.GitURL("acme", "calc"),
+		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
+		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
+	}
+	if _, err := ws.Prepare(ctx, pr0); err != nil {
+		t.Fatal(err)
+	}
+	// What a git killed while updating the base's and the head's
+	// remote-tracking refs leaves behind.
+	matches, _ := filepath.Glob(filepath.Join(root, "clones", "*", "acme", "calc", ".git", "refs", "remotes", "origin"))
+	if len(matches) != 1 {
+		t.Fatalf("find the clone's remote-tracking refs: %v", matches)
+	}
+	tracking := matches[0]
+	for _, lock := range []string{"main.lock", filepath.Join("feature", "half.lock")} {
+		p := filepath.Join(tracking, lock)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two rounds: the first one's push moves the head, so the second
+	// one's fetch must update the locked remote-tracking ref.
+	var head string
+	for round, f := range []prloop.Finding{
+		{ID: "T-half", ThreadID: "T-half", Path: "calc.go", StartLine: 8, EndLine: 8, Summary: suggestion("// Half halves n, rounding toward zero.")},
+		{ID: "T-double", ThreadID: "T-double", Path: "calc.go", StartLine: 3, EndLine: 3, Summary: suggestion("// Double doubles n; it may overflow.")},
+	} {
+		pr, err := client.Observe(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ws.Fix(ctx, pr, round+1, []prloop.Finding{f})
+		if err != nil {
+			t.Fatalf("round %d after a killed git's ref locks: %v", round+1, err)
+		}
+		if res.CommitSHA == "" {
+			t.Fatalf("round %d pushed nothing: %+v", round+1, res)
+		}
+		head = res.CommitSHA
+	}
+	st, _ := hub.PR("acme", "calc", n)
+	if st.HeadSHA != head {
+		t.Fatalf("PR head %s, want the second round's pushed commit %s", st.HeadSHA, head)
+	}
+}

@@ -1,0 +1,142 @@
+//go:build unix
+
+package prloop
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+const censusCalc = "package calc\n\nfunc Add(a, b int) int { return a + b }\n"
+
+const censusCalcTest = `package calc
+
+import "testing"
+
+func TestAdd(t *testing.T) {
+	if Add(1, 2) != 3 {
+		t.Fatal("Add")
+	}
+}
+
+func TestZero(t *testing.T) {
+	if Add(0, 0) != 0 {
+		t.Fatal("zero")
+	}
+}
+`
+
+// censusFixer is a command fixer: T-delete deletes TestZero, T-skip
+// skips TestAdd, T-ok edits calc.go only; each claims a fix.
+const censusFixer = `task=$(cat)
+case "$task" in *'"id":"T-delete"'*)
+  printf 'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal("Add")\n\t}\n}\n' > calc_test.go
+  echo '// deleted' >> calc.go;;
+esac
+case "$task" in *'"id":"T-skip"'*) sed -i 's/^func TestAdd(t \*testing.T) {$/&\n\tt.Skip("later")/' calc_test.go;; esac
+case "$task" in *'"id":"T-ok"'*) echo '// Add adds.' >> calc.go;; esac
+echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["calc.go"]}'`
+
+func censusPR(t *testing.T) (pr *censusPRT) {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go")
+	}
+	p, bare := localPR(t, map[string]string{"go.mod": "module example.com/calc\n\ngo 1.21\n", "calc.go": censusCalc, "calc_test.go": censusCalcTest},
+		map[string]string{"calc.go": censusCalc + "\nfunc Sub(a, b int) int { return a - b }\n"})
+	return &censusPRT{pr: p, bare: bare}
+}
+
+type censusPRT struct {
+	pr   *forge.PullRequest
+	bare string
+}
+
+// TestPR_V4_FixThatLosesATestIsNotPushed: of three fixes that each claim
+// success, the one that deletes a test and the one that skips one are
+// rejected like a red build, naming the test; the green one is pushed.
+// The round records the census of the baseline and of the commit.
+func TestPR_V4_FixThatLosesATestIsNotPushed(t *testing.T) {
+	c := censusPR(t)
+	ws := testWorkspace(t, c.bare, commandAgent(t, censusFixer, 0), "go test ./...")
+	findings := []Finding{
+		{ID: "T-delete", ThreadID: "T-delete", Path: "calc.go", EndLine: 3, Summary: "fix Add"},
+		{ID: "T-skip", ThreadID: "T-skip", Path: "calc_test.go", EndLine: 5, Summary: "fix the test"},
+		{ID: "T-ok", ThreadID: "T-ok", Path: "calc.go", EndLine: 5, Summary: "document Sub"},
+	}
+	res, err := ws.Fix(context.Background(), c.pr, 1, findings)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Addressed) != 1 || res.Addressed[0] != "T-ok" || res.CommitSHA == "" || remoteHead(t, c.bare) != res.CommitSHA {
+		t.Fatalf("addressed %v blocked %+v commit %q: want only T-ok pushed", res.Addressed, res.Blocked, res.CommitSHA)
+	}
+	why := map[string]string{}
+	for _, b := range res.Blocked {
+		why[b.ID] = b.Reason
+	}
+	if r := why["T-delete"]; !strings.Contains(r, "no longer run: example.com/calc.TestZero") {
+		t.Errorf("T-delete: %q", r)
+	}
+	if r := why["T-skip"]; !strings.Contains(r, "now skip: example.com/calc.TestAdd") {
+		t.Errorf("T-skip: %q", r)
+	}
+	first, last := res.Censuses[0], res.Censuses[len(res.Censuses)-1]
+	if first.Kind != CensusBaseline || first.Head != c.pr.HeadSHA || !first.Known || first.Ran != 2 ||
+		last.Kind != CensusCommit || last.Head != res.CommitSHA || !last.Known || last.Ran != 2 || last.Skipped != 0 {
+		t.Fatalf("censuses %v: want the baseline's and the commit's, 2 ran each", res.Censuses)
+	}
+}
+
+// TestPR_V4_FindingMayRemoveATest: a test the round's findings ask to
+// remove may vanish.
+func TestPR_V4_FindingMayRemoveATest(t *testing.T) {
+	c := censusPR(t)
+	ws := testWorkspace(t, c.bare, commandAgent(t, censusFixer, 0), "go test ./...")
+	ws.TestsMayGo = func(fs []Finding) func(string) bool {
+		return func(id string) bool {
+			return len(fs) == 1 && fs[0].ID == "T-delete" && id == "example.com/calc.TestZero"
+		}
+	}
+	res, err := ws.Fix(context.Background(), c.pr, 1, []Finding{{ID: "T-delete", ThreadID: "T-delete", Path: "calc.go", EndLine: 3, Summary: "drop TestZero"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Addressed) != 1 || res.CommitSHA == "" {
+		t.Fatalf("result %+v: want the removal pushed", res)
+	}
+}
+
+// TestPR_V4_NoTestCommandPushesNothing: with no test command found, no
+// fixer runs and the findings are handed off "no test command"; with
+// allow_untested the fix is pushed, its census saying it was untested.
+func TestPR_V4_NoTestCommandPushesNothing(t *testing.T) {
+	pr, bare := localPR(t, map[string]string{"notes.txt": "one\n"}, map[string]string{"notes.txt": "one\ntwo\n"})
+	a := commandAgent(t, `cat >/dev/null; echo fixed >> notes.txt; echo '`+okRecord+`'`, 0)
+	ws := testWorkspace(t, bare, a, "")
+	ws.AllowUntested = false
+	f := []Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", EndLine: 2, Summary: "fix"}}
+	head := remoteHead(t, bare)
+	res, err := ws.Fix(context.Background(), pr, 1, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Blocked) != 1 || res.Blocked[0].Reason != NoTestCommand || res.CommitSHA != "" || a.runs.Load() != 0 || remoteHead(t, bare) != head {
+		t.Fatalf("result %+v after %d fixer runs: want T1 handed off %q, nothing run or pushed", res, a.runs.Load(), NoTestCommand)
+	}
+	ws.AllowUntested = true
+	res, err = ws.Fix(context.Background(), pr, 1, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CommitSHA == "" || len(res.Censuses) != 2 || res.Censuses[1].Known || res.Censuses[1].Head != res.CommitSHA {
+		t.Fatalf("result %+v: want the fix pushed untested, its census unknown", res)
+	}
+	if !strings.Contains(res.Censuses[1].Census.String(), "untested") {
+		t.Errorf("census %s", res.Censuses[1])
+	}
+}
