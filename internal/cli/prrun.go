@@ -455,6 +455,7 @@ func printProof(ios *IOStreams, runID string, p *prloop.Proof) {
 	fmt.Fprintf(w, "  open threads awaiting reply  %d\n", p.OpenThreadsAwaitingReply)
 	fmt.Fprintf(w, "  escalated threads            %s\n", none(p.EscalatedThreads))
 	fmt.Fprintf(w, "  hand-offs                    %s\n", none(p.HandOffs))
+	fmt.Fprintf(w, "  untrusted threads            %s\n", none(p.UntrustedThreads))
 	fmt.Fprintf(w, "  rounds run                   %d\n", p.RoundsRun)
 	if p.TestCensus != nil {
 		fmt.Fprintf(w, "  test census                  %s\n", p.TestCensus.Census)

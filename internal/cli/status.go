@@ -171,6 +171,11 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 	}
 	if len(r.Proof) == 0 {
 		fmt.Fprintf(ios.Out, "run %s ended %s: no proof (only a two-stable finish has one)\n", r.ID, r.Status)
+		// Why it did not end two-stable, e.g. red CI (PR-V5).
+		var st prloop.State
+		if json.Unmarshal(r.State, &st) == nil && st.Terminal != nil && st.Terminal.Message != "" {
+			fmt.Fprintf(ios.Out, "  why: %s\n", st.Terminal.Message)
+		}
 		if !r.Finished() {
 			return &silentExit{code: exitcode.Error}
 		}

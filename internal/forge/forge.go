@@ -147,6 +147,12 @@ type PullRequest struct {
 	// CloneURL is the repository's git URL as the API reports it (SEC-6):
 	// credentials go there and nowhere else.
 	CloneURL string
+	// ForcePushes are the head ref's force-pushes as the PR's timeline
+	// shows them (the most recent few), oldest first: a review submitted
+	// before the last of them never counts, even of a commit that became
+	// the head again (PR-T1(4)). A plain push needs no entry: it always
+	// makes a new commit the head, which no earlier review can be of.
+	ForcePushes []ForcePush
 
 	// ObservedAt is the forge's idea of "now" for this observation when the
 	// backend can tell (the Date header), else the client's clock.
@@ -208,6 +214,27 @@ type Comment struct {
 	DiffHunk string
 }
 
+// ForcePush is one force-push of the PR's head ref (GitHub's
+// HeadRefForcePushedEvent).
+type ForcePush struct {
+	Actor  string
+	Before string // the head before ("" when the forge no longer has it)
+	After  string // the head it was forced to
+	At     time.Time
+}
+
+// LastForcePush is when the head ref was last force-pushed (zero when
+// never, as far as the observation shows).
+func (pr *PullRequest) LastForcePush() time.Time {
+	var t time.Time
+	for _, fp := range pr.ForcePushes {
+		if fp.At.After(t) {
+			t = fp.At
+		}
+	}
+	return t
+}
+
 // CheckRollup summarises CI on one commit.
 type CheckRollup struct {
 	State    CIState // "" when none
@@ -220,6 +247,26 @@ type CheckContext struct {
 	IsStatus   bool            // a commit status, not a check run
 	Status     CheckStatus     // check runs only
 	Conclusion CheckConclusion // check runs: when completed; statuses: their state
+	// What a failing check says about itself (PR-V5): a check run's
+	// output (title, summary, text) and first annotations, a status's
+	// description; URL is the details or target URL. Empty when the
+	// forge gave none.
+	Title       string
+	Summary     string
+	Text        string
+	Annotations []Annotation
+	Description string
+	URL         string
+}
+
+// Annotation is one line-level note of a check run (PR-V5).
+type Annotation struct {
+	Path      string
+	StartLine int
+	EndLine   int
+	Level     string // NOTICE, WARNING, FAILURE
+	Title     string
+	Message   string
 }
 
 // Commit is one commit on the PR's branch.
@@ -279,6 +326,7 @@ type CheckRun struct {
 	Conclusion string // success, failure, neutral, ... when completed
 	Title      string
 	Summary    string
+	Text       string
 }
 
 // Forge is what the loops need from a code host. Every write is safe to

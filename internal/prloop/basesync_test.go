@@ -123,7 +123,7 @@ func TestPR_S14_AlreadyTwoStableButBehindStartsARound(t *testing.T) {
 	pr.Reviews = []forge.Review{okReview("R1", "h1", at(-30))}
 	_, acts, term := Decide(State{}, obs(at(0), pr), syncCfg())
 	wantTerminal(t, term, "")
-	wantActs(t, acts, "set-status pending h1", "request-review round-1/request-review")
+	wantActs(t, acts, "set-status pending h1", "sync-base round-1/sync-base")
 	_, _, term = Decide(State{}, obs(at(0), pr), cfg())
 	wantTerminal(t, term, ReasonTwoStable)
 }

@@ -51,7 +51,7 @@ func TestPR_S13_CleanupResolvesOutdatedThreadsOnceAfterSuccess(t *testing.T) {
 			[]forge.Thread{withMarker(ownOutdated("T9"), "h0")}, nil, ReasonTwoStable, success, false},
 		{"no success, no cleanup",
 			[]forge.Thread{ownOutdated("T9")}, func(pr *forge.PullRequest) { pr.Checks = ciWith("COMPLETED", "FAILURE") }, "",
-			[]string{"set-status pending h1", "request-review round-1/request-review"}, false},
+			[]string{"set-status pending h1", "fix round-1/fix"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

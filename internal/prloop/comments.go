@@ -17,7 +17,7 @@ const (
 )
 
 func isCommentKey(id string) bool {
-	return strings.HasPrefix(id, commentKeyPrefix) || strings.HasPrefix(id, reviewKeyPrefix)
+	return strings.HasPrefix(id, commentKeyPrefix) || strings.HasPrefix(id, reviewKeyPrefix) || isCIKey(id)
 }
 
 func commentKey(ic forge.IssueComment) string {

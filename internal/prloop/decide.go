@@ -419,6 +419,12 @@ func (d *step) request() bool {
 	if s.SingleIteration {
 		return true
 	}
+	if r, _, _, _ := d.botArm(); r != nil {
+		// PR-V5: the review bot already reviewed this head after its last
+		// push; asking again costs a premium request and says nothing new.
+		d.accept(r)
+		return true
+	}
 	d.acts = append(d.acts, d.requestAction())
 	return false
 }
@@ -470,6 +476,11 @@ func (d *step) awaitReview() bool {
 			d.wait(fmt.Sprintf("the review request failed (attempt %d/%d); retrying", s.Request.Attempts, c.RequestRetries))
 			return false
 		}
+		return d.afterReview()
+	}
+	if s.Request.Accepted != "" && s.Request.Head == d.head {
+		// The round counts a review of this head already (one accepted
+		// without a request, PR-V5, or before a wait for the local review).
 		return d.afterReview()
 	}
 	isNew := func(r forge.Review) bool { return isBot(r.Author, c) && !slices.Contains(s.Request.SeenReviews, r.ID) }
@@ -575,6 +586,12 @@ func (d *step) triage() bool {
 				recorded = append(recorded, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: DispAddressed, HeadSHA: sha})
 				continue
 			}
+			if v.T.IsResolved {
+				// PR-V6: a trusted reviewer answered in a thread converge
+				// had resolved; it is open again while converge acts on it.
+				d.acts = append(d.acts, Action{Kind: ActUnresolve, Key: roundKey(s.Round, "unresolve/"+v.T.ID), ThreadID: v.T.ID, Round: s.Round,
+					Reason: "a trusted reviewer commented after converge's last reply"})
+			}
 			findings = append(findings, finding(v, d.c))
 		case thStale:
 			disp, reason := disposition(v.T.ID, nil, v.StaleFrom)
@@ -594,6 +611,7 @@ func (d *step) triage() bool {
 		return false
 	}
 	findings = append(findings, commentFindings(d.pr, d.o, d.c)...)
+	findings = append(findings, ciFindings(d.pr, d.c)...)
 	lr := s.localReview(d.head)
 	if lr != nil {
 		findings = append(findings, lr.Findings...)
@@ -697,6 +715,9 @@ func (d *step) postSummary(lr LocalReviewRecord, merged []Finding) {
 // never fatal (PR-S4).
 const summaryReason = "local-review-summary"
 
+// ciSummaryReason marks the round's CI summary comment (PR-V5).
+const ciSummaryReason = "ci-summary"
+
 func summaryPosted(pr *forge.PullRequest, head string, c Config) bool {
 	for _, ic := range pr.IssueComments {
 		if selfComment(ic.Author, c) && strings.Contains(ic.Body, "converge:local-review head="+head) {
@@ -794,8 +815,17 @@ func (d *step) reply() bool {
 		byID[t.ID] = t
 	}
 	var acts []Action
+	var ci []ThreadRecord
 	for i := range s.Threads {
 		rec := &s.Threads[i]
+		if rec.Round == s.Round && isCIKey(rec.ThreadID) {
+			// PR-V5: failing checks are answered together, in the round's
+			// CI summary comment.
+			if !commentAnswered(d.pr, rec.ThreadID, rec.HeadSHA, rec.Disposition, d.c) {
+				ci = append(ci, *rec)
+			}
+			continue
+		}
 		if rec.Round == s.Round && isCommentKey(rec.ThreadID) {
 			// PR-T13: a top-level comment or a review body has no thread;
 			// it is answered once with a top-level comment quoting it.
@@ -830,6 +860,10 @@ func (d *step) reply() bool {
 			acts = append(acts, Action{Kind: ActResolve, Key: roundKey(s.Round, "resolve/"+rec.ThreadID), ThreadID: rec.ThreadID, Round: s.Round})
 			rec.Resolved = true
 		}
+	}
+	if len(ci) > 0 {
+		acts = append(acts, Action{Kind: ActComment, Key: roundKey(s.Round, "ci-summary/"+ci[0].HeadSHA), Round: s.Round, SHA: ci[0].HeadSHA,
+			Reason: ciSummaryReason, Body: ciAnswer(s.Round, ci, s.Kept, d.pr)})
 	}
 	if len(acts) == 0 || s.ReplyPasses >= maxReplyPasses {
 		s.Phase = PhaseVerify
@@ -899,6 +933,12 @@ func (d *step) verify() bool {
 			return false
 		}
 		d.end(ReasonNoIndependentReview, fmt.Sprintf("no independent review of the head %s (%s); conjuncts 1-3 of two-stable hold", text.ShortSHA(d.head), v.reviewWhy), nil)
+		return false
+	}
+	if settledOthers && v.ci == ciFailure && d.ciHandedOff() {
+		// PR-V5: red CI is what blocks success and converge has already
+		// handed each failing check on this head to a human.
+		d.end(ReasonHandedOff, ciRed(d.pr, d.c)+"; converge could not fix it on this head and handed it to a human", nil)
 		return false
 	}
 	if msg := d.convergenceFailure(); msg != "" {
@@ -990,6 +1030,10 @@ func (d *step) wait(reason string) {
 // end makes the terminal. Its side effects replace whatever this step had
 // decided before: a terminal supersedes the work it interrupts.
 func (d *step) end(reason Reason, msg string, proof *Proof) {
+	if red := ciRed(d.pr, d.c); red != "" && reason != ReasonTwoStable && !strings.Contains(msg, red) {
+		// PR-V5: whatever ended the run, red CI on the head is said.
+		msg += "; " + red
+	}
 	t := &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: msg, Proof: proof}
 	var keep []Action
 	for _, a := range d.acts {

@@ -22,17 +22,22 @@ func TestPR_T1_TwoStableNeedsAllFourConjuncts(t *testing.T) {
 	}{
 		{"all four hold", func(*State, *forge.PullRequest) {}, ReasonTwoStable,
 			[]string{"add-label " + LabelReady, "set-status success h1"}},
-		{"(1) a structural finding this round", func(s *State, _ *forge.PullRequest) { s.Kept = structural; s.ConsecutiveStructural = 1 }, "",
-			[]string{"set-status pending h1", "request-review round-3/request-review"}},
-		{"(2) CI failed", func(_ *State, pr *forge.PullRequest) { pr.Checks = ciWith("COMPLETED", "FAILURE") }, "",
-			[]string{"set-status pending h1", "request-review round-3/request-review"}},
+		// The head was reviewed already, so the next round asks for no
+		// second review of it (PR-V5) and goes straight to its findings.
+		{"(1) a structural finding this round", func(s *State, _ *forge.PullRequest) {
+			s.Kept = structural
+			s.ConsecutiveStructural = 1
+			s.LocalReviews = []LocalReviewRecord{{Head: "h1", Round: 2, Findings: []Finding{{ID: "L1", Path: "a.go", StartLine: 3, EndLine: 3, Summary: "nil dereference", Verdict: VerdictStructural, Source: "local"}}}}
+		}, "", []string{"set-status pending h1", "fix round-3/fix"}},
+		{"(2) CI failed: the failing check is the next round's finding (PR-V5)", func(_ *State, pr *forge.PullRequest) { pr.Checks = ciWith("COMPLETED", "FAILURE") }, "",
+			[]string{"set-status pending h1", "fix round-3/fix"}},
 		{"(2) CI pending", func(_ *State, pr *forge.PullRequest) { pr.Checks = ciWith("QUEUED", "") }, "",
 			[]string{"wait"}},
 		{"(2) no checks, none expected is not assumed", func(_ *State, pr *forge.PullRequest) { pr.Checks = forge.CheckRollup{} }, "",
 			[]string{"wait"}},
 		{"(3) an unresolved trusted thread", func(_ *State, pr *forge.PullRequest) {
 			pr.Threads = append(pr.Threads, thread("T5", "bob", "please rename"))
-		}, "", []string{"set-status pending h1", "request-review round-3/request-review"}},
+		}, "", []string{"set-status pending h1", "fix round-3/fix"}},
 		{"(4) no review of this head: re-requested after the back-off first", func(_ *State, pr *forge.PullRequest) {
 			pr.Reviews = []forge.Review{okReview("R1", "h0", at(-5))}
 		}, "", []string{"wait"}},
@@ -142,26 +147,28 @@ func TestPR_S1_AlreadyTwoStableEndsAtOnce(t *testing.T) {
 			esc.IsResolved = true
 			pr.Threads = []forge.Thread{done, esc}
 		}, ReasonTwoStable, []string{"add-label " + LabelReady, "set-status success h1"}},
+		// A head Copilot reviewed is not requested again (PR-V5): what
+		// keeps it from success is said at once.
 		{"an open hand-off keeps the run from success (PR-T11)", func(pr *forge.PullRequest) {
 			esc := thread("T2", "bob", "redesign this")
 			esc.Comments = append(esc.Comments, forge.Comment{Author: self, Body: "Escalated\n" + Marker("T2", "h0", DispEscalated)})
 			pr.Threads = []forge.Thread{esc}
-		}, "", []string{"set-status pending h1", "request-review round-1/request-review"}},
+		}, ReasonHandedOff, []string{"add-label " + LabelNeedsAttention, "set-status error h1"}},
 		{"the latest Copilot review is not of the head (PR-T1(4))", func(pr *forge.PullRequest) {
 			pr.Reviews = append(pr.Reviews, okReview("R2", "h0", at(-10)))
 		}, "", []string{"set-status pending h1", "request-review round-1/request-review"}},
 		{"a trusted human requests changes (PR-T13)", func(pr *forge.PullRequest) {
 			pr.Reviews = append(pr.Reviews, forge.Review{ID: "RH", Author: "bob", State: "CHANGES_REQUESTED", CommitSHA: "h1", SubmittedAt: at(-5)})
-		}, "", []string{"set-status pending h1", "request-review round-1/request-review"}},
+		}, ReasonHandedOff, []string{"add-label " + LabelNeedsAttention, "set-status error h1"}},
 		{"a dismissed change request does not block", func(pr *forge.PullRequest) {
 			pr.Reviews = append(pr.Reviews, forge.Review{ID: "RH", Author: "bob", State: "DISMISSED", CommitSHA: "h1", SubmittedAt: at(-5)})
 		}, ReasonTwoStable, []string{"add-label " + LabelReady, "set-status success h1"}},
 		{"review only of an older head", func(pr *forge.PullRequest) { pr.Reviews = []forge.Review{okReview("R0", "h0", at(-9))} }, "",
 			[]string{"set-status pending h1", "request-review round-1/request-review"}},
 		{"an open trusted thread", func(pr *forge.PullRequest) { pr.Threads = []forge.Thread{copilotThread("T1", "bug")} }, "",
-			[]string{"set-status pending h1", "request-review round-1/request-review"}},
+			[]string{"set-status pending h1", "fix round-1/fix"}},
 		{"CI still running", func(pr *forge.PullRequest) { pr.Checks = ciWith("IN_PROGRESS", "") }, "",
-			[]string{"set-status pending h1", "request-review round-1/request-review"}},
+			[]string{"set-status pending h1", "wait"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -171,7 +178,7 @@ func TestPR_S1_AlreadyTwoStableEndsAtOnce(t *testing.T) {
 			s, acts, term := Decide(State{}, obs(at(0), pr), cfg())
 			wantTerminal(t, term, tt.terminal)
 			wantActs(t, acts, tt.acts...)
-			if term != nil && s.Round != 0 {
+			if term != nil && term.Reason == ReasonTwoStable && s.Round != 0 {
 				t.Fatalf("a round started: %d", s.Round)
 			}
 		})
@@ -921,7 +928,7 @@ func TestPR_T9_ProofFields(t *testing.T) {
 	want := &Proof{
 		PR: "https://github.com/o/r/pull/7", HeadSHA: "h3", ReviewedCommit: "h3", ReviewID: "R3", ReviewSource: "copilot",
 		ReviewedAt: at(1), CIState: "success", OpenThreadsAwaitingReply: 0,
-		EscalatedThreads: []string{"T2"}, HandOffs: []string{"T3", "T4"}, RoundsRun: 3, RevertedRounds: []int{},
+		EscalatedThreads: []string{"T2"}, HandOffs: []string{"T4"}, UntrustedThreads: []string{"T3"}, RoundsRun: 3, RevertedRounds: []int{},
 		MergeState: forge.MergeBehind, Notes: term.Proof.Notes, TestCensus: &headCensus,
 	}
 	if !reflect.DeepEqual(term.Proof, want) {
@@ -956,13 +963,13 @@ func TestSEC1_UntrustedThreadsListedNotActedOn(t *testing.T) {
 	}
 
 	// Alone, untrusted threads neither block two-stable nor get replies:
-	// they are the proof's hand-offs.
+	// the proof lists them as untrusted, not as hand-offs (issue 15).
 	pr.Threads = pr.Threads[:5]
 	_, acts, term := Decide(s, obs(at(3), pr), cfg())
 	wantTerminal(t, term, ReasonTwoStable)
 	wantActs(t, acts, "add-label "+LabelReady, "set-status success h1")
-	if strings.Join(term.Proof.HandOffs, ",") != "T1,T2,T3,T4" {
-		t.Fatalf("hand-offs %v", term.Proof.HandOffs)
+	if strings.Join(term.Proof.UntrustedThreads, ",") != "T1,T2,T3,T4" || len(term.Proof.HandOffs) != 0 {
+		t.Fatalf("untrusted %v, hand-offs %v", term.Proof.UntrustedThreads, term.Proof.HandOffs)
 	}
 }
 
@@ -1119,10 +1126,11 @@ func TestPR_O2_ReviewWithUnseenCommentsProvesNothing(t *testing.T) {
 		wantTerminal(t, term, "")
 		wantActs(t, acts, "wait")
 	}
-	// Past the bound it is still not two-stable: a round starts instead.
+	// Past the bound it is still not two-stable: a round starts instead
+	// (without a second request for the review of this head, PR-V5).
 	_, acts, term := Decide(s, obs(at(0), pr), c)
 	wantTerminal(t, term, "")
-	wantActs(t, acts, "set-status pending h1", "request-review round-1/request-review")
+	wantActs(t, acts, "set-status pending h1", "wait")
 
 	// Once the thread is visible, it is the finding it always was.
 	th := thread("T1", "bob", "rename this")
@@ -1130,7 +1138,7 @@ func TestPR_O2_ReviewWithUnseenCommentsProvesNothing(t *testing.T) {
 	pr.Threads = []forge.Thread{th}
 	_, acts, term = Decide(State{}, obs(at(0), pr), c)
 	wantTerminal(t, term, "")
-	wantActs(t, acts, "set-status pending h1", "request-review round-1/request-review")
+	wantActs(t, acts, "set-status pending h1", "fix round-1/fix")
 }
 
 // TestPR_T6_RoundOfHandOffsIsNotStructural: a round whose structural

@@ -65,6 +65,12 @@ func Dispose(s State, o Observation, c Config) (Disposal, []Action) {
 		case thPendingResolve:
 			reply(ThreadRecord{ThreadID: id, Disposition: v.Marker.Disposition, HeadSHA: v.Marker.Head})
 		case thFinding:
+			if v.T.IsResolved {
+				// PR-V6: it stays as the reviewer left it; only a loop
+				// run, which can fix, takes the new comment up.
+				skip(id, "resolved, but a trusted reviewer commented after converge's reply; a loop run takes it up")
+				continue
+			}
 			if sha, ok := inGit[id]; ok {
 				reply(ThreadRecord{ThreadID: id, Disposition: DispAddressed, HeadSHA: sha})
 				continue

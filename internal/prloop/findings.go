@@ -106,6 +106,9 @@ type threadView struct {
 	Reopened  bool // thFinding: converge resolved it once and it is open again
 	// Marker is converge's last reply marker in the thread, if any.
 	Marker *ReplyMarker
+	// Text is what the thread says since converge's last reply in it
+	// (threadText, PR-V6).
+	Text string
 }
 
 // classifyThreads is the single reading of the thread list that triage,
@@ -120,7 +123,7 @@ func classifyThreads(s State, o Observation, c Config) []threadView {
 }
 
 func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView {
-	v := threadView{T: t}
+	v := threadView{T: t, Text: threadText(t, o, c)}
 	markers := threadMarkers(t, c)
 	var last *markerAt
 	if n := len(markers); n > 0 {
@@ -133,6 +136,13 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 		if last != nil && last.Disposition == DispAddressed && len(t.Comments) > 0 && !isSelf(t.Comments[0].Author, c) &&
 			trusted(t.Comments[0].Author, o, c) && inHistory(o.PR, last.Head) == historyAbsent {
 			v.Kind, v.Reopened = thDropped, true
+			return v
+		}
+		if last != nil && len(t.Comments) > 0 && !isSelf(t.Comments[0].Author, c) && trustedSpokeAfter(t, last.Index, o, c) {
+			// PR-V6: a trusted comment after converge's last reply makes
+			// the thread actionable again although it stays resolved;
+			// triage unresolves it and takes it up.
+			v.Kind, v.Reopened = thFinding, true
 		}
 		return v
 	case len(t.Comments) == 0:
@@ -145,7 +155,7 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 		v.Kind = thUntrusted
 		return v
 	}
-	spoke := last != nil && humanSpokeAfter(t, last.Index, c)
+	spoke := last != nil && trustedSpokeAfter(t, last.Index, o, c)
 	if last != nil && !spoke {
 		// A hand-off stays handed off on every later head until a human
 		// adds to the thread: answered once per hand-off (PR-T11).
@@ -234,13 +244,50 @@ func lastResolveRecord(recs []ThreadRecord, id string, round int) *ThreadRecord 
 	return last
 }
 
-func humanSpokeAfter(t forge.Thread, idx int, c Config) bool {
+// trustedSpokeAfter reports a comment by a trusted author (SEC-1) after
+// the comment at idx (PR-V6).
+func trustedSpokeAfter(t forge.Thread, idx int, o Observation, c Config) bool {
 	for i := idx + 1; i < len(t.Comments); i++ {
-		if !isSelf(t.Comments[i].Author, c) {
+		if a := t.Comments[i].Author; !isSelf(a, c) && trusted(a, o, c) {
 			return true
 		}
 	}
 	return false
+}
+
+// threadText is what a finding of t says (PR-V6): the trusted comments
+// since converge's last reply in it, or the whole thread when converge
+// never replied (its first comment when no trusted one is new); one
+// comment's body as it is, several each under its author.
+// Classifier, judge and fixer all read it, so a reviewer's answer to a
+// fix is what the next fix works on, not the first comment again.
+func threadText(t forge.Thread, o Observation, c Config) string {
+	start := 0
+	if ms := threadMarkers(t, c); len(ms) > 0 {
+		start = ms[len(ms)-1].Index + 1
+	}
+	var since []forge.Comment
+	for _, cm := range t.Comments[min(start, len(t.Comments)):] {
+		// SEC-1: an untrusted reply in a trusted thread is never an
+		// instruction to the fixer.
+		if !isSelf(cm.Author, c) && trusted(cm.Author, o, c) {
+			since = append(since, cm)
+		}
+	}
+	switch len(since) {
+	case 0:
+		if len(t.Comments) == 0 {
+			return ""
+		}
+		return t.Comments[0].Body
+	case 1:
+		return since[0].Body
+	}
+	parts := make([]string, 0, len(since))
+	for _, cm := range since {
+		parts = append(parts, "@"+cm.Author+" wrote:\n"+cm.Body)
+	}
+	return strings.Join(parts, "\n\n")
 }
 
 // finding normalises a trusted thread. Its verdict is the classifier's
@@ -263,9 +310,13 @@ func finding(v threadView, c Config) Finding {
 		path = first.Path
 	}
 	src := source(first.Author, c)
+	body := v.Text
+	if body == "" {
+		body = first.Body
+	}
 	cstart, cend := hunkRange(first.DiffHunk, t.StartLine, end, t.OrigStart, t.OrigLine)
 	class := classify.Heuristic(classify.Comment{ID: t.ID, Source: classSource(first.Author, src, c), Author: first.Author,
-		Path: path, StartLine: cstart, Line: cend, DiffHunk: first.DiffHunk, Body: first.Body})
+		Path: path, StartLine: cstart, Line: cend, DiffHunk: first.DiffHunk, Body: body})
 	verdict := VerdictStructural
 	if class.Verdict == classify.Minor {
 		verdict = VerdictMinor
@@ -276,7 +327,7 @@ func finding(v threadView, c Config) Finding {
 		Path:       path,
 		StartLine:  start,
 		EndLine:    end,
-		Summary:    first.Body,
+		Summary:    body,
 		Verdict:    verdict,
 		Class:      class.String(),
 		Borderline: class.Verdict == classify.Borderline,

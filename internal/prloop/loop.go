@@ -484,6 +484,11 @@ func (l *Loop) permissions(ctx context.Context, ref forge.PRRef, pr *forge.PullR
 		// Resolved threads too: PR-T12 reopens a trusted one whose
 		// addressing commit was dropped.
 		want(t.Comments[0].Author)
+		// PR-V6: whoever spoke after the first comment may reopen the
+		// work on the thread, if trusted.
+		for _, cm := range t.Comments[1:] {
+			want(cm.Author)
+		}
 	}
 	// PR-T13: top-level comments and reviews of humans.
 	for _, ic := range pr.IssueComments {

@@ -85,10 +85,18 @@ type markerAt struct {
 	Index int
 }
 
-// hasMarker reports whether converge already replied to t for (head, disp).
+// hasMarker reports whether converge already replied to t for (head,
+// disp) since anyone else last spoke in it: a comment after converge's
+// reply is answered again, once (PR-V6).
 func hasMarker(t forge.Thread, head string, disp Disposition, c Config) bool {
+	last := -1
+	for i, cm := range t.Comments {
+		if !selfComment(cm.Author, c) {
+			last = i
+		}
+	}
 	for _, m := range threadMarkers(t, c) {
-		if m.Head == markerField(head) && m.Disposition == disp {
+		if m.Index > last && m.Head == markerField(head) && m.Disposition == disp {
 			return true
 		}
 	}

@@ -2,6 +2,7 @@ package prloop
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -91,6 +92,13 @@ func (d *step) botArm() (ok, latest *forge.Review, sig review.Signal, why string
 	if p := d.s.PushedForgeAt; d.s.LastLoopSHA == d.head && !p.IsZero() && latest.SubmittedAt.Before(p.Truncate(time.Second)) {
 		return nil, latest, review.NoSignal, fmt.Sprintf("%s's latest review %s predates the loop's last push", d.c.Bot.Name(), latest.ID)
 	}
+	if fp := d.pr.LastForcePush(); !fp.IsZero() && !latest.SubmittedAt.After(fp) && !d.requestedAfter(latest, fp) {
+		// A review of a commit that became the head again by a force-push
+		// is a review of an earlier state of the branch (PR-T1(4)); at
+		// the forge's one-second resolution a tie does not count.
+		return nil, latest, review.NoSignal, fmt.Sprintf("%s's latest review %s was submitted before the last push to the head ref (a force-push at %s)",
+			d.c.Bot.Name(), latest.ID, fp.UTC().Format(time.RFC3339))
+	}
 	sig, why = readReview(*latest, d.pr, d.c)
 	switch sig {
 	case review.Clean, review.Findings:
@@ -99,8 +107,33 @@ func (d *step) botArm() (ok, latest *forge.Review, sig review.Signal, why string
 	return nil, latest, sig, fmt.Sprintf("%s's latest review %s is %s: %s", d.c.Bot.Name(), latest.ID, sig, why)
 }
 
+// requestedAfter reports a review this round requested after the
+// force-push at fp and saw start: it is newer than the push whatever the
+// timestamps' resolution says.
+func (d *step) requestedAfter(r *forge.Review, fp time.Time) bool {
+	q := d.s.Request
+	return q.Accepted == r.ID && q.Head == d.head && !q.ForgeAt.Before(fp) && !slices.Contains(q.SeenReviews, r.ID)
+}
+
+// ownStatusUnsettled: the head's merge state reads UNSTABLE while every
+// check but converge's own passed, and converge's own verdict on the head
+// is a failure or an error from before: the merge state is then
+// converge's own doing, so the success status goes first and the proof
+// reads the merge state on the next observation.
+func (d *step) ownStatusUnsettled(v verdict) bool {
+	own := convergeStatus(d.pr.Checks)
+	return d.pr.MergeState == forge.MergeUnstable && (v.ci == ciSuccess || v.ci == ciNone) &&
+		own != "" && own != forge.StatusSuccess && own != forge.StatusPending
+}
+
 // succeed ends the run two-stable with its proof (PR-T9).
 func (d *step) succeed(v verdict) {
+	if d.ownStatusUnsettled(v) {
+		d.acts = append(d.acts, Action{Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/%s", d.head, forge.StatusSuccess), SHA: d.head,
+			State: forge.StatusSuccess, Round: d.s.Round, Reason: "two-stable: converge's verdict first, then the merge state is read again"})
+		d.wait("settling converge's own status on " + text.ShortSHA(d.head) + " before reading the merge state")
+		return
+	}
 	p := d.proof(v)
 	msg := fmt.Sprintf("two-stable on %s after %d round(s)", text.ShortSHA(p.HeadSHA), p.RoundsRun)
 	switch p.ReviewSource {
@@ -126,6 +159,7 @@ func (d *step) proof(v verdict) *Proof {
 		OpenThreadsAwaitingReply: len(v.awaiting),
 		EscalatedThreads:         []string{},
 		HandOffs:                 []string{},
+		UntrustedThreads:         []string{},
 		RoundsRun:                d.s.Round,
 		RevertedRounds:           append([]int{}, d.s.RevertedRounds...),
 		MergeState:               pr.MergeState,
@@ -155,7 +189,10 @@ func (d *step) proof(v verdict) *Proof {
 		switch {
 		case tv.Kind == thEscalated, handed == DispEscalated:
 			p.EscalatedThreads = append(p.EscalatedThreads, tv.T.ID)
-		case tv.Kind == thDeferred, tv.Kind == thUntrusted, handed == DispDeferred:
+		case tv.Kind == thUntrusted:
+			// SEC-1: listed, never acted on, and not handed to anyone.
+			p.UntrustedThreads = append(p.UntrustedThreads, tv.T.ID)
+		case tv.Kind == thDeferred, handed == DispDeferred:
 			p.HandOffs = append(p.HandOffs, tv.T.ID)
 		}
 	}

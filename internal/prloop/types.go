@@ -558,20 +558,23 @@ type Terminal struct {
 
 // Proof is printed and stored at success (PR-T9): proof, not assertion.
 type Proof struct {
-	PR                       string           `json:"pr"`
-	HeadSHA                  string           `json:"head_sha"`
-	ReviewedCommit           string           `json:"reviewed_commit"`
-	ReviewID                 string           `json:"review_id,omitempty"`
-	ReviewSource             string           `json:"review_source"` // copilot | local
-	ReviewedAt               time.Time        `json:"reviewed_at"`
-	CIState                  string           `json:"ci_state"`
-	OpenThreadsAwaitingReply int              `json:"open_threads_awaiting_reply"`
-	EscalatedThreads         []string         `json:"escalated_threads"`
-	HandOffs                 []string         `json:"hand_offs"` // untrusted / deferred threads listed, not acted on
-	RoundsRun                int              `json:"rounds_run"`
-	RevertedRounds           []int            `json:"reverted_rounds"`
-	MergeState               forge.MergeState `json:"merge_state"`
-	Notes                    []string         `json:"notes,omitempty"` // e.g. BEHIND (PR-T7)
+	PR                       string    `json:"pr"`
+	HeadSHA                  string    `json:"head_sha"`
+	ReviewedCommit           string    `json:"reviewed_commit"`
+	ReviewID                 string    `json:"review_id,omitempty"`
+	ReviewSource             string    `json:"review_source"` // copilot | local
+	ReviewedAt               time.Time `json:"reviewed_at"`
+	CIState                  string    `json:"ci_state"`
+	OpenThreadsAwaitingReply int       `json:"open_threads_awaiting_reply"`
+	EscalatedThreads         []string  `json:"escalated_threads"`
+	HandOffs                 []string  `json:"hand_offs"` // deferred threads: handed to a human
+	// UntrustedThreads are threads opened by authors without write
+	// access: listed, never acted on (SEC-1), not hand-offs.
+	UntrustedThreads []string         `json:"untrusted_threads"`
+	RoundsRun        int              `json:"rounds_run"`
+	RevertedRounds   []int            `json:"reverted_rounds"`
+	MergeState       forge.MergeState `json:"merge_state"`
+	Notes            []string         `json:"notes,omitempty"` // e.g. BEHIND (PR-T7)
 	// TestCensus is the test census of the head (PR-V4), or why there
 	// is none.
 	TestCensus *TestCensus `json:"test_census,omitempty"`

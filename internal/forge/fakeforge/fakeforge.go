@@ -243,6 +243,7 @@ func (p *prState) snapshot() *forge.PullRequest {
 	for i := range pr.Commits {
 		pr.Commits[i].Parents = slices.Clone(pr.Commits[i].Parents)
 	}
+	pr.ForcePushes = slices.Clone(p.pr.ForcePushes)
 	pr.Threads = slices.Clone(p.pr.Threads)
 	for i := range pr.Threads {
 		pr.Threads[i].Comments = slices.Clone(pr.Threads[i].Comments)
@@ -266,12 +267,14 @@ func (p *prState) rollup(sha string) forge.CheckRollup {
 	}
 	for _, r := range p.runs {
 		if r.sha == sha {
-			put("run:"+r.cr.Name, forge.CheckContext{Name: r.cr.Name, Status: forge.CheckStatus(strings.ToUpper(r.cr.Status)), Conclusion: forge.CheckConclusion(strings.ToUpper(r.cr.Conclusion))})
+			put("run:"+r.cr.Name, forge.CheckContext{Name: r.cr.Name, Status: forge.CheckStatus(strings.ToUpper(r.cr.Status)), Conclusion: forge.CheckConclusion(strings.ToUpper(r.cr.Conclusion)),
+				Title: r.cr.Title, Summary: r.cr.Summary, Text: r.cr.Text})
 		}
 	}
 	for _, s := range p.statuses {
 		if s.sha == sha {
-			put("status:"+s.st.Context, forge.CheckContext{Name: s.st.Context, IsStatus: true, Conclusion: forge.CheckConclusion(strings.ToUpper(string(s.st.State)))})
+			put("status:"+s.st.Context, forge.CheckContext{Name: s.st.Context, IsStatus: true, Conclusion: forge.CheckConclusion(strings.ToUpper(string(s.st.State))),
+				Description: s.st.Description, URL: s.st.TargetURL})
 		}
 	}
 	if len(ch.Contexts) == 0 {

@@ -71,6 +71,11 @@ func (x *fixture) Push(context.Context) (string, error) {
 	return x.f.PushHead(x.ref, forgetest.Marker+": push"), nil
 }
 
+func (x *fixture) ResetHead(_ context.Context, sha string) error {
+	x.f.ResetHead(x.ref, reviewer, sha)
+	return nil
+}
+
 // TestCheckRunsUnsupported: a world without check runs refuses them as
 // GitHub refuses a user token, which the contract accepts.
 func TestCheckRunsUnsupported(t *testing.T) {

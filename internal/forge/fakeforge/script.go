@@ -124,14 +124,39 @@ func (f *Forge) ForcePush(ref forge.PRRef, messages ...string) string {
 	}
 	var sha string
 	f.with(ref, func(p *prState) {
+		before := p.pr.HeadSHA
 		p.pr.Commits = nil
 		p.pr.HeadSHA = p.pr.BaseSHA
 		for _, m := range messages {
 			sha = p.push(f.w, m)
 		}
-		p.addEvent(f.w, "head_ref_force_pushed", p.pr.Author)
+		p.forced(f.w, p.pr.Author, before, sha)
 	})
 	return sha
+}
+
+// ResetHead force-pushes the branch back to sha, a commit it had (a
+// human's `git push --force` of an older head): the commits after it
+// leave the branch, and the timeline records the force-push by actor.
+func (f *Forge) ResetHead(ref forge.PRRef, actor, sha string) {
+	f.with(ref, func(p *prState) {
+		before := p.pr.HeadSHA
+		for i, c := range p.pr.Commits {
+			if c.SHA == sha {
+				p.pr.Commits = p.pr.Commits[:i+1]
+				break
+			}
+		}
+		p.pr.HeadSHA = sha
+		p.forced(f.w, actor, before, sha)
+	})
+}
+
+// forced records a force-push of the head ref, as an issue event and on
+// the timeline (PR-T1(4)).
+func (p *prState) forced(w *world, actor, before, after string) {
+	ev := p.addEvent(w, "head_ref_force_pushed", actor)
+	p.pr.ForcePushes = append(p.pr.ForcePushes, forge.ForcePush{Actor: actor, Before: before, After: after, At: ev.CreatedAt})
 }
 
 // SetCommitsIncomplete says whether the commit list is only the branch's

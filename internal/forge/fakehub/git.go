@@ -584,7 +584,7 @@ func (h *Hub) refsChanged(ctx context.Context, rp *repo, refs map[string]string,
 			p.heads = append(p.heads, newHead)
 			p.updatedAt = h.now()
 			if force {
-				h.addEventLocked(p, &issueEvent{event: "head_ref_force_pushed", actor: by, commitID: newHead})
+				h.addEventLocked(p, &issueEvent{event: "head_ref_force_pushed", actor: by, commitID: newHead, before: oldHead})
 			}
 			h.publishLocked(Event{Kind: "push", Owner: rp.owner, Repo: rp.name, Number: p.number, SHA: newHead, Actor: by.restLogin})
 		}

@@ -1157,7 +1157,7 @@ func (h *Hub) checkRunJSON(rp *repo, cr *checkRun) map[string]any {
 		"started_at": ts(cr.startedAt), "completed_at": ts(cr.completedAt), "details_url": cr.detailsURL,
 		"url":         fmt.Sprintf("%s/repos/%s/check-runs/%d", h.APIURL(), rp.fullName(), cr.id),
 		"html_url":    fmt.Sprintf("%s/%s/runs/%d", h.BaseURL(), rp.fullName(), cr.id),
-		"output":      map[string]any{"title": strp(cr.title), "summary": strp(cr.summary), "text": strp(cr.text), "annotations_count": 0},
+		"output":      map[string]any{"title": strp(cr.title), "summary": strp(cr.summary), "text": strp(cr.text), "annotations_count": len(cr.annotations)},
 		"check_suite": map[string]any{"id": cr.id}, "app": app, "pull_requests": []any{},
 	}
 }
@@ -1171,9 +1171,17 @@ type checkRunInput struct {
 	StartedAt   *time.Time `json:"started_at"`
 	CompletedAt *time.Time `json:"completed_at"`
 	Output      *struct {
-		Title   string `json:"title"`
-		Summary string `json:"summary"`
-		Text    string `json:"text"`
+		Title       string `json:"title"`
+		Summary     string `json:"summary"`
+		Text        string `json:"text"`
+		Annotations []struct {
+			Path            string `json:"path"`
+			StartLine       int    `json:"start_line"`
+			EndLine         int    `json:"end_line"`
+			AnnotationLevel string `json:"annotation_level"`
+			Title           string `json:"title"`
+			Message         string `json:"message"`
+		} `json:"annotations"`
 	} `json:"output"`
 }
 
@@ -1216,6 +1224,19 @@ func applyCheckRun(cr *checkRun, in checkRunInput, now time.Time) string {
 	}
 	if in.Output != nil {
 		cr.title, cr.summary, cr.text = in.Output.Title, in.Output.Summary, in.Output.Text
+		// GitHub appends annotations across updates (at most 50 a request).
+		for _, a := range in.Output.Annotations {
+			switch a.AnnotationLevel {
+			case "notice", "warning", "failure":
+			default:
+				return "annotation_level"
+			}
+			if a.Path == "" || a.Message == "" || a.StartLine <= 0 || a.EndLine < a.StartLine {
+				return "annotations"
+			}
+			cr.annotations = append(cr.annotations, &checkAnnotation{path: a.Path, startLine: a.StartLine, endLine: a.EndLine,
+				level: a.AnnotationLevel, title: a.Title, message: a.Message})
+		}
 	}
 	return ""
 }

@@ -145,6 +145,8 @@ type issueEvent struct {
 	label             string
 	requestedReviewer *user
 	commitID          string
+	// before is the head a head_ref_force_pushed event replaced.
+	before string
 }
 
 type issueComment struct {
@@ -179,6 +181,7 @@ type checkRun struct {
 	summary     string
 	text        string
 	detailsURL  string
+	annotations []*checkAnnotation
 	app         *user
 	startedAt   time.Time
 	completedAt time.Time

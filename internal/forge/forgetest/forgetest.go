@@ -55,6 +55,9 @@ var tests = []struct {
 	{"IF1_MissingPRIsNotFound", testMissingPR},
 	{"IF1_RejectedCredentialIsAuth", testRejected},
 	{"PR_T12_PushMovesHeadKeepsOriginalCommit", testPush},
+	{"PR_T1_ForcePushBackIsOnTheTimeline", testForcePushBack},
+	{"PR_V5_FailingCheckRunCarriesItsOutput", testCheckRunOutput},
+	{"PR_V5_FailingStatusCarriesItsDescription", testStatusDescription},
 }
 
 // Helpers.
@@ -1023,4 +1026,104 @@ func testPush(t *testing.T, h Harness) {
 	if got.IsOutdated || got.Line != f.Line || got.Path != f.Path {
 		t.Errorf("thread on an untouched line after the push: %s:%d outdated %v; want %s:%d current", got.Path, got.Line, got.IsOutdated, f.Path, f.Line)
 	}
+}
+
+// testForcePushBack: a push, then a force-push back to the old head, shows
+// on the timeline after the push, so a review of the old head submitted
+// before it is known to predate the last push (PR-T1(4)).
+func testForcePushBack(t *testing.T, h Harness) {
+	f := facts(t, h)
+	ctx := ctxFor(t)
+	rs, ok := h.Fixture.(HeadResetter)
+	if !ok {
+		t.Skip("the fixture cannot force-push (no forgetest.HeadResetter)")
+	}
+	before := observeUntil(t, h, f.PR, func(*forge.PullRequest) error { return nil })
+	sha, err := h.Fixture.Push(ctx)
+	if errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("fixture cannot push: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("push: %v", err)
+	}
+	observeUntil(t, h, f.PR, func(pr *forge.PullRequest) error {
+		if pr.HeadSHA != sha {
+			return fmt.Errorf("head %s, want the pushed %s", pr.HeadSHA, sha)
+		}
+		if n := len(pr.ForcePushes); n != len(before.ForcePushes) {
+			return fmt.Errorf("a plain push shows as a force-push: %+v", pr.ForcePushes)
+		}
+		return nil
+	})
+	if err := rs.ResetHead(ctx, f.HeadSHA); errors.Is(err, errors.ErrUnsupported) {
+		t.Skipf("fixture cannot force-push: %v", err)
+	} else if err != nil {
+		t.Fatalf("force-push back to %s: %v", f.HeadSHA, err)
+	}
+	pr := observeUntil(t, h, f.PR, func(pr *forge.PullRequest) error {
+		if pr.HeadSHA != f.HeadSHA {
+			return fmt.Errorf("head %s, want %s again after the force-push", pr.HeadSHA, f.HeadSHA)
+		}
+		if len(pr.ForcePushes) != len(before.ForcePushes)+1 {
+			return fmt.Errorf("force-pushes %+v, want one more than %d", pr.ForcePushes, len(before.ForcePushes))
+		}
+		return nil
+	})
+	last := pr.ForcePushes[len(pr.ForcePushes)-1]
+	if last.After != f.HeadSHA || (last.Before != "" && last.Before != sha) {
+		t.Errorf("force-push %+v, want %s → %s", last, sha, f.HeadSHA)
+	}
+	if last.At.IsZero() || pr.LastForcePush() != last.At {
+		t.Errorf("force-push time %v, last force-push %v", last.At, pr.LastForcePush())
+	}
+	if !before.ObservedAt.IsZero() && last.At.Before(before.ObservedAt.Add(-time.Minute)) {
+		t.Errorf("force-push at %v, before the observation at %v that preceded it", last.At, before.ObservedAt)
+	}
+}
+
+// testCheckRunOutput: a failing check run's output reaches the
+// observation, so a red check can be handed to a fixer with what it said
+// (PR-V5).
+func testCheckRunOutput(t *testing.T, h Harness) {
+	f := facts(t, h)
+	ctx := ctxFor(t)
+	if h.CheckRuns == nil {
+		t.Skip("no credential that may create check runs")
+	}
+	name := Marker + "-lint-" + uniq()
+	cr := forge.CheckRun{Name: name, HeadSHA: f.HeadSHA, Status: "completed", Conclusion: "failure",
+		Title: "2 lint errors", Summary: Marker + ": lint failed", Text: "main.go:5: exported func lacks a comment"}
+	if _, err := h.CheckRuns.CreateCheckRun(ctx, f.PR, cr); err != nil {
+		t.Fatalf("check run: %v", err)
+	}
+	observeUntil(t, h, f.PR, func(pr *forge.PullRequest) error {
+		got := findContext(pr.Checks, name, false)
+		if len(got) != 1 {
+			return fmt.Errorf("check runs named %s: %+v", name, got)
+		}
+		g := got[0]
+		if g.Conclusion != "FAILURE" || g.Title != cr.Title || g.Summary != cr.Summary || g.Text != cr.Text {
+			return fmt.Errorf("check run %+v, want conclusion FAILURE, title %q, summary %q, text %q", g, cr.Title, cr.Summary, cr.Text)
+		}
+		return nil
+	})
+}
+
+// testStatusDescription: a failing commit status's description and target
+// URL reach the observation (PR-V5).
+func testStatusDescription(t *testing.T, h Harness) {
+	f := facts(t, h)
+	ctx := ctxFor(t)
+	name := Marker + "/deploy-" + uniq()
+	st := forge.CommitStatus{State: forge.StatusFailure, Context: name, Description: "preview deploy failed: exit 2", TargetURL: "https://ci.example.com/runs/7"}
+	if err := h.Forge.SetCommitStatus(ctx, f.PR, f.HeadSHA, st); err != nil {
+		t.Fatal(err)
+	}
+	observeUntil(t, h, f.PR, func(pr *forge.PullRequest) error {
+		got := findContext(pr.Checks, name, true)
+		if len(got) != 1 || got[0].Conclusion != "FAILURE" || got[0].Description != st.Description || got[0].URL != st.TargetURL {
+			return fmt.Errorf("statuses named %s: %+v, want FAILURE %q %q", name, got, st.Description, st.TargetURL)
+		}
+		return nil
+	})
 }

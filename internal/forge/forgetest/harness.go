@@ -60,6 +60,14 @@ type Fixture interface {
 	Push(ctx context.Context) (string, error)
 }
 
+// HeadResetter is a Fixture that can force-push the PR's head branch back
+// to an earlier commit of it, as a human's `git push --force` does
+// (PR-T1(4)). ResetHead returns an error wrapping errors.ErrUnsupported
+// when it cannot.
+type HeadResetter interface {
+	ResetHead(ctx context.Context, sha string) error
+}
+
 // Facts is what the fixture knows of the PR.
 type Facts struct {
 	PR forge.PRRef

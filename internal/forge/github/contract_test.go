@@ -81,6 +81,9 @@ func emulatorHarness(t *testing.T, hub *fakehub.Hub, repo string) forgetest.Harn
 		name := fmt.Sprintf("%s-%d.txt", forgetest.Marker, fx.pushes.Add(1))
 		return hub.PushFiles(owner, repo, head, map[string]string{name: "pushed\n"}, forgetest.Marker+": push "+name)
 	}
+	fx.reset = func(_ context.Context, head, sha string) error {
+		return hub.ForcePushBranch(owner, repo, head, sha, fakehub.LoginReviewer)
+	}
 	return forgetest.Harness{
 		Forge:     hubtest.Client(t, hub, hub.Tokens().Author),
 		Fixture:   fx,
@@ -329,6 +332,8 @@ type ghFixture struct {
 	requestable      []forgetest.Reviewer
 	perms            map[string]forge.Permission
 	push             func(ctx context.Context, head string) (string, error)
+	// reset force-pushes the head branch back to a commit (nil: cannot).
+	reset func(ctx context.Context, head, sha string) error
 
 	mu      sync.Mutex
 	commits int // known commit count when REST does not report it
@@ -398,6 +403,19 @@ func (f *ghFixture) Push(ctx context.Context) (string, error) {
 		f.mu.Unlock()
 	}
 	return sha, err
+}
+
+// ResetHead force-pushes the PR's head branch back to sha as the
+// reviewer (forgetest.HeadResetter).
+func (f *ghFixture) ResetHead(ctx context.Context, sha string) error {
+	if f.reset == nil {
+		return fmt.Errorf("force-pushing a real repository: %w", errors.ErrUnsupported)
+	}
+	pr, err := f.pull(ctx)
+	if err != nil {
+		return err
+	}
+	return f.reset(ctx, pr.GetHead().GetRef(), sha)
 }
 
 // TestContract_GitHubConfig: the real-GitHub run reads its repository and

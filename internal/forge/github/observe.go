@@ -163,20 +163,115 @@ type prNode struct {
 				StatusCheckRollup *struct {
 					State    string `json:"state"`
 					Contexts struct {
-						Nodes []struct {
-							Typename   string `json:"__typename"`
-							Name       string `json:"name"`
-							Status     string `json:"status"`
-							Conclusion string `json:"conclusion"`
-							Context    string `json:"context"`
-							State      string `json:"state"`
-						} `json:"nodes"`
+						Nodes []contextNode `json:"nodes"`
 					} `json:"contexts"`
 				} `json:"statusCheckRollup"`
 			} `json:"commit"`
 		} `json:"nodes"`
 	} `json:"commits"`
+	HeadCommit struct {
+		Nodes []struct {
+			Commit struct {
+				Oid               string `json:"oid"`
+				StatusCheckRollup *struct {
+					Contexts struct {
+						Nodes []contextNode `json:"nodes"`
+					} `json:"contexts"`
+				} `json:"statusCheckRollup"`
+			} `json:"commit"`
+		} `json:"nodes"`
+	} `json:"headCommit"`
+	TimelineItems struct {
+		Nodes []struct {
+			Typename     string    `json:"__typename"`
+			CreatedAt    time.Time `json:"createdAt"`
+			Actor        *login    `json:"actor"`
+			BeforeCommit *oidNode  `json:"beforeCommit"`
+			AfterCommit  *oidNode  `json:"afterCommit"`
+		} `json:"nodes"`
+	} `json:"timelineItems"`
 	ReviewThreads threadConn `json:"reviewThreads"`
+}
+
+type oidNode struct {
+	Oid string `json:"oid"`
+}
+
+func (o *oidNode) get() string {
+	if o == nil {
+		return ""
+	}
+	return o.Oid
+}
+
+// contextNode is one check run or commit status of a rollup.
+type contextNode struct {
+	Typename    string `json:"__typename"`
+	Name        string `json:"name"`
+	Status      string `json:"status"`
+	Conclusion  string `json:"conclusion"`
+	Title       string `json:"title"`
+	Summary     string `json:"summary"`
+	Text        string `json:"text"`
+	DetailsURL  string `json:"detailsUrl"`
+	Annotations *struct {
+		Nodes []struct {
+			Path     string `json:"path"`
+			Location struct {
+				Start struct {
+					Line int `json:"line"`
+				} `json:"start"`
+				End struct {
+					Line int `json:"line"`
+				} `json:"end"`
+			} `json:"location"`
+			AnnotationLevel string `json:"annotationLevel"`
+			Title           string `json:"title"`
+			Message         string `json:"message"`
+		} `json:"nodes"`
+	} `json:"annotations"`
+	Context     string `json:"context"`
+	State       string `json:"state"`
+	Description string `json:"description"`
+	TargetURL   string `json:"targetUrl"`
+}
+
+// addDetails copies what the head's checks say about themselves (output,
+// annotations, descriptions; read apart, on the head alone) onto the
+// head's contexts, matched by kind and name in order.
+func addDetails(pr *forge.PullRequest, n *prNode) {
+	hc := n.HeadCommit.Nodes
+	if len(hc) != 1 || hc[0].Commit.Oid != n.Commits.Nodes[len(n.Commits.Nodes)-1].Commit.Oid || hc[0].Commit.StatusCheckRollup == nil {
+		return
+	}
+	used := map[int]bool{}
+	for _, x := range hc[0].Commit.StatusCheckRollup.Contexts.Nodes {
+		d := x.toContext()
+		for i := range pr.Checks.Contexts {
+			cx := &pr.Checks.Contexts[i]
+			if used[i] || cx.IsStatus != d.IsStatus || cx.Name != d.Name {
+				continue
+			}
+			used[i] = true
+			cx.Title, cx.Summary, cx.Text, cx.URL, cx.Annotations, cx.Description = d.Title, d.Summary, d.Text, d.URL, d.Annotations, d.Description
+			break
+		}
+	}
+}
+
+func (x contextNode) toContext() forge.CheckContext {
+	if x.Typename == "StatusContext" {
+		return forge.CheckContext{Name: x.Context, IsStatus: true, Conclusion: forge.CheckConclusion(x.State), Description: x.Description, URL: x.TargetURL}
+	}
+	cc := forge.CheckContext{Name: x.Name, Status: forge.CheckStatus(x.Status), Conclusion: forge.CheckConclusion(x.Conclusion),
+		Title: x.Title, Summary: x.Summary, Text: x.Text, URL: x.DetailsURL}
+	if x.Annotations != nil {
+		for _, a := range x.Annotations.Nodes {
+			cc.Annotations = append(cc.Annotations, forge.Annotation{Path: a.Path, StartLine: a.Location.Start.Line, EndLine: a.Location.End.Line,
+				Level: a.AnnotationLevel, Title: a.Title, Message: a.Message})
+		}
+	}
+	return cc
 }
 
 type observeData struct {
@@ -356,13 +451,16 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 		if roll := n.Commits.Nodes[k-1].Commit.StatusCheckRollup; roll != nil {
 			pr.Checks.State = forge.CIState(roll.State)
 			for _, x := range roll.Contexts.Nodes {
-				cc := forge.CheckContext{Name: x.Name, Status: forge.CheckStatus(x.Status), Conclusion: forge.CheckConclusion(x.Conclusion)}
-				if x.Typename == "StatusContext" {
-					cc = forge.CheckContext{Name: x.Context, IsStatus: true, Conclusion: forge.CheckConclusion(x.State)}
-				}
-				pr.Checks.Contexts = append(pr.Checks.Contexts, cc)
+				pr.Checks.Contexts = append(pr.Checks.Contexts, x.toContext())
 			}
+			addDetails(pr, n)
 		}
+	}
+	for _, ev := range n.TimelineItems.Nodes {
+		if ev.Typename != "HeadRefForcePushedEvent" {
+			continue
+		}
+		pr.ForcePushes = append(pr.ForcePushes, forge.ForcePush{Actor: ev.Actor.get(), Before: ev.BeforeCommit.get(), After: ev.AfterCommit.get(), At: ev.CreatedAt})
 	}
 	for _, t := range threads {
 		pr.Threads = append(pr.Threads, toThread(t))

@@ -192,9 +192,13 @@ func (c *Client) CreateCheckRun(ctx context.Context, ref forge.PRRef, cr forge.C
 	if cr.Conclusion != "" {
 		opts.Conclusion = &cr.Conclusion
 	}
-	if cr.Title != "" || cr.Summary != "" {
+	if cr.Title != "" || cr.Summary != "" || cr.Text != "" {
 		title, summary := cr.Title, TruncateBody(cr.Summary)
 		opts.Output = &gh.CheckRunOutput{Title: &title, Summary: &summary}
+		if cr.Text != "" {
+			txt := TruncateBody(cr.Text)
+			opts.Output.Text = &txt
+		}
 	}
 	run, _, err := c.rest.Checks.CreateCheckRun(ctx, ref.Owner, ref.Repo, opts)
 	if err != nil {
