@@ -12,10 +12,10 @@ import (
 )
 
 // specIDRE is a requirement ID of SPEC §1 in prose or a script comment.
-var specIDRE = regexp.MustCompile(`\bPR-[OSTGM]\d+\b`)
+var specIDRE = regexp.MustCompile(`\bPR-[OSTGMV]\d+\b`)
 
 // idTokenRE is one ID in a test function's name, after "PR_".
-var idTokenRE = regexp.MustCompile(`^[OSTGM]\d+$`)
+var idTokenRE = regexp.MustCompile(`^[OSTGMV]\d+$`)
 
 // testFuncRE is a test function's name.
 var testFuncRE = regexp.MustCompile(`(?m)^func (Test\w+)\(`)

@@ -30,14 +30,17 @@ func TestZero(t *testing.T) {
 }
 `
 
-// censusFixer is a command fixer: T-delete deletes TestZero, T-skip
-// skips TestAdd, T-ok edits calc.go only; each claims a fix.
+// censusFixer is a command fixer, each fix claimed: T-tag puts the test
+// file behind a build constraint no build sets (its tests vanish, and no
+// test function is removed or skipped in its text: PR-V3 does not see it,
+// the census does); T-delete deletes TestZero; T-ok edits calc.go only.
 const censusFixer = `task=$(cat)
-case "$task" in *'"id":"T-delete"'*)
-  printf 'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal("Add")\n\t}\n}\n' > calc_test.go
-  echo '// deleted' >> calc.go;;
+case "$task" in *'"id":"T-tag"'*)
+  { printf '//go:build never\n\n'; cat calc_test.go; } > calc_test.go.new && mv calc_test.go.new calc_test.go;;
 esac
-case "$task" in *'"id":"T-skip"'*) sed -i 's/^func TestAdd(t \*testing.T) {$/&\n\tt.Skip("later")/' calc_test.go;; esac
+case "$task" in *'"id":"T-delete"'*)
+  printf 'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal("Add")\n\t}\n}\n' > calc_test.go;;
+esac
 case "$task" in *'"id":"T-ok"'*) echo '// Add adds.' >> calc.go;; esac
 echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["calc.go"]}'`
 
@@ -56,16 +59,16 @@ type censusPRT struct {
 	bare string
 }
 
-// TestPR_V4_FixThatLosesATestIsNotPushed: of three fixes that each claim
-// success, the one that deletes a test and the one that skips one are
-// rejected like a red build, naming the test; the green one is pushed.
-// The round records the census of the baseline and of the commit.
+// TestPR_V4_FixThatLosesATestIsNotPushed: of two fixes that each claim
+// success, the one after which the tests of a file no longer run (a build
+// constraint: no test text removed or skipped, so only the census sees
+// it) is rejected like a red build, naming the tests; the other is
+// pushed. The round records the census of the baseline and the commit.
 func TestPR_V4_FixThatLosesATestIsNotPushed(t *testing.T) {
 	c := censusPR(t)
 	ws := testWorkspace(t, c.bare, commandAgent(t, censusFixer, 0), "go test ./...")
 	findings := []Finding{
-		{ID: "T-delete", ThreadID: "T-delete", Path: "calc.go", EndLine: 3, Summary: "fix Add"},
-		{ID: "T-skip", ThreadID: "T-skip", Path: "calc_test.go", EndLine: 5, Summary: "fix the test"},
+		{ID: "T-tag", ThreadID: "T-tag", Path: "calc_test.go", EndLine: 1, Summary: "fix the test's package clause"},
 		{ID: "T-ok", ThreadID: "T-ok", Path: "calc.go", EndLine: 5, Summary: "document Sub"},
 	}
 	res, err := ws.Fix(context.Background(), c.pr, 1, findings)
@@ -79,11 +82,8 @@ func TestPR_V4_FixThatLosesATestIsNotPushed(t *testing.T) {
 	for _, b := range res.Blocked {
 		why[b.ID] = b.Reason
 	}
-	if r := why["T-delete"]; !strings.Contains(r, "no longer run: example.com/calc.TestZero") {
-		t.Errorf("T-delete: %q", r)
-	}
-	if r := why["T-skip"]; !strings.Contains(r, "now skip: example.com/calc.TestAdd") {
-		t.Errorf("T-skip: %q", r)
+	if r := why["T-tag"]; !strings.Contains(r, "no longer run: example.com/calc.TestAdd, example.com/calc.TestZero") {
+		t.Errorf("T-tag: %q", r)
 	}
 	first, last := res.Censuses[0], res.Censuses[len(res.Censuses)-1]
 	if first.Kind != CensusBaseline || first.Head != c.pr.HeadSHA || !first.Known || first.Ran != 2 ||
@@ -92,22 +92,23 @@ func TestPR_V4_FixThatLosesATestIsNotPushed(t *testing.T) {
 	}
 }
 
-// TestPR_V4_FindingMayRemoveATest: a test the round's findings ask to
-// remove may vanish.
+// TestPR_V4_FindingMayRemoveATest: a test a finding of the round names
+// and asks to remove may vanish (the census and PR-V3 read the same
+// words); the removal is pushed.
 func TestPR_V4_FindingMayRemoveATest(t *testing.T) {
 	c := censusPR(t)
 	ws := testWorkspace(t, c.bare, commandAgent(t, censusFixer, 0), "go test ./...")
-	ws.TestsMayGo = func(fs []Finding) func(string) bool {
-		return func(id string) bool {
-			return len(fs) == 1 && fs[0].ID == "T-delete" && id == "example.com/calc.TestZero"
-		}
-	}
-	res, err := ws.Fix(context.Background(), c.pr, 1, []Finding{{ID: "T-delete", ThreadID: "T-delete", Path: "calc.go", EndLine: 3, Summary: "drop TestZero"}})
+	res, err := ws.Fix(context.Background(), c.pr, 1, []Finding{{ID: "T-delete", ThreadID: "T-delete", Path: "calc_test.go", EndLine: 11,
+		Summary: "TestZero tests nothing TestAdd does not; remove it."}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(res.Addressed) != 1 || res.CommitSHA == "" {
 		t.Fatalf("result %+v: want the removal pushed", res)
+	}
+	last := res.Censuses[len(res.Censuses)-1]
+	if !last.Known || last.Ran != 1 {
+		t.Fatalf("census of the commit %v: want TestAdd alone", last)
 	}
 }
 
