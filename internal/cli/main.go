@@ -9,9 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -102,7 +100,7 @@ func Main() int {
 	if len(start.Args) > 1 {
 		args = start.Args[1:]
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := withInterrupts(context.Background(), ios.ErrOut)
 	defer stop()
 	return Run(ctx, args, ios)
 }

@@ -174,7 +174,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		PID:       os.Getpid(),
 		PoolDir:   pools[0],
 	})
-	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, PollMin: time.Millisecond})
+	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, Stop: stopOnInterrupt(ctx), PollMin: time.Millisecond})
 	fin := context.WithoutCancel(ctx)
 	if _, err := pool.Sweep(fin, s.ws.Git, pools[0]); err != nil {
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("the run's worktree directory %s is left: %v", pools[0], err)})

@@ -298,6 +298,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		FaultBudget:   p.FaultBudget,
 		Wake:          p.Wake,
 		StopRequested: claim.StopRequested,
+		Stop:          stopOnInterrupt(ctx),
 	})
 	fin := context.WithoutCancel(ctx)
 	if !p.Keep {
