@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/secure"
@@ -28,6 +29,21 @@ type IOStreams struct {
 	// Getenv reads the environment; tests replace it. Main's also sees the
 	// token variables secure.Harden took out of the process environment.
 	Getenv func(string) string
+	// Environ lists the environment (nil: the process's), for the check
+	// of CONVERGE_* variables that name no setting.
+	Environ func() []string
+}
+
+// checkEnv refuses an unknown CONVERGE_* variable (IF-1: exit 2).
+func (ios *IOStreams) checkEnv() error {
+	env := os.Environ
+	if ios.Environ != nil {
+		env = ios.Environ
+	}
+	if err := config.CheckEnv(config.PRFields(), env()); err != nil {
+		return usageErr("%v", err)
+	}
+	return nil
 }
 
 // System returns the process's streams.

@@ -254,6 +254,9 @@ func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetu
 	if err != nil {
 		return nil, err
 	}
+	if err := checkWorkdir("plan", opts.Workdir); err != nil {
+		return nil, err
+	}
 	ws, err := plan.OpenWorkspace(ctx, opts.Workdir)
 	if err != nil {
 		return nil, usageErr("%v; converge plan runs in a git repository (--workdir DIR)", err)

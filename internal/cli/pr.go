@@ -193,6 +193,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			return usageErr("%v", err)
 		}
 	}
+	if err := ios.checkEnv(); err != nil {
+		return err
+	}
 	ag, err := pickAgent(opts.Agent, opts.AgentCmd)
 	if err != nil {
 		return err
@@ -248,6 +251,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	stateDir := opts.StateDir
 	if stateDir == "" {
 		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
+	}
+	if err := writableDir(stateDir); err != nil {
+		return err
 	}
 	params := make([]loopParams, len(refs))
 	for i, ref := range refs {

@@ -38,7 +38,10 @@ converge:stop label.`,
 }
 
 func runStop(ctx context.Context, ios *IOStreams, opts *stopOptions, id string) error {
-	db, err := openStore(ctx, ios, opts.StateDir)
+	db, err := openExistingStore(ctx, ios, opts.StateDir)
+	if errors.Is(err, errNoStore) {
+		return usageErr("no run %q: nothing has run yet (no state store at %s)", id, storePath(ios, ""))
+	}
 	if err != nil {
 		return err
 	}
