@@ -42,10 +42,7 @@ only the state store; a run still going shows what it has so far.`,
 }
 
 func runLog(ctx context.Context, ios *IOStreams, opts *logOptions, id string) error {
-	db, err := openExistingStore(ctx, ios, opts.StateDir)
-	if errors.Is(err, errNoStore) {
-		return usageErr("no run %q: nothing has run yet (no state store at %s)", id, storePath(ios, ""))
-	}
+	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
 	if err != nil {
 		return err
 	}

@@ -94,13 +94,21 @@ var errNoStore = errors.New("no state store")
 // proof, log, stop): it never creates one, so a mistyped --state is an
 // error (exit 2), not an empty store that says "no runs yet". Without
 // --state a missing default store is errNoStore: nothing ran yet.
-func openExistingStore(ctx context.Context, ios *IOStreams, dir string) (*store.Store, error) {
+// run, when the command reads one run, is named in the error.
+func openExistingStore(ctx context.Context, ios *IOStreams, dir, run string) (*store.Store, error) {
 	path := storePath(ios, dir)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		if dir == "" {
-			return nil, errNoStore
+		prefix := ""
+		if run != "" {
+			prefix = fmt.Sprintf("no run %q: ", run)
 		}
-		return nil, usageErr("--state %s holds no state store (no %s); name the directory converge pr, loop or plan ran with (converge status --state DIR)", dir, filepath.Base(path))
+		switch {
+		case dir != "":
+			return nil, usageErr("%s--state %s holds no state store (no %s); name the directory converge pr, loop or plan ran with (converge status --state DIR)", prefix, dir, filepath.Base(path))
+		case run != "":
+			return nil, usageErr("%snothing has run yet (no state store at %s)", prefix, path)
+		}
+		return nil, errNoStore
 	} else if err != nil {
 		return nil, usageErr("state store %s: %v", path, err)
 	}
@@ -123,7 +131,7 @@ func writableDir(dir string) error {
 }
 
 func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
-	db, err := openExistingStore(ctx, ios, opts.StateDir)
+	db, err := openExistingStore(ctx, ios, opts.StateDir, "")
 	if errors.Is(err, errNoStore) {
 		if opts.JSON {
 			fmt.Fprintln(ios.Out, "[]")
@@ -220,10 +228,7 @@ func newProofCmd(ios *IOStreams) *cobra.Command {
 }
 
 func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string) error {
-	db, err := openExistingStore(ctx, ios, opts.StateDir)
-	if errors.Is(err, errNoStore) {
-		return usageErr("no run %q: nothing has run yet (no state store at %s)", id, storePath(ios, ""))
-	}
+	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
 	if err != nil {
 		return err
 	}

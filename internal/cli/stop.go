@@ -38,10 +38,7 @@ converge:stop label.`,
 }
 
 func runStop(ctx context.Context, ios *IOStreams, opts *stopOptions, id string) error {
-	db, err := openExistingStore(ctx, ios, opts.StateDir)
-	if errors.Is(err, errNoStore) {
-		return usageErr("no run %q: nothing has run yet (no state store at %s)", id, storePath(ios, ""))
-	}
+	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
 	if err != nil {
 		return err
 	}
