@@ -58,7 +58,7 @@ func (in *interrupt) signal() {
 	if in.loops > 0 && !in.stopping {
 		in.stopping = true
 		close(in.stop)
-		fmt.Fprintln(in.errOut, "converge: stopping at the next step (a fix in flight finishes with its replies first); interrupt again to abort at once (the run then resumes on the next start)")
+		fmt.Fprintln(in.errOut, "converge: stopping at the next step, as converge stop does (a pushed fix gets its replies first); interrupt again to abort at once (the run then resumes on the next start)")
 		return
 	}
 	in.cancel()
