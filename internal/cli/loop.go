@@ -152,7 +152,7 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, Stop: stopOnInterrupt(ctx), PollMin: time.Millisecond})
 	fin := context.WithoutCancel(ctx)
 	if runErr != nil && errors.Is(runErr, context.Canceled) {
-		return fmt.Errorf("run %s interrupted; run the same converge loop again here to resume it (--fresh starts over): %w", runID, runErr)
+		return fmt.Errorf("run %s interrupted; run the same converge loop again here to resume it (--fresh starts over)", runID)
 	}
 	if final.Terminal == nil {
 		_ = claim.Finish(fin, string(checkloop.StatusFailed), ExitCodeOf(runErr), nil)

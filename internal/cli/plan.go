@@ -180,7 +180,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("the run's worktree directory %s is left: %v", pools[0], err)})
 	}
 	if runErr != nil && errors.Is(runErr, context.Canceled) {
-		return fmt.Errorf("run %s interrupted; run the same converge plan run here to resume it (--fresh starts over): %w", runID, runErr)
+		return fmt.Errorf("run %s interrupted; run the same converge plan run here to resume it (--fresh starts over)", runID)
 	}
 	var hn *plan.HumanNeeded
 	if errors.As(runErr, &hn) {

@@ -308,7 +308,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		if errors.Is(runErr, context.Canceled) {
 			// Interrupted (Ctrl-C, SIGTERM): the run stays unfinished, with
 			// its state, so the next `converge pr` resumes it (PR-G3).
-			return nil, fmt.Errorf("run %s interrupted; run converge pr again to resume it (--fresh starts over): %w", runID, runErr)
+			return nil, fmt.Errorf("run %s interrupted; run converge pr again to resume it (--fresh starts over)", runID)
 		}
 		_ = claim.Finish(fin, string(prloop.ReasonErrored), ExitCodeOf(runErr), nil)
 		return nil, fmt.Errorf("run %s: %w", runID, runErr)
