@@ -112,7 +112,11 @@ func openExistingStore(ctx context.Context, ios *IOStreams, dir, run string) (*s
 	} else if err != nil {
 		return nil, usageErr("state store %s: %v", path, err)
 	}
-	return openStore(ctx, ios, dir)
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
+	return db, nil
 }
 
 // writableDir checks that converge can keep its store, clones and
