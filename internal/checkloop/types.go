@@ -55,7 +55,7 @@ const (
 )
 
 // ExitCode is the status's IF-1 exit code.
-func (s Status) ExitCode() int { return exitcode.ForReason(string(s)) }
+func (s Status) ExitCode() int { return exitcode.For(exitcode.Loop, string(s)) }
 
 // DefaultStallIterations is K of LOOP-5: a run with K iterations in a row
 // that left the work tree and the done-check's output as they were is

@@ -50,6 +50,9 @@ An unknown key or a bad value is an error naming the file and line.`,
 }
 
 func runConfig(ctx context.Context, ios *IOStreams, opts *configOptions) error {
+	if err := ios.checkEnv(); err != nil {
+		return err
+	}
 	fields := config.PRFields()
 	path := opts.File
 	if path == "" {

@@ -42,7 +42,7 @@ only the state store; a run still going shows what it has so far.`,
 }
 
 func runLog(ctx context.Context, ios *IOStreams, opts *logOptions, id string) error {
-	db, err := openStore(ctx, ios, opts.StateDir)
+	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
 	if err != nil {
 		return err
 	}

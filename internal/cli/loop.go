@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -43,6 +44,8 @@ type loopOptions struct {
 	Fresh         bool
 	AgentTimeout  time.Duration
 	CheckTimeout  time.Duration
+	// changed reports a flag given on the command line (nil: none).
+	changed func(flag string) bool
 }
 
 func newLoopCmd(ios *IOStreams) *cobra.Command {
@@ -74,6 +77,7 @@ converge loop of the same goal and check here; --fresh starts over.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.confirmSet = cmd.Flags().Changed("confirm")
+			opts.changed = cmd.Flags().Changed
 			return runLoopCmd(cmd.Context(), ios, opts)
 		},
 	}
@@ -137,6 +141,9 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	if claim.Resumed != nil {
 		st = *claim.Resumed
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s resumed after %d iteration(s); --fresh starts a new run", runID, s.ws.Dir(), len(st.Iterations))})
+		if moved := rebound(&st.Config, s.cfg, opts.changed); len(moved) > 0 {
+			out.Report(engine.Event{Kind: "note", Message: "the resumed run takes this command line's bounds: " + strings.Join(moved, ", ")})
+		}
 	} else {
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s: %s, at most %d iteration(s); protected: %s", runID, s.ws.Dir(), oracleWords(s.cfg), s.cfg.MaxIterations, clipList(s.cfg.Protect, 8))})
 	}
@@ -156,10 +163,10 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 		Reporter:  out,
 		PID:       os.Getpid(),
 	})
-	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, PollMin: time.Millisecond})
+	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, Stop: stopOnInterrupt(ctx), PollMin: time.Millisecond})
 	fin := context.WithoutCancel(ctx)
 	if runErr != nil && errors.Is(runErr, context.Canceled) {
-		return fmt.Errorf("run %s interrupted; run the same converge loop again here to resume it (--fresh starts over): %w", runID, runErr)
+		return fmt.Errorf("run %s interrupted; run the same converge loop again here to resume it (--fresh starts over)", runID)
 	}
 	if final.Terminal == nil {
 		_ = claim.Finish(fin, string(checkloop.StatusFailed), ExitCodeOf(runErr), nil)
@@ -219,6 +226,9 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 	}
 	if opts.MaxWallClock < 0 || opts.MaxCost < 0 {
 		return nil, usageErr("--max-wall-clock and --max-cost cannot be negative")
+	}
+	if err := checkWorkdir("loop", opts.Workdir); err != nil {
+		return nil, err
 	}
 	ws, err := checkloop.OpenWorkspace(ctx, opts.Workdir)
 	if err != nil {
@@ -443,4 +453,42 @@ func (r *loopReporter) Report(e engine.Event) {
 		prefix = fmt.Sprintf("iter.%02d", e.Round)
 	}
 	fmt.Fprintf(r.ios.Out, "%s  %-9s %s\n", prefix, e.Kind, e.Message)
+}
+
+// checkWorkdir refuses a --workdir that is not a directory with one line
+// (IF-1: exit 2), before git is run in it: git started in a missing
+// directory fails as "fork/exec /usr/bin/git", which names the wrong thing.
+func checkWorkdir(command, dir string) error {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return usageErr("--workdir %s: no such directory; converge %s works in a git repository: give its path (default: the current directory)", dir, command)
+	case err != nil:
+		return usageErr("--workdir %s: %v", dir, errors.Unwrap(err))
+	case !fi.IsDir():
+		return usageErr("--workdir %s: not a directory; converge %s works in a git repository: give its path", dir, command)
+	}
+	return nil
+}
+
+// rebound gives a resumed run the bounds this command line sets: the
+// goal and the check are the run's, frozen, but a bound is the user's to
+// move (--max-iterations is always given; the others when given). It says
+// which moved, from what to what.
+func rebound(run *checkloop.Config, now checkloop.Config, changed func(string) bool) []string {
+	given := func(flag string) bool { return changed != nil && changed(flag) }
+	var moved []string
+	set := func(flag string, always bool, from, to any, apply func()) {
+		if (always || given(flag)) && from != to {
+			moved = append(moved, fmt.Sprintf("--%s %v (was %v)", flag, to, from))
+			apply()
+		}
+	}
+	set("max-iterations", true, run.MaxIterations, now.MaxIterations, func() { run.MaxIterations = now.MaxIterations })
+	set("max-wall-clock", false, run.MaxWallClock, now.MaxWallClock, func() { run.MaxWallClock = now.MaxWallClock })
+	set("max-cost", false, run.MaxCostUSD, now.MaxCostUSD, func() { run.MaxCostUSD = now.MaxCostUSD })
+	set("stall-after", false, run.StallIterations, now.StallIterations, func() { run.StallIterations = now.StallIterations })
+	set("agent-timeout", false, run.AgentBudget, now.AgentBudget, func() { run.AgentBudget = now.AgentBudget })
+	set("check-timeout", false, run.CheckBudget, now.CheckBudget, func() { run.CheckBudget = now.CheckBudget })
+	return moved
 }

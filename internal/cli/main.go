@@ -9,12 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/secure"
@@ -30,6 +29,21 @@ type IOStreams struct {
 	// Getenv reads the environment; tests replace it. Main's also sees the
 	// token variables secure.Harden took out of the process environment.
 	Getenv func(string) string
+	// Environ lists the environment (nil: the process's), for the check
+	// of CONVERGE_* variables that name no setting.
+	Environ func() []string
+}
+
+// checkEnv refuses an unknown CONVERGE_* variable (IF-1: exit 2).
+func (ios *IOStreams) checkEnv() error {
+	env := os.Environ
+	if ios.Environ != nil {
+		env = ios.Environ
+	}
+	if err := config.CheckEnv(config.PRFields(), env()); err != nil {
+		return usageErr("%v", err)
+	}
+	return nil
 }
 
 // System returns the process's streams.
@@ -102,7 +116,7 @@ func Main() int {
 	if len(start.Args) > 1 {
 		args = start.Args[1:]
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := withInterrupts(context.Background(), ios.ErrOut)
 	defer stop()
 	return Run(ctx, args, ios)
 }

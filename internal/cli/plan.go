@@ -174,13 +174,13 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		PID:       os.Getpid(),
 		PoolDir:   pools[0],
 	})
-	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, PollMin: time.Millisecond})
+	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, Stop: stopOnInterrupt(ctx), PollMin: time.Millisecond})
 	fin := context.WithoutCancel(ctx)
 	if _, err := pool.Sweep(fin, s.ws.Git, pools[0]); err != nil {
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("the run's worktree directory %s is left: %v", pools[0], err)})
 	}
 	if runErr != nil && errors.Is(runErr, context.Canceled) {
-		return fmt.Errorf("run %s interrupted; run the same converge plan run here to resume it (--fresh starts over): %w", runID, runErr)
+		return fmt.Errorf("run %s interrupted; run the same converge plan run here to resume it (--fresh starts over)", runID)
 	}
 	var hn *plan.HumanNeeded
 	if errors.As(runErr, &hn) {
@@ -252,6 +252,9 @@ func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetu
 	}
 	reviewer, err := planReviewer(reviewName, opts.ReviewAgentCmd)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkWorkdir("plan", opts.Workdir); err != nil {
 		return nil, err
 	}
 	ws, err := plan.OpenWorkspace(ctx, opts.Workdir)

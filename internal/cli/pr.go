@@ -135,8 +135,8 @@ defaults; converge config prints them and where each came from.`,
 	f.BoolVar(&opts.DryRun, "dry-run", false, "write nothing to the forge or the branch: run once on the existing threads (and the local review) and print what each step would do")
 	f.BoolVar(&opts.DisposeOnly, "dispose-only", false, "reply to and resolve every open thread once, fix nothing, print a JSON envelope of replied/resolved/skipped thread ids (exit 0, or 2 on any error)")
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run on this PR can resume")
-	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command (default: the same as --agent; suggest cannot review)")
-	f.StringVar(&opts.ReviewAgentCmd, "review-agent-cmd", "", "with --review-agent command: the program to run per angle (default: --agent-cmd)")
+	f.StringVar(&opts.ReviewAgent, "review-agent", "", "agent for the local multi-angle review: command, or claude, codex, gemini, opencode (default: the --agent backend; a suggest or command fixer has none unless given)")
+	f.StringVar(&opts.ReviewAgentCmd, "review-agent-cmd", "", "with --review-agent command (implied by this flag): the program to run per angle")
 	f.BoolVar(&opts.AllowHostMismatch, "allow-host-mismatch", false, "accept a PR URL on another host than the API's (git still uses the API's clone URL)")
 	f.StringVar(&opts.JudgeAgent, "judge-agent", "", "agent for the recap gate's verdict (PR-G2): command, claude, codex, gemini or opencode (read-only); none: every recap hands off")
 	f.StringVar(&opts.JudgeAgentCmd, "judge-agent-cmd", "", "with --judge-agent command: the program to run (recap task on stdin, verdict as its last line)")
@@ -192,6 +192,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		if file, err = config.ParseFile(config.PRFields(), opts.ConfigFile, data); err != nil {
 			return usageErr("%v", err)
 		}
+	}
+	if err := ios.checkEnv(); err != nil {
+		return err
 	}
 	ag, err := pickAgent(opts.Agent, opts.AgentCmd)
 	if err != nil {
@@ -249,6 +252,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if stateDir == "" {
 		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
 	}
+	if err := writableDir(stateDir); err != nil {
+		return err
+	}
 	params := make([]loopParams, len(refs))
 	for i, ref := range refs {
 		params[i] = loopParams{
@@ -264,7 +270,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			Email:    "converge@users.noreply.github.com",
 
 			Judge:       judge,
-			ReviewAgent: reviewAgentName(opts),
+			NoReviewWhy: noReviewWhy(opts),
 			Fresh:       opts.Fresh,
 			DryRun:      opts.DryRun,
 			DisposeOnly: opts.DisposeOnly,
@@ -358,7 +364,7 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 	if !v.Bool("expects_copilot") && reviewer == nil && !opts.DryRun && !opts.DisposeOnly {
 		// Conjunct 4 is never dropped (PR-T1): with neither Copilot nor a
 		// review agent the run could only end blocked, so say it now.
-		return nil, usageErr("%s leaves no independent review: the %s agent cannot review; add --review-agent command --review-agent-cmd CMD", where("expects_copilot"), reviewAgentName(opts))
+		return nil, usageErr("%s leaves no independent review: %s; add --review-agent command --review-agent-cmd CMD", where("expects_copilot"), noReviewWhy(opts))
 	}
 	return &prSettingsT{values: v, settings: ss, cfg: cfg, reviewer: reviewer}, nil
 }
@@ -430,30 +436,46 @@ func pickJudge(name, cmdline string) (agent.Agent, error) {
 	return a, nil
 }
 
+// reviewAgentName is the review agent the flags name: --review-agent,
+// command when only --review-agent-cmd is given, else the fixer's
+// backend. A command fixer is never its own reviewer: a fixer script
+// rarely speaks the review protocol, and every angle would come back
+// "not parsed" round after round.
 func reviewAgentName(opts *prOptions) string {
-	if opts.ReviewAgent != "" {
+	switch {
+	case opts.ReviewAgent != "":
 		return opts.ReviewAgent
+	case opts.ReviewAgentCmd != "":
+		return "command"
+	case opts.Agent == "command":
+		return ""
 	}
 	return opts.Agent
 }
 
+// noReviewWhy says why the flags give the run no local review.
+func noReviewWhy(opts *prOptions) string {
+	if reviewAgentName(opts) == "" {
+		return "a command fixer is not a reviewer, and no --review-agent is given"
+	}
+	return "the " + reviewAgentName(opts) + " agent cannot review"
+}
+
 // pickReviewer builds the local review from the --review-* flags. It is
-// nil when the review agent cannot review (suggest): then the run has no
+// nil when there is no review agent (a command fixer without
+// --review-agent) or it cannot review (suggest): then the run has no
 // local review, and without Copilot no independent review at all.
 func pickReviewer(opts *prOptions) (*review.Reviewer, error) {
-	name, cmdline := opts.ReviewAgent, opts.ReviewAgentCmd
-	if name == "" {
-		name = opts.Agent
-	}
-	if cmdline == "" {
-		cmdline = opts.AgentCmd
+	name, cmdline := reviewAgentName(opts), opts.ReviewAgentCmd
+	if cmdline != "" && name != "command" {
+		return nil, usageErr("--review-agent-cmd goes with --review-agent command, not --review-agent %s", name)
 	}
 	switch name {
-	case "suggest":
+	case "", "suggest":
 		return nil, nil
 	case "command":
 		if strings.TrimSpace(cmdline) == "" {
-			return nil, usageErr("--review-agent command needs --review-agent-cmd (or --agent-cmd), e.g. --review-agent-cmd './review.sh'")
+			return nil, usageErr("--review-agent command needs --review-agent-cmd, e.g. --review-agent-cmd './review.sh'")
 		}
 		if err := command.Preflight(cmdline); err != nil {
 			return nil, usageErr("--review-agent-cmd: %v", err)

@@ -51,9 +51,9 @@ type loopParams struct {
 	Author   string
 	Email    string
 
-	// ReviewAgent names the review agent (empty: Agent's) for the note
-	// on a run whose review agent cannot review (Reviewer nil).
-	ReviewAgent string
+	// NoReviewWhy says why a run has no local review (Reviewer nil), for
+	// its note (empty: Agent cannot review).
+	NoReviewWhy string
 
 	// Configure, when set, makes the loop's settings once the PR is
 	// observed (its base branch's config file, PR-M4).
@@ -255,7 +255,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 	if p.Reviewer == nil && !p.DisposeOnly {
 		// Pre-flight says it plainly (PR-S4): Copilot is the only
 		// independent review this run can have.
-		out.Report(engine.Event{Kind: "note", Message: "no local review: the " + cmp.Or(p.ReviewAgent, p.Agent.Name()) + " agent cannot review; only a Copilot review of the head can prove two-stable (--review-agent command adds one)"})
+		out.Report(engine.Event{Kind: "note", Message: "no local review: " + cmp.Or(p.NoReviewWhy, "the "+p.Agent.Name()+" agent cannot review") + "; only a Copilot review of the head can prove two-stable (--review-agent command adds one)"})
 	}
 
 	ws := &prloop.GitWorkspace{
@@ -307,6 +307,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		FaultBudget:   p.FaultBudget,
 		Wake:          p.Wake,
 		StopRequested: claim.StopRequested,
+		Stop:          stopOnInterrupt(ctx),
 	})
 	fin := context.WithoutCancel(ctx)
 	if !p.Keep {
@@ -316,7 +317,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		if errors.Is(runErr, context.Canceled) {
 			// Interrupted (Ctrl-C, SIGTERM): the run stays unfinished, with
 			// its state, so the next `converge pr` resumes it (PR-G3).
-			return nil, fmt.Errorf("run %s interrupted; run converge pr again to resume it (--fresh starts over): %w", runID, runErr)
+			return nil, fmt.Errorf("run %s interrupted; run converge pr again to resume it (--fresh starts over)", runID)
 		}
 		_ = claim.Finish(fin, string(prloop.ReasonErrored), ExitCodeOf(runErr), nil)
 		return nil, fmt.Errorf("run %s: %w", runID, runErr)

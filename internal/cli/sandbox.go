@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -52,14 +53,18 @@ func newSandboxCmd(ios *IOStreams) *cobra.Command {
 		Short: "Serve a GitHub emulator with a seeded demo repository and an open PR",
 		Long: `Serve a GitHub emulator on loopback with a seeded demo repository and an
 open pull request, a scripted Copilot reviewer and a CI runner. Prints one
-JSON line with the URLs and tokens, then serves until interrupted.`,
+JSON line with the URLs and tokens, then serves until interrupted.
+
+It listens on loopback only: it hands its tokens to anyone who asks and
+its certificate names only 127.0.0.1 and ::1, so another --addr is
+refused (reach it from elsewhere through a tunnel, e.g. ssh -L).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSandbox(cmd.Context(), ios, opts)
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "directory for the emulator's repositories (default: a temporary directory removed on exit)")
-	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:0", "address to listen on (loopback)")
+	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:0", "address to listen on: loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT); any other is refused")
 	cmd.Flags().BoolVar(&opts.HTTP, "http", false, "serve plain http instead of https")
 	cmd.Flags().DurationVar(&opts.CopilotDelay, "copilot-delay", 3*time.Second, "how long the scripted Copilot takes to review")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log requests to stderr")
@@ -67,6 +72,9 @@ JSON line with the URLs and tokens, then serves until interrupted.`,
 }
 
 func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error {
+	if err := loopbackAddr(opts.Addr); err != nil {
+		return err
+	}
 	dir, cleanup, err := sandboxDir(opts.StateDir)
 	if err != nil {
 		return err
@@ -151,4 +159,17 @@ func sandboxDir(want string) (string, func(), error) {
 		return "", nil, fmt.Errorf("sandbox: mark %s: %w", want, err)
 	}
 	return want, func() {}, nil
+}
+
+// loopbackAddr refuses a listen address off loopback (IF-1: exit 2): an
+// empty host or 0.0.0.0 binds every interface.
+func loopbackAddr(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return usageErr("--addr %s: %v; give HOST:PORT on loopback, e.g. 127.0.0.1:0", addr, err)
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return usageErr("--addr %s is not a loopback address: the sandbox gives its tokens to anyone who can reach it and its certificate names only 127.0.0.1 and ::1; listen on 127.0.0.1:PORT and tunnel to it (ssh -L) to reach it from elsewhere", addr)
 }

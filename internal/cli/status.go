@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"text/tabwriter"
 	"time"
@@ -34,7 +36,7 @@ func newStatusCmd(ios *IOStreams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
-	cmd.Flags().IntVar(&opts.Limit, "limit", 20, "how many runs, newest first")
+	cmd.Flags().IntVar(&opts.Limit, "limit", 20, "how many runs, newest first (0: all); a cut list says so")
 	return cmd
 }
 
@@ -64,10 +66,19 @@ func viewOf(r store.Run) runView {
 	return v
 }
 
-func openStore(ctx context.Context, ios *IOStreams, dir string) (*store.Store, error) {
-	path := store.DefaultPath(ios.Getenv)
+func storePath(ios *IOStreams, dir string) string {
 	if dir != "" {
-		path = filepath.Join(dir, "converge.db")
+		return filepath.Join(dir, "converge.db")
+	}
+	return store.DefaultPath(ios.Getenv)
+}
+
+// openStore opens, or creates, the state store of a command that runs
+// something; a state directory it cannot write is bad input (IF-1).
+func openStore(ctx context.Context, ios *IOStreams, dir string) (*store.Store, error) {
+	path := storePath(ios, dir)
+	if err := writableDir(filepath.Dir(path)); err != nil {
+		return nil, err
 	}
 	db, err := store.Open(ctx, path)
 	if err != nil {
@@ -76,15 +87,82 @@ func openStore(ctx context.Context, ios *IOStreams, dir string) (*store.Store, e
 	return db, nil
 }
 
+// errNoStore is a read-only command's missing state store.
+var errNoStore = errors.New("no state store")
+
+// openExistingStore opens the state store of a read-only command (status,
+// proof, log, stop): it never creates one, so a mistyped --state is an
+// error (exit 2), not an empty store that says "no runs yet". Without
+// --state a missing default store is errNoStore: nothing ran yet.
+// run, when the command reads one run, is named in the error.
+func openExistingStore(ctx context.Context, ios *IOStreams, dir, run string) (*store.Store, error) {
+	path := storePath(ios, dir)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		prefix := ""
+		if run != "" {
+			prefix = fmt.Sprintf("no run %q: ", run)
+		}
+		switch {
+		case dir != "":
+			return nil, usageErr("%s--state %s holds no state store (no %s); name the directory converge pr, loop or plan ran with (converge status --state DIR)", prefix, dir, filepath.Base(path))
+		case run != "":
+			return nil, usageErr("%snothing has run yet (no state store at %s)", prefix, path)
+		}
+		return nil, errNoStore
+	} else if err != nil {
+		return nil, usageErr("state store %s: %v", path, err)
+	}
+	db, err := store.Open(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// writableDir checks that converge can keep its store, clones and
+// worktrees in dir, creating it if need be: a read-only or unusable
+// --state is one line naming it, before anything runs (IF-1: exit 2).
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return usageErr("state directory %s cannot be created (%v); give a writable one with --state DIR", dir, errors.Unwrap(err))
+	}
+	f, err := os.CreateTemp(dir, ".converge-write-check-*")
+	if err != nil {
+		return usageErr("state directory %s is not writable (%v); converge keeps its store and clones there: give a writable one with --state DIR", dir, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
-	db, err := openStore(ctx, ios, opts.StateDir)
+	db, err := openExistingStore(ctx, ios, opts.StateDir, "")
+	if errors.Is(err, errNoStore) {
+		if opts.JSON {
+			fmt.Fprintln(ios.Out, "[]")
+			return nil
+		}
+		fmt.Fprintln(ios.Out, "no runs yet")
+		return nil
+	}
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	runs, err := db.ListRuns(ctx, store.ListOptions{Limit: opts.Limit})
+	if opts.Limit < 0 {
+		return usageErr("--limit %d: give a number of runs, or 0 for all", opts.Limit)
+	}
+	limit := opts.Limit
+	if limit > 0 {
+		limit++ // one more tells whether the list was cut
+	}
+	runs, err := db.ListRuns(ctx, store.ListOptions{Limit: limit})
 	if err != nil {
 		return err
+	}
+	if opts.Limit > 0 && len(runs) > opts.Limit {
+		runs = runs[:opts.Limit]
+		// Said on stderr, so the table and the JSON stay what they are.
+		defer fmt.Fprintf(ios.ErrOut, "converge: showing the %d newest runs; there are more (--limit N shows N, --limit 0 all)\n", opts.Limit)
 	}
 	// alive tells an unfinished run some converge holds from one no
 	// process runs any more.
@@ -154,7 +232,7 @@ func newProofCmd(ios *IOStreams) *cobra.Command {
 }
 
 func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string) error {
-	db, err := openStore(ctx, ios, opts.StateDir)
+	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
 	if err != nil {
 		return err
 	}

@@ -21,8 +21,11 @@ func newStopCmd(ios *IOStreams) *cobra.Command {
 		Short: "Ask a running loop to end cleanly at its next step",
 		Long: `Ask a running loop to end cleanly at its next step: it finishes the
 action in flight, records stopped-by-human (exit 3) and releases its lock.
-From the pull request, a trusted human can do the same with the
-converge:stop label.`,
+A push and the replies and resolves of the threads it addresses are one
+step: a fix in flight is pushed and answered before the run ends (PR-G5).
+Ctrl-C (SIGINT) or SIGTERM on the running converge asks the same; a second
+one aborts at once. From the pull request, a trusted human can do the same
+with the converge:stop label.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr("stop needs exactly one run id (see converge status)")
@@ -38,7 +41,7 @@ converge:stop label.`,
 }
 
 func runStop(ctx context.Context, ios *IOStreams, opts *stopOptions, id string) error {
-	db, err := openStore(ctx, ios, opts.StateDir)
+	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,17 @@
 // Package exitcode is SPEC IF-1: converge's exit codes, the same for every
-// command, what each means, and which terminal reasons end with it. It is
-// the one table; the CLI and the loops read it and keep no copy.
+// command, what each means, and the one table that maps every terminal of
+// every loop kind to its code. The CLI and the loops read it and keep no
+// copy; TestIF1_ExitCodeIsTheTable fails when a loop kind declares a
+// terminal the table does not name.
 package exitcode
 
-// The exit codes of IF-1.
+import "fmt"
+
+// Code is an IF-1 exit code.
+type Code int
+
+// The exit codes of IF-1. They are untyped so that they serve as a
+// process's exit status (an int) and as a Code alike.
 const (
 	OK          = 0 // success: two-stable, complete
 	Error       = 1 // errored or failed: an unexpected error (state was saved first)
@@ -15,45 +23,96 @@ const (
 	Unreachable = 7 // forge unreachable, or a fault that persisted
 )
 
-// row is one line of the IF-1 table.
-type row struct {
-	code    int
-	meaning string
-	reasons []string // terminal reasons and loop outcomes that end with code
+// meanings are the codes' rows of IF-1, in order.
+var meanings = [...]string{
+	OK:          "success",
+	Error:       "errored: an unexpected error (state was saved first)",
+	Usage:       "usage or bad input (flags, URL, config)",
+	Human:       "handed to a human",
+	Bound:       "a bound ran out",
+	Convergence: "convergence failure",
+	Auth:        "authentication missing or rejected",
+	Unreachable: "forge unreachable, or a fault that persisted",
 }
 
-var table = []row{
-	{OK, "success", []string{"two-stable", "complete", "dry-run", "disposed"}},
-	{Error, "errored: an unexpected error (state was saved first)", []string{"errored", "failed"}},
-	{Usage, "usage or bad input (flags, URL, config)", nil},
-	{Human, "handed to a human", []string{"handed-off", "idle-timeout", "human-push", "all-conflicting",
-		"base-moved", "pr-closed", "blocked-no-independent-review", "stopped-by-human", "blocked"}},
-	{Bound, "a bound ran out", []string{"cap-exhausted", "limited"}},
-	{Convergence, "convergence failure", []string{"convergence-failure", "stalled"}},
-	{Auth, "authentication missing or rejected", nil},
-	{Unreachable, "forge unreachable, or a fault that persisted", nil},
+// Meaning says what c means, for help and status output; "" for a code
+// outside IF-1.
+func (c Code) Meaning() string {
+	if c < 0 || int(c) >= len(meanings) {
+		return ""
+	}
+	return meanings[c]
 }
 
-// ForReason is the exit code a run that ended for reason exits with; a
-// reason the table does not name is an error.
+func (c Code) String() string {
+	if m := c.Meaning(); m != "" {
+		return fmt.Sprintf("%d (%s)", int(c), m)
+	}
+	return fmt.Sprintf("%d (not an IF-1 code)", int(c))
+}
+
+// Kind is a loop kind whose terminals end a command.
+type Kind string
+
+// The loop kinds, named after the packages that declare their terminals.
+const (
+	PR   Kind = "prloop"    // prloop.Reason
+	Loop Kind = "checkloop" // checkloop.Status
+	Plan Kind = "plan"      // plan.Status
+)
+
+// Table is IF-1's one table: every terminal of every loop kind and the
+// code a run that ends there exits with. A terminal missing here is a
+// test failure, never a silent exit 1.
+var Table = map[Kind]map[string]Code{
+	PR: {
+		"two-stable": OK, "dry-run": OK, "disposed": OK,
+		"errored":    Error,
+		"handed-off": Human, "idle-timeout": Human, "human-push": Human, "all-conflicting": Human,
+		"base-moved": Human, "pr-closed": Human, "blocked-no-independent-review": Human, "stopped-by-human": Human,
+		"cap-exhausted":       Bound,
+		"convergence-failure": Convergence,
+	},
+	Loop: {
+		"complete": OK,
+		"failed":   Error,
+		"blocked":  Human,
+		"limited":  Bound,
+		"stalled":  Convergence,
+	},
+	Plan: {
+		"complete": OK,
+		"failed":   Error,
+		"blocked":  Human,
+	},
+}
+
+// Of is the code a run of kind that ended at terminal exits with, and
+// whether the table names that terminal.
+func Of(kind Kind, terminal string) (Code, bool) {
+	c, ok := Table[kind][terminal]
+	return c, ok
+}
+
+// For is Of for a terminal the loop kind declares; a terminal the table
+// does not name is an error (exit 1), which the table's test rules out.
+func For(kind Kind, terminal string) int {
+	if c, ok := Of(kind, terminal); ok {
+		return int(c)
+	}
+	return Error
+}
+
+// ForReason is the exit code of a terminal of any loop kind (they agree
+// where they share a name); an unknown one is an error.
 func ForReason(reason string) int {
-	for _, r := range table {
-		for _, x := range r.reasons {
-			if x == reason {
-				return r.code
-			}
+	for _, k := range []Kind{PR, Loop, Plan} {
+		if c, ok := Of(k, reason); ok {
+			return int(c)
 		}
 	}
 	return Error
 }
 
-// Meaning says what code means, for help and status output; "" for a code
-// outside the table.
-func Meaning(code int) string {
-	for _, r := range table {
-		if r.code == code {
-			return r.meaning
-		}
-	}
-	return ""
-}
+// Meaning says what code means; "" for a code outside the table.
+func Meaning(code int) string { return Code(code).Meaning() }

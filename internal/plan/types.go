@@ -38,7 +38,7 @@ const (
 const OutcomeInterrupted = "interrupted"
 
 // ExitCode is the status's IF-1 exit code.
-func (s Status) ExitCode() int { return exitcode.ForReason(string(s)) }
+func (s Status) ExitCode() int { return exitcode.For(exitcode.Plan, string(s)) }
 
 // Implementer statuses of a task in the report (AG-T2), and SKIPPED for a
 // task whose dependency did not finish.

@@ -90,6 +90,9 @@ type step struct {
 	// push is recognised in it.
 	path          []forge.Commit
 	roundsStarted int
+	// stopWhy is a stop request held until the fix in flight has its
+	// replies (PR-G5).
+	stopWhy string
 }
 
 // bookkeep records what every observation teaches, whatever the phase.
@@ -192,14 +195,12 @@ func (d *step) preTerminal() bool {
 		d.end(ReasonPRClosed, fmt.Sprintf("the pull request is %s; converge never pushes to it", d.pr.State), nil)
 		return true
 	}
-	if d.o.StopRequested {
-		d.end(ReasonStoppedByHuman, "a human asked converge to stop (converge stop)", nil)
+	if d.o.StopRequested && d.stop("a human asked converge to stop (converge stop, or a signal)") {
 		return true
 	}
 	// The stop label or a /converge stop comment, from a trusted author
 	// (PR-G5). The label stays: later runs stop too until it is removed.
-	if stop, why := humanStop(d.s, d.o, d.c); stop {
-		d.end(ReasonStoppedByHuman, why, nil)
+	if stop, why := humanStop(d.s, d.o, d.c); stop && d.stop(why) {
 		return true
 	}
 	if msg := d.humanPush(); msg != "" {
@@ -211,6 +212,20 @@ func (d *step) preTerminal() bool {
 		return true
 	}
 	return false
+}
+
+// stop ends the run stopped-by-human, unless a fix is in flight: a push
+// and the replies and resolves of the threads it addresses are one step
+// (PR-G5), so the stop waits in stopWhy until the reply phase is done.
+// The request is seen again on every observation (the store's flag, the
+// label, the comment), so nothing of it needs persisting.
+func (d *step) stop(why string) bool {
+	if d.s.Phase == PhaseFix || d.s.Phase == PhaseReply {
+		d.stopWhy = why
+		return false
+	}
+	d.end(ReasonStoppedByHuman, why, nil)
+	return true
 }
 
 // humanPush is PR-T4. It walks from the head through first parents to the
@@ -276,6 +291,10 @@ func (d *step) lagging() bool {
 
 func (d *step) runPhases() {
 	for range maxTransitions {
+		if d.stopWhy != "" && d.s.Phase != PhaseFix && d.s.Phase != PhaseReply {
+			d.end(ReasonStoppedByHuman, d.stopWhy, nil)
+			return
+		}
 		var more bool
 		switch d.s.Phase {
 		case PhaseStart:
@@ -741,6 +760,11 @@ func (d *step) fix() bool {
 	}
 	if res == nil {
 		res = d.recoveredFix()
+	}
+	if res == nil && d.stopWhy != "" {
+		// Nothing was pushed: the stop has no replies to wait for.
+		d.end(ReasonStoppedByHuman, d.stopWhy, nil)
+		return false
 	}
 	if res == nil {
 		// No outcome and no pushed commit: the engine restarted before the

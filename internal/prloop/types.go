@@ -75,7 +75,7 @@ const NoteAllConflicting = "all-conflicting-deferred-to-human"
 
 // ExitCode maps a terminal reason to its IF-1 exit code.
 func ExitCode(reason Reason) int {
-	return exitcode.ForReason(string(reason))
+	return exitcode.For(exitcode.PR, string(reason))
 }
 
 // Labels converge applies on the forge.
