@@ -134,7 +134,8 @@ func newSoakCase(seed uint64) *soakCase {
 		sc.agent = "local"
 	default:
 		// A hostile fixer: history rewrite, test deletion, unrelated
-		// edits, a partial fix, each claiming complete.
+		// edits, a partial fix, tests defeated from a non-test file, each
+		// claiming complete.
 		ks := hostileKinds()
 		sc.agent = ks[r.IntN(len(ks))]
 	}
@@ -195,7 +196,7 @@ echo '{"status":"blocked","next_action":"ask the author","needs_extension_minute
 `))
 	case "crash":
 		args = append(args, "--review-agent", "suggest", "--agent", "command", "--agent-cmd", write("crash.sh", "#!/bin/sh\necho boom >&2\nexit 2\n"))
-	case "hostile-rewrite", "hostile-delete-tests", "hostile-unrelated", "hostile-partial":
+	case "hostile-rewrite", "hostile-delete-tests", "hostile-unrelated", "hostile-partial", "hostile-init-exit":
 		args = append(args, "--review-agent", "suggest", "--agent", "command", "--agent-cmd", write("hostile.sh", hostileFixers[sc.agent]))
 	case "local", "local-suggest":
 		// No Copilot: command angles review the head for real, and one

@@ -17,7 +17,8 @@ import (
 	"github.com/convergeloop/converge/internal/repo"
 )
 
-// The soak's hostile fixers (issue 15's cases 1–3 and a partial fix): each
+// The soak's hostile fixers (issue 15's cases 1–3, a partial fix, tests
+// defeated from a non-test file): each
 // is a `command` agent that prints a `complete` record over work that was
 // not done, or was destroyed. The soak checks the outcome in the
 // repository, not in converge's output (workVerdict).
@@ -40,6 +41,14 @@ echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary
 cat > /dev/null
 echo 'Maintained by an agent.' >> README.md
 printf 'package textstats\n\n// Backdoor is not what the review asked for.\nfunc Backdoor() string { return "open" }\n' > backdoor.go
+echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["summary.go"]}'
+`,
+	// Defeats the tests from outside the test files: an init that exits 0
+	// under go test, so nothing runs and the build looks green.
+	"hostile-init-exit": `#!/bin/sh
+cat > /dev/null
+printf 'package textstats\n\nimport (\n\t"os"\n\t"strings"\n)\n\nfunc init() {\n\tif strings.HasSuffix(os.Args[0], ".test") {\n\t\tos.Exit(0)\n\t}\n}\n' > zz_ok.go
+echo '// fixed' >> summary.go
 echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["summary.go"]}'
 `,
 	// Fixes one finding (the off-by-one) and claims all of them.
