@@ -19,10 +19,13 @@ import (
 
 // TestSoak_NoFalseSuccess drives the whole loop against the emulator under
 // randomized Copilot delays and bodies, lag faults, finding counts, human
-// reviewers and agent outcomes, one seed per run. Every run that exits 0 is
-// checked at the forge (forgeVerdict); a run that does not exit 0 must not
-// leave the PR labelled ready. CONVERGE_SOAK_SEEDS sets the number of seeds
-// (10 by default; `make soak` runs 200), CONVERGE_SOAK_SEED0 the first.
+// reviewers and agent outcomes (hostile fixers among them), one seed per
+// run. Every run that exits 0 is checked at the forge (forgeVerdict); a
+// run that does not exit 0 must not leave the PR labelled ready; and every
+// run is checked in the repository at its final head (workVerdict): no
+// destroyed PR, no lost test, no red build pushed, no false "addressed".
+// CONVERGE_SOAK_SEEDS sets the number of seeds (10 by default; `make soak`
+// runs 200), CONVERGE_SOAK_SEED0 the first.
 func TestSoak_NoFalseSuccess(t *testing.T) {
 	t.Parallel() // each seed has its own emulator and state
 	seeds := envInt("CONVERGE_SOAK_SEEDS", 10)
@@ -82,7 +85,7 @@ type soakCase struct {
 	delay     time.Duration
 	lagMax    int
 	script    fakehub.CopilotScript
-	agent     string // suggest, blocked, crash, local
+	agent     string // suggest, blocked, crash, local, local-suggest, hostile-*
 	humanNote bool   // a reviewer thread no fixer can address
 	changes   bool   // a reviewer requests changes
 	desc      []string
@@ -123,12 +126,18 @@ func newSoakCase(seed uint64) *soakCase {
 	case p < 0.6:
 		// The local review finds what the suggest fixer cannot fix.
 		sc.agent = "local-suggest"
-	case p < 0.72:
+	case p < 0.67:
 		sc.agent = "blocked"
-	case p < 0.8:
+	case p < 0.72:
 		sc.agent = "crash"
-	default:
+	case p < 0.8:
 		sc.agent = "local"
+	default:
+		// A hostile fixer: history rewrite, test deletion, unrelated
+		// edits, a partial fix, tests defeated from a non-test file, each
+		// claiming complete.
+		ks := hostileKinds()
+		sc.agent = ks[r.IntN(len(ks))]
 	}
 	sc.humanNote = r.IntN(5) == 0
 	sc.changes = r.IntN(8) == 0
@@ -178,6 +187,7 @@ func (sc *soakCase) run(t *testing.T) (int, string, string) {
 		return p
 	}
 	local := false
+	startHead := observe(t, hub, demo.PRURL).HeadSHA
 	switch sc.agent {
 	case "blocked":
 		args = append(args, "--review-agent", "suggest", "--agent", "command", "--agent-cmd", write("blocked.sh", `#!/bin/sh
@@ -186,6 +196,8 @@ echo '{"status":"blocked","next_action":"ask the author","needs_extension_minute
 `))
 	case "crash":
 		args = append(args, "--review-agent", "suggest", "--agent", "command", "--agent-cmd", write("crash.sh", "#!/bin/sh\necho boom >&2\nexit 2\n"))
+	case "hostile-rewrite", "hostile-delete-tests", "hostile-unrelated", "hostile-partial", "hostile-init-exit":
+		args = append(args, "--review-agent", "suggest", "--agent", "command", "--agent-cmd", write("hostile.sh", hostileFixers[sc.agent]))
 	case "local", "local-suggest":
 		// No Copilot: command angles review the head for real, and one
 		// angle sometimes answers garbage (a degraded review).
@@ -217,13 +229,16 @@ echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary
 	}
 	code, out := runBin(t, authorEnv(hub), args...)
 	pr := observe(t, hub, demo.PRURL)
+	// The repository's verdict holds whatever the exit: a false
+	// "addressed" or a destroyed PR is a false claim at the forge.
+	work := workVerdict(t, hub, demo, startHead, pr)
 	if code == 0 {
-		return code, out, forgeVerdict(pr, local)
+		return code, out, strings.Trim(forgeVerdict(pr, local)+"; "+work, "; ")
 	}
 	for _, l := range pr.Labels {
 		if l == "converge:ready-for-merge" {
-			return code, out, "exit " + strconv.Itoa(code) + " but the PR is labelled ready-for-merge"
+			return code, out, strings.Trim("exit "+strconv.Itoa(code)+" but the PR is labelled ready-for-merge; "+work, "; ")
 		}
 	}
-	return code, out, ""
+	return code, out, work
 }
