@@ -24,6 +24,9 @@ const (
 	parentEnv     = "CONVERGE_PROC_TEST_PARENT"
 	grandchildEnv = "CONVERGE_PROC_TEST_GRANDCHILD"
 	directEnv     = "CONVERGE_PROC_TEST_DIRECT"
+	// scriptEnv, when set, is the child's script instead (it must write
+	// its pid to the file parentEnv names).
+	scriptEnv = "CONVERGE_PROC_TEST_SCRIPT"
 )
 
 func TestMain(m *testing.M) {
@@ -32,6 +35,9 @@ func TestMain(m *testing.M) {
 		script := "echo $$ > " + pidFile + "; exec sleep 1000"
 		if g := os.Getenv(grandchildEnv); g != "" {
 			script = "sleep 1000 & echo $! > " + g + "; echo $$ > " + pidFile + "; wait"
+		}
+		if s := os.Getenv(scriptEnv); s != "" {
+			script = s
 		}
 		_, _ = proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script}, Direct: os.Getenv(directEnv) != ""})
 		os.Exit(0)
