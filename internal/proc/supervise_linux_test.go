@@ -82,17 +82,23 @@ func TestAG_K1_TimeBoxUnderTheSupervisor(t *testing.T) {
 	}
 }
 
+// hidden is stubborn without proc.OwnerEnv in its environment: no
+// ReapOrphans finds it (another converge on this machine may run one at
+// any time), only the supervisor.
+func hidden(file string) string { return "env -u " + proc.OwnerEnv + " " + stubborn(file) }
+
 // TestAG_K1_FamilyDiesWithAKilledConverge: converge (here the test
 // binary as a parent, see parentEnv) is killed by SIGKILL while its run's
 // shell has a background child, a child that left for a session of its
 // own (setsid), and one whose parent exited (orphaned), each ignoring
-// SIGTERM. None of them is alive 2 s after the kill (AG-K1's bound).
+// SIGTERM and hidden from ReapOrphans. None of them is alive 2 s after
+// the kill (AG-K1's bound).
 func TestAG_K1_FamilyDiesWithAKilledConverge(t *testing.T) {
 	dir := t.TempDir()
 	bg, esc, orphan := filepath.Join(dir, "bg.pid"), filepath.Join(dir, "setsid.pid"), filepath.Join(dir, "orphan.pid")
-	script := stubborn(bg) + " &\n" +
-		"setsid " + stubborn(esc) + " &\n" +
-		"( " + stubborn(orphan) + " & ) \n" +
+	script := hidden(bg) + " &\n" +
+		"setsid " + hidden(esc) + " &\n" +
+		"( " + hidden(orphan) + " & ) \n" +
 		"for f in " + bg + " " + esc + " " + orphan + "; do while [ ! -s $f ]; do sleep 0.01; done; done\n" +
 		"echo $$ > " + filepath.Join(dir, "child.pid") + "; wait"
 	parent, child := startParent(t, filepath.Join(dir, "child.pid"), scriptEnv+"="+script)
