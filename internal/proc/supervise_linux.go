@@ -42,7 +42,7 @@ import (
 
 const (
 	// supervisorEnv marks a start as a supervisor's; its value is the
-	// pid of the converge that started it.
+	// OwnerEnv value of the converge that started it.
 	supervisorEnv = "_CONVERGE_SUPERVISOR"
 	// supervisorArg is argv[1] of a supervisor: ps shows what it is, and
 	// the marker alone does not make one.
@@ -72,10 +72,10 @@ var supervising atomic.Bool
 // internal/cli. Without /proc (no /proc/self/exe to start) nothing is
 // supervised either.
 func Supervise() {
-	if parent, ok := os.LookupEnv(supervisorEnv); ok {
+	if tag, ok := os.LookupEnv(supervisorEnv); ok {
 		_ = os.Unsetenv(supervisorEnv)
 		if len(os.Args) >= 4 && os.Args[1] == supervisorArg {
-			os.Exit(runSupervisor(parent, os.Args[2], os.Args[3:]))
+			os.Exit(runSupervisor(tag, os.Args[2], os.Args[3:]))
 		}
 	}
 	if _, err := os.Stat(selfExe); err == nil {
@@ -117,8 +117,13 @@ func supervise(cmd *exec.Cmd) (*supervisor, error) {
 	s := &supervisor{cmd: cmd, path: cmd.Path, child: []*os.File{controlR, statusW}, control: controlW, status: statusR}
 	cmd.Args = append([]string{os.Args[0], supervisorArg, cmd.Path}, cmd.Args...)
 	cmd.Path = selfExe
-	cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, supervisorEnv+"=") }),
-		supervisorEnv+"="+strconv.Itoa(os.Getpid()))
+	// The supervisor carries the owner tag in its marker, not as
+	// OwnerEnv, and gives it back to the process: a ReapOrphans (REL-2)
+	// run by another converge while it kills its family must not find
+	// it, since what carries no tag is the supervisor's alone to kill.
+	cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool {
+		return strings.HasPrefix(kv, supervisorEnv+"=") || strings.HasPrefix(kv, OwnerEnv+"=")
+	}), supervisorEnv+"="+owner())
 	// Files 3 and 4 of the supervisor.
 	cmd.ExtraFiles = []*os.File{controlR, statusW}
 	cmd.SysProcAttr.Pdeathsig = deathSignal
@@ -196,7 +201,8 @@ func (s *supervisor) close() {
 // runSupervisor is the supervisor: it starts path with argv, reports on
 // file 4 whether it could, and returns the code to exit with once the
 // process and everything it started are gone.
-func runSupervisor(parent, path string, argv []string) int {
+func runSupervisor(tag, path string, argv []string) int {
+	parent, _, _ := strings.Cut(tag, ".")
 	control, status := os.NewFile(3, "control"), os.NewFile(4, "status")
 	if control == nil || status == nil {
 		return 126
@@ -218,7 +224,7 @@ func runSupervisor(parent, path string, argv []string) int {
 		return 126
 	}
 	p, err := os.StartProcess(path, argv, &os.ProcAttr{
-		Env:   os.Environ(),
+		Env:   append(os.Environ(), OwnerEnv+"="+tag),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		// The process dies with the supervisor too: converge kills a
 		// supervisor that does not end in time.

@@ -25,6 +25,14 @@ func TestAG_K1_SupervisorIsTransparent(t *testing.T) {
 	if err != nil || !strings.Contains(r.Stdout, " __supervise ") {
 		t.Fatalf("the process's parent is %q (%v), not a supervisor", r.Stdout, err)
 	}
+	// The process carries this converge's owner tag (REL-2); the
+	// supervisor does not: another converge's ReapOrphans, run while the
+	// supervisor of a killed converge kills its family, must leave it to
+	// kill what carries no tag.
+	r, err = proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", `echo "$` + proc.OwnerEnv + `"; tr '\0' '\n' < /proc/$PPID/environ | grep -c ^` + proc.OwnerEnv + `=`}})
+	if err != nil || r.Stdout != proc.Owner()+"\n0\n" {
+		t.Errorf("the process's owner tag and the supervisor's count of them: %q (%v), want %q and 0", r.Stdout, err, proc.Owner())
+	}
 
 	r, err = proc.Run(context.Background(), proc.Spec{
 		Argv:  []string{"sh", "-c", `read -r line; echo "out:$line"; echo err >&2; echo "env:$CONVERGE_K1_TEST"; exit 3`},
