@@ -104,9 +104,10 @@ func agk1KillMidRun(t *testing.T, under string) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	// The supervisor and the shell carry the owner tag; the writer and
-	// the escapee said who they are.
-	run := append(agk1OwnedBy(cmd.Process.Pid), agk1Named(t, filepath.Join(dir, "writer.pid"), filepath.Join(dir, "escapee.pid"))...)
+	// converge's children (the supervisor), the shells (they carry the
+	// owner tag), and the writer and the escapee, which said who they are.
+	run := append(agk1ChildrenOf(cmd.Process.Pid), agk1OwnedBy(cmd.Process.Pid)...)
+	run = append(run, agk1Named(t, filepath.Join(dir, "writer.pid"), filepath.Join(dir, "escapee.pid"))...)
 	t.Cleanup(func() { agk1KillAll(run) })
 	if len(run) < 4 {
 		t.Fatalf("found %d processes of the run (%v), want the supervisor, the shell, the writer and the escapee:\n%s", len(run), run, out.String())
@@ -159,6 +160,17 @@ func agk1OwnedBy(pid int) []agk1Proc {
 				out = append(out, agk1Proc{p.PID, p.Start})
 				break
 			}
+		}
+	}
+	return out
+}
+
+// agk1ChildrenOf lists the live children of pid.
+func agk1ChildrenOf(pid int) []agk1Proc {
+	var out []agk1Proc
+	for _, p := range proc.Processes() {
+		if p.PPID == pid && !p.Zombie {
+			out = append(out, agk1Proc{p.PID, p.Start})
 		}
 	}
 	return out
