@@ -3,7 +3,9 @@
 //
 // On Linux, cli.Main may re-exec this binary once at start-up, so that a
 // token given in the environment or with --token is not left where agents
-// running as the same user could read it in /proc (SEC-2).
+// running as the same user could read it in /proc (SEC-2). Each agent and
+// build/test run it starts is this binary again too, as the run's
+// supervisor (AG-K1, proc.Supervise).
 package main
 
 import (

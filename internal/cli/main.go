@@ -16,6 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/proc"
 	"github.com/convergeloop/converge/internal/secure"
 )
 
@@ -100,8 +101,12 @@ func ExitCodeOf(err error) int {
 //
 // It first hides the forge token from other processes of the same user
 // (SEC-2), which may re-exec the binary; tests that call Run directly stay
-// in process.
+// in process. Before that, a start as a supervisor (proc.Supervise) never
+// reaches the command line.
 func Main() int {
+	// A start as an agent's or a build's supervisor (AG-K1) is not a
+	// command line: it supervises and exits here.
+	proc.Supervise()
 	start, err := secure.Harden(os.Args)
 	ios := System()
 	if err != nil {

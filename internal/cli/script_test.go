@@ -7,10 +7,14 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/convergeloop/converge/internal/proc"
 	"github.com/convergeloop/converge/internal/testutil/gobuild"
 )
 
 func TestMain(m *testing.M) {
+	// In-process runs are supervised as the binary's are (AG-K1), and a
+	// re-executed test binary becomes the supervisor here.
+	proc.Supervise()
 	// The seeded repository's `go test ./...`, run by converge in each
 	// fresh worktree and by the emulator's CI on each head, shares the
 	// build cache instead of compiling and linking again per directory.

@@ -18,19 +18,28 @@ import (
 // parentEnv makes the test binary a converge to kill: it runs a long
 // child through Run and never returns. The child writes its pid to the
 // file parentEnv names; with grandchildEnv set it starts a grandchild
-// that writes its pid to that file instead.
+// that writes its pid to that file instead. With directEnv set the child
+// runs without the supervisor (Spec.Direct).
 const (
 	parentEnv     = "CONVERGE_PROC_TEST_PARENT"
 	grandchildEnv = "CONVERGE_PROC_TEST_GRANDCHILD"
+	directEnv     = "CONVERGE_PROC_TEST_DIRECT"
+	// scriptEnv, when set, is the child's script instead (it must write
+	// its pid to the file parentEnv names).
+	scriptEnv = "CONVERGE_PROC_TEST_SCRIPT"
 )
 
 func TestMain(m *testing.M) {
+	proc.Supervise()
 	if pidFile := os.Getenv(parentEnv); pidFile != "" {
 		script := "echo $$ > " + pidFile + "; exec sleep 1000"
 		if g := os.Getenv(grandchildEnv); g != "" {
 			script = "sleep 1000 & echo $! > " + g + "; echo $$ > " + pidFile + "; wait"
 		}
-		_, _ = proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script}})
+		if s := os.Getenv(scriptEnv); s != "" {
+			script = s
+		}
+		_, _ = proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script}, Direct: os.Getenv(directEnv) != ""})
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -82,7 +91,9 @@ func TestREL2_ChildDiesWithConverge(t *testing.T) {
 func TestREL2_OrphansOfAKilledConvergeAreReaped(t *testing.T) {
 	dir := t.TempDir()
 	gFile := filepath.Join(dir, "grandchild.pid")
-	parent, _ := startParent(t, filepath.Join(dir, "child.pid"), grandchildEnv+"="+gFile)
+	// Direct: the supervisor would kill the grandchild itself (AG-K1);
+	// this is the second line, for what escaped the first.
+	parent, _ := startParent(t, filepath.Join(dir, "child.pid"), grandchildEnv+"="+gFile, directEnv+"=1")
 	grandchild := readPids(t, gFile)[0]
 	t.Cleanup(func() { _ = syscall.Kill(grandchild, syscall.SIGKILL) })
 

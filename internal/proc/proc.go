@@ -5,7 +5,9 @@
 // (Linux), and gone, not just signalled, when Run returns. Every
 // subprocess converge starts goes through Run — agent runs (AG-T1),
 // build/test runs (AG-T5, PR-S10) and git — so their time-boxes and
-// process handling cannot drift apart.
+// process handling cannot drift apart. On Linux every run but git's sits
+// under a supervisor that ends it when converge dies, even by SIGKILL
+// (AG-K1, see Supervise).
 package proc
 
 import (
@@ -50,6 +52,13 @@ type Spec struct {
 	// tail: what a process names first (an agent CLI's session id) is
 	// still there after a long run dropped it from the tail.
 	StdoutHead int
+	// Direct starts the process as this process's own child, without the
+	// supervisor (AG-K1, see Supervise). Git runs are direct: git is
+	// converge's own tool, called often, and the helpers it may start to
+	// outlive one command (a credential cache, an ssh master, gpg-agent)
+	// must not be killed at its end; git itself still dies with converge
+	// (Pdeathsig). Agent and build/test runs never are.
+	Direct bool
 }
 
 // Clock makes timers. NewTimer returns a channel that receives once d
@@ -90,10 +99,11 @@ type Result struct {
 // another reason than the exit status.
 func Run(ctx context.Context, s Spec) (Result, error) {
 	res := Result{ExitCode: -1}
+	var err error
 	if len(s.Argv) == 0 {
 		return res, errors.New("run: empty argv")
 	}
-	if err := ctx.Err(); err != nil {
+	if err = ctx.Err(); err != nil {
 		res.Interrupted = err
 		return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
 	}
@@ -118,19 +128,34 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	cmd.Dir = s.Dir
 	cmd.Env = withOwner(s.Env)
 	setProcessGroup(cmd)
+	var sup *supervisor
+	if !s.Direct {
+		if sup, err = supervise(cmd); err != nil {
+			return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
+		}
+	}
 	pipes, err := connect(cmd, s.Stdin, stdout, stderr, s.Combined)
 	if err != nil {
+		sup.abandon()
 		return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
 	}
 
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		pipes.abandon()
+		sup.abandon()
 		return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
 	}
 	pipes.started()
+	if err := sup.started(); err != nil {
+		// The supervisor could not start the process, and has exited.
+		_ = cmd.Wait()
+		pipes.drain(grace)
+		sup.abandon()
+		return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
+	}
 	res.Started = true
-	fam := &family{cmd: cmd}
+	fam := newFamily(cmd, sup)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 

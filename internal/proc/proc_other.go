@@ -16,6 +16,8 @@ type family struct {
 	reaped bool
 }
 
+func newFamily(cmd *exec.Cmd, _ *supervisor) *family { return &family{cmd: cmd} }
+
 func (f *family) gone() bool { return true }
 
 func (f *family) stopping(force bool) {

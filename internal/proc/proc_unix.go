@@ -22,12 +22,26 @@ func setProcessGroup(cmd *exec.Cmd) {
 // made with setpgid or setsid, which a signal to the leader's group does
 // not reach.
 type family struct {
-	cmd    *exec.Cmd
+	pid int // the leader
+	// root is whose descendants the family are: the leader, or in the
+	// supervisor, the supervisor itself, which adopts what the leader
+	// leaves (a child subreaper).
+	root   int
 	groups []int // groups a descendant leads
 	strays []int // descendants that joined a group none of the family leads
 	// reaped: the leader's exit was collected, so its pid may name
 	// another process now and its descendants are not looked for.
 	reaped bool
+	// sup is converge's end of the supervisor the run sits under (AG-K1),
+	// or nil: the supervisor is then the leader, and stops the family
+	// itself when told to.
+	sup *supervisor
+}
+
+// newFamily is the family of cmd, just started.
+func newFamily(cmd *exec.Cmd, sup *supervisor) *family {
+	pid := cmd.Process.Pid
+	return &family{pid: pid, root: pid, sup: sup}
 }
 
 // look records where the leader's descendants are now. It is called while
@@ -40,14 +54,14 @@ func (f *family) look() {
 	if f.reaped {
 		return
 	}
-	desc := descendants(f.cmd.Process.Pid)
+	desc := descendants(f.root)
 	leads := map[int]bool{}
 	for _, p := range desc {
 		leads[p.PID] = p.PGID == p.PID
 	}
 	for _, p := range desc {
 		switch {
-		case p.PGID == f.cmd.Process.Pid:
+		case p.PGID == f.pid:
 		case leads[p.PGID]:
 			if !slices.Contains(f.groups, p.PGID) {
 				f.groups = append(f.groups, p.PGID)
@@ -63,7 +77,7 @@ func (f *family) look() {
 // as descendants moments before; a signal to a reused pid needs the pid
 // to be freed and taken again in between.
 func (f *family) signal(sig syscall.Signal) {
-	_ = syscall.Kill(-f.cmd.Process.Pid, sig)
+	_ = syscall.Kill(-f.pid, sig)
 	for _, g := range f.groups {
 		_ = syscall.Kill(-g, sig)
 	}
@@ -74,6 +88,10 @@ func (f *family) signal(sig syscall.Signal) {
 
 // stopping asks the family to end (SIGTERM), or forces it (SIGKILL).
 func (f *family) stopping(force bool) {
+	if f.sup != nil {
+		f.sup.stop(force)
+		return
+	}
 	f.look()
 	if force {
 		f.signal(syscall.SIGKILL)
@@ -89,15 +107,24 @@ func (f *family) stopping(force bool) {
 // A process that outlives the bound is stuck in the kernel, where it runs
 // no code of its own.
 func (f *family) kill(bound time.Duration) {
+	if f.sup != nil {
+		// The supervisor has exited, and it exits once its family is
+		// gone; closing the control pipe is all that is left.
+		f.sup.close()
+		return
+	}
 	f.signal(syscall.SIGKILL)
 	waitUntil(f.gone, bound)
 }
 
 func (f *family) gone() bool {
+	if f.sup != nil {
+		return f.reaped
+	}
 	if slices.ContainsFunc(f.strays, Live) {
 		return false
 	}
-	return !groupLive(f.cmd.Process.Pid) && !slices.ContainsFunc(f.groups, groupLive)
+	return !groupLive(f.pid) && !slices.ContainsFunc(f.groups, groupLive)
 }
 
 // exists reports whether kill(2) finds the target: a zombie counts.

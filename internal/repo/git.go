@@ -97,6 +97,7 @@ func (g *Git) run(ctx context.Context, stdin []byte, args ...string) (string, er
 	spec := proc.Spec{
 		Argv: append([]string{"git"}, args...), Dir: g.Dir, Env: g.environ(), Stdin: stdin,
 		Grace: gitGrace, MaxOutput: -1, // git's output is read whole
+		Direct: true, // see proc.Spec.Direct
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		spec.Budget = DefaultGitTimeout

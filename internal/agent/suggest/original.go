@@ -38,6 +38,7 @@ func readOriginal(ctx context.Context, s *seenLines, path string) originalFile {
 	r, err := proc.Run(ctx, proc.Spec{
 		Argv: []string{"git", "cat-file", "blob", obj}, Dir: s.workdir, Env: env,
 		Budget: catFileBudget, MaxOutput: -1, // the blob is read whole
+		Direct: true, // git, see proc.Spec.Direct
 	})
 	switch {
 	case err != nil:
