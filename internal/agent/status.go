@@ -76,6 +76,9 @@ func ParseStatus(output string) StatusRecord {
 		return unparseable("status record fails schema: " + text.OneLine(err.Error()))
 	}
 	var rec StatusRecord
+	if err := ExactKeys(inst, rec); err != nil {
+		return unparseable("status record: " + err.Error())
+	}
 	if err := json.Unmarshal([]byte(line), &rec); err != nil {
 		// The schema admits numbers encoding/json rejects for an int (1.0,
 		// 1e3); rather than guess, fail closed.
