@@ -44,6 +44,9 @@ func ParseVerdict(output string) (v Verdict, line string, err error) {
 	if err := verdictSchema().Validate(inst); err != nil {
 		return Verdict{}, line, fmt.Errorf("the judge's verdict fails its schema: %s", text.OneLine(err.Error()))
 	}
+	if err := agent.ExactKeys(inst, v); err != nil {
+		return Verdict{}, line, fmt.Errorf("the judge's verdict: %s", err)
+	}
 	if err := json.Unmarshal([]byte(line), &v); err != nil {
 		return Verdict{}, line, fmt.Errorf("the judge's verdict: %s", text.OneLine(err.Error()))
 	}

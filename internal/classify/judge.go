@@ -210,6 +210,9 @@ func parseAnswer(output string, ids []string) (Answer, int) {
 		return invalid(ids, "", "the answer fails the schema: "+err.Error()), 0
 	}
 	var al answerLine
+	if err := agent.ExactKeys(inst, al); err != nil {
+		return invalid(ids, "", "the answer: "+err.Error()), 0
+	}
 	if err := json.Unmarshal([]byte(line), &al); err != nil {
 		return invalid(ids, "", "the answer: "+err.Error()), 0
 	}

@@ -69,6 +69,9 @@ func ParseReview(output string) (Review, error) {
 		return Review{}, fmt.Errorf("the review fails its schema: %s", text.Clip(text.OneLine(err.Error()), 300))
 	}
 	var rl reviewLine
+	if err := agent.ExactKeys(inst, rl); err != nil {
+		return Review{}, fmt.Errorf("the review: %s", err)
+	}
 	if err := json.Unmarshal([]byte(line), &rl); err != nil {
 		return Review{}, fmt.Errorf("the review: %s", text.OneLine(err.Error()))
 	}

@@ -190,6 +190,9 @@ func Parse(output string, in Input) Verdict {
 			Reason       string `json:"reason"`
 		} `json:"recap"`
 	}
+	if err := agent.ExactKeys(doc, a); err != nil {
+		return invalid("", "the answer: "+err.Error())
+	}
 	if err := json.Unmarshal([]byte(last), &a); err != nil {
 		return invalid("", "the answer does not decode: "+err.Error())
 	}
