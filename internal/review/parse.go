@@ -96,7 +96,12 @@ func parseElement(el json.RawMessage) (Finding, string) {
 		return Finding{}, fmt.Sprintf("verdict %q is neither structural nor minor", *raw.Verdict)
 	}
 	if raw.File != nil {
-		f.File = strings.TrimPrefix(strings.TrimSpace(*raw.File), "./")
+		// "./" as often as it comes ("././a.go", " ./ a.go"): the path
+		// must match the diff's, and a second reading must not change it.
+		f.File = strings.TrimSpace(*raw.File)
+		for strings.HasPrefix(f.File, "./") {
+			f.File = strings.TrimSpace(f.File[2:])
+		}
 	}
 	if len(raw.LineRange) > 0 && string(raw.LineRange) != "null" {
 		var lr []json.Number
