@@ -40,9 +40,29 @@ func ParsePRURL(s string) (PRRef, error) {
 	if len(parts) < 4 || parts[2] != "pull" || parts[0] == "" || parts[1] == "" {
 		return PRRef{}, fmt.Errorf("malformed PR URL %q: %s", s, want)
 	}
+	for _, name := range parts[:2] {
+		if !isName(name) {
+			return PRRef{}, fmt.Errorf("malformed PR URL %q: %q is not an owner or repository name (letters, digits, '.', '-', '_'); %s", s, name, want)
+		}
+	}
 	n, err := strconv.Atoi(parts[3])
 	if err != nil || n <= 0 {
 		return PRRef{}, fmt.Errorf("malformed PR URL %q: %q is not a PR number; %s", s, parts[3], want)
 	}
 	return PRRef{Host: u.Host, Scheme: u.Scheme, Owner: parts[0], Repo: parts[1], Number: n}, nil
+}
+
+// isName reports a name GitHub allows for an owner or a repository. The
+// path arrives decoded, so without this "o%3Fq" would give an owner whose
+// URL (String) reads back as another PR or none.
+func isName(s string) bool {
+	if s == "." || s == ".." {
+		return false
+	}
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
