@@ -364,6 +364,10 @@ func ParseHunks(diff string) []Hunk {
 	var out []Hunk
 	var path string
 	var cur *Hunk
+	// oldLeft and newLeft are the lines cur's header says are still to
+	// come: within them a line is the hunk's, even one that reads like
+	// a file header (a removed "-- a/x" is printed "--- a/x").
+	var oldLeft, newLeft int
 	flush := func() {
 		if cur != nil {
 			out = append(out, *cur)
@@ -371,7 +375,29 @@ func ParseHunks(diff string) []Hunk {
 		}
 	}
 	for _, l := range strings.Split(diff, "\n") {
-		l = strings.TrimSuffix(l, "\r")
+		l = strings.TrimRight(l, "\r") // a CRLF line, as either side has it
+		if cur != nil && (oldLeft > 0 || newLeft > 0) {
+			switch {
+			case strings.HasPrefix(l, "-") && oldLeft > 0:
+				oldLeft--
+				if len(cur.Removed) < maxHunkLines {
+					cur.Removed = append(cur.Removed, text.Clip(l[1:], maxHunkLineLen))
+				}
+				continue
+			case strings.HasPrefix(l, "+") && newLeft > 0:
+				newLeft--
+				if len(cur.Added) < maxHunkLines {
+					cur.Added = append(cur.Added, text.Clip(l[1:], maxHunkLineLen))
+				}
+				continue
+			case strings.HasPrefix(l, " ") && oldLeft > 0 && newLeft > 0:
+				oldLeft, newLeft = oldLeft-1, newLeft-1
+				continue
+			case strings.HasPrefix(l, `\`):
+				continue // "\ No newline at end of file"
+			}
+			oldLeft, newLeft = 0, 0 // a hunk shorter than its header: read on as before
+		}
 		switch {
 		case strings.HasPrefix(l, "diff --git "):
 			flush()
@@ -393,6 +419,7 @@ func ParseHunks(diff string) []Hunk {
 				continue
 			}
 			cur = &Hunk{Path: path, OldStart: atoi(m[1]), OldCount: countOf(m[2]), NewStart: atoi(m[3]), NewCount: countOf(m[4])}
+			oldLeft, newLeft = cur.OldCount, cur.NewCount
 		case cur != nil && strings.HasPrefix(l, "-"):
 			if len(cur.Removed) < maxHunkLines {
 				cur.Removed = append(cur.Removed, text.Clip(l[1:], maxHunkLineLen))
