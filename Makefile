@@ -3,7 +3,7 @@ GO ?= go
 # The race detector needs cgo and a C compiler; without them tests still run.
 RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null && echo -race)
 
-.PHONY: build test lint demo soak mutants
+.PHONY: build test lint demo soak mutants fuzz fuzz-smoke fuzz-run
 
 build:
 	$(GO) build -o bin/converge ./cmd/converge
@@ -13,6 +13,7 @@ build:
 test:
 	$(GO) vet ./...
 	$(GO) test $(RACE) -count=1 -parallel 4 -timeout 15m ./...
+	$(MAKE) --no-print-directory fuzz-smoke
 
 lint:
 	gofmt -l . | (! grep .) || (echo "gofmt: files above need formatting" && exit 1)
@@ -36,3 +37,50 @@ soak:
 # when one survives (or does not apply or build).
 mutants:
 	$(GO) run ./internal/tools/mutants
+
+# Fuzz targets of every parser of untrusted or user input (issue 15, item
+# 9), as package:target. `go test` runs each one's seed corpus (and the
+# crashers kept under testdata/fuzz) as ordinary tests; fuzz-smoke, part of
+# `make test`, also fuzzes each for FUZZ_SMOKE_TIME; `make fuzz` for
+# FUZZTIME each. A failure prints the input and keeps it under the
+# package's testdata/fuzz: commit it with the fix, as a regression.
+FUZZ_TARGETS = \
+	./internal/agent:FuzzIF_5_ParseStatus \
+	./internal/review:FuzzPR_S4_ParseAnswer \
+	./internal/review:FuzzPR_S4_SummaryMarker \
+	./internal/classify:FuzzPR_S5_JudgeAnswer \
+	./internal/recap:FuzzPR_G2_RecapVerdict \
+	./internal/checkloop:FuzzLOOP_2_JudgeVerdict \
+	./internal/checkloop:FuzzLOOP_4_CanonicalRoundTrip \
+	./internal/plan:FuzzPLAN_1_ReviewAnswer \
+	./internal/config:FuzzREL_3_ConfigFile \
+	./internal/forge:FuzzREL_3_ParsePRURL \
+	./internal/forge:FuzzPR_O1_ClipDiffHunk \
+	./internal/review/copilot:FuzzPR_O3_CopilotBody \
+	./internal/prloop:FuzzPR_S8_ParseHunks
+FUZZTIME ?= 1m
+# A count, not a duration, for the smoke: go1.26's fuzz coordinator can
+# report its own -fuzztime deadline as a failure (go.dev/issue/75804);
+# a count has no deadline to race.
+FUZZ_SMOKE_TIME ?= 1000x
+
+fuzz:
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_TIME=$(FUZZTIME)
+
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz-run FUZZ_RUN_TIME=$(FUZZ_SMOKE_TIME)
+
+# One line per target: its last progress line (time, execs, corpus). A
+# run that ends in "context deadline exceeded" without writing a failing
+# input is that coordinator race (a clean stop), not a finding.
+fuzz-run:
+	@set -e; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; name=$${t##*:}; \
+		if ! $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_RUN_TIME) $$pkg >"$$out" 2>&1; then \
+			if ! grep -q 'context deadline exceeded' "$$out" || grep -q 'Failing input written' "$$out"; then \
+				cat "$$out"; echo "FAIL fuzz $$name ($$pkg)"; exit 1; \
+			fi; \
+		fi; \
+		echo "ok   $$name ($$pkg): $$(grep '^fuzz: elapsed' "$$out" | tail -1 | sed 's/^fuzz: //')"; \
+	done
