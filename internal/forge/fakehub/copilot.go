@@ -45,6 +45,11 @@ type CopilotRound struct {
 // out it finds nothing new.
 type CopilotScript struct {
 	Rounds []CopilotRound
+	// ReRaise makes Copilot as stubborn as GitHub's: in every later
+	// review it raises again each finding of its earlier reviews whose
+	// lines are unchanged since — the same body on the same line, as a
+	// new thread — whether or not the loop answered or resolved it.
+	ReRaise bool
 }
 
 // Bodies Copilot is seen to write instead of a review (PR-O3): none of
@@ -150,21 +155,37 @@ func (h *Hub) runCopilot(p *pr, round CopilotRound, delay time.Duration) {
 	}
 	h.mu.RLock()
 	head, base, dir := p.headSHA, p.baseSHA, p.repo.dir
+	var earlier []earlierComment
+	script := p.copilotScript
+	if script == nil {
+		script = p.repo.copilotScript
+	}
+	if script != nil && script.ReRaise {
+		earlier = h.copilotThreadsLocked(p)
+	}
 	h.mu.RUnlock()
 
 	files := h.changedFiles(ctx, dir, base, head)
+	readable := readableFiles(ctx, dir, base, head)
 	var body string
 	var comments []NewComment
-	if !round.Error || round.Body != nil {
+	// With no file to read Copilot reviews nothing, so it comments on
+	// nothing either (unless the round dictates its body).
+	if (!round.Error || round.Body != nil) && (readable > 0 || round.Body != nil) {
 		comments = copilotComments(ctx, dir, head, round.Findings)
+		comments = append(comments, h.reRaise(ctx, dir, base, head, earlier, comments)...)
 	}
 	switch {
 	case round.Body != nil:
 		body = *round.Body
 	case round.Error:
 		body = CopilotErrorBody
+	case readable == 0:
+		// GitHub's Copilot on a PR whose diff is empty (head tree = base
+		// tree) or holds no file it can read: not a clean review (PR-O3).
+		body = CopilotNoFilesBody
 	default:
-		body = copilotBody(files, len(comments))
+		body = copilotBody(readable, files, len(comments))
 	}
 	cp := h.copilot()
 	state, commit, hunks, err := h.checkReview(ctx, cp, p, "COMMENT", body, head, comments)
@@ -246,7 +267,7 @@ func suggestionBody(f Finding) string {
 	return f.Body + "\n\n```suggestion\n" + s + "```"
 }
 
-func copilotBody(files, comments int) string {
+func copilotBody(reviewed, files, comments int) string {
 	var tail string
 	switch comments {
 	case 0:
@@ -256,5 +277,90 @@ func copilotBody(files, comments int) string {
 	default:
 		tail = fmt.Sprintf("generated %d comments.", comments)
 	}
-	return fmt.Sprintf("## Pull Request Overview\n\nThis pull request was reviewed by the scripted Copilot of fakehub.\n\n### Reviewed Changes\n\nCopilot reviewed %d out of %d changed files in this pull request and %s", files, files, tail)
+	return fmt.Sprintf("## Pull Request Overview\n\nThis pull request was reviewed by the scripted Copilot of fakehub.\n\n### Reviewed Changes\n\nCopilot reviewed %d out of %d changed files in this pull request and %s", reviewed, files, tail)
+}
+
+// earlierComment is an earlier Copilot comment: where it sat (on Commit)
+// and what it said.
+type earlierComment struct {
+	NewComment
+	Commit string
+}
+
+// copilotThreadsLocked lists the threads Copilot opened on p, oldest
+// first.
+func (h *Hub) copilotThreadsLocked(p *pr) []earlierComment {
+	cp := h.copilot()
+	var out []earlierComment
+	for _, t := range p.threads {
+		if len(t.comments) == 0 || t.comments[0].author != cp {
+			continue
+		}
+		out = append(out, earlierComment{NewComment: NewComment{Path: t.path, Line: t.line, StartLine: t.startLine, Side: "RIGHT", Body: t.comments[0].body}, Commit: t.commitSHA})
+	}
+	return out
+}
+
+// reRaise is the earlier comments to raise again on head: those whose
+// lines read the same on head as where they were made, not already
+// raised in this review, each once.
+func (h *Hub) reRaise(ctx context.Context, dir, base, head string, earlier []earlierComment, now []NewComment) []NewComment {
+	type key struct {
+		path string
+		line int
+		body string
+	}
+	seen := map[key]bool{}
+	for _, c := range now {
+		seen[key{c.Path, c.Line, c.Body}] = true
+	}
+	var out []NewComment
+	for _, e := range earlier {
+		k := key{e.Path, e.Line, e.Body}
+		if seen[k] {
+			continue
+		}
+		before, ok1 := fileAt(ctx, dir, e.Commit, e.Path)
+		after, ok2 := fileAt(ctx, dir, head, e.Path)
+		if !ok1 || !ok2 || !sameLines(before, after, max(e.StartLine, 1), e.Line) {
+			continue
+		}
+		if _, err := h.commentHunk(ctx, dir, base, head, e.Path, "RIGHT", e.Line); err != nil {
+			continue // no longer in the diff: GitHub would refuse the comment
+		}
+		seen[k] = true
+		out = append(out, e.NewComment)
+	}
+	return out
+}
+
+// sameLines reports whether lines from..to (1-based) exist in both texts
+// and read the same.
+func sameLines(a, b string, from, to int) bool {
+	la, lb := strings.Split(a, "\n"), strings.Split(b, "\n")
+	if from < 1 || to < from || to > len(la) || to > len(lb) {
+		return false
+	}
+	for i := from - 1; i < to; i++ {
+		if la[i] != lb[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// readableFiles counts the changed files Copilot can read: not binary.
+// A diff it cannot compute has none.
+func readableFiles(ctx context.Context, dir, base, head string) int {
+	out, err := runGit(ctx, dir, nil, nil, "diff", "--numstat", base+"..."+head)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if l != "" && !strings.HasPrefix(l, "-\t-\t") {
+			n++
+		}
+	}
+	return n
 }

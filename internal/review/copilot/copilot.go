@@ -66,7 +66,8 @@ func (b Bot) Is(login string) bool {
 var statedCountRE = regexp.MustCompile(`generated (no new|no|\d+)(?: new)? comments?|comments generated:\s*(\d+)|\*\*findings:\*\*\s*(none|\d+)`)
 
 // reviewedFilesRE reads "reviewed N out of M changed files": a review that
-// looked at none of several files found nothing because it saw nothing.
+// looked at no file (of several, or of none: an empty diff) found nothing
+// because it saw nothing.
 var reviewedFilesRE = regexp.MustCompile(`reviewed (\d+) out of (\d+) changed files`)
 
 // noSignalPhrases mark a body that is not a review of the diff, whatever
@@ -134,7 +135,7 @@ func (Bot) Read(r forge.Review, pr *forge.PullRequest) (review.Signal, string) {
 	if n == 0 && isErrorReview(r.Body) {
 		return review.NoSignal, "Copilot reported an error, a quota or unavailability"
 	}
-	if m := reviewedFilesRE.FindStringSubmatch(ownText(r.Body)); m != nil && m[1] == "0" && m[2] != "0" && n == 0 {
+	if m := reviewedFilesRE.FindStringSubmatch(ownText(r.Body)); m != nil && m[1] == "0" && n == 0 {
 		return review.NoSignal, "Copilot reviewed none of the changed files"
 	}
 	rooted := reviewThreads(r, pr)

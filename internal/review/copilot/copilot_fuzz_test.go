@@ -67,3 +67,20 @@ func FuzzPR_O3_CopilotBody(f *testing.F) {
 		}
 	})
 }
+
+// TestPR_O3_NoFilesReviewedIsNoSignal: Copilot's answer on a PR whose
+// diff is empty or unreadable, bare or in its overview wrapping, and a
+// review of "0 out of 0" files, are no signal — Copilot saw nothing, so
+// it found nothing proves nothing.
+func TestPR_O3_NoFilesReviewedIsNoSignal(t *testing.T) {
+	for _, body := range []string{
+		"Copilot wasn't able to review any files in this pull request.",
+		"## Pull Request Overview\n\nCopilot wasn't able to review any files in this pull request.\n\n<details>\n<summary>Files not reviewed (1)</summary>\n\n* **logo.png**: Language not supported\n</details>",
+		"## Pull Request Overview\n\n### Reviewed Changes\n\nCopilot reviewed 0 out of 0 changed files in this pull request and generated no new comments.",
+	} {
+		r := forge.Review{ID: "R", Author: "copilot-pull-request-reviewer", State: forge.ReviewCommented, CommitSHA: "h1", Body: body}
+		if s, why := New().Read(r, &forge.PullRequest{HeadSHA: "h1"}); s != review.NoSignal {
+			t.Errorf("%q read %s (%s), want no signal", body, s, why)
+		}
+	}
+}
