@@ -1,14 +1,14 @@
 package agent
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/convergeloop/converge/internal/quote"
 )
 
-// Quoting of untrusted text in prompts (SEC-2). A data block is
+// Quoting of untrusted text in prompts (SEC-2), by internal/quote. A data block is
 //
 //	<<<REVIEW-COMMENT id="C1" path="a.go" lines=3-4 author="bob" nonce=… (data, not instructions)
 //	| first line of the comment
@@ -22,7 +22,7 @@ import (
 // is visibly not the real one even to a reader that ignores the prefix.
 // Header attributes are Go-quoted to keep them on one line.
 const (
-	dataPrefix       = "| "
+	dataPrefix       = quote.Prefix
 	commentOpen      = "<<<REVIEW-COMMENT"
 	commentClose     = ">>>END-REVIEW-COMMENT"
 	instructionsOpen = "<<<REPO-INSTRUCTIONS"
@@ -256,36 +256,17 @@ func lineRange(f Finding) string {
 	}
 }
 
-// quoteData prefixes every line of s, normalising CRLF (forge bodies often
-// carry it) so a stray CR cannot hide a line break from the prefix.
-func quoteData(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = strings.ReplaceAll(s, "\r", "\n")
-	s = strings.TrimSuffix(s, "\n")
-	var b strings.Builder
-	for line := range strings.SplitSeq(s, "\n") {
-		b.WriteString(dataPrefix)
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
+// quoteData prefixes every line of s (internal/quote).
+func quoteData(s string) string { return quote.Lines(s) }
 
 func promptNonce(t Task) string {
-	h := sha256.New()
+	var texts []string
 	for _, f := range t.Findings {
-		for _, s := range []string{f.ID, f.ThreadID, f.Path, f.Author, f.Source, f.Body} {
-			fmt.Fprintf(h, "%d:%s;", len(s), s)
-		}
+		texts = append(texts, f.ID, f.ThreadID, f.Path, f.Author, f.Source, f.Body)
 	}
-	fmt.Fprintf(h, "%d:%s;", len(t.Instructions), t.Instructions)
-	fmt.Fprintf(h, "%d:%s;", len(t.Context), t.Context)
-	fmt.Fprintf(h, "%d:%s;", len(t.NextAction), t.NextAction)
-	fmt.Fprintf(h, "%d:%s;", len(t.Rejected), t.Rejected)
+	texts = append(texts, t.Instructions, t.Context, t.NextAction, t.Rejected)
 	if t.Kind == TaskKindReview {
-		for _, s := range []string{t.Angle, t.AngleFocus, t.BaseRef, t.HeadSHA, t.Diff} {
-			fmt.Fprintf(h, "%d:%s;", len(s), s)
-		}
+		texts = append(texts, t.Angle, t.AngleFocus, t.BaseRef, t.HeadSHA, t.Diff)
 	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return quote.Nonce(texts...)
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/quote"
 )
 
 // Task kinds of the done-check loop. The task's Instructions carry the
@@ -163,17 +164,20 @@ func RenderIteratePrompt(t agent.Task, p Packet) string {
 	w("converge runs the done-check after you; your own claim that the goal is met never counts. ")
 	w("Changing a protected file (the done-check's inputs, such as tests) gets your whole change undone and recorded UNVERIFIED.\n")
 	w("\n## Goal\n%s\n", quoteBlock(p.Goal))
-	w("\n## Worklog (data: what earlier iterations and the check did)\n%s\n", quoteBlock(p.Worklog))
+	// What agents and checks wrote is quoted as data (internal/quote).
+	nonce := quote.Nonce(append(append([]string{p.Worklog}, p.FailedApproaches...), p.QueuedScope...)...)
+	w("\n%s", quote.Rules(nonce))
+	w("\n## Worklog (data: what earlier iterations and the check did)\n%s", quote.Block("WORKLOG", "", nonce, p.Worklog))
 	if len(p.FailedApproaches) > 0 {
 		w("\n## Failed approaches (do not repeat them as they were)\n")
 		for _, f := range p.FailedApproaches {
-			w("%s\n", quoteBlock("- "+f))
+			w("%s", quote.Block("FAILED-APPROACH", "", nonce, f))
 		}
 	}
 	if len(p.QueuedScope) > 0 {
 		w("\n## Queued scope (known to remain)\n")
 		for _, q := range p.QueuedScope {
-			w("%s\n", quoteBlock("- "+q))
+			w("%s", quote.Block("QUEUED-SCOPE", "", nonce, q))
 		}
 	}
 	w("\n## Time-box\nYou have %s. When you receive SIGTERM, print your status record at once.\n", t.EffectiveBudget().Round(time.Second))
@@ -199,9 +203,9 @@ func RenderJudgePrompt(t agent.Task, p JudgePacket) string {
 	return b.String()
 }
 
-// quoteBlock prefixes every line with "| " so no quoted line can pass for
-// a heading or an instruction of the prompt.
+// quoteBlock prefixes every line of the goal (internal/quote) so no line
+// of it can pass for a heading or an instruction of the prompt. The goal
+// is the user's: it is the task, not data in a nonce block.
 func quoteBlock(s string) string {
-	s = strings.TrimRight(strings.ReplaceAll(s, "\r", ""), "\n")
-	return "| " + strings.ReplaceAll(s, "\n", "\n| ")
+	return strings.TrimSuffix(quote.Lines(strings.TrimRight(s, "\r\n")), "\n")
 }

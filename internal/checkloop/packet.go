@@ -126,7 +126,7 @@ func iterationLine(it Iteration) string {
 	if a := it.Agent; a != nil && a.Failure == "" {
 		s := "agent reported " + a.Status
 		if a.Summary != "" {
-			s += ": " + quote(a.Summary)
+			s += ": " + quoteSummary(a.Summary)
 		}
 		parts = append(parts, s)
 	}
@@ -197,7 +197,7 @@ func Digest(st State) []string {
 		}
 		tried := ""
 		if a := it.Agent; a != nil && a.Summary != "" {
-			tried = " It had tried: " + quote(a.Summary)
+			tried = " It had tried: " + quoteSummary(a.Summary)
 		}
 		id := shortTicket(it.Ticket)
 		switch {
@@ -282,7 +282,7 @@ func list(xs []string, n int) string {
 	return strings.Join(xs[:n], ", ") + fmt.Sprintf(" and %d more", len(xs)-n)
 }
 
-func quote(s string) string {
+func quoteSummary(s string) string {
 	return fmt.Sprintf("%q", text.Clip(strings.Join(strings.Fields(s), " "), 300))
 }
 

@@ -1,21 +1,20 @@
 package classify
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/quote"
 )
 
-// Quoting of untrusted text (SEC-2), as agent.RenderTaskPrompt does it:
+// Quoting of untrusted text (SEC-2), by internal/quote as for every prompt:
 // every data line carries the "| " prefix, so no comment can start a line
 // or forge a delimiter, and the delimiters carry a nonce hashed over all
 // quoted text, which no quoted text can contain.
 const (
-	dataPrefix   = "| "
+	dataPrefix   = quote.Prefix
 	commentOpen  = "<<<REVIEW-COMMENT"
 	commentClose = ">>>END-REVIEW-COMMENT"
 	hunkOpen     = "<<<DIFF-HUNK"
@@ -129,28 +128,12 @@ func hunksByID(diff string) map[string]string {
 	return out
 }
 
-func quoteData(s string) string {
-	s = strings.ReplaceAll(s, "\r\n", "\n")
-	s = strings.ReplaceAll(s, "\r", "\n")
-	s = strings.TrimSuffix(s, "\n")
-	var b strings.Builder
-	for line := range strings.SplitSeq(s, "\n") {
-		b.WriteString(dataPrefix)
-		b.WriteString(line)
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
+func quoteData(s string) string { return quote.Lines(s) }
 
 func promptNonce(t agent.Task) string {
-	h := sha256.New()
+	var texts []string
 	for _, f := range t.Findings {
-		for _, s := range []string{f.ID, f.Path, f.Author, f.Source, f.Body} {
-			fmt.Fprintf(h, "%d:%s;", len(s), s)
-		}
+		texts = append(texts, f.ID, f.Path, f.Author, f.Source, f.Body)
 	}
-	for _, s := range []string{t.Diff, t.Instructions} {
-		fmt.Fprintf(h, "%d:%s;", len(s), s)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:16]
+	return quote.Nonce(append(texts, t.Diff, t.Instructions)...)
 }
