@@ -15,6 +15,7 @@ func FuzzPR_O1_ClipDiffHunk(f *testing.F) {
 		"", "@@ -1 +1 @@\n-a\n+b", "@@ -5,0 +6,2 @@ x\n+a\n+b", long, strings.Repeat("+line\n", 60),
 		"@@ -1,3 +1,3 @@\n a\n-b\n\\ No newline at end of file\n+c", "no header\nat all",
 		"@@ -1,100 +1,100 @@\n+" + strings.Repeat("x", 20000) + "\n+y",
+		"@@ -1,60 +1,60 @@" + strings.Repeat("\n+"+strings.Repeat("z", 1000), 60),
 	} {
 		f.Add(s, 1)
 		f.Add(s, 45)
@@ -24,6 +25,21 @@ func FuzzPR_O1_ClipDiffHunk(f *testing.F) {
 			return
 		}
 		c := ClipDiffHunk(h, need)
+		if h != "" && c == "" {
+			// Dropped: only when the commented lines alone do not fit.
+			ls := strings.Split(h, "\n")
+			size := 16
+			if strings.HasPrefix(ls[0], "@@") {
+				size += len(ls[0])
+				ls = ls[1:]
+			}
+			for _, l := range ls[max(0, len(ls)-max(need, 1)):] {
+				size += len(l) + 1
+			}
+			if size <= MaxDiffHunkBytes {
+				t.Fatalf("a hunk whose last %d lines fit (%d bytes) was dropped", max(need, 1), size)
+			}
+		}
 		if c == "" || c == h {
 			if c == h && h != "" && len(h) > MaxDiffHunkBytes+16 && strings.Count(h, "\n") < max(need, 1) {
 				t.Fatalf("a %d-byte hunk of %d lines came back whole", len(h), strings.Count(h, "\n")+1)

@@ -21,6 +21,7 @@ func FuzzPLAN_1_ReviewAnswer(f *testing.F) {
 		strings.Replace(ok, `"approved":false,`, "", 1),
 		strings.Replace(ok, `"severity":"minor"`, `"severity":"critical","file":"a.go","line":3`, 1),
 		strings.Replace(ok, `"approved":false`, `"approved":false,"Approved":true`, 1),
+		strings.Replace(ok, `"summary":"naming"`, `"summary":"  two\nlines "`, 1),
 		"notes\n" + ok + "\n\n", ok + "\nok", "", "{", `{"approved":true}`,
 	} {
 		f.Add(s)
