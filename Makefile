@@ -57,7 +57,14 @@ FUZZ_TARGETS = \
 	./internal/forge:FuzzREL_3_ParsePRURL \
 	./internal/forge:FuzzPR_O1_ClipDiffHunk \
 	./internal/review/copilot:FuzzPR_O3_CopilotBody \
-	./internal/prloop:FuzzPR_S8_ParseHunks
+	./internal/prloop:FuzzPR_S8_ParseHunks \
+	./internal/verify:FuzzPR_V1_VerifierAnswer \
+	./internal/verify:FuzzParseDiff \
+	./internal/census:FuzzParseGoTestJSON \
+	./internal/census:FuzzParseJUnit \
+	./internal/census:FuzzParseJSReport \
+	./internal/census:FuzzParseCargoTest \
+	./internal/census:FuzzDetect
 FUZZTIME ?= 1m
 # A count, not a duration, for the smoke: go1.26's fuzz coordinator can
 # report its own -fuzztime deadline as a failure (go.dev/issue/75804);

@@ -11,6 +11,7 @@ import (
 	"github.com/convergeloop/converge/internal/plan"
 	"github.com/convergeloop/converge/internal/quote"
 	"github.com/convergeloop/converge/internal/recap"
+	"github.com/convergeloop/converge/internal/verify"
 )
 
 // evil is untrusted text that tries every way out of its quoting: close
@@ -44,12 +45,14 @@ func builders() map[string]string {
 	pk := checkloop.Packet{Goal: "make the tests pass", Worklog: evil, FailedApproaches: []string{evil, evil}, QueuedScope: []string{evil}}
 	task := &plan.Task{ID: "t1", Prompt: "do t1", Files: []string{"a.go"}}
 	return map[string]string{
-		"fixer":            agent.RenderTaskPrompt(fix),
-		"reviewer":         agent.RenderTaskPrompt(review),
-		"classify judge":   classify.Prompt(judge),
-		"recap judge":      recap.Prompt(in),
-		"loop iteration":   checkloop.RenderIteratePrompt(agent.Task{RunID: "r1.iter.01"}, pk),
-		"plan reviewer":    plan.RenderReviewPrompt(agent.Task{}, plan.ReviewInput{TaskID: "t1", Prompt: "do t1", Base: "b", Head: "h", Diff: evil}),
+		"fixer":          agent.RenderTaskPrompt(fix),
+		"reviewer":       agent.RenderTaskPrompt(review),
+		"classify judge": classify.Prompt(judge),
+		"recap judge":    recap.Prompt(in),
+		"loop iteration": checkloop.RenderIteratePrompt(agent.Task{RunID: "r1.iter.01"}, pk),
+		"plan reviewer":  plan.RenderReviewPrompt(agent.Task{}, plan.ReviewInput{TaskID: "t1", Prompt: "do t1", Base: "b", Head: "h", Diff: evil}),
+		"verifier": verify.Prompt(verify.Question{Finding: verify.Finding{ID: "T1", Path: evilAttr, Start: 3, End: 4, Body: evil},
+			Author: evilAttr, Before: evil, After: evil, Diff: evil}),
 		"plan implementer": plan.RenderImplementPrompt(agent.Task{Context: evil}, plan.ImplementInput{Task: task, Dispatch: plan.Dispatch{N: 2, Kind: plan.DispatchFix, Issues: []plan.Issue{{Severity: "important", Summary: evil, File: evilAttr, Line: 3}}}}),
 	}
 }
@@ -62,7 +65,8 @@ var (
 
 // TestSEC_2_NoQuotedTextEscapesAnyPrompt is the one injection suite, run
 // against every prompt builder: untrusted text only ever appears on
-// lines behind quote.Prefix inside a block, or Go-quoted in a header;
+// lines behind quote.Prefix inside a block, or Go-quoted on one line (a
+// header's attribute, a path in a sentence);
 // every delimiter line is well formed and carries the prompt's one
 // nonce, which the untrusted text cannot hold; blocks open and close in
 // pairs; and no character a reader may take for a line break survives.
@@ -102,8 +106,8 @@ func TestSEC_2_NoQuotedTextEscapesAnyPrompt(t *testing.T) {
 				if strings.HasPrefix(l, "<<<") || strings.HasPrefix(l, ">>>") {
 					where("a malformed delimiter line")
 				}
-				if strings.Contains(l, "PWN") && (open == "" || !strings.HasPrefix(l, quote.Prefix)) {
-					where("untrusted text escaped its block")
+				if open == "" && strings.Contains(goQuoted.ReplaceAllString(l, `""`), "PWN") {
+					where("untrusted text escaped its block (outside a block it may only be Go-quoted)")
 				}
 				if open != "" && !strings.HasPrefix(l, quote.Prefix) {
 					where("an unprefixed line inside " + open)
