@@ -116,6 +116,10 @@ type loopSetup struct {
 }
 
 func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
+	// A misspelt CONVERGE_* variable is refused here as in `converge pr`.
+	if err := ios.checkEnv(); err != nil {
+		return err
+	}
 	db, err := openStore(ctx, ios, opts.StateDir)
 	if err != nil {
 		return err

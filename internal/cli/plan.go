@@ -110,6 +110,10 @@ type planSetup struct {
 }
 
 func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file string) error {
+	// A misspelt CONVERGE_* variable is refused here as in `converge pr`.
+	if err := ios.checkEnv(); err != nil {
+		return err
+	}
 	s, err := preparePlan(ctx, opts, file)
 	if err != nil {
 		return err
