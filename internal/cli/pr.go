@@ -21,6 +21,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review"
@@ -279,7 +280,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			Configure: func(ctx context.Context, p *loopParams, pr *forge.PullRequest) error {
 				f := file
 				if f == nil {
-					data, found, err := prloop.ReadBaseFile(ctx, filepath.Join(p.StateDir, "work"), p.CloneURL, p.GitEnv, pr, config.FileName)
+					data, found, err := prwork.ReadBaseFile(ctx, filepath.Join(p.StateDir, "work"), p.CloneURL, p.GitEnv, pr, config.FileName)
 					if err != nil {
 						return fmt.Errorf("read %s of %s: %w", config.FileName, pr.Ref, err)
 					}

@@ -18,6 +18,7 @@ import (
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/store"
@@ -258,7 +259,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		out.Report(engine.Event{Kind: "note", Message: "no local review: " + cmp.Or(p.NoReviewWhy, "the "+p.Agent.Name()+" agent cannot review") + "; only a Copilot review of the head can prove two-stable (--review-agent command adds one)"})
 	}
 
-	ws := &prloop.GitWorkspace{
+	ws := &prwork.GitWorkspace{
 		Root:       filepath.Join(p.StateDir, "work"),
 		RunID:      runID,
 		CloneURL:   p.CloneURL,

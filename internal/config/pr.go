@@ -10,6 +10,7 @@ import (
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/review/copilot"
 )
@@ -38,7 +39,7 @@ func PRFields() []Field {
 		{Key: "fault_budget", Kind: Duration, Min: 0.001, Default: dur(engine.DefaultFaultBudget), Help: "how long forge outages and rate limits are ridden out before the run ends errored"},
 		// Per-step budgets (AG-T1, AG-T5).
 		{Key: "agent_timeout", Kind: Duration, Min: 1, Default: dur(agent.DefaultBudget), Help: "time-box of one agent run; at it the agent is stopped, and a run without a status record is retried once"},
-		{Key: "test_timeout", Kind: Duration, Min: 1, Default: dur(prloop.DefaultTestBudget), Help: "time-box of one build/test run; a run stopped at it counts as failing"},
+		{Key: "test_timeout", Kind: Duration, Min: 1, Default: dur(prwork.DefaultTestBudget), Help: "time-box of one build/test run; a run stopped at it counts as failing"},
 		{Key: "test_cmd", Kind: String, Default: "", Help: "test command (default: discovered from the repository, REPO-C1)"},
 		{Key: "allow_untested", Kind: Bool, Default: "false", Help: "push fixes although no test command is found; false: such fixes are handed off \"no test command\" (PR-V4)"},
 		// Fixers (AG-P1, AG-E1).
@@ -55,7 +56,7 @@ func PRFields() []Field {
 			_, err := review.ParseAngles(v)
 			return err
 		}},
-		{Key: "review_instructions", Kind: String, Default: prloop.ReviewInstructionsFile, Help: "the repository's shared review instructions, read by the local review", Check: relPath},
+		{Key: "review_instructions", Kind: String, Default: prwork.ReviewInstructionsFile, Help: "the repository's shared review instructions, read by the local review", Check: relPath},
 		// Base sync (PR-S14).
 		{Key: "sync_base", Kind: Bool, Default: strconv.FormatBool(d.SyncBase), Help: "bring a branch that lacks commits of its base (BEHIND, or behind by the forge's compare) up to date with a merge commit (tested, pushed, never forced) once everything else converged (PR-S14); a conflicting (DIRTY) branch always ends base-moved"},
 	}

@@ -115,7 +115,7 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 				from = strings.Join(rf.MergedFrom, ", ")
 			}
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(f.ID), cell(f.Source), cell(f.Author), cell(f.Verdict),
-				cell(cmp.Or(text.Clip(rf.Class, 80), "-")), cell(where), cell(disp), cell(from), cell(firstLine(f.Summary)))
+				cell(cmp.Or(text.Clip(rf.Class, 80), "-")), cell(where), cell(disp), cell(from), cell(FirstLine(f.Summary)))
 		}
 	}
 

@@ -201,7 +201,7 @@ func (d *step) recapInput(count int) recap.Input {
 			if dp == "" {
 				dp = "open"
 			}
-			rd.Findings = append(rd.Findings, recap.Entry{ID: f.ID, Source: f.Source, Where: where, Verdict: string(f.Verdict), Disposition: dp, Summary: firstLine(f.Summary)})
+			rd.Findings = append(rd.Findings, recap.Entry{ID: f.ID, Source: f.Source, Where: where, Verdict: string(f.Verdict), Disposition: dp, Summary: FirstLine(f.Summary)})
 		}
 		in.Rounds = append(in.Rounds, rd)
 	}

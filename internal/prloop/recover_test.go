@@ -7,7 +7,7 @@ import (
 )
 
 // addressingCommit is a loop commit whose trailers name the threads it
-// addressed, as GitWorkspace writes it.
+// addressed, as prwork.GitWorkspace writes it.
 func addressingCommit(sha, parent string, round int, threads ...string) forge.Commit {
 	c := loopCommit(sha, parent, round)
 	for _, id := range threads {

@@ -7,15 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakeforge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
-	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review/copilot"
-	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
 // fakeClock advances by every wait it is asked for, and lets a sliver of
@@ -71,138 +67,9 @@ func (j *memJournal) FinishAction(_ context.Context, key string, failed bool, _ 
 	return nil
 }
 
-// TestPR_S2_RunnerOwnsDoublingBackOff runs the real loop against the
-// emulator with an injected clock: every wait is PollMin or double the
-// previous one, capped at PollMax, and the run still ends two-stable.
-func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	hub, demo := hubtest.Demo(t, 300*time.Millisecond)
-	ref, _ := forge.ParsePRURL(demo.PRURL)
-	tok := hub.Tokens().Author
-	client := hubtest.Client(t, hub, tok)
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	const pollMin, pollMax = time.Second, 8 * time.Second
-	l := prloop.NewLoop(ref, prloop.Deps{
-		Forge:     client,
-		Workspace: demoWorkspace(t, hub, demo, tok),
-		Journal:   &memJournal{},
-		Config:    withCopilot(prloop.DefaultConfig()),
-	})
-	term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{Clock: clock, PollMin: pollMin, PollMax: pollMax})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if term.Reason != prloop.ReasonTwoStable {
-		t.Fatalf("want two-stable, got %+v", term)
-	}
-	if len(clock.waits) == 0 {
-		t.Fatal("the runner never waited")
-	}
-	doubled := false
-	prev := time.Duration(0)
-	for i, d := range clock.waits {
-		switch {
-		case d == pollMin:
-		case prev > 0 && d == min(2*prev, pollMax):
-			doubled = true
-		default:
-			t.Fatalf("wait %d is %s after %s: want %s or double the previous, capped at %s (all: %v)", i, d, prev, pollMin, pollMax, clock.waits)
-		}
-		prev = d
-	}
-	if !doubled {
-		t.Errorf("waits never backed off: %v", clock.waits)
-	}
-}
-
-// demoWorkspace is the suggest fixer's workspace on the emulator's demo
-// repository, acting with tok.
-func demoWorkspace(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, tok string) *prloop.GitWorkspace {
-	return &prloop.GitWorkspace{
-		Root: t.TempDir(), RunID: "r-test", CloneURL: hub.GitURL(demo.Owner, demo.Repo),
-		GitEnv: repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),
-		Agent:  suggest.New(), Budget: time.Minute,
-	}
-}
-
 func withCopilot(c prloop.Config) prloop.Config {
 	c.Bot = copilot.New()
 	return c
-}
-
-// countingForge counts observations.
-type countingForge struct {
-	forge.Forge
-	mu   sync.Mutex
-	seen int
-}
-
-func (f *countingForge) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullRequest, error) {
-	f.mu.Lock()
-	f.seen++
-	f.mu.Unlock()
-	return f.Forge.Observe(ctx, ref)
-}
-
-func (f *countingForge) observations() int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.seen
-}
-
-// slowReviewWorkspace's local review finishes only after the engine has
-// observed the forge twice more: it cannot finish if the engine waits for
-// it instead of polling beside it.
-type slowReviewWorkspace struct {
-	*prloop.GitWorkspace
-	forge   *countingForge
-	reviews int
-}
-
-func (w *slowReviewWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (prloop.LocalReviewResult, error) {
-	w.reviews++
-	start := w.forge.observations()
-	deadline := time.After(20 * time.Second)
-	for w.forge.observations() < start+2 {
-		select {
-		case <-ctx.Done():
-			return prloop.LocalReviewResult{}, ctx.Err()
-		case <-deadline:
-			return prloop.LocalReviewResult{}, context.DeadlineExceeded
-		case <-time.After(5 * time.Millisecond):
-		}
-	}
-	return prloop.LocalReviewResult{Head: pr.HeadSHA, Summary: "clean\n<!-- converge:local-review head=" + pr.HeadSHA + " round=1 -->"}, nil
-}
-
-// TestPR_S4_LocalReviewRunsBesideTheForgePoll: the engine keeps polling
-// the forge while the local review runs, and takes its result with a later
-// observation.
-func TestPR_S4_LocalReviewRunsBesideTheForgePoll(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	hub, demo := hubtest.Demo(t, 300*time.Millisecond)
-	ref, _ := forge.ParsePRURL(demo.PRURL)
-	tok := hub.Tokens().Author
-	cf := &countingForge{Forge: hubtest.Client(t, hub, tok)}
-	ws := &slowReviewWorkspace{forge: cf, GitWorkspace: demoWorkspace(t, hub, demo, tok)}
-	c := withCopilot(prloop.DefaultConfig())
-	c.LocalReview = true
-	l := prloop.NewLoop(ref, prloop.Deps{Forge: cf, Workspace: ws, Journal: &memJournal{}, Config: c})
-	term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{PollMin: 20 * time.Millisecond, PollMax: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if term.Reason != prloop.ReasonTwoStable || ws.reviews == 0 {
-		t.Fatalf("want two-stable after local reviews, got %+v after %d reviews", term, ws.reviews)
-	}
-}
-
-// IssueEvents keeps the wrapped forge an IssueEventer, so the tests
-// wrapping the GitHub client still detect a review's start by its event.
-func (f *countingForge) IssueEvents(ctx context.Context, ref forge.PRRef) ([]forge.Event, error) {
-	return f.Forge.(forge.IssueEventer).IssueEvents(ctx, ref)
 }
 
 // noEventsForge is a forge without the optional forge.IssueEventer.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package prloop
+package prwork
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package prloop
+package prwork
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/pool"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -26,14 +27,14 @@ var errNothingAddressed = errors.New("the fixer addressed none of its findings")
 // fixerTask is the findings one fixer gets.
 type fixerTask struct {
 	path     string // "" for the findings about no file
-	findings []Finding
+	findings []prloop.Finding
 }
 
 // fixerTasks splits a round's findings into the pool's tasks: the
 // findings on one file go to one fixer (PR-S7 keeps findings on
 // intersecting lines out of one round), in the order given; the findings
 // about no file go to one fixer that names no file, so it runs alone.
-func fixerTasks(fs []Finding) ([]pool.Task, map[string]fixerTask) {
+func fixerTasks(fs []prloop.Finding) ([]pool.Task, map[string]fixerTask) {
 	var tasks []pool.Task
 	byID := map[string]fixerTask{}
 	for _, f := range fs {
@@ -61,7 +62,7 @@ func fixerTasks(fs []Finding) ([]pool.Task, map[string]fixerTask) {
 // touched in the combined tree, and the files its record explains.
 type fixerRun struct {
 	id        string
-	findings  []Finding
+	findings  []prloop.Finding
 	files     []string
 	explained map[string]string
 	applied   bool
@@ -75,7 +76,7 @@ type fixerRun struct {
 // escalated along Models. Every finding gets an outcome with a reason a
 // human can act on; a fixer that could not run, even on its retry, is the
 // run's *agent.RunFailure.
-func (w *GitWorkspace) applyFixers(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, []fixerRun, error) {
+func (w *GitWorkspace) applyFixers(ctx context.Context, pr *forge.PullRequest, round int, fs []prloop.Finding) (map[string]agent.FindingOutcome, []fixerRun, error) {
 	tasks, byID := fixerTasks(fs)
 	dir, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID+".fixers"))
 	if err != nil {
@@ -146,7 +147,7 @@ func (w *GitWorkspace) applyFixers(ctx context.Context, pr *forge.PullRequest, r
 
 // dispatch runs one fixer on fs in tree. Its change is kept only when it
 // addressed at least one finding.
-func (w *GitWorkspace) dispatch(ctx context.Context, pr *forge.PullRequest, round int, id string, fs []Finding, tree *pool.Tree) (agent.Dispatched, error) {
+func (w *GitWorkspace) dispatch(ctx context.Context, pr *forge.PullRequest, round int, id string, fs []prloop.Finding, tree *pool.Tree) (agent.Dispatched, error) {
 	before, err := readGitState(ctx, tree.Git)
 	if err != nil {
 		return agent.Dispatched{}, err
@@ -201,7 +202,7 @@ const (
 // or the lines around the findings with their numbers — and what the
 // pull request changed in it (git diff base...head). The forge gives a
 // finding's first comment only, so the thread's replies are not here.
-func moreContext(ctx context.Context, tree *pool.Tree, pr *forge.PullRequest, fs []Finding) string {
+func moreContext(ctx context.Context, tree *pool.Tree, pr *forge.PullRequest, fs []prloop.Finding) string {
 	var b strings.Builder
 	seen := map[string]bool{}
 	for _, f := range fs {

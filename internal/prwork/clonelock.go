@@ -1,4 +1,4 @@
-package prloop
+package prwork
 
 import (
 	"context"

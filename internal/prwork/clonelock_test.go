@@ -1,4 +1,4 @@
-package prloop_test
+package prwork_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
@@ -39,7 +40,7 @@ func TestREL2_StaleRefLocksOfAKilledGitAreRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	ws := &prloop.GitWorkspace{
+	ws := &prwork.GitWorkspace{
 		Root: root, RunID: "r-lock", CloneURL: hub.GitURL("acme", "calc"),
 		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
 		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",

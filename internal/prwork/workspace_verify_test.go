@@ -1,6 +1,6 @@
 //go:build unix
 
-package prloop
+package prwork
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/convergeloop/converge/internal/prloop"
 )
 
 // gitOut runs git against dir (a bare repository or a work tree).
@@ -22,15 +24,15 @@ func gitOut(t *testing.T, args ...string) string {
 }
 
 // The notes PR: main has one line, the PR adds four.
-func notesPR(t *testing.T) (prHead, bare string, fix func(body string) (FixResult, *counting, *GitWorkspace)) {
+func notesPR(t *testing.T) (prHead, bare string, fix func(body string) (prloop.FixResult, *counting, *GitWorkspace)) {
 	t.Helper()
 	pr, bare := localPR(t, map[string]string{"notes.txt": "one\n", "notes_test.go": "package notes\n\nfunc TestOne(t *testing.T) {}\n"},
 		map[string]string{"notes.txt": "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n", "notes_test.go": "package notes\n\nfunc TestOne(t *testing.T) {}\n\nfunc TestTwo(t *testing.T) {}\n"})
-	return pr.HeadSHA, bare, func(body string) (FixResult, *counting, *GitWorkspace) {
+	return pr.HeadSHA, bare, func(body string) (prloop.FixResult, *counting, *GitWorkspace) {
 		t.Helper()
 		a := commandAgent(t, body, 0)
 		ws := testWorkspace(t, bare, a, "")
-		res, err := ws.Fix(context.Background(), pr, 1, []Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", StartLine: 2, EndLine: 2, Summary: "two is wrong"}})
+		res, err := ws.Fix(context.Background(), pr, 1, []prloop.Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", StartLine: 2, EndLine: 2, Summary: "two is wrong"}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,7 +84,7 @@ echo '` + okRecord + `'`)
 	if files := gitOut(t, "--git-dir", bare, "ls-tree", "--name-only", res.CommitSHA); strings.Contains(files, "stray.txt") {
 		t.Errorf("the pushed tree holds the stashed file: %s", files)
 	}
-	if msg := gitOut(t, "--git-dir", bare, "log", "-1", "--format=%an %B", res.CommitSHA); !strings.HasPrefix(msg, "converge ") || !strings.Contains(msg, CommitTrailer) {
+	if msg := gitOut(t, "--git-dir", bare, "log", "-1", "--format=%an %B", res.CommitSHA); !strings.HasPrefix(msg, "converge ") || !strings.Contains(msg, prloop.CommitTrailer) {
 		t.Errorf("the pushed commit is not converge's: %q", msg)
 	}
 	if left := gitOut(t, "-C", ws.worktree.Dir, "for-each-ref", "refs/heads/fixer-branch", "refs/heads/fixer-side", "refs/tags/fixer-tag", "refs/stash"); left != "" {
@@ -220,7 +222,7 @@ func TestPR_V1_OutdatedFindingIsMappedFromItsCommit(t *testing.T) {
 	lines := "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n"
 	pr, bare := localPR(t, map[string]string{"notes.txt": lines}, map[string]string{"notes.txt": "a\nb\nc\nd\ne\n" + lines})
 	orig := gitOut(t, "--git-dir", bare, "rev-parse", "refs/heads/main")
-	finding := []Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", Outdated: true, OrigStart: 8, OrigEnd: 8, OriginalCommit: orig, Summary: "eight is wrong"}}
+	finding := []prloop.Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", Outdated: true, OrigStart: 8, OrigEnd: 8, OriginalCommit: orig, Summary: "eight is wrong"}}
 	for _, tc := range []struct {
 		name, sed string
 		addressed bool
@@ -278,7 +280,7 @@ func TestPR_V3_WhatTheTestsWriteIsNotCommitted(t *testing.T) {
 	pr, bare := localPR(t, map[string]string{"notes.txt": "one\n"}, map[string]string{"notes.txt": "one\ntwo\nthree\n"})
 	a := commandAgent(t, "cat > /dev/null\nsed -i 's/^two$/TWO/' notes.txt\necho '"+okRecord+"'", 0)
 	ws := testWorkspace(t, bare, a, "echo planted > backdoor.txt; echo appended >> notes.txt")
-	res, err := ws.Fix(context.Background(), pr, 1, []Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", EndLine: 2, Summary: "two"}})
+	res, err := ws.Fix(context.Background(), pr, 1, []prloop.Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", EndLine: 2, Summary: "two"}})
 	if err != nil {
 		t.Fatal(err)
 	}

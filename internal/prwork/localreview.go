@@ -1,4 +1,4 @@
-package prloop
+package prwork
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 	localreview "github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -25,20 +26,20 @@ const maxInstructions = 64 << 10
 // run's worktree, reset to the head before and after: agents are told not
 // to edit, and one that did must not leak its edits into the next fix. It
 // must not run while Fix does, as both use the worktree.
-func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (LocalReviewResult, error) {
+func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (prloop.LocalReviewResult, error) {
 	if w.Reviewer == nil {
-		return LocalReviewResult{}, errors.New("local review: no review agent is configured (--review-agent command with --review-agent-cmd)")
+		return prloop.LocalReviewResult{}, errors.New("local review: no review agent is configured (--review-agent command with --review-agent-cmd)")
 	}
 	if w.worktree == nil {
 		if _, err := w.Prepare(ctx, pr); err != nil {
-			return LocalReviewResult{}, err
+			return prloop.LocalReviewResult{}, err
 		}
 	}
 	if err := w.fetch(ctx, pr); err != nil {
-		return LocalReviewResult{}, err
+		return prloop.LocalReviewResult{}, err
 	}
 	if err := w.reset(ctx, pr.HeadSHA); err != nil {
-		return LocalReviewResult{}, err
+		return prloop.LocalReviewResult{}, err
 	}
 	// The base's instructions, as the classifier's judge and the config
 	// file (PR-M4) are read: the review is an independent check of the
@@ -68,7 +69,7 @@ func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, r
 		err = rerr
 	}
 	if err != nil {
-		return LocalReviewResult{}, err
+		return prloop.LocalReviewResult{}, err
 	}
 	if res.Cached {
 		w.logf("local review of %s: reused the cached review of this head", text.ShortSHA(pr.HeadSHA))
@@ -79,17 +80,17 @@ func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, r
 // toLocalReviewResult turns a review into the loop's findings. Ids are
 // deterministic, so the same point on the same head is the same finding
 // in every run and in the cache.
-func toLocalReviewResult(res localreview.Result, round int) LocalReviewResult {
-	out := LocalReviewResult{
+func toLocalReviewResult(res localreview.Result, round int) prloop.LocalReviewResult {
+	out := prloop.LocalReviewResult{
 		Head:     res.Head,
 		Degraded: res.Degraded,
 		Cached:   res.Cached,
 		Usage:    res.Usage,
 		Summary:  localreview.Summary(res, round),
-		Angles:   []AngleResult{},
+		Angles:   []prloop.AngleResult{},
 	}
 	for _, a := range res.Angles {
-		out.Angles = append(out.Angles, AngleResult{Name: a.Angle, Parsed: a.Parsed, Findings: len(a.Findings)})
+		out.Angles = append(out.Angles, prloop.AngleResult{Name: a.Angle, Parsed: a.Parsed, Findings: len(a.Findings)})
 	}
 	seen := map[string]bool{}
 	for _, f := range res.Findings {
@@ -98,13 +99,13 @@ func toLocalReviewResult(res localreview.Result, round int) LocalReviewResult {
 			continue // the same point twice from one angle is one finding
 		}
 		seen[id] = true
-		out.Findings = append(out.Findings, Finding{
+		out.Findings = append(out.Findings, prloop.Finding{
 			ID:        id,
 			Path:      f.File,
 			StartLine: f.StartLine,
 			EndLine:   f.EndLine,
 			Summary:   f.Summary,
-			Verdict:   Verdict(f.Verdict),
+			Verdict:   prloop.Verdict(f.Verdict),
 			Source:    "local",
 			Author:    "local-review/" + f.Angle,
 		})

@@ -1,6 +1,6 @@
 //go:build unix
 
-package prloop
+package prwork
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/proc/proctest"
 )
 
@@ -137,7 +138,7 @@ func commandAgent(t *testing.T, body string, grace time.Duration) *counting {
 
 // fixWithRecord runs Fix on a one-note PR with a fixer that always ends
 // with record, and says how often the fixer ran.
-func fixWithRecord(t *testing.T, record string) (FixResult, int32) {
+func fixWithRecord(t *testing.T, record string) (prloop.FixResult, int32) {
 	t.Helper()
 	pr, bare := localPR(t, map[string]string{"notes.txt": "one\n"}, map[string]string{"notes.txt": "one\ntwo\n"})
 	a := commandAgent(t, "cat >/dev/null; echo '"+record+"'", 0)
@@ -148,7 +149,7 @@ func fixWithRecord(t *testing.T, record string) (FixResult, int32) {
 	return res, a.runs.Load()
 }
 
-var notesFinding = []Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", EndLine: 1, Summary: "fix the note"}}
+var notesFinding = []prloop.Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", EndLine: 1, Summary: "fix the note"}}
 
 // TestAG_T4_AgentThatCannotRunEndsTheRun: an agent that crashes, prints
 // garbage, exits non-zero without a record, hangs past its budget or does
@@ -249,7 +250,7 @@ case "$task" in *'"id":"T-break"'*) echo BREAK >> notes.txt;; esac
 case "$task" in *'"id":"T-ok"'*) echo fixed >> other.txt;; esac
 echo '`+okRecord+`'`, 0)
 	ws := testWorkspace(t, bare, a, testCmd)
-	findings := []Finding{
+	findings := []prloop.Finding{
 		{ID: "T-break", ThreadID: "T-break", Path: "notes.txt", EndLine: 2, Summary: "break it"},
 		{ID: "T-ok", ThreadID: "T-ok", Path: "other.txt", EndLine: 1, Summary: "fix it"},
 	}
@@ -283,7 +284,7 @@ echo '`+okRecord+`'`, 0)
 
 	// The next round on the pushed head reuses its test run as baseline.
 	pr.HeadSHA = res.CommitSHA
-	res2, err := ws.Fix(context.Background(), pr, 2, []Finding{{ID: "T-ok", ThreadID: "T-ok2", Path: "other.txt", EndLine: 1, Summary: "again"}})
+	res2, err := ws.Fix(context.Background(), pr, 2, []prloop.Finding{{ID: "T-ok", ThreadID: "T-ok2", Path: "other.txt", EndLine: 1, Summary: "again"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +333,7 @@ func TestAG_T5_TestsStoppedAtTheirBudget(t *testing.T) {
 func TestPR_S9_WorkspacePassesReviewedLines(t *testing.T) {
 	pr, bare := localPR(t, map[string]string{"NOTES.md": "# Notes\nalpha\nbeta\n"}, map[string]string{"NOTES.md": "# Notes\nintro\nalpha\nbeta\n"})
 	body := "```suggestion\nALPHA\n```"
-	findings := []Finding{
+	findings := []prloop.Finding{
 		// Written on the base at line 2 ("alpha"); the head moved it to 3,
 		// and the thread's numbers are stale.
 		{ID: "T-stale", ThreadID: "T-stale", Path: "NOTES.md", StartLine: 2, EndLine: 2, Summary: body,

@@ -1,4 +1,4 @@
-package prloop_test
+package prwork_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
@@ -43,7 +44,7 @@ func TestPR_S14_SyncBaseMergesTestsAndPushes(t *testing.T) {
 		}
 		return pr
 	}
-	ws := &prloop.GitWorkspace{
+	ws := &prwork.GitWorkspace{
 		Root: t.TempDir(), RunID: "r-sync", CloneURL: hub.GitURL("acme", "calc"),
 		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
 		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",

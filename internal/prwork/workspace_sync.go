@@ -1,4 +1,4 @@
-package prloop
+package prwork
 
 import (
 	"cmp"
@@ -8,10 +8,11 @@ import (
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
 )
 
-var _ BaseSyncer = (*GitWorkspace)(nil)
+var _ prloop.BaseSyncer = (*GitWorkspace)(nil)
 
 // SyncBase merges the PR's base into its head in the run's worktree
 // (PR-S14): a merge commit whose first parent is the head, carrying the
@@ -21,8 +22,8 @@ var _ BaseSyncer = (*GitWorkspace)(nil)
 // is dropped and makes no commit; SyncWhy says why. The merge brings the
 // base's lines, not the loop's: it adds nothing to the loop's diff
 // (PR-T6) and no hunks for the oscillation check (PR-S8).
-func (w *GitWorkspace) SyncBase(ctx context.Context, pr *forge.PullRequest, round int) (FixResult, error) {
-	res := FixResult{Round: round, Sync: true}
+func (w *GitWorkspace) SyncBase(ctx context.Context, pr *forge.PullRequest, round int) (prloop.FixResult, error) {
+	res := prloop.FixResult{Round: round, Sync: true}
 	if err := w.atHead(ctx, pr); err != nil {
 		return res, err
 	}
@@ -53,7 +54,7 @@ func (w *GitWorkspace) SyncBase(ctx context.Context, pr *forge.PullRequest, roun
 	}
 	res.TestsPassed = true
 	msg := fmt.Sprintf("converge: merge %s into %s (base sync)\n\nThe branch was BEHIND %s and merges without conflicts (sync_base);\nthe tests pass on the merge.\n\n%s: %d\n",
-		pr.BaseRef, pr.HeadRef, pr.BaseRef, CommitTrailer, round)
+		pr.BaseRef, pr.HeadRef, pr.BaseRef, prloop.CommitTrailer, round)
 	sha, err := w.worktree.Commit(ctx, repo.CommitOptions{Message: msg, AuthorName: w.Author, AuthorEmail: w.Email})
 	if errors.Is(err, repo.ErrNothingToCommit) {
 		// The base's commits change nothing the branch lacks: a merge

@@ -1,4 +1,4 @@
-package prloop
+package prwork
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/repo"
 )
 
-var _ Recapper = (*GitWorkspace)(nil)
+var _ prloop.Recapper = (*GitWorkspace)(nil)
 
 // Recap asks the workspace's recap judge for the verdict (PR-G2). Without
 // a judge the verdict is a HAND-OFF that says so.
@@ -35,8 +36,8 @@ func (w *GitWorkspace) Recap(ctx context.Context, in recap.Input) (recap.Verdict
 // commits (newest first), carrying the loop's round trailer and naming the
 // reverted rounds, runs the tests and pushes it when they pass (never a
 // force-push). A revert that does not apply cleanly makes no commit.
-func (w *GitWorkspace) Revert(ctx context.Context, pr *forge.PullRequest, round int, commits []string, rounds []int) (FixResult, error) {
-	res := FixResult{Round: round}
+func (w *GitWorkspace) Revert(ctx context.Context, pr *forge.PullRequest, round int, commits []string, rounds []int) (prloop.FixResult, error) {
+	res := prloop.FixResult{Round: round}
 	if err := w.atHead(ctx, pr); err != nil {
 		return res, err
 	}
@@ -68,7 +69,7 @@ func (w *GitWorkspace) Revert(ctx context.Context, pr *forge.PullRequest, round 
 	for _, c := range commits {
 		msg += "- " + c + "\n"
 	}
-	msg += fmt.Sprintf("\n%s: %d\n", CommitTrailer, round)
+	msg += fmt.Sprintf("\n%s: %d\n", prloop.CommitTrailer, round)
 	sha, err := w.worktree.Commit(ctx, repo.CommitOptions{Message: msg, AuthorName: w.Author, AuthorEmail: w.Email})
 	if errors.Is(err, repo.ErrNothingToCommit) {
 		return res, nil

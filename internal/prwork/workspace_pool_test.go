@@ -1,6 +1,6 @@
 //go:build unix
 
-package prloop
+package prwork
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/agenttest"
+	"github.com/convergeloop/converge/internal/prloop"
 )
 
 // TestAG_P1_FixersOnDifferentFilesRunAtOnceInOneCommit: the findings of a
@@ -35,7 +36,7 @@ done
 echo "fixed $saw in $(pwd)" >> "$path"
 echo '`+okRecord+`'`, 0)
 	ws := testWorkspace(t, bare, a, "")
-	findings := []Finding{
+	findings := []prloop.Finding{
 		{ID: "TA", ThreadID: "TA", Path: "a.txt", EndLine: 2, Summary: "fix a"},
 		{ID: "TB", ThreadID: "TB", Path: "b.txt", EndLine: 2, Summary: "fix b"},
 	}
@@ -148,7 +149,7 @@ esac
 echo '`+okRecord+`'`, 0)
 	u := agent.Usage{InputTokens: 100, OutputTokens: 10, CostUSD: 0.25, CostReported: true}
 	ws := testWorkspace(t, bare, agenttest.Reporting{Agent: a, Usage: u}, "")
-	findings := []Finding{
+	findings := []prloop.Finding{
 		{ID: "TA", ThreadID: "TA", Path: "a.txt", EndLine: 2, Summary: "fix a"},
 		{ID: "TB", ThreadID: "TB", Path: "b.txt", EndLine: 2, Summary: "fix b"},
 	}
@@ -189,7 +190,7 @@ func TestREL2_FixerWorktreesOfAKilledRunAreSwept(t *testing.T) {
 	if out, err := exec.Command("git", "-C", ws.worktree.Dir, "worktree", "add", "--detach", stale, pr.HeadSHA).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	res, err := ws.Fix(context.Background(), pr, 1, []Finding{{ID: "TA", ThreadID: "TA", Path: "a.txt", EndLine: 2, Summary: "fix a"}})
+	res, err := ws.Fix(context.Background(), pr, 1, []prloop.Finding{{ID: "TA", ThreadID: "TA", Path: "a.txt", EndLine: 2, Summary: "fix a"}})
 	if err != nil || len(res.Addressed) != 1 {
 		t.Fatalf("fix: %+v, %v", res, err)
 	}

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package prloop
+package prwork
 
 // lockFile is the cross-process lock where the system has flock; elsewhere
 // only the in-process mutex serializes a clone's updates.

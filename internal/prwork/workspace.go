@@ -1,4 +1,10 @@
-package prloop
+// Package prwork is the PR loop's work in a git clone: the fixers, the
+// verification of what they did (PR-V1..V3), the build and test runs and
+// their census (AG-T5, PR-V4), the commit and the push, the base sync, the
+// recap's revert and the local review of a head. It implements the
+// interfaces prloop owns (Workspace, Classifier, Recapper, BaseSyncer),
+// and prloop, which holds Decide, never imports it.
+package prwork
 
 import (
 	"context"
@@ -15,6 +21,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/repo"
 	localreview "github.com/convergeloop/converge/internal/review"
@@ -60,7 +67,7 @@ type GitWorkspace struct {
 	// TestsMayGo says which tests the round's findings ask to remove: a
 	// candidate may lose those from its census (PR-V4). Nil: a test a
 	// finding names and asks to remove or skip (verify.TestMayGo).
-	TestsMayGo func(findings []Finding) func(testID string) bool
+	TestsMayGo func(findings []prloop.Finding) func(testID string) bool
 
 	clone    *repo.Git
 	worktree *repo.Git
@@ -74,7 +81,7 @@ type GitWorkspace struct {
 	notes []string
 	// censuses are the test censuses of that Fix's runs (PR-V4), and
 	// mayGo the tests its findings ask to remove.
-	censuses []TestCensus
+	censuses []prloop.TestCensus
 	mayGo    func(testID string) bool
 	// vs is the verification of that Fix (PR-V1, PR-V2, PR-V3).
 	vs verifyState
@@ -83,7 +90,7 @@ type GitWorkspace struct {
 // DefaultTestBudget is the time-box of one build/test run (AG-T5, PR-S10).
 const DefaultTestBudget = 10 * time.Minute
 
-var _ Workspace = (*GitWorkspace)(nil)
+var _ prloop.Workspace = (*GitWorkspace)(nil)
 
 func (w *GitWorkspace) logf(format string, args ...any) {
 	if w.Logf != nil {
@@ -152,8 +159,8 @@ func (w *GitWorkspace) Cleanup(ctx context.Context) error {
 // (PR-S11). Never force-pushes. A fixer that cannot run, even on its
 // retry, ends the round with a *agent.RunFailure (AG-T4), not with
 // dispositions.
-func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding) (res FixResult, err error) {
-	res = FixResult{Round: round}
+func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []prloop.Finding) (res prloop.FixResult, err error) {
+	res = prloop.FixResult{Round: round}
 	w.usage, w.notes = agent.Usage{}, nil
 	w.vs.tree = ""
 	defer func() { res.Usage, res.Notes = w.usage, w.notes }()
@@ -219,7 +226,7 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 		if o.Status == agent.StatusComplete {
 			res.Addressed = append(res.Addressed, f.ID)
 		} else {
-			res.Blocked = append(res.Blocked, BlockedFinding{ID: f.ID, Reason: res.handOff(o.Reason)})
+			res.Blocked = append(res.Blocked, prloop.BlockedFinding{ID: f.ID, Reason: handOff(&res, o.Reason)})
 		}
 	}
 	if len(applied) == 0 {
@@ -237,7 +244,7 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	if errors.Is(err, repo.ErrNothingToCommit) {
 		// Fixers reported success but changed nothing: nothing was addressed.
 		for _, id := range res.Addressed {
-			res.Blocked = append(res.Blocked, BlockedFinding{ID: id, Reason: res.handOff("the fix changed nothing")})
+			res.Blocked = append(res.Blocked, prloop.BlockedFinding{ID: id, Reason: handOff(&res, "the fix changed nothing")})
 		}
 		res.Addressed = nil
 		return res, nil
@@ -284,19 +291,19 @@ func (w *GitWorkspace) atHead(ctx context.Context, pr *forge.PullRequest) error 
 
 // commitHunks reads what commit sha changed against its first parent,
 // line by line (PR-S8).
-func commitHunks(ctx context.Context, g *repo.Git, sha string) ([]Hunk, error) {
+func commitHunks(ctx context.Context, g *repo.Git, sha string) ([]prloop.Hunk, error) {
 	diff, err := g.Run(ctx, "diff", "--unified=0", "--no-renames", "--no-color", "--no-ext-diff",
 		"--src-prefix=a/", "--dst-prefix=b/", sha+"~1", sha, "--")
 	if err != nil {
 		return nil, err
 	}
-	return ParseHunks(diff), nil
+	return prloop.ParseHunks(diff), nil
 }
 
 // handOff is the reason a blocked finding is handed off with; on a head
 // whose tests were red before any fix it says so, with the failing lines,
 // so the human does not blame the fix (AG-T5).
-func (r *FixResult) handOff(reason string) string {
+func handOff(r *prloop.FixResult, reason string) string {
 	reason = strings.TrimSpace(reason)
 	if reason == "" {
 		reason = "the fixer could not address it"
@@ -312,7 +319,7 @@ func (r *FixResult) handOff(reason string) string {
 // worktree is reset afterwards so nothing the tests wrote is committed.
 func (w *GitWorkspace) baseline(ctx context.Context, head string, test []string) (testRun, error) {
 	if b, ok := w.baselines[head]; ok {
-		w.censuses = append(w.censuses, TestCensus{Kind: CensusBaseline, Head: head, Census: b.census.Summary()})
+		w.censuses = append(w.censuses, prloop.TestCensus{Kind: prloop.CensusBaseline, Head: head, Census: b.census.Summary()})
 		return b, nil
 	}
 	b, err := w.runTests(ctx, test)
@@ -321,7 +328,7 @@ func (w *GitWorkspace) baseline(ctx context.Context, head string, test []string)
 	}
 	if n := len(w.censuses); n > 0 {
 		// runTests recorded it as a candidate: it is the head's.
-		w.censuses[n-1].Kind, w.censuses[n-1].Head = CensusBaseline, head
+		w.censuses[n-1].Kind, w.censuses[n-1].Head = prloop.CensusBaseline, head
 	}
 	if w.baselines == nil {
 		w.baselines = map[string]testRun{}
@@ -346,7 +353,7 @@ func (w *GitWorkspace) reset(ctx context.Context, sha string) error {
 }
 
 // task is the fix task of fs, to run in dir.
-func (w *GitWorkspace) task(round int, dir string, fs []Finding) agent.Task {
+func (w *GitWorkspace) task(round int, dir string, fs []prloop.Finding) agent.Task {
 	t := agent.Task{Kind: agent.TaskKindFix, RunID: w.RunID, Round: round, Workdir: dir, Budget: w.Budget, Env: w.AgentEnv}
 	for _, f := range fs {
 		t.Findings = append(t.Findings, agent.Finding{
@@ -361,14 +368,14 @@ func (w *GitWorkspace) task(round int, dir string, fs []Finding) agent.Task {
 // applyEach applies fixes one at a time from a clean head, keeping each
 // that adds no test failure to the baseline; the kept ones are then
 // re-applied together and tested again, which is the run returned.
-func (w *GitWorkspace) applyEach(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding, test []string, base *testRun) (map[string]agent.FindingOutcome, *testRun, error) {
+func (w *GitWorkspace) applyEach(ctx context.Context, pr *forge.PullRequest, round int, fs []prloop.Finding, test []string, base *testRun) (map[string]agent.FindingOutcome, *testRun, error) {
 	out := map[string]agent.FindingOutcome{}
-	var keep []Finding
+	var keep []prloop.Finding
 	for _, f := range fs {
 		if err := w.reset(ctx, pr.HeadSHA); err != nil {
 			return nil, nil, err
 		}
-		outs, err := w.apply(ctx, pr, round, []Finding{f})
+		outs, err := w.apply(ctx, pr, round, []prloop.Finding{f})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -441,7 +448,7 @@ func (w *GitWorkspace) runTests(ctx context.Context, argv []string) (testRun, er
 	if err != nil {
 		return testRun{}, fmt.Errorf("run tests %s: %w", strings.Join(argv, " "), err)
 	}
-	w.censuses = append(w.censuses, TestCensus{Kind: CensusCandidate, Census: r.Census.Summary()})
+	w.censuses = append(w.censuses, prloop.TestCensus{Kind: prloop.CensusCandidate, Census: r.Census.Summary()})
 	if !r.Census.Known {
 		w.logf("no test census of this run (%s): %s", strings.Join(argv, " "), r.Census.Why)
 	}
@@ -650,8 +657,8 @@ func appliedIDs(m map[string]agent.FindingOutcome) []string {
 
 // bottomUp orders findings by file, then by descending line, so that an
 // edit never shifts the lines of a later one in the same file.
-func bottomUp(fs []Finding) []Finding {
-	out := append([]Finding(nil), fs...)
+func bottomUp(fs []prloop.Finding) []prloop.Finding {
+	out := append([]prloop.Finding(nil), fs...)
 	sort.SliceStable(out, func(i, j int) bool {
 		if out[i].Path != out[j].Path {
 			return out[i].Path < out[j].Path
@@ -661,7 +668,7 @@ func bottomUp(fs []Finding) []Finding {
 	return out
 }
 
-func commitMessage(round int, fs []Finding, addressed []string) string {
+func commitMessage(round int, fs []prloop.Finding, addressed []string) string {
 	done := map[string]bool{}
 	for _, id := range addressed {
 		done[id] = true
@@ -673,24 +680,16 @@ func commitMessage(round int, fs []Finding, addressed []string) string {
 		if !done[f.ID] {
 			continue
 		}
-		fmt.Fprintf(&b, "- %s:%d %s\n", f.Path, f.EndLine, firstLine(f.Summary))
+		fmt.Fprintf(&b, "- %s:%d %s\n", f.Path, f.EndLine, prloop.FirstLine(f.Summary))
 		if f.ThreadID != "" {
 			threads = append(threads, f.ThreadID)
 		}
 	}
-	fmt.Fprintf(&b, "\n%s: %s\n", CommitTrailer, strconv.Itoa(round))
+	fmt.Fprintf(&b, "\n%s: %s\n", prloop.CommitTrailer, strconv.Itoa(round))
 	for _, id := range threads {
-		fmt.Fprintf(&b, "%s: %s\n", AddressedTrailer, id)
+		fmt.Fprintf(&b, "%s: %s\n", prloop.AddressedTrailer, id)
 	}
 	return b.String()
-}
-
-func firstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return text.Clip(s, 72)
 }
 
 func sanitize(host string) string { return strings.NewReplacer(":", "_", "/", "_").Replace(host) }

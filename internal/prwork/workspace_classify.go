@@ -1,14 +1,15 @@
-package prloop
+package prwork
 
 import (
 	"context"
 
 	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/text"
 )
 
-var _ Classifier = (*GitWorkspace)(nil)
+var _ prloop.Classifier = (*GitWorkspace)(nil)
 
 // ClassifyBorderline runs the classifier's judge (PR-S5) as the recap's
 // runs: in the worktree, read-only by its task, with the agents' scrubbed

@@ -1,6 +1,6 @@
 //go:build unix
 
-package prloop
+package prwork
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 )
 
 const censusCalc = "package calc\n\nfunc Add(a, b int) int { return a + b }\n"
@@ -67,7 +68,7 @@ type censusPRT struct {
 func TestPR_V4_FixThatLosesATestIsNotPushed(t *testing.T) {
 	c := censusPR(t)
 	ws := testWorkspace(t, c.bare, commandAgent(t, censusFixer, 0), "go test ./...")
-	findings := []Finding{
+	findings := []prloop.Finding{
 		{ID: "T-tag", ThreadID: "T-tag", Path: "calc_test.go", EndLine: 1, Summary: "fix the test's package clause"},
 		{ID: "T-ok", ThreadID: "T-ok", Path: "calc.go", EndLine: 5, Summary: "document Sub"},
 	}
@@ -86,8 +87,8 @@ func TestPR_V4_FixThatLosesATestIsNotPushed(t *testing.T) {
 		t.Errorf("T-tag: %q", r)
 	}
 	first, last := res.Censuses[0], res.Censuses[len(res.Censuses)-1]
-	if first.Kind != CensusBaseline || first.Head != c.pr.HeadSHA || !first.Known || first.Ran != 2 ||
-		last.Kind != CensusCommit || last.Head != res.CommitSHA || !last.Known || last.Ran != 2 || last.Skipped != 0 {
+	if first.Kind != prloop.CensusBaseline || first.Head != c.pr.HeadSHA || !first.Known || first.Ran != 2 ||
+		last.Kind != prloop.CensusCommit || last.Head != res.CommitSHA || !last.Known || last.Ran != 2 || last.Skipped != 0 {
 		t.Fatalf("censuses %v: want the baseline's and the commit's, 2 ran each", res.Censuses)
 	}
 }
@@ -98,7 +99,7 @@ func TestPR_V4_FixThatLosesATestIsNotPushed(t *testing.T) {
 func TestPR_V4_FindingMayRemoveATest(t *testing.T) {
 	c := censusPR(t)
 	ws := testWorkspace(t, c.bare, commandAgent(t, censusFixer, 0), "go test ./...")
-	res, err := ws.Fix(context.Background(), c.pr, 1, []Finding{{ID: "T-delete", ThreadID: "T-delete", Path: "calc_test.go", EndLine: 11,
+	res, err := ws.Fix(context.Background(), c.pr, 1, []prloop.Finding{{ID: "T-delete", ThreadID: "T-delete", Path: "calc_test.go", EndLine: 11,
 		Summary: "TestZero tests nothing TestAdd does not; remove it."}})
 	if err != nil {
 		t.Fatal(err)
@@ -120,14 +121,14 @@ func TestPR_V4_NoTestCommandPushesNothing(t *testing.T) {
 	a := commandAgent(t, `cat >/dev/null; echo fixed >> notes.txt; echo '`+okRecord+`'`, 0)
 	ws := testWorkspace(t, bare, a, "")
 	ws.AllowUntested = false
-	f := []Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", EndLine: 2, Summary: "fix"}}
+	f := []prloop.Finding{{ID: "T1", ThreadID: "T1", Path: "notes.txt", EndLine: 2, Summary: "fix"}}
 	head := remoteHead(t, bare)
 	res, err := ws.Fix(context.Background(), pr, 1, f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Blocked) != 1 || res.Blocked[0].Reason != NoTestCommand || res.CommitSHA != "" || a.runs.Load() != 0 || remoteHead(t, bare) != head {
-		t.Fatalf("result %+v after %d fixer runs: want T1 handed off %q, nothing run or pushed", res, a.runs.Load(), NoTestCommand)
+	if len(res.Blocked) != 1 || res.Blocked[0].Reason != prloop.NoTestCommand || res.CommitSHA != "" || a.runs.Load() != 0 || remoteHead(t, bare) != head {
+		t.Fatalf("result %+v after %d fixer runs: want T1 handed off %q, nothing run or pushed", res, a.runs.Load(), prloop.NoTestCommand)
 	}
 	ws.AllowUntested = true
 	res, err = ws.Fix(context.Background(), pr, 1, f)

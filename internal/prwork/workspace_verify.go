@@ -1,4 +1,4 @@
-package prloop
+package prwork
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/text"
 	"github.com/convergeloop/converge/internal/verify"
@@ -52,7 +53,7 @@ func (v *verifyState) note(s string) {
 
 // rejectedFor is why converge rejected the earlier fix of fs, "" on a
 // first dispatch.
-func (w *GitWorkspace) rejectedFor(fs []Finding) string {
+func (w *GitWorkspace) rejectedFor(fs []prloop.Finding) string {
 	w.vs.mu.Lock()
 	defer w.vs.mu.Unlock()
 	var out []string
@@ -80,7 +81,7 @@ func (w *GitWorkspace) provenFor(ids []string) map[string]string {
 	return out
 }
 
-func findingWhere(f Finding) string {
+func findingWhere(f prloop.Finding) string {
 	switch {
 	case f.Path == "":
 		return "the finding about the pull request"
@@ -98,7 +99,7 @@ func findingWhere(f Finding) string {
 // re-dispatched once with the reason, and what still fails is blocked
 // with a reason that quotes it. The verified change is left staged on
 // the head, as applyFixers leaves its own.
-func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
+func (w *GitWorkspace) apply(ctx context.Context, pr *forge.PullRequest, round int, fs []prloop.Finding) (map[string]agent.FindingOutcome, error) {
 	outcomes, err := w.applyVerified(ctx, pr, round, fs)
 	if err != nil {
 		return nil, err
@@ -137,7 +138,7 @@ func (w *GitWorkspace) restoreVerified(ctx context.Context) error {
 }
 
 // applyVerified is apply without recording the tree.
-func (w *GitWorkspace) applyVerified(ctx context.Context, pr *forge.PullRequest, round int, fs []Finding) (map[string]agent.FindingOutcome, error) {
+func (w *GitWorkspace) applyVerified(ctx context.Context, pr *forge.PullRequest, round int, fs []prloop.Finding) (map[string]agent.FindingOutcome, error) {
 	w.vs.mu.Lock()
 	if w.vs.proven == nil {
 		w.vs.proven = map[string]string{}
@@ -169,7 +170,7 @@ func (w *GitWorkspace) applyVerified(ctx context.Context, pr *forge.PullRequest,
 	}
 
 	// Re-dispatch once, on the verified part of the round, with the reason.
-	var again []Finding
+	var again []prloop.Finding
 	w.vs.mu.Lock()
 	for _, f := range fs {
 		if why, ok := failed[f.ID]; ok {
@@ -264,7 +265,7 @@ func (w *GitWorkspace) flushNotes() {
 // findings that failed, with why; their outcomes are blocked, and the
 // change of a fixer none of whose findings passed is undone too.
 func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, from string, mapped [][]verify.FileDiff,
-	fs []Finding, outcomes map[string]agent.FindingOutcome, runs []fixerRun, prDiff []verify.FileDiff) (map[string]string, error) {
+	fs []prloop.Finding, outcomes map[string]agent.FindingOutcome, runs []fixerRun, prDiff []verify.FileDiff) (map[string]string, error) {
 	failed := map[string]string{}
 	explained := map[string]string{}
 	for _, r := range runs {
@@ -406,7 +407,7 @@ func changedByRun(runs []fixerRun, d verify.FileDiff) bool {
 // prove is PR-V1(a) for one finding: its lines on the head, followed
 // from the comment's commit when the forge has no current position for
 // an outdated thread, then through mapped to the change's base.
-func (w *GitWorkspace) prove(ctx context.Context, pr *forge.PullRequest, f Finding, change []verify.FileDiff, mapped [][]verify.FileDiff, explained map[string]string) (verify.Proof, verify.Finding) {
+func (w *GitWorkspace) prove(ctx context.Context, pr *forge.PullRequest, f prloop.Finding, change []verify.FileDiff, mapped [][]verify.FileDiff, explained map[string]string) (verify.Proof, verify.Finding) {
 	vf := verify.Finding{ID: f.ID, Path: f.Path, Start: f.StartLine, End: f.EndLine, Body: f.Summary}
 	if f.Path != "" && f.EndLine <= 0 && f.Outdated && f.OrigEnd > 0 && f.OriginalCommit != "" {
 		since, err := w.diffOf(ctx, f.OriginalCommit, pr.HeadSHA, "--", f.Path)
@@ -433,7 +434,7 @@ func (w *GitWorkspace) prove(ctx context.Context, pr *forge.PullRequest, f Findi
 // lines of its file around it before the change (at from) and after it
 // (in the worktree), and the change to the file. Fail closed: an agent
 // that cannot run or answers outside the schema is no confirmation.
-func (w *GitWorkspace) askVerifier(ctx context.Context, f Finding, vf verify.Finding, from string, change []verify.FileDiff) verify.Verdict {
+func (w *GitWorkspace) askVerifier(ctx context.Context, f prloop.Finding, vf verify.Finding, from string, change []verify.FileDiff) verify.Verdict {
 	q := verify.Question{Finding: vf, Author: f.Author}
 	if vf.Path != "" {
 		lo, hi := vf.Start, vf.End
