@@ -151,15 +151,22 @@ type Diff struct {
 	// baseline's census was taken: the candidate's was not. Fail closed:
 	// a candidate whose tests cannot be counted has not kept them.
 	Unknown string `json:"unknown,omitempty"`
+	// NoneRan: no test ran on the candidate at all. A pass that runs no
+	// test proves nothing, whatever the baseline ran (a baseline that did
+	// not build ran none either, and an init that exits 0 under the test
+	// binary would then hold to it).
+	NoneRan bool `json:"none_ran,omitempty"`
 }
 
 // Empty: nothing lost, or nothing to compare (no baseline census).
-func (d Diff) Empty() bool { return len(d.Vanished) == 0 && len(d.NowSkipped) == 0 && d.Unknown == "" }
+func (d Diff) Empty() bool {
+	return len(d.Vanished) == 0 && len(d.NowSkipped) == 0 && d.Unknown == "" && !d.NoneRan
+}
 
 // Compare says which tests that ran at base no longer run on cand, or now
-// skip. With no baseline census there is nothing to hold the candidate
-// to, and the Diff is empty; with a baseline census and none of the
-// candidate, Diff.Unknown says why.
+// skip, and whether no test ran on cand at all. With no baseline census
+// there is nothing to hold the candidate to, and the Diff is empty; with a
+// baseline census and none of the candidate, Diff.Unknown says why.
 func Compare(base, cand Census) Diff {
 	var d Diff
 	if !base.Known {
@@ -173,6 +180,7 @@ func Compare(base, cand Census) Diff {
 		d.Unknown = "the test census could not be taken: " + why
 		return d
 	}
+	d.NoneRan = cand.Ran == 0
 	if base.Tests == nil {
 		// A summary names no tests: hold the candidate to its counts.
 		if cand.Ran < base.Ran || cand.Skipped > base.Skipped {
@@ -205,7 +213,7 @@ func (d Diff) Except(allowed func(id string) bool) Diff {
 	if allowed == nil {
 		return d
 	}
-	out := Diff{Unknown: d.Unknown}
+	out := Diff{Unknown: d.Unknown, NoneRan: d.NoneRan}
 	for _, id := range d.Vanished {
 		if !allowed(id) {
 			out.Vanished = append(out.Vanished, id)
@@ -228,6 +236,9 @@ func (d Diff) String() string {
 	var parts []string
 	if d.Unknown != "" {
 		parts = append(parts, d.Unknown)
+	}
+	if d.NoneRan {
+		parts = append(parts, "no test ran, and a pass that runs no test proves nothing")
 	}
 	if len(d.Vanished) > 0 {
 		parts = append(parts, "tests that ran before no longer run: "+names(d.Vanished))

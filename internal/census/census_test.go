@@ -237,3 +237,24 @@ func TestPR_V4_CargoLinesMustMatchSummaries(t *testing.T) {
 		t.Errorf("whole output: %s", c)
 	}
 }
+
+// TestPR_V4_LOOP_8_APassThatRanNoTestProvesNothing: a candidate on which
+// no test ran is rejected whatever the baseline ran — a baseline that did
+// not build ran none either, and an init that exits 0 under the test
+// binary would then hold to it.
+func TestPR_V4_LOOP_8_APassThatRanNoTestProvesNothing(t *testing.T) {
+	none := Census{Known: true, Ecosystem: "go", Tests: map[string]Counts{}}
+	one := Census{Known: true, Ecosystem: "go", Ran: 1, Passed: 1, Tests: map[string]Counts{"p.TestA": {Passed: 1}}}
+	for name, base := range map[string]Census{"baseline ran none": none, "baseline ran one": one} {
+		d := Compare(base, none)
+		if d.Empty() || !d.NoneRan || !strings.Contains(d.String(), "no test ran") {
+			t.Errorf("%s: %+v (%q), want the candidate rejected: no test ran", name, d, d.String())
+		}
+		if e := d.Except(func(string) bool { return true }); !e.NoneRan {
+			t.Errorf("%s: a finding's leave to remove tests waived that no test ran", name)
+		}
+	}
+	if d := Compare(none, one); !d.Empty() {
+		t.Errorf("a candidate that ran a test against a baseline that ran none: %+v", d)
+	}
+}

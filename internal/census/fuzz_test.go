@@ -28,9 +28,14 @@ func checkCensus(t *testing.T, c Census) {
 	if p != c.Passed || f != c.Failed || s != c.Skipped || c.Ran != p+f {
 		t.Fatalf("counts do not add up: %+v", c)
 	}
-	// Compare with itself loses nothing, and against nothing is unknown.
-	if !Compare(c, c).Empty() {
+	// Compare with itself loses nothing (a census where no test ran says
+	// only that), and against nothing is unknown.
+	self := Compare(c, c)
+	if len(self.Vanished) > 0 || len(self.NowSkipped) > 0 || self.Unknown != "" {
 		t.Fatal("a census lost tests against itself")
+	}
+	if c.Known && self.NoneRan != (c.Ran == 0) {
+		t.Fatalf("no test ran is %v for %d ran", self.NoneRan, c.Ran)
 	}
 	if c.Ran > 0 && Compare(c, Census{Known: true, Tests: map[string]Counts{}}).Empty() {
 		t.Fatal("an empty candidate lost nothing")

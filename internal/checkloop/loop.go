@@ -306,7 +306,7 @@ func (l *Loop) check(ctx context.Context, st State, obs Observation, a Action) (
 		if cs.Known && cs.Ran == 0 && cs.Skipped == 0 {
 			// A tree that does not build runs no test: there is nothing
 			// to hold a pass to, and that is said, not hidden.
-			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("test census at the start: %s; no test ran, so a later pass is held to no test (LOOP-8)", cs)})
+			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("test census at the start: %s; no test ran; a later pass must run at least one test to count (LOOP-8)", cs)})
 		} else if cs.Known {
 			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("test census at the start: %s; a later pass with fewer tests run, or a test newly skipped, is UNVERIFIED (LOOP-8)", cs)})
 		} else {

@@ -452,7 +452,7 @@ func (w *GitWorkspace) runTests(ctx context.Context, argv []string) (testRun, er
 	if !r.Census.Known {
 		w.logf("no test census of this run (%s): %s", strings.Join(argv, " "), r.Census.Why)
 	}
-	return testRun{out: r.Output, code: r.ExitCode, timedOut: r.TimedOut, budget: budget, census: r.Census, mayGo: w.mayGo}, nil
+	return testRun{out: r.Output, code: r.ExitCode, timedOut: r.TimedOut, budget: budget, census: r.Census, mayGo: w.mayGo, untestedOK: w.AllowUntested}, nil
 }
 
 // testRun is one build/test run.
@@ -465,6 +465,9 @@ type testRun struct {
 	// round's findings ask to remove, which it may lose.
 	census census.Census
 	mayGo  func(testID string) bool
+	// untestedOK: allow_untested, which also lets a fix through on which
+	// no test ran (a repository whose tests run none is untested).
+	untestedOK bool
 }
 
 // lostTests prefixes judge's reason when a run lost baseline tests
@@ -529,7 +532,11 @@ func judge(base *testRun, tr testRun) string {
 	if base == nil {
 		return ""
 	}
-	if d := census.Compare(base.census, tr.census).Except(tr.mayGo); !d.Empty() {
+	d := census.Compare(base.census, tr.census).Except(tr.mayGo)
+	if tr.untestedOK {
+		d.NoneRan = false
+	}
+	if !d.Empty() {
 		return lostTests + d.String()
 	}
 	return ""
