@@ -88,19 +88,24 @@ func TestAG_T1_WhatTheProcessLeftIsGoneWhenRunReturns(t *testing.T) {
 
 // TestAG_T1_GraceOutlivesAWrapper: the leader is a wrapper shell that
 // SIGTERM ends at once; the agent it runs answers SIGTERM with its record,
-// and gets the grace period to do it.
+// and gets the grace period to do it — under the supervisor (AG-K1) and
+// run directly (git runs, systems without the supervisor) alike.
 func TestAG_T1_GraceOutlivesAWrapper(t *testing.T) {
 	agent := `trap 'sleep 0.3; echo "{\"status\":\"partial\"}"; exit 0' TERM; while :; do sleep 0.05; done`
-	start := time.Now()
-	r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", "sh -c '" + strings.ReplaceAll(agent, "'", `'\''`) + "'; echo wrapper-went-on"},
-		Budget: 500 * time.Millisecond, Grace: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !r.TimedOut || !strings.Contains(r.Stdout, `{"status":"partial"}`) {
-		t.Errorf("result %+v, want the record the agent printed in its grace period", r)
-	}
-	if took := time.Since(start); took > 5*time.Second {
-		t.Errorf("took %s: the wait did not end when the agent did", took)
+	for _, direct := range []bool{false, true} {
+		t.Run(map[bool]string{false: "supervised", true: "direct"}[direct], func(t *testing.T) {
+			start := time.Now()
+			r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", "sh -c '" + strings.ReplaceAll(agent, "'", `'\''`) + "'; echo wrapper-went-on"},
+				Budget: 500 * time.Millisecond, Grace: 5 * time.Second, Direct: direct})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !r.TimedOut || !strings.Contains(r.Stdout, `{"status":"partial"}`) {
+				t.Errorf("result %+v, want the record the agent printed in its grace period", r)
+			}
+			if took := time.Since(start); took > 5*time.Second {
+				t.Errorf("took %s: the wait did not end when the agent did", took)
+			}
+		})
 	}
 }
