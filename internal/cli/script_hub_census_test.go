@@ -2,13 +2,9 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/convergeloop/converge/internal/repo"
 )
 
 // The hub subcommands of the test census scenarios (PR-V4):
@@ -29,15 +25,8 @@ func init() {
 // at hub start and the head now.
 func (h *scriptHub) everyHeadHas(ts *testscript.TestScript, path, substr string) {
 	ctx := context.Background()
-	pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
-	ts.Check(err)
-	h.clones++
-	env := append(os.Environ(), h.hub.GitEnv(h.hub.Tokens().Reviewer)...)
-	g, err := repo.Clone(ctx, h.hub.GitURL(h.demo.Owner, h.demo.Repo), ts.MkAbs(fmt.Sprintf("hub-clone-%d", h.clones)), env)
-	ts.Check(err)
-	_, err = g.Run(ctx, "fetch", "origin", "+refs/heads/*:refs/remotes/origin/*")
-	ts.Check(err)
-	revs, err := g.Run(ctx, "rev-list", h.head+".."+pr.HeadSHA)
+	g, head := h.cloneAtHead(ts)
+	revs, err := g.Run(ctx, "rev-list", h.head+".."+head)
 	ts.Check(err)
 	n := 0
 	for _, sha := range append(strings.Fields(revs), h.head) {
@@ -47,5 +36,5 @@ func (h *scriptHub) everyHeadHas(ts *testscript.TestScript, path, substr string)
 		}
 		n++
 	}
-	ts.Logf("%d commit(s) from %s to %s hold %q in %s", n, h.head[:7], pr.HeadSHA[:7], substr, path)
+	ts.Logf("%d commit(s) from %s to %s hold %q in %s", n, h.head[:7], head[:7], substr, path)
 }

@@ -479,6 +479,16 @@ func (h *scriptHub) observe(ts *testscript.TestScript) *forge.PullRequest {
 // fileAtHead is path as the PR's head holds it, read from a fresh clone
 // with the reviewer's token: what anyone fetching the branch sees.
 func (h *scriptHub) fileAtHead(ts *testscript.TestScript, path string) string {
+	g, head := h.cloneAtHead(ts)
+	out, err := g.Run(context.Background(), "show", head+":"+path)
+	ts.Check(err)
+	return out
+}
+
+// cloneAtHead makes a fresh clone of the demo repository with the
+// reviewer's token, every branch fetched, and returns it with the PR's
+// head as the forge shows it now.
+func (h *scriptHub) cloneAtHead(ts *testscript.TestScript) (*repo.Git, string) {
 	ctx := context.Background()
 	pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
 	ts.Check(err)
@@ -488,9 +498,7 @@ func (h *scriptHub) fileAtHead(ts *testscript.TestScript, path string) string {
 	ts.Check(err)
 	_, err = g.Run(ctx, "fetch", "origin", "+refs/heads/*:refs/remotes/origin/*")
 	ts.Check(err)
-	out, err := g.Run(ctx, "show", pr.HeadSHA+":"+path)
-	ts.Check(err)
-	return out
+	return g, pr.HeadSHA
 }
 
 // token is the emulator token of a script actor ("" for an unknown one).

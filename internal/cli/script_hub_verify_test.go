@@ -2,14 +2,11 @@ package cli
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"strings"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/convergeloop/converge/internal/forge/fakehub"
-	"github.com/convergeloop/converge/internal/repo"
 )
 
 // Hub subcommands of the verified-work scenarios (PR-V1, PR-V2, PR-V3),
@@ -63,19 +60,11 @@ func init() {
 // gitAtHead runs git in a fresh clone with the reviewer's token, HEAD_SHA
 // in args standing for the PR's head.
 func (h *scriptHub) gitAtHead(ts *testscript.TestScript, args ...string) string {
-	ctx := context.Background()
-	pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
-	ts.Check(err)
-	h.clones++
-	env := append(os.Environ(), h.hub.GitEnv(h.hub.Tokens().Reviewer)...)
-	g, err := repo.Clone(ctx, h.hub.GitURL(h.demo.Owner, h.demo.Repo), ts.MkAbs(fmt.Sprintf("hub-clone-%d", h.clones)), env)
-	ts.Check(err)
-	_, err = g.Run(ctx, "fetch", "origin", "+refs/heads/*:refs/remotes/origin/*")
-	ts.Check(err)
+	g, head := h.cloneAtHead(ts)
 	for i, a := range args {
-		args[i] = strings.ReplaceAll(a, "HEAD_SHA", pr.HeadSHA)
+		args[i] = strings.ReplaceAll(a, "HEAD_SHA", head)
 	}
-	out, err := g.Run(ctx, args...)
+	out, err := g.Run(context.Background(), args...)
 	ts.Check(err)
 	return out
 }
