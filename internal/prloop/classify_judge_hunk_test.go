@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/prloop/prlooptest"
+
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/forge/fakeforge"
@@ -32,7 +34,7 @@ func TestPR_S5_TheJudgeSeesTheForgeHunk(t *testing.T) {
 	ref := ff.AddPR(fakeforge.PR{})
 	th := ff.AddThread(ref, "alice", fakeforge.NewThread{Path: "internal/engine/engine.go", Line: 120, Body: judgedBody, DiffHunk: prloop.TypoHunk})
 	judge := &capture{}
-	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Journal: &memJournal{}, Config: prloop.DefaultConfig(), ClassifyJudge: &classify.Judge{Agent: judge}})
+	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Journal: &prlooptest.Journal{}, Config: prloop.DefaultConfig(), ClassifyJudge: &classify.Judge{Agent: judge}})
 	f := prloop.Finding{ID: th.ID, ThreadID: th.ID, Path: th.Path, StartLine: 120, EndLine: 120, OrigStart: 120, OrigEnd: 120, Summary: judgedBody, Source: "human", Author: "alice"}
 	if _, err := l.Act(context.Background(), prloop.State{Round: 1}, prloop.Observation{PR: ff.PR(ref)}, prloop.Action{Kind: prloop.ActClassify, Key: "r1/classify", Findings: []prloop.Finding{f}}); err != nil {
 		t.Fatal(err)

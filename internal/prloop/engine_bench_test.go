@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/prloop/prlooptest"
+
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakeforge"
@@ -42,7 +44,7 @@ func parkLoops(tb testing.TB, n int) (stop func() error) {
 		ref := ff.AddPR(fakeforge.PR{})
 		var once sync.Once
 		l := prloop.NewLoop(ref, prloop.Deps{
-			Forge: ff, Workspace: parkedWorkspace{}, Journal: &memJournal{},
+			Forge: ff, Workspace: parkedWorkspace{}, Journal: &prlooptest.Journal{},
 			Config: withCopilot(prloop.DefaultConfig()),
 			Reporter: engine.ReporterFunc(func(e engine.Event) {
 				if e.Kind == "wait" {

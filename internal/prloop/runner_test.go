@@ -3,9 +3,10 @@ package prloop_test
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/convergeloop/converge/internal/prloop/prlooptest"
 
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
@@ -13,59 +14,6 @@ import (
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/review/copilot"
 )
-
-// fakeClock advances by every wait it is asked for, and lets a sliver of
-// real time pass so the emulator's reviewer can work meanwhile.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.waits = append(c.waits, d)
-	c.mu.Unlock()
-	return time.After(d / 50)
-}
-
-// memJournal keeps the run in memory; the SQLite journal is exercised by
-// the CLI's end-to-end tests.
-type memJournal struct {
-	mu     sync.Mutex
-	states []prloop.State
-	done   map[string]bool
-}
-
-func (j *memJournal) SaveState(_ context.Context, s prloop.State) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.states = append(j.states, s)
-	return nil
-}
-
-func (j *memJournal) BeginAction(_ context.Context, a engine.ActionRecord) (bool, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.done[a.Key], nil
-}
-
-func (j *memJournal) FinishAction(_ context.Context, key string, failed bool, _ any) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.done == nil {
-		j.done = map[string]bool{}
-	}
-	j.done[key] = !failed
-	return nil
-}
 
 func withCopilot(c prloop.Config) prloop.Config {
 	c.Bot = copilot.New()
@@ -104,11 +52,11 @@ func TestRunnerWithoutIssueEventer(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		l := prloop.NewLoop(ref, prloop.Deps{
-			Forge: f, Workspace: parkedWorkspace{}, Journal: &memJournal{},
+			Forge: f, Workspace: parkedWorkspace{}, Journal: &prlooptest.Journal{},
 			Config: withCopilot(prloop.DefaultConfig()),
 		})
 		term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{
-			Clock:   &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)},
+			Clock:   prlooptest.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)),
 			PollMin: 50 * time.Millisecond, PollMax: 200 * time.Millisecond,
 		})
 		cancel()
@@ -129,7 +77,7 @@ func TestPR_G6_ALongReplyKeepsItsMarkerOnTheForge(t *testing.T) {
 	ff := fakeforge.New(fakeforge.Options{Viewer: "converge"})
 	ref := ff.AddPR(fakeforge.PR{})
 	th := ff.AddThread(ref, "alice", fakeforge.NewThread{Path: "main.go", Line: 3, Body: "Handle the error"})
-	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Journal: &memJournal{}, Config: prloop.DefaultConfig()})
+	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Journal: &prlooptest.Journal{}, Config: prloop.DefaultConfig()})
 	body := "Escalated to a human: " + strings.Repeat("x", 70000) + ".\n\n— converge\n\n" + prloop.Marker(th.ID, "h1", prloop.DispEscalated)
 	obs := prloop.Observation{PR: ff.PR(ref)}
 	if _, err := l.Act(ctx, prloop.State{Round: 1}, obs, prloop.Action{Kind: prloop.ActReply, Key: "r1/reply", ThreadID: th.ID, Body: body}); err != nil {
@@ -155,7 +103,7 @@ func TestPR_M1_DryRunPostsNothingNotEvenTheSummary(t *testing.T) {
 	ref := ff.AddPR(fakeforge.PR{})
 	th := ff.AddThread(ref, "alice", fakeforge.NewThread{Path: "main.go", Line: 3, Body: "Handle the error"})
 	var said []string
-	j := &memJournal{}
+	j := &prlooptest.Journal{}
 	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Journal: j, Config: prloop.DefaultConfig(), DryRun: true,
 		Reporter: engine.ReporterFunc(func(e engine.Event) { said = append(said, e.Message) })})
 	obs := prloop.Observation{PR: ff.PR(ref)}
@@ -182,7 +130,7 @@ func TestPR_M1_DryRunPostsNothingNotEvenTheSummary(t *testing.T) {
 	if len(said) != 5 || !strings.Contains(said[0], "would comment on the pull request") || !strings.Contains(said[0], "clean") {
 		t.Fatalf("the dry run did not report each write, summary body included: %q", said)
 	}
-	if len(j.done) != 0 {
-		t.Fatalf("a dry run journalled actions as done: %v", j.done)
+	if len(j.Done()) != 0 {
+		t.Fatalf("a dry run journalled actions as done: %v", j.Done())
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/prloop/prlooptest"
+
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/classify"
@@ -19,59 +21,6 @@ import (
 	"github.com/convergeloop/converge/internal/review/copilot"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
-
-// fakeClock advances by every wait it is asked for, and lets a sliver of
-// real time pass so the emulator's reviewer can work meanwhile.
-type fakeClock struct {
-	mu    sync.Mutex
-	now   time.Time
-	waits []time.Duration
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.waits = append(c.waits, d)
-	c.mu.Unlock()
-	return time.After(d / 50)
-}
-
-// memJournal keeps the run in memory; the SQLite journal is exercised by
-// the CLI's end-to-end tests.
-type memJournal struct {
-	mu     sync.Mutex
-	states []prloop.State
-	done   map[string]bool
-}
-
-func (j *memJournal) SaveState(_ context.Context, s prloop.State) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.states = append(j.states, s)
-	return nil
-}
-
-func (j *memJournal) BeginAction(_ context.Context, a engine.ActionRecord) (bool, error) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.done[a.Key], nil
-}
-
-func (j *memJournal) FinishAction(_ context.Context, key string, failed bool, _ any) error {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.done == nil {
-		j.done = map[string]bool{}
-	}
-	j.done[key] = !failed
-	return nil
-}
 
 func withCopilot(c prloop.Config) prloop.Config {
 	c.Bot = copilot.New()
@@ -88,12 +37,12 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 	ref, _ := forge.ParsePRURL(demo.PRURL)
 	tok := hub.Tokens().Author
 	client := hubtest.Client(t, hub, tok)
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
+	clock := prlooptest.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	const pollMin, pollMax = time.Second, 8 * time.Second
 	l := prloop.NewLoop(ref, prloop.Deps{
 		Forge:     client,
 		Workspace: demoWorkspace(t, hub, demo, tok),
-		Journal:   &memJournal{},
+		Journal:   &prlooptest.Journal{},
 		Config:    withCopilot(prloop.DefaultConfig()),
 	})
 	term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{Clock: clock, PollMin: pollMin, PollMax: pollMax})
@@ -103,23 +52,23 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 	if term.Reason != prloop.ReasonTwoStable {
 		t.Fatalf("want two-stable, got %+v", term)
 	}
-	if len(clock.waits) == 0 {
+	if len(clock.Waits()) == 0 {
 		t.Fatal("the runner never waited")
 	}
 	doubled := false
 	prev := time.Duration(0)
-	for i, d := range clock.waits {
+	for i, d := range clock.Waits() {
 		switch {
 		case d == pollMin:
 		case prev > 0 && d == min(2*prev, pollMax):
 			doubled = true
 		default:
-			t.Fatalf("wait %d is %s after %s: want %s or double the previous, capped at %s (all: %v)", i, d, prev, pollMin, pollMax, clock.waits)
+			t.Fatalf("wait %d is %s after %s: want %s or double the previous, capped at %s (all: %v)", i, d, prev, pollMin, pollMax, clock.Waits())
 		}
 		prev = d
 	}
 	if !doubled {
-		t.Errorf("waits never backed off: %v", clock.waits)
+		t.Errorf("waits never backed off: %v", clock.Waits())
 	}
 }
 
@@ -191,7 +140,7 @@ func TestPR_S4_LocalReviewRunsBesideTheForgePoll(t *testing.T) {
 	ws := &slowReviewWorkspace{forge: cf, GitWorkspace: demoWorkspace(t, hub, demo, tok)}
 	c := withCopilot(prloop.DefaultConfig())
 	c.LocalReview = true
-	l := prloop.NewLoop(ref, prloop.Deps{Forge: cf, Workspace: ws, Journal: &memJournal{}, Config: c})
+	l := prloop.NewLoop(ref, prloop.Deps{Forge: cf, Workspace: ws, Journal: &prlooptest.Journal{}, Config: c})
 	term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{PollMin: 20 * time.Millisecond, PollMax: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
