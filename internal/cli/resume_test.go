@@ -66,19 +66,45 @@ func TestREL1_PersistingOutageEndsErrored(t *testing.T) {
 }
 
 // TestREL2_KilledMidAgentRunLeavesNothingRunningAfterTheRerun: converge
-// is killed (SIGKILL) while its fixer runs; the kernel takes the fixer's
-// shell with it (Pdeathsig), but what the shell started lives on,
-// orphaned, and would go on writing to the tree. The rerun kills it
-// before it claims the run.
+// is killed (SIGKILL) while its fixer runs, with a child the fixer started
+// in the background. Under the supervisor (AG-K1) the child dies with
+// converge; reaping at the next claim is the second line: either way,
+// nothing of the killed run's fixer outlives the rerun.
 func TestREL2_KilledMidAgentRunLeavesNothingRunningAfterTheRerun(t *testing.T) {
 	t.Parallel() // its own emulator and state
+	k := killMidAgent(t, timeboxHang, "attempts")
+	rerun := k.rerun()
+	for _, pid := range []int{k.first.pid, k.first.child} {
+		if live(pid) {
+			t.Errorf("pid %d of the killed run's fixer outlived the rerun:\nkilled run:\n%s\nrerun:\n%s", pid, k.out, rerun)
+		}
+	}
+	if left := groupMembers(k.first.pgid); len(left) > 0 {
+		t.Errorf("processes %v of the killed fixer's group outlived the rerun", left)
+	}
+}
+
+// killedRun is a `converge pr` SIGKILLed while its fixer ran.
+type killedRun struct {
+	first timeboxAttempt // the fixer's first attempt
+	out   string         // what the killed converge printed
+	// rerun runs converge again on the same state with a fixer that
+	// gives up at once, and returns what it printed.
+	rerun func() string
+}
+
+// killMidAgent runs `converge pr` on a demo PR of its own with fixer (a
+// timebox script, %DIR% its log directory) and SIGKILLs converge once
+// the fixer wrote a line to marker in that directory.
+func killMidAgent(t *testing.T, fixer, marker string) killedRun {
+	t.Helper()
 	hub, demo := startHub(t, 100*time.Millisecond)
 	r := &timeboxRun{dir: t.TempDir(), prURL: demo.PRURL, hub: hub}
 	t.Cleanup(r.killLeftovers)
-	hang := filepath.Join(r.dir, "agent.sh")
+	agent := filepath.Join(r.dir, "agent.sh")
 	giveUp := filepath.Join(r.dir, "give-up.sh")
 	for path, script := range map[string]string{
-		hang:   strings.ReplaceAll(timeboxHang, "%DIR%", shellQuote(r.dir)),
+		agent:  strings.ReplaceAll(fixer, "%DIR%", shellQuote(r.dir)),
 		giveUp: "#!/bin/sh\ncat >/dev/null\n" + `echo '{"status":"blocked","next_action":"","needs_extension_minutes":0,"summary":"gave up","files_changed":[],"reason":"gave up at once"}'` + "\n",
 	} {
 		if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
@@ -91,7 +117,7 @@ func TestREL2_KilledMidAgentRunLeavesNothingRunningAfterTheRerun(t *testing.T) {
 			"--review-agent", "suggest", "--agent-timeout", "5m")
 	}
 
-	cmd := exec.Command("converge", args(hang)...)
+	cmd := exec.Command("converge", args(agent)...)
 	cmd.Env = cleanEnv(authorEnv(hub))
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -100,12 +126,12 @@ func TestREL2_KilledMidAgentRunLeavesNothingRunningAfterTheRerun(t *testing.T) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		if b, err := os.ReadFile(filepath.Join(r.dir, "attempts")); err == nil && strings.Count(string(b), "\n") > 0 {
+		if b, err := os.ReadFile(filepath.Join(r.dir, marker)); err == nil && strings.Count(string(b), "\n") > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
 			_ = cmd.Process.Kill()
-			t.Fatalf("the fixer never started:\n%s", out.String())
+			t.Fatalf("the fixer never wrote %s:\n%s", marker, out.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -113,15 +139,8 @@ func TestREL2_KilledMidAgentRunLeavesNothingRunningAfterTheRerun(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	a := r.attempts(t)[0]
-
-	_, rerun := runBin(t, authorEnv(hub), args(giveUp)...)
-	for _, pid := range []int{a.pid, a.child} {
-		if live(pid) {
-			t.Errorf("pid %d of the killed run's fixer outlived the rerun:\nkilled run:\n%s\nrerun:\n%s", pid, out.String(), rerun)
-		}
-	}
-	if left := groupMembers(a.pgid); len(left) > 0 {
-		t.Errorf("processes %v of the killed fixer's group outlived the rerun", left)
-	}
+	return killedRun{first: r.attempts(t)[0], out: out.String(), rerun: func() string {
+		_, rerun := runBin(t, authorEnv(hub), args(giveUp)...)
+		return rerun
+	}}
 }

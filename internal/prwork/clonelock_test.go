@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent/suggest"
-	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/repo"
@@ -24,15 +22,7 @@ import (
 func TestREL2_StaleRefLocksOfAKilledGitAreRecovered(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	hub := hubtest.Start(t, 0)
-	if err := hub.CreateRepo("acme", "calc", map[string]string{"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc.go": calcGo, "calc_test.go": calcTest}, fakehub.RepoOptions{TestCommand: []string{"go", "test", "./..."}}); err != nil {
-		t.Fatal(err)
-	}
-	n, err := hub.CreatePR("acme", "calc", fakehub.NewPR{Head: "feature/half", Title: "Half", Files: map[string]string{"calc.go": calcGo + "\n// Third thirds n.\nfunc Third(n int) int { return n / 3 }\n"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, _ := forge.ParsePRURL(hub.PRURL("acme", "calc", n))
+	hub, n, ref := calcPR(t)
 	tok := hub.Tokens().Author
 	client := hubtest.Client(t, hub, tok)
 	pr0, err := client.Observe(ctx, ref)

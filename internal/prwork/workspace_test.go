@@ -47,15 +47,7 @@ func suggestion(s string) string { return "Please change this.\n\n```suggestion\
 func TestPR_S10_RedBuildIsNeverPushed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	hub := hubtest.Start(t, 0)
-	if err := hub.CreateRepo("acme", "calc", map[string]string{"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc.go": calcGo, "calc_test.go": calcTest}, fakehub.RepoOptions{TestCommand: []string{"go", "test", "./..."}}); err != nil {
-		t.Fatal(err)
-	}
-	n, err := hub.CreatePR("acme", "calc", fakehub.NewPR{Head: "feature/half", Title: "Half", Files: map[string]string{"calc.go": calcGo + "\n// Third thirds n.\nfunc Third(n int) int { return n / 3 }\n"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ref, _ := forge.ParsePRURL(hub.PRURL("acme", "calc", n))
+	hub, n, ref := calcPR(t)
 	tok := hub.Tokens().Author
 	client := hubtest.Client(t, hub, tok)
 	pr, err := client.Observe(ctx, ref)
@@ -104,4 +96,23 @@ func TestPR_S10_RedBuildIsNeverPushed(t *testing.T) {
 	if conclusion, err := hub.WaitCI(ctx, "acme", "calc", res.CommitSHA); err != nil || conclusion != "success" {
 		t.Errorf("CI on the pushed fix: %q %v", conclusion, err)
 	}
+}
+
+// calcPR is the emulator with acme/calc (Double and Half, tested by `go
+// test ./...` as CI) and a PR that adds Third.
+func calcPR(t *testing.T) (*fakehub.Hub, int, forge.PRRef) {
+	t.Helper()
+	hub := hubtest.Start(t, 0)
+	if err := hub.CreateRepo("acme", "calc", map[string]string{"go.mod": "module example.com/calc\n\ngo 1.22\n", "calc.go": calcGo, "calc_test.go": calcTest}, fakehub.RepoOptions{TestCommand: []string{"go", "test", "./..."}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := hub.CreatePR("acme", "calc", fakehub.NewPR{Head: "feature/half", Title: "Half", Files: map[string]string{"calc.go": calcGo + "\n// Third thirds n.\nfunc Third(n int) int { return n / 3 }\n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, err := forge.ParsePRURL(hub.PRURL("acme", "calc", n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hub, n, ref
 }
