@@ -153,18 +153,45 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
-	if err := db.PingContext(ctx); err != nil {
+	if err := whileBusy(ctx, func() error { return db.PingContext(ctx) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
 	// The file may hold run content: keep it private even when the
 	// directory already existed with looser permissions.
 	_ = os.Chmod(abs, 0o600)
-	if err := migrate(ctx, db); err != nil {
+	if err := whileBusy(ctx, func() error { return migrate(ctx, db) }); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", abs, err)
 	}
 	return s, nil
+}
+
+// openBusyWait bounds whileBusy, as busy_timeout bounds a statement.
+const openBusyWait = 10 * time.Second
+
+// whileBusy runs f again while it fails with SQLITE_BUSY, for at most
+// openBusyWait. A new connection's setup (the switch to WAL on a fresh
+// file) can fail with SQLITE_BUSY at once, without waiting out
+// busy_timeout, when another process sets up the same file: two
+// converges starting together on a new store.
+func whileBusy(ctx context.Context, f func() error) error {
+	deadline := time.Now().Add(openBusyWait)
+	wait := 5 * time.Millisecond
+	for {
+		err := f()
+		if err == nil || !strings.Contains(err.Error(), "SQLITE_BUSY") || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, 200*time.Millisecond)
+	}
 }
 
 // Close releases the database.
