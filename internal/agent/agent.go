@@ -206,9 +206,34 @@ type RunFailure struct {
 	Agent  string // the backend's Name()
 	What   string // short lowercase cause, e.g. "exited 2 without a status record"
 	Stderr string // last lines of stderr, redacted
+	// CLI is the CLI's own report of why it could not run, when it gave
+	// one (its Kind decides the exit code: FailAuth is exit 6).
+	CLI *CLIError
+}
+
+// Unwrap gives the CLI's own error, so errors.As and KindOf find it.
+func (e *RunFailure) Unwrap() error {
+	if e.CLI == nil {
+		return nil
+	}
+	return e.CLI
+}
+
+// Retryable reports whether running the task once more may help (AG-T4
+// retries once): not when the CLI said its credentials failed or its
+// endpoint stayed down for the whole retry bound.
+func (e *RunFailure) Retryable() bool {
+	return e.CLI == nil || e.CLI.Kind == FailCLI
 }
 
 func (e *RunFailure) Error() string {
+	if e.CLI != nil {
+		s := e.CLI.Error()
+		if t := lastLines(e.Stderr, 3); t != "" && !strings.Contains(s, t) {
+			s += "; last stderr: " + t
+		}
+		return s
+	}
 	s := "agent " + e.Agent + " could not run: " + e.What
 	if t := lastLines(e.Stderr, 5); t != "" {
 		s += "; last stderr: " + t

@@ -140,6 +140,11 @@ type CLIRun struct {
 	// SummaryBudget is the summary turn's time-box; zero means
 	// SummaryBudget of the task's budget.
 	SummaryBudget time.Duration
+	// Watch reads the run's output as it comes (Cmd.Watch): the CLI's
+	// authentication failure stops the run at once, a failing model
+	// endpoint after RetryBound (zero means DefaultRetryBound).
+	Watch      func(stderr bool, line string) Signal
+	RetryBound time.Duration
 }
 
 // CLIOutput is what an agent CLI's output says, as RunCLI needs it.
@@ -152,6 +157,10 @@ type CLIOutput struct {
 	// reported that makes an otherwise complete review or judge run
 	// blocked (reason cli-error): its answer is not whole.
 	ReviewFailure string
+	// Failure is the CLI's own report, read from its whole output, that
+	// it could not do the run at all (not logged in, its model endpoint
+	// down): Run returns it as the error of any kind of run.
+	Failure *CLIError
 }
 
 // RunCLI runs an agent CLI once on t (AG-B1): r.Argv in t's worktree with
@@ -190,8 +199,13 @@ func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 		Parse:  parse,
 		// A CLI names its session first; a long run's tail has lost it.
 		StdoutHead: sessionHead,
+		Watch:      r.Watch,
+		RetryBound: r.RetryBound,
 	})
 	o := r.Read(res.Stdout)
+	if fail := cmp.Or(res.Failure, o.Failure); fail != nil && err == nil {
+		return cliFailure(t, r, res, o, fail)
+	}
 	stderr := res.Stderr
 	if !review && err == nil && res.TimedOut && res.Record.Reason == ReasonBudgetExceeded {
 		named := res.Stdout
@@ -235,6 +249,26 @@ func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 		return out, fmt.Errorf("%s agent %s: %w", r.Backend, r.Name, err)
 	}
 	return out, nil
+}
+
+// cliFailure is the Result and error of a run the CLI itself said it
+// could not do (see CLIError): the record blocked with reason cli-error,
+// the error the CLI's words, redacted, naming the agent.
+func cliFailure(t Task, r CLIRun, res CmdResult, o CLIOutput, fail *CLIError) (Result, error) {
+	f := *fail
+	f.Agent = r.Name
+	f.Message = text.Clip(text.OneLine(Redact(f.Message, r.Secrets...)), 500)
+	f.Endpoint = Redact(f.Endpoint, r.Secrets...)
+	rec := StatusRecord{Status: StatusBlocked, Reason: ReasonCLIError, Summary: f.Error(), FilesChanged: []string{}}
+	out := Result{
+		Record:   rec,
+		Output:   Redact(o.Final, r.Secrets...),
+		Stderr:   Redact(res.Stderr, r.Secrets...),
+		Duration: res.Duration,
+		Usage:    o.Usage,
+	}
+	out.Outcomes = OutcomesFor(t.Findings, rec)
+	return out, &f
 }
 
 // sessionHead is how much of the start of a CLI's stdout a run keeps

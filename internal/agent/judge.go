@@ -30,5 +30,5 @@ func IsJudge(kind string) bool {
 // own schema; the Record only says how the process ended (ProcessRecord),
 // since the answer is no status record of a change.
 func ReadOnly(kind string) bool {
-	return kind == TaskKindReview || IsJudge(kind)
+	return kind == TaskKindReview || kind == TaskKindCheck || IsJudge(kind)
 }

@@ -41,6 +41,15 @@ type Cmd struct {
 	// Reason ReasonUnparseable, which is how the budget rule tells a record
 	// the agent printed from none.
 	Parse func(stdout string) StatusRecord
+	// Watch, when set, reads each line of the run's output as it comes
+	// (stderr true for stderr) for what it says of the CLI's model
+	// connection (see Signal): an authentication failure stops the run at
+	// once, a failing endpoint once RetryBound has passed without the
+	// model answering — not at the budget.
+	Watch func(stderr bool, line string) Signal
+	// RetryBound is how long a Watch's Retry may go on; zero means
+	// DefaultRetryBound.
+	RetryBound time.Duration
 }
 
 // CmdResult is what RunWithBudget observed.
@@ -54,6 +63,9 @@ type CmdResult struct {
 	ExitCode   int    // -1 when ended by a signal
 	TimedOut   bool   // stopped at the budget
 	Duration   time.Duration
+	// Failure is the CLI's own error that stopped the run (Cmd.Watch);
+	// the Record is then blocked with reason cli-error.
+	Failure *CLIError
 }
 
 // RunWithBudget runs c.Argv in c.Dir and enforces the time-box (AG-T1). At
@@ -88,10 +100,23 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 		parse = ParseStatus
 	}
 
-	p, err := proc.Run(ctx, proc.Spec{
+	spec := proc.Spec{
 		Argv: c.Argv, Dir: c.Dir, Env: env, Stdin: c.Stdin,
 		Budget: budget, Grace: grace, MaxOutput: OutputTail, Clock: c.Clock, StdoutHead: c.StdoutHead,
-	})
+	}
+	var w *watch
+	if c.Watch != nil {
+		var clock proc.Clock = c.Clock
+		if clock == nil {
+			clock = realTimers{}
+		}
+		w = newWatch(c.Watch, c.RetryBound, clock)
+		spec.OnLine, spec.Abort = w.line, w.abort
+	}
+	p, err := proc.Run(ctx, spec)
+	if w != nil {
+		defer w.finish()
+	}
 	if !p.Started {
 		return CmdResult{}, fmt.Errorf("run agent %s: %w", c.Argv[0], errors.Unwrap(err))
 	}
@@ -109,6 +134,13 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 		return res, fmt.Errorf("run agent %s: %w", c.Argv[0], errors.Unwrap(err))
 	}
 
+	if w != nil {
+		if f := w.finish(); f != nil {
+			res.Failure = f
+			res.Record = StatusRecord{Status: StatusBlocked, Reason: ReasonCLIError, Summary: f.Error(), FilesChanged: []string{}}
+			return res, nil
+		}
+	}
 	rec := parse(res.Stdout)
 	valid := rec.Reason != ReasonUnparseable
 	switch {
@@ -131,4 +163,15 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 		return res, fmt.Errorf("run agent %s: %w", c.Argv[0], p.Interrupted)
 	}
 	return res, nil
+}
+
+// ReasonCLIError is the reason of a run's record when the CLI itself
+// reported that it could not do the run (a *CLIError).
+const ReasonCLIError = "cli-error"
+
+type realTimers struct{}
+
+func (realTimers) NewTimer(d time.Duration) (<-chan time.Time, func() bool) {
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }

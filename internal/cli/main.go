@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/convergeloop/converge/internal/agent"
 	"io"
 	"os"
 	"strings"
@@ -87,6 +88,10 @@ func ExitCodeOf(err error) int {
 	var ee *ExitErr
 	if errors.As(err, &ee) {
 		return ee.Code
+	}
+	if agent.KindOf(err) == agent.FailAuth {
+		// An agent CLI's credentials, not the forge's (AG-T4).
+		return exitcode.Auth
 	}
 	switch forge.KindOf(err) {
 	case forge.KindAuth:

@@ -11,9 +11,11 @@
 package proc
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -59,6 +61,16 @@ type Spec struct {
 	// must not be killed at its end; git itself still dies with converge
 	// (Pdeathsig). Agent and build/test runs never are.
 	Direct bool
+	// OnLine, when set, is called with each line the process writes
+	// (without its newline; stderr true for stderr), as it is written, one
+	// call at a time: a caller watching a CLI's event stream stops the
+	// run on what a line says (an agent CLI's authentication failure)
+	// instead of waiting for the budget. A last line without a newline is
+	// passed when the stream ends. Lines longer than 1 MiB are passed cut.
+	OnLine func(stderr bool, line string)
+	// Abort, when closed, stops the process as the budget does (SIGTERM,
+	// then SIGKILL after the grace); Result.Aborted says it did.
+	Abort <-chan struct{}
 }
 
 // Clock makes timers. NewTimer returns a channel that receives once d
@@ -87,7 +99,9 @@ type Result struct {
 	TimedOut   bool // stopped at the budget
 	// Interrupted is ctx's error when ctx ended the run.
 	Interrupted error
-	Duration    time.Duration
+	// Aborted: Spec.Abort stopped the run.
+	Aborted  bool
+	Duration time.Duration
 }
 
 // Run runs s.Argv and waits for it. Stopping — at the budget or when ctx
@@ -124,6 +138,14 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if !s.Combined {
 		stderr = &Tail{Max: max}
 	}
+	var outW, errW io.Writer = stdout, stderr
+	var lines []*lineWriter
+	if s.OnLine != nil {
+		mu := &sync.Mutex{}
+		lo := &lineWriter{next: stdout, mu: mu, fn: s.OnLine}
+		le := &lineWriter{next: stderr, mu: mu, fn: s.OnLine, stderr: !s.Combined}
+		outW, errW, lines = lo, le, []*lineWriter{lo, le}
+	}
 	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
 	cmd.Dir = s.Dir
 	cmd.Env = withOwner(s.Env)
@@ -134,7 +156,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 			return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
 		}
 	}
-	pipes, err := connect(cmd, s.Stdin, stdout, stderr, s.Combined)
+	pipes, err := connect(cmd, s.Stdin, outW, errW, s.Combined)
 	if err != nil {
 		sup.abandon()
 		return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
@@ -175,12 +197,18 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	case <-ctx.Done():
 		res.Interrupted = ctx.Err()
 		waitErr = stop(fam, done, clock, grace)
+	case <-s.Abort:
+		res.Aborted = true
+		waitErr = stop(fam, done, clock, grace)
 	}
 	// What the leader left is killed before its output is read to the
 	// end: a background process holding the pipes would otherwise keep
 	// the run open.
 	fam.kill(killWait)
 	pipes.drain(grace)
+	for _, l := range lines {
+		l.flush()
+	}
 
 	res.Duration = time.Since(start)
 	res.Stdout, res.StdoutDropped = stdout.Content()
@@ -319,4 +347,65 @@ func WithDropNote(s string, dropped int64) string {
 		return s
 	}
 	return "[… " + strconv.FormatInt(dropped, 10) + " earlier bytes dropped]\n" + s
+}
+
+// maxLine bounds a line lineWriter holds for OnLine: a stream without
+// newlines must not fill memory.
+const maxLine = 1 << 20
+
+// lineWriter passes what is written to next, and each complete line to fn
+// under mu (shared by a run's two streams, so fn is called one line at a
+// time).
+type lineWriter struct {
+	next   io.Writer
+	mu     *sync.Mutex
+	fn     func(stderr bool, line string)
+	stderr bool
+	buf    []byte
+	cut    bool // buf was cut at maxLine; the rest of its line is dropped
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	n, err := w.next.Write(p)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			w.add(p)
+			break
+		}
+		w.add(p[:i])
+		w.emit()
+		p = p[i+1:]
+	}
+	return n, err
+}
+
+func (w *lineWriter) add(p []byte) {
+	if w.cut {
+		return
+	}
+	if room := maxLine - len(w.buf); len(p) > room {
+		p, w.cut = p[:room], true
+	}
+	w.buf = append(w.buf, p...)
+}
+
+func (w *lineWriter) emit() {
+	line := string(w.buf)
+	w.buf, w.cut = w.buf[:0], false
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	w.fn(w.stderr, line)
+}
+
+// flush passes a last line that ended without a newline.
+func (w *lineWriter) flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.buf) > 0 || w.cut {
+		w.emit()
+	}
 }

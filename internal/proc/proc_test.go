@@ -5,6 +5,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -92,5 +93,53 @@ func TestAG_T1_RunKeepsStdoutsHead(t *testing.T) {
 	}
 	if !strings.HasPrefix(r.StdoutHead, "session-S1\nxxxxxxxxx") || len(r.StdoutHead) != 20 || strings.Contains(r.Stdout, "session") || !strings.HasSuffix(r.Stdout, "done\n") {
 		t.Fatalf("head %q, tail ends %q", r.StdoutHead, r.Stdout[max(0, len(r.Stdout)-20):])
+	}
+}
+
+func TestOnLineSeesEachLineAndAbortStops(t *testing.T) {
+	abort := make(chan struct{})
+	var got []string
+	res, err := Run(context.Background(), Spec{
+		Argv: []string{"sh", "-c", `echo one; printf 'two\r\n' >&2; echo stop; exec sleep 30`},
+		OnLine: func(stderr bool, line string) {
+			got = append(got, fmt.Sprintf("%v:%s", stderr, line))
+			if line == "stop" {
+				close(abort)
+			}
+		},
+		Abort: abort,
+		Grace: time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Aborted || res.TimedOut {
+		t.Errorf("aborted=%v timedOut=%v, want an abort", res.Aborted, res.TimedOut)
+	}
+	want := map[string]bool{"false:one": true, "true:two": true, "false:stop": true}
+	if len(got) != 3 {
+		t.Fatalf("lines = %q", got)
+	}
+	for _, g := range got {
+		if !want[g] {
+			t.Errorf("unexpected line %q in %q", g, got)
+		}
+	}
+	if res.Stdout != "one\nstop\n" {
+		t.Errorf("stdout = %q", res.Stdout)
+	}
+}
+
+func TestOnLinePassesALastLineWithoutNewline(t *testing.T) {
+	var got []string
+	_, err := Run(context.Background(), Spec{
+		Argv:   []string{"printf", "a\nb"},
+		OnLine: func(_ bool, line string) { got = append(got, line) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(got, "|") != "a|b" {
+		t.Errorf("lines = %q", got)
 	}
 }

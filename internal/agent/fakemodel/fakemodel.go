@@ -159,6 +159,12 @@ type Server struct {
 	SideText string
 	// Model is reported in responses when a request names none.
 	Model string
+	// Refuse, when set, is asked first about every request (api is
+	// "anthropic", "openai" or "gemini"); a non-zero status answers the
+	// request with that HTTP status and the API's own error body (see
+	// apiError) instead of a turn: 401 a rejected key, 429 a rate limit,
+	// 503 a failing endpoint. The request is recorded with Script -1.
+	Refuse func(api string, r *http.Request) (status int, message string)
 
 	scripts []Script
 
@@ -184,6 +190,15 @@ func New(scripts ...Script) *Server {
 // ServeHTTP routes the Anthropic and OpenAI endpoints.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	path := r.URL.Path
+	if s.Refuse != nil {
+		if api := apiOf(r); api != "" {
+			if status, msg := s.Refuse(api, r); status != 0 {
+				s.record(Request{API: api, Method: r.Method, Path: path, Header: r.Header.Clone(), Script: -1})
+				apiError(w, api, status, msg)
+				return
+			}
+		}
+	}
 	switch {
 	case r.Method == http.MethodPost && path == "/v1/messages":
 		s.serveAnthropic(w, r)
@@ -407,4 +422,57 @@ func mustJSON(v any) json.RawMessage {
 		panic(fmt.Sprintf("fakemodel: tool input: %v", err))
 	}
 	return b
+}
+
+// apiOf is the API a request is for, "" for an unknown path.
+func apiOf(r *http.Request) string {
+	switch p := r.URL.Path; {
+	case strings.HasPrefix(p, "/v1/messages"):
+		return "anthropic"
+	case p == "/v1/responses" || p == "/v1/chat/completions":
+		return "openai"
+	default:
+		if _, _, ok := geminiRoute(p); ok {
+			return "gemini"
+		}
+	}
+	return ""
+}
+
+// apiError answers with status and each API's own error body: Anthropic's
+// {"type":"error","error":{"type","message"}}, OpenAI's
+// {"error":{"message","type","code"}}, Gemini's (Google's)
+// {"error":{"code","message","status"}}.
+func apiError(w http.ResponseWriter, api string, status int, message string) {
+	if message == "" {
+		message = http.StatusText(status)
+	}
+	switch api {
+	case "anthropic":
+		typ := map[int]string{401: "authentication_error", 403: "permission_error", 404: "not_found_error",
+			429: "rate_limit_error", 529: "overloaded_error"}[status]
+		if typ == "" {
+			typ = "api_error"
+			if status < 500 {
+				typ = "invalid_request_error"
+			}
+		}
+		writeJSON(w, status, map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}})
+	case "openai":
+		typ, code := "server_error", any(nil)
+		switch status {
+		case 401:
+			typ, code = "invalid_request_error", "invalid_api_key"
+		case 429:
+			typ, code = "rate_limit_exceeded", "rate_limit_exceeded"
+		}
+		writeJSON(w, status, map[string]any{"error": map[string]any{"message": message, "type": typ, "param": nil, "code": code}})
+	default:
+		st := map[int]string{400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+			429: "RESOURCE_EXHAUSTED", 503: "UNAVAILABLE"}[status]
+		if st == "" {
+			st = "INTERNAL"
+		}
+		writeJSON(w, status, map[string]any{"error": map[string]any{"code": status, "message": message, "status": st}})
+	}
 }

@@ -595,3 +595,25 @@ func TestGeminiFunctionCallsAndResponses(t *testing.T) {
 		t.Errorf("unanswered %v, errors %v", u, e)
 	}
 }
+
+func TestRefuseAnswersInEachAPIsErrorShape(t *testing.T) {
+	srv := New()
+	srv.Refuse = func(api string, _ *http.Request) (int, string) { return 401, "bad key for " + api }
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	for path, want := range map[string]string{
+		"/v1/messages":  `"type":"authentication_error"`,
+		"/v1/responses": `"code":"invalid_api_key"`,
+		"/v1beta/models/gemini-x:streamGenerateContent": `"status":"UNAUTHENTICATED"`,
+	} {
+		resp := post(t, ts.URL+path, map[string]any{})
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 401 || !strings.Contains(string(b), want) || !strings.Contains(string(b), "bad key for") {
+			t.Errorf("%s: %d %s, want 401 with %s", path, resp.StatusCode, b, want)
+		}
+	}
+	if n := len(srv.Requests()); n != 3 {
+		t.Errorf("recorded %d requests, want 3", n)
+	}
+}
