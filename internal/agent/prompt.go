@@ -144,7 +144,7 @@ func writeStatusRecordRules(b *strings.Builder) {
 	w("implementer_status, concerns, reason and file_reasons are optional; a file you add, or change for a finding about no file, is kept only with its reason in file_reasons. DONE and DONE_WITH_CONCERNS mean complete; NEEDS_CONTEXT and BLOCKED mean blocked. ")
 	w("Use NEEDS_CONTEXT when information you were not given would let you finish (say what in reason), BLOCKED when the task cannot be done as asked. ")
 	w("Start a concern with %q when the change must not be accepted as it is (it then counts as BLOCKED). ", CriticalPrefix)
-	w("Output without a valid final record counts as blocked.\n")
+	w("Output without a valid final record is no answer at all: the run is tried once more and then stopped as an error, and your work is not used. If you cannot or will not do the task, say so in a BLOCKED record with the reason.\n")
 }
 
 // SummaryRequest opens the message that asks a CLI agent stopped at its

@@ -103,3 +103,19 @@ func TestSEC2_PromptNonceDependsOnData(t *testing.T) {
 		t.Error("nonce must be deterministic and change with the quoted text")
 	}
 }
+
+// TestAG_T3_FixPromptSaysWhatGarbageBecomes: the prompt tells the model
+// what converge does with output that holds no record (AG-T3, AG-T4: no
+// answer, retried once, then an error of the run), not that it is read as
+// a blocked answer, and how to refuse properly.
+func TestAG_T3_FixPromptSaysWhatGarbageBecomes(t *testing.T) {
+	p := RenderTaskPrompt(Task{Kind: TaskKindFix, Findings: []Finding{{ID: "f1", Body: "x"}}})
+	if strings.Contains(p, "counts as blocked") {
+		t.Error("the prompt says garbage counts as blocked; converge ends the run errored instead")
+	}
+	for _, want := range []string{"tried once more and then stopped as an error", "say so in a BLOCKED record"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("prompt lacks %q", want)
+		}
+	}
+}
