@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -372,6 +373,14 @@ type CLIOptions struct {
 	SummaryBudget time.Duration
 	// Secrets are redacted from captured output (SEC-3).
 	Secrets []string
+	// RetryBound is how long the CLI may keep retrying a failing model
+	// request before converge stops the run (CLIRun.RetryBound); zero
+	// means DefaultRetryBound.
+	RetryBound time.Duration
+	// AgentEnv names more variables of converge's environment to pass
+	// as they are (the user's agent_env / --agent-env), after PassEnv;
+	// see PassNames.
+	AgentEnv []string
 	// Getenv reads converge's environment (the backend's BinaryEnv); nil
 	// means os.Getenv. Environ lists it for PassEnv; nil means os.Environ.
 	Getenv  func(string) string
@@ -400,4 +409,20 @@ func (o *CLIOptions) Resolve(name, binaryEnv string, passEnv []string) (string, 
 		o.Environ = os.Environ
 	}
 	return ResolveBinary(o.Binary, binaryEnv, name, o.Getenv)
+}
+
+// ForgeTokenNames are the variables that hold a forge token (IF-2): they
+// never reach an agent, whatever PassEnv or AgentEnv name (SEC-2).
+var ForgeTokenNames = []string{"GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "CONVERGE_TOKEN"}
+
+// PassNames is what a run passes from converge's environment: PassEnv
+// then AgentEnv, without the forge token's variables.
+func (o CLIOptions) PassNames() []string {
+	var out []string
+	for _, n := range append(slices.Clone(o.PassEnv), o.AgentEnv...) {
+		if !slices.Contains(ForgeTokenNames, n) && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
 }

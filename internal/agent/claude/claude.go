@@ -173,7 +173,7 @@ func (a *Agent) args(t agent.Task, tools []string, maxTurns int, session ...stri
 // Env is the environment of a run of t.
 func (a *Agent) Env(t agent.Task) []string {
 	extra := append(append([]string{}, quietEnv...), a.opts.Env...)
-	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassEnv, extra)
+	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassNames(), extra)
 }
 
 // Run runs Claude Code once on t. See the package comment for what is

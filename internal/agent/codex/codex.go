@@ -182,7 +182,7 @@ func (a *Agent) config(argv []string, t agent.Task) []string {
 
 // Env is the environment of a run of t.
 func (a *Agent) Env(t agent.Task) []string {
-	pass := a.opts.PassEnv
+	pass := a.opts.PassNames()
 	if p := a.opts.Provider; p != nil && p.EnvKey != "" {
 		pass = append(append([]string{}, pass...), p.EnvKey)
 	}

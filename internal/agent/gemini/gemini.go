@@ -125,7 +125,7 @@ func (a *Agent) Env(t agent.Task) []string {
 	// No self-relaunch with a bigger heap: the run stays one process tree
 	// under converge's time-box either way, but simpler.
 	extra := append([]string{"GEMINI_CLI_NO_RELAUNCH=true"}, a.opts.Env...)
-	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassEnv, extra)
+	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassNames(), extra)
 }
 
 // Run runs Gemini CLI once on t; agent.RunWithBudget's rules apply to the

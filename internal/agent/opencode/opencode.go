@@ -149,7 +149,7 @@ func (a *Agent) ResumeEnv(t agent.Task) []string {
 func (a *Agent) env(t agent.Task, readOnly bool) []string {
 	extra := append(append([]string{}, quietEnv...), a.opts.Env...)
 	extra = append(extra, "OPENCODE_CONFIG_CONTENT="+a.config(readOnly))
-	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassEnv, extra)
+	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassNames(), extra)
 }
 
 // Run runs OpenCode once on t; agent.RunWithBudget's rules apply to the
