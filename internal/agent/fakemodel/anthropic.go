@@ -65,17 +65,43 @@ func textOf(raw json.RawMessage) string {
 var msgSeq atomic.Int64
 
 func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
+	s.serveMessages(w, r, messagesRoute{api: "anthropic"})
+}
+
+// messagesRoute is how a provider carries the Messages API: Anthropic's
+// own endpoint, or a cloud's (vertex.go, bedrock.go) that names the model
+// in its URL, says in its URL whether to stream, and frames the stream
+// its own way.
+type messagesRoute struct {
+	api string
+	// model is the model the URL names; "" means the body's.
+	model string
+	// stream, when set, overrides the body's stream field.
+	stream *bool
+	// events, when set, starts a stream and returns the function that
+	// writes each of its events; nil means server-sent events.
+	events func(w http.ResponseWriter) func(event string, data any)
+}
+
+func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, route messagesRoute) {
+	api := route.api
 	body, err := io.ReadAll(r.Body)
-	rec := Request{API: "anthropic", Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Script: -1}
+	rec := Request{API: api, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Script: -1}
 	var req anthropicRequest
 	if err == nil {
 		err = json.Unmarshal(body, &req)
 	}
 	if err != nil {
 		s.record(rec)
-		s.fail("anthropic: unreadable request: %v", err)
+		s.fail("%s: unreadable request: %v", api, err)
 		writeJSON(w, http.StatusBadRequest, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": err.Error()}})
 		return
+	}
+	if route.model != "" {
+		req.Model = route.model
+	}
+	if route.stream != nil {
+		req.Stream = *route.stream
 	}
 
 	var user []said
@@ -142,12 +168,12 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 			}
 			input = mustJSON(map[string]string{"command": c.Shell})
 			if !slices.Contains(tools, name) {
-				s.fail("anthropic: shell call but the request offers no Bash tool (tools %v)", tools)
+				s.fail("%s: shell call but the request offers no Bash tool (tools %v)", api, tools)
 			}
 		}
 		u := toolUse{id: callID("toolu", rec.Script, turn, i), name: name, input: input}
 		uses = append(uses, u)
-		s.addCall(Call{API: "anthropic", ID: u.id, Name: u.name, Input: u.input, Script: rec.Script, Turn: turn})
+		s.addCall(Call{API: api, ID: u.id, Name: u.name, Input: u.input, Script: rec.Script, Turn: turn})
 	}
 
 	usage := t.Usage.orDefault()
@@ -173,37 +199,42 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	sse(w, "message_start", map[string]any{"type": "message_start", "message": map[string]any{
+	send := func(event string, data any) { sse(w, event, data) }
+	if route.events != nil {
+		send = route.events(w)
+	} else {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+	}
+	send("message_start", map[string]any{"type": "message_start", "message": map[string]any{
 		"id": id, "type": "message", "role": "assistant", "model": model,
 		"content": []any{}, "stop_reason": nil, "stop_sequence": nil,
 		"usage": anthropicUsage(usage, 1),
 	}})
-	sse(w, "ping", map[string]any{"type": "ping"})
+	send("ping", map[string]any{"type": "ping"})
 	index := 0
 	if t.Text != "" {
-		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": index,
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": index,
 			"content_block": map[string]any{"type": "text", "text": ""}})
 		for _, c := range chunks(t.Text, 24) {
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": index,
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index,
 				"delta": map[string]any{"type": "text_delta", "text": c}})
 		}
-		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 		index++
 	}
 	for _, u := range uses {
-		sse(w, "content_block_start", map[string]any{"type": "content_block_start", "index": index,
+		send("content_block_start", map[string]any{"type": "content_block_start", "index": index,
 			"content_block": map[string]any{"type": "tool_use", "id": u.id, "name": u.name, "input": map[string]any{}}})
 		for _, c := range chunks(string(u.input), 24) {
-			sse(w, "content_block_delta", map[string]any{"type": "content_block_delta", "index": index,
+			send("content_block_delta", map[string]any{"type": "content_block_delta", "index": index,
 				"delta": map[string]any{"type": "input_json_delta", "partial_json": c}})
 		}
-		sse(w, "content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
+		send("content_block_stop", map[string]any{"type": "content_block_stop", "index": index})
 		index++
 	}
-	sse(w, "message_delta", map[string]any{"type": "message_delta",
+	send("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": stop, "stop_sequence": nil},
 		"usage": map[string]any{
 			"output_tokens":               usage.OutputTokens,
@@ -211,7 +242,7 @@ func (s *Server) serveAnthropic(w http.ResponseWriter, r *http.Request) {
 			"cache_read_input_tokens":     usage.CacheReadTokens,
 			"cache_creation_input_tokens": 0,
 		}})
-	sse(w, "message_stop", map[string]any{"type": "message_stop"})
+	send("message_stop", map[string]any{"type": "message_stop"})
 }
 
 // anthropicUsage is a Usage object; output is the output_tokens to report
@@ -227,8 +258,12 @@ func anthropicUsage(u Usage, output int) map[string]any {
 }
 
 func (s *Server) serveCountTokens(w http.ResponseWriter, r *http.Request) {
+	s.countTokens(w, r, "anthropic")
+}
+
+func (s *Server) countTokens(w http.ResponseWriter, r *http.Request, api string) {
 	body, _ := io.ReadAll(r.Body)
-	s.record(Request{API: "anthropic", Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Side: true, Script: -1})
+	s.record(Request{API: api, Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body, Side: true, Script: -1})
 	// A rough count, as the real endpoint's only use here is an estimate.
 	writeJSON(w, http.StatusOK, map[string]any{"input_tokens": len(body)/4 + 1})
 }

@@ -137,7 +137,7 @@ type ToolResult struct {
 
 // Request is one recorded request.
 type Request struct {
-	API    string // "anthropic", "openai", "gemini", or "" for an unknown path
+	API    string // "anthropic", "openai", "gemini", "vertex", "bedrock", or "" for an unknown path
 	Method string
 	Path   string
 	Header http.Header
@@ -209,6 +209,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		if model, method, ok := geminiRoute(path); ok && r.Method == http.MethodPost {
 			s.serveGemini(w, r, model, method)
+			return
+		}
+		if v, ok := vertexRoute(path); ok && r.Method == http.MethodPost {
+			s.serveVertex(w, r, v)
+			return
+		}
+		if b, ok := bedrockRoute(path); ok {
+			s.serveBedrock(w, r, b)
 			return
 		}
 		s.record(Request{Method: r.Method, Path: path, Header: r.Header.Clone(), Script: -1})
@@ -435,6 +443,12 @@ func apiOf(r *http.Request) string {
 		if _, _, ok := geminiRoute(p); ok {
 			return "gemini"
 		}
+		if _, ok := vertexRoute(p); ok {
+			return "vertex"
+		}
+		if _, ok := bedrockRoute(p); ok {
+			return "bedrock"
+		}
 	}
 	return ""
 }
@@ -448,6 +462,8 @@ func apiError(w http.ResponseWriter, api string, status int, message string) {
 		message = http.StatusText(status)
 	}
 	switch api {
+	case "bedrock":
+		bedrockError(w, status, message)
 	case "anthropic":
 		typ := map[int]string{401: "authentication_error", 403: "permission_error", 404: "not_found_error",
 			429: "rate_limit_error", 529: "overloaded_error"}[status]

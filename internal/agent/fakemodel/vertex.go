@@ -1,0 +1,56 @@
+package fakemodel
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Claude on Google Vertex AI, as Claude Code talks to it with
+// CLAUDE_CODE_USE_VERTEX=1 (the Anthropic SDK's Vertex client,
+// anthropic-sdk-typescript packages/vertex-sdk): the Messages API under
+// a Vertex model's resource path,
+//
+//	POST {base}/projects/P/locations/R/publishers/anthropic/models/M:streamRawPredict
+//	POST {base}/projects/P/locations/R/publishers/anthropic/models/M:rawPredict
+//	POST {base}/projects/P/locations/R/publishers/anthropic/models/count-tokens:rawPredict
+//
+// where {base} is ANTHROPIC_VERTEX_BASE_URL (https://R-aiplatform.googleapis.com/v1
+// by default). The body is a Messages request without its model (the
+// path names it) and with anthropic_version "vertex-2023-10-16";
+// streamRawPredict answers with the Messages API's server-sent events,
+// rawPredict with a Message. Vertex's own errors (a rejected credential, a
+// quota) are Google's {"error":{"code","message","status"}}: Refuse's api
+// is "vertex".
+
+// VertexRoute is a Vertex request's project, region, model and method
+// ("streamRawPredict", "rawPredict"); ok is false for any other path.
+type VertexRoute struct {
+	Project, Region, Model, Method string
+}
+
+func vertexRoute(path string) (VertexRoute, bool) {
+	i := strings.Index(path, "/projects/")
+	if i < 0 {
+		return VertexRoute{}, false
+	}
+	parts := strings.Split(path[i+1:], "/")
+	// projects P locations R publishers anthropic models M:method
+	if len(parts) != 8 || parts[0] != "projects" || parts[2] != "locations" ||
+		parts[4] != "publishers" || parts[5] != "anthropic" || parts[6] != "models" {
+		return VertexRoute{}, false
+	}
+	model, method, ok := strings.Cut(parts[7], ":")
+	if !ok || model == "" || (method != "streamRawPredict" && method != "rawPredict") {
+		return VertexRoute{}, false
+	}
+	return VertexRoute{Project: parts[1], Region: parts[3], Model: model, Method: method}, true
+}
+
+func (s *Server) serveVertex(w http.ResponseWriter, r *http.Request, v VertexRoute) {
+	if v.Model == "count-tokens" {
+		s.countTokens(w, r, "vertex")
+		return
+	}
+	stream := v.Method == "streamRawPredict"
+	s.serveMessages(w, r, messagesRoute{api: "vertex", model: v.Model, stream: &stream})
+}
