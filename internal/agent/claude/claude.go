@@ -1,7 +1,7 @@
 // Package claude is the Claude Code agent backend (SPEC AG-B1). It runs the
 // `claude` CLI non-interactively:
 //
-//	claude -p --output-format stream-json --verbose
+//	claude -p --output-format stream-json --verbose --include-partial-messages
 //	       --permission-mode acceptEdits
 //	       --tools T --allowedTools T --max-turns N [--model M]
 //	       [extra args…]
@@ -15,7 +15,7 @@
 // may use is both the only tool available (--tools) and pre-approved
 // (--allowedTools): nothing ever waits for a permission prompt.
 //
-// The CLI prints one JSON event per line; the last is
+// The CLI prints one JSON event per line (see stream.go); the last is
 // {"type":"result","subtype":"success","result":TEXT,"usage":{…},
 // "total_cost_usd":X,"num_turns":N,"is_error":false,…}. TEXT is the
 // agent's final message: for a fix task its last line must be the status
@@ -24,6 +24,13 @@
 // verdict, returned in Result.Output, and the run has ReviewTools. A
 // run without a result event (stopped at its budget, crashed) falls back
 // to the text of the last assistant message, still fail-closed.
+//
+// The events are also read as they come (watcher): a refused credential
+// ends the run in seconds with the CLI's words, a failing model endpoint
+// once the CLI has retried it for Options.RetryBound, both as an
+// *agent.CLIError; and every model message's usage is counted as it
+// streams (--include-partial-messages carries each message's final
+// output_tokens), so a run stopped at its budget still counts its tokens.
 //
 // A fix run stopped at its budget without a record is told to summarize
 // (AG-T1, agent.RunCLI): its session (the session_id of its events) is
@@ -34,7 +41,6 @@ package claude
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -55,17 +61,6 @@ var DefaultTools = []string{"Read", "Glob", "Grep", "Edit", "Write", "Bash"}
 // ReviewTools are the tools of a review or judge run: it reads, never
 // edits.
 var ReviewTools = []string{"Read", "Glob", "Grep"}
-
-// DefaultPassEnv are the variables of converge's environment a claude run
-// gets besides the scrubbed task environment: how Claude Code reaches and
-// authenticates to its model, and where it keeps its configuration. No
-// forge token is among them.
-var DefaultPassEnv = []string{
-	"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_BASE_URL",
-	"ANTHROPIC_CUSTOM_HEADERS", "ANTHROPIC_MODEL", "ANTHROPIC_SMALL_FAST_MODEL",
-	"CLAUDE_CODE_OAUTH_TOKEN", "CLAUDE_CONFIG_DIR",
-	"CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX",
-}
 
 // quietEnv keeps a non-interactive run from reaching anything but its
 // model: no update checks, telemetry or other background traffic.
@@ -158,7 +153,7 @@ func (a *Agent) ResumeArgs(t agent.Task, session string) []string {
 func (a *Agent) args(t agent.Task, tools []string, maxTurns int, session ...string) []string {
 	list := strings.Join(tools, ",")
 	argv := []string{a.bin,
-		"-p", "--output-format", "stream-json", "--verbose",
+		"-p", "--output-format", "stream-json", "--verbose", "--include-partial-messages",
 		"--permission-mode", a.opts.PermissionMode,
 		"--tools", list, "--allowedTools", list,
 		"--max-turns", strconv.Itoa(maxTurns),
@@ -170,27 +165,61 @@ func (a *Agent) args(t agent.Task, tools []string, maxTurns int, session ...stri
 	return append(argv, a.opts.ExtraArgs...)
 }
 
-// Env is the environment of a run of t.
+// Env is the environment of a run of t: the task's, the variables
+// PassEnv and AgentEnv name (a name ending in '*' passes every variable
+// it prefixes; never a forge token's), quietEnv, then Options.Env.
 func (a *Agent) Env(t agent.Task) []string {
-	extra := append(append([]string{}, quietEnv...), a.opts.Env...)
-	return agent.CLIEnv(t.Env, a.opts.Environ(), a.opts.PassNames(), extra)
+	extra := append([]string{}, quietEnv...)
+	for _, kv := range a.opts.Environ() {
+		name, _, ok := strings.Cut(kv, "=")
+		if ok && slices.ContainsFunc(a.passNames(), func(p string) bool { return strings.HasSuffix(p, "*") && matchPass(p, name) }) {
+			extra = append(extra, kv)
+		}
+	}
+	extra = append(extra, a.opts.Env...)
+	return agent.CLIEnv(t.Env, a.opts.Environ(), a.passNames(), extra)
+}
+
+func (a *Agent) passNames() []string { return a.opts.PassNames() }
+
+// matchPass says whether a PassEnv name (a prefix when it ends in '*')
+// passes the variable name; a forge token's never passes.
+func matchPass(pattern, name string) bool {
+	if slices.Contains(agent.ForgeTokenNames, name) {
+		return false
+	}
+	if p, ok := strings.CutSuffix(pattern, "*"); ok {
+		return strings.HasPrefix(name, p)
+	}
+	return pattern == name
 }
 
 // Run runs Claude Code once on t. See the package comment for what is
 // read; agent.RunWithBudget's rules apply to the record (a stop at the
 // budget without a record is partial/budget-exceeded, a non-zero exit
-// keeps a valid record with a concern).
+// keeps a valid record with a concern). The CLI's own errors end the run
+// early (see watcher) or afterwards (Stream.Failure): Run then returns
+// the *agent.CLIError, for every kind of task.
 func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
+	env := a.Env(t)
+	endpoint := envOf(env).endpoint()
+	cred, _ := envOf(env).credential()
+	w := newWatcher(endpoint, cred)
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "claude", Name: a.opts.Name,
-		Argv: a.Args(t), Env: a.Env(t),
+		Argv: a.Args(t), Env: env,
 		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
+		Watch: w.line, RetryBound: a.opts.RetryBound,
 		Record: func(stdout string) agent.StatusRecord { return ParseStream(stdout).Record() },
 		Read: func(stdout string) agent.CLIOutput {
 			stream := ParseStream(stdout)
-			o := agent.CLIOutput{Final: stream.Final, Usage: stream.Usage()}
-			if stream.Result != nil && stream.Result.IsError {
-				o.ReviewFailure = "claude ended with " + stream.Result.Subtype
+			o := agent.CLIOutput{Final: stream.Final, Usage: stream.usage(w.tokensOf(stdout, stream.Tokens))}
+			o.Failure = stream.Failure(endpoint)
+			if r := stream.Result; o.Failure == nil && r != nil && r.IsError {
+				o.ReviewFailure = "claude ended with " + r.Subtype
+				if msg := strings.TrimSpace(r.Result); msg != "" {
+					o.ReviewFailure += ": " + msg
+				}
 			}
 			return o
 		},
@@ -199,114 +228,4 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 			return a.ResumeArgs(t, session), a.Env(t)
 		},
 	})
-}
-
-// Result is the stream's final event.
-type Result struct {
-	Subtype      string  `json:"subtype"`
-	IsError      bool    `json:"is_error"`
-	Result       string  `json:"result"`
-	NumTurns     int     `json:"num_turns"`
-	TotalCostUSD float64 `json:"total_cost_usd"`
-	Usage        struct {
-		InputTokens              int64 `json:"input_tokens"`
-		OutputTokens             int64 `json:"output_tokens"`
-		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	} `json:"usage"`
-}
-
-// Stream is what a run's stream-json output says.
-type Stream struct {
-	// Final is the agent's final message: the result event's text, or the
-	// text of the last assistant message when there is no result event.
-	Final string
-	// Result is the final event; nil when the run printed none.
-	Result *Result
-	// Assistant counts assistant messages.
-	Assistant int
-	// SessionID is the session the events name (each carries it), for
-	// --resume.
-	SessionID string
-}
-
-// streamEvent is the part of a stream-json event ParseStream reads.
-type streamEvent struct {
-	Type    string `json:"type"`
-	Message struct {
-		Content []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		} `json:"content"`
-	} `json:"message"`
-	ParentToolUseID *string `json:"parent_tool_use_id"`
-	SessionID       string  `json:"session_id"`
-}
-
-// ParseStream reads stream-json output. Lines that are not JSON objects
-// (a tail cut mid-line, stray text) are skipped.
-func ParseStream(stdout string) Stream {
-	var s Stream
-	var lastText string
-	agent.EachJSONLine(stdout, func(ev *streamEvent, line string) {
-		if ev.SessionID != "" {
-			s.SessionID = ev.SessionID
-		}
-		switch ev.Type {
-		case "assistant":
-			if ev.ParentToolUseID != nil {
-				return // a subagent's message, not the run's answer
-			}
-			s.Assistant++
-			var parts []string
-			for _, c := range ev.Message.Content {
-				if c.Type == "text" {
-					parts = append(parts, c.Text)
-				}
-			}
-			if len(parts) > 0 {
-				lastText = strings.Join(parts, "\n")
-			}
-		case "result":
-			var r Result
-			if json.Unmarshal([]byte(line), &r) == nil {
-				s.Result = &r
-			}
-		}
-	})
-	s.Final = lastText
-	if s.Result != nil && s.Result.Subtype == "success" {
-		s.Final = s.Result.Result
-	}
-	return s
-}
-
-// Record is the status record of the final message (IF-5, fail-closed),
-// with a concern when Claude Code reported the run as an error.
-func (s Stream) Record() agent.StatusRecord {
-	rec := agent.ParseStatus(s.Final)
-	if s.Result != nil && s.Result.IsError && rec.Reason != agent.ReasonUnparseable {
-		rec.Concerns = append(rec.Concerns, "claude reported an error: "+s.Result.Subtype)
-	}
-	if s.Result == nil && rec.Reason == agent.ReasonUnparseable {
-		rec.Summary += " (claude printed no result event)"
-	}
-	return rec
-}
-
-// Usage is the run's tokens and cost from the result event.
-func (s Stream) Usage() agent.Usage {
-	if s.Result == nil {
-		return agent.Usage{}
-	}
-	r := s.Result
-	return agent.Usage{
-		InputTokens:      r.Usage.InputTokens,
-		OutputTokens:     r.Usage.OutputTokens,
-		CacheReadTokens:  r.Usage.CacheReadInputTokens,
-		CacheWriteTokens: r.Usage.CacheCreationInputTokens,
-		CostUSD:          r.TotalCostUSD,
-		CostReported:     true,
-		Turns:            r.NumTurns,
-	}
 }
