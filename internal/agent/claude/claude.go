@@ -63,9 +63,12 @@ var DefaultTools = []string{"Read", "Glob", "Grep", "Edit", "Write", "Bash"}
 var ReviewTools = []string{"Read", "Glob", "Grep"}
 
 // quietEnv keeps a non-interactive run from reaching anything but its
-// model: no update checks, telemetry or other background traffic.
+// model: no update checks, telemetry or other background traffic; and
+// has a failure to start (a bad setting, a refused flag) reported as an
+// error result on stdout (Stream.Failure), not on stderr alone.
 var quietEnv = []string{
 	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1",
+	"CLAUDE_CODE_STARTUP_FAILURE_RESULTS=1",
 	"DISABLE_AUTOUPDATER=1",
 	"DISABLE_TELEMETRY=1",
 	"DISABLE_ERROR_REPORTING=1",
