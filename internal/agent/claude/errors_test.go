@@ -12,7 +12,7 @@ import (
 // credential, and run as root with --dangerously-skip-permissions under
 // CLAUDE_CODE_STARTUP_FAILURE_RESULTS.
 const (
-	retry401 = `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":580,"error_status":401,"error":"authentication_failed","session_id":"s"}`
+	retry401  = `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":580,"error_status":401,"error":"authentication_failed","session_id":"s"}`
 	retry401b = `{"type":"system","subtype":"api_retry","attempt":2,"max_retries":10,"retry_delay_ms":1232,"error_status":401,"error":"authentication_failed","session_id":"s"}`
 	retryConn = `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":534,"error_status":null,"error":"unknown","session_id":"s"}`
 	retry503  = `{"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":547,"error_status":503,"error":"server_error","session_id":"s"}`
