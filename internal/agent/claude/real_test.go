@@ -63,12 +63,26 @@ func statusLine(t *testing.T, rec map[string]any) string {
 	return string(b)
 }
 
+// The fix runs twice: with the model pinned, and with the CLI's default
+// model as a user runs it (no --model, no ANTHROPIC_MODEL).
 func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	bin := realCLI(t)
+	t.Parallel()
+	for _, model := range []string{"claude-fakemodel", ""} {
+		name := "pinned"
+		if model == "" {
+			name = "default model"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			realFix(t, bin, model)
+		})
+	}
+}
+
+func realFix(t *testing.T, bin, model string) {
 	// A forge token in converge's environment (see newAgent) must not
 	// reach the agent (SEC-2): the script dumps the agent's environment.
-	t.Parallel()
-
 	dir := repo(t, "greet.txt", "hello world\n")
 	file := filepath.Join(dir, "greet.txt")
 	dump := filepath.Join(dir, "env.dump")
@@ -88,6 +102,7 @@ func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	}})
 
 	a := newAgent(t, bin, url)
+	a.opts.Model = model
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindFix, RunID: "r1", Round: 1, Workdir: dir, Budget: 3 * time.Minute,
 		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge, not the world."}},
@@ -145,6 +160,19 @@ func TestRealClaude_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	for _, want := range DefaultTools {
 		if !slices.Contains(tools, want) {
 			t.Errorf("tools offered to the model %v lack %s", tools, want)
+		}
+	}
+	// Every model request asked for the pinned model, or for one the CLI
+	// chose itself.
+	for _, r := range srv.Requests() {
+		var body struct {
+			Model string `json:"model"`
+		}
+		if err := json.Unmarshal(r.Body, &body); err != nil {
+			t.Fatalf("request body: %v", err)
+		}
+		if (model != "" && body.Model != model) || (model == "" && (body.Model == "" || body.Model == "claude-fakemodel")) {
+			t.Errorf("request %s asked for model %q (pinned %q)", r.Path, body.Model, model)
 		}
 	}
 }
