@@ -219,3 +219,25 @@ func TestAG_T4_RealClaude_Check(t *testing.T) {
 		t.Errorf("check against a 401 = %+v, %+v", res, ce)
 	}
 }
+
+// AG-T4: an error the CLI reports only in its result (the API does not
+// know the model: 404) is the run's *CLIError of kind cli, in the CLI's
+// words, for a fix run and a judge's run alike.
+func TestAG_T4_RealClaude_UnknownModelIsTheCLIsError(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	srv, url := agenttest.Serve(t)
+	srv.Refuse = func(api string, r *http.Request) (int, string) { return 404, "model: claude-fakemodel" }
+	a := newAgent(t, bin, url)
+	for _, task := range []agent.Task{fixTask(repo(t, "a.txt", "x\n")),
+		{Kind: agent.TaskKindJudge, Workdir: repo(t, "a.txt", "x\n"), Prompt: "Judge this.", Budget: longBudget}} {
+		res, err := a.Run(context.Background(), task)
+		ce := cliError(t, err)
+		if ce.Kind != agent.FailCLI || !strings.HasPrefix(ce.Message, "There's an issue with the selected model (claude-fakemodel).") {
+			t.Errorf("%s: CLIError = %+v", task.Kind, ce)
+		}
+		if res.Record.Reason != agent.ReasonCLIError {
+			t.Errorf("%s: record = %+v", task.Kind, res.Record)
+		}
+	}
+}
