@@ -3,9 +3,13 @@ package claude
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,24 +124,91 @@ func TestAG_B1_RealClaude_LoginInHome(t *testing.T) {
 
 // AG-B1, SEC-2: Claude on Vertex AI as its users set it up
 // (CLAUDE_CODE_USE_VERTEX, ANTHROPIC_VERTEX_PROJECT_ID, CLOUD_ML_REGION,
-// ANTHROPIC_VERTEX_BASE_URL for a gateway that holds the Google
-// credential, CLAUDE_CODE_SKIP_VERTEX_AUTH): the variables pass, and the
-// CLI's default model is asked at the project's regional path.
+// ANTHROPIC_VERTEX_BASE_URL), with Google's application default
+// credentials (GOOGLE_APPLICATION_CREDENTIALS naming a workload identity
+// federation file, whose token exchange a local STS answers: the CLI
+// reads the file, trades its subject token for an access token and sends
+// that as a bearer token), or none for a gateway that adds it
+// (CLAUDE_CODE_SKIP_VERTEX_AUTH). The variables pass, and the CLI's
+// default model is asked at the project's regional path.
 func TestAG_B1_RealClaude_Vertex(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
-	dir := repo(t, "greet.txt", "hello world\n")
-	srv, url := agenttest.Serve(t, greetScript(dir))
-	a := userAgent(t, bin, "HOME="+t.TempDir(),
-		"CLAUDE_CODE_USE_VERTEX=1", "ANTHROPIC_VERTEX_PROJECT_ID=proj-fm", "CLOUD_ML_REGION=europe-west1",
-		"ANTHROPIC_VERTEX_BASE_URL="+url+"/v1", "CLAUDE_CODE_SKIP_VERTEX_AUTH=1")
+	t.Run("gateway", func(t *testing.T) {
+		t.Parallel()
+		dir := repo(t, "greet.txt", "hello world\n")
+		srv, base := agenttest.Serve(t, greetScript(dir))
+		a := userAgent(t, bin, "HOME="+t.TempDir(),
+			"CLAUDE_CODE_USE_VERTEX=1", "ANTHROPIC_VERTEX_PROJECT_ID=proj-fm", "CLOUD_ML_REGION=europe-west1",
+			"ANTHROPIC_VERTEX_BASE_URL="+base+"/v1", "CLAUDE_CODE_SKIP_VERTEX_AUTH=1")
+		vertexFix(t, a, srv, dir, "")
+	})
+	t.Run("application default credentials", func(t *testing.T) {
+		t.Parallel()
+		dir := repo(t, "greet.txt", "hello world\n")
+		srv := fakemodel.New(greetScript(dir))
+		const access = "ya29.fakemodel-access"
+		var exchanged []url.Values
+		var mu sync.Mutex
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/sts/v1/token" {
+				srv.ServeHTTP(w, r)
+				return
+			}
+			// Google's STS token exchange (RFC 8693), as
+			// google-auth-library's external account client calls it.
+			if err := r.ParseForm(); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			mu.Lock()
+			exchanged = append(exchanged, r.PostForm)
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"access_token":"` + access + `","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer","expires_in":3600}`))
+		}))
+		t.Cleanup(hs.Close)
+		creds := t.TempDir()
+		subject := filepath.Join(creds, "subject-token")
+		if err := os.WriteFile(subject, []byte("fakemodel-subject-jwt"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		file := filepath.Join(creds, "adc.json")
+		adc := `{"type":"external_account","audience":"//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q",` +
+			`"subject_token_type":"urn:ietf:params:oauth:token-type:jwt","token_url":"` + hs.URL + `/sts/v1/token",` +
+			`"credential_source":{"file":"` + subject + `"}}`
+		if err := os.WriteFile(file, []byte(adc), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		a := userAgent(t, bin, "HOME="+t.TempDir(),
+			"CLAUDE_CODE_USE_VERTEX=1", "ANTHROPIC_VERTEX_PROJECT_ID=proj-fm", "CLOUD_ML_REGION=europe-west1",
+			"ANTHROPIC_VERTEX_BASE_URL="+hs.URL+"/v1", "GOOGLE_APPLICATION_CREDENTIALS="+file)
+		if d := a.Describe(context.Background()); d.Credential != "GOOGLE_APPLICATION_CREDENTIALS" {
+			t.Errorf("describe = %+v", d)
+		}
+		vertexFix(t, a, srv, dir, "Bearer "+access)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(exchanged) == 0 || exchanged[0].Get("subject_token") != "fakemodel-subject-jwt" ||
+			exchanged[0].Get("grant_type") != "urn:ietf:params:oauth:grant-type:token-exchange" {
+			t.Errorf("token exchanges = %v, want the credential file's subject token traded", exchanged)
+		}
+	})
+}
+
+// vertexFix runs providerFix through Vertex and checks every model
+// request's path, body and Authorization (auth; "" for none).
+func vertexFix(t *testing.T, a *Agent, srv *fakemodel.Server, dir, auth string) {
+	t.Helper()
 	if d := a.Describe(context.Background()); d.Problem != "" || d.ModelFrom != "the CLI's default" {
 		t.Errorf("describe = %+v", d)
 	}
 	for _, r := range providerFix(t, a, srv, dir) {
 		if r.API != "vertex" || !strings.HasPrefix(r.Path, "/v1/projects/proj-fm/locations/europe-west1/publishers/anthropic/models/claude-") ||
-			!strings.HasSuffix(r.Path, ":streamRawPredict") || bodyField(t, r, "anthropic_version") != "vertex-2023-10-16" {
-			t.Errorf("request %s %s: api %s, anthropic_version %v", r.Method, r.Path, r.API, bodyField(t, r, "anthropic_version"))
+			!strings.HasSuffix(r.Path, ":streamRawPredict") || bodyField(t, r, "anthropic_version") != "vertex-2023-10-16" ||
+			r.Header.Get("Authorization") != auth {
+			t.Errorf("request %s %s: api %s, anthropic_version %v, Authorization %q (want %q)", r.Method, r.Path, r.API,
+				bodyField(t, r, "anthropic_version"), r.Header.Get("Authorization"), auth)
 		}
 	}
 }
