@@ -211,7 +211,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.serveGemini(w, r, model, method)
 			return
 		}
-		if v, ok := vertexRoute(path); ok && r.Method == http.MethodPost {
+		if v, ok := anthropicVertexRoute(path); ok && r.Method == http.MethodPost {
 			s.serveVertex(w, r, v)
 			return
 		}
@@ -443,7 +443,7 @@ func apiOf(r *http.Request) string {
 		if _, _, ok := geminiRoute(p); ok {
 			return "gemini"
 		}
-		if _, ok := vertexRoute(p); ok {
+		if _, ok := anthropicVertexRoute(p); ok {
 			return "vertex"
 		}
 		if _, ok := bedrockRoute(p); ok {

@@ -65,8 +65,8 @@ func TestVertexRawPredictRoutes(t *testing.T) {
 	}
 	for _, p := range []string{"/v1/projects/p/locations/r/publishers/google/models/gemini:streamRawPredict",
 		"/v1/projects/p/locations/r/publishers/anthropic/models/m:predict", "/v1/projects/p/models/m:rawPredict"} {
-		if _, ok := vertexRoute(p); ok {
-			t.Errorf("vertexRoute(%s) ok", p)
+		if _, ok := anthropicVertexRoute(p); ok {
+			t.Errorf("anthropicVertexRoute(%s) ok", p)
 		}
 	}
 }

@@ -22,31 +22,31 @@ import (
 // quota) are Google's {"error":{"code","message","status"}}: Refuse's api
 // is "vertex".
 
-// VertexRoute is a Vertex request's project, region, model and method
+// AnthropicVertexRoute is a Vertex request for a Claude model's project, region, model and method
 // ("streamRawPredict", "rawPredict"); ok is false for any other path.
-type VertexRoute struct {
+type AnthropicVertexRoute struct {
 	Project, Region, Model, Method string
 }
 
-func vertexRoute(path string) (VertexRoute, bool) {
+func anthropicVertexRoute(path string) (AnthropicVertexRoute, bool) {
 	i := strings.Index(path, "/projects/")
 	if i < 0 {
-		return VertexRoute{}, false
+		return AnthropicVertexRoute{}, false
 	}
 	parts := strings.Split(path[i+1:], "/")
 	// projects P locations R publishers anthropic models M:method
 	if len(parts) != 8 || parts[0] != "projects" || parts[2] != "locations" ||
 		parts[4] != "publishers" || parts[5] != "anthropic" || parts[6] != "models" {
-		return VertexRoute{}, false
+		return AnthropicVertexRoute{}, false
 	}
 	model, method, ok := strings.Cut(parts[7], ":")
 	if !ok || model == "" || (method != "streamRawPredict" && method != "rawPredict") {
-		return VertexRoute{}, false
+		return AnthropicVertexRoute{}, false
 	}
-	return VertexRoute{Project: parts[1], Region: parts[3], Model: model, Method: method}, true
+	return AnthropicVertexRoute{Project: parts[1], Region: parts[3], Model: model, Method: method}, true
 }
 
-func (s *Server) serveVertex(w http.ResponseWriter, r *http.Request, v VertexRoute) {
+func (s *Server) serveVertex(w http.ResponseWriter, r *http.Request, v AnthropicVertexRoute) {
 	if v.Model == "count-tokens" {
 		s.countTokens(w, r, "vertex")
 		return
