@@ -5,7 +5,8 @@ import (
 	"strings"
 )
 
-// Claude on Google Vertex AI, as Claude Code talks to it with
+// Claude on Google Vertex AI (publisher anthropic; Gemini's paths, under
+// publisher google, are vertex.go's), as Claude Code talks to it with
 // CLAUDE_CODE_USE_VERTEX=1 (the Anthropic SDK's Vertex client,
 // anthropic-sdk-typescript packages/vertex-sdk): the Messages API under
 // a Vertex model's resource path,
@@ -22,8 +23,9 @@ import (
 // quota) are Google's {"error":{"code","message","status"}}: Refuse's api
 // is "vertex".
 
-// AnthropicVertexRoute is a Vertex request for a Claude model's project, region, model and method
-// ("streamRawPredict", "rawPredict"); ok is false for any other path.
+// AnthropicVertexRoute is what the path of a Vertex request for a Claude
+// model names: project, region, model and method ("streamRawPredict",
+// "rawPredict"). (Gemini's Vertex paths are VertexRoute's.)
 type AnthropicVertexRoute struct {
 	Project, Region, Model, Method string
 }
