@@ -115,3 +115,16 @@ func (u Usage) String() string {
 	}
 	return b.String()
 }
+
+// Usage is s back as a Usage, e.g. to print a stored Spend.
+func (s Spend) Usage() Usage {
+	u := Usage{InputTokens: s.InputTokens, CacheReadTokens: s.CacheReadTokens, CacheWriteTokens: s.CacheWriteTokens,
+		OutputTokens: s.OutputTokens, Runs: s.AgentRuns, PricedRuns: s.PricedRuns}
+	if s.CostUSD != nil {
+		u.CostUSD, u.CostReported = *s.CostUSD, true
+	}
+	return u
+}
+
+// String is s in one line, as Usage.String.
+func (s Spend) String() string { return s.Usage().String() }
