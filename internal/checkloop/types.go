@@ -332,7 +332,7 @@ type State struct {
 	// bound counts it; Usage their tokens and cost in full.
 	CostUSD  float64     `json:"cost_usd,omitempty"`
 	Usage    agent.Usage `json:"usage,omitzero"`
-	Terminal *Terminal `json:"terminal,omitempty"`
+	Terminal *Terminal   `json:"terminal,omitempty"`
 }
 
 // NewState is the state a new run starts from.
