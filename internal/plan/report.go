@@ -14,21 +14,21 @@ import (
 // concerns, block reason, commit, retries, review results and files
 // changed, and how the run ended.
 type Result struct {
-	Run       string       `json:"run"`
-	Status    string       `json:"status"`
-	ExitCode  int          `json:"exit_code"`
-	Message   string       `json:"message"`
-	PlanFile  string       `json:"plan_file"`
-	StartHead string       `json:"start_head,omitempty"`
-	Head      string       `json:"head,omitempty"`
-	WallClock string       `json:"wall_clock"`
-	CostUSD   float64      `json:"cost_usd"`
+	Run       string  `json:"run"`
+	Status    string  `json:"status"`
+	ExitCode  int     `json:"exit_code"`
+	Message   string  `json:"message"`
+	PlanFile  string  `json:"plan_file"`
+	StartHead string  `json:"start_head,omitempty"`
+	Head      string  `json:"head,omitempty"`
+	WallClock string  `json:"wall_clock"`
+	CostUSD   float64 `json:"cost_usd"`
 	// Usage is what the run's agents reported consuming in all (PR-M5):
 	// tokens, and the cost with whether every run reported one (a cost
 	// none reported is "not reported", never $0).
-	Usage agent.Spend `json:"usage"`
-	Counts    Counts       `json:"counts"`
-	Tasks     []TaskResult `json:"tasks"`
+	Usage  agent.Spend  `json:"usage"`
+	Counts Counts       `json:"counts"`
+	Tasks  []TaskResult `json:"tasks"`
 }
 
 // Counts are how many tasks ended how.
