@@ -55,15 +55,15 @@ type TaskResult struct {
 	Kept   string `json:"kept,omitempty"`
 	// Retries are re-dispatches for more context or a stronger model
 	// (0, 1, or 2 with an escalation); Models the models it ran with.
-	Retries       int              `json:"retries"`
-	Models        []string         `json:"models,omitempty"`
-	FixIterations int              `json:"fix_iterations"`
-	Reviews       []ReviewResult   `json:"reviews"`
-	FilesChanged  []string         `json:"files_changed"`
-	Dispatches    []DispatchResult `json:"dispatches"`
+	Retries       int            `json:"retries"`
+	Models        []string       `json:"models,omitempty"`
+	FixIterations int            `json:"fix_iterations"`
+	Reviews       []ReviewResult `json:"reviews"`
+	FilesChanged  []string       `json:"files_changed"`
 	// Usage is what the task's implementers and reviewers reported
 	// consuming.
-	Usage *agent.Spend `json:"usage,omitempty"`
+	Usage      *agent.Spend     `json:"usage,omitempty"`
+	Dispatches []DispatchResult `json:"dispatches"`
 }
 
 // ReviewResult is one review in the report.
