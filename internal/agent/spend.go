@@ -86,7 +86,7 @@ func (u Usage) Reported() bool {
 // $0.0125 reported by 1 of 2 agent run(s) (partial)".
 func (u Usage) String() string {
 	if !u.Reported() {
-		return "no agent run; cost not reported"
+		return "no agent usage recorded; cost not reported"
 	}
 	var b strings.Builder
 	in := u.InputTokens + u.CacheReadTokens + u.CacheWriteTokens

@@ -62,7 +62,7 @@ func TestPR_M5_DecisionLogRecordsEachFindingAndTheRoundsCost(t *testing.T) {
 		"- unclear classification (counts as structural, PR-G4)",
 		"- note: base sync: merged main",
 		"- agent usage: 1200 input (200 cache read), 300 output token(s) in 2 agent run(s); cost $0.0125 reported by 1 of 2 agent run(s) (partial",
-		"- agent usage: no agent reported usage; cost not reported",
+		"- agent usage: no agent usage recorded; cost not reported",
 		"- agent usage, all rounds: 1200 input (200 cache read), 300 output token(s) in 2 agent run(s); cost $0.0125 reported by 1 of 2",
 	} {
 		if !strings.Contains(b.String(), want) {
