@@ -60,7 +60,8 @@ type ToolCall struct {
 	// Shell is a shell command line. The server picks the shell tool from
 	// the request's tools and encodes the command for it: Anthropic Bash
 	// (Claude Code) or bash (OpenCode) {"command"}; Codex exec_command {"cmd"}, shell_command {"command"} or
-	// shell {"command": ["bash", "-lc", …]}.
+	// shell {"command": ["bash", "-lc", …]}, or with Codex's default model
+	// only its freeform exec tool, JavaScript calling exec_command.
 	Shell string
 }
 
@@ -206,6 +207,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveCountTokens(w, r)
 	case r.Method == http.MethodPost && path == "/v1/responses":
 		s.serveResponses(w, r)
+	case r.Method == http.MethodGet && path == "/v1/responses":
+		s.serveResponsesUpgrade(w, r)
 	default:
 		if model, method, ok := geminiRoute(path); ok && r.Method == http.MethodPost {
 			s.serveGemini(w, r, model, method)
