@@ -512,47 +512,59 @@ func TestAG_T4_RealCodex_UnreachableEndpointNamed(t *testing.T) {
 // model stalls after a tool call is stopped at its budget and asked to
 // summarize in its session (AG-T1); its usage is every token fakemodel
 // served — the completed responses of the stopped turn, which Codex
-// printed no usage for, and the summary turn's — neither lost nor
-// counted twice. As a user runs Codex: its default model, openai_base_url
-// and codex login.
+// printed no usage for, and the summary turn's when it answers — neither
+// lost nor counted twice. As a user runs Codex: its default model,
+// openai_base_url and codex login.
 func TestAG_B1_RealCodex_StoppedAtBudgetCountsServedTokens(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
 	partial := `{"status":"partial","next_action":"finish the greeting","needs_extension_minutes":2,"summary":"s","files_changed":["greet.txt"]}`
-	scripts := []fakemodel.Script{
-		{Match: agent.SummaryRequest, FromMatch: true, Turns: []fakemodel.Turn{
-			{Text: "Stopping.\n" + partial, Usage: fakemodel.Usage{InputTokens: 2000, OutputTokens: 20, CacheReadTokens: 700}},
-		}},
-		{Match: "budget-finding", Turns: []fakemodel.Turn{
-			{Text: "Editing.", Calls: []fakemodel.ToolCall{{Shell: "printf 'hello converge\\n' > greet.txt"}},
-				Usage: fakemodel.Usage{InputTokens: 1200, OutputTokens: 120, CacheReadTokens: 300}},
-			{Text: "never sent", Delay: time.Minute},
-		}},
-	}
-	budget := 5 * time.Second
-	for try := 1; ; try++ {
-		srv, url := agenttest.Serve(t, scripts...)
-		a := loggedIn(t, bin, url, "sk-budget").agent(t, bin)
-		res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: repo(t, "greet.txt", "hello world\n"), Budget: budget,
-			Findings: []agent.Finding{{ID: "budget-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}}})
-		if err != nil {
-			t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
-		}
-		stalled := slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 1 })
-		if !stalled && try < 3 {
-			t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
-			budget *= 2
-			continue
-		}
-		agenttest.CheckWire(t, srv)
-		if res.Record.NextAction != "finish the greeting" || !slices.Contains(res.Record.Concerns, agent.SummaryConcern) {
-			t.Errorf("record = %+v, want the summary's", res.Record)
-		}
-		want := served(srv, scripts...)
-		if res.Usage != want || want.TotalTokens() < 4000 {
-			t.Errorf("usage = %+v, want what fakemodel served: %+v", res.Usage, want)
-		}
-		return
+	for _, c := range []struct {
+		name    string
+		summary fakemodel.Turn
+		next    string
+	}{
+		{"the summary answers", fakemodel.Turn{Text: "Stopping.\n" + partial,
+			Usage: fakemodel.Usage{InputTokens: 2000, OutputTokens: 20, CacheReadTokens: 700}}, "finish the greeting"},
+		{"the summary gets no answer", fakemodel.Turn{Text: "never sent", Delay: time.Minute}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			scripts := []fakemodel.Script{
+				{Match: agent.SummaryRequest, FromMatch: true, Turns: []fakemodel.Turn{c.summary}},
+				{Match: "budget-finding", Turns: []fakemodel.Turn{
+					{Text: "Editing.", Calls: []fakemodel.ToolCall{{Shell: "printf 'hello converge\\n' > greet.txt"}},
+						Usage: fakemodel.Usage{InputTokens: 1200, OutputTokens: 120, CacheReadTokens: 300}},
+					{Text: "never sent", Delay: time.Minute},
+				}},
+			}
+			budget := 5 * time.Second
+			for try := 1; ; try++ {
+				srv, url := agenttest.Serve(t, scripts...)
+				a := loggedIn(t, bin, url, "sk-budget").agent(t, bin)
+				a.opts.SummaryBudget = 20 * time.Second
+				res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: repo(t, "greet.txt", "hello world\n"), Budget: budget,
+					Findings: []agent.Finding{{ID: "budget-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}}})
+				if err != nil {
+					t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
+				}
+				stalled := slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 1 })
+				if !stalled && try < 3 {
+					t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
+					budget *= 2
+					continue
+				}
+				agenttest.CheckWire(t, srv)
+				if res.Record.NextAction != c.next {
+					t.Errorf("record = %+v, want next action %q", res.Record, c.next)
+				}
+				want := served(srv, scripts...)
+				if res.Usage != want || want.TotalTokens() < 1620 {
+					t.Errorf("usage = %+v, want what fakemodel served: %+v", res.Usage, want)
+				}
+				return
+			}
+		})
 	}
 }
 

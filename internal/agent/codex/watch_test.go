@@ -212,38 +212,44 @@ func TestAG_B1_UsageOfARunStoppedAtItsBudget(t *testing.T) {
 	if u, ok := RolloutUsage(t.TempDir(), "none"); ok || u != (agent.Usage{}) {
 		t.Errorf("no rollout: %+v %v", u, ok)
 	}
-	prog := fakeProgram(t, `case "$2" in
-resume)
-  echo '{"type":"thread.started","thread_id":"th-9"}'
-  echo '{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"{\"status\":\"partial\",\"next_action\":\"finish the edit\",\"needs_extension_minutes\":3,\"summary\":\"s\",\"files_changed\":[]}"}}'
-  echo '{"type":"turn.completed","usage":{"input_tokens":700,"cached_input_tokens":100,"cache_write_input_tokens":0,"output_tokens":70,"reasoning_output_tokens":7}}'
-  ;;
-*)
-  echo '{"type":"thread.started","thread_id":"th-9"}'
+	const run = `echo '{"type":"thread.started","thread_id":"th-9"}'
   echo '{"type":"turn.started"}'
   echo '{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"ls","exit_code":0,"status":"completed"}}'
-  exec sleep 300
-  ;;
-esac`)
-	a, home := fakeAgent(t, prog)
-	a.opts.SummaryBudget = time.Minute
-	rollout(t, home, "th-9",
-		`{"input_tokens":100,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":10,"reasoning_output_tokens":0,"total_tokens":110}`,
-		`{"input_tokens":400,"cached_input_tokens":100,"cache_write_input_tokens":0,"output_tokens":40,"reasoning_output_tokens":4,"total_tokens":440}`)
-	if u, ok := RolloutUsage(home, "th-9"); !ok || u != (agent.Usage{InputTokens: 300, CacheReadTokens: 100, OutputTokens: 40, ReasoningTokens: 4}) {
-		t.Errorf("rollout usage = %+v %v", u, ok)
-	}
-	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: t.TempDir(), Budget: 2 * time.Second,
-		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Record.NextAction != "finish the edit" {
-		t.Errorf("record = %+v, want the summary turn's", res.Record)
-	}
-	// The thread's total: the stopped run's 400+40, the summary's 300+30.
-	if want := (agent.Usage{InputTokens: 600, CacheReadTokens: 100, OutputTokens: 70, ReasoningTokens: 7}); res.Usage != want {
-		t.Errorf("usage = %+v, want %+v", res.Usage, want)
+  exec sleep 300`
+	for _, c := range []struct {
+		name, summary string
+		want          agent.Usage
+	}{
+		// The thread's total: the stopped run's 400+40, the summary's
+		// 300+30.
+		{"the summary turn answers", `echo '{"type":"thread.started","thread_id":"th-9"}'
+  echo '{"type":"item.completed","item":{"id":"item_0","type":"agent_message","text":"{\"status\":\"partial\",\"next_action\":\"finish the edit\",\"needs_extension_minutes\":3,\"summary\":\"s\",\"files_changed\":[]}"}}'
+  echo '{"type":"turn.completed","usage":{"input_tokens":700,"cached_input_tokens":100,"cache_write_input_tokens":0,"output_tokens":70,"reasoning_output_tokens":7}}'`,
+			agent.Usage{InputTokens: 600, CacheReadTokens: 100, OutputTokens: 70, ReasoningTokens: 7}},
+		// The stopped run's, from its rollout alone.
+		{"the summary turn fails", `echo '{"type":"thread.started","thread_id":"th-9"}'
+  exit 1`,
+			agent.Usage{InputTokens: 300, CacheReadTokens: 100, OutputTokens: 40, ReasoningTokens: 4}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			prog := fakeProgram(t, "case \"$2\" in\nresume)\n  "+c.summary+"\n  ;;\n*)\n  "+run+"\n  ;;\nesac")
+			a, home := fakeAgent(t, prog)
+			a.opts.SummaryBudget = time.Minute
+			rollout(t, home, "th-9",
+				`{"input_tokens":100,"cached_input_tokens":0,"cache_write_input_tokens":0,"output_tokens":10,"reasoning_output_tokens":0,"total_tokens":110}`,
+				`{"input_tokens":400,"cached_input_tokens":100,"cache_write_input_tokens":0,"output_tokens":40,"reasoning_output_tokens":4,"total_tokens":440}`)
+			if u, ok := RolloutUsage(home, "th-9"); !ok || u != (agent.Usage{InputTokens: 300, CacheReadTokens: 100, OutputTokens: 40, ReasoningTokens: 4}) {
+				t.Errorf("rollout usage = %+v %v", u, ok)
+			}
+			res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: t.TempDir(), Budget: 2 * time.Second,
+				Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Usage != c.want {
+				t.Errorf("usage = %+v, want %+v (record %+v)", res.Usage, c.want, res.Record)
+			}
+		})
 	}
 }
 
