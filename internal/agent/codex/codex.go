@@ -97,7 +97,9 @@ type Provider struct {
 // Model (a Task.Model replaces it, AG-E1) is passed as -m; ExtraArgs are
 // added before the prompt argument;
 // Env entries (e.g. CODEX_HOME, the provider's key) come after PassEnv,
-// whose default is DefaultPassEnv. The provider's EnvKey is always passed.
+// whose default is DefaultPassEnv. The run's provider's env_key (this
+// Provider's EnvKey, or config.toml's) is always passed, unless it names
+// a forge token's variable.
 type Options struct {
 	agent.CLIOptions
 	// Sandbox is -s for fix tasks; default "workspace-write". Review and
@@ -294,8 +296,12 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 				o.Usage = less(events.Usage, ran)
 				return o
 			}
-			if u, ok := RolloutUsage(s.Home, cmp.Or(events.ThreadID, w.thread())); ok && u.TotalTokens() > o.Usage.TotalTokens() {
-				o.Usage = u
+			// Without a completed turn Codex printed no usage: the
+			// rollout has the responses that did complete.
+			if events.Completed == 0 {
+				if u, ok := RolloutUsage(s.Home, cmp.Or(events.ThreadID, w.thread())); ok {
+					o.Usage = u
+				}
 			}
 			ran = o.Usage
 			o.Failure = events.failure(s.BaseURL)
