@@ -150,6 +150,10 @@ type Request struct {
 	// Script and Turn are what answered it; Script is -1 when none did.
 	Script, Turn int
 	Results      []ToolResult
+	// Usage is what the reply reported, zero until it was sent (a
+	// delayed reply the client gave up on served nothing). The Gemini
+	// API's handler sets it.
+	Usage Usage
 }
 
 // Server is the scripted model. Create it with New and serve it with
@@ -268,7 +272,8 @@ func (s *Server) fail(format string, args ...any) {
 	s.errors = append(s.errors, fmt.Sprintf(format, args...))
 }
 
-func (s *Server) record(r Request) {
+// record records r and returns its index in Requests.
+func (s *Server) record(r Request) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, r)
@@ -278,6 +283,7 @@ func (s *Server) record(r Request) {
 		}
 		s.results[res.ID] = res
 	}
+	return len(s.requests) - 1
 }
 
 func (s *Server) addCall(c Call) {
