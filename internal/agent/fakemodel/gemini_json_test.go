@@ -107,7 +107,7 @@ func TestAG_B1_GeminiVertexPaths(t *testing.T) {
 	for path, want := range map[string]VertexRoute{
 		"/v1beta1/projects/p/locations/us-central1/publishers/google/models/gemini-x:streamGenerateContent": {Project: "p", Location: "us-central1", Model: "gemini-x", Method: "streamGenerateContent"},
 		"/v1/projects/p/locations/global/publishers/google/models/gemini-x:generateContent":                 {Project: "p", Location: "global", Model: "gemini-x", Method: "generateContent"},
-		"/v1beta1/publishers/google/models/gemini-x:countTokens":                                           {Model: "gemini-x", Method: "countTokens"},
+		"/v1beta1/publishers/google/models/gemini-x:countTokens":                                            {Model: "gemini-x", Method: "countTokens"},
 	} {
 		if got, ok := ParseVertexPath(path); !ok || got != want {
 			t.Errorf("%s: %+v %v, want %+v", path, got, ok, want)
