@@ -90,6 +90,11 @@ func TestAG_B1_RealGemini_ProviderGeminiAPIKey(t *testing.T) {
 	a := userAgent(t, bin, apiKeySettings, "", "GEMINI_API_KEY=gm-key-for-the-test", "GOOGLE_GEMINI_BASE_URL="+url)
 	checkAnswered(t, a)
 	agenttest.CheckWire(t, srv)
+	// converge doctor's view of the same setup.
+	if d := a.Describe(context.Background()); d.Version == "" || d.Model != "auto" ||
+		!strings.HasPrefix(d.Credential, "GEMINI_API_KEY (gemini-api-key from ") || d.Problem != "" || !slices.Contains(d.PassEnv, "GEMINI_API_KEY") {
+		t.Errorf("describe = %+v", d)
+	}
 	reqs := srv.Requests()
 	if len(reqs) == 0 {
 		t.Fatal("fakemodel got no request")
