@@ -37,7 +37,7 @@ import (
 
 // authPatterns are what says the CLI's credentials are missing or were
 // rejected.
-var authPatterns = regexp.MustCompile(`"code":\s*40[13]\b|\b(?:status|code):? 40[13]\b|UNAUTHENTICATED|PERMISSION_DENIED|API_KEY_INVALID|` +
+var authPatterns = regexp.MustCompile(`"code":\s*40[13]\b|UNAUTHENTICATED|PERMISSION_DENIED|API_KEY_INVALID|` +
 	`API key not valid|API key expired|must specify the GEMINI_API_KEY|When using Vertex AI, you must specify|Invalid auth method selected|` +
 	`Please set an Auth method|Could not load the default credentials|Error authenticating|FatalAuthenticationError|` +
 	`Manual authorization is required|enforced authentication type|is enforced, but no authentication`)

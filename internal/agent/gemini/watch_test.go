@@ -59,8 +59,10 @@ func TestAG_T4_GeminiWatchReadsTheCLIsSignals(t *testing.T) {
 	for _, line := range []string{
 		`{"type":"init","session_id":"s","model":"auto"}`, `{"type":"message","role":"user","content":"status 401"}`,
 		"YOLO mode is enabled. All tool calls will be automatically approved.", "Ripgrep is not available. Falling back to GrepTool.",
+		// A tool's failure is not the CLI's credential.
+		`{"type":"result","status":"error","error":{"type":"FatalToolExecutionError","message":"Error executing tool web_fetch: Request failed with status code 403"}}`,
 	} {
-		if sig := w(strings.HasPrefix(line, "Y") || strings.HasPrefix(line, "R"), line); sig != (agent.Signal{}) {
+		if sig := w(!strings.HasPrefix(line, "{"), line); sig != (agent.Signal{}) {
 			t.Errorf("%s: %+v, want nothing", line, sig)
 		}
 	}
