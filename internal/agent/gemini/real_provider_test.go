@@ -273,6 +273,16 @@ func TestAG_T4_RealGemini_RejectedKeyFailsAuthAtOnce(t *testing.T) {
 	if agent.KindOf(err) != agent.FailAuth {
 		t.Errorf("check: %v, want FailAuth", err)
 	}
+
+	// No key at all: the CLI says so on stderr only, before any request.
+	a = userAgent(t, bin, apiKeySettings, "", "GOOGLE_GEMINI_BASE_URL="+url)
+	res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Minute,
+		Findings: []agent.Finding{{ID: "f", Body: "fix it"}}})
+	var ce *agent.CLIError
+	if !errors.As(err, &ce) || ce.Kind != agent.FailAuth || !strings.Contains(ce.Message, "you must specify the GEMINI_API_KEY environment variable") ||
+		res.Record.Reason != agent.ReasonCLIError {
+		t.Errorf("no key: error %v, record %+v\nstderr: %s", err, res.Record, res.Stderr)
+	}
 }
 
 // TestAG_T4_RealGemini_FailingEndpointNamedWithinTheRetryBound: a model
