@@ -10,7 +10,8 @@
 //     base_url names this server's /v1;
 //   - the Gemini API (POST /v1beta/models/MODEL:streamGenerateContent with
 //     alt=sse, :generateContent, :countTokens), which Gemini CLI talks to
-//     when GOOGLE_GEMINI_BASE_URL names this server.
+//     when GOOGLE_GEMINI_BASE_URL names this server, and Vertex AI's paths
+//     for the same (vertex.go) when GOOGLE_VERTEX_BASE_URL does.
 //
 // What the model "says" is a Script: a list of turns, each some text and
 // tool calls. The server is stateless about conversations: the turn a
@@ -20,7 +21,9 @@
 // each has its own Script, told apart by Script.Match.
 //
 // A request without tools is a CLI's side request (a title, a quota check):
-// it gets Server.SideText as plain text and does not advance any script.
+// it gets Server.SideText as plain text and does not advance any script;
+// a Gemini side request that asks for JSON (Gemini CLI's model router)
+// gets a value of its schema (gemini_json.go).
 //
 // Every request is recorded, with the tool results it carries, so a test
 // can assert that every tool call the server made got a result
