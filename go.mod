@@ -3,6 +3,7 @@ module github.com/convergeloop/converge
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/google/go-github/v93 v93.0.0
 	github.com/graph-gophers/graphql-go v1.11.0
 	github.com/rogpeppe/go-internal v1.16.0

@@ -73,14 +73,16 @@ func (r Runner) Run(ctx context.Context, t Task) (Result, error) {
 		if ctx.Err() != nil {
 			return Result{}, fmt.Errorf("agent %s: %w", name, ctx.Err())
 		}
-		spent.Add(res.Usage)
+		spent.AddRun(res.Usage)
 		if fail = FailureOf(name, res, err); fail == nil {
 			res.Usage = spent
 			return res, nil
 		}
 		r.logf("agent %s could not run (attempt %d of %d): %s", name, attempt, runAttempts, fail.What)
 	}
-	return Result{}, fail
+	// The failed attempts were paid for too: their usage comes back with
+	// the failure.
+	return Result{Usage: spent}, fail
 }
 
 // RunExtended is Run, then Run again on the tree the run left while its

@@ -20,6 +20,11 @@ type Usage struct {
 	// Turns is the number of turns as the CLI counts them (Claude Code's
 	// num_turns), where it reports one.
 	Turns int `json:"turns,omitempty"`
+	// Runs counts the agent runs summed here, and PricedRuns those that
+	// reported a price (AddRun): a cost is known in full only when every
+	// run reported one. A backend's Result leaves both zero.
+	Runs       int `json:"runs,omitempty"`
+	PricedRuns int `json:"priced_runs,omitempty"`
 }
 
 // Add adds o to u, e.g. the runs of one step and its extensions.
@@ -32,6 +37,8 @@ func (u *Usage) Add(o Usage) {
 	u.CostUSD += o.CostUSD
 	u.CostReported = u.CostReported || o.CostReported
 	u.Turns += o.Turns
+	u.Runs += o.Runs
+	u.PricedRuns += o.PricedRuns
 }
 
 // TotalTokens is all input and output tokens.

@@ -54,7 +54,7 @@ func Decide(st State, obs Observation) (State, []Action, bool) {
 			return next, []Action{{Kind: ActCheck, Key: checkKey(0)}}, false
 		}
 		next.Baseline = c
-		next.CostUSD += c.CostUSD
+		next.spend(0, c.Usage, c.CostUSD)
 	}
 	if acts := confirm(&next, &next.Baseline, 0, obs); len(acts) > 0 {
 		return next, acts, false
@@ -100,7 +100,7 @@ func advance(next *State, cur *Iteration, obs Observation) []Action {
 			rep = &AgentReport{Failure: "the ticket holds no result"}
 		}
 		cur.Agent = rep
-		next.CostUSD += rep.CostUSD
+		next.spend(cur.N, rep.Usage, rep.CostUSD)
 		if rep.Failure != "" {
 			cur.Outcome = OutcomeFailed
 			status, msg := StatusFailed, rep.Failure
@@ -153,7 +153,7 @@ func advance(next *State, cur *Iteration, obs Observation) []Action {
 				return []Action{checkAction(cur.N)}
 			}
 			cur.Check = c
-			next.CostUSD += c.CostUSD
+			next.spend(cur.N, c.Usage, c.CostUSD)
 		}
 		if acts := confirm(next, &cur.Check, cur.N, obs); len(acts) > 0 {
 			return acts
@@ -236,7 +236,7 @@ func between(next State, obs Observation) (State, []Action, bool) {
 				return next, []Action{{Kind: ActCheck, Key: finalKey(n), N: n, Final: true}}, false
 			}
 			*finalSlot = f
-			next.CostUSD += f.CostUSD
+			next.spend(n, f.Usage, f.CostUSD)
 		}
 		if f.Passed {
 			return end(next, obs, StatusComplete, fmt.Sprintf("the judge %s said done after %d iteration(s), and a fresh final re-judgment agreed", cfg.Oracle.Judge, n), nil)
@@ -322,7 +322,7 @@ func confirm(next *State, slot **Check, n int, obs Observation) []Action {
 	cp.Reruns = append([]Check(nil), c.Reruns...)
 	if r := findCheck(obs, rerunKey(c.Key, len(cp.Reruns)+2)); r != nil {
 		cp.Reruns = append(cp.Reruns, *r)
-		next.CostUSD += r.CostUSD
+		next.spend(n, r.Usage, r.CostUSD)
 	}
 	*slot = &cp
 	runs := append([]Check{cp}, cp.Reruns...)
@@ -510,4 +510,15 @@ func shortSHA(s string) string {
 		return s[:12]
 	}
 	return s
+}
+
+// spend counts what an agent or judge run of iteration n (0: the check
+// before the first) cost: usd toward the cost bound (LOOP-1), its usage
+// in the iteration's and the run's totals.
+func (s *State) spend(n int, u agent.Usage, usd float64) {
+	s.CostUSD += usd
+	s.Usage.Add(u)
+	if n > 0 && n <= len(s.Iterations) && s.Iterations[n-1].N == n {
+		s.Iterations[n-1].Usage.Add(u)
+	}
 }

@@ -54,15 +54,16 @@ func ParseVerdict(output string) (v Verdict, line string, err error) {
 }
 
 // costOf reads an optional "cost_usd" number from the last line of an
-// agent's output (a status record or a verdict may carry it).
-func costOf(output string) float64 {
+// agent's output (a status record or a verdict may carry it); ok says
+// the line named one.
+func costOf(output string) (usd float64, ok bool) {
 	var c struct {
-		Cost float64 `json:"cost_usd"`
+		Cost *float64 `json:"cost_usd"`
 	}
-	if json.Unmarshal([]byte(lastNonEmptyLine(output)), &c) != nil || c.Cost < 0 {
-		return 0
+	if json.Unmarshal([]byte(lastNonEmptyLine(output)), &c) != nil || c.Cost == nil || *c.Cost < 0 {
+		return 0, false
 	}
-	return c.Cost
+	return *c.Cost, true
 }
 
 func lastNonEmptyLine(s string) string {

@@ -249,7 +249,8 @@ func (l *Loop) runChild(ctx context.Context, t agent.Task, base string, cut bool
 		if ctx.Err() != nil {
 			return rep, fmt.Errorf("agent %s: %w", name, ctx.Err())
 		}
-		rep.CostUSD += runCost(r)
+		rep.Usage.AddRun(runUsage(r))
+		rep.CostUSD = rep.Usage.CostUSD
 		if fail = agent.FailureOf(name, r, err); fail == nil {
 			break
 		}
@@ -273,7 +274,8 @@ func (l *Loop) runChild(ctx context.Context, t agent.Task, base string, cut bool
 		if ctx.Err() != nil {
 			return rep, fmt.Errorf("agent %s: %w", name, ctx.Err())
 		}
-		rep.CostUSD += runCost(r)
+		rep.Usage.AddRun(runUsage(r))
+		rep.CostUSD = rep.Usage.CostUSD
 		fail = agent.FailureOf(name, r, err)
 		rep.TimedOut = fail != nil && err == nil && r.Record.Reason == agent.ReasonBudgetExceeded
 	}
@@ -385,7 +387,8 @@ func (l *Loop) judge(ctx context.Context, st State, obs Observation, a Action, c
 		if ctx.Err() != nil {
 			return fmt.Errorf("judge %s: %w", name, ctx.Err())
 		}
-		c.CostUSD += runCost(r)
+		c.Usage.AddRun(runUsage(r))
+		c.CostUSD = c.Usage.CostUSD
 		fail := agent.FailureOf(name, r, err)
 		if fail == nil {
 			break
@@ -516,13 +519,15 @@ func NormalizeOutput(s string) string {
 	return strings.TrimSpace(s)
 }
 
-// runCost is what an agent run cost: what its CLI reported (AG-B1), else a
-// "cost_usd" on its last line (a command agent's way to report it).
-func runCost(r agent.Result) float64 {
-	if r.Usage.CostReported {
-		return r.Usage.CostUSD
+// runUsage is what one agent run consumed: what its CLI reported (AG-B1),
+// its price else a "cost_usd" on its last line (a command agent's way to
+// report it) — one count, never both.
+func runUsage(r agent.Result) agent.Usage {
+	u := r.Usage
+	if !u.CostReported {
+		u.CostUSD, u.CostReported = costOf(r.Output)
 	}
-	return costOf(r.Output)
+	return u.Counted()
 }
 
 func digest(s string) string {

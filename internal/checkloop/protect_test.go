@@ -133,8 +133,11 @@ func TestLOOP_2_VerdictsAreSchemaValidatedFailClosed(t *testing.T) {
 			t.Errorf("ParseVerdict(%q) = %+v, %v; want %q", tc.out, v, err, tc.verdict)
 		}
 	}
-	if c := costOf(`{"verdict":"not-done","reasons":["x"],"cost_usd":0.12}`); c != 0.12 {
-		t.Fatalf("costOf = %v", c)
+	if c, ok := costOf(`{"verdict":"not-done","reasons":["x"],"cost_usd":0.12}`); c != 0.12 || !ok {
+		t.Fatalf("costOf = %v %v", c, ok)
+	}
+	if _, ok := costOf(`{"verdict":"not-done","reasons":["x"]}`); ok {
+		t.Fatal("a line without cost_usd reported a price")
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -38,6 +39,9 @@ type Result struct {
 	CensusAtStart string `json:"census_at_start,omitempty"`
 	StartHead     string `json:"start_head,omitempty"`
 	Head          string `json:"head,omitempty"`
+	// Usage is what the run's agents and judges reported consuming in
+	// all (PR-M5); each iteration's is in Iterations.
+	Usage agent.Spend `json:"usage"`
 }
 
 // IterationResult is one iteration in the result.
@@ -59,6 +63,8 @@ type IterationResult struct {
 	CheckPassed  bool    `json:"check_passed"`
 	Final        string  `json:"final,omitempty"`
 	CostUSD      float64 `json:"cost_usd,omitempty"`
+	// Usage is what the iteration's agent and judges reported consuming.
+	Usage *agent.Spend `json:"usage,omitempty"`
 }
 
 // Verification is a done-check run as the result shows it.
@@ -90,6 +96,10 @@ type Bounds struct {
 	WallClock     string  `json:"wall_clock"`
 	MaxCostUSD    float64 `json:"max_cost_usd,omitempty"`
 	CostUSD       float64 `json:"cost_usd"`
+	// Cost says how much of CostUSD the agents reported: every run
+	// (agent.CostKnown), some (agent.CostPartial: a lower bound), or none
+	// (agent.CostNotReported: the cost is unknown, not $0).
+	Cost string `json:"cost"`
 }
 
 // BuildResult is the result of a run from its state; now ends the wall
@@ -117,6 +127,10 @@ func BuildResult(st State, now time.Time) Result {
 		if a := it.Agent; a != nil {
 			ir.AgentStatus, ir.AgentSummary, ir.AgentFailure, ir.CostUSD = a.Status, a.Summary, a.Failure, a.CostUSD
 		}
+		if it.Usage.Reported() {
+			sp := it.Usage.Spend()
+			ir.Usage = &sp
+		}
 		if c := it.Check; c != nil {
 			ir.Check, ir.CheckPassed = checkWords(c), c.Passed
 		}
@@ -142,6 +156,11 @@ func BuildResult(st State, now time.Time) Result {
 		}
 	}
 	r.Bounds = Bounds{MaxIterations: st.Config.MaxIterations, Iterations: len(st.Iterations), MaxCostUSD: st.Config.MaxCostUSD, CostUSD: math.Round(st.CostUSD*1e6) / 1e6}
+	r.Usage, r.Bounds.Cost = st.Usage.Spend(), st.Usage.Coverage()
+	if !st.Usage.Reported() && st.CostUSD > 0 {
+		// A state from before usage was kept: its cost was reported.
+		r.Bounds.Cost = agent.CostKnown
+	}
 	if st.Config.MaxWallClock > 0 {
 		r.Bounds.MaxWallClock = st.Config.MaxWallClock.String()
 	}
@@ -279,11 +298,27 @@ func WriteSummary(w io.Writer, r Result) {
 	if b.MaxWallClock != "" {
 		fmt.Fprintf(w, "/%s", b.MaxWallClock)
 	}
-	fmt.Fprintf(w, " wall clock, $%.2f", b.CostUSD)
-	if b.MaxCostUSD > 0 {
-		fmt.Fprintf(w, "/$%.2f", b.MaxCostUSD)
+	fmt.Fprintf(w, " wall clock, %s\n", b.costWords())
+	fmt.Fprintf(w, "  agent usage      %s\n", r.Usage)
+}
+
+// costWords is the cost spent against its bound; a cost no agent
+// reported is "not reported", never $0.
+func (b Bounds) costWords() string {
+	if b.Cost == agent.CostNotReported {
+		if b.MaxCostUSD > 0 {
+			return fmt.Sprintf("cost not reported (no agent reported a price, so max-cost $%.2f could not bind)", b.MaxCostUSD)
+		}
+		return "cost not reported"
 	}
-	fmt.Fprintln(w)
+	s := fmt.Sprintf("$%.2f", b.CostUSD)
+	if b.MaxCostUSD > 0 {
+		s += fmt.Sprintf(" of max-cost $%.2f", b.MaxCostUSD)
+	}
+	if b.Cost == agent.CostPartial {
+		s += " (partial: some agent runs reported no price)"
+	}
+	return s
 }
 
 // WriteLog prints a loop run's decision log as markdown (`converge log`):
@@ -335,6 +370,9 @@ func WriteLog(w io.Writer, run store.Run, st State, tickets []store.Ticket, even
 			fmt.Fprintf(w, ", %s by `%s`", t.Status, t.Owner)
 		}
 		fmt.Fprintf(w, "): %s\n", iterationLine(it))
+		if it.Usage.Reported() {
+			fmt.Fprintf(w, "  - agent usage: %s\n", it.Usage)
+		}
 	}
 	if len(st.Iterations) == 0 {
 		fmt.Fprintf(w, "- none\n")
@@ -375,7 +413,8 @@ func WriteLog(w io.Writer, run store.Run, st State, tickets []store.Ticket, even
 	if len(r.QueuedScope) > 0 {
 		fmt.Fprintf(w, "- queued scope: %s\n", strings.Join(r.QueuedScope, "; "))
 	}
-	fmt.Fprintf(w, "- bounds spent: %d/%d iterations, %s wall clock, $%.2f\n", r.Bounds.Iterations, r.Bounds.MaxIterations, r.Bounds.WallClock, r.Bounds.CostUSD)
+	fmt.Fprintf(w, "- bounds spent: %d/%d iterations, %s wall clock, %s\n", r.Bounds.Iterations, r.Bounds.MaxIterations, r.Bounds.WallClock, r.Bounds.costWords())
+	fmt.Fprintf(w, "- agent usage, all runs: %s\n", r.Usage)
 	return nil
 }
 

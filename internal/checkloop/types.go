@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/exitcode"
 )
@@ -205,6 +206,9 @@ type AgentReport struct {
 	Extensions int           `json:"extensions,omitempty"`
 	CostUSD    float64       `json:"cost_usd,omitempty"`
 	Duration   time.Duration `json:"duration,omitempty"`
+	// Usage is what its runs reported consuming, every attempt and
+	// extension (PR-M5); CostUSD is its price as the cost bound counts it.
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // Verdict is a judge's answer, valid by the verdict schema (judge.go).
@@ -260,6 +264,8 @@ type Check struct {
 	Lost     string        `json:"lost,omitempty"`
 	CostUSD  float64       `json:"cost_usd,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"`
+	// Usage is what a judge's runs reported consuming.
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // Iteration is one ticket <run>.iter.NN (LOOP-3).
@@ -298,6 +304,8 @@ type Iteration struct {
 	Undos     int       `json:"undos,omitempty"`
 	StartedAt time.Time `json:"started_at"`
 	EndedAt   time.Time `json:"ended_at,omitzero"`
+	// Usage is what the iteration's agent and judges reported consuming.
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // Terminal is how the run ended.
@@ -320,9 +328,11 @@ type State struct {
 	Baseline      *Check      `json:"baseline,omitempty"`
 	BaselineFinal *Check      `json:"baseline_final,omitempty"`
 	Iterations    []Iteration `json:"iterations"`
-	// CostUSD is what agents and judges reported they cost.
-	CostUSD  float64   `json:"cost_usd,omitempty"`
-	Terminal *Terminal `json:"terminal,omitempty"`
+	// CostUSD is what agents and judges reported they cost, as the cost
+	// bound counts it; Usage their tokens and cost in full.
+	CostUSD  float64     `json:"cost_usd,omitempty"`
+	Usage    agent.Usage `json:"usage,omitzero"`
+	Terminal *Terminal   `json:"terminal,omitempty"`
 }
 
 // NewState is the state a new run starts from.

@@ -114,10 +114,12 @@ func (j *Judge) Run(ctx context.Context, req Request) (Answer, error) {
 		return invalid(ids, name, "stopped: "+ctx.Err().Error()), ctx.Err()
 	}
 	if err != nil {
-		return invalid(ids, name, "the judge could not run: "+err.Error()), nil
+		a := invalid(ids, name, "the judge could not run: "+err.Error())
+		a.Usage = res.Usage.Counted()
+		return a, nil
 	}
 	a := readAnswer(res, ids, name)
-	a.Usage = res.Usage
+	a.Usage = res.Usage.Counted()
 	return a, nil
 }
 

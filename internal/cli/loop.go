@@ -95,7 +95,7 @@ converge loop of the same goal and check here; --fresh starts over.`,
 	f.IntVar(&opts.Confirm, "confirm", checkloop.DefaultConfirm, "a mechanical check counts as passed only after passing this many runs in a row on the same tree; one that passes and fails is flaky and ends the run blocked (LOOP-8)")
 	f.BoolVar(&opts.AllowRemoval, "allow-test-removal", false, "the goal asks to remove tests: a pass with fewer tests run than at the start, or a test newly skipped, counts (recorded); without it such a pass is UNVERIFIED and undone (LOOP-8)")
 	f.DurationVar(&opts.MaxWallClock, "max-wall-clock", 0, "end limited after this long (0: no bound)")
-	f.Float64Var(&opts.MaxCost, "max-cost", 0, "end limited once agents report this much cost in USD (cost_usd on their last line; 0: no bound)")
+	f.Float64Var(&opts.MaxCost, "max-cost", 0, "end limited once agents report this much cost in USD (what a CLI agent reports, or cost_usd on a command agent's last line; 0: no bound)")
 	f.StringVar(&opts.Predecessor, "predecessor", "", "the run this one follows: its end is restated and its failed approaches carried")
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events and the result as JSON")
 	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")

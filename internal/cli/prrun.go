@@ -435,8 +435,11 @@ func printTerminal(ios *IOStreams, asJSON bool, runID string, t *prloop.Terminal
 		return
 	}
 	fmt.Fprintf(ios.Out, "\nconverge: %s (exit %d) — %s\n", t.Reason, t.ExitCode, t.Message)
-	if t.Proof != nil {
+	switch {
+	case t.Proof != nil:
 		printProof(ios, runID, t.Proof)
+	case t.Usage != nil && t.Disposal == nil:
+		writeUsage(ios.Out, prUsage(t.Usage))
 	}
 }
 
@@ -467,5 +470,8 @@ func printProof(ios *IOStreams, runID string, p *prloop.Proof) {
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(w, "  note                         %s\n", n)
+	}
+	if p.Usage != nil {
+		writeUsage(w, prUsage(p.Usage))
 	}
 }

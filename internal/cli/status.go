@@ -55,6 +55,9 @@ type runView struct {
 	// same command.
 	Alive *bool           `json:"alive,omitempty"`
 	Proof json.RawMessage `json:"proof,omitempty"`
+	// Usage is what the run's agents reported consuming (converge proof
+	// only): per round, iteration or task, and in total.
+	Usage *runUsage `json:"usage,omitempty"`
 }
 
 func viewOf(r store.Run) runView {
@@ -244,8 +247,11 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 	if err != nil {
 		return err
 	}
+	usage := usageOfRun(r)
 	if opts.JSON {
-		return json.NewEncoder(ios.Out).Encode(viewOf(r))
+		v := viewOf(r)
+		v.Usage = usage
+		return json.NewEncoder(ios.Out).Encode(v)
 	}
 	if len(r.Proof) == 0 {
 		fmt.Fprintf(ios.Out, "run %s ended %s: no proof (only a two-stable finish has one)\n", r.ID, r.Status)
@@ -253,7 +259,11 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 		var st prloop.State
 		if json.Unmarshal(r.State, &st) == nil && st.Terminal != nil && st.Terminal.Message != "" {
 			fmt.Fprintf(ios.Out, "  why: %s\n", st.Terminal.Message)
+			if f := st.Terminal.AgentFailure; f != nil {
+				fmt.Fprintf(ios.Out, "  agent that could not run     %s: %s\n", f.Agent, f.Message)
+			}
 		}
+		writeUsage(ios.Out, usage)
 		if !r.Finished() {
 			return &silentExit{code: exitcode.Error}
 		}
@@ -262,6 +272,12 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 	var p prloop.Proof
 	if err := json.Unmarshal(r.Proof, &p); err != nil {
 		return fmt.Errorf("decode proof of %s: %w", id, err)
+	}
+	if p.Usage == nil && usage != nil {
+		// A proof stored before it carried usage: the state's.
+		printProof(ios, r.ID, &p)
+		writeUsage(ios.Out, usage)
+		return nil
 	}
 	printProof(ios, r.ID, &p)
 	return nil

@@ -104,6 +104,7 @@ func (d *decider) running(t *TaskState) {
 	}
 	cur.Report = rep
 	d.st.CostUSD += rep.CostUSD
+	d.st.Usage.Add(rep.Usage)
 	if rep.Failure != "" {
 		cur.Outcome = TaskBlocked
 		d.block(t, rep.Failure, true)
@@ -210,6 +211,7 @@ func (d *decider) reviewing(t *TaskState) {
 	}
 	t.Reviews = append(t.Reviews, *r)
 	d.st.CostUSD += r.CostUSD
+	d.st.Usage.Add(r.Usage)
 	switch {
 	case r.Passed():
 		t.Phase, t.Status, t.EndedAt = PhaseDone, TaskDone, d.obs.Now

@@ -502,7 +502,7 @@ func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job, dir s
 		return moreContext(st, task, agent.NotDoneReason(rec), fileBodies(dir, task.Files, contextBytes))
 	}
 	res, err := r.Dispatch(ctx, t, ladder, more)
-	rep.CostUSD = res.Usage.CostUSD
+	rep.Usage, rep.CostUSD = res.Usage, res.Usage.CostUSD
 	for _, at := range res.Attempts {
 		rep.Attempts = append(rep.Attempts, Attempt{Model: at.Model, Context: at.Context, Status: at.Status, Reason: at.Reason, Extensions: at.Extensions})
 	}
@@ -554,7 +554,8 @@ func (l *Loop) review(ctx context.Context, st State, a Action) (Review, error) {
 		if ctx.Err() != nil {
 			return r, fmt.Errorf("reviewer %s: %w", l.Reviewer.Name(), ctx.Err())
 		}
-		r.CostUSD += res.Usage.CostUSD
+		r.Usage.AddRun(res.Usage)
+		r.CostUSD = r.Usage.CostUSD
 		if fail := agent.FailureOf(l.Reviewer.Name(), res, err); fail != nil {
 			r.Note = fail.Error()
 			continue
@@ -564,7 +565,7 @@ func (l *Loop) review(ctx context.Context, st State, a Action) (Review, error) {
 			r.Note = perr.Error()
 			continue
 		}
-		got.N, got.Base, got.Head, got.Agent, got.CostUSD, got.Note = r.N, r.Base, r.Head, r.Agent, r.CostUSD, ""
+		got.N, got.Base, got.Head, got.Agent, got.CostUSD, got.Usage, got.Note = r.N, r.Base, r.Head, r.Agent, r.CostUSD, r.Usage, ""
 		r = got
 		break
 	}

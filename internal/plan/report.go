@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -13,17 +14,21 @@ import (
 // concerns, block reason, commit, retries, review results and files
 // changed, and how the run ended.
 type Result struct {
-	Run       string       `json:"run"`
-	Status    string       `json:"status"`
-	ExitCode  int          `json:"exit_code"`
-	Message   string       `json:"message"`
-	PlanFile  string       `json:"plan_file"`
-	StartHead string       `json:"start_head,omitempty"`
-	Head      string       `json:"head,omitempty"`
-	WallClock string       `json:"wall_clock"`
-	CostUSD   float64      `json:"cost_usd"`
-	Counts    Counts       `json:"counts"`
-	Tasks     []TaskResult `json:"tasks"`
+	Run       string  `json:"run"`
+	Status    string  `json:"status"`
+	ExitCode  int     `json:"exit_code"`
+	Message   string  `json:"message"`
+	PlanFile  string  `json:"plan_file"`
+	StartHead string  `json:"start_head,omitempty"`
+	Head      string  `json:"head,omitempty"`
+	WallClock string  `json:"wall_clock"`
+	CostUSD   float64 `json:"cost_usd"`
+	// Usage is what the run's agents reported consuming in all (PR-M5):
+	// tokens, and the cost with whether every run reported one (a cost
+	// none reported is "not reported", never $0).
+	Usage  agent.Spend  `json:"usage"`
+	Counts Counts       `json:"counts"`
+	Tasks  []TaskResult `json:"tasks"`
 }
 
 // Counts are how many tasks ended how.
@@ -50,12 +55,15 @@ type TaskResult struct {
 	Kept   string `json:"kept,omitempty"`
 	// Retries are re-dispatches for more context or a stronger model
 	// (0, 1, or 2 with an escalation); Models the models it ran with.
-	Retries       int              `json:"retries"`
-	Models        []string         `json:"models,omitempty"`
-	FixIterations int              `json:"fix_iterations"`
-	Reviews       []ReviewResult   `json:"reviews"`
-	FilesChanged  []string         `json:"files_changed"`
-	Dispatches    []DispatchResult `json:"dispatches"`
+	Retries       int            `json:"retries"`
+	Models        []string       `json:"models,omitempty"`
+	FixIterations int            `json:"fix_iterations"`
+	Reviews       []ReviewResult `json:"reviews"`
+	FilesChanged  []string       `json:"files_changed"`
+	// Usage is what the task's implementers and reviewers reported
+	// consuming.
+	Usage      *agent.Spend     `json:"usage,omitempty"`
+	Dispatches []DispatchResult `json:"dispatches"`
 }
 
 // ReviewResult is one review in the report.
@@ -85,7 +93,11 @@ type DispatchResult struct {
 // BuildResult is the report of a run from its state; now ends the wall
 // clock of a run that has not ended.
 func BuildResult(st State, now time.Time) Result {
-	r := Result{Run: st.RunID, PlanFile: st.Config.PlanFile, StartHead: st.StartHead, Head: st.StartHead, CostUSD: st.CostUSD, Tasks: []TaskResult{}}
+	r := Result{Run: st.RunID, PlanFile: st.Config.PlanFile, StartHead: st.StartHead, Head: st.StartHead, CostUSD: st.CostUSD, Usage: st.Usage.Spend(), Tasks: []TaskResult{}}
+	if !st.Usage.Reported() && st.CostUSD > 0 {
+		// A state from before usage was kept: its cost was reported.
+		r.Usage = agent.Usage{CostUSD: st.CostUSD, CostReported: true}.Spend()
+	}
 	if t := st.Terminal; t != nil {
 		r.Status, r.ExitCode, r.Message, now = string(t.Status), t.ExitCode, t.Message, t.At
 	} else {
@@ -109,7 +121,14 @@ func BuildResult(st State, now time.Time) Result {
 			r.Head = t.Head
 		}
 		var attempts []Attempt
+		var used agent.Usage
+		for _, rv := range t.Reviews {
+			used.Add(rv.Usage)
+		}
 		for _, d := range t.Dispatches {
+			if d.Report != nil {
+				used.Add(d.Report.Usage)
+			}
 			dr := DispatchResult{Ticket: d.Ticket, Kind: string(d.Kind), Agent: d.Agent, Outcome: d.Outcome}
 			if d.Outcome == "" {
 				dr.Outcome = "in flight"
@@ -125,6 +144,10 @@ func BuildResult(st State, now time.Time) Result {
 			}
 		}
 		tr.Models = models(attempts)
+		if used.Reported() {
+			sp := used.Spend()
+			tr.Usage = &sp
+		}
 		for _, rv := range t.Reviews {
 			tr.Reviews = append(tr.Reviews, ReviewResult{N: rv.N, Approved: rv.Approved, Passed: rv.Passed(), Valid: rv.Valid, Head: rv.Head, Summary: rv.Summary, Note: rv.Note, Issues: nonNilIssues(rv.Issues)})
 		}
@@ -155,9 +178,7 @@ func WriteReport(w io.Writer, r Result) {
 		fmt.Fprintf(w, ", %d not ended", r.Counts.NotEnded)
 	}
 	fmt.Fprintf(w, "\n- wall clock: %s", r.WallClock)
-	if r.CostUSD > 0 {
-		fmt.Fprintf(w, "; cost reported: $%.2f", r.CostUSD)
-	}
+	fmt.Fprintf(w, "\n- agent usage: %s", r.Usage)
 	fmt.Fprintf(w, "\n\n| task | group | status | commit | retries | fixes | reviews | files changed |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, t := range r.Tasks {
 		var rv []string
@@ -186,6 +207,9 @@ func WriteReport(w io.Writer, r Result) {
 		}
 		fmt.Fprintf(w, "; fix-review iterations: %d\n", t.FixIterations)
 		fmt.Fprintf(w, "- files changed: %s\n", orDash(strings.Join(t.FilesChanged, ", ")))
+		if t.Usage != nil {
+			fmt.Fprintf(w, "- agent usage: %s\n", t.Usage)
+		}
 		for _, d := range t.Dispatches {
 			fmt.Fprintf(w, "- dispatch `%s` (%s, %s): %s", d.Ticket, d.Kind, d.Agent, d.Outcome)
 			if d.Summary != "" {

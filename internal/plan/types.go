@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/exitcode"
 )
 
@@ -133,6 +134,8 @@ type Report struct {
 	Outside  []string      `json:"outside,omitempty"`
 	CostUSD  float64       `json:"cost_usd,omitempty"`
 	Duration time.Duration `json:"duration,omitempty"`
+	// Usage is what every attempt of the dispatch reported consuming.
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // Dispatch is one implementer run of a task: ticket <run>.task.<id>.NN.
@@ -167,6 +170,8 @@ type Review struct {
 	Note    string  `json:"note,omitempty"`
 	Agent   string  `json:"agent,omitempty"`
 	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Usage is what the reviewer's runs reported consuming.
+	Usage agent.Usage `json:"usage,omitzero"`
 }
 
 // Passed reports whether the review lets the task finish: a valid answer
@@ -248,9 +253,12 @@ type State struct {
 	StartHead string      `json:"start_head,omitempty"`
 	Tasks     []TaskState `json:"tasks"`
 	// Seq numbers the dispatches, for their tickets.
-	Seq      int       `json:"seq"`
-	CostUSD  float64   `json:"cost_usd,omitempty"`
-	Terminal *Terminal `json:"terminal,omitempty"`
+	Seq     int     `json:"seq"`
+	CostUSD float64 `json:"cost_usd,omitempty"`
+	// Usage is what the run's implementers and reviewers reported
+	// consuming (PR-M5).
+	Usage    agent.Usage `json:"usage,omitzero"`
+	Terminal *Terminal   `json:"terminal,omitempty"`
 }
 
 // NewState is the state a new run starts from: every task pending.

@@ -31,7 +31,7 @@ func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
 	if s.Phase == PhaseDone && s.Terminal != nil {
 		// The terminal's labels and status again, as far as the forge does
 		// not show them yet: a write a fault interrupted is finished.
-		acts := terminalActions(s.Terminal, o.PR)
+		acts := terminalActions(s.Terminal, o.PR, c)
 		if s.Terminal.Reason == ReasonTwoStable {
 			acts = append(acts, cleanupActions(s, o, c)...)
 		}
@@ -1058,7 +1058,10 @@ func (d *step) end(reason Reason, msg string, proof *Proof) {
 		// PR-V5: whatever ended the run, red CI on the head is said.
 		msg += "; " + red
 	}
-	t := &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: msg, Proof: proof}
+	t := &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: msg, Proof: proof, Usage: UsageOf(d.s)}
+	if proof != nil {
+		proof.Usage = t.Usage
+	}
 	var keep []Action
 	for _, a := range d.acts {
 		// The local review's summary belongs on the PR whatever the
@@ -1070,7 +1073,7 @@ func (d *step) end(reason Reason, msg string, proof *Proof) {
 			keep = append(keep, a)
 		}
 	}
-	d.acts = append(keep, terminalActions(t, d.pr)...)
+	d.acts = append(keep, terminalActions(t, d.pr, d.c)...)
 	d.s.Phase, d.s.Terminal, d.term = PhaseDone, t, t
 }
 

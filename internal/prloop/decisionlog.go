@@ -86,7 +86,7 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 		for _, note := range rr.Notes {
 			fmt.Fprintf(b, "- note: %s\n", cell(note))
 		}
-		fmt.Fprintf(b, "- cost: %s\n", usageLine(rr.Usage))
+		fmt.Fprintf(b, "- agent usage: %s\n", usageLine(rr.Usage))
 		for _, c := range rr.Censuses {
 			fmt.Fprintf(b, "- test census, %s\n", cell(c.String()))
 		}
@@ -134,7 +134,7 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 	for _, rr := range st.Rounds {
 		total.Add(rr.Usage)
 	}
-	fmt.Fprintf(b, "- cost: %s\n", usageLine(total))
+	fmt.Fprintf(b, "- agent usage, all rounds: %s\n", usageLine(total))
 
 	if len(st.Recaps) > 0 {
 		fmt.Fprintf(b, "\n## Recaps\n\n")
@@ -172,6 +172,14 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 	switch t := st.Terminal; {
 	case t != nil:
 		fmt.Fprintf(b, "**%s** (exit %d): %s\n", t.Reason, t.ExitCode, t.Message)
+		if f := t.AgentFailure; f != nil {
+			// AG-T4: which agent could not run, in its CLI's words.
+			fmt.Fprintf(b, "\n- agent that could not run: %s", f.Agent)
+			if f.Kind != "" {
+				fmt.Fprintf(b, " (%s)", f.Kind)
+			}
+			fmt.Fprintf(b, ": %s\n", f.Message)
+		}
 		if t.Disposal != nil {
 			fmt.Fprintf(b, "\n- replied: %s\n- resolved: %s\n- skipped: %s\n", list(t.Disposal.Replied), list(t.Disposal.Resolved), list(t.Disposal.Skipped))
 		}
@@ -198,6 +206,9 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 		if c := p.TestCensus; c != nil {
 			fmt.Fprintf(b, "- test census of the head: %s\n", c.Census)
 		}
+		if u := p.Usage; u != nil {
+			fmt.Fprintf(b, "- agent usage: %s\n", u.Total)
+		}
 		for _, note := range p.Notes {
 			fmt.Fprintf(b, "- note: %s\n", note)
 		}
@@ -207,16 +218,9 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 }
 
 // usageLine is a round's reported agent usage (PR-M5): tokens, and the
-// price where a CLI reports one.
+// price as far as the agents reported one ("not reported" is never $0).
 func usageLine(u agent.Usage) string {
-	if u.TotalTokens() == 0 && !u.CostReported {
-		return "no agent reported usage"
-	}
-	line := fmt.Sprintf("%d input, %d output token(s)", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens, u.OutputTokens)
-	if u.CostReported {
-		line += fmt.Sprintf(", $%.4f reported", u.CostUSD)
-	}
-	return line
+	return u.String()
 }
 
 func stamp(t time.Time) string {

@@ -41,7 +41,7 @@ func TestPR_T8_ErroredAndEveryNonSuccessTerminalNeedAttention(t *testing.T) {
 
 	for _, r := range []Reason{ReasonPRClosed, ReasonHumanPush, ReasonBaseMoved, ReasonNoIndependentReview, ReasonConvergenceFailure,
 		ReasonCapExhausted, ReasonIdleTimeout, ReasonStoppedByHuman, ReasonErrored, ReasonHandedOff, ReasonAllConflicting} {
-		got := terminalActions(&Terminal{Reason: r}, newPR("h1"))
+		got := terminalActions(&Terminal{Reason: r}, newPR("h1"), cfg())
 		if r == ReasonPRClosed {
 			// A closed PR is not converge's to label (PR-T7).
 			if len(got) != 0 {

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
@@ -243,8 +244,17 @@ func (l *Loop) Stepped(prev, next State, obs Observation) bool {
 
 // Fail ends the run errored (PR-T8). While the forge still answers, the
 // needs-attention label and a failed verdict are applied best effort.
+// An agent that could not run is named, with its CLI's words, in the
+// terminal and in a comment beside the label (AG-T4); what the failed
+// runs consumed still counts.
 func (l *Loop) Fail(st State, obs Observation, cause error) (State, []Action) {
-	next, actions, _ := Fail(st, obs, ReasonErrored, cause.Error())
+	st = st.clone()
+	var spent *spentError
+	if errors.As(cause, &spent) {
+		st.addUsage(spent.round, spent.usage)
+	}
+	t := &Terminal{Reason: ReasonErrored, ExitCode: ExitCode(ReasonErrored), Message: redactKeys(cause.Error()), AgentFailure: AgentFailureOf(cause)}
+	next, actions, _ := failWith(st, obs, t, l.Config)
 	switch forge.KindOf(cause) {
 	case forge.KindAuth, forge.KindUnreachable, forge.KindRateLimited:
 		// The forge cannot take the label now; the state says errored.
@@ -597,6 +607,11 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		l.report(engine.Event{Kind: "fix", Round: round, Message: fmt.Sprintf("fixing %d finding(s)", len(a.Findings))})
 		var fr FixResult
 		fr, err = l.Workspace.Fix(ctx, pr, round, a.Findings)
+		if err != nil && fr.Usage.Reported() {
+			// A fix that failed was paid for: its usage goes with the
+			// error to the errored terminal.
+			err = &spentError{err: err, round: round, usage: fr.Usage}
+		}
 		if err == nil {
 			res = mergeResult(res, &ActResult{Fix: &fr})
 			detail = fr
@@ -727,5 +742,25 @@ func record(round int, a Action) engine.ActionRecord {
 func (l *Loop) report(e engine.Event) {
 	if l.Reporter != nil {
 		l.Reporter.Report(e)
+	}
+}
+
+// spentError is an act's error with what its agents consumed before it.
+type spentError struct {
+	err   error
+	round int
+	usage agent.Usage
+}
+
+func (e *spentError) Error() string { return e.err.Error() }
+func (e *spentError) Unwrap() error { return e.err }
+
+// addUsage adds u to round n's record, when the state has one.
+func (s *State) addUsage(n int, u agent.Usage) {
+	for i := range s.Rounds {
+		if s.Rounds[i].N == n {
+			s.Rounds[i].Usage.Add(u)
+			return
+		}
 	}
 }

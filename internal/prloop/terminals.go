@@ -34,7 +34,7 @@ func hasLabel(pr *forge.PullRequest, label string) bool {
 // PR-T2, PR-T8) and the published verdict (PR-T10). Each is emitted only
 // when the forge does not already show it, so a second run on a converged
 // PR writes nothing (PR-S12). A closed PR gets nothing: it is not ours.
-func terminalActions(t *Terminal, pr *forge.PullRequest) []Action {
+func terminalActions(t *Terminal, pr *forge.PullRequest, c Config) []Action {
 	if pr == nil || t.Reason == ReasonPRClosed {
 		return nil
 	}
@@ -55,6 +55,12 @@ func terminalActions(t *Terminal, pr *forge.PullRequest) []Action {
 			Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/%s", pr.HeadSHA, st),
 			SHA: pr.HeadSHA, State: st, Reason: statusDescription(t),
 		})
+	}
+	if f := t.AgentFailure; f != nil && pr.HeadSHA != "" && !agentFailurePosted(pr, f, c) {
+		// Beside the label, the PR says which agent failed and why: the
+		// label alone sends a human to a log they may not have (AG-T4).
+		acts = append(acts, Action{Kind: ActComment, Key: "terminal/agent-failure/" + pr.HeadSHA + "/" + markerField(f.Agent),
+			SHA: pr.HeadSHA, Body: agentFailureBody(f, pr.HeadSHA), Reason: agentFailureReason})
 	}
 	return acts
 }
@@ -77,8 +83,13 @@ func statusDescription(t *Terminal) string {
 // every other non-success terminal. The state comes back PhaseDone so a
 // later Decide returns the terminal again.
 func Fail(s State, o Observation, reason Reason, message string) (State, []Action, *Terminal) {
+	return failWith(s, o, &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: message}, Config{})
+}
+
+// failWith ends the run with t, which gets the usage of the rounds so far.
+func failWith(s State, o Observation, t *Terminal, c Config) (State, []Action, *Terminal) {
 	s = s.clone()
-	t := &Terminal{Reason: reason, ExitCode: ExitCode(reason), Message: message}
+	t.Usage = UsageOf(s)
 	s.Phase, s.Terminal = PhaseDone, t
-	return s, terminalActions(t, o.PR), t
+	return s, terminalActions(t, o.PR, c), t
 }

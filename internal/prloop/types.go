@@ -554,6 +554,23 @@ type Terminal struct {
 	Proof *Proof `json:"proof,omitempty"`
 	// Disposal is what a --dispose-only run did (PR-M2).
 	Disposal *Disposal `json:"disposal,omitempty"`
+	// Usage is what the run's agents reported consuming, per round and in
+	// total (PR-M5).
+	Usage *UsageReport `json:"usage,omitempty"`
+	// AgentFailure names the agent that could not run, when that ended
+	// the run errored (AG-T4): the PR's comment beside needs-attention
+	// says it.
+	AgentFailure *AgentFailure `json:"agent_failure,omitempty"`
+}
+
+// AgentFailure is an agent that could not run, as an errored terminal
+// records it: which agent, and why in its CLI's words, redacted (SEC-3).
+type AgentFailure struct {
+	Agent string `json:"agent"`
+	// Kind is the CLI's own report's kind (auth, endpoint, cli); "" when
+	// the CLI said nothing of its own (a crash, output without a record).
+	Kind    string `json:"kind,omitempty"`
+	Message string `json:"message"`
 }
 
 // Proof is printed and stored at success (PR-T9): proof, not assertion.
@@ -578,6 +595,9 @@ type Proof struct {
 	// TestCensus is the test census of the head (PR-V4), or why there
 	// is none.
 	TestCensus *TestCensus `json:"test_census,omitempty"`
+	// Usage is what the run's agents reported consuming, per round and
+	// in total (PR-M5).
+	Usage *UsageReport `json:"usage,omitempty"`
 }
 
 // Review names the independent review the proof rests on: its source and,

@@ -163,7 +163,7 @@ echo '`+okRecord+`'`, 0)
 	if runs := a.runs.Load(); runs != 3 {
 		t.Fatalf("%d fixer runs, want 3 (a.txt twice, b.txt once)", runs)
 	}
-	want := agent.Usage{InputTokens: 300, OutputTokens: 30, CostUSD: 0.75, CostReported: true}
+	want := agent.Usage{InputTokens: 300, OutputTokens: 30, CostUSD: 0.75, CostReported: true, Runs: 3, PricedRuns: 3}
 	if res.Usage != want {
 		t.Fatalf("usage %+v, want %+v: every attempt of every fixer", res.Usage, want)
 	}

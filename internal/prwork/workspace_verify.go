@@ -469,10 +469,10 @@ func (w *GitWorkspace) askVerifier(ctx context.Context, f prloop.Finding, vf ver
 	}
 	t.Prompt = verify.Prompt(q)
 	res, err := w.Verifier.Run(ctx, t)
+	w.usage.AddRun(res.Usage)
 	if err != nil {
 		return verify.Verdict{Why: "the verifier could not run: " + text.Clip(text.OneLine(err.Error()), 200)}
 	}
-	w.usage.Add(res.Usage)
 	v := verify.ParseVerdict(res.Output)
 	if v.Valid && res.Record.Status != agent.StatusComplete {
 		return verify.Verdict{Why: fmt.Sprintf("the verifier's run ended %s: %s", res.Record.Status, text.Clip(text.OneLine(res.Record.Summary), 200))}

@@ -151,14 +151,16 @@ func (j *Judge) Run(ctx context.Context, in Input) (Verdict, error) {
 		return invalid(j.Agent.Name(), "stopped: "+ctx.Err().Error()), ctx.Err()
 	}
 	if err != nil {
-		return invalid(j.Agent.Name(), "the judge could not run: "+err.Error()), nil
+		v := invalid(j.Agent.Name(), "the judge could not run: "+err.Error())
+		v.Usage = res.Usage.Counted()
+		return v, nil
 	}
 	v := Parse(res.Output, in)
 	v.Agent = j.Agent.Name()
 	if v.Valid && res.Record.Status != agent.StatusComplete {
 		v = invalid(v.Agent, fmt.Sprintf("the run ended %s: %s", res.Record.Status, res.Record.Summary))
 	}
-	v.Usage = res.Usage
+	v.Usage = res.Usage.Counted()
 	return v, nil
 }
 

@@ -333,7 +333,7 @@ func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string)
 	var usage agent.Usage
 	for attempt := 1; attempt <= 2; {
 		res, err := r.Agent.Run(ctx, t)
-		usage.Add(res.Usage)
+		usage.AddRun(res.Usage)
 		if cerr := context.Cause(ctx); cerr != nil {
 			return AngleResult{}, usage, cerr
 		}

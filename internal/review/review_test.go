@@ -297,7 +297,8 @@ echo '[{"file":"a.go","line_range":[3,3],"summary":"off by one","verdict":"minor
 	if n := count(t, d); n != 1 {
 		t.Errorf("agent ran %d times, want 1", n)
 	}
-	second.Cached = false
+	// The cached review ran no agent: it costs nothing.
+	second.Cached, first.Usage = false, agent.Usage{}
 	if !reflect.DeepEqual(first, second) {
 		t.Errorf("cached %+v != fresh %+v", second, first)
 	}
@@ -357,7 +358,7 @@ echo '[]'`)
 	if runs, _ := os.ReadFile(filepath.Join(d, "runs")); strings.Count(string(runs), "x") != 3 {
 		t.Fatalf("agent runs %q, want 3 (two angles, one retried)", runs)
 	}
-	if want := (agent.Usage{InputTokens: 300, OutputTokens: 30, CostUSD: 0.75, CostReported: true}); res.Usage != want {
+	if want := (agent.Usage{InputTokens: 300, OutputTokens: 30, CostUSD: 0.75, CostReported: true, Runs: 3, PricedRuns: 3}); res.Usage != want {
 		t.Errorf("usage %+v, want %+v: every run of every angle", res.Usage, want)
 	}
 	again, err := rv.Review(context.Background(), in)

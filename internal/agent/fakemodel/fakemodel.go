@@ -10,7 +10,8 @@
 //     base_url names this server's /v1;
 //   - the Gemini API (POST /v1beta/models/MODEL:streamGenerateContent with
 //     alt=sse, :generateContent, :countTokens), which Gemini CLI talks to
-//     when GOOGLE_GEMINI_BASE_URL names this server.
+//     when GOOGLE_GEMINI_BASE_URL names this server, and Vertex AI's paths
+//     for the same (vertex.go) when GOOGLE_VERTEX_BASE_URL does.
 //
 // What the model "says" is a Script: a list of turns, each some text and
 // tool calls. The server is stateless about conversations: the turn a
@@ -20,7 +21,9 @@
 // each has its own Script, told apart by Script.Match.
 //
 // A request without tools is a CLI's side request (a title, a quota check):
-// it gets Server.SideText as plain text and does not advance any script.
+// it gets Server.SideText as plain text and does not advance any script;
+// a Gemini side request that asks for JSON (Gemini CLI's model router)
+// gets a value of its schema (gemini_json.go).
 //
 // Every request is recorded, with the tool results it carries, so a test
 // can assert that every tool call the server made got a result
@@ -60,7 +63,8 @@ type ToolCall struct {
 	// Shell is a shell command line. The server picks the shell tool from
 	// the request's tools and encodes the command for it: Anthropic Bash
 	// (Claude Code) or bash (OpenCode) {"command"}; Codex exec_command {"cmd"}, shell_command {"command"} or
-	// shell {"command": ["bash", "-lc", …]}.
+	// shell {"command": ["bash", "-lc", …]}, or with Codex's default model
+	// only its freeform exec tool, JavaScript calling exec_command.
 	Shell string
 }
 
@@ -150,6 +154,10 @@ type Request struct {
 	// Script and Turn are what answered it; Script is -1 when none did.
 	Script, Turn int
 	Results      []ToolResult
+	// Usage is what the reply reported, zero until it was sent (a
+	// delayed reply the client gave up on served nothing). The Gemini
+	// API's handler sets it.
+	Usage Usage
 }
 
 // Server is the scripted model. Create it with New and serve it with
@@ -206,6 +214,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveCountTokens(w, r)
 	case r.Method == http.MethodPost && path == "/v1/responses":
 		s.serveResponses(w, r)
+	case r.Method == http.MethodGet && path == "/v1/responses":
+		s.serveResponsesUpgrade(w, r)
 	default:
 		if model, method, ok := geminiRoute(path); ok && r.Method == http.MethodPost {
 			s.serveGemini(w, r, model, method)
@@ -276,7 +286,8 @@ func (s *Server) fail(format string, args ...any) {
 	s.errors = append(s.errors, fmt.Sprintf(format, args...))
 }
 
-func (s *Server) record(r Request) {
+// record records r and returns its index in Requests.
+func (s *Server) record(r Request) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requests = append(s.requests, r)
@@ -286,6 +297,7 @@ func (s *Server) record(r Request) {
 		}
 		s.results[res.ID] = res
 	}
+	return len(s.requests) - 1
 }
 
 func (s *Server) addCall(c Call) {

@@ -617,3 +617,110 @@ func TestRefuseAnswersInEachAPIsErrorShape(t *testing.T) {
 		t.Errorf("recorded %d requests, want 3", n)
 	}
 }
+
+// Codex's default model offers its tools in an additional_tools input item
+// (no tools field), in namespaces, and runs anything through the freeform
+// exec tool: a Shell call becomes a custom_tool_call of exec whose
+// JavaScript runs the command with exec_command, streamed as custom tool
+// input deltas; its result comes back as a custom_tool_call_output.
+func TestResponsesCodeModeExecFromAdditionalTools(t *testing.T) {
+	srv := New(Script{Turns: []Turn{
+		{Text: "Looking.", Calls: []ToolCall{{Shell: `grep -n "x > 1" a.go`}, {Name: "apply_patch", Input: "*** Begin Patch\n*** End Patch\n"}}},
+		{Text: "all done"},
+	}})
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+
+	tools := map[string]any{"type": "additional_tools", "role": "developer", "tools": []any{
+		map[string]any{"type": "namespace", "name": "functions", "tools": []any{
+			map[string]any{"type": "custom", "name": "exec", "format": map[string]any{"type": "grammar"}},
+			map[string]any{"type": "function", "name": "wait"},
+			map[string]any{"type": "custom", "name": "apply_patch"},
+		}},
+		map[string]any{"type": "namespace", "name": "clock", "tools": []any{map[string]any{"type": "function", "name": "sleep"}}},
+	}}
+	user := map[string]any{"type": "message", "role": "user", "content": []any{map[string]any{"type": "input_text", "text": "fix"}}}
+	evs := readSSE(t, post(t, hs.URL+"/v1/responses", map[string]any{"model": "gpt", "stream": true, "input": []any{tools, user}}))
+	items, _ := responsesOutput(t, evs)
+	if len(items) != 3 || items[1]["type"] != "custom_tool_call" || items[2]["type"] != "custom_tool_call" {
+		t.Fatalf("items = %v", items)
+	}
+	exec := items[1]
+	input, _ := exec["input"].(string)
+	if exec["name"] != "exec" || exec["call_id"] == "" ||
+		!strings.Contains(input, `await tools.exec_command({"cmd":"grep -n \"x \u003e 1\" a.go"})`) || !strings.Contains(input, "text(") {
+		t.Errorf("shell call = %v", exec)
+	}
+	if items[2]["name"] != "apply_patch" || items[2]["input"] != "*** Begin Patch\n*** End Patch\n" {
+		t.Errorf("freeform call = %v", items[2])
+	}
+	// The input streams as custom tool input deltas, as the Responses API
+	// sends a custom tool call.
+	var deltas, done string
+	for _, ev := range evs {
+		switch ev.Name {
+		case "response.custom_tool_call_input.delta":
+			if ev.Data["item_id"] == exec["id"] {
+				deltas += ev.Data["delta"].(string)
+			}
+		case "response.custom_tool_call_input.done":
+			if ev.Data["item_id"] == exec["id"] {
+				done = ev.Data["input"].(string)
+			}
+		}
+	}
+	if deltas != input || done != input {
+		t.Errorf("deltas %q, done %q, want %q", deltas, done, input)
+	}
+	reqs := srv.Requests()
+	if got := strings.Join(reqs[0].Tools, ","); reqs[0].Side || got != "exec,wait,apply_patch,sleep" {
+		t.Errorf("request tools %q (side %v), want those of additional_tools", got, reqs[0].Side)
+	}
+
+	history := []any{tools, user, items[1], items[2],
+		map[string]any{"type": "custom_tool_call_output", "call_id": exec["call_id"],
+			"output": []any{map[string]any{"type": "input_text", "text": "Script completed\n"}, map[string]any{"type": "input_text", "text": "3: if x > 1 {"}}},
+		map[string]any{"type": "custom_tool_call_output", "call_id": items[2]["call_id"], "output": "patch applied"},
+	}
+	items, _ = responsesOutput(t, readSSE(t, post(t, hs.URL+"/v1/responses", map[string]any{"model": "gpt", "stream": true, "input": history})))
+	if len(items) != 1 || items[0]["content"].([]any)[0].(map[string]any)["text"] != "all done" {
+		t.Errorf("second turn = %v", items)
+	}
+	calls := srv.Calls()
+	if len(calls) != 2 || calls[0].Name != "exec" {
+		t.Fatalf("calls = %v", calls)
+	}
+	if r, _ := srv.Result(calls[0].ID); !strings.Contains(r.Content, "3: if x > 1 {") {
+		t.Errorf("exec result = %+v", r)
+	}
+	if u, e := srv.Unanswered(), srv.Errors(); len(u) != 0 || len(e) != 0 {
+		t.Errorf("unanswered %v, errors %v", u, e)
+	}
+}
+
+// The built-in provider's WebSocket handshake gets 426 Upgrade Required
+// (Codex then uses HTTP at once); any other GET is an unknown endpoint.
+func TestResponsesWebSocketHandshakeGets426(t *testing.T) {
+	srv := New()
+	hs := httptest.NewServer(srv)
+	defer hs.Close()
+	req, _ := http.NewRequest(http.MethodGet, hs.URL+"/v1/responses", nil)
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", "websocket")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUpgradeRequired || len(srv.Errors()) != 0 {
+		t.Errorf("handshake: %d, errors %v; want 426 and no error", resp.StatusCode, srv.Errors())
+	}
+	resp, err = http.Get(hs.URL + "/v1/responses")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound || len(srv.Errors()) != 1 {
+		t.Errorf("plain GET: %d, errors %v; want 404 recorded", resp.StatusCode, srv.Errors())
+	}
+}

@@ -11,7 +11,7 @@ import (
 
 // The Gemini API, as far as Gemini CLI uses it (through @google/genai):
 // POST /v1beta/models/MODEL:streamGenerateContent?alt=sse (or
-// :generateContent) with contents (role user/model, parts of text,
+// :generateContent; Vertex AI's paths for the same, see vertex.go) with contents (role user/model, parts of text,
 // functionCall {id, name, args} and functionResponse {id, name,
 // response}), tools [{functionDeclarations: [{name …}]}]; the reply is a
 // GenerateContentResponse — candidates[0].content.parts, finishReason,
@@ -118,6 +118,9 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, model, meth
 	if len(tools) == 0 {
 		rec.Side = true
 		t = Turn{Text: s.SideText}
+		if text, ok := geminiJSONAnswer(body); ok {
+			t.Text = text
+		}
 	} else {
 		var ok bool
 		rec.Script, turn, t, ok = s.pick(user, turn)
@@ -126,10 +129,11 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, model, meth
 			t = exhausted(turn)
 		}
 	}
-	s.record(rec)
+	at := s.record(rec)
 	if !wait(r, t.Delay) {
 		return
 	}
+	s.served(at, t.Usage.orDefault())
 
 	var calls []map[string]any
 	for i, c := range t.Calls {
@@ -194,10 +198,14 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, model, meth
 	data(chunk(append(last, calls...), true))
 }
 
-// geminiRoute splits /v1beta/models/MODEL:METHOD.
+// geminiRoute splits /v1beta/models/MODEL:METHOD, or a Vertex AI path
+// (ParseVertexPath).
 func geminiRoute(path string) (model, method string, ok bool) {
 	rest, ok := strings.CutPrefix(path, "/v1beta/models/")
 	if !ok {
+		if v, ok := ParseVertexPath(path); ok {
+			return v.Model, v.Method, true
+		}
 		return "", "", false
 	}
 	model, method, ok = strings.Cut(rest, ":")
@@ -206,4 +214,25 @@ func geminiRoute(path string) (model, method string, ok bool) {
 		return model, method, ok
 	}
 	return "", "", false
+}
+
+// served sets the usage the reply to request i reported.
+func (s *Server) served(i int, u Usage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests[i].Usage = u
+}
+
+// Served is the usage of every reply sent so far, summed: what a CLI that
+// counts to the last token reports.
+func (s *Server) Served() Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var sum Usage
+	for _, r := range s.requests {
+		sum.InputTokens += r.Usage.InputTokens
+		sum.OutputTokens += r.Usage.OutputTokens
+		sum.CacheReadTokens += r.Usage.CacheReadTokens
+	}
+	return sum
 }

@@ -5,30 +5,48 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
 )
 
 // The OpenAI Responses API, as far as Codex uses it: a request with model,
-// input (message, function_call, function_call_output … items), tools and
-// stream; a reply that is a Response, or with stream set the events
-// response.created, response.in_progress, per output item
-// response.output_item.added / .done with the text or arguments deltas in
-// between, and response.completed with usage (openai-node
+// input (message, function_call, function_call_output, custom_tool_call,
+// custom_tool_call_output … items), tools and stream; a reply that is a
+// Response, or with stream set the events response.created,
+// response.in_progress, per output item response.output_item.added /
+// .done with the text, arguments or custom tool input deltas in between,
+// and response.completed with usage (openai-node
 // src/resources/responses/responses.ts; codex-rs codex-api
 // src/sse/responses.rs reads output_item.added/.done, output_text.delta,
 // response.created, .failed and .completed).
+//
+// Codex's default model (0.169: gpt-6.1-sol through the built-in openai
+// provider) sends no tools field: its tools come as an input item of type
+// additional_tools, in namespaces, and its one way to run anything is the
+// freeform (custom) tool exec, whose input is JavaScript that calls the
+// nested tools (tools.exec_command({cmd}) …). A Shell call then becomes a
+// custom_tool_call of exec whose input runs the command through
+// exec_command; its result comes back as a custom_tool_call_output.
+//
+// The built-in provider tries a WebSocket first (GET /v1/responses with
+// Upgrade: websocket); the server answers 426 Upgrade Required, on which
+// Codex goes over to HTTP at once.
 
 type responsesRequest struct {
 	Model  string          `json:"model"`
 	Stream bool            `json:"stream"`
 	Input  json.RawMessage `json:"input"`
-	Tools  []struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	} `json:"tools"`
+	Tools  []responsesTool `json:"tools"`
+}
+
+// responsesTool is a tool a request offers: a function, a custom
+// (freeform) tool, a built-in one (web_search …), or a namespace holding
+// more.
+type responsesTool struct {
+	Type  string          `json:"type"`
+	Name  string          `json:"name"`
+	Tools []responsesTool `json:"tools"`
 }
 
 type responsesItem struct {
@@ -37,6 +55,42 @@ type responsesItem struct {
 	Content json.RawMessage `json:"content"`
 	CallID  string          `json:"call_id"`
 	Output  json.RawMessage `json:"output"`
+	// Tools are an additional_tools item's.
+	Tools []responsesTool `json:"tools"`
+}
+
+// offered is what a request offers the model: each tool's name and type
+// ("function", "custom" …), in order, namespaces flattened.
+type offered struct {
+	names []string
+	types map[string]string
+}
+
+func (o *offered) add(tools []responsesTool) {
+	for _, t := range tools {
+		if t.Type == "namespace" {
+			o.add(t.Tools)
+			continue
+		}
+		if t.Name == "" {
+			continue // a built-in tool (web_search …)
+		}
+		if _, dup := o.types[t.Name]; !dup {
+			o.names = append(o.names, t.Name)
+		}
+		o.types[t.Name] = t.Type
+	}
+}
+
+// codeModeTool is Codex's freeform tool that runs JavaScript calling its
+// nested tools; codeModeShell is the input that runs cmd through its
+// exec_command and returns the command's output.
+const codeModeTool = "exec"
+
+func codeModeShell(cmd string) string {
+	arg, _ := json.Marshal(map[string]any{"cmd": cmd})
+	return "const r = await tools.exec_command(" + string(arg) + ");\n" +
+		"text(typeof r === \"string\" ? r : r.output);\n"
 }
 
 // responsesText is the text of a content or output field: a string, or
@@ -131,10 +185,14 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	if model == "" {
 		model = s.Model
 	}
-	var tools []string
-	for _, tl := range req.Tools {
-		tools = append(tools, tl.Name)
+	offer := offered{types: map[string]string{}}
+	offer.add(req.Tools)
+	for _, it := range items {
+		if it.Type == "additional_tools" {
+			offer.add(it.Tools)
+		}
 	}
+	tools := offer.names
 	rec.Tools = tools
 	var t Turn
 	if len(tools) == 0 {
@@ -164,21 +222,39 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 	}
 	for i, c := range t.Calls {
 		name, args := c.Name, c.Input
+		custom, freeform := offer.types[name] == "custom", ""
 		if c.Shell != "" {
-			name = ""
+			name, custom = "", false
 			for _, st := range shellTools {
-				if slices.Contains(tools, st.name) {
+				if offer.types[st.name] == "function" {
 					name, args = st.name, st.args(c.Shell)
 					break
 				}
+			}
+			if name == "" && offer.types[codeModeTool] == "custom" {
+				name, custom, freeform = codeModeTool, true, codeModeShell(c.Shell)
 			}
 			if name == "" {
 				s.fail("openai: shell call but the request offers no shell tool (tools %v)", tools)
 				name, args = shellTools[0].name, shellTools[0].args(c.Shell)
 			}
+		} else if str, ok := args.(string); custom && ok {
+			freeform = str
+		} else if custom {
+			freeform = string(mustJSON(args))
+		}
+		id := callID("call", rec.Script, turn, i)
+		if custom {
+			// A custom tool's input is free text; Call.Input holds it
+			// as a JSON string.
+			s.addCall(Call{API: "openai", ID: id, Name: name, Input: mustJSON(freeform), Script: rec.Script, Turn: turn})
+			output = append(output, map[string]any{
+				"id": fmt.Sprintf("ctc_fm%d_%d", seq, i), "type": "custom_tool_call", "status": "completed",
+				"call_id": id, "name": name, "input": freeform,
+			})
+			continue
 		}
 		input := mustJSON(args)
-		id := callID("call", rec.Script, turn, i)
 		s.addCall(Call{API: "openai", ID: id, Name: name, Input: input, Script: rec.Script, Turn: turn})
 		output = append(output, map[string]any{
 			"id": fmt.Sprintf("fc_fm%d_%d", seq, i), "type": "function_call", "status": "completed",
@@ -249,8 +325,32 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 				ev("response.function_call_arguments.delta", map[string]any{"output_index": oi, "item_id": id, "delta": c})
 			}
 			ev("response.function_call_arguments.done", map[string]any{"output_index": oi, "item_id": id, "name": item["name"], "arguments": args})
+		case "custom_tool_call":
+			input := item["input"].(string)
+			ev("response.output_item.added", map[string]any{"output_index": oi, "item": map[string]any{
+				"id": id, "type": "custom_tool_call", "status": "in_progress",
+				"call_id": item["call_id"], "name": item["name"], "input": ""}})
+			for _, c := range chunks(input, 24) {
+				ev("response.custom_tool_call_input.delta", map[string]any{"output_index": oi, "item_id": id, "delta": c})
+			}
+			ev("response.custom_tool_call_input.done", map[string]any{"output_index": oi, "item_id": id, "input": input})
 		}
 		ev("response.output_item.done", map[string]any{"output_index": oi, "item": item})
 	}
 	ev("response.completed", map[string]any{"response": response("completed", output, true)})
+}
+
+// serveResponsesUpgrade answers the WebSocket handshake of Codex's
+// built-in provider: 426 Upgrade Required, no WebSocket here, on which
+// Codex uses HTTP (POST /v1/responses) at once instead of retrying.
+func (s *Server) serveResponsesUpgrade(w http.ResponseWriter, r *http.Request) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		s.record(Request{API: "openai", Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Script: -1})
+		s.fail("unexpected request %s %s", r.Method, r.URL)
+		http.Error(w, `{"error":{"type":"invalid_request_error","message":"fakemodel: no such endpoint"}}`, http.StatusNotFound)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUpgradeRequired)
+	fmt.Fprint(w, `{"error":{"type":"invalid_request_error","message":"fakemodel: use HTTP, not a WebSocket","param":null,"code":null}}`)
 }

@@ -20,13 +20,20 @@
 // call: for a fix task its last line must be the status record (IF-5, read
 // fail-closed by agent.ParseStatus, AG-T3); for a review or judge task
 // (agent.ReadOnly, run in plan mode) it holds the findings array or the
-// verdict, returned in Result.Output. Usage is the result's stats;
-// Gemini CLI reports no price.
+// verdict, returned in Result.Output. Usage is the result's stats (every
+// request the CLI made, its router's included); a run stopped before its
+// result event is counted from its session file (session.go). Gemini CLI
+// reports no price.
 //
-// A fix run starts a session converge names (--session-id); stopped at
-// its budget without a record it is told to summarize (AG-T1,
+// Every run starts a session converge names (--session-id). A fix run
+// stopped at its budget without a record is told to summarize (AG-T1,
 // agent.RunCLI): the session is resumed (--resume ID) for one turn in
 // plan mode asking for the status record.
+//
+// The CLI's own errors (watch.go) end a run in seconds with a
+// *agent.CLIError in its words: a rejected or missing credential at
+// once, a model endpoint it keeps retrying after Options.RetryBound
+// (agent.CLIRun.Watch), a fatal error in its result event afterwards.
 package gemini
 
 import (
@@ -42,10 +49,19 @@ const BinaryEnv = "CONVERGE_GEMINI_BIN"
 // DefaultPassEnv are the variables of converge's environment a gemini run
 // gets besides the scrubbed task environment: how Gemini CLI reaches and
 // authenticates to its model. No forge token is among them.
+// The Vertex AI ones are as Gemini CLI reads them (see provider.go):
+// GOOGLE_GENAI_USE_VERTEXAI=true, GOOGLE_CLOUD_PROJECT (or
+// GOOGLE_CLOUD_PROJECT_ID) and GOOGLE_CLOUD_LOCATION with Google
+// credentials (GOOGLE_APPLICATION_CREDENTIALS, gcloud's login under
+// CLOUDSDK_CONFIG or HOME), or GOOGLE_API_KEY alone (express mode);
+// GOOGLE_VERTEX_BASE_URL replaces Vertex AI's endpoint as
+// GOOGLE_GEMINI_BASE_URL does the Gemini API's.
 var DefaultPassEnv = []string{
 	"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL",
-	"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION",
-	"GOOGLE_APPLICATION_CREDENTIALS", "GEMINI_CLI_HOME", "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+	"GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_PROJECT_ID", "GOOGLE_CLOUD_LOCATION",
+	"GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "GOOGLE_CLOUD_QUOTA_PROJECT", "GEMINI_CLI_USE_COMPUTE_ADC",
+	"GEMINI_MODEL", "GEMINI_CLI_HOME", "GEMINI_CLI_SYSTEM_SETTINGS_PATH", "GEMINI_CLI_SYSTEM_DEFAULTS_PATH",
+	"GEMINI_FORCE_ENCRYPTED_FILE_STORAGE", "GEMINI_FORCE_FILE_STORAGE",
 }
 
 // prompt is -p: it only makes the run non-interactive; the task is on
@@ -97,10 +113,15 @@ func (a *Agent) Args(t agent.Task) []string {
 	return a.args(t, mode)
 }
 
-// SessionArgs is the command line of a fix run of t that starts the
-// session id, for the summary turn at its budget (ResumeArgs).
+// SessionArgs is the command line of a run of t that starts the session
+// id: for the summary turn at its budget (ResumeArgs), and for the usage
+// of a run stopped before its result event (session.go).
 func (a *Agent) SessionArgs(t agent.Task, id string) []string {
-	return a.args(t, a.opts.ApprovalMode, "--session-id", id)
+	mode := a.opts.ApprovalMode
+	if agent.ReadOnly(t.Kind) {
+		mode = "plan"
+	}
+	return a.args(t, mode, "--session-id", id)
 }
 
 // ResumeArgs is the command line of the summary turn of a run of t that
@@ -131,24 +152,34 @@ func (a *Agent) Env(t agent.Task) []string {
 // Run runs Gemini CLI once on t; agent.RunWithBudget's rules apply to the
 // record.
 func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
-	argv, session := a.Args(t), ""
-	if !agent.ReadOnly(t.Kind) {
-		// The init event names the session, but only the output's tail is
-		// kept: converge names it.
-		session = agent.NewSessionID()
-		argv = a.SessionArgs(t, session)
-	}
+	// The init event names the session, but only the output's tail is
+	// kept: converge names it.
+	session := agent.NewSessionID()
+	env := a.Env(t)
+	endpoint := providerOf(env, t.Workdir).Endpoint
+	home := cliHome(env)
+	// The session's answers already counted: the summary turn resumes the
+	// session, whose file then holds the stopped run's answers too.
+	counted := map[string]bool{}
+	readOnly := agent.ReadOnly(t.Kind)
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "gemini", Name: a.opts.Name,
-		Argv: argv, Env: a.Env(t),
+		Argv: a.SessionArgs(t, session), Env: env,
 		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
+		Watch: watcher(endpoint), RetryBound: a.opts.RetryBound,
 		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },
 		Read: func(stdout string) agent.CLIOutput {
 			events := ParseEvents(stdout)
 			o := agent.CLIOutput{Final: events.Final, Usage: events.Usage}
+			if !events.Result {
+				// Stopped before its result event: what its session
+				// recorded.
+				o.Usage, _ = sessionUsage(home, session, counted)
+			}
 			if events.Status != "" && events.Status != "success" {
 				o.ReviewFailure = "gemini ended with status " + events.Status + ": " + events.Failure
 			}
+			o.Failure = events.CLIFailure(readOnly, endpoint)
 			return o
 		},
 		Session: func(string) string { return session },
@@ -162,8 +193,9 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 type Events struct {
 	// Final is the assistant text after the last tool call.
 	Final string
-	// Usage is the result event's stats.
-	Usage agent.Usage
+	// Usage is the result event's stats; Result says there was one.
+	Usage  agent.Usage
+	Result bool
 	// Tools are the tools called, in order.
 	Tools []string
 	// Status is the result event's status ("success", "error"); empty
@@ -171,6 +203,9 @@ type Events struct {
 	Status string
 	// Failure is the message of the last error, or of an error result.
 	Failure string
+	// Fatal is the message of an error result: the CLI could not go on
+	// (an API error after its retries, a credential, a fatal tool error).
+	Fatal string
 }
 
 // event is the part of an output line ParseEvents reads.
@@ -186,10 +221,10 @@ type event struct {
 		Message string `json:"message"`
 	} `json:"error"`
 	Stats struct {
+		TotalTokens  int64 `json:"total_tokens"`
 		InputTokens  int64 `json:"input_tokens"`
 		OutputTokens int64 `json:"output_tokens"`
 		Cached       int64 `json:"cached"`
-		Input        int64 `json:"input"`
 	} `json:"stats"`
 }
 
@@ -214,16 +249,16 @@ func ParseEvents(stdout string) Events {
 		case "error":
 			e.Failure = ev.Message
 		case "result":
-			e.Status = ev.Status
+			e.Status, e.Result = ev.Status, true
 			if ev.Status != "success" && ev.Error.Message != "" {
-				e.Failure = ev.Error.Message
+				e.Failure, e.Fatal = ev.Error.Message, ev.Error.Message
 			}
 			st := ev.Stats
-			input := st.Input
-			if input == 0 {
-				input = max(0, st.InputTokens-st.Cached)
+			total := st.TotalTokens
+			if total == 0 {
+				total = st.InputTokens + st.OutputTokens
 			}
-			e.Usage = agent.Usage{InputTokens: input, CacheReadTokens: st.Cached, OutputTokens: st.OutputTokens}
+			e.Usage = tokenUsage(st.InputTokens, st.OutputTokens, st.Cached, total)
 		}
 	})
 	e.Final = text.String()
@@ -241,4 +276,20 @@ func (e Events) Record() agent.StatusRecord {
 		rec.Concerns = append(rec.Concerns, "gemini reported status "+e.Status)
 	}
 	return rec
+}
+
+// CLIFailure is the CLI's own report that it could not do the run, read
+// from its result event: an error result of a review, judge or check run
+// (readOnly), or of a fix run that left no valid record (a record the
+// agent printed before the failure stands, with a concern); nil
+// otherwise. endpoint is named when the model endpoint failed.
+func (e Events) CLIFailure(readOnly bool, endpoint string) *agent.CLIError {
+	if e.Fatal == "" || (!readOnly && e.Record().Reason != agent.ReasonUnparseable) {
+		return nil
+	}
+	f := &agent.CLIError{Kind: failKind(e.Fatal), Message: cleanLine(e.Fatal)}
+	if f.Kind == agent.FailEndpoint {
+		f.Endpoint = endpoint
+	}
+	return f
 }

@@ -49,9 +49,28 @@ func newAgent(t *testing.T, bin, url string) *Agent {
 	return a
 }
 
-func TestRealGemini_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
+// TestAG_B1_RealGemini_FixEditsFileAndReportsStatusAndUsage: a fix run
+// edits through the CLI's tools, reports its record, keeps the forge
+// token out of the agent's environment and counts every token fakemodel
+// served. It runs once with the CLI's default model, as a user would
+// (auto: the router's classifier, answered with JSON, picks Flash at
+// once), and once pinned with -m.
+func TestAG_B1_RealGemini_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
+	for _, model := range []string{"", "gemini-fakemodel"} {
+		name := "default-model"
+		if model != "" {
+			name = "pinned"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			fixEditsFile(t, bin, model)
+		})
+	}
+}
+
+func fixEditsFile(t *testing.T, bin, model string) {
 	dir := agenttest.Repo(t, map[string]string{"greet.txt": "hello world\n"})
 	file := filepath.Join(dir, "greet.txt")
 	status, _ := json.Marshal(map[string]any{
@@ -70,6 +89,7 @@ func TestRealGemini_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	}})
 
 	a := newAgent(t, bin, url)
+	a.opts.Model = model
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Minute,
 		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}},
@@ -85,13 +105,40 @@ func TestRealGemini_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	if res.Record.Status != agent.StatusComplete || !slices.Equal(res.Record.FilesChanged, []string{"greet.txt"}) {
 		t.Errorf("record = %+v\noutput: %s\nstderr: %s", res.Record, res.Output, res.Stderr)
 	}
-	if u := res.Usage; u.InputTokens != 600 || u.CacheReadTokens != 50 || u.OutputTokens != 60 || u.CostReported {
-		t.Errorf("usage = %+v, want input 600 (+50 cached), output 60, no cost", u)
+	// Every token served, the router's classifier included.
+	served := srv.Served()
+	if u := res.Usage; u != usageOf(served) || u.CostReported {
+		t.Errorf("usage = %+v, want what fakemodel served: %+v, no cost", u, served)
+	}
+	var side, main []fakemodel.Request
+	for _, r := range srv.Requests() {
+		if r.Side {
+			side = append(side, r)
+		} else {
+			main = append(main, r)
+		}
+	}
+	if model != "" {
+		if len(side) != 0 || main[0].Path != "/v1beta/models/"+model+":streamGenerateContent" {
+			t.Errorf("pinned: side requests %d, first request %s", len(side), main[0].Path)
+		}
+	} else {
+		// One classifier request, answered at once: the CLI did not
+		// retry it, and the task went to the model it routed to.
+		if len(side) != 1 || !strings.Contains(string(side[0].Body), "complexity_score") {
+			t.Fatalf("default model: %d side requests, want the router's one: %+v", len(side), side)
+		}
+		if !strings.Contains(main[0].Path, "flash") {
+			t.Errorf("default model: the task went to %s, not the Flash model the router chose", main[0].Path)
+		}
+	}
+	if served.InputTokens+served.CacheReadTokens < 650 {
+		t.Errorf("fakemodel served %+v, less than the script's turns", served)
 	}
 	agenttest.CheckEnvDump(t, filepath.Join(dir, "env.dump"), "GH_TOKEN")
 }
 
-func TestRealGemini_ReviewAnswersWithArrayAndCannotEdit(t *testing.T) {
+func TestAG_B1_RealGemini_ReviewAnswersWithArrayAndCannotEdit(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
 	dir := agenttest.Repo(t, map[string]string{"a.go": "package a\n"})
@@ -135,7 +182,7 @@ func TestRealGemini_ReviewAnswersWithArrayAndCannotEdit(t *testing.T) {
 	}
 }
 
-func TestRealGemini_StoppedAtBudget(t *testing.T) {
+func TestAG_T1_RealGemini_StoppedAtBudget(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
 	agenttest.StoppedAtBudget(t, 5*time.Second, 0, func(url, env string) agent.Agent {

@@ -125,6 +125,8 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 		Record:   record(t.Findings, outcomes, changed),
 		Outcomes: outcomes,
 		Duration: time.Since(start),
+		// No model runs: the price is known, and it is zero.
+		Usage: agent.Usage{CostReported: true},
 	}, nil
 }
 

@@ -92,3 +92,14 @@ func (j *Journal) Done() map[string]bool {
 	}
 	return out
 }
+
+// Last is the state saved last (the errored terminal's, after a run that
+// failed); the zero State before any.
+func (j *Journal) Last() prloop.State {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.states) == 0 {
+		return prloop.State{}
+	}
+	return j.states[len(j.states)-1]
+}
