@@ -191,6 +191,9 @@ func TestAG_B1_RealClaude_StoppedRunCountsEveryServedToken(t *testing.T) {
 	if u != want {
 		t.Errorf("usage = %+v\nwant   %+v (fakemodel's two served turns)", u, want)
 	}
+	if s := srv.Served(); s.InputTokens != int(u.InputTokens) || s.OutputTokens != int(u.OutputTokens) || s.CacheReadTokens != int(u.CacheReadTokens) {
+		t.Errorf("usage = %+v, fakemodel served %+v", u, s)
+	}
 }
 
 // AG-T4 pre-flight: agent.Check with the real CLI is usable when the

@@ -147,7 +147,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, route mes
 			t = exhausted(turn)
 		}
 	}
-	s.record(rec)
+	at := s.record(rec)
 
 	if !wait(r, t.Delay) {
 		return
@@ -177,6 +177,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, route mes
 	}
 
 	usage := t.Usage.orDefault()
+	s.served(at, usage)
 	stop := "end_turn"
 	if len(uses) > 0 {
 		stop = "tool_use"

@@ -156,7 +156,8 @@ type Request struct {
 	Results      []ToolResult
 	// Usage is what the reply reported, zero until it was sent (a
 	// delayed reply the client gave up on served nothing). The Gemini
-	// API's handler sets it.
+	// API's and the Messages API's (Anthropic, Vertex, Bedrock) handlers
+	// set it.
 	Usage Usage
 }
 

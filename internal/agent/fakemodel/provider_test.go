@@ -47,6 +47,9 @@ func TestVertexRawPredictRoutes(t *testing.T) {
 	if resp.StatusCode != 200 || count["input_tokens"] == nil {
 		t.Errorf("count-tokens: %d %v", resp.StatusCode, count)
 	}
+	if u := srv.Served(); u != (Usage{InputTokens: 18, OutputTokens: 8}) {
+		t.Errorf("served %+v, want the two replies' usage", u)
+	}
 	for _, r := range srv.Requests() {
 		if r.API != "vertex" {
 			t.Errorf("request %s recorded as api %q", r.Path, r.API)
