@@ -226,7 +226,12 @@ func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 			o.Final = so.Final
 		}
 		if asked {
+			// The run's price is known only when the stopped run and its
+			// summary turn both reported one: a summary's price alone is
+			// not the run's.
+			priced := o.Usage.CostReported && so.Usage.CostReported
 			o.Usage.Add(so.Usage)
+			o.Usage.CostReported = priced
 			res.Duration += sum.Duration
 			stderr = strings.TrimRight(stderr, "\n") + "\n" + sum.Stderr
 		}

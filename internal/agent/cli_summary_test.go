@@ -61,7 +61,16 @@ func TestAG_T1_RunCLISummaryAtBudget(t *testing.T) {
 					Argv:   append(script(t, `echo 'run stderr' >&2; `+tt.run), "x"),
 					Grace:  100 * time.Millisecond,
 					Record: ParseStatus,
-					Read:   func(stdout string) CLIOutput { return CLIOutput{Final: stdout, Usage: Usage{OutputTokens: 1}} },
+					// Only the summary turn (whose output names no
+					// session, unlike every stopped run's) reports a price, as Claude Code's does for
+					// a run stopped before its result event.
+					Read: func(stdout string) CLIOutput {
+						u := Usage{OutputTokens: 1}
+						if !strings.Contains(stdout, `"session"`) && !strings.Contains(stdout, "xxxx") {
+							u.CostUSD, u.CostReported = 0.01, true
+						}
+						return CLIOutput{Final: stdout, Usage: u}
+					},
 					Session: func(stdout string) string {
 						var ev struct{ Session string }
 						EachJSONLine(stdout, func(e *struct{ Session string }, _ string) {
@@ -96,6 +105,9 @@ func TestAG_T1_RunCLISummaryAtBudget(t *testing.T) {
 			}
 			if res.Usage.OutputTokens != 2 {
 				t.Errorf("usage = %+v, want both runs'", res.Usage)
+			}
+			if res.Usage.CostReported {
+				t.Errorf("usage = %+v: the summary turn's price is not the stopped run's", res.Usage)
 			}
 			if tt.reason != "" {
 				if FailureOf("test", res, err) == nil {

@@ -72,7 +72,7 @@ func TestAG_T4_FailingEndpointStopsAtTheRetryBound(t *testing.T) {
 	out := make(chan CmdResult, 1)
 	go func() {
 		r, err := RunWithBudget(context.Background(), Cmd{
-			Argv: script(t, `echo 'RETRY Connection refused'; echo OK; echo 'RETRY API Error: 503'; exec sleep 60`),
+			Argv:   script(t, `echo 'RETRY Connection refused'; echo OK; echo 'RETRY API Error: 503'; exec sleep 60`),
 			Budget: 5 * time.Minute, Grace: time.Second, Clock: clock, Watch: lineWatch, RetryBound: 7 * time.Second,
 		})
 		if err != nil {
