@@ -90,9 +90,11 @@ func ScrubEnv(environ []string, allow ...string) []string {
 const RedactedText = "[REDACTED]"
 
 // tokenShapes are credentials recognisable without being told: GitHub
-// tokens of every kind, and the value part of URL userinfo.
+// tokens of every kind, and model providers' API keys a CLI's error may
+// echo ("invalid x-api-key sk-ant-…": Anthropic's and OpenAI's sk-…,
+// Google's AIza…). The value part of URL userinfo is urlUserinfo's.
 var tokenShapes = regexp.MustCompile(
-	`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b`)
+	`\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})\b|\bsk-[A-Za-z0-9_-]{16,}|\bAIza[0-9A-Za-z_-]{30,}`)
 
 var urlUserinfo = regexp.MustCompile(`(://[^\s/:@]+:)[^\s/@]+@`)
 

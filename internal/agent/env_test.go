@@ -77,3 +77,21 @@ func TestSEC3_Redact(t *testing.T) {
 		})
 	}
 }
+
+// TestSEC_3_RedactKnowsModelKeyShapes: a model provider's key a CLI's
+// error echoes is removed without being told (SEC-3).
+func TestSEC_3_RedactKnowsModelKeyShapes(t *testing.T) {
+	for _, key := range []string{
+		"sk-ant-api03-" + strings.Repeat("a", 40),
+		"sk-proj-" + strings.Repeat("B", 30),
+		"AIza" + strings.Repeat("c", 35),
+	} {
+		got := Redact("invalid x-api-key " + key + " (401)")
+		if strings.Contains(got, key) || !strings.Contains(got, RedactedText) {
+			t.Errorf("Redact kept %s: %q", key, got)
+		}
+	}
+	if got := Redact("ask-me task-runner sk-short"); got != "ask-me task-runner sk-short" {
+		t.Errorf("Redact changed ordinary words: %q", got)
+	}
+}

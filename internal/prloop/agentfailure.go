@@ -3,7 +3,6 @@ package prloop
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/agent"
@@ -49,12 +48,10 @@ func (f *AgentFailure) redacted() *AgentFailure {
 	return f
 }
 
-// modelKeys are model providers' API key shapes, which a CLI's error may
-// echo ("invalid x-api-key sk-ant-…"); agent.Redact knows the forge's.
-var modelKeys = regexp.MustCompile(`\b(?:sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{30,})`)
-
+// redactKeys removes the forge's and model providers' key shapes a
+// CLI's error may echo.
 func redactKeys(s string) string {
-	return modelKeys.ReplaceAllString(agent.Redact(s), agent.RedactedText)
+	return agent.Redact(s)
 }
 
 // agentFailureMarker marks the comment, once per head and agent: a rerun
