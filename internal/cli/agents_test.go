@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -366,5 +367,59 @@ func TestAG_T4_PlanAgentFailures(t *testing.T) {
 		if status, ec, why := statusWhy(t, state); status != "failed" || ec != tc.code || !strings.Contains(why, tc.want) {
 			t.Errorf("%s: status says %s exit %d why %q", tc.fail.Kind, status, ec, why)
 		}
+	}
+}
+
+// describedDouble is a double backend that describes itself for doctor
+// (agent.Describer), as the CLI backends do.
+type describedDouble struct {
+	*double
+}
+
+func (describedDouble) Describe(context.Context) agent.Description {
+	return agent.Description{Version: "2.1.328 (Claude Code)", Model: "claude-opus", ModelFrom: "~/.claude/settings.json",
+		Credential: "ANTHROPIC_API_KEY", PassEnv: []string{"ANTHROPIC_API_KEY", "AWS_PROFILE"}}
+}
+
+// TestAG_T4_DoctorCheckExitsWithTheWorstProblem: converge doctor shows
+// what a backend says of itself (agent.Describer: version, model and
+// where from, credential source, variables passed), and --check asks
+// each backend a run would use for one answer: a CLI whose credentials
+// are refused is not usable and doctor exits 6, quoting the CLI; one that
+// answers is usable, exit 0. Backends no run would use are not checked.
+func TestAG_T4_DoctorCheckExitsWithTheWorstProblem(t *testing.T) {
+	dir := gitRepoT(t)
+	run := func(d *doubles, args ...string) (int, string, string) {
+		ios, out, errOut := testIO(nil)
+		ios.Backend = func(cfg backends.Config) (agent.Agent, error) {
+			a, _ := d.build(cfg)
+			return describedDouble{a.(*double)}, nil
+		}
+		code := Run(context.Background(), append([]string{"doctor", "--workdir", dir}, args...), ios)
+		return code, out.String(), errOut.String()
+	}
+	d := &doubles{check: notLoggedIn}
+	code, out, errOut := run(d, "--agent", "claude", "--check")
+	if code != exitcode.Auth || !regexp.MustCompile(`(?m)^agent claude +not usable +agent claude: authentication failed: "Not logged in · Please run /login"`).MatchString(out) ||
+		!strings.Contains(errOut, "agent claude would stop a run") || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("auth failure: exit %d, want 6:\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{`(?m)^  version +2\.1\.328 \(Claude Code\)$`, `(?m)^  model +claude-opus \(from ~/\.claude/settings\.json\)$`,
+		`(?m)^  credential +ANTHROPIC_API_KEY$`, `(?m)^  passes +ANTHROPIC_API_KEY, AWS_PROFILE$`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("doctor does not show the backend's own description %q:\n%s", want, out)
+		}
+	}
+	if n := d.count(agent.TaskKindCheck); n != 1 {
+		t.Errorf("%d checks; only the backend a run would use (--agent claude) is checked", n)
+	}
+
+	d = &doubles{}
+	if code, out, errOut := run(d, "--agent", "claude", "--check"); code != 0 || !regexp.MustCompile(`(?m)^  check +usable: the model answered "OK"`).MatchString(out) {
+		t.Errorf("a backend that answers: exit %d:\n%s%s", code, out, errOut)
+	}
+	d = &doubles{check: endpoint}
+	if code, out, errOut := run(d, "--agent", "claude", "--check", "--json"); code != exitcode.Usage || !strings.Contains(out, `"usable":false,"check":"agent claude: model endpoint http://127.0.0.1:9/v1/messages unreachable`) || !strings.Contains(out, `"exit_code":2}`) {
+		t.Errorf("a dead endpoint: exit %d:\n%s%s", code, out, errOut)
 	}
 }
