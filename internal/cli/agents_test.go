@@ -227,10 +227,7 @@ func TestAG_T4_PRAuthFailureMidRunExits6(t *testing.T) {
 		if status != "errored" || ec != tc.code || !strings.Contains(why, tc.want) {
 			t.Errorf("%s: status says %s exit %d why %q", tc.fail.Kind, status, ec, why)
 		}
-		ios, logOut, _ := testIO(nil)
-		if c := Run(context.Background(), []string{"log", lastRun(t, state).ID, "--state", state}, ios); c != 0 || !strings.Contains(logOut.String(), tc.want) {
-			t.Errorf("%s: converge log (exit %d) does not quote the CLI:\n%s", tc.fail.Kind, c, logOut)
-		}
+		logSays(t, state, tc.want)
 	}
 }
 
@@ -300,6 +297,7 @@ func TestAG_T4_LoopAgentFailures(t *testing.T) {
 		if status, ec, why := statusWhy(t, state); status != "failed" || ec != tc.code || !strings.Contains(why, tc.want) {
 			t.Errorf("%s: status says %s exit %d why %q", tc.fail.Kind, status, ec, why)
 		}
+		logSays(t, state, tc.want)
 	}
 	if code, out := run(&doubles{}, t.TempDir(), "--agent-env", "AWS_PROFILE=dev"); code != exitcode.Usage || strings.Count(out, "\n") != 1 || !strings.Contains(out, `"AWS_PROFILE=dev" is not a variable name`) {
 		t.Errorf("--agent-env NAME=VALUE: exit %d:\n%s", code, out)
@@ -367,6 +365,16 @@ func TestAG_T4_PlanAgentFailures(t *testing.T) {
 		if status, ec, why := statusWhy(t, state); status != "failed" || ec != tc.code || !strings.Contains(why, tc.want) {
 			t.Errorf("%s: status says %s exit %d why %q", tc.fail.Kind, status, ec, why)
 		}
+		logSays(t, state, tc.want)
+	}
+}
+
+// logSays fails the test unless converge log of the newest run holds want.
+func logSays(t *testing.T, state, want string) {
+	t.Helper()
+	ios, out, _ := testIO(nil)
+	if c := Run(context.Background(), []string{"log", lastRun(t, state).ID, "--state", state}, ios); c != 0 || !strings.Contains(out.String(), want) {
+		t.Errorf("converge log (exit %d) does not quote the CLI (%q):\n%s", c, want, out)
 	}
 }
 
