@@ -73,7 +73,9 @@ vitest, npm test, cargo test, a make target running one), a pass with
 fewer tests run than at the start, or a test newly skipped, is UNVERIFIED
 and undone, unless --allow-test-removal says the goal is to remove tests.
 
-Exits: complete 0, blocked 3, limited 4, stalled 5, failed 1, bad input 2.
+Exits: complete 0, blocked 3, limited 4, stalled 5, failed 1, bad input 2,
+an agent CLI whose credentials are refused 6 (checked before the run
+starts, --no-agent-check skips that; never retried mid-run).
 A run killed mid-iteration resumes from its stored state with the next
 converge loop of the same goal and check here; --fresh starts over.`,
 		Args: cobra.NoArgs,

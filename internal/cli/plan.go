@@ -73,7 +73,9 @@ the rest of the plan keeps going. The tracking report is printed at the
 end (--json: as JSON; --report FILE: also written as markdown).
 
 Exits: every task done 0, a task blocked or skipped 3, an agent that
-could not run 1, a bad plan or flag 2. A run killed mid-task resumes from
+could not run 1, a bad plan or flag 2, an agent CLI whose credentials are
+refused 6 (checked before the run starts, --no-agent-check skips that;
+never retried mid-run). A run killed mid-task resumes from
 its stored state with the same converge plan run here; --fresh starts over.
 converge stop RUN stops the agents at once: the tasks in progress end
 BLOCKED, the tree is left clean, exit 3; a stopped run is not resumed.`,
