@@ -70,13 +70,16 @@ func ResolveBinary(configured, envVar, name string, getenv func(string) string) 
 // task's scrubbed environment, or ScrubEnv(environ) when the task has none
 // — then the variables named in pass taken from environ as they are (a
 // model API key, a config directory: exact names only, credentials
-// included, so only what a backend or the user names), then extra
+// included, so only what a backend or the user names; never one whose
+// value is that of a forge token variable of environ), then extra
 // KEY=VALUE entries. A later entry replaces an earlier one of the same
 // name; order is otherwise kept.
 func CLIEnv(base, environ, pass, extra []string) []string {
 	if base == nil {
 		base = ScrubEnv(environ)
 	}
+	tokens := forgeTokens(environ)
+	base = WithoutValues(base, tokens)
 	out := make([]string, 0, len(base)+len(pass)+len(extra))
 	at := map[string]int{}
 	set := func(kv string) {
@@ -99,7 +102,9 @@ func CLIEnv(base, environ, pass, extra []string) []string {
 		for _, p := range pass {
 			want[p] = true
 		}
-		for _, kv := range environ {
+		// A forge token copied into a variable of another name does not
+		// pass under that name either (SEC-2).
+		for _, kv := range WithoutValues(environ, tokens) {
 			if name, _, ok := strings.Cut(kv, "="); ok && want[name] {
 				set(kv)
 			}

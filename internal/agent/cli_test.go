@@ -63,3 +63,32 @@ func TestResolveBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestSEC2_ForgeTokenValueNeverPassesUnderAnotherName: a variable whose
+// value is a forge token's never reaches an agent, whatever its name and
+// whoever names it (a backend's PassEnv, the user's agent_env): not
+// passed, and not kept from the task's base either.
+func TestSEC2_ForgeTokenValueNeverPassesUnderAnotherName(t *testing.T) {
+	const tok = "ghp_0123456789abcdefghijklmnopqrstuvwxyz"
+	environ := []string{"PATH=/bin", "GH_TOKEN=" + tok, "MY_COPY=" + tok, "LC_COPY=" + tok, "MODEL_KEY=k", "AWS_PROFILE=dev"}
+	got := CLIEnv(nil, environ, []string{"MY_COPY", "MODEL_KEY", "AWS_PROFILE", "GH_TOKEN"}, nil)
+	for _, kv := range got {
+		if strings.Contains(kv, tok) {
+			t.Errorf("CLIEnv passed the forge token's value: %q (all: %q)", kv, got)
+		}
+	}
+	for _, want := range []string{"MODEL_KEY=k", "AWS_PROFILE=dev", "PATH=/bin"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("CLIEnv = %q, lacks %s", got, want)
+		}
+	}
+	// A task's own base is held to the same rule.
+	if got := CLIEnv([]string{"PATH=/task", "LC_COPY=" + tok}, environ, nil, nil); !slices.Equal(got, []string{"PATH=/task"}) {
+		t.Errorf("CLIEnv with a task env holding the token = %q", got)
+	}
+	// The token converge resolved (a --token, gh's) is dropped by value
+	// where it is not in the environment under its own name.
+	if got := WithoutValues([]string{"A=1", "B=" + tok, "C="}, []string{tok, " "}); !slices.Equal(got, []string{"A=1", "C="}) {
+		t.Errorf("WithoutValues = %q", got)
+	}
+}

@@ -54,9 +54,12 @@ func (r Runner) reset(ctx context.Context) error {
 
 // Run runs t once, and once more from a reset tree when the agent could
 // not run: an error, no valid status record, or a stop at the budget
-// without one (AG-T4). A second failure is returned as a *RunFailure; a
-// cancelled ctx as its error, the agent not blamed. A result's Usage is
-// what every attempt consumed: a failed attempt's tokens are paid for too.
+// without one (AG-T4). A second failure is returned as a *RunFailure, and
+// so is a first one that another run cannot mend (RunFailure.Retryable:
+// the CLI's credentials failed, or its model endpoint stayed down for the
+// whole retry bound); a cancelled ctx as its error, the agent not blamed.
+// A result's Usage is what every attempt consumed: a failed attempt's
+// tokens are paid for too.
 func (r Runner) Run(ctx context.Context, t Task) (Result, error) {
 	name := r.Agent.Name()
 	var (
@@ -79,6 +82,9 @@ func (r Runner) Run(ctx context.Context, t Task) (Result, error) {
 			return res, nil
 		}
 		r.logf("agent %s could not run (attempt %d of %d): %s", name, attempt, runAttempts, fail.What)
+		if !fail.Retryable() {
+			break
+		}
 	}
 	// The failed attempts were paid for too: their usage comes back with
 	// the failure.

@@ -267,3 +267,42 @@ func TestAG_T2_JudgeRecord(t *testing.T) {
 		}
 	}
 }
+
+// cliFailing is an agent whose every run ends with its CLI's own error.
+type cliFailing struct {
+	err  *CLIError
+	runs int
+}
+
+func (c *cliFailing) Name() string { return "claude" }
+
+func (c *cliFailing) Run(context.Context, Task) (Result, error) {
+	c.runs++
+	return Result{Record: StatusRecord{Status: StatusBlocked, Reason: ReasonCLIError, FilesChanged: []string{}}}, c.err
+}
+
+// TestAG_T4_AuthAndEndpointFailuresAreNotRetried: a run whose CLI said
+// its credentials failed, or whose model endpoint stayed down for the
+// retry bound, is not run again (RunFailure.Retryable): the *RunFailure
+// carries the CLI's error, so the command's exit code is the CLI's (6
+// for auth). Any other CLI error is retried once, as AG-T4 says.
+func TestAG_T4_AuthAndEndpointFailuresAreNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		kind FailKind
+		runs int
+	}{{FailAuth, 1}, {FailEndpoint, 1}, {FailCLI, 2}} {
+		a := &cliFailing{err: &CLIError{Agent: "claude", Kind: tc.kind, Message: "Not logged in", Endpoint: "http://127.0.0.1:9"}}
+		resets := 0
+		_, err := Runner{Agent: a, Reset: func(context.Context) error { resets++; return nil }}.Dispatch(context.Background(), fixTask, nil, nil)
+		var fail *RunFailure
+		if !errors.As(err, &fail) || fail.CLI == nil || KindOf(err) != tc.kind {
+			t.Fatalf("%s: err %v, want a *RunFailure carrying the CLI's error", tc.kind, err)
+		}
+		if a.runs != tc.runs || resets != tc.runs-1 {
+			t.Errorf("%s: %d runs, %d resets; want %d runs", tc.kind, a.runs, resets, tc.runs)
+		}
+		if !strings.Contains(err.Error(), "Not logged in") {
+			t.Errorf("%s: %v does not quote the CLI", tc.kind, err)
+		}
+	}
+}

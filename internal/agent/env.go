@@ -114,3 +114,39 @@ func Redact(s string, secrets ...string) string {
 	s = tokenShapes.ReplaceAllString(s, RedactedText)
 	return urlUserinfo.ReplaceAllString(s, "${1}"+RedactedText+"@")
 }
+
+// WithoutValues is environ without the entries whose value is one of
+// secrets (SEC-2): a forge token copied into a variable of any name never
+// reaches an agent, whatever agent_env or a backend names. Blank secrets
+// match nothing.
+func WithoutValues(environ, secrets []string) []string {
+	drop := map[string]bool{}
+	for _, s := range secrets {
+		if strings.TrimSpace(s) != "" {
+			drop[s] = true
+		}
+	}
+	if len(drop) == 0 {
+		return environ
+	}
+	out := make([]string, 0, len(environ))
+	for _, kv := range environ {
+		if _, v, ok := strings.Cut(kv, "="); ok && drop[v] {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// forgeTokens are the values of environ's forge token variables
+// (ForgeTokenNames).
+func forgeTokens(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		if name, v, ok := strings.Cut(kv, "="); ok && v != "" && slices.Contains(ForgeTokenNames, name) {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/text"
@@ -212,6 +213,13 @@ func (l *Loop) iterate(ctx context.Context, st State, a Action) error {
 	}
 	t.Prompt = RenderIteratePrompt(t, p)
 	rep, err := l.runChild(ctx, t, base, a.Cut)
+	var fatal *agent.RunFailure
+	if errors.As(err, &fatal) {
+		// The agent cannot run at all (its credentials, its endpoint):
+		// the ticket ends with the failure, then the run ends errored on
+		// it, with the CLI's words and its exit code.
+		err = nil
+	}
 	if err != nil {
 		// Stopped from outside: the ticket stays claimed, and a resumed
 		// run closes it as interrupted.
@@ -221,13 +229,22 @@ func (l *Loop) iterate(ctx context.Context, st State, a Action) error {
 	if err != nil {
 		return err
 	}
-	return l.Tickets.FinishTicket(ctx, a.Ticket, owner, store.TicketDone, b)
+	if err := l.Tickets.FinishTicket(ctx, a.Ticket, owner, store.TicketDone, b); err != nil {
+		return err
+	}
+	if fatal != nil {
+		return fatal
+	}
+	return nil
 }
 
 // runChild runs the body agent: extended while it ends partial with a
 // concrete next action (AG-T1), retried once from a clean tree when it
 // could not run (AG-T4). An agent that still cannot run is the report's
-// Failure, not an error: the run ends failed on it.
+// Failure, not an error: the run ends failed on it. One whose CLI said
+// another run cannot help (RunFailure.Retryable: its credentials, its
+// endpoint) is not retried: it is the report's Failure and the error,
+// which ends the run errored with the CLI's exit code.
 func (l *Loop) runChild(ctx context.Context, t agent.Task, base string, cut bool) (AgentReport, error) {
 	name := l.Agent.Name()
 	rep := AgentReport{Agent: name}
@@ -260,6 +277,10 @@ func (l *Loop) runChild(ctx context.Context, t agent.Task, base string, cut bool
 			break
 		}
 		l.report(engine.Event{Kind: "note", Round: t.Round, Message: fmt.Sprintf("agent %s could not run (attempt %d of %d): %s", name, attempt, agentAttempts, fail.What)})
+		if !fail.Retryable() {
+			rep.Failure, rep.Status = fail.Error(), string(agent.StatusBlocked)
+			return rep, fail
+		}
 	}
 	for fail == nil {
 		next, ok := t.Extended(r.Record)
@@ -278,6 +299,10 @@ func (l *Loop) runChild(ctx context.Context, t agent.Task, base string, cut bool
 		rep.CostUSD = rep.Usage.CostUSD
 		fail = agent.FailureOf(name, r, err)
 		rep.TimedOut = fail != nil && err == nil && r.Record.Reason == agent.ReasonBudgetExceeded
+		if fail != nil && !fail.Retryable() {
+			rep.Failure, rep.Status = fail.Error(), string(agent.StatusBlocked)
+			return rep, fail
+		}
 	}
 	if fail != nil {
 		rep.Failure = fail.Error()
@@ -393,7 +418,7 @@ func (l *Loop) judge(ctx context.Context, st State, obs Observation, a Action, c
 		if fail == nil {
 			break
 		}
-		if attempt >= agentAttempts {
+		if attempt >= agentAttempts || !fail.Retryable() {
 			return fail
 		}
 		l.report(engine.Event{Kind: "note", Round: a.N, Message: fmt.Sprintf("judge %s could not run (attempt %d of %d): %s", name, attempt, agentAttempts, fail.What)})
@@ -453,6 +478,10 @@ func (l *Loop) Stepped(prev, next State, obs Observation) bool {
 func (l *Loop) Fail(st State, obs Observation, cause error) (State, []Action) {
 	next := st.clone()
 	next.Terminal = &Terminal{Status: StatusFailed, ExitCode: StatusFailed.ExitCode(), Message: cause.Error(), At: obs.Now}
+	if agent.KindOf(cause) == agent.FailAuth {
+		// An agent CLI's credentials failed: IF-1's exit 6, not 1.
+		next.Terminal.ExitCode = exitcode.Auth
+	}
 	if next.Terminal.At.IsZero() {
 		next.Terminal.At = time.Now()
 	}

@@ -1,26 +1,40 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/config"
+	"github.com/convergeloop/converge/internal/exitcode"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 type doctorOptions struct {
 	Workdir string
 	Host    string
 	JSON    bool
+	// Check makes one live request per backend (agent.Check).
+	Check bool
+	// Agents are the backends a run would use (--agent), beside those
+	// CONVERGE_<NAME>_BIN or _MODEL configure.
+	Agents []string
+	// Set holds the agent settings given as flags (--agent-env, …).
+	Set map[string]string
 }
 
 func newDoctorCmd(ios *IOStreams) *cobra.Command {
@@ -35,7 +49,19 @@ heading that names the kind, Makefile, justfile or Taskfile targets,
 package.json scripts, or the ecosystem's standard command for a manifest
 — and the test_cmd of .converge.yaml when it overrides them. Then git,
 the agent CLIs converge can drive, and where the forge token would come
-from (never the token). Nothing is written anywhere.`,
+from (never the token). Nothing is written anywhere.
+
+For each agent CLI (claude, codex, gemini, opencode): its program and
+version, the model a run would use and where that comes from, where its
+credential would come from (never its value) and the variables a run
+passes it. --check makes one minimal read-only request per backend and
+marks it usable only when its model answered, quoting the CLI otherwise.
+The backends a run would use are those --agent names and those a
+CONVERGE_<NAME>_BIN or _MODEL variable configures (none configured: every
+one installed); doctor exits with the IF-1 code of the worst problem among
+them that would stop a run: 6 when a CLI's credentials were refused, 2
+when a CLI is missing, broken or did not answer, 0 otherwise. A backend
+nobody configured that is not installed is only listed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDoctor(cmd.Context(), ios, opts)
@@ -45,6 +71,12 @@ from (never the token). Nothing is written anywhere.`,
 	f.StringVar(&opts.Workdir, "workdir", ".", "the repository to inspect")
 	f.StringVar(&opts.Host, "host", "github.com", "the forge host whose token to look for")
 	f.BoolVar(&opts.JSON, "json", false, "print JSON")
+	f.BoolVar(&opts.Check, "check", false, "make one minimal read-only request per agent CLI and say whether its model answered")
+	f.StringArrayVar(&opts.Agents, "agent", nil, "a backend a run would use (repeatable): its problems decide the exit code")
+	opts.Set = map[string]string{}
+	for _, fd := range config.AgentFields() {
+		f.Var(&fieldFlag{f: fd, set: opts.Set}, fd.Flag(), fd.Help)
+	}
 	return cmd
 }
 
@@ -57,6 +89,9 @@ type doctorReport struct {
 	Token      doctorFinding  `json:"token"`
 	GitVersion doctorFinding  `json:"git_version"`
 	Override   *doctorFinding `json:"override,omitempty"`
+	// ExitCode is doctor's: the IF-1 code of the worst problem of the
+	// agents a run would use.
+	ExitCode int `json:"exit_code"`
 }
 
 type doctorCmd struct {
@@ -65,10 +100,29 @@ type doctorCmd struct {
 	Why     string `json:"why"`
 }
 
+// doctorAgent is what doctor found of one agent CLI backend.
 type doctorAgent struct {
-	Name    string `json:"name"`
-	Program string `json:"program,omitempty"`
-	Problem string `json:"problem,omitempty"`
+	Name string `json:"name"`
+	// Configured: --agent names it, or a CONVERGE_<NAME>_* variable
+	// configures it. Used: a run would use it (configured, or installed
+	// when none is configured): its problems decide the exit code.
+	Configured bool `json:"configured"`
+	// Installed is false when its program was not found and nothing
+	// configures it: informational, no problem of any run.
+	Installed bool   `json:"installed"`
+	Used      bool   `json:"used"`
+	Program   string `json:"program,omitempty"`
+	// The backend's own description (agent.Describer), or what doctor
+	// found without one; Problem also holds why it cannot be built.
+	agent.Description
+	// Usable, with --check: whether its model answered; Check is the
+	// answer or the CLI's error, in one line.
+	Usable *bool  `json:"usable,omitempty"`
+	Check  string `json:"check,omitempty"`
+	// Code is the IF-1 code of its problem (0: none).
+	Code int `json:"exit_code"`
+	// described: the backend described itself (agent.Describer).
+	described bool
 }
 
 type doctorFinding struct {
@@ -121,25 +175,41 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 		}
 	}
 
-	for _, name := range backends.Names() {
-		a := doctorAgent{Name: name}
-		ag, err := backends.New(backends.Config{Name: name, Getenv: ios.Getenv})
-		if err != nil {
-			a.Problem = err.Error()
-		} else if b, ok := ag.(interface{ Binary() string }); ok {
-			a.Program = b.Binary()
-		}
-		rep.Agents = append(rep.Agents, a)
-	}
-
-	if _, src, err := ghclient.ResolveToken(opts.Host, "", ios.Getenv, ghclient.GHAuthToken); err != nil {
+	token, src, err := ghclient.ResolveToken(opts.Host, "", ios.Getenv, ghclient.GHAuthToken)
+	if err != nil {
 		rep.Token = doctorFinding{What: err.Error()}
 	} else {
 		rep.Token = doctorFinding{OK: true, What: fmt.Sprintf("%s: from %s", opts.Host, src)}
 	}
 
+	ac, err := agentSettings(ios, opts.Set, file)
+	if err != nil {
+		return err
+	}
+	ac.Secrets = repo.Secrets(token)
+	if rep.Agents, err = doctorAgents(ctx, ios, opts, ac); err != nil {
+		return err
+	}
+	var worst *doctorAgent
+	for i, a := range rep.Agents {
+		if a.Used && a.Code > rep.ExitCode {
+			rep.ExitCode, worst = a.Code, &rep.Agents[i]
+		}
+	}
+	var end error
+	if worst != nil {
+		why := worst.Problem
+		if why == "" {
+			why = worst.Check
+		}
+		end = &ExitErr{Code: rep.ExitCode, Err: fmt.Errorf("agent %s would stop a run: %s", worst.Name, text.OneLine(why))}
+	}
+
 	if opts.JSON {
-		return json.NewEncoder(ios.Out).Encode(rep)
+		if err := json.NewEncoder(ios.Out).Encode(rep); err != nil {
+			return err
+		}
+		return end
 	}
 	tw := tabwriter.NewWriter(ios.Out, 0, 4, 2, ' ', 0)
 	where := rep.Repository
@@ -155,14 +225,157 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 	}
 	fmt.Fprintf(tw, "git\t%s\n", rep.GitVersion.What)
 	for _, a := range rep.Agents {
-		if a.Problem != "" {
-			fmt.Fprintf(tw, "agent %s\tnot usable\t%s\n", a.Name, a.Problem)
-			continue
-		}
-		fmt.Fprintf(tw, "agent %s\t%s\n", a.Name, a.Program)
+		writeDoctorAgent(tw, a)
 	}
 	fmt.Fprintf(tw, "token\t%s\n", rep.Token.What)
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return end
+}
+
+// doctorAgents describes every backend, and with opts.Check checks those
+// a run would use.
+func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac agentConfig) ([]doctorAgent, error) {
+	for _, n := range opts.Agents {
+		if !backends.Known(n) {
+			return nil, usageErr("doctor --agent %q: name one of %s", n, strings.Join(backends.Names(), ", "))
+		}
+	}
+	b := newAgentBuilder(ios, ac)
+	var out []doctorAgent
+	built := map[string]agent.Agent{}
+	anyConfigured := false
+	for _, name := range backends.Names() {
+		up := strings.ToUpper(name)
+		bin, model := "CONVERGE_"+up+"_BIN", "CONVERGE_"+up+"_MODEL"
+		a := doctorAgent{Name: name, Configured: slices.Contains(opts.Agents, name) || ios.Getenv(bin) != "" || ios.Getenv(model) != "", Installed: true}
+		anyConfigured = anyConfigured || a.Configured
+		ag, err := b.backend(backends.Config{Name: name, Getenv: ios.Getenv})
+		if err != nil {
+			// Not found and not configured: simply not installed.
+			a.Installed, a.Problem = a.Configured, err.Error()
+			if a.Installed {
+				a.Code = exitcode.Usage
+			}
+			out = append(out, a)
+			continue
+		}
+		built[name] = ag
+		if p, ok := ag.(interface{ Binary() string }); ok {
+			a.Program = p.Binary()
+		}
+		if d, ok := ag.(agent.Describer); ok {
+			a.Description, a.described = d.Describe(ctx), true
+		} else {
+			a.Description = describeFallback(ctx, ios, a.Program, model, ac)
+		}
+		if a.Version == "" && a.Problem == "" {
+			a.Problem = fmt.Sprintf("%s --version answered nothing: is %s the %s CLI? (set %s to its path)", cmp.Or(a.Program, name), cmp.Or(a.Program, "it"), name, bin)
+		}
+		if a.Problem != "" {
+			a.Code = exitcode.Usage
+		}
+		out = append(out, a)
+	}
+	env := ac.taskEnv()
+	for i := range out {
+		a := &out[i]
+		a.Used = a.Configured || (!anyConfigured && a.Installed)
+		ag := built[a.Name]
+		if !opts.Check || !a.Used || ag == nil {
+			continue
+		}
+		res, err := agent.Check(ctx, ag, env, 0)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		usable := err == nil
+		a.Usable = &usable
+		if err != nil {
+			a.Check = text.OneLine(err.Error())
+			code := exitcode.Usage
+			if agent.KindOf(err) == agent.FailAuth {
+				code = exitcode.Auth
+			}
+			a.Code = max(a.Code, code)
+			continue
+		}
+		a.Check = fmt.Sprintf("the model answered %q in %s", text.Clip(res.Answer, 40), res.Duration.Round(100*time.Millisecond))
+	}
+	return out, nil
+}
+
+// describeFallback is what doctor finds of a backend that does not
+// describe itself: the program's version, the model converge configures
+// and the agent_env variables that are set.
+func describeFallback(ctx context.Context, ios *IOStreams, program, modelVar string, ac agentConfig) agent.Description {
+	var d agent.Description
+	if program != "" {
+		d.Version = agent.CLIVersion(ctx, program, ac.taskEnv())
+	}
+	d.Model, d.ModelFrom = ios.Getenv(modelVar), modelVar
+	if d.Model == "" {
+		d.ModelFrom = "the CLI's default"
+	}
+	// What agents get: the process's environment, never a secret's value.
+	set := map[string]bool{}
+	for _, kv := range agent.WithoutValues(os.Environ(), ac.Secrets) {
+		if name, v, _ := strings.Cut(kv, "="); v != "" {
+			set[name] = true
+		}
+	}
+	for _, n := range ac.Env {
+		if set[n] && !slices.Contains(agent.ForgeTokenNames, n) {
+			d.PassEnv = append(d.PassEnv, n)
+		}
+	}
+	return d
+}
+
+// writeDoctorAgent prints one backend: a line saying whether a run could
+// use it, then what was found.
+func writeDoctorAgent(tw io.Writer, a doctorAgent) {
+	head := cmp.Or(a.Program, "(no program path)")
+	switch {
+	case !a.Installed:
+		fmt.Fprintf(tw, "agent %s\tnot installed\t%s\n", a.Name, a.Problem)
+		return
+	case a.Problem != "" && a.Program == "":
+		fmt.Fprintf(tw, "agent %s\tnot usable\t%s\n", a.Name, a.Problem)
+		return
+	case a.Problem != "":
+		head = "not usable\t" + a.Problem
+	case a.Usable != nil && !*a.Usable:
+		head = "not usable\t" + a.Check
+	}
+	fmt.Fprintf(tw, "agent %s\t%s\n", a.Name, head)
+	if a.Problem != "" || (a.Usable != nil && !*a.Usable) {
+		fmt.Fprintf(tw, "  program\t%s\n", a.Program)
+	}
+	fmt.Fprintf(tw, "  version\t%s\n", orNone(a.Version))
+	model := cmp.Or(a.Model, "(the CLI's default)")
+	if a.ModelFrom != "" && a.Model != "" {
+		model += " (from " + a.ModelFrom + ")"
+	}
+	fmt.Fprintf(tw, "  model\t%s\n", model)
+	cred := a.Credential
+	switch {
+	case cred != "":
+	case a.described:
+		cred = "(none found; see the README's section on the backend's provider)"
+	default:
+		cred = "(this backend does not say)"
+	}
+	fmt.Fprintf(tw, "  credential\t%s\n", cred)
+	fmt.Fprintf(tw, "  passes\t%s\n", clipList(a.PassEnv, 12))
+	switch {
+	case a.Usable == nil:
+	case *a.Usable:
+		fmt.Fprintf(tw, "  check\tusable: %s\n", a.Check)
+	default:
+		fmt.Fprintf(tw, "  check\tnot usable: %s\n", a.Check)
+	}
 }
 
 func orNone(s string) string {

@@ -46,6 +46,8 @@ type loopOptions struct {
 	CheckTimeout  time.Duration
 	// changed reports a flag given on the command line (nil: none).
 	changed func(flag string) bool
+	// agents are the agent settings and --no-agent-check.
+	agents *agentFlags
 }
 
 func newLoopCmd(ios *IOStreams) *cobra.Command {
@@ -71,7 +73,9 @@ vitest, npm test, cargo test, a make target running one), a pass with
 fewer tests run than at the start, or a test newly skipped, is UNVERIFIED
 and undone, unless --allow-test-removal says the goal is to remove tests.
 
-Exits: complete 0, blocked 3, limited 4, stalled 5, failed 1, bad input 2.
+Exits: complete 0, blocked 3, limited 4, stalled 5, failed 1, bad input 2,
+an agent CLI whose credentials are refused 6 (checked before the run
+starts, --no-agent-check skips that; never retried mid-run).
 A run killed mid-iteration resumes from its stored state with the next
 converge loop of the same goal and check here; --fresh starts over.`,
 		Args: cobra.NoArgs,
@@ -103,6 +107,7 @@ converge loop of the same goal and check here; --fresh starts over.`,
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run of the same goal and check can resume")
 	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each agent and judge run")
 	f.DurationVar(&opts.CheckTimeout, "check-timeout", checkloop.DefaultCheckBudget, "time-box of each mechanical done-check run")
+	opts.agents = addAgentFlags(f)
 	return cmd
 }
 
@@ -113,6 +118,8 @@ type loopSetup struct {
 	ws    *checkloop.GitWorkspace
 	body  agent.Agent
 	judge agent.Agent
+	// checks are the CLI backends among them (agentChecker).
+	checks []checkTarget
 }
 
 func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
@@ -125,9 +132,16 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 		return err
 	}
 	defer db.Close()
-	s, err := prepareLoop(ctx, db, opts)
+	s, err := prepareLoop(ctx, ios, db, opts)
 	if err != nil {
 		return err
+	}
+	env := agent.ScrubEnv(os.Environ())
+	if c := opts.agents.checker(); c != nil {
+		// Before the run is recorded (AG-T4).
+		if err := c.check(ctx, s.checks, env); err != nil {
+			return err
+		}
 	}
 	same := func(st checkloop.State) bool {
 		c := st.Config
@@ -155,7 +169,6 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	if p := st.Config.Predecessor; p != nil {
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("predecessor %s ended %s (exit %d) after %d iteration(s); restated in the result and carried in the failed-approaches digest", p.Run, p.Status, p.ExitCode, p.Iterations)})
 	}
-	env := agent.ScrubEnv(os.Environ())
 	loop := checkloop.NewLoop(runID, checkloop.Deps{
 		Tickets:   db,
 		Workspace: s.ws,
@@ -195,7 +208,7 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 
 // prepareLoop checks the command line and the repository, before any run
 // is recorded: bad input is exit 2 with one line (REL-3).
-func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loopSetup, error) {
+func prepareLoop(ctx context.Context, ios *IOStreams, db *store.Store, opts *loopOptions) (*loopSetup, error) {
 	goal := opts.Goal
 	switch {
 	case opts.Goal != "" && opts.GoalFile != "":
@@ -244,7 +257,15 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 	ws.UseRepoIdentity(ctx)
 	top := ws.Dir()
 
-	body, err := loopAgent("--agent", opts.Agent, "--agent-cmd", opts.AgentCmd, "command")
+	if opts.agents == nil {
+		opts.agents = &agentFlags{}
+	}
+	ac, err := agentSettings(ios, opts.agents.set, nil)
+	if err != nil {
+		return nil, err
+	}
+	b := newAgentBuilder(ios, ac)
+	body, err := loopAgent(b, "--agent", opts.Agent, "--agent-cmd", opts.AgentCmd, "command")
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +296,7 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 		cfg.Oracle = checkloop.Oracle{Class: checkloop.Mechanical, Command: opts.Check}
 		protect = append(protect, checkloop.CheckNamedFiles(top, opts.Check)...)
 	} else {
-		if judge, err = loopAgent("--judge", opts.Judge, "--judge-cmd", opts.JudgeCmd, "judge-command"); err != nil {
+		if judge, err = loopAgent(b, "--judge", opts.Judge, "--judge-cmd", opts.JudgeCmd, "judge-command"); err != nil {
 			return nil, err
 		}
 		cfg.Oracle = checkloop.Oracle{Class: checkloop.Judged, Judge: opts.Judge + ": " + opts.JudgeCmd}
@@ -293,16 +314,16 @@ func prepareLoop(ctx context.Context, db *store.Store, opts *loopOptions) (*loop
 		}
 		cfg.Predecessor = p
 	}
-	return &loopSetup{cfg: cfg, ws: ws, body: body, judge: judge}, nil
+	return &loopSetup{cfg: cfg, ws: ws, body: body, judge: judge, checks: b.built()}, nil
 }
 
 // loopAgent builds the body or judge agent of a loop: the loop's command
 // backend, whose program must exist (AG-T4: pre-flight, exit 2).
-func loopAgent(flag, name, cmdFlag, cmdline, role string) (agent.Agent, error) {
+func loopAgent(b *agentBuilder, flag, name, cmdFlag, cmdline, role string) (agent.Agent, error) {
 	if flag == "--agent" && backends.Known(name) {
 		// A CLI agent gets the iteration's prompt (the packet rendered);
 		// the loop, not the agent, runs the check and commits.
-		a, err := backends.New(backends.Config{Name: name})
+		a, err := b.backend(backends.Config{Name: name})
 		if err != nil {
 			return nil, usageErr("--agent %s: %v", name, err)
 		}

@@ -44,7 +44,10 @@ func TestLOOP_1_RealClaudeCodeIsALoopBody(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "converge", "loop", "--goal", "greet converge instead of the world",
-		"--check", "sh check.sh", "--agent", "claude", "--max-iterations", "2", "--state", t.TempDir())
+		"--check", "sh check.sh", "--agent", "claude", "--max-iterations", "2", "--state", t.TempDir(),
+		// fakemodel scripts the iterations; the pre-flight request is no
+		// script's (the check is tested apart).
+		"--no-agent-check")
 	cmd.Dir = dir
 	cmd.Env = cleanEnv(map[string]string{
 		"CONVERGE_CLAUDE_BIN": bin,

@@ -7,13 +7,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/convergeloop/converge/internal/agent"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -34,6 +35,9 @@ type IOStreams struct {
 	// Environ lists the environment (nil: the process's), for the check
 	// of CONVERGE_* variables that name no setting.
 	Environ func() []string
+	// Backend builds an agent CLI backend by name (nil: backends.New);
+	// tests put a double here.
+	Backend func(backends.Config) (agent.Agent, error)
 }
 
 // checkEnv refuses an unknown CONVERGE_* variable (IF-1: exit 2).

@@ -40,6 +40,8 @@ type planOptions struct {
 	Fresh          bool
 	AgentTimeout   time.Duration
 	Parallel       int
+	// agents are the agent settings and --no-agent-check.
+	agents *agentFlags
 }
 
 func newPlanCmd(ios *IOStreams) *cobra.Command {
@@ -71,7 +73,9 @@ the rest of the plan keeps going. The tracking report is printed at the
 end (--json: as JSON; --report FILE: also written as markdown).
 
 Exits: every task done 0, a task blocked or skipped 3, an agent that
-could not run 1, a bad plan or flag 2. A run killed mid-task resumes from
+could not run 1, a bad plan or flag 2, an agent CLI whose credentials are
+refused 6 (checked before the run starts, --no-agent-check skips that;
+never retried mid-run). A run killed mid-task resumes from
 its stored state with the same converge plan run here; --fresh starts over.
 converge stop RUN stops the agents at once: the tasks in progress end
 BLOCKED, the tree is left clean, exit 3; a stopped run is not resumed.`,
@@ -97,6 +101,7 @@ BLOCKED, the tree is left clean, exit 3; a stopped run is not resumed.`,
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run of the same plan can resume")
 	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each implementer and reviewer run")
 	f.IntVar(&opts.Parallel, "parallel", defaultPlanParallel, "at most this many tasks of a parallel group at once, each in a git worktree of its own (1: one at a time, in this work tree)")
+	opts.agents = addAgentFlags(f)
 	return cmd
 }
 
@@ -114,9 +119,15 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 	if err := ios.checkEnv(); err != nil {
 		return err
 	}
-	s, err := preparePlan(ctx, opts, file)
+	s, err := preparePlan(ctx, ios, opts, file)
 	if err != nil {
 		return err
+	}
+	if c := opts.agents.checker(); c != nil {
+		// Before the run is recorded (AG-T4).
+		if err := c.check(ctx, s.agents.b.built(), agent.ScrubEnv(os.Environ())); err != nil {
+			return err
+		}
 	}
 	db, err := openStore(ctx, ios, opts.StateDir)
 	if err != nil {
@@ -223,7 +234,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 // preparePlan reads the plan and checks the flags, the agents and the
 // repository before any run is recorded: bad input is exit 2 with one
 // line (REL-3, AG-T4 pre-flight).
-func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetup, error) {
+func preparePlan(ctx context.Context, ios *IOStreams, opts *planOptions, file string) (*planSetup, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, usageErr("plan file: %v", err)
@@ -238,7 +249,15 @@ func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetu
 	if opts.Parallel < 1 {
 		return nil, usageErr("--parallel must be at least 1")
 	}
-	agents := &agentSet{cmd: opts.AgentCmd, built: map[string]agent.Agent{}}
+	if opts.agents == nil {
+		opts.agents = &agentFlags{}
+	}
+	ac, err := agentSettings(ios, opts.agents.set, nil)
+	if err != nil {
+		return nil, err
+	}
+	b := newAgentBuilder(ios, ac)
+	agents := &agentSet{cmd: opts.AgentCmd, b: b, built: map[string]agent.Agent{}}
 	if _, err := agents.check(opts.Agent, "--agent"); err != nil {
 		return nil, err
 	}
@@ -254,7 +273,7 @@ func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetu
 	if reviewName == "" {
 		reviewName = opts.Agent
 	}
-	reviewer, err := planReviewer(reviewName, opts.ReviewAgentCmd)
+	reviewer, err := planReviewer(b, reviewName, opts.ReviewAgentCmd)
 	if err != nil {
 		return nil, err
 	}
@@ -280,6 +299,7 @@ func preparePlan(ctx context.Context, opts *planOptions, file string) (*planSetu
 // agentSet builds implementer agents by name, once each.
 type agentSet struct {
 	cmd   string
+	b     *agentBuilder
 	mu    sync.Mutex
 	built map[string]agent.Agent
 }
@@ -312,7 +332,7 @@ func (s *agentSet) get(name string) (agent.Agent, error) {
 	if name == "command" {
 		a, err = commandAgent("--agent-cmd", s.cmd, "command")
 	} else {
-		a, err = backends.New(backends.Config{Name: name})
+		a, err = s.b.backend(backends.Config{Name: name})
 	}
 	if err != nil {
 		return nil, err
@@ -322,7 +342,7 @@ func (s *agentSet) get(name string) (agent.Agent, error) {
 }
 
 // planReviewer builds the task reviewer (PLAN-1).
-func planReviewer(name, cmdline string) (agent.Agent, error) {
+func planReviewer(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
 	switch {
 	case name == "command":
 		a, err := commandAgent("--review-agent-cmd", cmdline, "review-command")
@@ -331,7 +351,7 @@ func planReviewer(name, cmdline string) (agent.Agent, error) {
 		}
 		return a, nil
 	case backends.Known(name):
-		a, err := backends.New(backends.Config{Name: name, Role: backends.RoleReview})
+		a, err := b.backend(backends.Config{Name: name, Role: backends.RoleReview})
 		if err != nil {
 			return nil, usageErr("--review-agent %s: %v", name, err)
 		}

@@ -51,7 +51,10 @@ func TestPLAN_1_RealClaudeCodeImplementsAndReviews(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "converge", "plan", "run", planFile, "--agent", "claude", "--review-agent", "claude", "--json", "--state", t.TempDir())
+	cmd := exec.CommandContext(ctx, "converge", "plan", "run", planFile, "--agent", "claude", "--review-agent", "claude", "--json", "--state", t.TempDir(),
+		// fakemodel scripts the tasks and reviews; the pre-flight request
+		// is no script's (the check is tested apart).
+		"--no-agent-check")
 	cmd.Dir = dir
 	cmd.Env = cleanEnv(map[string]string{
 		"CONVERGE_CLAUDE_BIN": bin,

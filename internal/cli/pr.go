@@ -57,6 +57,8 @@ type prOptions struct {
 	ConfigFile string
 	// Set holds the config fields given as flags, by key, checked.
 	Set map[string]string
+	// NoAgentCheck skips the agents' pre-flight check (agentChecker).
+	NoAgentCheck bool
 }
 
 // fieldFlag is a config field as a flag: its value is checked by the
@@ -75,9 +77,20 @@ func (v *fieldFlag) String() string {
 }
 
 func (v *fieldFlag) Set(s string) error {
+	if v.f.Repeatable {
+		// Each --agent-env names variables; an empty one names none.
+		for _, n := range strings.Split(s, ",") {
+			if err := config.EnvName(n); err != nil {
+				return err
+			}
+		}
+	}
 	val, err := v.f.Parse(s)
 	if err != nil {
 		return err
+	}
+	if prev := v.set[v.f.Key]; v.f.Repeatable && prev != "" {
+		val = prev + "," + val
 	}
 	v.set[v.f.Key] = val
 	return nil
@@ -149,6 +162,7 @@ defaults; converge config prints them and where each came from.`,
 			fl.NoOptDefVal = "true"
 		}
 	}
+	addNoAgentCheck(f, &opts.NoAgentCheck)
 	f.Var(noCopilot{opts.Set}, "no-copilot", "do not expect Copilot: single-iteration mode (the same as --expects-copilot=false)")
 	f.Lookup("no-copilot").NoOptDefVal = "true"
 	return cmd
@@ -197,25 +211,18 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err := ios.checkEnv(); err != nil {
 		return err
 	}
-	ag, err := pickAgent(opts.Agent, opts.AgentCmd)
-	if err != nil {
-		return err
-	}
-	reviewer, err := pickReviewer(opts)
-	if err != nil {
-		return err
-	}
-	var judge *recap.Judge
-	if opts.JudgeAgent != "" {
-		a, err := pickJudge(opts.JudgeAgent, opts.JudgeAgentCmd)
-		if err != nil {
-			return err
-		}
-		judge = &recap.Judge{Agent: a}
-	}
 	// Flags and the environment are checked before the network is; a
-	// repository's file is checked when its base branch is read.
-	if _, err := prSettings(opts, ios, file, reviewer); err != nil {
+	// repository's file is checked when its base branch is read, and the
+	// agents are built again with its settings then.
+	ac, err := agentSettings(ios, opts.Set, file)
+	if err != nil {
+		return err
+	}
+	agents, err := buildPRAgents(ios, opts, ac)
+	if err != nil {
+		return err
+	}
+	if _, err := prSettings(opts, ios, file, agents.reviewer); err != nil {
 		return err
 	}
 	rest, gql, err := ghclient.Endpoints(ref, opts.APIURL, ios.Getenv)
@@ -256,6 +263,11 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err := writableDir(stateDir); err != nil {
 		return err
 	}
+	var checker *agentChecker
+	if !opts.NoAgentCheck {
+		// One for all the PRs: their agents are checked once each.
+		checker = &agentChecker{}
+	}
 	params := make([]loopParams, len(refs))
 	for i, ref := range refs {
 		params[i] = loopParams{
@@ -263,14 +275,15 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			Forge:    client,
 			Remote:   gitRemote(rest, ref, token, cas),
 			StateDir: stateDir,
-			Agent:    ag,
+			Agent:    agents.fixer,
 			JSON:     opts.JSON,
 			Keep:     opts.Keep,
 			Secrets:  repo.Secrets(token),
 			Author:   "converge",
 			Email:    "converge@users.noreply.github.com",
 
-			Judge:       judge,
+			Judge:       agents.judge,
+			Checker:     checker,
 			NoReviewWhy: noReviewWhy(opts),
 			Fresh:       opts.Fresh,
 			DryRun:      opts.DryRun,
@@ -291,11 +304,24 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 						}
 					}
 				}
-				s, err := prSettings(opts, ios, f, reviewer)
+				// The agents as this PR's settings make them, the forge
+				// token's value kept from every one (SEC-2).
+				ac, err := agentSettings(ios, opts.Set, f)
+				if err != nil {
+					return err
+				}
+				ac.Secrets = p.Secrets
+				agents, err := buildPRAgents(ios, opts, ac)
+				if err != nil {
+					return err
+				}
+				s, err := prSettings(opts, ios, f, agents.reviewer)
 				if err != nil {
 					return err
 				}
 				s.apply(p)
+				p.Agent, p.Judge, p.AgentEnv = agents.fixer, agents.judge, ac.taskEnv()
+				p.agentChecks = agents.checks
 				return nil
 			},
 		}
@@ -386,7 +412,39 @@ func (s *prSettingsT) apply(p *loopParams) {
 	}
 }
 
-func pickAgent(name, cmdline string) (agent.Agent, error) {
+// prAgents are the agents of a PR run: the fixer, the local review's,
+// the judge's; checks are its CLI backends, for the pre-flight check.
+type prAgents struct {
+	fixer    agent.Agent
+	reviewer *review.Reviewer
+	judge    *recap.Judge
+	checks   []checkTarget
+}
+
+// buildPRAgents builds the agents the flags name, each CLI backend with
+// ac. A missing program fails here, before the forge is touched (AG-T4).
+func buildPRAgents(ios *IOStreams, opts *prOptions, ac agentConfig) (*prAgents, error) {
+	b := newAgentBuilder(ios, ac)
+	out := &prAgents{}
+	var err error
+	if out.fixer, err = pickAgent(b, opts.Agent, opts.AgentCmd); err != nil {
+		return nil, err
+	}
+	if out.reviewer, err = pickReviewer(b, opts); err != nil {
+		return nil, err
+	}
+	if opts.JudgeAgent != "" {
+		a, err := pickJudge(b, opts.JudgeAgent, opts.JudgeAgentCmd)
+		if err != nil {
+			return nil, err
+		}
+		out.judge = &recap.Judge{Agent: a}
+	}
+	out.checks = b.built()
+	return out, nil
+}
+
+func pickAgent(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
 	switch name {
 	case "suggest":
 		return suggest.New(), nil
@@ -406,7 +464,7 @@ func pickAgent(name, cmdline string) (agent.Agent, error) {
 		return a, nil
 	}
 	if backends.Known(name) {
-		a, err := backends.New(backends.Config{Name: name})
+		a, err := b.backend(backends.Config{Name: name})
 		if err != nil {
 			return nil, usageErr("--agent %s: %v", name, err)
 		}
@@ -419,9 +477,9 @@ func pickAgent(name, cmdline string) (agent.Agent, error) {
 // judge runs are read-only and answer in their final message
 // (agent.ReadOnly). A missing program fails here, before the forge is
 // touched (AG-T4).
-func pickJudge(name, cmdline string) (agent.Agent, error) {
+func pickJudge(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
 	if backends.Known(name) {
-		a, err := backends.New(backends.Config{Name: name, Role: backends.RoleJudge})
+		a, err := b.backend(backends.Config{Name: name, Role: backends.RoleJudge})
 		if err != nil {
 			return nil, usageErr("--judge-agent %s: %v", name, err)
 		}
@@ -430,7 +488,7 @@ func pickJudge(name, cmdline string) (agent.Agent, error) {
 	if name != "command" {
 		return nil, usageErr("unknown --judge-agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
 	}
-	a, err := pickAgent("command", cmdline)
+	a, err := pickAgent(b, "command", cmdline)
 	if err != nil {
 		return nil, usageErr("--judge-agent-cmd: %v", err)
 	}
@@ -466,7 +524,7 @@ func noReviewWhy(opts *prOptions) string {
 // nil when there is no review agent (a command fixer without
 // --review-agent) or it cannot review (suggest): then the run has no
 // local review, and without Copilot no independent review at all.
-func pickReviewer(opts *prOptions) (*review.Reviewer, error) {
+func pickReviewer(b *agentBuilder, opts *prOptions) (*review.Reviewer, error) {
 	name, cmdline := reviewAgentName(opts), opts.ReviewAgentCmd
 	if cmdline != "" && name != "command" {
 		return nil, usageErr("--review-agent-cmd goes with --review-agent command, not --review-agent %s", name)
@@ -491,7 +549,7 @@ func pickReviewer(opts *prOptions) (*review.Reviewer, error) {
 	}
 	if backends.Known(name) {
 		cfg := backends.Config{Name: name, Role: backends.RoleReview}
-		a, err := backends.New(cfg)
+		a, err := b.backend(cfg)
 		if err != nil {
 			return nil, usageErr("--review-agent %s: %v", name, err)
 		}

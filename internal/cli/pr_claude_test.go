@@ -184,8 +184,10 @@ func TestPR_M3_NoCopilotRealClaudeReviewsAndFixesUntilCleanLocalReview(t *testin
 	)
 
 	state := t.TempDir()
+	// fakemodel's scripts are the runs this test counts: the agents'
+	// pre-flight request is no script's (the check is tested apart).
 	args := append(prArgs(hub, demo, state), "--no-copilot", "--agent", "claude", "--review-agent", "claude",
-		"--review-angles", "correctness-leak,edge-cases", "--agent-timeout", "2m")
+		"--review-angles", "correctness-leak,edge-cases", "--agent-timeout", "2m", "--no-agent-check")
 	code, out := runBin(t, claudeEnv(t, bin, url, authorEnv(hub)), args...)
 	if code != 0 || !strings.Contains(out, "converge: two-stable (exit 0)") {
 		t.Fatalf("want two-stable, got exit %d:\n%s", code, out)
@@ -348,7 +350,7 @@ func TestAG_B1_RealClaudeFixesTheSandboxPRToTwoStable(t *testing.T) {
 
 	code, out := runBin(t, claudeEnv(t, bin, url, map[string]string{"CONVERGE_TOKEN": info.Tokens.Author}),
 		"pr", info.PRURL, "--api-url", info.APIURL, "--ca-file", info.CAFile, "--state", t.TempDir(),
-		"--poll-min", "50ms", "--poll-max", "500ms", "--agent", "claude", "--agent-timeout", "2m",
+		"--poll-min", "50ms", "--poll-max", "500ms", "--agent", "claude", "--agent-timeout", "2m", "--no-agent-check",
 		// One angle per head keeps the CLI processes few; the angles'
 		// own test is the one above.
 		"--review-angles", "correctness-leak")

@@ -84,6 +84,15 @@ type loopParams struct {
 	// AgentModels is the fixer's model escalation ladder (AG-E1).
 	MaxFixers   int
 	AgentModels []string
+
+	// AgentEnv is the environment every agent run starts from; nil means
+	// the process's, scrubbed (agent.ScrubEnv).
+	AgentEnv []string
+	// Checker checks that the run's CLI agents reach their models before
+	// anything is written or recorded (AG-T4); nil: no check.
+	Checker *agentChecker
+	// agentChecks are the run's CLI backends, set with its settings.
+	agentChecks []checkTarget
 }
 
 // runLoop runs one PR loop to its terminal: lock, record, run, persist,
@@ -103,6 +112,12 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 	for i := range ps {
 		if err := preflight(ctx, &ps[i]); err != nil {
 			return terms, err
+		}
+		// A disposal runs no agent.
+		if p := &ps[i]; p.Checker != nil && !p.DisposeOnly {
+			if err := p.Checker.check(ctx, p.agentChecks, p.agentEnv()); err != nil {
+				return terms, err
+			}
 		}
 	}
 	var secrets []string
@@ -175,6 +190,13 @@ func preflight(ctx context.Context, p *loopParams) error {
 		return p.Configure(ctx, p, pre)
 	}
 	return nil
+}
+
+func (p *loopParams) agentEnv() []string {
+	if p.AgentEnv != nil {
+		return p.AgentEnv
+	}
+	return agent.ScrubEnv(os.Environ())
 }
 
 // canPushToHead refuses, at start, a PR from a fork the token cannot push
@@ -267,7 +289,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		Agent:      p.Agent,
 		Reviewer:   p.Reviewer,
 		RecapJudge: p.Judge,
-		AgentEnv:   agent.ScrubEnv(os.Environ()),
+		AgentEnv:   p.agentEnv(),
 		Budget:     p.AgentBudget,
 		TestCmd:    p.TestCmd,
 		Author:     p.Author,

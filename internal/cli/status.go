@@ -16,6 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 type statusOptions struct {
@@ -174,7 +175,13 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 		return live && holder == r.ID, err
 	}
 	if opts.JSON {
-		views := make([]runView, 0, len(runs))
+		type statusView struct {
+			runView
+			// Why a run that ended non-zero ended so, in its terminal's
+			// words (an agent CLI's own message among them).
+			Why string `json:"why,omitempty"`
+		}
+		views := make([]statusView, 0, len(runs))
 		for _, r := range runs {
 			v := viewOf(r)
 			v.Proof = nil
@@ -185,7 +192,7 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 				}
 				v.Alive = &a
 			}
-			views = append(views, v)
+			views = append(views, statusView{runView: v, Why: whyEnded(r)})
 		}
 		return json.NewEncoder(ios.Out).Encode(views)
 	}
@@ -194,7 +201,7 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(ios.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTATUS\tEXIT\tSTARTED\tTARGET")
+	fmt.Fprintln(tw, "RUN\tSTATUS\tEXIT\tSTARTED\tTARGET\tWHY")
 	for _, r := range runs {
 		exit, status := "-", r.Status
 		if r.Finished() {
@@ -204,9 +211,26 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 		} else if !a {
 			status = "stopped"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, status, exit, r.StartedAt.Local().Format(time.DateTime), r.Target)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, status, exit, r.StartedAt.Local().Format(time.DateTime), r.Target, text.Clip(whyEnded(r), 160))
 	}
 	return tw.Flush()
+}
+
+// whyEnded is the terminal's message of a run that ended non-zero (every
+// loop kind's state has one), "" for any other run.
+func whyEnded(r store.Run) string {
+	if !r.Finished() || r.ExitCode == exitcode.OK || len(r.State) == 0 {
+		return ""
+	}
+	var st struct {
+		Terminal *struct {
+			Message string `json:"message"`
+		} `json:"terminal"`
+	}
+	if json.Unmarshal(r.State, &st) != nil || st.Terminal == nil {
+		return ""
+	}
+	return text.OneLine(st.Terminal.Message)
 }
 
 type proofOptions struct {

@@ -49,6 +49,9 @@ type Field struct {
 	Min float64
 	// Check, when set, refuses values the kind allows but converge does not.
 	Check func(v string) error
+	// Repeatable, for a List, makes its flag add to the list each time it
+	// is given (--agent-env A --agent-env B) instead of replacing it.
+	Repeatable bool
 }
 
 // Flag is the field's command-line flag.

@@ -115,3 +115,44 @@ func TestPR_M4_EveryDefaultIsValid(t *testing.T) {
 		t.Fatalf("empty file: %+v, %v", f, err)
 	}
 }
+
+// TestAG_B1_AgentEnvIsNamesOnly: agent_env is a list of variable names,
+// from the file, the environment or a flag; a name holding '=' or an
+// empty one is refused with a line that says why. agent_retry_bound is a
+// duration of at least a second, 30 s by default.
+func TestAG_B1_AgentEnvIsNamesOnly(t *testing.T) {
+	f, err := parse(t, "agent_env:\n  - AWS_PROFILE\n  - CLOUD_ML_REGION\nagent_retry_bound: 45s\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss, err := config.Resolve(config.PRFields(), config.Inputs{File: f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := config.ValuesOf(ss)
+	if got := v.List("agent_env"); strings.Join(got, " ") != "AWS_PROFILE CLOUD_ML_REGION" {
+		t.Errorf("agent_env = %q", got)
+	}
+	if v.Duration("agent_retry_bound").String() != "45s" {
+		t.Errorf("agent_retry_bound = %s", v.Duration("agent_retry_bound"))
+	}
+	ss, _ = config.Resolve(config.PRFields(), config.Inputs{})
+	if d := config.ValuesOf(ss).Duration("agent_retry_bound"); d.String() != "30s" {
+		t.Errorf("default agent_retry_bound = %s", d)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"agent_env: [AWS_PROFILE=dev]\n", `:1: agent_env: "AWS_PROFILE=dev" is not a variable name`},
+		{"agent_env: [\"A B\"]\n", `"A B" is not a variable name`},
+		{"agent_retry_bound: 0s\n", `agent_retry_bound: 0s is below the minimum 1s`},
+	} {
+		if _, err := parse(t, tc.yaml); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: want an error containing %q, got %v", tc.yaml, tc.want, err)
+		}
+	}
+	if _, err := config.Resolve(config.PRFields(), config.Inputs{Flags: map[string]string{"agent_env": "X=1"}}); err == nil || !strings.Contains(err.Error(), "--agent-env") {
+		t.Errorf("a flag with a value: %v", err)
+	}
+	if err := config.EnvName(""); err == nil || !strings.Contains(err.Error(), "empty variable name") {
+		t.Errorf("EnvName(\"\") = %v", err)
+	}
+}

@@ -22,7 +22,7 @@ import (
 func PRFields() []Field {
 	d := prloop.DefaultConfig()
 	dur := func(x time.Duration) string { return x.String() }
-	return []Field{
+	return append([]Field{
 		// Caps and guards (PR-T5, PR-T6, PR-T3, PR-G1).
 		{Key: "max_iterations", Kind: Int, Min: 1, Default: strconv.Itoa(d.MaxIterations), Help: "maximum rounds"},
 		{Key: "max_wall_clock", Kind: Duration, Min: 1, Default: dur(d.MaxWallClock), Help: "maximum wall-clock time of a run"},
@@ -59,7 +59,45 @@ func PRFields() []Field {
 		{Key: "review_instructions", Kind: String, Default: prwork.ReviewInstructionsFile, Help: "the repository's shared review instructions, read by the local review", Check: relPath},
 		// Base sync (PR-S14).
 		{Key: "sync_base", Kind: Bool, Default: strconv.FormatBool(d.SyncBase), Help: "bring a branch that lacks commits of its base (BEHIND, or behind by the forge's compare) up to date with a merge commit (tested, pushed, never forced) once everything else converged (PR-S14); a conflicting (DIRTY) branch always ends base-moved"},
+	}, AgentFields()...)
+}
+
+// AgentFields are the settings every agent CLI backend of a run gets, in
+// converge pr, loop and plan alike.
+func AgentFields() []Field {
+	return []Field{
+		{Key: "agent_env", Kind: List, Repeatable: true, Default: "", Check: envNames,
+			Help: "more variables of converge's environment passed to every agent CLI as they are (a provider's key, a config path; repeatable); a forge token never passes, whatever its name"},
+		{Key: "agent_retry_bound", Kind: Duration, Min: 1, Default: agent.DefaultRetryBound.String(),
+			Help: "how long an agent CLI may keep retrying a failing model request before its run is stopped errored, naming the endpoint"},
 	}
+}
+
+// envNames accepts a list of variable names: no name empty or holding a
+// '=' (a NAME=VALUE would set a value, which agent_env never does).
+func envNames(v string) error {
+	if v == "" {
+		return nil
+	}
+	for _, n := range strings.Split(v, ",") {
+		if err := EnvName(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EnvName checks one variable name of agent_env.
+func EnvName(n string) error {
+	switch {
+	case strings.TrimSpace(n) == "":
+		return fmt.Errorf("an empty variable name; name a variable of converge's environment, e.g. AWS_PROFILE")
+	case strings.Contains(n, "="):
+		return fmt.Errorf("%q is not a variable name: agent_env names variables passed as they are, it sets none; give the name only (%s)", n, strings.SplitN(n, "=", 2)[0])
+	case strings.ContainsAny(n, " \t\n\x00"):
+		return fmt.Errorf("%q is not a variable name (it holds a space or a control character)", n)
+	}
+	return nil
 }
 
 // relPath accepts a path inside the repository.

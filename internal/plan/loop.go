@@ -12,6 +12,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/text"
@@ -247,6 +248,10 @@ func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
 		}
 		reset := func(ctx context.Context) error { return l.Workspace.Reset(ctx, from) }
 		rep, err := l.implement(wctx, st, c.task, c.Job, l.Workspace.Dir(), reset)
+		fatal := cannotRun(err)
+		if fatal != nil {
+			err = nil
+		}
 		if err != nil && stopped() && ctx.Err() == nil {
 			return l.abandon(ctx, cs, from)
 		}
@@ -260,7 +265,13 @@ func (l *Loop) dispatch(ctx context.Context, st State, jobs []Job) error {
 				return err
 			}
 		}
-		return l.record(ctx, c, rep, from, nil)
+		if err := l.record(ctx, c, rep, from, nil); err != nil {
+			return err
+		}
+		if fatal != nil {
+			return fatal
+		}
+		return nil
 	}
 	return l.pooled(ctx, wctx, stopped, st, cs)
 }
@@ -415,8 +426,12 @@ func (l *Loop) pooled(ctx, wctx context.Context, stopped func() bool, st State, 
 	}
 	// Each task's change becomes its own commit, in task order; the
 	// changes of the tasks after it stay out of it.
+	var fatal *agent.RunFailure
 	for i, r := range results {
 		c, rep := cs[i], r.Value
+		if f := cannotRun(r.Err); f != nil && fatal == nil {
+			fatal = f
+		}
 		if r.Err != nil && rep.Failure == "" {
 			rep.Failure, rep.Implementer = fmt.Sprintf("its change could not be taken: %v", r.Err), TaskBlocked
 		}
@@ -431,6 +446,21 @@ func (l *Loop) pooled(ctx, wctx context.Context, stopped func() bool, st State, 
 		if err := l.record(ctx, c, rep, from, later); err != nil {
 			return err
 		}
+	}
+	if fatal != nil {
+		return fatal
+	}
+	return nil
+}
+
+// cannotRun is err's agent failure that another run cannot mend (its
+// credentials, its endpoint: agent.RunFailure.Retryable), nil for any
+// other: the run ends errored on it, every dispatch of the batch
+// recorded first.
+func cannotRun(err error) *agent.RunFailure {
+	var fail *agent.RunFailure
+	if errors.As(err, &fail) && !fail.Retryable() {
+		return fail
 	}
 	return nil
 }
@@ -471,7 +501,8 @@ func done(rep Report) bool {
 // extensions, AG-T1; more context once after NEEDS_CONTEXT, then the
 // plan's stronger models, AG-T2, AG-E1), every re-run from a tree reset
 // to where the dispatch started. An agent that still cannot run is the
-// report's Failure.
+// report's Failure; one whose CLI's credentials failed or whose endpoint
+// stayed down is also the error (cannotRun), which ends the run.
 func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job, dir string, reset func(context.Context) error) (Report, error) {
 	d := j.Dispatch
 	rep := Report{Agent: d.Agent, From: d.From}
@@ -512,6 +543,10 @@ func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job, dir s
 		return rep, fmt.Errorf("agent %s: %w", a.Name(), ctx.Err())
 	case errors.As(err, &fail):
 		rep.Failure, rep.Implementer = fail.Error(), TaskBlocked
+		if !fail.Retryable() {
+			// No other task would fare better: the run ends on it.
+			return rep, fail
+		}
 		return rep, nil
 	case err != nil:
 		return rep, err
@@ -558,6 +593,10 @@ func (l *Loop) review(ctx context.Context, st State, a Action) (Review, error) {
 		r.CostUSD = r.Usage.CostUSD
 		if fail := agent.FailureOf(l.Reviewer.Name(), res, err); fail != nil {
 			r.Note = fail.Error()
+			if !fail.Retryable() {
+				// Its credentials or its endpoint: the run ends on it.
+				return r, fail
+			}
 			continue
 		}
 		got, perr := ParseReview(res.Output)
@@ -624,6 +663,10 @@ func (l *Loop) Fail(st State, obs Observation, cause error) (State, []Action) {
 		at = time.Now()
 	}
 	next.Terminal = &Terminal{Status: StatusFailed, ExitCode: StatusFailed.ExitCode(), Message: cause.Error(), At: at}
+	if agent.KindOf(cause) == agent.FailAuth {
+		// An agent CLI's credentials failed: IF-1's exit 6, not 1.
+		next.Terminal.ExitCode = exitcode.Auth
+	}
 	return next, nil
 }
 

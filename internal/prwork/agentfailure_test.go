@@ -58,8 +58,13 @@ func TestAG_T4_CLIFailureCommentedOnceAtTheForge(t *testing.T) {
 		}
 		terms = append(terms, st.Terminal)
 	}
-	if u := terms[0].Usage.Total; u.InputTokens == 0 || u.AgentRuns < 2 {
-		t.Errorf("the failed fix's tokens are not counted: %+v", u)
+	// An auth failure is not retried (RunFailure.Retryable): one run,
+	// its tokens counted.
+	if u := terms[0].Usage.Total; u.InputTokens != 12 || u.AgentRuns != 1 {
+		t.Errorf("the failed fix's tokens are not counted once: %+v", u)
+	}
+	if fixer.runs != 2 {
+		t.Errorf("the fixer ran %d times in two runs; a CLI's auth failure is not retried", fixer.runs)
 	}
 
 	pr, err := client.Observe(ctx, ref)

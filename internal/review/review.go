@@ -331,11 +331,19 @@ func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string)
 	}
 	var what, stderr string
 	var usage agent.Usage
+	var cli *agent.CLIError
 	for attempt := 1; attempt <= 2; {
 		res, err := r.Agent.Run(ctx, t)
 		usage.AddRun(res.Usage)
 		if cerr := context.Cause(ctx); cerr != nil {
 			return AngleResult{}, usage, cerr
+		}
+		cli = nil
+		if errors.As(err, &cli) && cli.Kind != agent.FailCLI {
+			// Its credentials or its endpoint: another run cannot mend
+			// that (AG-T4), and the CLI's words are the error.
+			return AngleResult{}, usage, &agent.RunFailure{Agent: r.Agent.Name(),
+				What: fmt.Sprintf("review angle %s: %s", a.Name, cli.Error()), Stderr: res.Stderr, CLI: cli}
 		}
 		if err == nil {
 			ar := ParseAnswer(a.Name, res.Output)
@@ -359,6 +367,7 @@ func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string)
 		Agent:  r.Agent.Name(),
 		What:   fmt.Sprintf("review angle %s: %s (tried twice)", a.Name, what),
 		Stderr: stderr,
+		CLI:    cli,
 	}
 }
 

@@ -386,3 +386,41 @@ func TestPR_S4_SuggestCannotReview(t *testing.T) {
 		t.Errorf("a suggest reviewer returned %+v, %v", res, err)
 	}
 }
+
+// cliFailing is a review agent whose every run ends with its CLI's own
+// error (a Go double: what a backend returns when its CLI said so).
+type cliFailing struct {
+	kind agent.FailKind
+	runs int
+}
+
+func (c *cliFailing) Name() string { return "review-claude" }
+
+func (c *cliFailing) Run(context.Context, agent.Task) (agent.Result, error) {
+	c.runs++
+	return agent.Result{Record: agent.StatusRecord{Status: agent.StatusBlocked, Reason: agent.ReasonCLIError, FilesChanged: []string{}}},
+		&agent.CLIError{Agent: "review-claude", Kind: c.kind, Message: "API Error: 401 invalid x-api-key", Endpoint: "http://127.0.0.1:9"}
+}
+
+// TestAG_T4_ReviewAngleAuthFailureIsNotRetried: an angle whose CLI said
+// its credentials failed or its endpoint stayed down runs once, and the
+// review's *agent.RunFailure carries the CLI's error (exit 6 for auth);
+// another CLI error is retried once and still carries it.
+func TestAG_T4_ReviewAngleAuthFailureIsNotRetried(t *testing.T) {
+	wt, headSHA := gitRepo(t)
+	for _, tc := range []struct {
+		kind agent.FailKind
+		runs int
+	}{{agent.FailAuth, 1}, {agent.FailEndpoint, 1}, {agent.FailCLI, 2}} {
+		a := &cliFailing{kind: tc.kind}
+		rv := &Reviewer{Agent: a, Angles: []Angle{{Name: "edge-cases", Focus: "x"}}}
+		_, err := rv.Review(context.Background(), Input{Workdir: wt, BaseRef: "main", Head: headSHA})
+		var rf *agent.RunFailure
+		if !errors.As(err, &rf) || agent.KindOf(err) != tc.kind || !strings.Contains(err.Error(), "401 invalid x-api-key") {
+			t.Fatalf("%s: err = %v, want a RunFailure carrying the CLI's error", tc.kind, err)
+		}
+		if a.runs != tc.runs {
+			t.Errorf("%s: %d runs, want %d", tc.kind, a.runs, tc.runs)
+		}
+	}
+}

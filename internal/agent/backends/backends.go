@@ -20,6 +20,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/claude"
@@ -47,8 +48,20 @@ type Config struct {
 	// Binary overrides CONVERGE_<NAME>_BIN and PATH.
 	Binary    string
 	ExtraArgs []string
-	// Getenv reads converge's environment; nil means os.Getenv.
-	Getenv func(string) string
+	// AgentEnv names more variables of converge's environment every run
+	// gets as they are (agent_env, --agent-env); never a forge token's.
+	AgentEnv []string
+	// RetryBound is how long the CLI may retry a failing model request
+	// before the run is stopped; zero means agent.DefaultRetryBound.
+	RetryBound time.Duration
+	// Secrets are the forge token and its kin: redacted from what a run
+	// keeps, and no variable whose value is one of them reaches the CLI,
+	// whatever its name (SEC-2).
+	Secrets []string
+	// Getenv reads converge's environment; nil means os.Getenv. Environ
+	// lists it; nil means os.Environ.
+	Getenv  func(string) string
+	Environ func() []string
 }
 
 var names = []string{"claude", "codex", "gemini", "opencode"}
@@ -75,7 +88,14 @@ func New(cfg Config) (agent.Agent, error) {
 	if cfg.Role != "" && cfg.Role != RoleFix {
 		name = cfg.Role + "-" + cfg.Name
 	}
-	cli := agent.CLIOptions{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv}
+	environ := cfg.Environ
+	if environ == nil {
+		environ = os.Environ
+	}
+	secrets := slices.Clone(cfg.Secrets)
+	cli := agent.CLIOptions{Name: name, Binary: cfg.Binary, Model: model, ExtraArgs: cfg.ExtraArgs, Getenv: getenv,
+		AgentEnv: slices.Clone(cfg.AgentEnv), RetryBound: cfg.RetryBound, Secrets: secrets,
+		Environ: func() []string { return agent.WithoutValues(environ(), secrets) }}
 	switch cfg.Name {
 	case "claude":
 		return claude.New(claude.Options{CLIOptions: cli})

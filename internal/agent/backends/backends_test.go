@@ -104,3 +104,33 @@ func TestAG_E1_TaskModelIsTheCLIsModelFlag(t *testing.T) {
 		})
 	}
 }
+
+// TestSEC2_AgentEnvPassesNamedVariablesNeverTheForgeToken: every backend
+// gets the variables agent_env names from converge's environment, as they
+// are; a forge token's variable never passes, nor any variable whose value
+// is the forge token converge resolved (Secrets), whatever its name.
+func TestSEC2_AgentEnvPassesNamedVariablesNeverTheForgeToken(t *testing.T) {
+	const tok = "tok-resolved-by-converge-0123456789"
+	environ := func() []string {
+		return []string{"PATH=/bin", "AWS_PROFILE=bedrock", "CLOUD_ML_REGION=us-east5", "GH_TOKEN=ghp_env",
+			"MY_TOKEN_COPY=" + tok, "UNRELATED_SECRET=s"}
+	}
+	for _, name := range Names() {
+		a, err := New(Config{Name: name, Binary: "/bin/sh", Getenv: env(nil), Environ: environ, Secrets: []string{tok},
+			AgentEnv: []string{"AWS_PROFILE", "CLOUD_ML_REGION", "GH_TOKEN", "MY_TOKEN_COPY", "NOT_SET"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := a.(interface{ Env(agent.Task) []string }).Env(agent.Task{})
+		for _, want := range []string{"AWS_PROFILE=bedrock", "CLOUD_ML_REGION=us-east5"} {
+			if !slices.Contains(got, want) {
+				t.Errorf("%s: env lacks %s: %q", name, want, got)
+			}
+		}
+		for _, kv := range got {
+			if strings.Contains(kv, tok) || strings.HasPrefix(kv, "GH_TOKEN=") || strings.HasPrefix(kv, "UNRELATED_SECRET=") || strings.HasPrefix(kv, "NOT_SET=") {
+				t.Errorf("%s: env passes %q", name, kv)
+			}
+		}
+	}
+}

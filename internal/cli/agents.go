@@ -1,0 +1,182 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/config"
+	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/text"
+)
+
+// agentConfig is what every agent CLI backend of a run is built with: the
+// agent settings (agent_env, agent_retry_bound) and the forge token's
+// values, which reach no agent under any name (SEC-2).
+type agentConfig struct {
+	Env        []string
+	RetryBound time.Duration
+	Secrets    []string
+}
+
+// agentSettings resolves the agent settings from the flags (set), the
+// environment and file (nil: none).
+func agentSettings(ios *IOStreams, set map[string]string, file *config.File) (agentConfig, error) {
+	ss, err := config.Resolve(config.AgentFields(), config.Inputs{File: file, Getenv: ios.Getenv, Flags: set})
+	if err != nil {
+		return agentConfig{}, usageErr("%v", err)
+	}
+	v := config.ValuesOf(ss)
+	return agentConfig{Env: v.List("agent_env"), RetryBound: v.Duration("agent_retry_bound")}, nil
+}
+
+// taskEnv is the scrubbed environment every agent run of the run starts
+// from (agent.Task.Env), without a value that is one of ac's secrets.
+func (ac agentConfig) taskEnv() []string {
+	return agent.WithoutValues(agent.ScrubEnv(os.Environ()), ac.Secrets)
+}
+
+// agentBuilder builds a run's CLI backends with its agentConfig, and
+// remembers each for the pre-flight check (agentChecker).
+type agentBuilder struct {
+	ios    *IOStreams
+	ac     agentConfig
+	mu     sync.Mutex
+	checks []checkTarget
+}
+
+func newAgentBuilder(ios *IOStreams, ac agentConfig) *agentBuilder {
+	return &agentBuilder{ios: ios, ac: ac}
+}
+
+// backend builds the CLI backend cfg names (backends.New, or the test's
+// double in IOStreams.Backend).
+func (b *agentBuilder) backend(cfg backends.Config) (agent.Agent, error) {
+	cfg.AgentEnv, cfg.RetryBound, cfg.Secrets = b.ac.Env, b.ac.RetryBound, b.ac.Secrets
+	build := backends.New
+	if b.ios != nil && b.ios.Backend != nil {
+		build = b.ios.Backend
+	}
+	a, err := build(cfg)
+	if err != nil {
+		return nil, err
+	}
+	// One backend in two roles (a fixer and its reviewer) is one
+	// identity: checked once.
+	key := backends.ID(a, cfg)
+	if len(cfg.AgentEnv) > 0 {
+		key += " env=" + strings.Join(cfg.AgentEnv, ",")
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !slices.ContainsFunc(b.checks, func(c checkTarget) bool { return c.key == key }) {
+		b.checks = append(b.checks, checkTarget{agent: a, key: key})
+	}
+	return a, nil
+}
+
+// built is every backend built so far, one per identity.
+func (b *agentBuilder) built() []checkTarget {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return slices.Clone(b.checks)
+}
+
+// checkTarget is a backend to check before the run writes anything, and
+// its identity (backends.ID and the variables it is given).
+type checkTarget struct {
+	agent agent.Agent
+	key   string
+}
+
+// agentChecker is the pre-flight of a run's agents (AG-T4): before the
+// first write to the forge and before anything is recorded, each CLI
+// backend proves it reaches its model with one minimal read-only request
+// (agent.Check). A backend identity that answered is not asked again by
+// the checker, which a command makes once (a process runs one command):
+// a backend serving as fixer and reviewer, or the same agents of several
+// PRs, is checked once. The command and suggest agents
+// are not checked: their programs were found, and they have no model of
+// converge's to reach.
+type agentChecker struct {
+	// Budget time-boxes each check; zero means agent.DefaultCheckBudget.
+	Budget time.Duration
+	mu     sync.Mutex
+	passed map[string]bool
+}
+
+// check checks each of ts not checked yet, one at a time, with env as
+// their task's environment. The error is the first failure: exit 6 when
+// the CLI said its credentials failed, else exit 2, in one line with the
+// CLI's own words.
+func (c *agentChecker) check(ctx context.Context, ts []checkTarget, env []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.passed == nil {
+		c.passed = map[string]bool{}
+	}
+	for _, t := range ts {
+		if c.passed[t.key] {
+			continue
+		}
+		_, err := agent.Check(ctx, t.agent, env, c.Budget)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if err != nil {
+			return agentCheckError(t.agent.Name(), err)
+		}
+		c.passed[t.key] = true
+	}
+	return nil
+}
+
+// agentCheckError is a failed pre-flight check as the command ends with
+// it: exit 6 for an authentication failure (agent.FailAuth), else exit 2.
+func agentCheckError(name string, err error) error {
+	code := exitcode.Usage
+	if agent.KindOf(err) == agent.FailAuth {
+		code = exitcode.Auth
+	}
+	msg := text.OneLine(err.Error())
+	if !strings.Contains(msg, name) {
+		msg = "agent " + name + ": " + msg
+	}
+	return &ExitErr{Code: code, Err: fmt.Errorf("pre-flight check of the agents: %s; nothing was written (--no-agent-check skips the check)", msg)}
+}
+
+// agentFlags are the agent settings as flags of converge loop and plan
+// (converge pr has them with its other settings), and --no-agent-check.
+type agentFlags struct {
+	set     map[string]string
+	noCheck bool
+}
+
+func addAgentFlags(f *pflag.FlagSet) *agentFlags {
+	af := &agentFlags{set: map[string]string{}}
+	for _, fd := range config.AgentFields() {
+		f.Var(&fieldFlag{f: fd, set: af.set}, fd.Flag(), fd.Help)
+	}
+	addNoAgentCheck(f, &af.noCheck)
+	return af
+}
+
+func addNoAgentCheck(f *pflag.FlagSet, p *bool) {
+	f.BoolVar(p, "no-agent-check", false, "skip the pre-flight check that each agent CLI reaches its model (one minimal read-only request per backend before anything is written)")
+}
+
+// checker is the pre-flight of the run's agents; nil when skipped.
+func (af *agentFlags) checker() *agentChecker {
+	if af.noCheck {
+		return nil
+	}
+	return &agentChecker{}
+}
