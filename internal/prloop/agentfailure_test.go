@@ -42,6 +42,9 @@ func TestAG_T4_AgentThatCouldNotRunIsNamedInOneComment(t *testing.T) {
 	if f == nil || f.Agent != "claude" || f.Kind != "auth" || strings.Contains(f.Message+s.Terminal.Message, "sk-ant") || strings.Contains(f.Message+s.Terminal.Message, ghTok) {
 		t.Fatalf("terminal %+v, failure %+v", s.Terminal, f)
 	}
+	if s.Terminal.ExitCode != 6 {
+		t.Errorf("stored exit code %d, want 6: the agent's credentials were refused (IF-1)", s.Terminal.ExitCode)
+	}
 
 	// The forge shows the label, the status and the comment: the same
 	// terminal again writes nothing, nor does a rerun failing the same way.

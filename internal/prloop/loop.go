@@ -13,6 +13,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/text"
@@ -254,6 +255,11 @@ func (l *Loop) Fail(st State, obs Observation, cause error) (State, []Action) {
 		st.addUsage(spent.round, spent.usage)
 	}
 	t := &Terminal{Reason: ReasonErrored, ExitCode: ExitCode(ReasonErrored), Message: redactKeys(cause.Error()), AgentFailure: AgentFailureOf(cause)}
+	if agent.KindOf(cause) == agent.FailAuth {
+		// An agent's credentials refused: the stored terminal says what
+		// the process exits with (IF-1).
+		t.ExitCode = exitcode.Auth
+	}
 	next, actions, _ := failWith(st, obs, t, l.Config)
 	switch forge.KindOf(cause) {
 	case forge.KindAuth, forge.KindUnreachable, forge.KindRateLimited:
