@@ -87,7 +87,7 @@ func TestAG_T4_DecisionLogQuotesTheAgentThatCouldNotRun(t *testing.T) {
 	if err := WriteDecisionLog(&b, RunRecord{Run: store.Run{ID: "r-1", Kind: "pr", State: raw}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"**errored** (exit 1): fix: agent claude: authentication failed",
+	for _, want := range []string{"**errored** (exit 6): fix: agent claude: authentication failed",
 		"- agent that could not run: claude (auth): agent claude: authentication failed: \"Invalid API key [REDACTED] · Please run /login\""} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, b.String())
