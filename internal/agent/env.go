@@ -48,6 +48,10 @@ func isSecretName(name string) bool {
 	return false
 }
 
+// LooksLikeCredential reports whether a variable's name says it holds a
+// credential (…_TOKEN, …_KEY, …SECRET…, …PASSWORD…).
+func LooksLikeCredential(name string) bool { return isSecretName(name) }
+
 func matchName(pattern, name string) bool {
 	if p, ok := strings.CutSuffix(pattern, "*"); ok {
 		return strings.HasPrefix(name, p)

@@ -35,7 +35,31 @@ func agentSettings(ios *IOStreams, set map[string]string, file *config.File) (ag
 		return agentConfig{}, usageErr("%v", err)
 	}
 	v := config.ValuesOf(ss)
-	return agentConfig{Env: v.List("agent_env"), RetryBound: v.Duration("agent_retry_bound")}, nil
+	env := v.List("agent_env")
+	for _, s := range ss {
+		if s.Key == "agent_env" && s.Source == config.FromFile {
+			env = fileAgentEnv(ios, env, s.Where)
+		}
+	}
+	return agentConfig{Env: env, RetryBound: v.Duration("agent_retry_bound")}, nil
+}
+
+// fileAgentEnv is the agent_env a repository's .converge.yaml (at where)
+// may set: the repository is not the user, and must not hand the user's
+// credentials to an agent that reads its untrusted text (SEC-2). A name
+// that looks like a credential passes only when the user names it
+// (--agent-env, CONVERGE_AGENT_ENV); the file's is dropped with a
+// warning saying so.
+func fileAgentEnv(ios *IOStreams, names []string, where string) []string {
+	var out []string
+	for _, n := range names {
+		if agent.LooksLikeCredential(n) {
+			fmt.Fprintf(ios.ErrOut, "converge: warning: %s names %s in agent_env, which looks like a credential; a repository's file cannot pass credentials to agents, so it does not pass (give --agent-env %s yourself to pass it)\n", where, n, n)
+			continue
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // taskEnv is the scrubbed environment every agent run of the run starts

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/store"
 )
@@ -429,5 +431,39 @@ func TestAG_T4_DoctorCheckExitsWithTheWorstProblem(t *testing.T) {
 	d = &doubles{check: endpoint}
 	if code, out, errOut := run(d, "--agent", "claude", "--check", "--json"); code != exitcode.Usage || !strings.Contains(out, `"usable":false,"check":"agent claude: model endpoint http://127.0.0.1:9/v1/messages unreachable`) || !strings.Contains(out, `"exit_code":2}`) {
 		t.Errorf("a dead endpoint: exit %d:\n%s%s", code, out, errOut)
+	}
+}
+
+// TestSEC_2_RepositoryFileCannotPassCredentialsToAgents: a repository's
+// .converge.yaml is not the user: its agent_env passes ordinary
+// variables, but a name that looks like a credential only when the user
+// names it (SEC-2); the file's is dropped with a warning that says how.
+func TestSEC_2_RepositoryFileCannotPassCredentialsToAgents(t *testing.T) {
+	f, err := config.ParseFile(config.AgentFields(), ".converge.yaml (main on o/r)", []byte("agent_env: [AWS_PROFILE, AWS_SECRET_ACCESS_KEY, MYCO_API_KEY]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut bytes.Buffer
+	ios := &IOStreams{ErrOut: &errOut, Getenv: func(string) string { return "" }}
+	ac, err := agentSettings(ios, nil, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ac.Env, " ") != "AWS_PROFILE" {
+		t.Errorf("agent env from the file = %q, want only AWS_PROFILE", ac.Env)
+	}
+	for _, want := range []string{"AWS_SECRET_ACCESS_KEY", "MYCO_API_KEY", "--agent-env"} {
+		if !strings.Contains(errOut.String(), want) {
+			t.Errorf("warning lacks %q: %s", want, errOut.String())
+		}
+	}
+	// The user's own flag passes what the user names.
+	errOut.Reset()
+	ac, err = agentSettings(ios, map[string]string{"agent_env": "AWS_SECRET_ACCESS_KEY"}, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ac.Env, " ") != "AWS_SECRET_ACCESS_KEY" || errOut.Len() != 0 {
+		t.Errorf("agent env from the flag = %q (warning %q)", ac.Env, errOut.String())
 	}
 }

@@ -143,6 +143,7 @@ func TestAG_B1_AgentEnvIsNamesOnly(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"agent_env: [AWS_PROFILE=dev]\n", `:1: agent_env: "AWS_PROFILE=dev" is not a variable name`},
 		{"agent_env: [\"A B\"]\n", `"A B" is not a variable name`},
+		{"agent_env: [\"AWS_*\"]\n", `"AWS_*" is a pattern: agent_env names variables one by one`},
 		{"agent_retry_bound: 0s\n", `agent_retry_bound: 0s is below the minimum 1s`},
 	} {
 		if _, err := parse(t, tc.yaml); err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -94,6 +94,8 @@ func EnvName(n string) error {
 		return fmt.Errorf("an empty variable name; name a variable of converge's environment, e.g. AWS_PROFILE")
 	case strings.Contains(n, "="):
 		return fmt.Errorf("%q is not a variable name: agent_env names variables passed as they are, it sets none; give the name only (%s)", n, strings.SplitN(n, "=", 2)[0])
+	case strings.Contains(n, "*"):
+		return fmt.Errorf("%q is a pattern: agent_env names variables one by one, so that no credential passes by accident; list each name", n)
 	case strings.ContainsAny(n, " \t\n\x00"):
 		return fmt.Errorf("%q is not a variable name (it holds a space or a control character)", n)
 	}
