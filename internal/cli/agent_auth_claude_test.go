@@ -1,0 +1,140 @@
+package cli
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/convergeloop/converge/internal/agent/agenttest"
+	"github.com/convergeloop/converge/internal/agent/claude"
+	"github.com/convergeloop/converge/internal/forge"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/prloop"
+)
+
+// forgeMarks is what a converge run may have written on a PR: the head,
+// labels, top-level comments, thread replies and commit statuses.
+type forgeMarks struct {
+	head     string
+	labels   []string
+	comments []string
+	replies  int
+	statuses []string
+}
+
+func marksOf(pr *forge.PullRequest) forgeMarks {
+	m := forgeMarks{head: pr.HeadSHA, labels: slices.Clone(pr.Labels)}
+	for _, c := range pr.IssueComments {
+		m.comments = append(m.comments, c.Body)
+	}
+	for _, th := range pr.Threads {
+		m.replies += len(th.Comments)
+	}
+	for _, c := range pr.Checks.Contexts {
+		if c.IsStatus {
+			m.statuses = append(m.statuses, c.Name+"="+string(c.Conclusion))
+		}
+	}
+	return m
+}
+
+func (m forgeMarks) same(o forgeMarks) bool {
+	return m.head == o.head && slices.Equal(m.labels, o.labels) && slices.Equal(m.comments, o.comments) &&
+		m.replies == o.replies && slices.Equal(m.statuses, o.statuses)
+}
+
+// TestAG_T4_RealClaudeWithoutWorkingCredentialsExits6 runs `converge pr`
+// on the sandbox PR with the real Claude Code CLI as its agent, set up as
+// a user's first day goes wrong: no key at all, or a key the model API
+// refuses (401). The pre-flight check ends the command with exit 6 in
+// Claude Code's own words and nothing written to the forge; past the
+// pre-flight (--no-agent-check), the refused key ends the run errored
+// with exit 6 at its first agent run (the local review's), the CLI's
+// report quoted, needs-attention
+// and one comment naming the agent at the forge — once, however often the
+// run is repeated — and the key in no comment.
+func TestAG_T4_RealClaudeWithoutWorkingCredentialsExits6(t *testing.T) {
+	bin := agenttest.RealCLI(t, claude.BinaryEnv, "claude", "@anthropic-ai/claude-code")
+	t.Parallel()
+	info, _ := sandbox(t)
+	const key = "sk-ant-api03-refusedrefusedrefused0123456789"
+	srv, url := agenttest.Serve(t)
+	srv.Refuse = func(string, *http.Request) (int, string) { return 401, "invalid x-api-key" }
+
+	ref, err := forge.ParsePRURL(info.PRURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ghclient.New(ghclient.Options{APIURL: info.APIURL, GraphQLURL: info.GraphQLURL, Token: info.Tokens.Reviewer, CAFile: info.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	observe := func() *forge.PullRequest {
+		t.Helper()
+		pr, err := client.Observe(ctx, ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pr
+	}
+	before := marksOf(observe())
+	args := func(state string, more ...string) []string {
+		return append([]string{"pr", info.PRURL, "--api-url", info.APIURL, "--ca-file", info.CAFile, "--state", state,
+			"--poll-min", "50ms", "--poll-max", "500ms", "--agent", "claude", "--agent-timeout", "5m",
+			"--review-angles", "correctness-leak"}, more...)
+	}
+
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		says string // Claude Code's own words in converge's error
+	}{
+		{"no key", map[string]string{"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": url}, "Not logged in"},
+		{"refused key", map[string]string{"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": url}, "401"},
+	} {
+		env := claudeEnv(t, bin, url, map[string]string{"CONVERGE_TOKEN": info.Tokens.Author})
+		for k, v := range tc.env {
+			env[k] = v
+		}
+		code, out := runBin(t, env, args(t.TempDir())...)
+		t.Logf("%s: exit %d\n%s", tc.name, code, out)
+		if code != 6 || !strings.Contains(out, tc.says) || strings.Contains(out, key) {
+			t.Fatalf("%s: pre-flight: want exit 6 quoting %q without the key, got exit %d:\n%s", tc.name, tc.says, code, out)
+		}
+		if after := marksOf(observe()); !after.same(before) {
+			t.Fatalf("%s: the pre-flight wrote to the forge: %+v, before %+v", tc.name, after, before)
+		}
+	}
+
+	// Past the pre-flight: the first agent run is refused.
+	env := claudeEnv(t, bin, url, map[string]string{"CONVERGE_TOKEN": info.Tokens.Author, "ANTHROPIC_API_KEY": key})
+	for range 2 {
+		code, out := runBin(t, env, args(t.TempDir(), "--no-agent-check")...)
+		t.Logf("mid-run: exit %d\n%s", code, out)
+		if code != 6 || !strings.Contains(out, "authentication failed") || strings.Contains(out, key) {
+			t.Fatalf("mid-run: want exit 6 naming the authentication failure without the key, got exit %d:\n%s", code, out)
+		}
+	}
+	pr := observe()
+	if !slices.Contains(pr.Labels, prloop.LabelNeedsAttention) {
+		t.Errorf("labels %q lack %s", pr.Labels, prloop.LabelNeedsAttention)
+	}
+	var failures []string
+	for _, c := range pr.IssueComments {
+		if strings.Contains(c.Body, "converge:agent-failure") {
+			failures = append(failures, c.Body)
+		}
+		if strings.Contains(c.Body, key) {
+			t.Errorf("a comment carries the model key:\n%s", c.Body)
+		}
+	}
+	if len(failures) != 1 || !strings.Contains(failures[0], "claude") {
+		t.Errorf("want one agent-failure comment naming claude, got %d:\n%s", len(failures), strings.Join(failures, "\n---\n"))
+	}
+	if pr.HeadSHA != before.head {
+		t.Errorf("the head moved to %s: nothing may be pushed by a refused agent", pr.HeadSHA)
+	}
+}
