@@ -66,15 +66,13 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	turn := 0
 	prevAssistant := false
 	for _, m := range req.Messages {
-		// A model turn is a run of assistant messages; tool messages
-		// answer its calls and do not end it.
+		// A model turn is a run of assistant messages; the tool messages
+		// that answer its calls end it.
 		isAssistant := m.Role == "assistant"
 		if isAssistant && !prevAssistant {
 			turn++
 		}
-		if m.Role != "tool" {
-			prevAssistant = isAssistant
-		}
+		prevAssistant = isAssistant
 		switch m.Role {
 		case "user":
 			user = append(user, said{responsesText(m.Content), turn})

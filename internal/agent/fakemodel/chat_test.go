@@ -93,6 +93,7 @@ func TestChatCompletionsToolTurnsResultsAndUsage(t *testing.T) {
 	srv := New(Script{Match: "chat-finding", Turns: []Turn{
 		{Text: "Reading.", Calls: []ToolCall{{Name: "read", Input: map[string]any{"filePath": "/w/a.go"}}, {Shell: "go test ./..."}},
 			Usage: Usage{InputTokens: 40, OutputTokens: 7, CacheReadTokens: 3}},
+		{Calls: []ToolCall{{Name: "read", Input: map[string]any{"filePath": "/w/b.go"}}}},
 		{Text: "All good."},
 	}})
 	hs := httptest.NewServer(srv)
@@ -123,18 +124,30 @@ func TestChatCompletionsToolTurnsResultsAndUsage(t *testing.T) {
 	}
 
 	// The next request carries the assistant's calls and the tool
-	// results: the script's second turn, in plain JSON.
-	var tcs []any
-	for _, c := range calls {
-		tcs = append(tcs, map[string]any{"id": c["id"], "type": "function", "function": map[string]any{"name": c["name"], "arguments": c["arguments"]}})
+	// results: the script's second turn.
+	assistant := func(text string, calls []map[string]string) map[string]any {
+		var tcs []any
+		for _, c := range calls {
+			tcs = append(tcs, map[string]any{"id": c["id"], "type": "function", "function": map[string]any{"name": c["name"], "arguments": c["arguments"]}})
+		}
+		return map[string]any{"role": "assistant", "content": text, "tool_calls": tcs}
 	}
+	history := []any{user, assistant("Reading.", calls),
+		map[string]any{"role": "tool", "tool_call_id": calls[0]["id"], "content": "package a"},
+		map[string]any{"role": "tool", "tool_call_id": calls[1]["id"], "content": "ok"},
+	}
+	_, calls2, finish, _ := readChatStream(t, post(t, hs.URL+"/v1/chat/completions", map[string]any{
+		"model": "myco-coder", "stream": true, "tools": tools, "messages": history,
+	}))
+	if len(calls2) != 1 || calls2[0]["arguments"] != `{"filePath":"/w/b.go"}` || finish != "tool_calls" {
+		t.Fatalf("second turn: calls %v finish %q", calls2, finish)
+	}
+	// The third, in plain JSON: each assistant message after tool
+	// results is a turn of its own.
+	history = append(history, assistant("", calls2),
+		map[string]any{"role": "tool", "tool_call_id": calls2[0]["id"], "content": "package b"})
 	resp := post(t, hs.URL+"/v1/chat/completions", map[string]any{
-		"model": "myco-coder", "tools": tools,
-		"messages": []any{user,
-			map[string]any{"role": "assistant", "content": "Reading.", "tool_calls": tcs},
-			map[string]any{"role": "tool", "tool_call_id": calls[0]["id"], "content": "package a"},
-			map[string]any{"role": "tool", "tool_call_id": calls[1]["id"], "content": "ok"},
-		},
+		"model": "myco-coder", "tools": tools, "messages": history,
 	})
 	defer resp.Body.Close()
 	var done struct {
@@ -152,7 +165,7 @@ func TestChatCompletionsToolTurnsResultsAndUsage(t *testing.T) {
 	}
 	if done.Object != "chat.completion" || len(done.Choices) != 1 || done.Choices[0].Message.Content != "All good." ||
 		done.Choices[0].FinishReason != "stop" || done.Usage["completion_tokens"] != 5.0 {
-		t.Errorf("second turn %+v", done)
+		t.Errorf("third turn %+v", done)
 	}
 	if len(srv.Unanswered()) != 0 || len(srv.Errors()) != 0 {
 		t.Errorf("unanswered %v, errors %v", srv.Unanswered(), srv.Errors())
