@@ -104,6 +104,11 @@ func TestAG_T4_RealOpenCode_UnreachableEndpointNamedAfterTheRetryBound(t *testin
 	if !strings.Contains(ce.Message, "connect") || !strings.Contains(ce.Error(), url+"/v1") {
 		t.Errorf("error %q does not quote OpenCode's connection failure", ce.Error())
 	}
+	// The bound ended it: OpenCode itself gives up only after a minute
+	// or more of retries.
+	if !strings.Contains(ce.Message, "still failing after 5s of retries") {
+		t.Errorf("error %q was not ended by the retry bound", ce.Message)
+	}
 }
 
 // TestAG_T4_RealOpenCode_FailingEndpointNamedAfterTheRetryBound: the
@@ -119,6 +124,9 @@ func TestAG_T4_RealOpenCode_FailingEndpointNamedAfterTheRetryBound(t *testing.T)
 	ce := cliErrorOf(t, a, agent.TaskKindFix)
 	if ce.Kind != agent.FailEndpoint || ce.Endpoint != url+"/v1" || !strings.Contains(ce.Message, "fakemodel is overloaded") {
 		t.Errorf("error %+v, want FailEndpoint naming %s/v1 quoting the 503", ce, url)
+	}
+	if !strings.Contains(ce.Message, "still failing after 5s of retries") {
+		t.Errorf("error %q was not ended by the retry bound", ce.Message)
 	}
 	if n := len(srv.Requests()); n < 2 {
 		t.Errorf("fakemodel got %d requests; OpenCode did not retry", n)

@@ -24,7 +24,8 @@ import (
 //     `level=ERROR … message="stream error" providerID=P … small=false …
 //     error.error="AI_APICallError: Cannot connect to API: …"` — connection
 //     refused, a 5xx, a 429 — and OpenCode tries it again, with a growing
-//     delay, for as long as the run lasts, printing nothing on stdout.
+//     delay, printing nothing on stdout, for a minute or more before it
+//     gives up with an error event (whose URL is the request's).
 //     small=true is its title request, which the run does not need.
 //   - stdout, any step_start, text, reasoning, tool_use or step_finish
 //     event: the model answered.
