@@ -12,10 +12,10 @@
 // Its configuration comes in OPENCODE_CONFIG_CONTENT, which OpenCode
 // applies over the global and the project's configuration: the user's own
 // OPENCODE_CONFIG_CONTENT, Options.Config (providers, models …) over it,
-// and converge's settings on top — sessions never
-// shared, no self-update, and the permissions of the task: a fix run may
-// edit and run commands and fetches nothing from the web; a review run may
-// do neither, only read. Nothing asks for a permission.
+// and converge's settings on top — sessions never shared, no self-update,
+// and the permissions of the task: a fix run may edit and run commands
+// and fetches nothing from the web; a review run may do neither, only
+// read. Nothing asks for a permission.
 //
 // OpenCode prints one JSON event per line: step_start, text, tool_use,
 // reasoning, step_finish {tokens, cost}, error. The final message is the
