@@ -102,7 +102,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 			t = exhausted(turn)
 		}
 	}
-	s.record(rec)
+	at := s.record(rec)
 
 	if !wait(r, t.Delay) {
 		return
@@ -125,6 +125,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	}
 
 	u := t.Usage.orDefault()
+	s.served(at, u)
 	// Chat Completions counts cached tokens inside prompt_tokens.
 	prompt := u.InputTokens + u.CacheReadTokens
 	usage := map[string]any{

@@ -167,6 +167,9 @@ func TestChatCompletionsToolTurnsResultsAndUsage(t *testing.T) {
 		done.Choices[0].FinishReason != "stop" || done.Usage["completion_tokens"] != 5.0 {
 		t.Errorf("third turn %+v", done)
 	}
+	if got, want := srv.Served(), (Usage{InputTokens: 40 + 10 + 10, OutputTokens: 7 + 5 + 5, CacheReadTokens: 3}); got != want {
+		t.Errorf("served %+v, want %+v", got, want)
+	}
 	if len(srv.Unanswered()) != 0 || len(srv.Errors()) != 0 {
 		t.Errorf("unanswered %v, errors %v", srv.Unanswered(), srv.Errors())
 	}
