@@ -215,7 +215,7 @@ func TestAG_B1_DescribeSaysWhatARunWouldUse(t *testing.T) {
 	}
 
 	// auth.json's provider.
-	if d := describe("openai/gpt-x", environ); d.Model != "openai/gpt-x" || d.ModelFrom != "converge's agent model" ||
+	if d := describe("openai/gpt-x", environ); d.Model != "openai/gpt-x" || d.ModelFrom != "converge's model setting (passed as -m)" ||
 		d.Credential != filepath.Join(authDir, "auth.json") || d.Problem != "" {
 		t.Errorf("openai: %+v", d)
 	}
@@ -233,8 +233,8 @@ func TestAG_B1_DescribeSaysWhatARunWouldUse(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nexit 3\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if d := describe("", environ); d.Version != "" {
-		t.Errorf("version of a failing CLI: %q", d.Version)
+	if d := describe("", environ); d.Version != "" || !strings.Contains(d.Problem, "gave no version") {
+		t.Errorf("a failing CLI: %+v", d)
 	}
 }
 
@@ -251,7 +251,11 @@ func TestAG_B1_DescribeNamesAProjectsHeldBackReferences(t *testing.T) {
 	}
 	t.Chdir(work)
 	environ := []string{"HOME=" + t.TempDir(), "TEAM_KEY=t"}
-	a, err := New(Options{CLIOptions: agent.CLIOptions{Binary: "/bin/false", Environ: func() []string { return environ }}})
+	bin := filepath.Join(t.TempDir(), "opencode")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 1.18.33\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Options{CLIOptions: agent.CLIOptions{Binary: bin, Environ: func() []string { return environ }}})
 	if err != nil {
 		t.Fatal(err)
 	}

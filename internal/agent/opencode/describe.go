@@ -26,9 +26,13 @@ func (a *Agent) Describe(ctx context.Context) agent.Description {
 	switch {
 	case a.opts.ModelFor(t) != "":
 		d.Model = a.opts.ModelFor(t)
-		d.ModelFrom = "converge's agent model"
-		if getenv := a.opts.Getenv; getenv != nil && getenv("CONVERGE_OPENCODE_MODEL") == d.Model {
-			d.ModelFrom = "CONVERGE_OPENCODE_MODEL"
+		d.ModelFrom = "converge's model setting (passed as -m)"
+		getenv := a.opts.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		if getenv("CONVERGE_OPENCODE_MODEL") == d.Model {
+			d.ModelFrom = "CONVERGE_OPENCODE_MODEL (passed as -m)"
 		}
 	default:
 		if m, from := s.configured("model"); m != "" {
@@ -51,6 +55,10 @@ func (a *Agent) Describe(ctx context.Context) agent.Description {
 	}
 	d.PassEnv = passed
 
+	var problems []string
+	if d.Version == "" {
+		problems = append(problems, a.bin+" gave no version (opencode --version): is it OpenCode?")
+	}
 	provider, _, _ := strings.Cut(d.Model, "/")
 	creds := credentials(s, env)
 	d.Credential = strings.Join(creds.all, "; ")
@@ -58,8 +66,8 @@ func (a *Agent) Describe(ctx context.Context) agent.Description {
 		if c := creds.of[provider]; len(c) > 0 {
 			d.Credential = strings.Join(c, "; ")
 		} else if needsKey(provider) {
-			d.Problem = fmt.Sprintf("no credential for provider %s found: set %s, or run opencode auth login",
-				provider, strings.Join(providerEnv(provider), " or "))
+			problems = append(problems, fmt.Sprintf("no credential for provider %s found: set %s, or run opencode auth login",
+				provider, strings.Join(providerEnv(provider), " or ")))
 		}
 	}
 	for _, c := range s.configs {
@@ -72,11 +80,12 @@ func (a *Agent) Describe(ctx context.Context) agent.Description {
 				held = append(held, n)
 			}
 		}
-		if len(held) > 0 && d.Problem == "" {
-			d.Problem = fmt.Sprintf("the project's %s names %s, which a run does not get from the project: "+
-				"add it to agent_env (--agent-env) to pass it", c.from, strings.Join(held, ", "))
+		if len(held) > 0 {
+			problems = append(problems, fmt.Sprintf("the project's %s names %s, which a run does not get from the project: "+
+				"add it to agent_env (--agent-env) to pass it", c.from, strings.Join(held, ", ")))
 		}
 	}
+	d.Problem = strings.Join(problems, "; ")
 	return d
 }
 
