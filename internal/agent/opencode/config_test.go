@@ -219,6 +219,12 @@ func TestAG_B1_DescribeSaysWhatARunWouldUse(t *testing.T) {
 		d.Credential != filepath.Join(authDir, "auth.json") || d.Problem != "" {
 		t.Errorf("openai: %+v", d)
 	}
+	// A key in OPENCODE_AUTH_CONTENT (auth.json's shape) is its
+	// provider's.
+	withAuth := append(slices.Clone(environ), `OPENCODE_AUTH_CONTENT={"deepseek": {"type": "api", "key": "sk-auth-secret"}}`)
+	if d := describe("deepseek/chat", withAuth); d.Credential != "OPENCODE_AUTH_CONTENT" || d.Problem != "" {
+		t.Errorf("deepseek in OPENCODE_AUTH_CONTENT: %+v", d)
+	}
 	// A provider without its key.
 	if d := describe("deepseek/chat", environ); !strings.Contains(d.Problem, "DEEPSEEK_API_KEY") || !strings.Contains(d.Problem, "opencode auth login") {
 		t.Errorf("deepseek: %+v", d)
@@ -246,11 +252,12 @@ func TestAG_B1_DescribeNamesAProjectsHeldBackReferences(t *testing.T) {
 	if err := os.Mkdir(filepath.Join(work, ".git"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(work, "opencode.json"), []byte(`{"provider": {"team": {"options": {"apiKey": "{env:TEAM_KEY}"}}}}`), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(work, "opencode.json"), []byte(`{"model": "team/coder",
+  "provider": {"team": {"options": {"apiKey": "{env:TEAM_KEY}"}}, "other": {"options": {"apiKey": "{env:OTHER_KEY}"}}}}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(work)
-	environ := []string{"HOME=" + t.TempDir(), "TEAM_KEY=t"}
+	environ := []string{"HOME=" + t.TempDir(), "TEAM_KEY=t", "OTHER_KEY=o"}
 	bin := filepath.Join(t.TempDir(), "opencode")
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho 1.18.33\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -259,7 +266,9 @@ func TestAG_B1_DescribeNamesAProjectsHeldBackReferences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := a.Describe(context.Background()); !strings.Contains(d.Problem, "TEAM_KEY") || !strings.Contains(d.Problem, "agent_env") {
+	// Only the model's provider matters: another's variable stops no run.
+	if d := a.Describe(context.Background()); !strings.Contains(d.Problem, "TEAM_KEY") || !strings.Contains(d.Problem, "agent_env") ||
+		strings.Contains(d.Problem, "OTHER_KEY") || d.Model != "team/coder" {
 		t.Errorf("Describe = %+v", d)
 	}
 	a.opts.AgentEnv = []string{"TEAM_KEY"}

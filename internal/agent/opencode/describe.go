@@ -2,6 +2,7 @@ package opencode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
@@ -70,19 +71,23 @@ func (a *Agent) Describe(ctx context.Context) agent.Description {
 				provider, strings.Join(providerEnv(provider), " or ")))
 		}
 	}
+	// The project's configuration of the model's provider may name a
+	// variable a run does not get on its say.
 	for _, c := range s.configs {
-		if c.user {
+		prov, _ := c.cfg["provider"].(map[string]any)
+		mine, _ := prov[provider].(map[string]any)
+		if c.user || mine == nil {
 			continue
 		}
 		var held []string
-		for _, n := range refs(c.cfg) {
+		for _, n := range refs(mine) {
 			if !slices.Contains(a.passNames(s), n) && s.environ[n] != "" {
 				held = append(held, n)
 			}
 		}
 		if len(held) > 0 {
-			problems = append(problems, fmt.Sprintf("the project's %s names %s, which a run does not get from the project: "+
-				"add it to agent_env (--agent-env) to pass it", c.from, strings.Join(held, ", ")))
+			problems = append(problems, fmt.Sprintf("the project's %s names %s for provider %s, which a run does not get from the project: "+
+				"add it to agent_env (--agent-env) to pass it", c.from, strings.Join(held, ", "), provider))
 		}
 	}
 	d.Problem = strings.Join(problems, "; ")
@@ -131,8 +136,12 @@ func credentials(s runSetup, env map[string]string) found {
 			add(id, path)
 		}
 	}
-	if env["OPENCODE_AUTH_CONTENT"] != "" {
-		add("", "OPENCODE_AUTH_CONTENT")
+	if c := env["OPENCODE_AUTH_CONTENT"]; c != "" {
+		var m map[string]json.RawMessage
+		_ = json.Unmarshal([]byte(c), &m)
+		for id := range m {
+			add(id, "OPENCODE_AUTH_CONTENT")
+		}
 	}
 	for _, c := range s.configs {
 		prov, _ := c.cfg["provider"].(map[string]any)
