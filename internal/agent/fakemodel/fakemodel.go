@@ -217,6 +217,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.serveResponses(w, r)
 	case r.Method == http.MethodGet && path == "/v1/responses":
 		s.serveResponsesUpgrade(w, r)
+	case r.Method == http.MethodPost && path == "/v1/chat/completions":
+		s.serveChat(w, r) // chat.go
 	default:
 		if model, method, ok := geminiRoute(path); ok && r.Method == http.MethodPost {
 			s.serveGemini(w, r, model, method)

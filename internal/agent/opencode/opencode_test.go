@@ -17,12 +17,12 @@ func TestArgsEnvAndConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := a.Args(agent.Task{Workdir: "/w"}), []string{"/bin/sh", "run", "--format", "json", "--dir", "/w", "-m", "anthropic/claude-x"}; !slices.Equal(got, want) {
+	if got, want := a.Args(agent.Task{Workdir: "/w"}), []string{"/bin/sh", "run", "--print-logs", "--log-level", "WARN", "--format", "json", "--dir", "/w", "-m", "anthropic/claude-x"}; !slices.Equal(got, want) {
 		t.Errorf("argv %q, want %q", got, want)
 	}
 	// The summary turn at the budget (AG-T1) continues the run's session
 	// with a review's permissions.
-	if got, want := a.ResumeArgs(agent.Task{Workdir: "/w"}, "ses_1"), []string{"/bin/sh", "run", "--format", "json", "--dir", "/w", "--session", "ses_1", "-m", "anthropic/claude-x"}; !slices.Equal(got, want) {
+	if got, want := a.ResumeArgs(agent.Task{Workdir: "/w"}, "ses_1"), []string{"/bin/sh", "run", "--print-logs", "--log-level", "WARN", "--format", "json", "--dir", "/w", "--session", "ses_1", "-m", "anthropic/claude-x"}; !slices.Equal(got, want) {
 		t.Errorf("summary argv %q, want %q", got, want)
 	}
 	if !slices.Contains(a.ResumeEnv(agent.Task{Kind: agent.TaskKindFix}), "OPENCODE_CONFIG_CONTENT="+a.ConfigContent(agent.Task{Kind: agent.TaskKindReview})) {

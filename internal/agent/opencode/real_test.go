@@ -15,52 +15,144 @@ import (
 	"github.com/convergeloop/converge/internal/agent/fakemodel"
 )
 
-// The real OpenCode CLI against fakemodel, through its anthropic provider
-// with a local base URL. The CLI comes from CONVERGE_OPENCODE_BIN or PATH;
-// without it the tests skip, except under CI=true.
+// The real OpenCode CLI against fakemodel, set up as a user sets it up:
+// a HOME whose global OpenCode config (~/.config/opencode/opencode.json)
+// points a provider at fakemodel, and the provider's key in converge's
+// environment (or kept by opencode auth login). The CLI comes from
+// CONVERGE_OPENCODE_BIN or PATH; without it the tests skip, except under
+// CI=true.
 
 func realCLI(t *testing.T) string {
 	return agenttest.RealCLI(t, BinaryEnv, "opencode", "opencode-ai")
 }
 
-func newAgent(t *testing.T, bin, url string) *Agent {
+// forgeToken is in converge's environment in every test, as GH_TOKEN and
+// as GITHUB_TOKEN (GitHub Copilot's key variable): no run may get it.
+var forgeToken = "ghp_" + strings.Repeat("x", 36)
+
+// user is a user's machine for one test: a HOME, and converge's
+// environment — PATH, HOME and what the test sets, nothing of the
+// machine running the test (no key of its own may reach OpenCode).
+type user struct {
+	home    string
+	environ []string
+}
+
+func newUser(t *testing.T) *user {
 	t.Helper()
-	a, err := New(Options{
-		Config: map[string]any{
-			"provider": map[string]any{"anthropic": map[string]any{"options": map[string]any{
-				"baseURL": url + "/v1", "apiKey": "sk-ant-fakemodel",
-			}}},
-			"small_model": "anthropic/claude-haiku-4-5",
+	home := t.TempDir()
+	return &user{home: home, environ: []string{
+		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
+		"GH_TOKEN=" + forgeToken, "GITHUB_TOKEN=" + forgeToken,
+		// No network here: OpenCode's own switch, which a user may set
+		// too, so it passes.
+		"OPENCODE_DISABLE_MODELS_FETCH=1",
+	}}
+}
+
+// config writes the user's global OpenCode config.
+func (u *user) config(t *testing.T, cfg string) {
+	t.Helper()
+	dir := filepath.Join(u.home, ".config", "opencode")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "opencode.json"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (u *user) setenv(kv ...string) { u.environ = append(u.environ, kv...) }
+
+// agent is converge's opencode backend on u's machine; model "" leaves
+// the choice to OpenCode.
+func (u *user) agent(t *testing.T, bin, model string) *Agent {
+	t.Helper()
+	a, err := New(Options{CLIOptions: agent.CLIOptions{
+		Binary: bin,
+		Model:  model,
+		Env: []string{
+			// Nothing a test needs, and slow to start.
+			"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
+			"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
+			"OPENCODE_DISABLE_EXTERNAL_SKILLS=1",
+			"OPENCODE_DISABLE_CLAUDE_CODE=1",
+			"OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER=1",
 		},
-		CLIOptions: agent.CLIOptions{
-			Binary:  bin,
-			Model:   "anthropic/claude-sonnet-4-5",
-			PassEnv: []string{},
-			Env: []string{
-				"HOME=" + t.TempDir(),
-				// No network here: don't wait for the model catalogue.
-				"OPENCODE_DISABLE_MODELS_FETCH=1",
-				"OPENCODE_DISABLE_LSP_DOWNLOAD=1",
-				// Nothing a test needs, and slow to start.
-				"OPENCODE_DISABLE_DEFAULT_PLUGINS=1",
-				"OPENCODE_DISABLE_EXTERNAL_SKILLS=1",
-				"OPENCODE_DISABLE_CLAUDE_CODE=1",
-				"OPENCODE_EXPERIMENTAL_DISABLE_FILEWATCHER=1",
-			},
-			ExtraArgs: []string{"--pure"},
-			// converge's environment holds a forge token; the run must not.
-			Environ: func() []string { return append(os.Environ(), "GH_TOKEN=ghp_"+strings.Repeat("x", 36)) },
-			Grace:   2 * time.Second,
-		}})
+		ExtraArgs: []string{"--pure"},
+		Environ:   func() []string { return u.environ },
+		Getenv:    func(string) string { return "" },
+		Grace:     2 * time.Second,
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a
 }
 
-func TestRealOpenCode_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
+// anthropicAt is a user's config whose anthropic provider talks to url.
+func anthropicAt(url string) string {
+	return `{
+  "$schema": "https://opencode.ai/config.json",
+  // fakemodel speaks the Messages API
+  "provider": {"anthropic": {"options": {"baseURL": "` + url + `/v1"}}},
+}`
+}
+
+// fakeKey is the key the user's environment holds.
+const fakeKey = "sk-ant-fakemodel-key"
+
+// newAgent is OpenCode as most tests run it: the anthropic provider of
+// the user's config with the key in the environment, the model pinned.
+func newAgent(t *testing.T, bin, url string) *Agent {
+	t.Helper()
+	u := newUser(t)
+	u.config(t, anthropicAt(url))
+	u.setenv("ANTHROPIC_API_KEY=" + fakeKey)
+	return u.agent(t, bin, "anthropic/claude-sonnet-4-5")
+}
+
+// modelsAsked are the models fakemodel's scripted requests named.
+func modelsAsked(srv *fakemodel.Server) []string {
+	var out []string
+	for _, r := range srv.Requests() {
+		var body struct {
+			Model string `json:"model"`
+		}
+		if r.Side || json.Unmarshal(r.Body, &body) != nil || slices.Contains(out, body.Model) {
+			continue
+		}
+		out = append(out, body.Model)
+	}
+	return out
+}
+
+// TestAG_B1_RealOpenCode_FixWithTheDefaultModel: a fix run with no model
+// pinned, as a user runs it — OpenCode chooses from the user's config
+// (its anthropic provider, the key from the environment) — edits the
+// file, reports its record and the usage of every step.
+func TestAG_B1_RealOpenCode_FixWithTheDefaultModel(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
+	srv := fixRun(t, bin, "")
+	if m := modelsAsked(srv); len(m) != 1 || m[0] == "" || m[0] == "claude-sonnet-4-5" {
+		t.Errorf("models asked %q, want OpenCode's own choice", m)
+	}
+}
+
+// TestAG_B1_RealOpenCode_FixWithAPinnedModel: the same run with the
+// model pinned (-m provider/model) asks for that model.
+func TestAG_B1_RealOpenCode_FixWithAPinnedModel(t *testing.T) {
+	bin := realCLI(t)
+	t.Parallel()
+	srv := fixRun(t, bin, "anthropic/claude-sonnet-4-5")
+	if m := modelsAsked(srv); !slices.Equal(m, []string{"claude-sonnet-4-5"}) {
+		t.Errorf("models asked %q, want the pinned claude-sonnet-4-5", m)
+	}
+}
+
+func fixRun(t *testing.T, bin, model string) *fakemodel.Server {
+	t.Helper()
 	dir := agenttest.Repo(t, map[string]string{"greet.txt": "hello world\n"})
 	file := filepath.Join(dir, "greet.txt")
 	status, _ := json.Marshal(map[string]any{
@@ -77,7 +169,10 @@ func TestRealOpenCode_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 		{Text: "Changed the greeting.\n" + string(status), Usage: fakemodel.Usage{InputTokens: 300, OutputTokens: 30}},
 	}})
 
-	a := newAgent(t, bin, url)
+	u := newUser(t)
+	u.config(t, anthropicAt(url))
+	u.setenv("ANTHROPIC_API_KEY=" + fakeKey)
+	a := u.agent(t, bin, model)
 	res, err := a.Run(context.Background(), agent.Task{
 		Kind: agent.TaskKindFix, Workdir: dir, Budget: 5 * time.Minute,
 		Findings: []agent.Finding{{ID: "greet-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}},
@@ -93,11 +188,17 @@ func TestRealOpenCode_FixEditsFileAndReportsStatusAndUsage(t *testing.T) {
 	if res.Record.Status != agent.StatusComplete || !slices.Equal(res.Record.FilesChanged, []string{"greet.txt"}) {
 		t.Errorf("record = %+v\noutput: %s\nstderr: %s", res.Record, res.Output, res.Stderr)
 	}
-	u := res.Usage
-	if u.InputTokens != 600 || u.OutputTokens != 60 || u.Turns != 3 || !u.CostReported {
-		t.Errorf("usage = %+v", u)
+	u2 := res.Usage
+	if u2.InputTokens != 600 || u2.OutputTokens != 60 || u2.Turns != 3 || !u2.CostReported {
+		t.Errorf("usage = %+v", u2)
 	}
-	agenttest.CheckEnvDump(t, filepath.Join(dir, "env.dump"), "GH_TOKEN")
+	for _, r := range srv.Requests() {
+		if k := r.Header.Get("X-Api-Key"); k != fakeKey {
+			t.Errorf("request %s carried key %q, want the environment's", r.Path, k)
+		}
+	}
+	agenttest.CheckEnvDump(t, filepath.Join(dir, "env.dump"), "GH_TOKEN", "GITHUB_TOKEN")
+	return srv
 }
 
 func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
