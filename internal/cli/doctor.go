@@ -57,11 +57,14 @@ credential would come from (never its value) and the variables a run
 passes it. --check makes one minimal read-only request per backend and
 marks it usable only when its model answered, quoting the CLI otherwise.
 The backends a run would use are those --agent names and those a
-CONVERGE_<NAME>_BIN or _MODEL variable configures (none configured: every
-one installed); doctor exits with the IF-1 code of the worst problem among
+CONVERGE_<NAME>_BIN or _MODEL variable configures (a run's default agents,
+suggest and command, are no CLI); doctor exits with the IF-1 code of the worst problem among
 them that would stop a run: 6 when a CLI's credentials were refused, 2
 when a CLI is missing, broken or did not answer, 0 otherwise. A backend
-nobody configured that is not installed is only listed.`,
+nobody configured is only listed (--check asks every installed backend
+when none is configured). A problem
+doctor guesses from the outside (no credential it knows of) is dropped
+when --check shows the model answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runDoctor(cmd.Context(), ios, opts)
@@ -119,6 +122,8 @@ type doctorAgent struct {
 	// answer or the CLI's error, in one line.
 	Usable *bool  `json:"usable,omitempty"`
 	Check  string `json:"check,omitempty"`
+	// Note is a problem Describe saw that the check proved wrong.
+	Note string `json:"note,omitempty"`
 	// Code is the IF-1 code of its problem (0: none).
 	Code int `json:"exit_code"`
 	// described: the backend described itself (agent.Describer).
@@ -198,8 +203,9 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 	}
 	var end error
 	if worst != nil {
+		// What the live check showed beats what doctor guessed.
 		why := worst.Problem
-		if why == "" {
+		if worst.Usable != nil && !*worst.Usable || why == "" {
 			why = worst.Check
 		}
 		end = &ExitErr{Code: rep.ExitCode, Err: fmt.Errorf("agent %s would stop a run: %s", worst.Name, text.OneLine(why))}
@@ -281,9 +287,13 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 	env := ac.taskEnv()
 	for i := range out {
 		a := &out[i]
-		a.Used = a.Configured || (!anyConfigured && a.Installed)
+		// A run uses a CLI backend only when told to (--agent claude):
+		// the default agents are suggest and command. So only what is
+		// configured decides the exit code, and --check asks what is
+		// configured — every installed backend when nothing is.
+		a.Used = a.Configured
 		ag := built[a.Name]
-		if !opts.Check || !a.Used || ag == nil {
+		if !opts.Check || ag == nil || (anyConfigured && !a.Configured) {
 			continue
 		}
 		res, err := agent.Check(ctx, ag, env, 0)
@@ -302,6 +312,12 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 			continue
 		}
 		a.Check = fmt.Sprintf("the model answered %q in %s", text.Clip(res.Answer, 40), res.Duration.Round(100*time.Millisecond))
+		if a.Problem != "" {
+			// The model answered: what doctor guessed from the outside
+			// (no credential it knows of: a keychain login, a helper)
+			// is no problem.
+			a.Note, a.Problem, a.Code = a.Problem, "", 0
+		}
 	}
 	return out, nil
 }
@@ -369,6 +385,9 @@ func writeDoctorAgent(tw io.Writer, a doctorAgent) {
 	}
 	fmt.Fprintf(tw, "  credential\t%s\n", cred)
 	fmt.Fprintf(tw, "  passes\t%s\n", clipList(a.PassEnv, 12))
+	if a.Note != "" {
+		fmt.Fprintf(tw, "  note\t%s (yet the model answered)\n", a.Note)
+	}
 	switch {
 	case a.Usable == nil:
 	case *a.Usable:

@@ -224,7 +224,7 @@ func TestPR_M3_NoCopilotRealClaudeReviewsAndFixesUntilCleanLocalReview(t *testin
 	code, log := runBin(t, nil, "log", run[1], "--state", state)
 	_, round2, _ := strings.Cut(log, "### Round 2 ")
 	round2, _, _ = strings.Cut(round2, "\n#")
-	if code != 0 || !regexp.MustCompile(`(?m)^- cost: [1-9][0-9]* input, [1-9][0-9]* output token\(s\), \$[0-9.]+ reported$`).MatchString(round2) {
+	if code != 0 || !regexp.MustCompile(`(?m)^- agent usage: [1-9][0-9]* input, [1-9][0-9]* output token\(s\) in [1-9][0-9]* agent run\(s\); cost \$[0-9.]+ reported$`).MatchString(round2) {
 		t.Errorf("round 2's cost does not count the review angles' usage (exit %d):\n%s", code, log)
 	}
 

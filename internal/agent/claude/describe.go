@@ -29,6 +29,14 @@ func (a *Agent) Describe(ctx context.Context) agent.Description {
 	switch {
 	case a.opts.Model != "":
 		d.Model, d.ModelFrom = a.opts.Model, "--model"
+		getenv := a.opts.Getenv
+		if getenv == nil {
+			getenv = os.Getenv
+		}
+		if getenv(ModelEnv) == d.Model {
+			// backends.New set it from converge's variable.
+			d.ModelFrom = ModelEnv
+		}
 	case e.get("ANTHROPIC_MODEL") != "":
 		d.Model, d.ModelFrom = e.get("ANTHROPIC_MODEL"), "ANTHROPIC_MODEL"
 	default:
@@ -86,3 +94,7 @@ func (a *Agent) passedSet() []string {
 	slices.Sort(out)
 	return out
 }
+
+// ModelEnv is converge's variable for the claude backend's model
+// (backends.New reads it).
+const ModelEnv = "CONVERGE_CLAUDE_MODEL"
