@@ -3,12 +3,17 @@ package cli
 import (
 	"context"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/convergeloop/converge/internal/agent/agenttest"
 	"github.com/convergeloop/converge/internal/agent/claude"
+	"github.com/convergeloop/converge/internal/agent/codex"
+	"github.com/convergeloop/converge/internal/agent/gemini"
+	"github.com/convergeloop/converge/internal/agent/opencode"
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -136,5 +141,83 @@ func TestAG_T4_RealClaudeWithoutWorkingCredentialsExits6(t *testing.T) {
 	}
 	if pr.HeadSHA != before.head {
 		t.Errorf("the head moved to %s: nothing may be pushed by a refused agent", pr.HeadSHA)
+	}
+}
+
+// writeFile writes content at dir/rel, making its directories.
+func writeFile(t *testing.T, dir, rel, content string) {
+	t.Helper()
+	p := filepath.Join(dir, rel)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestAG_T4_RealCLIsRefusedKeyExits6AtThePreflight: for Codex, Gemini CLI
+// and OpenCode, each set up as its users set it up but with a key the
+// model API refuses (401), `converge pr --agent NAME` ends at the
+// pre-flight with exit 6 naming the authentication failure, the key in
+// no output, and nothing written to the forge (AG-T4, IF-1).
+func TestAG_T4_RealCLIsRefusedKeyExits6AtThePreflight(t *testing.T) {
+	type setup struct {
+		name, pkg, binEnv string
+		env               func(home, url string) map[string]string
+	}
+	const key = "sk-refusedrefusedrefused0123456789"
+	cases := []setup{
+		{"codex", "@openai/codex", codex.BinaryEnv, func(home, url string) map[string]string {
+			writeFile(t, home, ".codex/config.toml", "openai_base_url = \""+url+"/v1\"\n\n[features]\nplugins = false\n")
+			return map[string]string{"CODEX_HOME": filepath.Join(home, ".codex"), "CODEX_API_KEY": key}
+		}},
+		{"gemini", "@google/gemini-cli", gemini.BinaryEnv, func(home, url string) map[string]string {
+			writeFile(t, home, ".gemini/settings.json", `{"security":{"auth":{"selectedType":"gemini-api-key"}},"privacy":{"usageStatisticsEnabled":false},"general":{"disableAutoUpdate":true}}`)
+			return map[string]string{"GEMINI_API_KEY": key, "GOOGLE_GEMINI_BASE_URL": url}
+		}},
+		{"opencode", "opencode-ai", opencode.BinaryEnv, func(home, url string) map[string]string {
+			writeFile(t, home, ".config/opencode/opencode.json", `{"provider": {"anthropic": {"options": {"baseURL": "`+url+`/v1"}}}}`)
+			return map[string]string{"ANTHROPIC_API_KEY": key, "OPENCODE_DISABLE_MODELS_FETCH": "1"}
+		}},
+	}
+	bins := map[string]string{}
+	for _, c := range cases {
+		bins[c.name] = agenttest.RealCLI(t, c.binEnv, c.name, c.pkg)
+	}
+	t.Parallel()
+	info, _ := sandbox(t)
+	srv, url := agenttest.Serve(t)
+	srv.Refuse = func(string, *http.Request) (int, string) { return 401, "invalid api key" }
+	ref, err := forge.ParsePRURL(info.PRURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ghclient.New(ghclient.Options{APIURL: info.APIURL, GraphQLURL: info.GraphQLURL, Token: info.Tokens.Reviewer, CAFile: info.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	observe := func() forgeMarks {
+		t.Helper()
+		pr, err := client.Observe(context.Background(), ref)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return marksOf(pr)
+	}
+	before := observe()
+	for _, c := range cases {
+		home := t.TempDir()
+		env := c.env(home, url)
+		env["HOME"], env[c.binEnv], env["CONVERGE_TOKEN"] = home, bins[c.name], info.Tokens.Author
+		code, out := runBin(t, env, "pr", info.PRURL, "--api-url", info.APIURL, "--ca-file", info.CAFile, "--state", t.TempDir(),
+			"--agent", c.name, "--agent-timeout", "5m")
+		t.Logf("%s: exit %d\n%s", c.name, code, out)
+		if code != 6 || !strings.Contains(out, "agent "+c.name+": authentication failed") || strings.Contains(out, key) {
+			t.Errorf("%s: want exit 6 naming its authentication failure without the key, got exit %d:\n%s", c.name, code, out)
+		}
+		if after := observe(); !after.same(before) {
+			t.Fatalf("%s: the pre-flight wrote to the forge: %+v, before %+v", c.name, after, before)
+		}
 	}
 }
