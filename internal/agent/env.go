@@ -154,3 +154,15 @@ func forgeTokens(environ []string) []string {
 	}
 	return out
 }
+
+// EnvValue is the value of name in env (KEY=VALUE entries), the last
+// entry winning as it does for a process; "" when unset.
+func EnvValue(env []string, name string) string {
+	v := ""
+	for _, kv := range env {
+		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
+			v = val
+		}
+	}
+	return v
+}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/convergeloop/converge/internal/agent"
 )
 
 // What Codex's own configuration says about a run: the model, the model
@@ -64,25 +66,13 @@ type setup struct {
 	Login string
 }
 
-// envValue is the value of name in a KEY=VALUE environment, the last
-// entry winning as it does for a process.
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val
-		}
-	}
-	return v
-}
-
 // codexHome is the CODEX_HOME of a run with env: its CODEX_HOME, else
 // $HOME/.codex; "" when neither is set.
 func codexHome(env []string) string {
-	if h := envValue(env, "CODEX_HOME"); h != "" {
+	if h := agent.EnvValue(env, "CODEX_HOME"); h != "" {
 		return h
 	}
-	if h := envValue(env, "HOME"); h != "" {
+	if h := agent.EnvValue(env, "HOME"); h != "" {
 		return filepath.Join(h, ".codex")
 	}
 	return ""
@@ -136,7 +126,7 @@ func resolve(env, argv []string, model, modelFrom string) setup {
 	case builtinOpenAI:
 		s.OpenAIAuth = true
 		s.BaseURL = openAIBaseURL
-		if s.Login == "chatgpt" && envValue(env, "CODEX_API_KEY") == "" {
+		if s.Login == "chatgpt" && agent.EnvValue(env, "CODEX_API_KEY") == "" {
 			s.BaseURL = chatGPTBaseURL
 		}
 		if u, ok := conf["openai_base_url"].(string); ok && u != "" {

@@ -145,7 +145,7 @@ func TestAG_T4_Describe(t *testing.T) {
 		t.Helper()
 		opts.Binary = bin
 		opts.Environ = func() []string { return append([]string{"PATH=/usr/bin:/bin"}, environ...) }
-		opts.Getenv = func(k string) string { return envValue(environ, k) }
+		opts.Getenv = func(k string) string { return agent.EnvValue(environ, k) }
 		a, err := New(opts)
 		if err != nil {
 			t.Fatal(err)

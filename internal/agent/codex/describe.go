@@ -24,7 +24,7 @@ func (a *Agent) Describe(ctx context.Context) agent.Description {
 	}
 	environ := a.opts.Environ()
 	for _, n := range append(a.opts.PassNames(), s.providerEnv()...) {
-		if envValue(environ, n) != "" && !slices.Contains(d.PassEnv, n) {
+		if agent.EnvValue(environ, n) != "" && !slices.Contains(d.PassEnv, n) {
 			d.PassEnv = append(d.PassEnv, n)
 		}
 	}
@@ -40,14 +40,14 @@ func (a *Agent) Describe(ctx context.Context) agent.Description {
 	case s.EnvKey != "" && slices.Contains(agent.ForgeTokenNames, s.EnvKey):
 		problems = append(problems, fmt.Sprintf("provider %s reads its key from %s, a forge token's variable, which converge never passes to an agent; give the provider a key variable of its own", s.Provider, s.EnvKey))
 	case s.EnvKey != "":
-		if envValue(env, s.EnvKey) != "" {
+		if agent.EnvValue(env, s.EnvKey) != "" {
 			d.Credential = s.EnvKey
 		} else {
 			problems = append(problems, fmt.Sprintf("provider %s reads its key from %s, which is not set", s.Provider, s.EnvKey))
 		}
 	case s.OpenAIAuth:
 		switch {
-		case envValue(env, "CODEX_API_KEY") != "":
+		case agent.EnvValue(env, "CODEX_API_KEY") != "":
 			d.Credential = "CODEX_API_KEY"
 		case s.Login != "":
 			how := "API key"

@@ -61,7 +61,7 @@ func (a *Agent) model(env []string) (model, from string) {
 		}
 		return m, "converge's model setting (passed as -m)"
 	}
-	if m := envValue(env, "GEMINI_MODEL"); m != "" {
+	if m := agent.EnvValue(env, "GEMINI_MODEL"); m != "" {
 		return m, "GEMINI_MODEL"
 	}
 	if s := readSettings(env, ""); s.Model != "" {

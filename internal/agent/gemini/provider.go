@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/convergeloop/converge/internal/agent"
 )
 
 // How Gemini CLI 0.61 picks its provider (packages/cli/src/
@@ -57,11 +59,11 @@ func settingsFiles(env []string, dir string) []string {
 	if runtime.GOOS == "darwin" {
 		sysDir = "/Library/Application Support/GeminiCli"
 	}
-	defaults := envValue(env, "GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+	defaults := agent.EnvValue(env, "GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
 	if defaults == "" {
 		defaults = filepath.Join(sysDir, "system-defaults.json")
 	}
-	system := envValue(env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+	system := agent.EnvValue(env, "GEMINI_CLI_SYSTEM_SETTINGS_PATH")
 	if system == "" {
 		system = filepath.Join(sysDir, "settings.json")
 	}
@@ -186,7 +188,7 @@ func dotEnv(env []string, name string) (value, from string) {
 // getenv is name's value in env, else in the .env files the CLI reads;
 // from says where ("" when unset: the variable's name when in env).
 func getenv(env []string, name string) (value, from string) {
-	if v := envValue(env, name); v != "" {
+	if v := agent.EnvValue(env, name); v != "" {
 		return v, name
 	}
 	if v, file := dotEnv(env, name); v != "" {
@@ -237,7 +239,7 @@ func providerOf(env []string, dir string) provider {
 		p.Problem = "no auth method: set GEMINI_API_KEY (or GOOGLE_GENAI_USE_VERTEXAI=true with Vertex AI's variables), " +
 			"or run gemini once and choose one (security.auth.selectedType in ~/.gemini/settings.json)"
 	case authAPIKey:
-		p.Endpoint = firstOf(envValue(env, "GOOGLE_GEMINI_BASE_URL"), "https://generativelanguage.googleapis.com")
+		p.Endpoint = firstOf(agent.EnvValue(env, "GOOGLE_GEMINI_BASE_URL"), "https://generativelanguage.googleapis.com")
 		if _, from := getenv(env, "GEMINI_API_KEY"); from != "" {
 			p.Credential = from
 		} else {
@@ -245,7 +247,7 @@ func providerOf(env []string, dir string) provider {
 				"(a key saved by gemini's /auth in the system keychain is not visible here: converge doctor --check tries it)"
 		}
 	case authGateway:
-		p.Endpoint = envValue(env, "GOOGLE_GEMINI_BASE_URL")
+		p.Endpoint = agent.EnvValue(env, "GOOGLE_GEMINI_BASE_URL")
 		_, p.Credential = getenv(env, "GEMINI_API_KEY")
 		p.Problem = `GOOGLE_GEMINI_BASE_URL is set but no auth type is chosen: Gemini CLI refuses this ("Invalid auth method selected."); ` +
 			`set security.auth.selectedType to "gemini-api-key" in ~/.gemini/settings.json`
@@ -256,7 +258,7 @@ func providerOf(env []string, dir string) provider {
 		}
 		location, _ := getenv(env, "GOOGLE_CLOUD_LOCATION")
 		_, keyFrom := getenv(env, "GOOGLE_API_KEY")
-		p.Endpoint = vertexEndpoint(envValue(env, "GOOGLE_VERTEX_BASE_URL"), location)
+		p.Endpoint = vertexEndpoint(agent.EnvValue(env, "GOOGLE_VERTEX_BASE_URL"), location)
 		switch {
 		case keyFrom != "":
 			p.Credential = keyFrom + " (Vertex AI express mode)"
@@ -266,17 +268,17 @@ func providerOf(env []string, dir string) provider {
 			p.Credential, p.Problem = googleCredential(env, home)
 		}
 	case authLogin:
-		p.Endpoint = firstOf(envValue(env, "CODE_ASSIST_ENDPOINT"), "https://cloudcode-pa.googleapis.com")
+		p.Endpoint = firstOf(agent.EnvValue(env, "CODE_ASSIST_ENDPOINT"), "https://cloudcode-pa.googleapis.com")
 		creds := filepath.Join(home, ".gemini", "oauth_creds.json")
 		if _, err := os.Stat(creds); err == nil {
 			p.Credential = "Login with Google (" + creds + ")"
-		} else if envValue(env, "GEMINI_FORCE_ENCRYPTED_FILE_STORAGE") == "true" {
+		} else if agent.EnvValue(env, "GEMINI_FORCE_ENCRYPTED_FILE_STORAGE") == "true" {
 			p.Credential = "Login with Google (gemini's encrypted credential store)"
 		} else {
 			p.Problem = "not logged in: run gemini in a terminal and choose Login with Google (" + creds + " is missing)"
 		}
 	case authCompute, authShell:
-		p.Endpoint = firstOf(envValue(env, "CODE_ASSIST_ENDPOINT"), "https://cloudcode-pa.googleapis.com")
+		p.Endpoint = firstOf(agent.EnvValue(env, "CODE_ASSIST_ENDPOINT"), "https://cloudcode-pa.googleapis.com")
 		p.Credential = "the machine's Google credentials (metadata server)"
 	default:
 		p.Endpoint = "https://generativelanguage.googleapis.com"
@@ -305,13 +307,13 @@ func vertexEndpoint(base, location string) string {
 // application-default login, else (on Google Cloud) the metadata
 // server, which converge cannot see.
 func googleCredential(env []string, home string) (credential, problem string) {
-	if file := envValue(env, "GOOGLE_APPLICATION_CREDENTIALS"); file != "" {
+	if file := agent.EnvValue(env, "GOOGLE_APPLICATION_CREDENTIALS"); file != "" {
 		if _, err := os.Stat(file); err != nil {
 			return "", "GOOGLE_APPLICATION_CREDENTIALS names a file that cannot be read: " + err.Error()
 		}
 		return "GOOGLE_APPLICATION_CREDENTIALS", ""
 	}
-	dir := firstOf(envValue(env, "CLOUDSDK_CONFIG"), filepath.Join(home, ".config", "gcloud"))
+	dir := firstOf(agent.EnvValue(env, "CLOUDSDK_CONFIG"), filepath.Join(home, ".config", "gcloud"))
 	adc := filepath.Join(dir, "application_default_credentials.json")
 	if _, err := os.Stat(adc); err == nil {
 		return "gcloud application-default login (" + adc + ")", ""

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/convergeloop/converge/internal/agent"
 )
@@ -147,24 +146,12 @@ func tokenUsage(input, output, cached, total int64) agent.Usage {
 // cliHome is the home directory Gemini CLI uses in env: GEMINI_CLI_HOME,
 // else HOME, else converge's.
 func cliHome(env []string) string {
-	if h := envValue(env, "GEMINI_CLI_HOME"); h != "" {
+	if h := agent.EnvValue(env, "GEMINI_CLI_HOME"); h != "" {
 		return h
 	}
-	if h := envValue(env, "HOME"); h != "" {
+	if h := agent.EnvValue(env, "HOME"); h != "" {
 		return h
 	}
 	h, _ := os.UserHomeDir()
 	return h
-}
-
-// envValue is the value of name in env (KEY=VALUE entries; the last
-// wins), "" when unset.
-func envValue(env []string, name string) string {
-	v := ""
-	for _, kv := range env {
-		if k, val, ok := strings.Cut(kv, "="); ok && k == name {
-			v = val
-		}
-	}
-	return v
 }
