@@ -196,19 +196,21 @@ func readNamed(dir string, task *Task, n named, budget *int) (string, bool) {
 	if p == ".git" || strings.HasPrefix(p, ".git/") || strings.Contains(p, "/.git/") {
 		return "", false
 	}
-	full, ok := inside(dir, p)
-	if !ok && !strings.Contains(p, "/") {
+	full, where := inside(dir, p)
+	if where == pathAbsent && !strings.Contains(p, "/") {
 		// A bare file name: the task's file of that name, else the one
 		// file of the repository so named.
 		if q, found := byBaseName(dir, task, p); found {
 			p = q
-			full, ok = inside(dir, p)
+			full, where = inside(dir, p)
 		}
 	}
-	if !ok {
-		if strings.Contains(p, "/") || looksLikeFile(p) {
-			return fmt.Sprintf("%s does not exist in the repository.\n", p), false
-		}
+	switch {
+	case where == pathOutside:
+		return fmt.Sprintf("%s leads outside the repository: converge reads only its files.\n", p), false
+	case where == pathAbsent && (strings.Contains(p, "/") || looksLikeFile(p)):
+		return fmt.Sprintf("%s does not exist in the repository.\n", p), false
+	case where != pathThere:
 		return "", false
 	}
 	st, err := os.Stat(full)
@@ -265,26 +267,36 @@ func readNamed(dir string, task *Task, n named, budget *int) (string, bool) {
 	return head + s, true
 }
 
-// inside resolves p under dir, and reports whether it is there and,
-// symbolic links followed, still under dir.
-func inside(dir, p string) (string, bool) {
+// Where a named path is.
+const (
+	pathAbsent  = iota // not in the work tree
+	pathThere          // in the work tree
+	pathOutside        // a link out of the work tree, or into git's own directory
+)
+
+// inside resolves p under dir, symbolic links followed, and says where
+// it is: only a path that stays under dir, out of .git, is there.
+func inside(dir, p string) (string, int) {
 	full := filepath.Join(dir, filepath.FromSlash(p))
+	if _, err := os.Lstat(full); err != nil {
+		return "", pathAbsent
+	}
 	real, err := filepath.EvalSymlinks(full)
 	if err != nil {
-		return "", false
+		return "", pathAbsent
 	}
 	root, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return "", false
+		return "", pathAbsent
 	}
 	rel, err := filepath.Rel(root, real)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
+		return "", pathOutside
 	}
 	if rel == ".git" || strings.HasPrefix(rel, ".git"+string(filepath.Separator)) {
-		return "", false
+		return "", pathOutside
 	}
-	return real, true
+	return real, pathThere
 }
 
 // byBaseName finds the file a bare name means: the task's file of that
