@@ -31,8 +31,8 @@ type sim struct {
 	// splitter its splits.
 	judge    func(task string, concerns []string) []ConcernVerdict
 	splitter func(task, reason string) SplitDone
-	head string
-	tk   map[string]TicketView
+	head     string
+	tk       map[string]TicketView
 	// batches are the task ids of each dispatch batch; log what ran.
 	batches [][]string
 	log     []string

@@ -390,7 +390,10 @@ func TestPLAN_1_TooLargeTaskIsSplit(t *testing.T) {
 		return Report{Implementer: TaskDone}
 	}
 	var reasons []string
-	s.splitter = func(task, reason string) SplitDone { reasons = append(reasons, reason); return threeParts(task, reason) }
+	s.splitter = func(task, reason string) SplitDone {
+		reasons = append(reasons, reason)
+		return threeParts(task, reason)
+	}
 	st := newRun(mustPlan(t, splitPlan), 1)
 	st.Config.Judge = "reviewer"
 	st = s.run(st)
