@@ -333,8 +333,9 @@ func byBaseName(dir string, task *Task, name string) (string, bool) {
 	return "", false
 }
 
-// looksLikeFile: a bare word with an extension, not an abbreviation.
-var fileName = regexp.MustCompile(`^[A-Za-z0-9_-]{2,}\.[A-Za-z][A-Za-z0-9]{0,9}$`)
+// looksLikeFile: a bare word with an extension of two characters or
+// more (not an abbreviation such as e.g).
+var fileName = regexp.MustCompile(`^[A-Za-z0-9_-]+\.[A-Za-z][A-Za-z0-9]{1,9}$`)
 
 func looksLikeFile(p string) bool { return fileName.MatchString(p) }
 

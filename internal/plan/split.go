@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/text"
@@ -91,7 +92,7 @@ func ParseSplit(output string, task *Task) ([]Part, error) {
 	}
 	var out []Part
 	for i, p := range sl.Parts {
-		p.Prompt = strings.TrimSpace(p.Prompt)
+		p.Prompt = strings.TrimSpace(printable(p.Prompt))
 		if p.Prompt == "" {
 			return nil, fmt.Errorf("part %d has no prompt", i+1)
 		}
@@ -111,6 +112,22 @@ func ParseSplit(output string, task *Task) ([]Part, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// printable drops from a model's text the characters a reader may take
+// for a line break or that hide text (all control characters but
+// newline and tab, and the Unicode line and paragraph separators): a
+// part's prompt is written into its implementer's prompt as it is.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r == '\n' || r == '\t':
+			return r
+		case unicode.IsControl(r), r == '\u2028', r == '\u2029':
+			return ' '
+		}
+		return r
+	}, s)
 }
 
 // covered reports whether the file entry f lies inside one of files: the
