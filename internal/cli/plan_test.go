@@ -90,3 +90,9 @@ func TestPLAN_1_KillAfterCommitBeforeRecord(t *testing.T) { planScript(t, "plan_
 func TestREL2_PlanUnrecordedCommitUnderAHumansIsNeitherRewrittenNorRepeated(t *testing.T) {
 	planScript(t, "plan_1_kill_after_commit_human_on_top")
 }
+
+// TestPLAN_1_RecordAndContinue: a task not approved after 2 fix-review
+// iterations is NOT_APPROVED, its open issues in the report and the
+// decision log, its commits on the branch; its dependent and the rest
+// run on; the run ends blocked, never complete.
+func TestPLAN_1_RecordAndContinue(t *testing.T) { planScript(t, "plan_1_record_and_continue") }
