@@ -717,3 +717,46 @@ func TestPLAN_1_NeedsContextRedispatchPrompt(t *testing.T) {
 		}
 	}
 }
+
+// TestPLAN_1_ImplementerPromptOffersTheSplit: the implementer is told how
+// to report a task too large, and how to name what it needs — except a
+// part (never split again) and a fix (a task is split only before its
+// first commit).
+func TestPLAN_1_ImplementerPromptOffersTheSplit(t *testing.T) {
+	whole := &Task{ID: "a", Prompt: "do a"}
+	part := &Task{ID: "a-part1", Prompt: "do a's first part", SplitFrom: "a"}
+	for _, c := range []struct {
+		task *Task
+		kind DispatchKind
+		want bool
+	}{{whole, DispatchFirst, true}, {whole, DispatchAgain, true}, {whole, DispatchFix, false}, {part, DispatchFirst, false}} {
+		p := RenderImplementPrompt(agent.Task{}, ImplementInput{Task: c.task, Dispatch: Dispatch{N: 1, Kind: c.kind}})
+		if got := strings.Contains(p, `reason starting with "too large:"`); got != c.want {
+			t.Errorf("%s %s: offers the split %v, want %v", c.task.ID, c.kind, got, c.want)
+		}
+		if !strings.Contains(p, "converge reads you exactly that") {
+			t.Errorf("%s %s: the prompt does not say how to ask for context", c.task.ID, c.kind)
+		}
+	}
+}
+
+// TestPLAN_1_SplitLeavesItsInputAlone: Decide stays pure through a split:
+// the same input gives the same answer, and the input's plan is as it was.
+func TestPLAN_1_SplitLeavesItsInputAlone(t *testing.T) {
+	st := newRun(mustPlan(t, splitPlan), 1)
+	st.Config.Judge = "reviewer"
+	st.Tasks[0].Phase, st.Tasks[0].TooLarge = PhaseSplitting, "two things"
+	obs := Observation{Now: t0, Head: "c0", Splits: []SplitDone{threeParts("a", "")}}
+	before := fmt.Sprintf("%+v", st.Config.Plan)
+	n1, a1, _ := Decide(st, obs)
+	n2, a2, _ := Decide(st, obs)
+	if fmt.Sprint(n1.Config.Plan, n1.Tasks, a1) != fmt.Sprint(n2.Config.Plan, n2.Tasks, a2) {
+		t.Error("Decide gave two answers to one input")
+	}
+	if after := fmt.Sprintf("%+v", st.Config.Plan); after != before || len(st.Tasks) != 2 {
+		t.Errorf("Decide changed its input's plan:\n%s\n%s", before, after)
+	}
+	if len(n1.Tasks) != 5 || len(n1.Config.Plan.Tasks) != 5 || n1.Tasks[1].ID != "a-part1" || n1.Config.Plan.Groups[0].Tasks[3] != "a-part3" {
+		t.Errorf("after the split: %+v / %+v", n1.Tasks, n1.Config.Plan.Groups)
+	}
+}

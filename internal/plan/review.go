@@ -203,6 +203,10 @@ func RenderImplementPrompt(t agent.Task, in ImplementInput) string {
 	q.w("\n## Final line: status record\nEnd your output with exactly one line holding a single JSON object and nothing after it:\n")
 	q.w(`{"status": "complete|partial|blocked", "next_action": "<what remains>", "needs_extension_minutes": <0 or minutes>, "summary": "<what you did>", "files_changed": ["<path>", ...], "implementer_status": "DONE|DONE_WITH_CONCERNS|NEEDS_CONTEXT|BLOCKED", "concerns": ["<doubt>", ...], "reason": "<what you need, or why you are blocked>"}`)
 	q.w("\nimplementer_status: DONE when the task is done; DONE_WITH_CONCERNS when it is done but you have doubts (list them in concerns; start a concern with %q when the change must not be accepted as it is); ", agent.CriticalPrefix)
-	q.w("NEEDS_CONTEXT when information is missing (say exactly what in reason); BLOCKED when the task cannot be done (say why in reason). Output without a valid final record is no answer at all: the run is tried once more and then stopped as an error. If you cannot or will not do the task, say so in a BLOCKED record.\n")
+	q.w("NEEDS_CONTEXT when information is missing (say exactly what in reason: the files and lines, e.g. src/a.go:10-40, the task or the subject of the plan's context you need; converge reads you exactly that); BLOCKED when the task cannot be done (say why in reason). ")
+	if in.Task.SplitFrom == "" && d.Kind != DispatchFix {
+		q.w("If the task is too large to do well in one run, do not start it: report BLOCKED with a reason starting with %q that says how it divides; converge then splits it into smaller tasks. ", TooLargePrefix)
+	}
+	q.w("Output without a valid final record is no answer at all: the run is tried once more and then stopped as an error. If you cannot or will not do the task, say so in a BLOCKED record.\n")
 	return q.b.String()
 }
