@@ -37,6 +37,10 @@ type Runner struct {
 	Reset func(ctx context.Context) error
 	// Logf reports retries, extensions and re-dispatches as they happen.
 	Logf func(format string, args ...any)
+	// Settled, when set, ends a dispatch at a record not done that it
+	// accepts, without more context or a stronger model: the caller acts
+	// on it itself (a plan splits a task its implementer found too large).
+	Settled func(rec StatusRecord) bool
 }
 
 func (r Runner) logf(format string, args ...any) {
@@ -270,6 +274,9 @@ func (r Runner) Dispatch(ctx context.Context, t Task, ladder []string, more func
 		if !d.Done() {
 			// Whatever the last failure was, the task ends BLOCKED (AG-E1).
 			d.Status = ImplBlocked
+			if r.Settled != nil && r.Settled(res.Record) {
+				return d, nil
+			}
 		}
 
 		var extra string

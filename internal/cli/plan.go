@@ -66,13 +66,20 @@ func newPlanRunCmd(ios *IOStreams) *cobra.Command {
 each task is done by an implementer agent and committed on the current
 branch with a Converge-Task trailer; each DONE task gets one combined spec
 and quality review of its diff by a reviewer agent, and at most 2
-fix-review iterations. NEEDS_CONTEXT and BLOCKED are re-dispatched once
-with more context, then with the plan's next model; a task still blocked
-is BLOCKED, its commits taken off the branch, its dependents SKIPPED, and
-the rest of the plan keeps going. The tracking report is printed at the
-end (--json: as JSON; --report FILE: also written as markdown).
+fix-review iterations; a task still not approved is NOT_APPROVED: its open
+issues are recorded, its commits stay on the branch, and the plan goes on.
+The concerns of a DONE_WITH_CONCERNS task are judged by the reviewer first:
+a critical one blocks the task. NEEDS_CONTEXT is re-dispatched once with
+exactly what the agent asked for (the files and lines it named, read from
+the repository; the plan's context it names), then NEEDS_CONTEXT and
+BLOCKED with the plan's next model; a task its implementer reports "too
+large:" is split by the reviewer into 2 to 4 parts that run in its place
+(a part is never split again). A task still blocked is BLOCKED, its
+commits taken off the branch, its dependents SKIPPED, and the rest of the
+plan keeps going. The tracking report is printed at the end (--json: as
+JSON; --report FILE: also written as markdown).
 
-Exits: every task done 0, a task blocked or skipped 3, an agent that
+Exits: every task done 0, a task blocked, skipped or not approved 3, an agent that
 could not run 1, a bad plan or flag 2, an agent CLI whose credentials are
 refused 6 (checked before the run starts, --no-agent-check skips that;
 never retried mid-run). A run killed mid-task resumes from
@@ -183,6 +190,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		Workspace: s.ws,
 		Agent:     s.agents.get,
 		Reviewer:  s.reviewer,
+		Judge:     s.reviewer,
 		AgentEnv:  agent.ScrubEnv(os.Environ()),
 		Journal:   &engine.StoreJournal[plan.State]{DB: db, RunID: runID, Status: plan.StatusOf},
 		Reporter:  out,
@@ -292,7 +300,8 @@ func preparePlan(ctx context.Context, ios *IOStreams, opts *planOptions, file st
 	if err != nil {
 		abs = file
 	}
-	cfg := plan.Config{Plan: *p, PlanFile: abs, Agent: opts.Agent, Reviewer: reviewName, Parallel: opts.Parallel, AgentBudget: opts.AgentTimeout}
+	// The reviewer also judges concerns and splits tasks too large.
+	cfg := plan.Config{Plan: *p, PlanFile: abs, Agent: opts.Agent, Reviewer: reviewName, Judge: reviewName, Parallel: opts.Parallel, AgentBudget: opts.AgentTimeout}
 	return &planSetup{cfg: cfg, ws: ws, agents: agents, reviewer: reviewer}, nil
 }
 

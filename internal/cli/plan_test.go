@@ -90,3 +90,15 @@ func TestPLAN_1_KillAfterCommitBeforeRecord(t *testing.T) { planScript(t, "plan_
 func TestREL2_PlanUnrecordedCommitUnderAHumansIsNeitherRewrittenNorRepeated(t *testing.T) {
 	planScript(t, "plan_1_kill_after_commit_human_on_top")
 }
+
+// TestPLAN_1_RecordAndContinue: a task not approved after 2 fix-review
+// iterations is NOT_APPROVED, its open issues in the report and the
+// decision log, its commits on the branch; its dependent and the rest
+// run on; the run ends blocked, never complete.
+func TestPLAN_1_RecordAndContinue(t *testing.T) { planScript(t, "plan_1_record_and_continue") }
+
+// TestPLAN_1_OrchestratorJudgment: a task its implementer reports too
+// large is split by the reviewer into parts that run in its place; a
+// NEEDS_CONTEXT naming lines of a file gets those lines and nothing else;
+// a concern the judge finds critical blocks the task before its review.
+func TestPLAN_1_OrchestratorJudgment(t *testing.T) { planScript(t, "plan_1_judgment") }

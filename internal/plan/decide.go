@@ -16,16 +16,23 @@ import (
 //
 // Each step reads the outcome of every dispatch in flight from its
 // ticket. A dispatch runs the implementer status protocol whole (AG-T2,
-// AG-E1: more context once, then stronger models; agent.Runner.Dispatch)
-// and ends DONE, DONE_WITH_CONCERNS or BLOCKED: a done task goes to
-// review; a BLOCKED one (a concern marked critical included) ends so. A
-// review with an important or critical issue sends the task back to its
-// implementer, at most MaxFixIterations times; minor issues are recorded
-// (PLAN-1). A blocked task's commits are taken off the branch, its
-// dependents are SKIPPED, the rest keeps going. Then it starts the tasks
-// that are ready (AG-P1): dependencies DONE, earlier barriers passed,
-// earlier tasks of a sequential group ended, no file in common with a
-// task in progress, at most Config.Parallel in progress.
+// AG-E1: more context once, exactly what was asked, then stronger
+// models; agent.Runner.Dispatch) and ends DONE, DONE_WITH_CONCERNS or
+// BLOCKED. A done task with concerns has each judged first (the judge, or
+// the fail-closed RuleVerdict): a critical one stops it BLOCKED, others
+// are recorded. Then it goes to review; a BLOCKED one (a concern marked
+// critical included) ends so, unless its implementer found it too large
+// (TooLargePrefix): then the judge splits it into parts that run in its
+// place, once. A review with an important or critical issue sends the
+// task back to its implementer, at most MaxFixIterations times; minor
+// issues are recorded (PLAN-1); a task still not approved after them is
+// NOT_APPROVED: its open issues are recorded, its commits stay on the
+// branch, and the run goes on, its dependents too (with a concern saying
+// so). A blocked task's commits are taken off the branch, its dependents
+// are SKIPPED, the rest keeps going. Then it starts the tasks that are
+// ready (AG-P1): dependencies ended DONE or NOT_APPROVED, earlier
+// barriers passed, earlier tasks of a sequential group ended, no file in
+// common with a task in progress, at most Config.Parallel in progress.
 func Decide(st State, obs Observation) (State, []Action, bool) {
 	next := st.clone()
 	if next.Terminal != nil {
@@ -44,8 +51,13 @@ func Decide(st State, obs Observation) (State, []Action, bool) {
 			d.running(t)
 		case PhaseReview:
 			d.reviewing(t)
+		case PhaseJudge:
+			d.judging(t)
+		case PhaseSplitting:
+			d.splitting(t)
 		}
 	}
+	d.addTasks()
 	d.unwinds()
 	d.skip()
 	if len(d.unwind) == 0 {
@@ -64,9 +76,12 @@ type decider struct {
 	obs  Observation
 	plan *Plan
 
-	unwind  []Action
+	unwind []Action
+	// reviews are the read-only agent acts: reviews, judgments, splits.
 	reviews []Action
 	batch   []Job
+	// added are the parts this step's splits add.
+	added []addedTasks
 }
 
 func (d *decider) actions() []Action {
@@ -117,7 +132,11 @@ func (d *decider) running(t *TaskState) {
 		}
 	}
 	slices.Sort(t.Changed)
+	var judge []string
 	for _, c := range rep.Concerns {
+		if c = clipConcern(c); c != "" && !slices.ContainsFunc(t.Judged, func(v ConcernVerdict) bool { return v.Concern == c }) && !slices.Contains(judge, c) {
+			judge = append(judge, c)
+		}
 		addConcern(t, c)
 	}
 	if len(rep.Outside) > 0 {
@@ -125,11 +144,128 @@ func (d *decider) running(t *TaskState) {
 	}
 	if rep.Implementer == TaskDone || rep.Implementer == TaskDoneWithConcerns {
 		t.Head = rep.Head
+		if len(judge) > 0 {
+			d.judge(t, judge)
+			return
+		}
 		t.Phase = PhaseReview
 		d.review(t)
 		return
 	}
+	if why, ok := TooLarge(rep.Reason); ok && rep.Failure == "" {
+		d.tooLarge(t, cur, why)
+		return
+	}
 	d.block(t, blockReason(rep), false)
+}
+
+// judge has the implementer's concerns judged before the review (the
+// source: the orchestrator reads each concern and evaluates it): by the
+// judge when the run has one, else by the fail-closed rule at once.
+func (d *decider) judge(t *TaskState, concerns []string) {
+	t.Judgments++
+	t.Phase = PhaseJudge
+	if d.st.Config.Judge == "" {
+		d.judged(t, ruleVerdicts(concerns))
+		return
+	}
+	a := d.reviewAction(t, ActJudge)
+	a.N, a.Concerns = t.Judgments, concerns
+	d.reviews = append(d.reviews, a)
+}
+
+// judging reads the judgment of the task's concerns.
+func (d *decider) judging(t *TaskState) {
+	var jd *JudgeDone
+	for i := range d.obs.Judged {
+		if j := d.obs.Judged[i]; j.Task == t.ID && j.N == t.Judgments {
+			jd = &j
+			break
+		}
+	}
+	if jd == nil {
+		// Asked again after a restart: the answer never reached the state.
+		t.Judgments--
+		d.judge(t, d.unjudged(t))
+		return
+	}
+	d.st.CostUSD += jd.CostUSD
+	d.st.Usage.Add(jd.Usage)
+	t.Usage.Add(jd.Usage)
+	d.judged(t, jd.Verdicts)
+}
+
+// unjudged are the task's concerns from its implementer that no verdict
+// covers yet: what a judgment in flight was asked about.
+func (d *decider) unjudged(t *TaskState) []string {
+	var out []string
+	if cur := t.current(); cur != nil && cur.Report != nil {
+		for _, c := range cur.Report.Concerns {
+			if c = clipConcern(c); c != "" && !slices.ContainsFunc(t.Judged, func(v ConcernVerdict) bool { return v.Concern == c }) && !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// judged applies verdicts: a critical concern stops the task BLOCKED (its
+// commits taken off the branch), any other is recorded and the task goes
+// to its review.
+func (d *decider) judged(t *TaskState, verdicts []ConcernVerdict) {
+	t.Judged = append(t.Judged, verdicts...)
+	for _, v := range verdicts {
+		if v.Verdict == VerdictCritical {
+			d.block(t, fmt.Sprintf("the orchestrator judged a concern critical (%s): %s — %s", v.By, v.Concern, firstNonEmpty(v.Reason, "no reason given")), false)
+			return
+		}
+	}
+	t.Phase = PhaseReview
+	d.review(t)
+}
+
+// tooLarge acts on an implementer that found its task too large for one
+// run: a task that has no commit yet and is no part of another is split
+// by the judge; otherwise, or without a judge, it is BLOCKED (a part is
+// never split again: the splitting is bounded).
+func (d *decider) tooLarge(t *TaskState, cur *Dispatch, why string) {
+	t.TooLarge = why
+	task := d.task(t)
+	switch {
+	case task.SplitFrom != "":
+		d.block(t, fmt.Sprintf("too large for one run even as part of %s, and a part is never split again: %s", task.SplitFrom, why), false)
+	case cur.Kind == DispatchFix || (t.Head != "" && t.Head != t.Base):
+		d.block(t, "too large for one run, found while fixing its review's issues; a task is split only before its first commit: "+why, false)
+	case d.st.Config.Judge == "":
+		d.block(t, "too large for one run, and the run has no judge to split it: "+why, false)
+	default:
+		t.Phase = PhaseSplitting
+		d.reviews = append(d.reviews, Action{Kind: ActSplit, Task: t.ID, Reason: why})
+	}
+}
+
+// splitting reads the split of a task too large for one run.
+func (d *decider) splitting(t *TaskState) {
+	var sd *SplitDone
+	for i := range d.obs.Splits {
+		if s := d.obs.Splits[i]; s.Task == t.ID {
+			sd = &s
+			break
+		}
+	}
+	if sd == nil {
+		d.reviews = append(d.reviews, Action{Kind: ActSplit, Task: t.ID, Reason: t.TooLarge})
+		return
+	}
+	d.st.CostUSD += sd.CostUSD
+	d.st.Usage.Add(sd.Usage)
+	t.Usage.Add(sd.Usage)
+	if len(sd.Parts) < MinParts {
+		// Fail closed: no valid split runs nothing of it.
+		d.block(t, fmt.Sprintf("too large for one run (%s), and it could not be split: %s", t.TooLarge, firstNonEmpty(sd.Note, "no parts")), false)
+		return
+	}
+	d.split(t, sd.Parts)
 }
 
 // blockReason says why a dispatch ended BLOCKED: a concern the
@@ -180,6 +316,12 @@ func (d *decider) dispatch(t *TaskState, kind DispatchKind) *Dispatch {
 }
 
 func (d *decider) review(t *TaskState) {
+	d.reviews = append(d.reviews, d.reviewAction(t, ActReview))
+}
+
+// reviewAction is an act on the task's diff Base..Head (a review, a
+// judgment of concerns), limited to its paths.
+func (d *decider) reviewAction(t *TaskState, kind ActKind) Action {
 	var paths []string
 	if files := d.task(t).Files; len(files) > 0 {
 		// Tasks in progress at once never share a file: the task's files
@@ -192,7 +334,7 @@ func (d *decider) review(t *TaskState) {
 		}
 		slices.Sort(paths)
 	}
-	d.reviews = append(d.reviews, Action{Kind: ActReview, Task: t.ID, N: len(t.Reviews) + 1, Base: t.Base, Head: t.Head, Paths: paths})
+	return Action{Kind: kind, Task: t.ID, N: len(t.Reviews) + 1, Base: t.Base, Head: t.Head, Paths: paths}
 }
 
 // reviewing reads the review of the task's commit (PLAN-1).
@@ -226,12 +368,28 @@ func (d *decider) reviewing(t *TaskState) {
 	}
 	open := openIssues(*r)
 	if t.Fixes >= MaxFixIterations {
-		d.block(t, fmt.Sprintf("the review did not approve after %d fix-review iterations; open issues: %s", t.Fixes, issueList(open)), false)
+		d.notApproved(t, open)
 		return
 	}
 	t.Fixes++
 	d.dispatch(t, DispatchFix).Issues = open
 	d.batch[len(d.batch)-1].Dispatch.Issues = open
+}
+
+// notApproved ends a task the review did not approve after
+// MaxFixIterations as the source says: its open issues are recorded and
+// the run goes on. Its commits stay on the branch (the work is kept for
+// a human to finish, as the report says, not thrown away), and its
+// dependents run on top of it, each with a concern saying so; it is never
+// counted done, and the run does not end complete (fail closed).
+func (d *decider) notApproved(t *TaskState, open []Issue) {
+	t.Phase, t.Status, t.EndedAt = PhaseNotApproved, TaskNotApproved, d.obs.Now
+	t.OpenIssues = open
+}
+
+// notApprovedNote says what a NOT_APPROVED task left.
+func notApprovedNote(t TaskState) string {
+	return fmt.Sprintf("not approved after %d fix-review iterations; its commits stay on the branch at %s; open issues: %s", t.Fixes, text.ShortSHA(t.Head), issueList(t.OpenIssues))
 }
 
 // openIssues are the issues a fix must address: the important and
@@ -309,7 +467,7 @@ func (d *decider) state(id string) *TaskState {
 func (d *decider) startReady() {
 	var active []*Task
 	for i := range d.st.Tasks {
-		if p := d.st.Tasks[i].Phase; p == PhaseRunning || p == PhaseReview {
+		if d.st.Tasks[i].Phase.active() {
 			active = append(active, d.task(&d.st.Tasks[i]))
 		}
 	}
@@ -328,18 +486,24 @@ func (d *decider) startReady() {
 			continue
 		}
 		t.Base = d.obs.Head
+		for _, dep := range task.DependsOn {
+			if ds := d.state(dep); ds.Phase == PhaseNotApproved {
+				addConcern(t, fmt.Sprintf("it builds on %s, which the review did not approve (%d open issue(s), in %s's entry)", dep, len(ds.OpenIssues), dep))
+			}
+		}
 		d.dispatch(t, DispatchFirst)
 		active = append(active, task)
 	}
 }
 
-// ready reports whether a pending task may start: its dependencies are
-// DONE, every earlier group behind a barrier has ended, and in a
-// sequential group every task listed before it has ended.
+// ready reports whether a pending task may start: its dependencies
+// ended DONE or NOT_APPROVED (whose commits are on the branch), every
+// earlier group behind a barrier has ended, and in a sequential group
+// every task listed before it has ended.
 func (d *decider) ready(t *TaskState) bool {
 	task := d.task(t)
 	for _, dep := range task.DependsOn {
-		if d.state(dep).Phase != PhaseDone {
+		if p := d.state(dep).Phase; p != PhaseDone && p != PhaseNotApproved {
 			return false
 		}
 	}
@@ -384,7 +548,7 @@ func (d *decider) stuck() {
 
 // finish ends the run once every task has ended.
 func (d *decider) finish() (State, []Action, bool) {
-	var done, blocked, skipped, failed []string
+	var done, blocked, skipped, failed, unapproved, split []string
 	for _, t := range d.st.Tasks {
 		switch {
 		case t.Failed:
@@ -393,15 +557,26 @@ func (d *decider) finish() (State, []Action, bool) {
 			done = append(done, t.ID)
 		case t.Phase == PhaseBlocked:
 			blocked = append(blocked, t.ID)
+		case t.Phase == PhaseNotApproved:
+			unapproved = append(unapproved, t.ID)
+		case t.Phase == PhaseSplit:
+			split = append(split, t.ID+" into "+strings.Join(t.SplitInto, ", "))
 		default:
 			skipped = append(skipped, t.ID)
 		}
 	}
-	n := len(d.st.Tasks)
+	// A task split is done by its parts, counted in its place.
+	n := len(d.st.Tasks) - len(split)
 	msg := fmt.Sprintf("%d of %d task(s) done and approved by review", len(done), n)
+	if len(split) > 0 {
+		msg += "; split: " + strings.Join(split, "; ")
+	}
 	status := StatusComplete
-	if len(blocked)+len(skipped)+len(failed) > 0 {
+	if len(blocked)+len(skipped)+len(failed)+len(unapproved) > 0 {
 		status = StatusBlocked
+		if len(unapproved) > 0 {
+			msg += fmt.Sprintf("; not approved after %d fix-review iterations (commits on the branch, open issues in the report): %s", MaxFixIterations, strings.Join(unapproved, ", "))
+		}
 		if len(blocked) > 0 {
 			msg += "; blocked: " + strings.Join(blocked, ", ")
 		}
@@ -430,7 +605,7 @@ func (d *decider) stop() (State, []Action, bool) {
 			acts = append(acts, Action{Kind: ActReset, Head: d.obs.Head})
 		}
 		switch t.Phase {
-		case PhaseRunning, PhaseReview:
+		case PhaseRunning, PhaseReview, PhaseJudge, PhaseSplitting:
 			if cur := t.current(); cur != nil && cur.Outcome == "" {
 				cur.Outcome = OutcomeInterrupted
 			}
@@ -446,11 +621,14 @@ func (d *decider) stop() (State, []Action, bool) {
 }
 
 func addConcern(t *TaskState, c string) {
-	c = text.Clip(text.OneLine(c), 500)
+	c = clipConcern(c)
 	if c != "" && !slices.Contains(t.Concerns, c) {
 		t.Concerns = append(t.Concerns, c)
 	}
 }
+
+// clipConcern is a concern as the state keeps it: one line, bounded.
+func clipConcern(c string) string { return text.Clip(text.OneLine(c), 500) }
 
 func issueList(is []Issue) string {
 	var parts []string

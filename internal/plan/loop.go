@@ -45,6 +45,10 @@ type Deps struct {
 	Agent func(name string) (agent.Agent, error)
 	// Reviewer is the task reviewer.
 	Reviewer agent.Agent
+	// Judge judges an implementer's concerns and splits a task too large
+	// for one run (Config.Judge names it; the CLI's is the reviewer). Nil:
+	// concerns are judged by the rule, and nothing is split.
+	Judge agent.Agent
 	// AgentEnv is the scrubbed environment of agents (AG-B1).
 	AgentEnv []string
 	Journal  engine.Journal[State]
@@ -110,6 +114,12 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[ActResult]
 		if r.Kept != "" {
 			obs.Kept = append(obs.Kept, r.Kept)
 		}
+		if r.Judged != nil {
+			obs.Judged = append(obs.Judged, *r.Judged)
+		}
+		if r.Split != nil {
+			obs.Splits = append(obs.Splits, *r.Split)
+		}
 	}
 	var err error
 	if obs.Head, err = l.Workspace.Head(ctx); err != nil {
@@ -159,6 +169,27 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (Ac
 			return ActResult{}, err
 		}
 		return ActResult{Review: &ReviewDone{Task: a.Task, Review: r}}, nil
+	case ActJudge, ActSplit:
+		wctx, stopped, end := l.stoppable(ctx)
+		defer end()
+		var res ActResult
+		var err error
+		if a.Kind == ActJudge {
+			var jd JudgeDone
+			jd, err = l.judgeConcerns(wctx, st, a)
+			res.Judged = &jd
+		} else {
+			var sd SplitDone
+			sd, err = l.splitTask(wctx, st, a)
+			res.Split = &sd
+		}
+		if stopped() && ctx.Err() == nil {
+			return ActResult{}, nil
+		}
+		if err != nil {
+			return ActResult{}, err
+		}
+		return res, nil
 	case ActReset:
 		if err := l.Workspace.Reset(ctx, a.Head); err != nil {
 			return ActResult{}, err
@@ -520,6 +551,8 @@ func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job, dir s
 		Logf: func(format string, args ...any) {
 			l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: ", task.ID) + fmt.Sprintf(format, args...)})
 		},
+		// A task too large for one run is split, not escalated.
+		Settled: tooLargeRecord,
 	}
 	t := agent.Task{Kind: TaskKindImplement, RunID: d.Ticket, Round: d.N, Workdir: dir, Budget: st.Config.AgentBudget, Env: l.AgentEnv}
 	for i, is := range d.Issues {
@@ -530,7 +563,13 @@ func (l *Loop) implement(ctx context.Context, st State, task *Task, j Job, dir s
 		ladder = nil
 	}
 	more := func(rec agent.StatusRecord) string {
-		return moreContext(st, task, agent.NotDoneReason(rec), fileBodies(dir, task.Files, contextBytes))
+		// Exactly what it asked for, read from the tree as the dispatch
+		// started (the runner reset it).
+		asked := agent.NotDoneReason(rec)
+		if na := strings.TrimSpace(rec.NextAction); na != "" && na != asked {
+			asked += " " + na
+		}
+		return AnswerContext(AnswerInput{State: st, Task: task, Asked: asked, Dir: dir, Budget: contextBytes})
 	}
 	res, err := r.Dispatch(ctx, t, ladder, more)
 	rep.Usage, rep.CostUSD = res.Usage, res.Usage.CostUSD
@@ -621,18 +660,27 @@ func (l *Loop) review(ctx context.Context, st State, a Action) (Review, error) {
 	return r, nil
 }
 
-// Stepped reports tasks that ended (engine.Loop).
+// Stepped reports the concerns judged and the tasks that ended or were
+// split (engine.Loop): the decision log.
 func (l *Loop) Stepped(prev, next State, obs Observation) bool {
-	for i := range next.Tasks {
-		if i >= len(prev.Tasks) {
-			break
+	for _, n := range next.Tasks {
+		i := slices.IndexFunc(prev.Tasks, func(t TaskState) bool { return t.ID == n.ID })
+		if i < 0 {
+			continue
 		}
-		p, n := prev.Tasks[i], next.Tasks[i]
+		p := prev.Tasks[i]
+		for _, v := range n.Judged[min(len(p.Judged), len(n.Judged)):] {
+			l.report(engine.Event{Kind: "concern", Message: fmt.Sprintf("task %s: concern judged %s by %s: %s — %s", n.ID, v.Verdict, v.By, text.Clip(v.Concern, 200), text.Clip(firstNonEmpty(v.Reason, "no reason given"), 200))})
+		}
 		if p.Phase == n.Phase || !n.Phase.ended() {
 			continue
 		}
 		msg := fmt.Sprintf("task %s: %s", n.ID, n.Status)
 		switch {
+		case n.Phase == PhaseNotApproved:
+			msg += ": " + notApprovedNote(n)
+		case n.Phase == PhaseSplit:
+			msg += fmt.Sprintf(": too large for one run (%s); its parts run in its place: %s", text.Clip(n.TooLarge, 200), strings.Join(n.SplitInto, ", "))
 		case n.BlockReason != "":
 			msg += ": " + n.BlockReason
 		case n.Head != "":
@@ -641,6 +689,97 @@ func (l *Loop) Stepped(prev, next State, obs Observation) bool {
 		l.report(engine.Event{Kind: "task", Message: msg})
 	}
 	return false
+}
+
+// judgeConcerns has the judge give its verdict on each concern of a
+// task, with the task's diff (the source: the orchestrator evaluates a
+// concern about correctness or scope before the review). A judge that
+// could not run or whose answer could not be read is tried once more;
+// then the rule judges (RuleVerdict, fail closed), saying why.
+func (l *Loop) judgeConcerns(ctx context.Context, st State, a Action) (JudgeDone, error) {
+	jd := JudgeDone{Task: a.Task, N: a.N}
+	if l.Judge == nil {
+		jd.Verdicts, jd.Note = ruleVerdicts(a.Concerns), "no judge: the rule judged"
+		return jd, nil
+	}
+	task := st.Config.Plan.Task(a.Task)
+	diff, err := l.Workspace.Diff(ctx, a.Base, a.Head, a.Paths)
+	if err != nil {
+		return jd, err
+	}
+	t := agent.Task{Kind: agent.TaskKindJudge, RunID: TaskRef(l.RunID, a.Task) + fmt.Sprintf(".concerns.%d", a.N), Round: a.N, Workdir: l.Workspace.Dir(), Budget: st.Config.AgentBudget, Env: l.AgentEnv, Diff: diff, BaseRef: a.Base, HeadSHA: a.Head}
+	t.Prompt = RenderConcernPrompt(t, ConcernInput{TaskID: task.ID, Prompt: task.Prompt, Files: task.Files, Base: a.Base, Head: a.Head, Diff: diff, Workdir: l.Workspace.Dir(), Concerns: a.Concerns})
+	l.report(engine.Event{Kind: "judge", Message: fmt.Sprintf("task %s: %d concern(s) judged by %s", a.Task, len(a.Concerns), l.Judge.Name())})
+	by := "judge " + l.Judge.Name()
+	note := ""
+	for attempt := 1; attempt <= reviewAttempts; attempt++ {
+		res, err := l.Judge.Run(ctx, t)
+		if ctx.Err() != nil {
+			return jd, fmt.Errorf("judge %s: %w", l.Judge.Name(), ctx.Err())
+		}
+		jd.Usage.AddRun(res.Usage)
+		jd.CostUSD = jd.Usage.CostUSD
+		if fail := agent.FailureOf(l.Judge.Name(), res, err); fail != nil {
+			note = fail.Error()
+			if !fail.Retryable() {
+				return jd, fail
+			}
+			continue
+		}
+		vs, perr := ParseConcernJudgment(res.Output, a.Concerns, by)
+		if perr != nil {
+			note = perr.Error()
+			continue
+		}
+		jd.Verdicts = vs
+		return jd, nil
+	}
+	jd.Verdicts = ruleVerdicts(a.Concerns)
+	jd.Note = "the judge gave no valid answer (" + note + "): the rule judged"
+	for i := range jd.Verdicts {
+		jd.Verdicts[i].Reason += "; " + jd.Note
+	}
+	l.report(engine.Event{Kind: "note", Message: fmt.Sprintf("task %s: %s", a.Task, text.Clip(jd.Note, 300))})
+	return jd, nil
+}
+
+// splitTask has the judge split a task its implementer found too large
+// into parts. A judge that could not run or whose answer could not be
+// read is tried once more; then there is no split (the task is BLOCKED).
+func (l *Loop) splitTask(ctx context.Context, st State, a Action) (SplitDone, error) {
+	sd := SplitDone{Task: a.Task}
+	if l.Judge == nil {
+		sd.Note = "the run has no judge to split it"
+		return sd, nil
+	}
+	sd.Agent = l.Judge.Name()
+	task := st.Config.Plan.Task(a.Task)
+	t := agent.Task{Kind: agent.TaskKindJudge, RunID: TaskRef(l.RunID, a.Task) + ".split", Round: 1, Workdir: l.Workspace.Dir(), Budget: st.Config.AgentBudget, Env: l.AgentEnv}
+	t.Prompt = RenderSplitPrompt(t, SplitInput{Task: task, PlanContext: st.Config.Plan.Context, Reason: a.Reason, Workdir: l.Workspace.Dir()})
+	l.report(engine.Event{Kind: "split", Message: fmt.Sprintf("task %s: too large for one run (%s); %s splits it", a.Task, text.Clip(a.Reason, 200), l.Judge.Name())})
+	for attempt := 1; attempt <= reviewAttempts; attempt++ {
+		res, err := l.Judge.Run(ctx, t)
+		if ctx.Err() != nil {
+			return sd, fmt.Errorf("judge %s: %w", l.Judge.Name(), ctx.Err())
+		}
+		sd.Usage.AddRun(res.Usage)
+		sd.CostUSD = sd.Usage.CostUSD
+		if fail := agent.FailureOf(l.Judge.Name(), res, err); fail != nil {
+			sd.Note = fail.Error()
+			if !fail.Retryable() {
+				return sd, fail
+			}
+			continue
+		}
+		parts, perr := ParseSplit(res.Output, task)
+		if perr != nil {
+			sd.Note = perr.Error()
+			continue
+		}
+		sd.Parts, sd.Note = parts, ""
+		return sd, nil
+	}
+	return sd, nil
 }
 
 // HumanNeeded is an error the run cannot get past without a human, who

@@ -73,6 +73,10 @@ type Task struct {
 	Line int `json:"line"`
 	// AgentLine is the line of its agent key, 0 without one.
 	AgentLine int `json:"agent_line,omitempty"`
+	// SplitFrom names the task this one is a part of: a task split at
+	// run time because its implementer found it too large. A part is
+	// never split again.
+	SplitFrom string `json:"split_from,omitempty"`
 }
 
 // Task returns the task with id, or nil.

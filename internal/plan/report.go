@@ -35,22 +35,28 @@ type Result struct {
 type Counts struct {
 	Done             int `json:"done"`
 	DoneWithConcerns int `json:"done_with_concerns"`
-	Blocked          int `json:"blocked"`
-	Skipped          int `json:"skipped"`
-	NotEnded         int `json:"not_ended"`
+	// NotApproved tasks ended without the review's approval (PLAN-1);
+	// they are never counted done.
+	NotApproved int `json:"not_approved"`
+	Blocked     int `json:"blocked"`
+	Skipped     int `json:"skipped"`
+	// Split tasks were done by their parts, which are counted instead.
+	Split    int `json:"split,omitempty"`
+	NotEnded int `json:"not_ended"`
 }
 
 // TaskResult is one task in the report.
 type TaskResult struct {
 	ID    string `json:"id"`
 	Group string `json:"group"`
-	// Status: DONE, DONE_WITH_CONCERNS, BLOCKED, SKIPPED, or the phase of
-	// a task that has not ended.
+	// Status: DONE, DONE_WITH_CONCERNS, NOT_APPROVED, BLOCKED, SKIPPED,
+	// SPLIT, or the phase of a task that has not ended.
 	Status      string   `json:"status"`
 	Concerns    []string `json:"concerns"`
 	BlockReason string   `json:"block_reason,omitempty"`
-	// Commit is the task's last commit on the branch (DONE tasks); Kept
-	// the ref holding a blocked task's work taken off the branch.
+	// Commit is the task's last commit on the branch (DONE and
+	// NOT_APPROVED tasks); Kept the ref holding a blocked task's work
+	// taken off the branch.
 	Commit string `json:"commit,omitempty"`
 	Kept   string `json:"kept,omitempty"`
 	// Retries are re-dispatches for more context or a stronger model
@@ -64,6 +70,16 @@ type TaskResult struct {
 	// consuming.
 	Usage      *agent.Spend     `json:"usage,omitempty"`
 	Dispatches []DispatchResult `json:"dispatches"`
+	// ConcernVerdicts are the orchestrator's judgments of its
+	// implementer's concerns.
+	ConcernVerdicts []ConcernVerdict `json:"concern_verdicts,omitempty"`
+	// OpenIssues are the review's issues a NOT_APPROVED task left open.
+	OpenIssues []Issue `json:"open_issues,omitempty"`
+	// TooLarge says why its implementer found it too large; SplitInto are
+	// the parts it was split into, SplitFrom the task it is a part of.
+	TooLarge  string   `json:"too_large,omitempty"`
+	SplitInto []string `json:"split_into,omitempty"`
+	SplitFrom string   `json:"split_from,omitempty"`
 }
 
 // ReviewResult is one review in the report.
@@ -112,16 +128,18 @@ func BuildResult(st State, now time.Time) Result {
 		tr := TaskResult{ID: t.ID, Status: t.Status, Concerns: nonNil(t.Concerns), BlockReason: t.BlockReason, Kept: t.Kept, FixIterations: t.Fixes, Reviews: []ReviewResult{}, FilesChanged: nonNil(t.Changed), Dispatches: []DispatchResult{}}
 		if task != nil {
 			tr.Group = p.Groups[task.Group].Name
+			tr.SplitFrom = task.SplitFrom
 		}
+		tr.ConcernVerdicts, tr.OpenIssues, tr.TooLarge, tr.SplitInto = t.Judged, t.OpenIssues, t.TooLarge, t.SplitInto
 		if tr.Status == "" {
 			tr.Status = string(t.Phase)
 		}
-		if t.Phase == PhaseDone && t.Head != t.Base {
+		if (t.Phase == PhaseDone || t.Phase == PhaseNotApproved) && t.Head != "" && t.Head != t.Base {
 			tr.Commit = t.Head
 			r.Head = t.Head
 		}
 		var attempts []Attempt
-		var used agent.Usage
+		used := t.Usage
 		for _, rv := range t.Reviews {
 			used.Add(rv.Usage)
 		}
@@ -156,6 +174,10 @@ func BuildResult(st State, now time.Time) Result {
 			r.Counts.Done++
 		case TaskDoneWithConcerns:
 			r.Counts.DoneWithConcerns++
+		case TaskNotApproved:
+			r.Counts.NotApproved++
+		case TaskSplit:
+			r.Counts.Split++
 		case TaskBlocked:
 			r.Counts.Blocked++
 		case TaskSkipped:
@@ -172,8 +194,11 @@ func BuildResult(st State, now time.Time) Result {
 func WriteReport(w io.Writer, r Result) {
 	fmt.Fprintf(w, "# converge plan %s: %s (exit %d)\n\n", r.Run, r.Status, r.ExitCode)
 	fmt.Fprintf(w, "%s.\n\n", r.Message)
-	fmt.Fprintf(w, "- plan: `%s`\n- branch: %s → %s\n- tasks: %d done, %d done with concerns, %d blocked, %d skipped",
-		r.PlanFile, text.ShortSHA(r.StartHead), text.ShortSHA(r.Head), r.Counts.Done, r.Counts.DoneWithConcerns, r.Counts.Blocked, r.Counts.Skipped)
+	fmt.Fprintf(w, "- plan: `%s`\n- branch: %s → %s\n- tasks: %d done, %d done with concerns, %d not approved, %d blocked, %d skipped",
+		r.PlanFile, text.ShortSHA(r.StartHead), text.ShortSHA(r.Head), r.Counts.Done, r.Counts.DoneWithConcerns, r.Counts.NotApproved, r.Counts.Blocked, r.Counts.Skipped)
+	if r.Counts.Split > 0 {
+		fmt.Fprintf(w, ", %d split into parts", r.Counts.Split)
+	}
 	if r.Counts.NotEnded > 0 {
 		fmt.Fprintf(w, ", %d not ended", r.Counts.NotEnded)
 	}
@@ -192,6 +217,21 @@ func WriteReport(w io.Writer, r Result) {
 		if t.BlockReason != "" {
 			fmt.Fprintf(w, "- block reason: %s\n", t.BlockReason)
 		}
+		if t.Status == TaskNotApproved {
+			fmt.Fprintf(w, "- not approved after %d fix-review iterations: its commits stay on the branch, not approved; fix the open issues or revert %s\n", t.FixIterations, text.ShortSHA(t.Commit))
+			for _, i := range t.OpenIssues {
+				fmt.Fprintf(w, "- open issue: %s\n", issueList([]Issue{i}))
+			}
+		}
+		if t.TooLarge != "" {
+			fmt.Fprintf(w, "- too large for one run: %s\n", t.TooLarge)
+		}
+		if len(t.SplitInto) > 0 {
+			fmt.Fprintf(w, "- split into: %s\n", strings.Join(t.SplitInto, ", "))
+		}
+		if t.SplitFrom != "" {
+			fmt.Fprintf(w, "- a part of: %s\n", t.SplitFrom)
+		}
 		if t.Commit != "" {
 			fmt.Fprintf(w, "- commit: %s\n", t.Commit)
 		}
@@ -199,7 +239,14 @@ func WriteReport(w io.Writer, r Result) {
 			fmt.Fprintf(w, "- its work, taken off the branch, is kept at `%s`\n", t.Kept)
 		}
 		for _, c := range t.Concerns {
-			fmt.Fprintf(w, "- concern: %s\n", c)
+			fmt.Fprintf(w, "- concern: %s", c)
+			for _, v := range t.ConcernVerdicts {
+				if v.Concern == c {
+					fmt.Fprintf(w, " — judged %s by %s: %s", v.Verdict, v.By, v.Reason)
+					break
+				}
+			}
+			fmt.Fprintln(w)
 		}
 		fmt.Fprintf(w, "- retries: %d", t.Retries)
 		if len(t.Models) > 0 {

@@ -146,13 +146,6 @@ type ImplementInput struct {
 	Workdir  string
 }
 
-// FileBody is a task file's content as added context quotes it.
-type FileBody struct {
-	Path    string
-	Content string
-	Missing bool
-}
-
 // dispatchWords says what a dispatch is, for prompts and reports.
 func dispatchWords(k DispatchKind) string {
 	switch k {
@@ -210,41 +203,10 @@ func RenderImplementPrompt(t agent.Task, in ImplementInput) string {
 	q.w("\n## Final line: status record\nEnd your output with exactly one line holding a single JSON object and nothing after it:\n")
 	q.w(`{"status": "complete|partial|blocked", "next_action": "<what remains>", "needs_extension_minutes": <0 or minutes>, "summary": "<what you did>", "files_changed": ["<path>", ...], "implementer_status": "DONE|DONE_WITH_CONCERNS|NEEDS_CONTEXT|BLOCKED", "concerns": ["<doubt>", ...], "reason": "<what you need, or why you are blocked>"}`)
 	q.w("\nimplementer_status: DONE when the task is done; DONE_WITH_CONCERNS when it is done but you have doubts (list them in concerns; start a concern with %q when the change must not be accepted as it is); ", agent.CriticalPrefix)
-	q.w("NEEDS_CONTEXT when information is missing (say exactly what in reason); BLOCKED when the task cannot be done (say why in reason). Output without a valid final record is no answer at all: the run is tried once more and then stopped as an error. If you cannot or will not do the task, say so in a BLOCKED record.\n")
+	q.w("NEEDS_CONTEXT when information is missing (say exactly what in reason: the files and lines, e.g. src/a.go:10-40, the task or the subject of the plan's context you need; converge reads you exactly that); BLOCKED when the task cannot be done (say why in reason). ")
+	if in.Task.SplitFrom == "" && d.Kind != DispatchFix {
+		q.w("If the task is too large to do well in one run, do not start it: report BLOCKED with a reason starting with %q that says how it divides; converge then splits it into smaller tasks. ", TooLargePrefix)
+	}
+	q.w("Output without a valid final record is no answer at all: the run is tried once more and then stopped as an error. If you cannot or will not do the task, say so in a BLOCKED record.\n")
 	return q.b.String()
-}
-
-// moreContext is the context a dispatch adds after NEEDS_CONTEXT
-// (AG-T2): what the agent said it needs, the plan's and the task's
-// context, what the tasks it depends on did, and its files as they are.
-func moreContext(st State, task *Task, asked string, files []FileBody) string {
-	var b strings.Builder
-	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	w("You said you need: %s\n", text.OneLine(asked))
-	if c := strings.TrimSpace(st.Config.Plan.Context); c != "" {
-		w("\nThe plan's context:\n%s\n", c)
-	}
-	if c := strings.TrimSpace(task.Context); c != "" {
-		w("\nThe task's context:\n%s\n", c)
-	}
-	for _, dep := range task.DependsOn {
-		for _, ts := range st.Tasks {
-			if ts.ID != dep {
-				continue
-			}
-			w("\nTask %s, which this one depends on, is %s at commit %s", dep, ts.Status, text.ShortSHA(ts.Head))
-			if c := ts.current(); c != nil && c.Report != nil && c.Report.Summary != "" {
-				w(": %s", text.Clip(text.OneLine(c.Report.Summary), 300))
-			}
-			w("\n")
-		}
-	}
-	for _, f := range files {
-		if f.Missing {
-			w("\n%s does not exist yet.\n", f.Path)
-			continue
-		}
-		w("\nFile %s as it is now:\n%s\n", f.Path, f.Content)
-	}
-	return b.String()
 }

@@ -17,7 +17,8 @@ const Kind = "plan"
 const TrailerKey = "Converge-Task"
 
 // MaxFixIterations is how many times a task goes back to its implementer
-// with a review's issues before it is BLOCKED (PLAN-1).
+// with a review's issues; a task still not approved after them is
+// NOT_APPROVED: its open issues are recorded and the run goes on (PLAN-1).
 const MaxFixIterations = 2
 
 // Status is how a plan run ended.
@@ -26,8 +27,8 @@ type Status string
 const (
 	// StatusComplete: every task is DONE or DONE_WITH_CONCERNS.
 	StatusComplete Status = "complete"
-	// StatusBlocked: some task is BLOCKED (and its dependents SKIPPED),
-	// or a human stopped the run; the rest ran.
+	// StatusBlocked: some task is BLOCKED (and its dependents SKIPPED)
+	// or NOT_APPROVED, or a human stopped the run; the rest ran.
 	StatusBlocked Status = "blocked"
 	// StatusFailed: an agent could not run (AG-T4), or a fault ended the
 	// run.
@@ -41,14 +42,19 @@ const OutcomeInterrupted = "interrupted"
 // ExitCode is the status's IF-1 exit code.
 func (s Status) ExitCode() int { return exitcode.For(exitcode.Plan, string(s)) }
 
-// Implementer statuses of a task in the report (AG-T2), and SKIPPED for a
-// task whose dependency did not finish.
+// Implementer statuses of a task in the report (AG-T2), SKIPPED for a
+// task whose dependency did not finish, NOT_APPROVED for a task the
+// review did not approve after MaxFixIterations (its commits stay on the
+// branch, its open issues recorded; never counted done), and SPLIT for a
+// task its implementer found too large, done by its parts instead.
 const (
 	TaskDone             = "DONE"
 	TaskDoneWithConcerns = "DONE_WITH_CONCERNS"
 	TaskNeedsContext     = "NEEDS_CONTEXT"
 	TaskBlocked          = "BLOCKED"
 	TaskSkipped          = "SKIPPED"
+	TaskNotApproved      = "NOT_APPROVED"
+	TaskSplit            = "SPLIT"
 )
 
 // Phase is where a task stands in the run.
@@ -60,14 +66,37 @@ const (
 	// ticket.
 	PhaseRunning Phase = "running"
 	// PhaseReview: its commit waits for the review.
-	PhaseReview  Phase = "review"
-	PhaseDone    Phase = "done"
-	PhaseBlocked Phase = "blocked"
-	PhaseSkipped Phase = "skipped"
+	PhaseReview Phase = "review"
+	// PhaseJudge: its commit waits for the judgment of the concerns its
+	// implementer reported, before the review.
+	PhaseJudge Phase = "judge"
+	// PhaseSplitting: its implementer found it too large; it waits for
+	// its parts.
+	PhaseSplitting Phase = "splitting"
+	PhaseDone      Phase = "done"
+	PhaseBlocked   Phase = "blocked"
+	PhaseSkipped   Phase = "skipped"
+	// PhaseNotApproved: ended without the review's approval; its commits
+	// stay on the branch.
+	PhaseNotApproved Phase = "not-approved"
+	// PhaseSplit: ended by being split; its parts are tasks of their own.
+	PhaseSplit Phase = "split"
 )
 
 // ended reports whether a task will not run again.
-func (p Phase) ended() bool { return p == PhaseDone || p == PhaseBlocked || p == PhaseSkipped }
+func (p Phase) ended() bool {
+	switch p {
+	case PhaseDone, PhaseBlocked, PhaseSkipped, PhaseNotApproved, PhaseSplit:
+		return true
+	}
+	return false
+}
+
+// active reports whether a task is in progress: a dispatch, a judgment,
+// a review or a split is out for it.
+func (p Phase) active() bool {
+	return p == PhaseRunning || p == PhaseReview || p == PhaseJudge || p == PhaseSplitting
+}
 
 // DispatchKind says why an implementer was dispatched. A dispatch runs
 // the status protocol whole (agent.Runner.Dispatch): its re-dispatches
@@ -202,8 +231,22 @@ type TaskState struct {
 	Dispatches []Dispatch `json:"dispatches"`
 	Reviews    []Review   `json:"reviews"`
 	// Fixes counts the fix-review iterations (at most MaxFixIterations).
-	Fixes       int      `json:"fixes"`
-	Concerns    []string `json:"concerns,omitempty"`
+	Fixes    int      `json:"fixes"`
+	Concerns []string `json:"concerns,omitempty"`
+	// Judged are the orchestrator's verdicts on the concerns its
+	// implementer reported (DONE_WITH_CONCERNS), in order; Judgments
+	// counts the judgments asked for.
+	Judged    []ConcernVerdict `json:"judged,omitempty"`
+	Judgments int              `json:"judgments,omitempty"`
+	// OpenIssues are the last review's open issues of a NOT_APPROVED task.
+	OpenIssues []Issue `json:"open_issues,omitempty"`
+	// Usage is what the judge's runs on the task (judgments, a split)
+	// reported consuming.
+	Usage agent.Usage `json:"usage,omitzero"`
+	// TooLarge is why its implementer found it too large, once it did;
+	// SplitInto are its parts once it was split.
+	TooLarge    string   `json:"too_large,omitempty"`
+	SplitInto   []string `json:"split_into,omitempty"`
 	BlockReason string   `json:"block_reason,omitempty"`
 	// Failed: the task is blocked because an agent could not run.
 	Failed  bool     `json:"failed,omitempty"`
@@ -235,6 +278,11 @@ type Config struct {
 	Parallel int `json:"parallel"`
 	// AgentBudget time-boxes each agent run (AG-T1).
 	AgentBudget time.Duration `json:"agent_budget,omitempty"`
+	// Judge names the agent that judges an implementer's concerns and
+	// splits a task too large for one run (the reviewer, read-only);
+	// "" means none: concerns are judged by the fail-closed rule
+	// (RuleVerdict) and a task too large is BLOCKED.
+	Judge string `json:"judge,omitempty"`
 }
 
 // Terminal is how the run ended.
@@ -294,6 +342,9 @@ func (s State) clone() State {
 		t.Dispatches = slices.Clone(t.Dispatches)
 		t.Reviews = slices.Clone(t.Reviews)
 		t.Concerns = slices.Clone(t.Concerns)
+		t.Judged = slices.Clone(t.Judged)
+		t.OpenIssues = slices.Clone(t.OpenIssues)
+		t.SplitInto = slices.Clone(t.SplitInto)
 		n.Tasks[i] = t
 	}
 	return n
@@ -309,7 +360,11 @@ type Observation struct {
 	// Reviews are the reviews the acts since the last step ran.
 	Reviews []ReviewDone
 	// Kept are the blocked tasks whose work the acts took off the branch.
-	Kept          []string
+	Kept []string
+	// Judged are the concern judgments, Splits the splits, the acts since
+	// the last step ran.
+	Judged        []JudgeDone
+	Splits        []SplitDone
 	StopRequested bool
 }
 
@@ -341,6 +396,12 @@ const (
 	// ActReset puts the work tree back at Head, dropping what a dispatch
 	// a stop cut short left uncommitted (its converge may be gone).
 	ActReset ActKind = "reset"
+	// ActJudge has the judge give its verdict on each of Concerns, with
+	// the task's diff Base..Head.
+	ActJudge ActKind = "judge"
+	// ActSplit has the judge split a task too large for one run into
+	// parts (Reason: why its implementer found it too large).
+	ActSplit ActKind = "split"
 )
 
 // Job is one dispatch of a batch.
@@ -365,6 +426,10 @@ type Action struct {
 	// changed (other tasks may have committed in between); an unwind
 	// restores them.
 	Paths []string
+	// Concerns are what a judgment judges; Reason why a task to split is
+	// too large.
+	Concerns []string
+	Reason   string
 }
 
 // Wait: the plan executor never waits; every step acts or ends.
@@ -374,4 +439,6 @@ func (a Action) Wait() (time.Duration, bool) { return 0, false }
 type ActResult struct {
 	Review *ReviewDone
 	Kept   string
+	Judged *JudgeDone
+	Split  *SplitDone
 }

@@ -200,30 +200,3 @@ func (w *GitWorkspace) Unwind(ctx context.Context, base, head string, paths []st
 	}
 	return "its files are restored in " + sha[:min(12, len(sha))], nil
 }
-
-// fileBodies reads a task's files for a re-dispatch with more context,
-// each clipped, and no more than budget bytes in all; directories are
-// named, not read.
-func fileBodies(dir string, files []string, budget int) []FileBody {
-	var out []FileBody
-	for _, f := range files {
-		if strings.HasSuffix(f, "/") || budget <= 0 {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(f)))
-		if errors.Is(err, os.ErrNotExist) {
-			out = append(out, FileBody{Path: f, Missing: true})
-			continue
-		}
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		if n := min(len(s), 8<<10, budget); n < len(s) {
-			s = s[:n] + "\n… (clipped)"
-		}
-		budget -= len(s)
-		out = append(out, FileBody{Path: f, Content: s})
-	}
-	return out
-}

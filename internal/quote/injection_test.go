@@ -53,7 +53,9 @@ func builders() map[string]string {
 		"plan reviewer":  plan.RenderReviewPrompt(agent.Task{}, plan.ReviewInput{TaskID: "t1", Prompt: "do t1", Base: "b", Head: "h", Diff: evil}),
 		"verifier": verify.Prompt(verify.Question{Finding: verify.Finding{ID: "T1", Path: evilAttr, Start: 3, End: 4, Body: evil},
 			Author: evilAttr, Before: evil, After: evil, Diff: evil}),
-		"plan implementer": plan.RenderImplementPrompt(agent.Task{Context: evil}, plan.ImplementInput{Task: task, Dispatch: plan.Dispatch{N: 2, Kind: plan.DispatchFix, Issues: []plan.Issue{{Severity: "important", Summary: evil, File: evilAttr, Line: 3}}}}),
+		"plan concern judge": plan.RenderConcernPrompt(agent.Task{}, plan.ConcernInput{TaskID: "t1", Prompt: "do t1", Base: "b", Head: "h", Diff: evil, Concerns: []string{evil, evil}}),
+		"plan splitter":      plan.RenderSplitPrompt(agent.Task{}, plan.SplitInput{Task: &plan.Task{ID: "t1", Prompt: "do t1", Context: evil}, PlanContext: evil, Reason: evil}),
+		"plan implementer":   plan.RenderImplementPrompt(agent.Task{Context: evil}, plan.ImplementInput{Task: task, Dispatch: plan.Dispatch{N: 2, Kind: plan.DispatchFix, Issues: []plan.Issue{{Severity: "important", Summary: evil, File: evilAttr, Line: 3}}}}),
 	}
 }
 
