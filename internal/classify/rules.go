@@ -163,7 +163,8 @@ func rules(c Comment) []Hit {
 		// something, so those keep it borderline.
 		add("approval", LeanMinor, p.lower)
 	}
-	if kind == pathBuild && !leans(hits, LeanMinor) && !confirmQuestion.MatchString(p.lower) && !layoutHint.MatchString(p.lower) {
+	if kind == pathBuild && buildMachinery(c.Path) && !leans(hits, LeanMinor) &&
+		!confirmQuestion.MatchString(p.lower) && !layoutHint.MatchString(p.lower) && !withdrawn.MatchString(p.lower) {
 		// Build files, CI workflows, manifests and configuration are
 		// read by machines, and a point about one that gives no sign of
 		// being cosmetic asks to change what they do (real-047 "Why
@@ -172,9 +173,13 @@ func rules(c Comment) []Hit {
 		// point — whitespace, a comment, praise — the build-or-config
 		// doubt above keeps it for the judge (real-060, real-089), and
 		// so does a question that only checks the reviewer's reading
-		// ("…, correct?", real-116) and talk of alignment or consistent
+		// ("…, correct?", real-116), talk of alignment or consistent
 		// quoting (real-091, real-104), which in a machine-read file may
-		// or may not matter.
+		// or may not matter, and a comment that takes an earlier one
+		// back. Only the build's machinery decides: CI workflows,
+		// container files, manifests, Makefiles, tool configuration,
+		// CODEOWNERS. A JSON, YAML or TOML file elsewhere may hold text
+		// (a changelog fragment, a page's blurb) and stays a doubt.
 		add("build-file", LeanStructural, c.Path)
 	}
 	return hits
@@ -266,6 +271,9 @@ var commentSubject = regexp.MustCompile(`\b(?:the|this|that|these|those)\s+(?:[a
 // confirmQuestion: a question that checks the reviewer's understanding
 // rather than asking for a change.
 var confirmQuestion = regexp.MustCompile(`,\s*(?:right|correct)\s*\?|\b(?:is that|am i) (?:right|correct)\s*\?|\b(?:just )?(?:to confirm|making sure)\b`)
+
+// withdrawn: the reviewer takes back an earlier point.
+var withdrawn = regexp.MustCompile(`\b(?:never ?mind|nvm|disregard|ignore (?:that|this|my)|oh,? sorry|sorry,? (?:i|my)|my bad|i forgot|i was wrong|scratch that)\b`)
 
 // layoutHint: talk of layout that is cosmetic in most files, not
 // evidence of a cosmetic point on its own.
@@ -482,3 +490,26 @@ func inToolDir(p string) bool {
 	}
 	return false
 }
+
+// buildMachinery reports whether p is a file that builds, tests, checks
+// or ships the project, rather than any data file with a configuration
+// extension.
+func buildMachinery(p string) bool {
+	base := strings.ToLower(path.Base(p))
+	ext := path.Ext(base)
+	dir := strings.ToLower(path.Dir(p)) + "/"
+	switch {
+	case buildNames[base], machineryExts[ext],
+		strings.HasPrefix(base, "dockerfile"), strings.HasSuffix(base, ".dockerfile"),
+		strings.HasPrefix(base, "requirements") && ext == ".txt",
+		strings.HasPrefix(base, "tsconfig"), strings.HasPrefix(base, ".eslintrc"), strings.HasPrefix(base, ".golangci"),
+		strings.HasPrefix(base, "docker-compose"), strings.HasPrefix(base, "compose."),
+		strings.HasPrefix(base, ".pre-commit"), strings.HasPrefix(base, ".gitlab-ci"), base == "dependabot.yml", base == "renovate.json",
+		strings.HasPrefix(dir, ".github/workflows/"), strings.HasPrefix(dir, ".github/actions/"), strings.HasPrefix(dir, ".circleci/"):
+		return true
+	}
+	return false
+}
+
+var machineryExts = map[string]bool{".tf": true, ".tfvars": true, ".hcl": true, ".nix": true, ".mk": true, ".lock": true,
+	".gradle": true, ".cmake": true, ".bzl": true, ".bazel": true}

@@ -217,7 +217,8 @@ func langOf(p string) lang {
 	case base == "makefile" || base == "gnumakefile" || ext == ".mk":
 		return lang{hashComments: true, indentSyntax: true}
 	case slices.Contains([]string{".sh", ".bash", ".zsh", ".rb", ".toml", ".tf", ".cfg", ".conf", ".ini", ".r", ".pl"}, ext),
-		strings.HasPrefix(base, "dockerfile"), strings.HasPrefix(base, "requirements"):
+		strings.HasPrefix(base, "dockerfile"), strings.HasPrefix(base, "requirements"),
+		slices.Contains([]string{"codeowners", ".gitignore", ".gitattributes", ".dockerignore", ".editorconfig", ".npmrc", "procfile"}, base):
 		return lang{hashComments: true}
 	}
 	return lang{}
