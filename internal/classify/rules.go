@@ -163,35 +163,7 @@ func rules(c Comment) []Hit {
 		// something, so those keep it borderline.
 		add("approval", LeanMinor, p.lower)
 	}
-	if kind == pathBuild && buildMachinery(c.Path) && !leans(hits, LeanMinor) &&
-		!confirmQuestion.MatchString(p.lower) && !layoutHint.MatchString(p.lower) && !withdrawn.MatchString(p.lower) {
-		// Build files, CI workflows, manifests and configuration are
-		// read by machines, and a point about one that gives no sign of
-		// being cosmetic asks to change what they do (real-047 "Why
-		// unpin Postgres here?", real-059 a dependabot schedule,
-		// real-106 a CODEOWNERS team). With any sign of a cosmetic
-		// point — whitespace, a comment, praise — the build-or-config
-		// doubt above keeps it for the judge (real-060, real-089), and
-		// so does a question that only checks the reviewer's reading
-		// ("…, correct?", real-116), talk of alignment or consistent
-		// quoting (real-091, real-104), which in a machine-read file may
-		// or may not matter, and a comment that takes an earlier one
-		// back. Only the build's machinery decides: CI workflows,
-		// container files, manifests, Makefiles, tool configuration,
-		// CODEOWNERS. A JSON, YAML or TOML file elsewhere may hold text
-		// (a changelog fragment, a page's blurb) and stays a doubt.
-		add("build-file", LeanStructural, c.Path)
-	}
 	return hits
-}
-
-func leans(hits []Hit, l Lean) bool {
-	for _, h := range hits {
-		if h.Lean == l {
-			return true
-		}
-	}
-	return false
 }
 
 type keywordRule struct {
@@ -256,7 +228,7 @@ var docsBehaviour = regexp.MustCompile(`\b(?:the code|code should|implementation
 // not one: it fronts behavioural requests as often as style ones (c006,
 // c012, c060). Words about code ("redundant", "unnecessary", "simplify")
 // are not either: an unnecessary lock is not a cosmetic point.
-var minorWords = regexp.MustCompile(`\b(?:nit|nits|nitpick|typos?|spelling|spelled|misspell\w*|grammar|wording|reword\w*|phrasing|phrase|capitaliz\w*|punctuation|whitespace|trailing (?:spaces?|whitespace)|blank lines?|double space|indent\w*|formatting|gofmt|goimports|prettier|isort|import order|unused imports?|readab\w*|reads? (?:better|nicer)|renam\w*|naming|variable name|docstrings?|doc ?comments?|jsdoc|godoc|conventions?|consistency|style|stylistic|heading|changelog|cosmetic|imperative mood|line (?:length|exceeds|too long)|exceeds \d+ characters|(?:trailing|final|missing|empty|extra) newline|end (?:with|in) a newline|newline at (?:the )?end|no (?:trailing )?(?:spaces|tabs))\b`)
+var minorWords = regexp.MustCompile(`\b(?:nit|nits|nitpick|typos?|spelling|spelled|misspell\w*|grammar|wording|reword\w*|phrasing|phrase|capitaliz\w*|punctuation|whitespace|trailing (?:spaces?|whitespace)|blank lines?|double space|indent\w*|formatting|gofmt|goimports|prettier|isort|import order|unused imports?|readab\w*|reads? (?:better|nicer)|renam\w*|naming|variable name|docstrings?|doc ?comments?|jsdoc|godoc|conventions?|consistency|(?:code|coding|house|our|project'?s?) style|style (?:guide|nit|issue|point|only|change|preference)|stylistic\w*|heading|changelog|cosmetic|imperative mood|line (?:length|exceeds|too long)|exceeds \d+ characters|(?:trailing|final|missing|empty|extra) newline|end (?:with|in) a newline|newline at (?:the )?end|no (?:trailing )?(?:spaces|tabs))\b`)
 
 // commentTarget: the request is about a comment in the code ("Is this
 // comment still accurate", c027; "This comment is misleading", c035;
@@ -267,17 +239,6 @@ var commentTarget = regexp.MustCompile(`\b(?:(?:this|the|a|short|inline) comment
 // "The inline comment mentions PyO3, but …", real-090): what it says is
 // wrong or misleading, so its defect words describe the comment.
 var commentSubject = regexp.MustCompile(`\b(?:the|this|that|these|those)\s+(?:[a-z-]+\s+){0,2}?comments?\s+(?:[^.!?\n\s]+\s+){0,8}?(?:says?|mentions?|states?|claims?|describes?|refers|misleading|outdated|stale|confusing|inaccurate|incorrect|out of date)\b`)
-
-// confirmQuestion: a question that checks the reviewer's understanding
-// rather than asking for a change.
-var confirmQuestion = regexp.MustCompile(`,\s*(?:right|correct)\s*\?|\b(?:is that|am i) (?:right|correct)\s*\?|\b(?:just )?(?:to confirm|making sure)\b`)
-
-// withdrawn: the reviewer takes back an earlier point.
-var withdrawn = regexp.MustCompile(`\b(?:never ?mind|nvm|disregard|ignore (?:that|this|my)|oh,? sorry|sorry,? (?:i|my)|my bad|i forgot|i was wrong|scratch that)\b`)
-
-// layoutHint: talk of layout that is cosmetic in most files, not
-// evidence of a cosmetic point on its own.
-var layoutHint = regexp.MustCompile(`\b(?:consistent(?:ly)?|align(?:ed|ment|s)?|spacing|(?:one|1|two|2|an extra|extra|a) spaces?|by \d+ spaces?)\b`)
 
 // frontmatter: metadata at the top of a docs page, read by a tool.
 var frontmatter = regexp.MustCompile(`\bfront[- ]?matter\b`)
@@ -490,26 +451,3 @@ func inToolDir(p string) bool {
 	}
 	return false
 }
-
-// buildMachinery reports whether p is a file that builds, tests, checks
-// or ships the project, rather than any data file with a configuration
-// extension.
-func buildMachinery(p string) bool {
-	base := strings.ToLower(path.Base(p))
-	ext := path.Ext(base)
-	dir := strings.ToLower(path.Dir(p)) + "/"
-	switch {
-	case buildNames[base], machineryExts[ext],
-		strings.HasPrefix(base, "dockerfile"), strings.HasSuffix(base, ".dockerfile"),
-		strings.HasPrefix(base, "requirements") && ext == ".txt",
-		strings.HasPrefix(base, "tsconfig"), strings.HasPrefix(base, ".eslintrc"), strings.HasPrefix(base, ".golangci"),
-		strings.HasPrefix(base, "docker-compose"), strings.HasPrefix(base, "compose."),
-		strings.HasPrefix(base, ".pre-commit"), strings.HasPrefix(base, ".gitlab-ci"), base == "dependabot.yml", base == "renovate.json",
-		strings.HasPrefix(dir, ".github/workflows/"), strings.HasPrefix(dir, ".github/actions/"), strings.HasPrefix(dir, ".circleci/"):
-		return true
-	}
-	return false
-}
-
-var machineryExts = map[string]bool{".tf": true, ".tfvars": true, ".hcl": true, ".nix": true, ".mk": true, ".lock": true,
-	".gradle": true, ".cmake": true, ".bzl": true, ".bazel": true}
