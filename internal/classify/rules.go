@@ -217,7 +217,7 @@ var behaviourWords = regexp.MustCompile(`\b(?:handle[sd]?|handling|unchecked|dis
 // refersElsewhere: a reply that defers to another comment ("+1 to the
 // Copilot comment above") carries that comment's weight, which its own
 // text does not show.
-var refersElsewhere = regexp.MustCompile(`(?:^\s*(?:\+1|same (?:here|as above|issue|thing|problem)|agreed?|ditto)\b|\b(?:as (?:mentioned|noted|discussed|said) (?:above|before|earlier)|same as (?:above|before)|see (?:above|my (?:other |previous )?comment)|(?:copilot|the bot)(?:'s)? (?:comment|suggestion|point)|(?:comment|suggestion|point|note|thread)s? (?:above|below)))`)
+var refersElsewhere = regexp.MustCompile(`(?:^\s*(?:\+1|same (?:here|as above|issue|thing|problem)|agreed?|ditto)\b|\b(?:as (?:mentioned|noted|discussed|said) (?:above|before|earlier)|same as (?:above|before)|see (?:above|my (?:other |previous )?comment)|(?:copilot|the bot)(?:'s)? (?:comment|suggestion|point)|(?:suggestion|point|note|thread)s? (?:above|below)|(?:my|the previous|the earlier) comments? (?:above|below)|same as the (?:comment|one) above))`)
 
 // docsBehaviour: on a docs page, talk of the code, a flag, a default or a
 // source file may be a request to change behaviour (c009 "`config.go`
