@@ -67,8 +67,24 @@ func suggestionHits(c Comment, kind pathKind, p prose) []Hit {
 	case pathDocs:
 		add("suggestion-docs", LeanMinor, c.Path)
 		return hits
-	case pathAgentDocs:
+	case pathAgentDocs, pathToolDocs:
 		add("suggestion-instructions", LeanDoubt, c.Path)
+		return hits
+	case pathLocale:
+		// A suggestion on a translation file that keeps every key and
+		// changes only the text after it is wording (real-140); one
+		// that touches a key, or cannot be read line by line, is what
+		// the program looks up.
+		orig, ok := replacedLines(c)
+		for _, s := range blocks {
+			if !ok || s == unreadableSuggestion {
+				add("suggestion-locale", LeanDoubt, "cannot compare the keys")
+			} else if k := changedKey(orig, s); k != "" {
+				add("suggestion-locale", LeanDoubt, k)
+			} else {
+				add("suggestion-translation", LeanMinor, "only translated text changes")
+			}
+		}
 		return hits
 	}
 	orig, ok := replacedLines(c)
@@ -201,7 +217,8 @@ func langOf(p string) lang {
 	case base == "makefile" || base == "gnumakefile" || ext == ".mk":
 		return lang{hashComments: true, indentSyntax: true}
 	case slices.Contains([]string{".sh", ".bash", ".zsh", ".rb", ".toml", ".tf", ".cfg", ".conf", ".ini", ".r", ".pl"}, ext),
-		strings.HasPrefix(base, "dockerfile"), strings.HasPrefix(base, "requirements"):
+		strings.HasPrefix(base, "dockerfile"), strings.HasPrefix(base, "requirements"),
+		slices.Contains([]string{"codeowners", ".gitignore", ".gitattributes", ".dockerignore", ".editorconfig", ".npmrc", "procfile"}, base):
 		return lang{hashComments: true}
 	}
 	return lang{}
@@ -405,6 +422,10 @@ func compare(l lang, orig, sugg string) diff {
 		var sds []stringDiff
 		var from, to string
 		onlyStrings, rename, declared := true, true, false
+		// renames maps each identifier that differs to its replacement:
+		// several names renamed consistently (a React state pair,
+		// real-007) are still only names.
+		renames := map[string]string{}
 		for k := range ca {
 			x, y := ca[k], cb[k]
 			if x.text == y.text {
@@ -416,12 +437,18 @@ func compare(l lang, orig, sugg string) diff {
 				continue
 			}
 			onlyStrings = false
-			if x.kind != tokCode || y.kind != tokCode || !isIdentStart([]rune(x.text)[0]) || !isIdentStart([]rune(y.text)[0]) ||
-				from != "" && (from != x.text || to != y.text) {
+			if x.kind != tokCode || y.kind != tokCode || !isIdentStart([]rune(x.text)[0]) || !isIdentStart([]rune(y.text)[0]) {
 				rename = false
 				continue
 			}
-			from, to = x.text, y.text
+			if r, seen := renames[x.text]; seen && r != y.text {
+				rename = false
+				continue
+			}
+			renames[x.text] = y.text
+			if from == "" {
+				from, to = x.text, y.text
+			}
 			if declares(ca, k) {
 				declared = true
 			}
@@ -429,6 +456,12 @@ func compare(l lang, orig, sugg string) diff {
 		switch {
 		case onlyStrings && len(sds) > 0:
 			return diff{kind: diffStrings, strings: sds}
+		case rename && len(renames) > 1 && !l.goLang:
+			// Outside Go a rename is only a doubt (suggestion-rename),
+			// so several at once can be one too: never minor.
+			return diff{kind: diffRename, renamedFrom: from, renamedTo: to}
+		case rename && len(renames) > 1:
+			return diff{kind: diffCode, example: firstDifference(ca, cb)}
 		case rename && from != "" && (declared || l.goLang && (isUpper(from) || isUpper(to))):
 			// A name swapped where it is declared is a rename. Swapped
 			// where it is used, it names another function or value (a
@@ -614,3 +647,37 @@ func clipEvidence(s string) string {
 	}
 	return s
 }
+
+// changedKey compares the lines of a translation file with a suggestion for
+// them: it returns "" when both have the same lines with the same keys (the
+// text before the first ':' or '=') and the same placeholders, and what
+// differs otherwise.
+func changedKey(orig, sugg string) string {
+	a, b := strings.Split(orig, "\n"), strings.Split(sugg, "\n")
+	if len(a) != len(b) {
+		return "the number of lines changes"
+	}
+	for i := range a {
+		ka, va, oka := cutKey(a[i])
+		kb, vb, okb := cutKey(b[i])
+		if oka != okb || ka != kb {
+			return strings.TrimSpace(a[i]) + " → " + strings.TrimSpace(b[i])
+		}
+		if !slices.Equal(placeholder.FindAllString(va, -1), placeholder.FindAllString(vb, -1)) {
+			return "placeholders " + va + " → " + vb
+		}
+	}
+	return ""
+}
+
+// cutKey splits a translation line at its first ':' or '='.
+func cutKey(line string) (key, value string, ok bool) {
+	i := strings.IndexAny(line, ":=")
+	if i < 0 {
+		return strings.TrimSpace(line), "", false
+	}
+	return strings.TrimSpace(line[:i]), line[i+1:], true
+}
+
+// placeholder: what a translation library substitutes into the text.
+var placeholder = regexp.MustCompile(`\{\{?\s*[\w.]*\s*\}?\}|%[-+ 0#]*\d*(?:\.\d+)?[sdfiu@]|%\d+\$[sd@]|\$\{\w*\}|:\w+\b`)
