@@ -161,7 +161,7 @@ type Config struct {
 // DefaultConfig returns the defaults of SPEC §1.
 func DefaultConfig() Config {
 	return Config{
-		MaxIterations:       8,
+		MaxIterations:       20,
 		MaxWallClock:        4 * time.Hour,
 		DiffMultiplier:      3,
 		MaxStructuralRounds: 3,
