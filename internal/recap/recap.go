@@ -314,7 +314,7 @@ func Signals(in Input) []Signal {
 		}
 		if r.Commit != "" && minor > 0 && other == 0 && r.Added > r.Deleted {
 			overRounds = append(overRounds, r.N)
-			overWhat = append(overWhat, fmt.Sprintf("round %d +%d lines", r.N, r.Added-r.Deleted))
+			overWhat = append(overWhat, fmt.Sprintf("round %d +%d line(s)", r.N, r.Added-r.Deleted))
 		}
 	}
 	if len(overRounds) > 0 {
@@ -348,10 +348,10 @@ func Signals(in Input) []Signal {
 			slices.Sort(undid)
 			var why []string
 			if len(again) > 0 {
-				why = append(why, fmt.Sprintf("has findings where rounds %v already fixed", again))
+				why = append(why, "has findings where "+roundsWord(again)+" already fixed")
 			}
 			if len(undid) > 0 {
-				why = append(why, fmt.Sprintf("removed lines rounds %v added", undid))
+				why = append(why, "removed lines "+roundsWord(undid)+" added")
 			}
 			rounds := slices.Compact(slices.Sorted(slices.Values(append(append(slices.Clone(again), undid...), r.N))))
 			out = append(out, Signal{Kind: SignalWrongDirection, Rounds: rounds,
@@ -398,6 +398,18 @@ func Signals(in Input) []Signal {
 		out = append(out, Signal{Kind: SignalScopeGrowth, Detail: strings.Join(growth, "; ")})
 	}
 	return out
+}
+
+// roundsWord names rounds: "round 3", "rounds 1, 2".
+func roundsWord(ns []int) string {
+	var s []string
+	for _, n := range ns {
+		s = append(s, fmt.Sprint(n))
+	}
+	if len(ns) == 1 {
+		return "round " + s[0]
+	}
+	return "rounds " + strings.Join(s, ", ")
 }
 
 //go:embed recap.schema.json

@@ -55,8 +55,8 @@ func TestPR_G2_AllFiveDriftSignals(t *testing.T) {
 	}
 	for i, sub := range []string{
 		"round 3 changed words.go: files outside the PR's original diff",
-		"round 2 +3 lines",
-		"round 4 has findings where rounds [1] already fixed and removed lines rounds [2] added",
+		"round 2 +3 line(s)",
+		"round 4 has findings where round 1 already fixed and removed lines round 2 added",
 		"round 3 words.go:3 (addressed), round 5 README.md:1 (deferred)",
 		"the loop's commits changed 90 lines; the PR had 40; the loop's commits touched 1 file(s) beyond the PR's 2: words.go",
 	} {
