@@ -365,6 +365,10 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 	cfg := prloop.DefaultConfig()
 	cfg.MaxIterations = v.Int("max_iterations")
 	cfg.MaxWallClock = v.Duration("max_wall_clock")
+	cfg.MaxCostUSD = v.Float("max_cost")
+	if err := maxCostCheck(opts, cfg.MaxCostUSD, where("max_cost")); err != nil {
+		return nil, err
+	}
 	cfg.DiffMultiplier = v.Float("diff_multiplier")
 	cfg.MaxStructuralRounds = v.Int("max_structural_rounds")
 	cfg.IdleTimeout = v.Duration("idle_timeout")

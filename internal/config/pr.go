@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +27,7 @@ func PRFields() []Field {
 		// Caps and guards (PR-T5, PR-T6, PR-T3, PR-G1).
 		{Key: "max_iterations", Kind: Int, Min: 1, Default: strconv.Itoa(d.MaxIterations), Help: "maximum rounds"},
 		{Key: "max_wall_clock", Kind: Duration, Min: 1, Default: dur(d.MaxWallClock), Help: "maximum wall-clock time of a run"},
+		{Key: "max_cost", Kind: Float, Min: 0, Default: strconv.FormatFloat(d.MaxCostUSD, 'g', -1, 64), Check: finite, Help: "end the run cap-exhausted once its agents reported this much cost in USD (PR-T5); an agent run that reports no price ends a bounded run too, as its cost cannot be checked; 0: no bound"},
 		{Key: "diff_multiplier", Kind: Float, Min: 1, Default: strconv.FormatFloat(d.DiffMultiplier, 'g', -1, 64), Help: "the loop's own lines may grow to this multiple of the PR's lines at start (PR-T6)"},
 		{Key: "max_structural_rounds", Kind: Int, Min: 1, Default: strconv.Itoa(d.MaxStructuralRounds), Help: "consecutive structural rounds before convergence-failure (PR-T6)"},
 		{Key: "idle_timeout", Kind: Duration, Min: 1, Default: dur(d.IdleTimeout), Help: "no activity on the PR for this long ends the run idle-timeout (PR-T3)"},
@@ -98,6 +100,14 @@ func EnvName(n string) error {
 		return fmt.Errorf("%q is a pattern: agent_env names variables one by one, so that no credential passes by accident; list each name", n)
 	case strings.ContainsAny(n, " \t\n\x00"):
 		return fmt.Errorf("%q is not a variable name (it holds a space or a control character)", n)
+	}
+	return nil
+}
+
+// finite refuses NaN and the infinities, which ParseFloat reads.
+func finite(v string) error {
+	if x, _ := strconv.ParseFloat(v, 64); math.IsNaN(x) || math.IsInf(x, 0) {
+		return fmt.Errorf("%s is not a finite number", v)
 	}
 	return nil
 }

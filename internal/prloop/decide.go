@@ -1032,6 +1032,9 @@ func (d *step) guards() (Reason, string) {
 	if c.MaxWallClock > 0 && now.Sub(s.StartedAt) > c.MaxWallClock {
 		return ReasonCapExhausted, fmt.Sprintf("the run passed its wall clock of %s", c.MaxWallClock)
 	}
+	if msg := d.costBound(); msg != "" {
+		return ReasonCapExhausted, msg
+	}
 	if c.IdleTimeout > 0 && s.ConsecutiveStructural == 0 && now.Sub(s.LastActivityAt) > c.IdleTimeout {
 		return ReasonIdleTimeout, fmt.Sprintf("no comment or review for %s; yielding to a human (not a verified success)", c.IdleTimeout)
 	}

@@ -709,14 +709,19 @@ func TestPR_T4_LaggingHeadAfterOwnPushIsNotForcePush(t *testing.T) {
 	wantTerminal(t, term, ReasonHumanPush)
 }
 
-func TestPR_T5_NinthRoundNeverStarts(t *testing.T) {
+// TestPR_T5_TwentyFirstRoundNeverStarts: under the defaults (SPEC PR-T5:
+// max_iterations 20) round 20 starts and round 21 never does.
+func TestPR_T5_TwentyFirstRoundNeverStarts(t *testing.T) {
+	if n := DefaultConfig().MaxIterations; n != 20 {
+		t.Fatalf("default max_iterations %d, want 20", n)
+	}
 	for _, tt := range []struct {
 		round    int
 		terminal Reason
 		acts     []string
 	}{
-		{7, "", []string{"set-status pending h1", "request-review round-8/request-review"}},
-		{8, ReasonCapExhausted, []string{"add-label " + LabelNeedsAttention, "set-status failure h1"}},
+		{19, "", []string{"set-status pending h1", "request-review round-20/request-review"}},
+		{20, ReasonCapExhausted, []string{"add-label " + LabelNeedsAttention, "set-status failure h1"}},
 	} {
 		s := verifying("h1", tt.round)
 		s.Kept = []Finding{{ID: "T1", Verdict: "structural"}}
@@ -839,13 +844,13 @@ func TestPR_T7_TerminalOrder(t *testing.T) {
 			return s
 		}, func(pr *forge.PullRequest, _ *Observation) { pr.Reviews = nil }, ReasonNoIndependentReview},
 		{"convergence failure + round cap + wall clock → convergence-failure", func() State {
-			s := verifying("h1", 8)
+			s := verifying("h1", 20)
 			s.Kept = []Finding{{ID: "T1", Verdict: "structural"}}
 			s.ConsecutiveStructural = 3
 			return s
 		}, func(_ *forge.PullRequest, o *Observation) { o.Now = at(500) }, ReasonConvergenceFailure},
 		{"round cap + idle → cap-exhausted", func() State {
-			s := verifying("h1", 8)
+			s := verifying("h1", 20)
 			s.Kept = []Finding{{ID: "T1", Verdict: "structural"}}
 			s.ConsecutiveStructural = 1
 			return s

@@ -182,7 +182,7 @@ func TestPR_V5_RedCIAnsweredInTheRoundSummaryAndSaidAtTheEnd(t *testing.T) {
 	wantActs(t, acts, "add-label "+LabelNeedsAttention, "set-status error h1")
 
 	// A bound that runs out on red CI says it too.
-	s = verifying("h1", 8)
+	s = verifying("h1", 20)
 	s.Phase = PhaseRequest
 	_, _, term = Decide(s, obs(at(3), pr), cfg())
 	wantTerminal(t, term, ReasonCapExhausted)

@@ -631,14 +631,15 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		// PR-G2: the judge is an agent; a workspace without one (or a
 		// judge that cannot answer) is a HAND-OFF, fail-closed.
 		v := recap.Verdict{Decision: recap.HandOff, Reason: "no usable recap verdict: no recap judge is configured (--judge-agent)", Why: "no recap judge"}
-		if rc, ok := l.Workspace.(Recapper); ok && a.Recap != nil {
-			if v, err = rc.Recap(ctx, *a.Recap); err != nil {
-				break
-			}
-		}
 		in := recap.Input{}
 		if a.Recap != nil {
 			in = *a.Recap
+			l.recapScope(ctx, pr, &in) // the base diff and the PR's files (recapgate.go)
+		}
+		if rc, ok := l.Workspace.(Recapper); ok && a.Recap != nil {
+			if v, err = rc.Recap(ctx, in); err != nil {
+				break
+			}
 		}
 		res = &ActResult{Recap: &RecapResult{Count: in.RoundCount, Input: in, Verdict: v}}
 		detail = v

@@ -1,6 +1,7 @@
 package prloop
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -124,6 +125,9 @@ func (d *step) recapGate() bool {
 		return false
 	default: // HAND-OFF, and any verdict that is not usable
 		msg := fmt.Sprintf("recap after %d rounds: HAND-OFF: %s", count, text.OneLine(rec.Verdict.Reason))
+		if a := rec.Verdict.Advice(); a != "" {
+			msg += "; recommendation: " + a
+		}
 		d.acts = append(d.acts, d.handOffReplies(count, msg)...)
 		d.end(ReasonHandedOff, msg, nil)
 		return false
@@ -182,29 +186,130 @@ func recapMarker(count int) string {
 }
 
 // recapInput is what the judge sees: the PR's scope, every round's
-// findings and dispositions, and the signals the ledger shows.
+// findings and dispositions with the change its commit made, and the
+// signals the ledger shows. The base diff and the PR's original files are
+// read when the recap runs (RecapScoper), and the signals again then.
 func (d *step) recapInput(count int) recap.Input {
 	s := d.s
 	disp := map[string]string{}
 	for _, t := range s.Threads {
 		disp[fmt.Sprintf("%d/%s", t.Round, t.ThreadID)] = string(t.Disposition)
 	}
-	in := recap.Input{PR: prName(d.pr), Title: d.pr.Title, Body: d.pr.Body, BaseDiffLines: s.InitialDiffLines, LoopDiffLines: s.LoopDiffLines, RoundCount: count}
-	for _, r := range s.Rounds {
-		rd := recap.Round{N: r.N, Commit: r.CommitSHA, Findings: []recap.Entry{}}
+	in := recap.Input{PR: prName(d.pr), Title: d.pr.Title, Body: text.Clip(d.pr.Body, recap.MaxBody), BaseDiffLines: s.InitialDiffLines,
+		LoopDiffLines: s.LoopDiffLines, RoundCount: count, BaseRef: d.pr.BaseRef, ScopeHead: scopeHead(s, d.pr)}
+	for i, r := range s.Rounds {
+		rd := recap.Round{N: r.N, Commit: r.CommitSHA, Findings: []recap.Entry{}, Reverted: slices.Contains(s.RevertedRounds, r.N)}
 		for _, f := range r.Findings {
 			where := f.Path
 			if f.EndLine > 0 {
 				where = fmt.Sprintf("%s:%d", f.Path, f.EndLine)
 			}
-			dp := disp[fmt.Sprintf("%d/%s", r.N, f.ThreadID)]
+			key := f.ThreadID
+			if key == "" {
+				key = f.ID
+			}
+			dp := disp[fmt.Sprintf("%d/%s", r.N, key)]
 			if dp == "" {
 				dp = "open"
 			}
-			rd.Findings = append(rd.Findings, recap.Entry{ID: f.ID, Source: f.Source, Where: where, Verdict: string(f.Verdict), Disposition: dp, Summary: FirstLine(f.Summary)})
+			rd.Findings = append(rd.Findings, recap.Entry{ID: f.ID, Source: f.Source, Path: f.Path, Where: where, Verdict: string(f.Verdict), Disposition: dp, Summary: FirstLine(f.Summary)})
 		}
+		var files []recap.FileStat
+		if r.CommitSHA != "" {
+			files = hunkFiles(r.Hunks)
+			for _, f := range files {
+				rd.Files = append(rd.Files, f.Path)
+				rd.Added += f.Added
+				rd.Deleted += f.Deleted
+			}
+			rd.Reworks = reworks(r, s.Rounds[:i])
+		}
+		rd.Change = recap.ChangeLine(rd, files)
 		in.Rounds = append(in.Rounds, rd)
 	}
 	in.Signals = recap.Signals(in)
 	return in
+}
+
+// scopeHead is the PR's head before the loop's first commit, as the
+// forge's commits show it (the first parent of the oldest commit carrying
+// the loop's round trailer), so that a run that started over on a PR the
+// loop already changed still measures against the PR's own work; without
+// a loop commit in sight, the head the run started on.
+func scopeHead(s State, pr *forge.PullRequest) string {
+	for _, c := range pr.Commits {
+		if _, ok := roundTrailer(c.Message); ok && len(c.Parents) > 0 {
+			return c.Parents[0]
+		}
+	}
+	return s.InitialHead
+}
+
+// hunkFiles sums a commit's hunks per file, in the order they come.
+func hunkFiles(hs []Hunk) []recap.FileStat {
+	var out []recap.FileStat
+	for _, h := range hs {
+		i := slices.IndexFunc(out, func(f recap.FileStat) bool { return f.Path == h.Path })
+		if i < 0 {
+			out = append(out, recap.FileStat{Path: h.Path})
+			i = len(out) - 1
+		}
+		out[i].Added += h.NewCount
+		out[i].Deleted += h.OldCount
+	}
+	return out
+}
+
+// minReworkLine is the shortest removed line (without blanks) that
+// counts as evidence of undoing an earlier round: a lone "}" or "return
+// nil" proves nothing about whose work it was.
+const minReworkLine = 12
+
+// reworks are the earlier rounds whose commits added a line, in the same
+// file, that r's commit removed: the loop undoing or rewriting its own
+// work (PR-G2's wrong direction), read from the diffs.
+func reworks(r RoundRecord, earlier []RoundRecord) []int {
+	var out []int
+	for _, h := range r.Hunks {
+		for _, line := range h.Removed {
+			line = strings.TrimSpace(line)
+			if len(line) < minReworkLine {
+				continue
+			}
+			for _, e := range earlier {
+				if e.CommitSHA == "" || slices.Contains(out, e.N) {
+					continue
+				}
+				if slices.ContainsFunc(e.Hunks, func(eh Hunk) bool {
+					return eh.Path == h.Path && slices.ContainsFunc(eh.Added, func(a string) bool { return strings.TrimSpace(a) == line })
+				}) {
+					out = append(out, e.N)
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// RecapScoper is a workspace that reads a recap's original scope from the
+// repository (PR-G2): the files and the diff of base...ScopeHead, the PR
+// before the loop's first commit, clipped (recap.ClipDiff).
+type RecapScoper interface {
+	RecapScope(ctx context.Context, pr *forge.PullRequest, in *recap.Input) error
+}
+
+// recapScope fills in's original scope and computes its signals again
+// with it. A scope that cannot be read leaves the recap without the base
+// diff and the signals that need the PR's files, and says why: the judge
+// still decides on the ledger.
+func (l *Loop) recapScope(ctx context.Context, pr *forge.PullRequest, in *recap.Input) {
+	sc, ok := l.Workspace.(RecapScoper)
+	if !ok {
+		return
+	}
+	if err := sc.RecapScope(ctx, pr, in); err != nil {
+		in.ScopeFiles, in.BaseDiff, in.ScopeError = nil, "", text.Clip(err.Error(), 300)
+	}
+	in.Signals = recap.Signals(*in)
 }

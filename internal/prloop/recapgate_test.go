@@ -179,3 +179,79 @@ func TestPR_G2_EachVerdict(t *testing.T) {
 		wantTerminal(t, term, ReasonHandedOff)
 	})
 }
+
+// TestPR_G2_RecapLedgerFromTheRounds: the recap's ledger has, per round,
+// each finding with its disposition and the change in one line, the
+// files and lines its commit changed (from the commit's hunks), the
+// earlier rounds whose added lines it removed, and whether a recap
+// reverted it; the original scope is the PR before the loop's first
+// commit as the forge's commits show it, with the PR's title and body.
+func TestPR_G2_RecapLedgerFromTheRounds(t *testing.T) {
+	s, pr, c := atTopOfRound(10, 10)
+	pr.Title, pr.Body, pr.BaseRef = "Add stats", strings.Repeat("b", 9000), "main"
+	pr.Commits = []forge.Commit{{SHA: "p1", Message: "feat: stats"}, loopCommit("c1", "p1", 1), loopCommit("c2", "c1", 2)}
+	s.Rounds[0].Hunks = []Hunk{{Path: "main.go", OldCount: 1, NewCount: 3, Removed: []string{"x"}, Added: []string{"\tif len(xs) == 0 {", "\t\treturn 0, ErrEmpty", "\t}"}},
+		{Path: "util.go", NewCount: 1, Added: []string{"// Util helps."}}}
+	s.Rounds[1].Findings[0].Verdict = VerdictMinor
+	s.Rounds[1].Hunks = []Hunk{{Path: "main.go", OldCount: 2, NewCount: 0, Removed: []string{"\t\treturn 0, ErrEmpty", "}"}}}
+	s.Rounds[2].CommitSHA = ""
+	s.Threads = []ThreadRecord{{ThreadID: "T1", Round: 1, Disposition: DispAddressed}, {ThreadID: "T2", Round: 2, Disposition: DispAddressed},
+		{ThreadID: "T3", Round: 3, Disposition: DispDeferred}}
+	s.RevertedRounds = []int{4}
+	_, acts, _ := Decide(s, obs(at(1), pr), c)
+	a := findAct(acts, ActRecap, "")
+	if a == nil {
+		t.Fatalf("no recap: %v", sig(acts))
+	}
+	in := a.Recap
+	if in.ScopeHead != "p1" || in.BaseRef != "main" || in.Title != "Add stats" || len([]rune(in.Body)) != 8000 {
+		t.Fatalf("scope %q %q %q body %d", in.ScopeHead, in.BaseRef, in.Title, len(in.Body))
+	}
+	r1, r2, r3, r4 := in.Rounds[0], in.Rounds[1], in.Rounds[2], in.Rounds[3]
+	if fmt.Sprint(r1.Files, r1.Added, r1.Deleted) != "[main.go util.go] 4 1" || r1.Change != "c1 main.go +3 −1, util.go +1 −0: addressed fix it" {
+		t.Fatalf("round 1: %+v", r1)
+	}
+	if fmt.Sprint(r2.Reworks) != "[1]" || r2.Findings[0].Disposition != "addressed" || r2.Findings[0].Verdict != "minor" || r2.Findings[0].Path != "main.go" {
+		t.Fatalf("round 2: %+v", r2)
+	}
+	if r3.Change != "no commit: 1 deferred" || len(r3.Files) != 0 {
+		t.Fatalf("round 3: %+v", r3)
+	}
+	if !r4.Reverted || in.Rounds[4].Reverted || r4.Findings[0].Disposition != "open" {
+		t.Fatalf("round 4: %+v", r4)
+	}
+	if got := fmt.Sprint(in.Signals); !strings.Contains(got, "wrong-direction [1 2]") {
+		t.Fatalf("signals %s", got)
+	}
+
+	// Without a loop commit among the forge's commits the scope is the
+	// head the run started on.
+	pr.Commits = nil
+	_, acts, _ = Decide(s, obs(at(1), pr), c)
+	if a := findAct(acts, ActRecap, ""); a == nil || a.Recap.ScopeHead != s.InitialHead {
+		t.Fatalf("scope head %+v", a)
+	}
+}
+
+// TestPR_G2_HandOffSaysItsRecommendation: a HAND-OFF ends the run with
+// its recommendation in the terminal and in the replies on the threads
+// it escalates.
+func TestPR_G2_HandOffSaysItsRecommendation(t *testing.T) {
+	s, pr, c := atTopOfRound(10, 10)
+	pr.Threads = []forge.Thread{thread("H1", "alice", "please rename this")}
+	o := obs(at(1), pr)
+	o.Result = recapResult(recap.HandOff)
+	o.Result.Recap.Verdict.Recommendation = recap.RecommendRedesign
+	_, acts, term := Decide(s, o, c)
+	wantTerminal(t, term, ReasonHandedOff)
+	want := "recap after 10 rounds: HAND-OFF: because; recommendation: redesign the change before more review rounds"
+	if !strings.Contains(term.Message, want) {
+		t.Fatalf("message %q, want %q", term.Message, want)
+	}
+	if a := findAct(acts, ActReply, "H1"); a == nil || !strings.Contains(a.Body, want) {
+		t.Fatalf("reply %+v", a)
+	}
+	if a := findAct(acts, ActComment, ""); a == nil || !strings.Contains(a.Body, "**Recommendation: redesign the change before more review rounds**") {
+		t.Fatalf("recap comment %+v", a)
+	}
+}

@@ -145,6 +145,9 @@ type Config struct {
 	// RecapInterval is PR-G2's cadence: the loop stops for a recap every
 	// this many rounds, counted from the forge's history; 0: never.
 	RecapInterval int
+	// MaxCostUSD is PR-T5's cost bound: the agents' reported cost, in
+	// USD, at which the run ends cap-exhausted; 0: no bound (costbound.go).
+	MaxCostUSD float64
 	// FixMinor sends minor forge findings to the fixers too (PR-S9), so
 	// they are addressed and replied to like the rest; off, they are
 	// deferred to a human.
@@ -161,7 +164,7 @@ type Config struct {
 // DefaultConfig returns the defaults of SPEC §1.
 func DefaultConfig() Config {
 	return Config{
-		MaxIterations:       8,
+		MaxIterations:       20,
 		MaxWallClock:        4 * time.Hour,
 		DiffMultiplier:      3,
 		MaxStructuralRounds: 3,

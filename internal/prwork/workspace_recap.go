@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -30,6 +31,50 @@ func (w *GitWorkspace) Recap(ctx context.Context, in recap.Input) (recap.Verdict
 		j = &jj
 	}
 	return j.Run(ctx, in)
+}
+
+var _ prloop.RecapScoper = (*GitWorkspace)(nil)
+
+// RecapScope reads the PR's original scope into in (PR-G2): the files,
+// with their added and deleted lines, and the diff of the PR's base
+// (merge base with the base branch) to in.ScopeHead, the head before the
+// loop's first commit; the diff clipped by file (recap.ClipDiff).
+func (w *GitWorkspace) RecapScope(ctx context.Context, pr *forge.PullRequest, in *recap.Input) error {
+	if w.worktree == nil {
+		if _, err := w.Prepare(ctx, pr); err != nil {
+			return err
+		}
+	} else if err := w.fetch(ctx, pr); err != nil {
+		return err
+	}
+	head := in.ScopeHead
+	if head == "" {
+		head = pr.HeadSHA
+	}
+	rng := "origin/" + pr.BaseRef + "..." + head
+	stat, err := w.worktree.Run(ctx, "diff", "--numstat", "--no-renames", "--no-color", "--no-ext-diff", rng, "--")
+	if err != nil {
+		return fmt.Errorf("base diff %s: %w", rng, err)
+	}
+	files, lines := []recap.FileStat{}, 0
+	for _, l := range strings.Split(strings.TrimSpace(stat), "\n") {
+		f := strings.SplitN(l, "\t", 3)
+		if len(f) != 3 {
+			continue
+		}
+		// A binary file's counts are "-": it counts as changed, no lines.
+		add, _ := strconv.Atoi(f[0])
+		del, _ := strconv.Atoi(f[1])
+		files = append(files, recap.FileStat{Path: f[2], Added: add, Deleted: del})
+		lines += add + del
+	}
+	diff, err := w.worktree.Run(ctx, "diff", "--no-renames", "--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/", rng, "--")
+	if err != nil {
+		return fmt.Errorf("base diff %s: %w", rng, err)
+	}
+	in.ScopeHead, in.ScopeFiles, in.BaseDiffLines = head, files, lines
+	in.BaseDiff = recap.ClipDiff(diff, recap.MaxDiff, recap.MaxDiffFile)
+	return nil
 }
 
 // Revert makes one commit on the PR's head that reverts the given loop

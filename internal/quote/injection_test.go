@@ -40,7 +40,9 @@ func builders() map[string]string {
 	review := agent.Task{Kind: agent.TaskKindReview, Angle: "logic", AngleFocus: "correctness", Diff: evil, BaseRef: "main", HeadSHA: "abc", Instructions: evil}
 	judge := agent.Task{Kind: classify.TaskKind, Findings: []agent.Finding{finding}, Diff: "# comment C1 on a.go\n" + evil, Instructions: evil}
 	in := recap.Input{PR: "https://github.com/o/r/pull/1", Title: evil, Body: evil, RoundCount: 10,
-		Rounds:  []recap.Round{{N: 1, Commit: "c1", Findings: []recap.Entry{{ID: evil, Source: evil, Where: evil, Verdict: evil, Disposition: evil, Summary: evil}}}},
+		BaseRef: evilAttr, ScopeHead: evilAttr, ScopeFiles: []recap.FileStat{{Path: evilAttr}}, BaseDiff: evil,
+		Rounds: []recap.Round{{N: 1, Commit: "c1", Change: evil, Files: []string{evilAttr},
+			Findings: []recap.Entry{{ID: evil, Source: evil, Path: evilAttr, Where: evil, Verdict: evil, Disposition: evil, Summary: evil}}}},
 		Signals: []recap.Signal{{Kind: "scope-growth", Detail: evil}}}
 	pk := checkloop.Packet{Goal: "make the tests pass", Worklog: evil, FailedApproaches: []string{evil, evil}, QueuedScope: []string{evil}}
 	task := &plan.Task{ID: "t1", Prompt: "do t1", Files: []string{"a.go"}}

@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzPR_G2_RecapVerdict: whatever a recap judge prints, the verdict is
-// one of the three; an invalid one is HAND-OFF (never CONTINUE); a
+// one of the three; an invalid one is HAND-OFF (never CONTINUE); a valid
+// HAND-OFF, and only that, carries a recommendation; a
 // REVERT-AND-SHIP names, in order, only rounds of the ledger with a loop
 // commit; and a valid verdict written back as a line reads back as itself.
 func FuzzPR_G2_RecapVerdict(f *testing.F) {
@@ -19,6 +20,12 @@ func FuzzPR_G2_RecapVerdict(f *testing.F) {
 		answer(RevertAndShip, []int{9}, "not a round"),
 		answer(RevertAndShip, nil, "none"),
 		answer(HandOff, nil, "entangled"),
+		answerRec(HandOff, nil, RecommendRedesign, "wrong approach"),
+		answerRec(HandOff, nil, "", "no advice"),
+		answerRec(HandOff, nil, "rewrite", "unknown advice"),
+		answerRec(Continue, nil, RecommendSeparatePR, "advice on a continue"),
+		answerRec(RevertAndShip, []int{1}, RecommendRedesign, "advice on a revert"),
+		strings.Replace(answer(HandOff, nil, "x"), `"recommendation"`, `"RECOMMENDATION":"redesign","recommendation"`, 1),
 		answer(Continue, []int{1}, "continue with rounds"),
 		"prose\n" + answer(Continue, nil, "ok") + "\n",
 		answer(Continue, nil, "ok") + "\nmore",
@@ -31,6 +38,9 @@ func FuzzPR_G2_RecapVerdict(f *testing.F) {
 		v := Parse(out, ledger)
 		if !slices.Contains([]string{Continue, RevertAndShip, HandOff}, v.Decision) {
 			t.Fatalf("verdict of %q is %q", out, v.Decision)
+		}
+		if (v.Recommendation != "") != (v.Valid && v.Decision == HandOff) {
+			t.Fatalf("verdict of %q is %+v: a recommendation goes with a valid HAND-OFF only", out, v)
 		}
 		if !v.Valid {
 			if v.Decision != HandOff || v.Why == "" {
@@ -51,7 +61,7 @@ func FuzzPR_G2_RecapVerdict(f *testing.F) {
 		} else if len(v.RevertRounds) > 0 {
 			t.Fatalf("%s of %q names rounds %v", v.Decision, out, v.RevertRounds)
 		}
-		back := Parse(answer(v.Decision, v.RevertRounds, v.Reason), ledger)
+		back := Parse(answerRec(v.Decision, v.RevertRounds, v.Recommendation, v.Reason), ledger)
 		if !reflect.DeepEqual(v, back) {
 			t.Fatalf("verdict of %q does not read back as itself:\n got %+v\nback %+v", out, v, back)
 		}
