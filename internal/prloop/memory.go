@@ -430,6 +430,7 @@ func PutMemorySection(content, section string) string {
 // joinAfter is what follows text before a removed section: the rest, on
 // its own paragraph when both hold something.
 func joinAfter(before, rest string) string {
+	rest = strings.TrimLeft(rest, "\n")
 	switch {
 	case strings.TrimSpace(rest) == "":
 		if strings.TrimSpace(before) == "" {
