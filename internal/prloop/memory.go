@@ -495,3 +495,10 @@ func findingTags(f Finding) string {
 	}
 	return "; " + strings.Join(tags, "; ")
 }
+
+// MemoryWorkspace is a Workspace that writes the review memory: the
+// engine hands it each fix's ReviewMemory (nil: none) right before Fix,
+// and the fix's commit, if it makes one, carries the section.
+type MemoryWorkspace interface {
+	SetReviewMemory(m *ReviewMemory)
+}
