@@ -22,7 +22,35 @@ import (
 //	                              after converge's reply, which links the first thread and holds
 //	                              every WORD
 //	hub loop-commits N            the PR's branch holds exactly N commits with converge's round trailer
+//	hub last-reply SUBSTR WORD    converge's last reply in the thread starting with SUBSTR holds WORD
+//	                              (! : it replied there, without WORD)
 func init() {
+	hubCmds["last-reply"] = func(ts *testscript.TestScript, neg bool, h *scriptHub, args []string) {
+		if len(args) != 2 {
+			ts.Fatalf("usage: hub last-reply SUBSTR WORD")
+		}
+		for _, th := range h.observe(ts).Threads {
+			if len(th.Comments) == 0 || !strings.Contains(th.Comments[0].Body, args[0]) {
+				continue
+			}
+			last := ""
+			for _, c := range th.Comments[1:] {
+				if strings.EqualFold(c.Author, fakehub.LoginAuthor) && strings.Contains(c.Body, "converge:reply") {
+					last = c.Body
+				}
+			}
+			switch has := strings.Contains(last, args[1]); {
+			case last == "":
+				ts.Fatalf("converge did not reply in %s", th.ID)
+			case neg && has:
+				ts.Fatalf("converge's reply in %s holds %q:\n%s", th.ID, args[1], last)
+			case !neg && !has:
+				ts.Fatalf("converge's reply in %s lacks %q:\n%s", th.ID, args[1], last)
+			}
+			return
+		}
+		ts.Fatalf("no thread starts with %q", args[0])
+	}
 	hubCmds["copilot-add"] = func(ts *testscript.TestScript, neg bool, h *scriptHub, args []string) {
 		if neg || len(args) < 4 || len(args) > 5 {
 			ts.Fatalf("usage: hub copilot-add N PATH ANCHOR BODY-FILE [SUGGESTION-FILE]")
