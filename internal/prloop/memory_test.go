@@ -171,7 +171,7 @@ func TestPR_S12_SettledAnswerIsIdempotentAndResolvesAfterACrash(t *testing.T) {
 	c := cfg()
 	raise := newThread("T3", copilot, 0, 29, offByOne)
 	s, pr, o := reviewed("h2", 2, declinedThread("T1", copilot, 29, offByOne, DispDeferred, conflictWhy), raise)
-	s, acts, _ := Decide(s, o, c)
+	_, acts, _ := Decide(s, o, c)
 	reply := findAct(acts, ActReply, "T3")
 	if reply == nil {
 		t.Fatalf("no reply: %v", sig(acts))
