@@ -116,6 +116,9 @@ func TestPR_S6_S12_ReRaisedDeclinedFindingAnsweredFromMemory(t *testing.T) {
 			if s.Rounds[1].Structural || s.ConsecutiveStructural != 0 {
 				t.Fatalf("a settled point is no structural work: %+v", s.Rounds[1])
 			}
+			if log := decisionLog(t, s); !strings.Contains(log, "| settled; settled: as thread T1 ("+string(k.Settled.Disposition)) {
+				t.Fatalf("the decision log does not link the decision:\n%s", log)
+			}
 			// The answer lands: nothing else to do; the run ends on the
 			// earlier thread's hand-off, or two-stable once a human
 			// resolved it — never with a fix.
