@@ -380,6 +380,7 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 	cfg.FixMinor = v.Bool("fix_minor")
 	cfg.RecapInterval = v.Int("recap_interval")
 	cfg.SyncBase = v.Bool("sync_base")
+	cfg.ReviewMemory = v.Bool("review_memory")
 	// GitHub's review bot is Copilot (PR-O2, PR-O5).
 	cfg.Bot, cfg.TrustedBots = copilot.New(), v.List("trusted_bots")
 	if reviewer != nil {

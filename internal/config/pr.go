@@ -59,6 +59,7 @@ func PRFields() []Field {
 			return err
 		}},
 		{Key: "review_instructions", Kind: String, Default: prwork.ReviewInstructionsFile, Help: "the repository's shared review instructions, read by the local review", Check: relPath},
+		{Key: "review_memory", Kind: Bool, Default: strconv.FormatBool(d.ReviewMemory), Help: "keep a machine-written section of review_instructions listing the points converge deferred or escalated, with why, synced into " + prwork.CopilotInstructionsFile + " so both reviewers read them; written only in a round's own commit"},
 		// Base sync (PR-S14).
 		{Key: "sync_base", Kind: Bool, Default: strconv.FormatBool(d.SyncBase), Help: "bring a branch that lacks commits of its base (BEHIND, or behind by the forge's compare) up to date with a merge commit (tested, pushed, never forced) once everything else converged (PR-S14); a conflicting (DIRTY) branch always ends base-moved"},
 	}, AgentFields()...)

@@ -636,10 +636,13 @@ func (d *step) triage() bool {
 		findings = append(findings, lr.Findings...)
 	}
 	findings = mergeFindings(findings)
+	// Memory (a point settled in an earlier thread is answered from it)
+	// and the fix-caused tag, on the merged set.
+	findings = d.tagFixCaused(d.settle(findings))
 	if lr != nil {
 		d.postSummary(*lr, findings)
 	}
-	allConflicting := d.hold(findings)
+	allConflicting := d.holdUnsettled(findings)
 	if !d.c.FixMinor {
 		// PR-S9: minor points are fixed only if configured; otherwise a
 		// human decides, and the thread says so.
@@ -747,7 +750,7 @@ func summaryPosted(pr *forge.PullRequest, head string, c Config) bool {
 }
 
 func (d *step) fixAction() Action {
-	return Action{Kind: ActFix, Key: roundKey(d.s.Round, "fix"), Round: d.s.Round, SHA: d.head, Findings: fixable(d.s.Kept)}
+	return Action{Kind: ActFix, Key: roundKey(d.s.Round, "fix"), Round: d.s.Round, SHA: d.head, Findings: fixable(d.s.Kept), Memory: d.reviewMemory()}
 }
 
 // fix takes the fix's outcome: the new loop commit, the diff it cost
@@ -877,7 +880,7 @@ func (d *step) reply() bool {
 			acts = append(acts, Action{
 				Kind: ActReply, Key: fmt.Sprintf("%s/%s", roundKey(s.Round, "reply/"+rec.ThreadID), rec.Disposition),
 				ThreadID: rec.ThreadID, Round: s.Round, SHA: rec.HeadSHA, Reason: string(rec.Disposition),
-				Body: replyBody(*rec, d.pr.URL, d.pr.Author),
+				Body: fixCausedWords(s.Kept, rec.ThreadID, d.pr.URL) + replyBody(*rec, d.pr.URL, d.pr.Author),
 			})
 		}
 		if resolves(rec.Disposition) {
@@ -994,7 +997,8 @@ func (d *step) roundStructural() bool {
 		// and answers there. A local finding the fixer could not address
 		// stays structural.
 		handedOff := handed[id] && (f.ThreadID != "" || f.CommentID != "")
-		if f.Verdict != VerdictMinor && !handedOff {
+		// A point answered from memory is no work of this round.
+		if f.Verdict != VerdictMinor && !handedOff && f.Held != DispSettled {
 			return true
 		}
 	}

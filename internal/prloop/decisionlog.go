@@ -86,6 +86,9 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 		for _, note := range rr.Notes {
 			fmt.Fprintf(b, "- note: %s\n", cell(note))
 		}
+		if n := fixCausedNote(rr); n != "" {
+			fmt.Fprintf(b, "- fix-caused: %s\n", cell(n))
+		}
 		fmt.Fprintf(b, "- agent usage: %s\n", usageLine(rr.Usage))
 		for _, c := range rr.Censuses {
 			fmt.Fprintf(b, "- test census, %s\n", cell(c.String()))
@@ -115,7 +118,7 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 				from = strings.Join(rf.MergedFrom, ", ")
 			}
 			fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", cell(f.ID), cell(f.Source), cell(f.Author), cell(f.Verdict),
-				cell(cmp.Or(text.Clip(rf.Class, 80), "-")), cell(where), cell(disp), cell(from), cell(FirstLine(f.Summary)))
+				cell(cmp.Or(text.Clip(rf.Class, 80), "-")), cell(where), cell(disp+findingTags(rf)), cell(from), cell(FirstLine(f.Summary)))
 		}
 	}
 

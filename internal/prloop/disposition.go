@@ -21,7 +21,7 @@ func disposition(id string, fix *FixResult, staleFrom int, held ...Hold) (disp D
 	}
 	for _, h := range held {
 		switch h.Disposition {
-		case DispDeferred, DispEscalated:
+		case DispDeferred, DispEscalated, DispSettled:
 			return h.Disposition, h.Reason
 		}
 	}
@@ -49,7 +49,7 @@ func disposition(id string, fix *FixResult, staleFrom int, held ...Hold) (disp D
 // resolves reports whether a disposition closes its thread; escalated and
 // deferred threads stay open for the human (PR-S12).
 func resolves(disp Disposition) bool {
-	return disp == DispAddressed || disp == DispStale || disp == DispOutdated
+	return disp == DispAddressed || disp == DispStale || disp == DispOutdated || disp == DispSettled
 }
 
 // replyBody renders a reply: the disposition in words, the signature, and
@@ -65,6 +65,10 @@ func replyBody(rec ThreadRecord, prURL, author string) string {
 		fmt.Fprintf(&b, "Deferred to a human: %s. Leaving this thread open.", defang(rec.Reason))
 	case DispEscalated:
 		fmt.Fprintf(&b, "Escalated to a human: %s. Leaving this thread open.", defang(rec.Reason))
+	case DispSettled:
+		// Answered from an earlier decision (memory.go): the reason is
+		// the whole answer, quoting it.
+		fmt.Fprintf(&b, "%s.", defang(rec.Reason))
 	case DispOutdated:
 		fmt.Fprintf(&b, "Outdated: the lines this thread was written on have changed since, and converge reached two-stable on %s; resolving it.", commitLink(prURL, rec.HeadSHA))
 	}

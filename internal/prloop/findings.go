@@ -193,7 +193,7 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 		// resolved: the resolve after it never happened (a crash, REL-2).
 		// Believed only while git still holds the addressing commit.
 		switch {
-		case last.Disposition == DispStale,
+		case last.Disposition == DispStale, last.Disposition == DispSettled,
 			last.Disposition == DispAddressed && inHistory(o.PR, last.Head) == historyPresent:
 			v.Kind, v.Reopened = thPendingResolve, false
 			return v

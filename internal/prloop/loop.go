@@ -612,6 +612,9 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		}
 		l.report(engine.Event{Kind: "fix", Round: round, Message: fmt.Sprintf("fixing %d finding(s)", len(a.Findings))})
 		var fr FixResult
+		if mw, ok := l.Workspace.(MemoryWorkspace); ok {
+			mw.SetReviewMemory(a.Memory) // review_memory: rides on this fix's commit only
+		}
 		fr, err = l.Workspace.Fix(ctx, pr, round, a.Findings)
 		if err != nil && fr.Usage.Reported() {
 			// A fix that failed was paid for: its usage goes with the

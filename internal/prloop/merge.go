@@ -213,7 +213,7 @@ func mergeFindings(fs []Finding) []Finding {
 // summaryWithMerged is the local review's summary naming the local
 // findings merged into a forge finding (PR-S6).
 func summaryWithMerged(lr LocalReviewRecord, merged []Finding) string {
-	return localreview.WithMerged(lr.Summary, mergedLocal(lr.Findings, merged))
+	return localreview.WithMerged(lr.Summary, append(mergedLocal(lr.Findings, merged), settledLocal(lr.Findings, merged)...))
 }
 
 // mergedLocal is, for the local review's summary, each local finding that

@@ -66,7 +66,8 @@ func (d *step) recapGate() bool {
 		return true
 	}
 	count := forgeRoundCount(*s, d.pr, c)
-	if count == 0 || count%c.RecapInterval != 0 {
+	// Two fix-caused rounds in a row hold the gate early (fixcaused.go).
+	if count == 0 || (count%c.RecapInterval != 0 && !d.fixCausedChain()) {
 		return true
 	}
 	i := slices.IndexFunc(s.Recaps, func(r RecapRecord) bool { return r.Count == count })
@@ -228,6 +229,7 @@ func (d *step) recapInput(count int) recap.Input {
 		in.Rounds = append(in.Rounds, rd)
 	}
 	in.Signals = recap.Signals(in)
+	addFixCaused(&in, s.Rounds)
 	return in
 }
 

@@ -105,6 +105,11 @@ const (
 	// changed since it was written is replied to and resolved once
 	// (PR-S13).
 	DispOutdated Disposition = "outdated"
+	// DispSettled: a point Copilot or the local review raised again after
+	// converge deferred or escalated it in an earlier thread; answered
+	// from that decision, linking it, and resolved, never fixed again
+	// (memory.go).
+	DispSettled Disposition = "settled"
 )
 
 // Config holds every knob of the loop; DefaultConfig has the defaults of
@@ -159,6 +164,11 @@ type Config struct {
 	// merge commit, in a round that has nothing else to commit (PR-S14).
 	// A DIRTY branch ends base-moved whatever this says.
 	SyncBase bool
+	// ReviewMemory keeps a machine-written section of the repository's
+	// review instructions listing the decisions converge settled, synced
+	// into Copilot's instructions, written only in a round's own commit
+	// (memory.go).
+	ReviewMemory bool
 }
 
 // DefaultConfig returns the defaults of SPEC §1.
@@ -232,6 +242,13 @@ type Finding struct {
 	// finding is not fixed.
 	Held       Disposition `json:"held,omitempty"`
 	HeldReason string      `json:"held_reason,omitempty"`
+	// Settled: the finding raises again a point converge deferred or
+	// escalated in an earlier thread; Held is DispSettled (memory.go).
+	Settled *SettledRef `json:"settled,omitempty"`
+	// FixCaused is the round whose commit changed the lines this new
+	// finding is on, FixCausedCommit that commit (fixcaused.go); 0: none.
+	FixCaused       int    `json:"fix_caused,omitempty"`
+	FixCausedCommit string `json:"fix_caused_commit,omitempty"`
 }
 
 // ThreadRecord remembers what converge did to a thread in this run.
@@ -458,6 +475,9 @@ type Action struct {
 	// rounds RevertRounds (PR-G2).
 	Reverts      []string `json:"reverts,omitempty"`
 	RevertRounds []int    `json:"revert_rounds,omitempty"`
+	// Memory, on a fix with review_memory on, is what the round's commit
+	// writes into the review instructions' settled section (memory.go).
+	Memory *ReviewMemory `json:"memory,omitempty"`
 	// After, on a wait, is when Decide next has something to decide
 	// whatever the forge shows (a window closes, a bound runs out): the
 	// engine observes again no later than that, back-off or not.

@@ -85,6 +85,9 @@ type GitWorkspace struct {
 	mayGo    func(testID string) bool
 	// vs is the verification of that Fix (PR-V1, PR-V2, PR-V3).
 	vs verifyState
+	// memory is what the next Fix's commit writes into the review
+	// instructions' settled section (review_memory; reviewmemory.go).
+	memory *prloop.ReviewMemory
 }
 
 // DefaultTestBudget is the time-box of one build/test run (AG-T5, PR-S10).
@@ -235,6 +238,7 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	if err := w.restoreVerified(ctx); err != nil {
 		return res, err
 	}
+	memPaths := w.writeReviewMemory(ctx)
 	msg := commitMessage(round, ordered, res.Addressed)
 	sha, err := w.worktree.Commit(ctx, repo.CommitOptions{
 		Message:     msg,
@@ -265,13 +269,14 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 		return res, err
 	}
 	res.CommitSHA = sha
-	res.LinesChanged = add + del
+	res.LinesChanged = add + del - w.memoryLines(ctx, sha, memPaths)
 	// What the commit changed, line by line, for the oscillation check of
 	// later rounds (PR-S8). The push stands without it: a commit with no
 	// hunks is only not compared.
 	if res.Hunks, err = commitHunks(ctx, w.worktree, sha); err != nil {
 		w.logf("could not read the hunks of %s; later rounds will not compare with it: %v", text.ShortSHA(sha), err)
 	}
+	res.Hunks = withoutPaths(res.Hunks, memPaths)
 	return res, nil
 }
 
