@@ -192,8 +192,8 @@ func TestPR_G2_TwoFixCausedRoundsHoldTheRecapEarly(t *testing.T) {
 			o := obs(at(2), pr)
 			o.Result = &ActResult{Recap: &RecapResult{Count: n, Input: *a.Recap, Verdict: recap.Verdict{Decision: recap.Continue, Reason: "in scope", Valid: true}}}
 			_, acts, _ = Decide(s2, o, c)
-			if findAct(acts, ActRequestReview, "") == nil || !strings.Contains(findAct(acts, ActComment, "").Body, "fix-caused:") {
-				t.Fatalf("after CONTINUE: %v", sig(acts))
+			if findAct(acts, ActRequestReview, "") == nil || !strings.Contains(findAct(acts, ActComment, "").Body, "**fix-caused**: new findings on lines the round before had just changed") {
+				t.Fatalf("after CONTINUE: %v\n%s", sig(acts), findAct(acts, ActComment, "").Body)
 			}
 		})
 	}
