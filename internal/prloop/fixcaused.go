@@ -204,5 +204,8 @@ func addFixCaused(in *recap.Input, rounds []RoundRecord) {
 	if inRow {
 		detail += "; two fix-caused rounds in a row: the fixes are making the work they fix"
 	}
-	in.Signals = append(in.Signals, recap.Signal{Kind: "fix-caused", Rounds: fixRounds, Detail: detail})
+	in.Signals = append(in.Signals, recap.Signal{Kind: signalFixCaused, Rounds: fixRounds, Detail: detail})
 }
+
+// signalFixCaused is the recap's drift signal of fix-caused rounds.
+const signalFixCaused = "fix-caused"

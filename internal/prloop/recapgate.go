@@ -313,5 +313,13 @@ func (l *Loop) recapScope(ctx context.Context, pr *forge.PullRequest, in *recap.
 	if err := sc.RecapScope(ctx, pr, in); err != nil {
 		in.ScopeFiles, in.BaseDiff, in.ScopeError = nil, "", text.Clip(err.Error(), 300)
 	}
-	in.Signals = recap.Signals(*in)
+	// The signals the ledger and diffs give are computed again with the
+	// scope; the loop's own (fix-caused, from the rounds' findings) stay.
+	var own []recap.Signal
+	for _, sg := range in.Signals {
+		if sg.Kind == signalFixCaused {
+			own = append(own, sg)
+		}
+	}
+	in.Signals = append(recap.Signals(*in), own...)
 }
