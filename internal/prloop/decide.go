@@ -640,6 +640,10 @@ func (d *step) triage() bool {
 		d.postSummary(*lr, findings)
 	}
 	allConflicting := d.hold(findings)
+	if allConflicting {
+		// PR-S7: the run ends for a human before any fix (conflicts.go).
+		d.allConflictingHold(findings)
+	}
 	if !d.c.FixMinor {
 		// PR-S9: minor points are fixed only if configured; otherwise a
 		// human decides, and the thread says so.
