@@ -21,6 +21,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/repo"
@@ -143,14 +144,58 @@ func (w *GitWorkspace) fetchLocked(ctx context.Context, pr *forge.PullRequest) e
 	return nil
 }
 
-// Cleanup removes the run's worktree (PR-G6); the clone is kept as a cache.
+// Cleanup removes what the run made (PR-G6): its worktree, what is left
+// of its fixers' worktrees, and the clone once no other run's worktree is
+// in it. Runs of one repository share its clone while they run, in this
+// process and in others on the same state directory; each registers its
+// worktree under the clone's lock (Prepare), so a clone with none but its
+// own main worktree is no run's, and a run that starts later clones again.
 func (w *GitWorkspace) Cleanup(ctx context.Context) error {
-	if w.clone == nil || w.worktree == nil {
+	if w.clone == nil {
 		return nil
 	}
 	defer lockClone(w.clone.Dir)()
-	_, err := w.clone.Run(ctx, "worktree", "remove", "--force", w.worktree.Dir)
-	return err
+	var errs []error
+	if w.worktree != nil {
+		if _, err := w.clone.Run(ctx, "worktree", "remove", "--force", w.worktree.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove the run's worktree: %w", err))
+		}
+	}
+	if fixers, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID+".fixers")); err == nil {
+		if _, err := pool.Sweep(ctx, w.clone, fixers); err != nil {
+			errs = append(errs, err)
+		}
+		if err := os.RemoveAll(fixers); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		// The clone stays: what is left may still point into it.
+		return errors.Join(errs...)
+	}
+	// Worktrees whose directories are gone (a killed run's, swept by hand)
+	// are no run's either.
+	if _, err := w.clone.Run(ctx, "worktree", "prune"); err != nil {
+		return fmt.Errorf("prune worktrees: %w", err)
+	}
+	list, err := w.clone.Run(ctx, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return fmt.Errorf("list worktrees: %w", err)
+	}
+	trees := 0
+	for f := range strings.SplitSeq(list, "\x00") {
+		if strings.HasPrefix(f, "worktree ") {
+			trees++
+		}
+	}
+	if trees != 1 {
+		return nil // another run's worktree is in it (or git said nothing sure)
+	}
+	if err := os.RemoveAll(w.clone.Dir); err != nil {
+		return fmt.Errorf("remove the clone: %w", err)
+	}
+	w.clone, w.worktree = nil, nil
+	return nil
 }
 
 // Fix applies the round's findings on the PR's current head, keeps only
