@@ -385,6 +385,13 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 		}
 		rv := *reviewer
 		rv.Angles, rv.InstructionsPath = angles, v.String("review_instructions")
+		// PR-S4: a review after structural rounds looks harder.
+		rv.Escalation = review.Escalation{Off: !v.Bool("review_escalation"), Models: v.List("review_models")}
+		if more := v.String("review_escalation_angles"); more != "" {
+			if rv.Escalation.Angles, err = review.ParseAngles(more); err != nil {
+				return nil, usageErr("%s: %v", where("review_escalation_angles"), err)
+			}
+		}
 		reviewer = &rv
 	}
 	cfg.LocalReview = reviewer != nil

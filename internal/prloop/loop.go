@@ -302,7 +302,7 @@ func (l *Loop) startReview(ctx context.Context, pr *forge.PullRequest, round int
 	go func() {
 		defer l.wg.Done()
 		defer close(p.done)
-		p.res, p.err = l.Workspace.LocalReview(ctx, pr, round)
+		p.res, p.err = l.localReview(ctx, pr, round, a)
 	}()
 	return res, nil
 }
