@@ -60,9 +60,10 @@ func escalationNote(effort int) string {
 	return fmt.Sprintf("local review escalated (level %d): the %d local review(s) before found structural items (PR-S4)", effort, effort)
 }
 
-// localReview runs the local review of a at its effort.
+// localReview runs the local review of a at its effort; effort 0 is
+// LocalReview.
 func (l *Loop) localReview(ctx context.Context, pr *forge.PullRequest, round int, a Action) (LocalReviewResult, error) {
-	if er, ok := l.Workspace.(EffortReviewer); ok {
+	if er, ok := l.Workspace.(EffortReviewer); ok && a.Effort > 0 {
 		return er.LocalReviewAt(ctx, pr, round, a.Effort)
 	}
 	return l.Workspace.LocalReview(ctx, pr, round)

@@ -612,7 +612,12 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		}
 		l.report(engine.Event{Kind: "fix", Round: round, Message: fmt.Sprintf("fixing %d finding(s)", len(a.Findings))})
 		var fr FixResult
-		fr, err = l.Workspace.Fix(ctx, pr, round, a.Findings)
+		if pc, ok := l.Workspace.(PushChecker); ok {
+			// PR-S8 before the push (pushcheck.go).
+			fr, err = pc.FixChecked(ctx, pr, round, a.Findings, NewPushCheck(st))
+		} else {
+			fr, err = l.Workspace.Fix(ctx, pr, round, a.Findings)
+		}
 		if err != nil && fr.Usage.Reported() {
 			// A fix that failed was paid for: its usage goes with the
 			// error to the errored terminal.
