@@ -18,7 +18,28 @@ import (
 //	hub label LABEL               the PR carries LABEL (! : it does not)
 //	hub comment-every D N BODY    the reviewer comments on the PR N times, D apart
 //	                              (the first at once): activity over time (PR-T3)
+//	hub pushed-heads-lack PATH SUBSTR  no commit pushed to the PR's head branch since
+//	                              hub start holds SUBSTR in PATH (PR-S8: no push undid it)
 func init() {
+	hubCmds["pushed-heads-lack"] = func(ts *testscript.TestScript, neg bool, h *scriptHub, args []string) {
+		if neg || len(args) != 2 {
+			ts.Fatalf("usage: hub pushed-heads-lack PATH SUBSTR")
+		}
+		ctx := context.Background()
+		g, head := h.cloneAtHead(ts)
+		revs, err := g.Run(ctx, "rev-list", h.head+".."+head)
+		ts.Check(err)
+		if strings.TrimSpace(revs) == "" {
+			ts.Fatalf("nothing was pushed since hub start")
+		}
+		for _, sha := range strings.Fields(revs) {
+			out, err := g.Run(ctx, "show", sha+":"+args[0])
+			ts.Check(err)
+			if strings.Contains(out, args[1]) {
+				ts.Fatalf("%s at pushed commit %s holds %q", args[0], sha, args[1])
+			}
+		}
+	}
 	hubCmds["label"] = func(ts *testscript.TestScript, neg bool, h *scriptHub, args []string) {
 		if len(args) != 1 {
 			ts.Fatalf("usage: hub label LABEL")
