@@ -297,11 +297,32 @@ func (w *GitWorkspace) fixOnce(ctx context.Context, pr *forge.PullRequest, round
 			return res, nil, err
 		}
 		if bad := judge(base, tr); bad != "" {
-			// A red build: keep only the fixes that are green one by one.
-			w.logf("tests failed with all fixes; trying them one at a time: %s", bad)
-			outcomes, final, err = w.applyEach(ctx, pr, round, ordered, test, base)
-			if err != nil {
+			// A red build goes back to the fixers once, with its output,
+			// for one more try within the round (PR-S10).
+			w.logf("tests failed with the round's fixes; giving the fixers the failing output for one more try: %s", bad)
+			outs, tr2, still, err := w.retryRed(ctx, pr, round, ordered, test, base, tr, bad)
+			switch {
+			case err != nil:
 				return res, nil, err
+			case tr2 != nil:
+				w.logf("the fixers' second try passes the tests")
+				outcomes, final = outs, tr2
+			case len(applied) > 1:
+				// Still red: keep only the fixes that are green one by one.
+				w.logf("tests still fail (%s); trying the fixes one at a time", still)
+				outcomes, final, err = w.applyEach(ctx, pr, round, ordered, test, base)
+				if err != nil {
+					return res, nil, err
+				}
+			default:
+				// One fix, tried twice, the second time with the failure
+				// in hand: handed off, quoting it.
+				if err := w.reset(ctx, pr.HeadSHA); err != nil {
+					return res, nil, err
+				}
+				for _, id := range applied {
+					outcomes[id] = agent.FindingOutcome{FindingID: id, Status: agent.StatusBlocked, Reason: still}
+				}
 			}
 			applied = appliedIDs(outcomes)
 		} else {
