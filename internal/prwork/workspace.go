@@ -309,7 +309,7 @@ func (w *GitWorkspace) fixOnce(ctx context.Context, pr *forge.PullRequest, round
 				outcomes, final = outs, tr2
 			case len(applied) > 1:
 				// Still red: keep only the fixes that are green one by one.
-				w.logf("tests still fail (%s); trying the fixes one at a time", still)
+				w.logf("the fixers' second try is red too; trying the fixes one at a time: %s", still)
 				outcomes, final, err = w.applyEach(ctx, pr, round, ordered, test, base)
 				if err != nil {
 					return res, nil, err
