@@ -145,7 +145,7 @@ defaults; converge config prints them and where each came from.`,
 	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run (task JSON on stdin, status record on stdout)")
 	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
-	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree")
+	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree and clone (PR-G6)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "write nothing to the forge or the branch: run once on the existing threads (and the local review) and print what each step would do")
 	f.BoolVar(&opts.DisposeOnly, "dispose-only", false, "reply to and resolve every open thread once, fix nothing, print a JSON envelope of replied/resolved/skipped thread ids (exit 0, or 2 on any error)")
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run on this PR can resume")
