@@ -145,7 +145,7 @@ defaults; converge config prints them and where each came from.`,
 	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run (task JSON on stdin, status record on stdout)")
 	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
-	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree")
+	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree and clone (PR-G6)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "write nothing to the forge or the branch: run once on the existing threads (and the local review) and print what each step would do")
 	f.BoolVar(&opts.DisposeOnly, "dispose-only", false, "reply to and resolve every open thread once, fix nothing, print a JSON envelope of replied/resolved/skipped thread ids (exit 0, or 2 on any error)")
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run on this PR can resume")
@@ -390,6 +390,13 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 		}
 		rv := *reviewer
 		rv.Angles, rv.InstructionsPath = angles, v.String("review_instructions")
+		// PR-S4: a review after structural rounds looks harder.
+		rv.Escalation = review.Escalation{Off: !v.Bool("review_escalation"), Models: v.List("review_models")}
+		if more := v.String("review_escalation_angles"); more != "" {
+			if rv.Escalation.Angles, err = review.ParseAngles(more); err != nil {
+				return nil, usageErr("%s: %v", where("review_escalation_angles"), err)
+			}
+		}
 		reviewer = &rv
 	}
 	cfg.LocalReview = reviewer != nil

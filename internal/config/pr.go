@@ -60,6 +60,15 @@ func PRFields() []Field {
 		}},
 		{Key: "review_instructions", Kind: String, Default: prwork.ReviewInstructionsFile, Help: "the repository's shared review instructions, read by the local review", Check: relPath},
 		{Key: "review_memory", Kind: Bool, Default: strconv.FormatBool(d.ReviewMemory), Help: "keep a machine-written section of review_instructions listing the points converge deferred or escalated, with why, synced into " + prwork.CopilotInstructionsFile + " so both reviewers read them; written only in a round's own commit"},
+		{Key: "review_escalation", Kind: Bool, Default: "true", Help: "after a round whose local review found structural items, the next local review looks harder: review_escalation_angles added, the next model of review_models, every angle at its highest effort (PR-S4); false: every round's review is the same"},
+		{Key: "review_escalation_angles", Kind: List, Default: review.DefaultEscalationAngleNames(), Help: "angles an escalated local review adds", Check: func(v string) error {
+			if v == "" {
+				return nil
+			}
+			_, err := review.ParseAngles(v)
+			return err
+		}},
+		{Key: "review_models", Kind: List, Default: "", Help: "the review agent's model escalation ladder, default model first: an escalated review runs on the next (PR-S4, AG-E1); empty: the agent's one configured model"},
 		// Base sync (PR-S14).
 		{Key: "sync_base", Kind: Bool, Default: strconv.FormatBool(d.SyncBase), Help: "bring a branch that lacks commits of its base (BEHIND, or behind by the forge's compare) up to date with a merge commit (tested, pushed, never forced) once everything else converged (PR-S14); a conflicting (DIRTY) branch always ends base-moved"},
 	}, AgentFields()...)

@@ -453,7 +453,13 @@ func (d *step) requestAction() Action {
 }
 
 func (d *step) localReviewAction() Action {
-	return Action{Kind: ActLocalReview, Key: roundKey(d.s.Round, "local-review"), Round: d.s.Round, SHA: d.head}
+	effort := d.s.reviewEffort()
+	if effort > 0 {
+		if rr, note := d.round(), escalationNote(effort); !slices.Contains(rr.Notes, note) {
+			rr.Notes = append(rr.Notes, note)
+		}
+	}
+	return Action{Kind: ActLocalReview, Key: roundKey(d.s.Round, "local-review"), Round: d.s.Round, SHA: d.head, Effort: effort}
 }
 
 // forgeNow is the forge's clock when the observation carries it; review
@@ -643,6 +649,10 @@ func (d *step) triage() bool {
 		d.postSummary(*lr, findings)
 	}
 	allConflicting := d.holdUnsettled(findings)
+	if allConflicting {
+		// PR-S7: the run ends for a human before any fix (conflicts.go).
+		d.allConflictingHold(findings)
+	}
 	if !d.c.FixMinor {
 		// PR-S9: minor points are fixed only if configured; otherwise a
 		// human decides, and the thread says so.

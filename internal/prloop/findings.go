@@ -356,7 +356,10 @@ func hunkRange(hunk string, start, end, origStart, origEnd int) (int, int) {
 }
 
 // latestActivity is the newest comment or review by anyone but converge
-// (PR-T3).
+// (PR-T3): thread comments, reviews, and top-level PR comments by people.
+// A bot's top-level comment (a CI report, a deploy preview) follows a
+// push rather than a reviewer; bots review through reviews and threads,
+// as PR-T13 reads top-level comments too.
 func latestActivity(pr *forge.PullRequest, c Config) time.Time {
 	var latest time.Time
 	for _, t := range pr.Threads {
@@ -369,6 +372,11 @@ func latestActivity(pr *forge.PullRequest, c Config) time.Time {
 	for _, r := range pr.Reviews {
 		if !isSelf(r.Author, c) && r.SubmittedAt.After(latest) {
 			latest = r.SubmittedAt
+		}
+	}
+	for _, ic := range pr.IssueComments {
+		if !isSelf(ic.Author, c) && isHumanLogin(ic.Author, c) && ic.CreatedAt.After(latest) {
+			latest = ic.CreatedAt
 		}
 	}
 	return latest

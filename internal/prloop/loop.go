@@ -302,7 +302,7 @@ func (l *Loop) startReview(ctx context.Context, pr *forge.PullRequest, round int
 	go func() {
 		defer l.wg.Done()
 		defer close(p.done)
-		p.res, p.err = l.Workspace.LocalReview(ctx, pr, round)
+		p.res, p.err = l.localReview(ctx, pr, round, a)
 	}()
 	return res, nil
 }
@@ -615,7 +615,12 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		if mw, ok := l.Workspace.(MemoryWorkspace); ok {
 			mw.SetReviewMemory(a.Memory) // review_memory: rides on this fix's commit only
 		}
-		fr, err = l.Workspace.Fix(ctx, pr, round, a.Findings)
+		if pc, ok := l.Workspace.(PushChecker); ok {
+			// PR-S8 before the push (pushcheck.go).
+			fr, err = pc.FixChecked(ctx, pr, round, a.Findings, NewPushCheck(st))
+		} else {
+			fr, err = l.Workspace.Fix(ctx, pr, round, a.Findings)
+		}
 		if err != nil && fr.Usage.Reported() {
 			// A fix that failed was paid for: its usage goes with the
 			// error to the errored terminal.

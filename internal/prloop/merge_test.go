@@ -678,53 +678,81 @@ func TestPR_S8_OscillationIsEscalated(t *testing.T) {
 	}
 }
 
-// TestPR_S8_FixThatRevertsIsEscalated: the round's pushed commit undoes
-// what an earlier loop commit changed on the same lines; the finding it
-// addressed there is escalated instead of addressed (left open, citing
-// both rounds), so the loop never flips those lines back on its own. The
-// commit's hunks are kept for later rounds.
+// TestPR_S8_FixThatRevertsIsEscalated: the round's fix would undo what
+// an earlier loop commit changed on the same lines. The check before the
+// push holds it back (PushCheck; TestPR_S8_RevertingFixIsNeverPushed and
+// the pr_s8_free_text_revert_never_pushed scenario prove at the forge
+// that it is never pushed): the workspace pushes the round's other fixes
+// alone, and Decide escalates the finding citing both rounds, addresses
+// the rest, and records only the commit that was pushed. A workspace that
+// cannot check first (no PushChecker) has pushed it already: Decide still
+// escalates it after the fact, so the loop never flips those lines back
+// on its own.
 func TestPR_S8_FixThatRevertsIsEscalated(t *testing.T) {
 	round1 := RoundRecord{N: 1, HeadSHA: "h0", CommitSHA: "h1", StartedAt: at(0), Hunks: []Hunk{
 		{Path: "main.go", OldStart: 20, OldCount: 1, NewStart: 20, NewCount: 1, Removed: []string{"\treturn nil"}, Added: []string{"\treturn err"}},
 	}}
 	revert := Hunk{Path: "main.go", OldStart: 20, OldCount: 1, NewStart: 20, NewCount: 1, Removed: []string{"\treturn err"}, Added: []string{"\treturn nil"}}
 	further := Hunk{Path: "main.go", OldStart: 20, OldCount: 1, NewStart: 20, NewCount: 1, Removed: []string{"\treturn err"}, Added: []string{"\treturn wrap(err)"}}
+	rename := Hunk{Path: "main.go", OldStart: 80, OldCount: 1, NewStart: 80, NewCount: 1, Removed: []string{"func f() {"}, Added: []string{"func run() {"}}
+	kept := []Finding{
+		{ID: "local:x", Path: "main.go", EndLine: 20, Summary: "wrap the error", Verdict: VerdictStructural, Source: "local"},
+		{ID: "T5", ThreadID: "T5", Path: "main.go", EndLine: 21, Summary: "return nil here", Verdict: VerdictStructural},
+		{ID: "T6", ThreadID: "T6", Path: "main.go", EndLine: 80, Summary: "rename", Verdict: VerdictStructural},
+	}
+	all := []string{"local:x", "T5", "T6"}
+	state := func() State {
+		s := verifying("h1", 2)
+		s.Phase = PhaseFix
+		s.Rounds = []RoundRecord{round1, {N: 2, HeadSHA: "h1", StartedAt: at(0)}}
+		s.Kept = slices.Clone(kept)
+		return s
+	}
+	// What a checking workspace reports of the revert: the commit it
+	// would have pushed is checked, the findings that undo round 1 are
+	// handed off, the rest pushed in a commit of their own.
+	held, notes := NewPushCheck(state()).Undone([]Hunk{revert, rename}, kept, all)
+	if !reflect.DeepEqual(held, map[string]string{"local:x": held["local:x"], "T5": held["T5"]}) || len(held) != 2 || len(notes) != 1 {
+		t.Fatalf("the check holds %v (notes %v), want local:x and T5", held, notes)
+	}
+	checked := &FixResult{Round: 2, Addressed: []string{"T6"}, CommitSHA: "h2", Hunks: []Hunk{rename}, Notes: notes,
+		Blocked: []BlockedFinding{{ID: "local:x", Reason: held["local:x"]}, {ID: "T5", Reason: held["T5"]}}}
 	for _, tt := range []struct {
-		name string
-		hunk Hunk
-		acts []string
+		name  string
+		res   *FixResult
+		hunks []Hunk
+		acts  []string
+		cites string
 	}{
-		{"a revert", revert, []string{"reply round-2/reply/T5/escalated", "reply round-2/reply/T6/addressed", "resolve round-2/resolve/T6"}},
-		{"a further change", further, []string{"reply round-2/reply/T5/addressed", "resolve round-2/resolve/T5", "reply round-2/reply/T6/addressed", "resolve round-2/resolve/T6"}},
+		{"held back before the push", checked, []Hunk{rename},
+			[]string{"reply round-2/reply/T5/escalated", "reply round-2/reply/T6/addressed", "resolve round-2/resolve/T6"},
+			"round 2's fix would undo what round 1 (commit h1) changed on main.go:20-20; converge did not push it"},
+		{"a further change", &FixResult{Round: 2, Addressed: all, CommitSHA: "h2", Hunks: []Hunk{further}}, []Hunk{further},
+			[]string{"reply round-2/reply/T5/addressed", "resolve round-2/resolve/T5", "reply round-2/reply/T6/addressed", "resolve round-2/resolve/T6"}, ""},
+		{"pushed by a workspace that cannot check first", &FixResult{Round: 2, Addressed: all, CommitSHA: "h2", Hunks: []Hunk{revert}}, []Hunk{revert},
+			[]string{"reply round-2/reply/T5/escalated", "reply round-2/reply/T6/addressed", "resolve round-2/resolve/T6"},
+			"round 2's fix (commit h2) undoes what round 1 (commit h1) changed on main.go:20-20"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			s := verifying("h1", 2)
-			s.Phase = PhaseFix
-			s.Rounds = []RoundRecord{round1, {N: 2, HeadSHA: "h1", StartedAt: at(0)}}
-			s.Kept = []Finding{
-				// A local finding has no thread to escalate in: it stays addressed.
-				{ID: "local:x", Path: "main.go", EndLine: 20, Summary: "wrap the error", Verdict: VerdictStructural, Source: "local"},
-				{ID: "T5", ThreadID: "T5", Path: "main.go", EndLine: 21, Summary: "return nil here", Verdict: VerdictStructural},
-				{ID: "T6", ThreadID: "T6", Path: "main.go", EndLine: 80, Summary: "rename", Verdict: VerdictStructural},
-			}
+			s := state()
 			pr := newPR("h2")
 			pr.Commits = append(pr.Commits, loopCommit("h2", "h1", 2))
 			pr.Threads = []forge.Thread{threadAt("T5", "main.go", 0, 21, "return nil here"), threadAt("T6", "main.go", 0, 80, "rename")}
 			o := obs(at(5), pr)
-			o.Result = &ActResult{Fix: &FixResult{Round: 2, Addressed: []string{"local:x", "T5", "T6"}, CommitSHA: "h2", Hunks: []Hunk{tt.hunk}}}
+			o.Result = &ActResult{Fix: tt.res}
 			s, acts, term := Decide(s, o, cfg())
 			wantTerminal(t, term, "")
 			wantActs(t, acts, tt.acts...)
-			if got := s.Rounds[1].Hunks; !reflect.DeepEqual(got, []Hunk{tt.hunk}) || s.Rounds[1].CommitSHA != "h2" {
+			if got := s.Rounds[1].Hunks; !reflect.DeepEqual(got, tt.hunks) || s.Rounds[1].CommitSHA != "h2" {
 				t.Fatalf("round 2 keeps %+v at %s", got, s.Rounds[1].CommitSHA)
 			}
-			if tt.hunk.Added[0] != "\treturn nil" {
+			if tt.cites == "" {
 				return
 			}
-			if b := acts[0].Body; !strings.Contains(b, "round 2's fix (commit h2) undoes what round 1 (commit h1) changed on main.go:20-20") {
+			if b := acts[0].Body; !strings.Contains(b, tt.cites) {
 				t.Fatalf("escalation: %q", b)
 			}
-			if n := s.Rounds[1].Notes; len(n) != 1 || !strings.HasSuffix(n[0], "escalated: T5") {
+			if n := s.Rounds[1].Notes; len(n) != 1 || !strings.Contains(n[0], "escalated: ") || !strings.Contains(n[0], "T5") {
 				t.Fatalf("round notes %v", n)
 			}
 		})

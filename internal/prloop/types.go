@@ -478,6 +478,10 @@ type Action struct {
 	// Memory, on a fix with review_memory on, is what the round's commit
 	// writes into the review instructions' settled section (memory.go).
 	Memory *ReviewMemory `json:"memory,omitempty"`
+	// Effort, on a local review, is how many local reviews in a row
+	// before it found structural items: above 0 the review looks harder
+	// (PR-S4, EffortReviewer).
+	Effort int `json:"effort,omitempty"`
 	// After, on a wait, is when Decide next has something to decide
 	// whatever the forge shows (a window closes, a bound runs out): the
 	// engine observes again no later than that, back-off or not.

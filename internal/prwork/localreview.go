@@ -22,11 +22,20 @@ const ReviewInstructionsFile = ".github/review-instructions.md"
 // prompt; a larger file is cut, with a note the agents can see.
 const maxInstructions = 64 << 10
 
+var _ prloop.EffortReviewer = (*GitWorkspace)(nil)
+
 // LocalReview runs the multi-angle review of the PR's head (PR-S4) in the
 // run's worktree, reset to the head before and after: agents are told not
 // to edit, and one that did must not leak its edits into the next fix. It
 // must not run while Fix does, as both use the worktree.
 func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (prloop.LocalReviewResult, error) {
+	return w.LocalReviewAt(ctx, pr, round, 0)
+}
+
+// LocalReviewAt is LocalReview at an effort: after effort local reviews in
+// a row that found structural items, the review looks harder as the
+// reviewer's Escalation says (PR-S4).
+func (w *GitWorkspace) LocalReviewAt(ctx context.Context, pr *forge.PullRequest, round, effort int) (prloop.LocalReviewResult, error) {
 	if w.Reviewer == nil {
 		return prloop.LocalReviewResult{}, errors.New("local review: no review agent is configured (--review-agent command with --review-agent-cmd)")
 	}
@@ -46,7 +55,10 @@ func (w *GitWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, r
 	// PR, so the PR does not get to rewrite what it is checked against.
 	instructions := w.baseInstructions(ctx, pr)
 
-	rv := *w.Reviewer
+	rv := w.Reviewer.Escalate(effort)
+	if effort > 0 && !rv.Escalation.Off {
+		w.logf("local review of %s escalated (level %d): %d angle(s)%s", text.ShortSHA(pr.HeadSHA), effort, len(rv.Angles), onModel(rv.Model))
+	}
 	if rv.Budget <= 0 {
 		rv.Budget = w.Budget
 	}
@@ -117,4 +129,11 @@ func toLocalReviewResult(res localreview.Result, round int) prloop.LocalReviewRe
 func LocalFindingID(f localreview.Finding) string {
 	h := sha256.Sum256([]byte(f.Summary))
 	return fmt.Sprintf("local:%s:%s:%d-%d:%s", f.Angle, f.File, f.StartLine, f.EndLine, hex.EncodeToString(h[:6]))
+}
+
+func onModel(m string) string {
+	if m == "" {
+		return ""
+	}
+	return " on model " + m
 }

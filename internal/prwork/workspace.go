@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/census"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/repo"
@@ -146,15 +148,61 @@ func (w *GitWorkspace) fetchLocked(ctx context.Context, pr *forge.PullRequest) e
 	return nil
 }
 
-// Cleanup removes the run's worktree (PR-G6); the clone is kept as a cache.
+// Cleanup removes what the run made (PR-G6): its worktree, what is left
+// of its fixers' worktrees, and the clone once no other run's worktree is
+// in it. Runs of one repository share its clone while they run, in this
+// process and in others on the same state directory; each registers its
+// worktree under the clone's lock (Prepare), so a clone with none but its
+// own main worktree is no run's, and a run that starts later clones again.
 func (w *GitWorkspace) Cleanup(ctx context.Context) error {
-	if w.clone == nil || w.worktree == nil {
+	if w.clone == nil {
 		return nil
 	}
 	defer lockClone(w.clone.Dir)()
-	_, err := w.clone.Run(ctx, "worktree", "remove", "--force", w.worktree.Dir)
-	return err
+	var errs []error
+	if w.worktree != nil {
+		if _, err := w.clone.Run(ctx, "worktree", "remove", "--force", w.worktree.Dir); err != nil {
+			errs = append(errs, fmt.Errorf("remove the run's worktree: %w", err))
+		}
+	}
+	if fixers, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID+".fixers")); err == nil {
+		if _, err := pool.Sweep(ctx, w.clone, fixers); err != nil {
+			errs = append(errs, err)
+		}
+		if err := os.RemoveAll(fixers); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		// The clone stays: what is left may still point into it.
+		return errors.Join(errs...)
+	}
+	// Worktrees whose directories are gone (a killed run's, swept by hand)
+	// are no run's either.
+	if _, err := w.clone.Run(ctx, "worktree", "prune"); err != nil {
+		return fmt.Errorf("prune worktrees: %w", err)
+	}
+	list, err := w.clone.Run(ctx, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return fmt.Errorf("list worktrees: %w", err)
+	}
+	trees := 0
+	for f := range strings.SplitSeq(list, "\x00") {
+		if strings.HasPrefix(f, "worktree ") {
+			trees++
+		}
+	}
+	if trees != 1 {
+		return nil // another run's worktree is in it (or git said nothing sure)
+	}
+	if err := os.RemoveAll(w.clone.Dir); err != nil {
+		return fmt.Errorf("remove the clone: %w", err)
+	}
+	w.clone, w.worktree = nil, nil
+	return nil
 }
+
+var _ prloop.PushChecker = (*GitWorkspace)(nil)
 
 // Fix applies the round's findings on the PR's current head, keeps only
 // changes that add no test failure to the head's own (PR-S10, AG-T5), and
@@ -162,7 +210,16 @@ func (w *GitWorkspace) Cleanup(ctx context.Context) error {
 // (PR-S11). Never force-pushes. A fixer that cannot run, even on its
 // retry, ends the round with a *agent.RunFailure (AG-T4), not with
 // dispositions.
-func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []prloop.Finding) (res prloop.FixResult, err error) {
+func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int, findings []prloop.Finding) (prloop.FixResult, error) {
+	return w.FixChecked(ctx, pr, round, findings, prloop.PushCheck{})
+}
+
+// FixChecked is Fix whose commit is checked before the push (PR-S8): a
+// commit that undoes what an earlier loop commit changed on the same
+// lines is not pushed. The findings whose fixes did that are handed off
+// with check's reason, and the round's other addressed findings are fixed
+// again without them, until a commit passes or nothing is left to push.
+func (w *GitWorkspace) FixChecked(ctx context.Context, pr *forge.PullRequest, round int, findings []prloop.Finding, check prloop.PushCheck) (res prloop.FixResult, err error) {
 	res = prloop.FixResult{Round: round}
 	w.usage, w.notes = agent.Usage{}, nil
 	w.vs.tree = ""
@@ -170,19 +227,57 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	w.beginCensus(findings)
 	defer func() { res.Censuses = w.endCensus(pr.HeadSHA, res.CommitSHA) }()
 	defer func() { res.Proven = w.provenFor(res.Addressed) }()
+	var handed []prloop.BlockedFinding
+	defer func() { res.Blocked = append(res.Blocked, handed...) }()
+	fs := findings
+	for {
+		var undone map[string]string
+		res, undone, err = w.fixOnce(ctx, pr, round, fs, check)
+		if err != nil || len(undone) == 0 {
+			return res, err
+		}
+		// Not pushed (PR-S8). Each attempt drops at least one finding,
+		// so this ends.
+		var again []prloop.Finding
+		for _, f := range bottomUp(fs) {
+			switch why, ok := undone[f.ID]; {
+			case ok:
+				handed = append(handed, prloop.BlockedFinding{ID: f.ID, Reason: why})
+			case slices.Contains(res.Addressed, f.ID):
+				again = append(again, f)
+			}
+		}
+		if len(again) == 0 {
+			res.Addressed = nil
+			return res, nil
+		}
+		// What the attempt could not address stays handed off as it
+		// said; what it did is fixed again without the reverting ones.
+		handed = append(handed, res.Blocked...)
+		w.logf("round %d's commit would undo an earlier loop commit; not pushed: fixing the other %d finding(s) again without it", round, len(again))
+		fs = again
+	}
+}
+
+// fixOnce is one attempt of a FixChecked: fixers, build and test, the
+// commit and, when check finds nothing undone in it, the push. A commit
+// check holds back is dropped, the worktree put back on the head, and
+// the findings that undid an earlier commit are returned with why.
+func (w *GitWorkspace) fixOnce(ctx context.Context, pr *forge.PullRequest, round int, findings []prloop.Finding, check prloop.PushCheck) (res prloop.FixResult, undone map[string]string, err error) {
+	res = prloop.FixResult{Round: round}
 	if err := w.atHead(ctx, pr); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	ordered := bottomUp(findings)
 	test := w.testCommand()
 	if len(test) == 0 && !w.AllowUntested {
-		return w.untested(res, ordered), nil
+		return w.untested(res, ordered), nil, nil
 	}
 	var base *testRun
 	if len(test) > 0 {
 		b, err := w.baseline(ctx, pr.HeadSHA, test)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		base = &b
 		if !b.ok() {
@@ -195,21 +290,42 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 
 	outcomes, err := w.apply(ctx, pr, round, ordered)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	applied := appliedIDs(outcomes)
 	var final *testRun // the test run of the tree that gets committed
 	if len(applied) > 0 && base != nil {
 		tr, err := w.runTests(ctx, test)
 		if err != nil {
-			return res, err
+			return res, nil, err
 		}
 		if bad := judge(base, tr); bad != "" {
-			// A red build: keep only the fixes that are green one by one.
-			w.logf("tests failed with all fixes; trying them one at a time: %s", bad)
-			outcomes, final, err = w.applyEach(ctx, pr, round, ordered, test, base)
-			if err != nil {
-				return res, err
+			// A red build goes back to the fixers once, with its output,
+			// for one more try within the round (PR-S10).
+			w.logf("tests failed with the round's fixes; giving the fixers the failing output for one more try: %s", bad)
+			outs, tr2, still, err := w.retryRed(ctx, pr, round, ordered, test, base, tr, bad)
+			switch {
+			case err != nil:
+				return res, nil, err
+			case tr2 != nil:
+				w.logf("the fixers' second try passes the tests")
+				outcomes, final = outs, tr2
+			case len(applied) > 1:
+				// Still red: keep only the fixes that are green one by one.
+				w.logf("the fixers' second try is red too; trying the fixes one at a time: %s", still)
+				outcomes, final, err = w.applyEach(ctx, pr, round, ordered, test, base)
+				if err != nil {
+					return res, nil, err
+				}
+			default:
+				// One fix, tried twice, the second time with the failure
+				// in hand: handed off, quoting it.
+				if err := w.reset(ctx, pr.HeadSHA); err != nil {
+					return res, nil, err
+				}
+				for _, id := range applied {
+					outcomes[id] = agent.FindingOutcome{FindingID: id, Status: agent.StatusBlocked, Reason: still}
+				}
 			}
 			applied = appliedIDs(outcomes)
 		} else {
@@ -233,10 +349,10 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 		}
 	}
 	if len(applied) == 0 {
-		return res, nil
+		return res, nil, nil
 	}
 	if err := w.restoreVerified(ctx); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	memPaths := w.writeReviewMemory(ctx)
 	msg := commitMessage(round, ordered, res.Addressed)
@@ -251,13 +367,29 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 			res.Blocked = append(res.Blocked, prloop.BlockedFinding{ID: id, Reason: handOff(&res, "the fix changed nothing")})
 		}
 		res.Addressed = nil
-		return res, nil
+		return res, nil, nil
 	}
 	if err != nil {
-		return res, err
+		return res, nil, err
+	}
+	// What the commit changes, line by line: checked before the push, and
+	// kept for the checks of later rounds (PR-S8). A commit whose hunks
+	// cannot be read is not compared, and pushed.
+	hunks, herr := commitHunks(ctx, w.worktree, sha)
+	if herr != nil {
+		w.logf("could not read the hunks of %s; it is not compared with earlier rounds: %v", text.ShortSHA(sha), herr)
+	} else if held, notes := check.Undone(withoutPaths(hunks, memPaths), ordered, res.Addressed); len(held) > 0 {
+		for _, n := range notes {
+			w.logf("%s", n)
+			w.notes = append(w.notes, n)
+		}
+		if err := w.reset(ctx, pr.HeadSHA); err != nil {
+			return res, nil, err
+		}
+		return res, held, nil
 	}
 	if err := w.push(ctx, pr); err != nil {
-		return res, err
+		return res, nil, err
 	}
 	if final != nil {
 		// The pushed tree is the one just tested: that run is the new
@@ -266,18 +398,12 @@ func (w *GitWorkspace) Fix(ctx context.Context, pr *forge.PullRequest, round int
 	}
 	add, del, err := w.worktree.DiffLines(ctx, sha+"~1", sha)
 	if err != nil {
-		return res, err
+		return res, nil, err
 	}
 	res.CommitSHA = sha
 	res.LinesChanged = add + del - w.memoryLines(ctx, sha, memPaths)
-	// What the commit changed, line by line, for the oscillation check of
-	// later rounds (PR-S8). The push stands without it: a commit with no
-	// hunks is only not compared.
-	if res.Hunks, err = commitHunks(ctx, w.worktree, sha); err != nil {
-		w.logf("could not read the hunks of %s; later rounds will not compare with it: %v", text.ShortSHA(sha), err)
-	}
-	res.Hunks = withoutPaths(res.Hunks, memPaths)
-	return res, nil
+	res.Hunks = withoutPaths(hunks, memPaths)
+	return res, nil, nil
 }
 
 // atHead puts the run's worktree on the PR's head as the forge shows it,

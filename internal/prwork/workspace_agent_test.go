@@ -277,9 +277,10 @@ echo '`+okRecord+`'`, 0)
 	if strings.Contains(strings.SplitN(r, ";", 2)[0], "TestAlways") {
 		t.Errorf("the fix is blamed for the baseline's failure: %q", r)
 	}
-	// baseline, all fixes, each alone (2), the kept one again.
-	if n := countLines(t, runs); n != 5 {
-		t.Errorf("tests ran %d times, want 5", n)
+	// baseline, all fixes, all fixes again with the failing output
+	// (PR-S10), each alone (2), the kept one again.
+	if n := countLines(t, runs); n != 6 {
+		t.Errorf("tests ran %d times, want 6", n)
 	}
 
 	// The next round on the pushed head reuses its test run as baseline.
@@ -288,8 +289,8 @@ echo '`+okRecord+`'`, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := countLines(t, runs); n != 6 || !res2.BaselineRed || len(res2.Addressed) != 1 {
-		t.Errorf("round 2: %d test runs (want 6), result %+v", n, res2)
+	if n := countLines(t, runs); n != 7 || !res2.BaselineRed || len(res2.Addressed) != 1 {
+		t.Errorf("round 2: %d test runs (want 7), result %+v", n, res2)
 	}
 }
 

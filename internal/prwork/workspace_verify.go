@@ -41,6 +41,9 @@ type verifyState struct {
 	notes []string
 	// tree is the tree object the last apply verified.
 	tree string
+	// red is the feedback of a red build the fixers get with their next
+	// dispatch (PR-S10; redfeedback.go).
+	red string
 }
 
 func (v *verifyState) note(s string) {
@@ -61,6 +64,9 @@ func (w *GitWorkspace) rejectedFor(fs []prloop.Finding) string {
 		if why := w.vs.rejected[f.ID]; why != "" {
 			out = append(out, fmt.Sprintf("%s: %s", findingWhere(f), why))
 		}
+	}
+	if w.vs.red != "" {
+		out = append(out, w.vs.red)
 	}
 	return strings.Join(out, "\n")
 }

@@ -28,6 +28,11 @@ func (r *Reviewer) cacheKey(in Input, angles []Angle) string {
 	field(in.Instructions)
 	field(r.Agent.Name())
 	field(r.AgentID)
+	if r.Model != "" {
+		// Another model is another review; keys without one stay as
+		// they were.
+		field("model=" + r.Model)
+	}
 	for _, a := range angles {
 		field(a.Name)
 		field(a.Focus)

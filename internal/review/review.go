@@ -62,11 +62,12 @@ func DefaultAngleNames() string {
 var angleName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
 // ParseAngles reads a comma-separated list of angle names (a flag value).
-// A default angle keeps its focus; any other name gets a focus that just
-// names it, so a user can add a point of view without writing a prompt.
+// A built-in angle (a default one, or one an escalated review adds) keeps
+// its focus; any other name gets a focus that just names it, so a user
+// can add a point of view without writing a prompt.
 func ParseAngles(s string) ([]Angle, error) {
 	known := map[string]Angle{}
-	for _, a := range DefaultAngles() {
+	for _, a := range append(DefaultAngles(), EscalationAngles()...) {
 		known[a.Name] = a
 	}
 	var out []Angle
@@ -120,7 +121,12 @@ type Result struct {
 	// "review could not be parsed" finding without a file.
 	Findings []Finding `json:"findings,omitempty"`
 	Degraded bool      `json:"degraded"` // some angle was not parsed
-	Cached   bool      `json:"-"`
+	// Escalated is the review's escalation level (PR-S4): 0 for the
+	// configured review; Model the model its angles ran on, "" the
+	// agent's own.
+	Escalated int    `json:"escalated,omitempty"`
+	Model     string `json:"model,omitempty"`
+	Cached    bool   `json:"-"`
 	// Usage is what the angles' runs reported consuming (PR-M5), every
 	// attempt counted; a cached result cost nothing this time.
 	Usage agent.Usage `json:"-"`
@@ -181,6 +187,14 @@ type Reviewer struct {
 	// MaxParallel bounds the angles running at once; zero runs them all
 	// at once, as each is mostly waiting on a model.
 	MaxParallel int
+	// Model is the model every angle runs on (agent.Task.Model); "" is
+	// the agent's own. Escalate sets it from Escalation.Models.
+	Model string
+	// Escalation is how a review looks harder after rounds whose review
+	// found structural items (PR-S4); see Escalate.
+	Escalation Escalation
+	// level is the escalation Escalate gave this reviewer.
+	level int
 }
 
 // CanReview reports whether a can run review tasks. A backend says it
@@ -240,7 +254,7 @@ func (r *Reviewer) Review(ctx context.Context, in Input) (Result, error) {
 		return Result{}, err
 	}
 	res := assemble(in.Head, r.Agent.Name(), results)
-	res.Usage = usage
+	res.Usage, res.Escalated, res.Model = usage, r.level, r.Model
 	if !res.Degraded {
 		// A failed write only costs a re-review of this head later.
 		_ = r.storeCache(key, res)
@@ -328,6 +342,7 @@ func (r *Reviewer) runAngle(ctx context.Context, in Input, a Angle, diff string)
 		Instructions: in.Instructions,
 		Budget:       r.Budget,
 		Env:          r.Env,
+		Model:        r.Model,
 	}
 	var what, stderr string
 	var usage agent.Usage

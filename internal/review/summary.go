@@ -81,6 +81,14 @@ func Summary(res Result, round int) string {
 	default:
 		fmt.Fprintf(&top, "**%s** from %d angles.\n", counts(len(structural), len(minor)), len(res.Angles))
 	}
+	if res.Escalated > 0 {
+		// PR-S4: the rounds before found structural items.
+		fmt.Fprintf(&top, "\n_Escalated review (level %d): the review of the round(s) before found structural items, so every angle worked at its highest effort", res.Escalated)
+		if res.Model != "" {
+			fmt.Fprintf(&top, ", on model %s", inline(res.Model, 64))
+		}
+		top.WriteString("._\n")
+	}
 	if res.Cached {
 		top.WriteString("\n_Reused from an earlier review of the same head._\n")
 	}
