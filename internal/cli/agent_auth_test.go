@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/agenttest"
 	"github.com/convergeloop/converge/internal/agent/claude"
 	"github.com/convergeloop/converge/internal/agent/codex"
+	"github.com/convergeloop/converge/internal/agent/fakemodel"
 	"github.com/convergeloop/converge/internal/agent/gemini"
 	"github.com/convergeloop/converge/internal/agent/opencode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -219,5 +221,52 @@ func TestAG_T4_RealCLIsRefusedKeyExits6AtThePreflight(t *testing.T) {
 		if after := observe(); !after.same(before) {
 			t.Fatalf("%s: the pre-flight wrote to the forge: %+v, before %+v", c.name, after, before)
 		}
+	}
+}
+
+// TestPR_T5_RealClaudeCostBoundEndsTheRun: `converge pr --max-cost` with
+// the real Claude Code CLI, whose result events carry its price: once the
+// agents' reported cost reaches the bound, no further round starts and
+// the run ends cap-exhausted (exit 4), saying what was spent; the PR is
+// not labelled ready.
+func TestPR_T5_RealClaudeCostBoundEndsTheRun(t *testing.T) {
+	bin := agenttest.RealCLI(t, claude.BinaryEnv, "claude", "@anthropic-ai/claude-code")
+	t.Parallel()
+	info, _ := sandbox(t)
+	_, url := agenttest.Serve(t,
+		fakemodel.Script{Match: reviewPrompt, Turns: []fakemodel.Turn{{Text: "Nothing from this angle.\n[]",
+			Usage: fakemodel.Usage{InputTokens: 20000, OutputTokens: 2000}}}},
+		// Round 1's fixer fixes Copilot's first two findings (as in
+		// TestAG_B1_RealClaudeFixesTheSandboxPRToTwoStable), so the run
+		// would go on to round 2 but for its bound.
+		fakemodel.Script{Match: fixPrompt, Turns: []fakemodel.Turn{
+			{Calls: []fakemodel.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": "summary.go", "old_string": meanOld, "new_string": meanNew}}}},
+			{Calls: []fakemodel.ToolCall{{Name: "Edit", Input: map[string]any{"file_path": "summary.go", "old_string": boundOld, "new_string": boundNew}}}},
+			{Text: "Applied both suggestions.\n" + statusRecord(t, "Mean returns ErrEmpty on empty input; MovingSum keeps the last window"),
+				Usage: fakemodel.Usage{InputTokens: 20000, OutputTokens: 2000}},
+		}},
+	)
+	code, out := runBin(t, claudeEnv(t, bin, url, map[string]string{"CONVERGE_TOKEN": info.Tokens.Author}),
+		"pr", info.PRURL, "--api-url", info.APIURL, "--ca-file", info.CAFile, "--state", t.TempDir(),
+		"--poll-min", "50ms", "--poll-max", "500ms", "--agent", "claude", "--agent-timeout", "2m", "--no-agent-check",
+		"--review-angles", "correctness-leak", "--max-cost", "0.0001")
+	t.Logf("exit %d\n%s", code, out)
+	if code != 4 || !strings.Contains(out, "cap-exhausted") || !regexp.MustCompile(`max_cost \$0\.0001 spent: the agents reported \$[0-9.]+`).MatchString(out) {
+		t.Fatalf("want cap-exhausted (exit 4) naming the spend, got exit %d:\n%s", code, out)
+	}
+	ref, err := forge.ParsePRURL(info.PRURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ghclient.New(ghclient.Options{APIURL: info.APIURL, GraphQLURL: info.GraphQLURL, Token: info.Tokens.Reviewer, CAFile: info.CAFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, err := client.Observe(context.Background(), ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(pr.Labels, prloop.LabelReady) {
+		t.Errorf("a run ended by its cost bound labelled the PR %s: %q", prloop.LabelReady, pr.Labels)
 	}
 }

@@ -35,13 +35,13 @@ func (d *step) costBound() string {
 	switch u.Coverage() {
 	case agent.CostKnown:
 		if u.CostUSD >= bound {
-			return fmt.Sprintf("max_cost $%.2f spent: the agents reported $%.2f in %s", bound, u.CostUSD, runsWord(u))
+			return fmt.Sprintf("max_cost %s spent: the agents reported %s in %s", usd(bound), usd(u.CostUSD), runsWord(u))
 		}
 		return ""
 	case agent.CostPartial:
-		return fmt.Sprintf("max_cost $%.2f cannot be checked: %d of %d agent runs reported no price (at least $%.2f spent); a cost bound that cannot be checked ends the run", bound, u.Runs-u.PricedRuns, u.Runs, u.CostUSD)
+		return fmt.Sprintf("max_cost %s cannot be checked: %d of %d agent runs reported no price (at least %s spent); a cost bound that cannot be checked ends the run", usd(bound), u.Runs-u.PricedRuns, u.Runs, usd(u.CostUSD))
 	default:
-		return fmt.Sprintf("max_cost $%.2f cannot be checked: the agents reported no price (%s); a cost bound that cannot be checked ends the run", bound, runsWord(u))
+		return fmt.Sprintf("max_cost %s cannot be checked: the agents reported no price (%s); a cost bound that cannot be checked ends the run", usd(bound), runsWord(u))
 	}
 }
 
@@ -50,4 +50,13 @@ func runsWord(u agent.Usage) string {
 		return "1 agent run"
 	}
 	return fmt.Sprintf("%d agent runs", u.Runs)
+}
+
+// usd writes dollars with cents, and with more digits below a cent, so a
+// small bound does not read as $0.00.
+func usd(v float64) string {
+	if v != 0 && v < 0.01 {
+		return fmt.Sprintf("$%.4f", v)
+	}
+	return fmt.Sprintf("$%.2f", v)
 }
