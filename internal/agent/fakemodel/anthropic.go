@@ -134,19 +134,7 @@ func (s *Server) serveMessages(w http.ResponseWriter, r *http.Request, route mes
 	for _, tl := range req.Tools {
 		tools = append(tools, tl.Name)
 	}
-	rec.Tools = tools
-	var t Turn
-	if len(tools) == 0 {
-		rec.Side = true
-		t = Turn{Text: s.SideText}
-	} else {
-		var ok bool
-		rec.Script, turn, t, ok = s.pick(user, turn)
-		rec.Turn = turn
-		if !ok {
-			t = exhausted(turn)
-		}
-	}
+	t, turn := s.answer(&rec, tools, user, turn)
 	at := s.record(rec)
 
 	if !wait(r, t.Delay) {

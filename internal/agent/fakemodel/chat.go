@@ -89,19 +89,7 @@ func (s *Server) serveChat(w http.ResponseWriter, r *http.Request) {
 	for _, tl := range req.Tools {
 		tools = append(tools, tl.Function.Name)
 	}
-	rec.Tools = tools
-	var t Turn
-	if len(tools) == 0 {
-		rec.Side = true
-		t = Turn{Text: s.SideText}
-	} else {
-		var ok bool
-		rec.Script, turn, t, ok = s.pick(user, turn)
-		rec.Turn = turn
-		if !ok {
-			t = exhausted(turn)
-		}
-	}
+	t, turn := s.answer(&rec, tools, user, turn)
 	at := s.record(rec)
 
 	if !wait(r, t.Delay) {

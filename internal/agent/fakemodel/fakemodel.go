@@ -352,6 +352,24 @@ func (s *Server) pick(user []said, turns int) (script, turn int, t Turn, ok bool
 
 // exhausted is the turn a request gets when the script has none: a final
 // answer that names the problem, so the CLI ends instead of retrying.
+// answer is the turn a request offering tools gets, and the turn number
+// it answers: a request without tools is a side request, answered with
+// SideText; any other gets its script's turn (pick), or the exhausted
+// turn when no script has one. It records the choice in rec.
+func (s *Server) answer(rec *Request, tools []string, user []said, turn int) (Turn, int) {
+	rec.Tools = tools
+	if len(tools) == 0 {
+		rec.Side = true
+		return Turn{Text: s.SideText}, turn
+	}
+	script, turn, t, ok := s.pick(user, turn)
+	rec.Script, rec.Turn = script, turn
+	if !ok {
+		t = exhausted(turn)
+	}
+	return t, turn
+}
+
 func exhausted(turn int) Turn {
 	return Turn{Text: fmt.Sprintf("fakemodel: the script has no turn %d", turn+1)}
 }

@@ -113,20 +113,10 @@ func (s *Server) serveGemini(w http.ResponseWriter, r *http.Request, model, meth
 		}
 	}
 
-	rec.Tools = tools
-	var t Turn
-	if len(tools) == 0 {
-		rec.Side = true
-		t = Turn{Text: s.SideText}
+	t, turn := s.answer(&rec, tools, user, turn)
+	if rec.Side {
 		if text, ok := geminiJSONAnswer(body); ok {
 			t.Text = text
-		}
-	} else {
-		var ok bool
-		rec.Script, turn, t, ok = s.pick(user, turn)
-		rec.Turn = turn
-		if !ok {
-			t = exhausted(turn)
 		}
 	}
 	at := s.record(rec)

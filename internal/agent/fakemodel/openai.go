@@ -193,19 +193,7 @@ func (s *Server) serveResponses(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	tools := offer.names
-	rec.Tools = tools
-	var t Turn
-	if len(tools) == 0 {
-		rec.Side = true
-		t = Turn{Text: s.SideText}
-	} else {
-		var ok bool
-		rec.Script, turn, t, ok = s.pick(user, turn)
-		rec.Turn = turn
-		if !ok {
-			t = exhausted(turn)
-		}
-	}
+	t, turn := s.answer(&rec, tools, user, turn)
 	s.record(rec)
 
 	if !wait(r, t.Delay) {
