@@ -7,10 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/prloop"
-	"github.com/convergeloop/converge/internal/prwork"
-	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
@@ -30,11 +27,7 @@ func TestREL2_StaleRefLocksOfAKilledGitAreRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := t.TempDir()
-	ws := &prwork.GitWorkspace{
-		Root: root, RunID: "r-lock", CloneURL: hub.GitURL("acme", "calc"),
-		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
-		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
-	}
+	ws := calcWorkspace(hub, tok, root, "r-lock")
 	if _, err := ws.Prepare(ctx, pr0); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -83,11 +82,7 @@ func TestPR_S4_ReviewMemoryRidesOnTheRoundsCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := &prwork.GitWorkspace{
-		Root: t.TempDir(), RunID: "r-mem", CloneURL: hub.GitURL("acme", "calc"),
-		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
-		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
-	}
+	ws := calcWorkspace(hub, tok, t.TempDir(), "r-mem")
 	if _, err := ws.Prepare(ctx, pr); err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
-	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/recap"
-	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
@@ -56,11 +53,7 @@ func TestPR_G2_RecapScopeIsThePRBeforeTheLoop(t *testing.T) {
 	if pr, err = client.Observe(ctx, ref); err != nil {
 		t.Fatal(err)
 	}
-	ws := &prwork.GitWorkspace{
-		Root: t.TempDir(), RunID: "r-recap", CloneURL: hub.GitURL("acme", "calc"),
-		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
-		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
-	}
+	ws := calcWorkspace(hub, tok, t.TempDir(), "r-recap")
 	in := recap.Input{ScopeHead: before, BaseRef: pr.BaseRef}
 	if err := ws.RecapScope(ctx, pr, &in); err != nil {
 		t.Fatal(err)

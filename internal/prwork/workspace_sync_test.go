@@ -6,11 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
-	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
@@ -44,11 +42,7 @@ func TestPR_S14_SyncBaseMergesTestsAndPushes(t *testing.T) {
 		}
 		return pr
 	}
-	ws := &prwork.GitWorkspace{
-		Root: t.TempDir(), RunID: "r-sync", CloneURL: hub.GitURL("acme", "calc"),
-		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
-		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
-	}
+	ws := calcWorkspace(hub, tok, t.TempDir(), "r-sync")
 	if _, err := ws.Prepare(ctx, observe()); err != nil {
 		t.Fatal(err)
 	}

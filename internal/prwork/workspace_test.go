@@ -54,11 +54,7 @@ func TestPR_S10_RedBuildIsNeverPushed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ws := &prwork.GitWorkspace{
-		Root: t.TempDir(), RunID: "r-ws", CloneURL: hub.GitURL("acme", "calc"),
-		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
-		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
-	}
+	ws := calcWorkspace(hub, tok, t.TempDir(), "r-ws")
 	if _, err := ws.Prepare(ctx, pr); err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +96,16 @@ func TestPR_S10_RedBuildIsNeverPushed(t *testing.T) {
 
 // calcPR is the emulator with acme/calc (Double and Half, tested by `go
 // test ./...` as CI) and a PR that adds Third.
+// calcWorkspace is a workspace on the emulator's acme/calc as tok's user:
+// the suggest agent, a minute's budget, converge as the committer.
+func calcWorkspace(hub *fakehub.Hub, tok, root, runID string) *prwork.GitWorkspace {
+	return &prwork.GitWorkspace{
+		Root: root, RunID: runID, CloneURL: hub.GitURL("acme", "calc"),
+		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
+		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
+	}
+}
+
 func calcPR(t *testing.T) (*fakehub.Hub, int, forge.PRRef) {
 	t.Helper()
 	hub := hubtest.Start(t, 0)
