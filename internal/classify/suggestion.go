@@ -36,6 +36,10 @@ import (
 // A suggestion on a docs page is a docs change (c033, c054); on a prompt or
 // instructions file it is what an agent reads, so a doubt.
 
+// codeLike finds what prose rarely holds and code samples do: braces,
+// semicolons, arrows, assignment, a call.
+var codeLike = regexp.MustCompile(`[{};]|=>|->|:=|\s==?\s|[A-Za-z0-9_]\(`)
+
 var suggestionBlock = regexp.MustCompile("(?ms)^[ \t]*```[ \t]*suggestion[^\n]*\n(.*?)^[ \t]*```")
 
 // suggestions returns the contents of the ```suggestion blocks of body.
@@ -66,6 +70,21 @@ func suggestionHits(c Comment, kind pathKind, p prose) []Hit {
 	}
 	switch kind {
 	case pathDocs:
+		// A code sample on a docs page is what readers copy: a change
+		// to it may change what the sample does (held2-044, a
+		// GenServer callback's reply), so it is a doubt, never docs.
+		for _, s := range blocks {
+			if m := codeLike.FindString(s); m != "" {
+				add("suggestion-docs-code", LeanDoubt, m)
+				return hits
+			}
+		}
+		if orig, ok := replacedLines(c); ok {
+			if m := codeLike.FindString(orig); m != "" {
+				add("suggestion-docs-code", LeanDoubt, m)
+				return hits
+			}
+		}
 		add("suggestion-docs", LeanMinor, c.Path)
 		return hits
 	case pathAgentDocs, pathToolDocs:
