@@ -64,13 +64,6 @@ func (c *coalescer) flush() (next time.Time) {
 	return next
 }
 
-// pending is how many keys wait for their window to end.
-func (c *coalescer) pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.due)
-}
-
 // run fires keys as their windows end, until ctx ends.
 func (c *coalescer) run(ctx context.Context) {
 	for {
