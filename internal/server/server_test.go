@@ -320,9 +320,9 @@ func TestServeRegistersPRsAndWatchedRepositories(t *testing.T) {
 	}
 }
 
-// TestMetricsParse: /metrics is valid Prometheus text with the fleet's
+// TestServeMetricsParse: /metrics is valid Prometheus text with the fleet's
 // figures.
-func TestMetricsParse(t *testing.T) {
+func TestServeMetricsParse(t *testing.T) {
 	budget, err := NewBudget(600, 30, newFakeClock())
 	if err != nil {
 		t.Fatal(err)
@@ -400,9 +400,9 @@ func TestMetricsParse(t *testing.T) {
 	}
 }
 
-// TestFleetPollBudget: permits come at the budget's rate, never more than
+// TestPR_S2_FleetPollBudget: permits come at the budget's rate, never more than
 // the burst at once; Wait waits on the clock.
-func TestFleetPollBudget(t *testing.T) {
+func TestPR_S2_FleetPollBudget(t *testing.T) {
 	clock := newFakeClock()
 	b, err := NewBudget(60, 5, clock) // one a second, five at once
 	if err != nil {
