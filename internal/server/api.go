@@ -175,6 +175,29 @@ func (s *Server) discoverWatch(ctx context.Context, wt store.RepoWatch) {
 	}
 }
 
+// WatchMatches reports whether an open PR by author carrying labels
+// belongs to watch w: it carries w's label, or its author is one of w's
+// authors; a watch with neither takes every open PR. Names compare as
+// GitHub compares them, case-insensitively.
+func WatchMatches(w store.RepoWatch, author string, labels []string) bool {
+	if w.Label == "" && len(w.Authors) == 0 {
+		return true
+	}
+	if w.Label != "" {
+		for _, l := range labels {
+			if strings.EqualFold(l, w.Label) {
+				return true
+			}
+		}
+	}
+	for _, a := range w.Authors {
+		if strings.EqualFold(a, author) {
+			return true
+		}
+	}
+	return false
+}
+
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)

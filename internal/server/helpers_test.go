@@ -137,9 +137,9 @@ const (
 	prB        = "https://github.com/acme/widget/pull/8"
 )
 
-func openStore(t *testing.T, path string) *store.Store {
+func openStore(t *testing.T, path string, opts ...store.Option) *store.Store {
 	t.Helper()
-	st, err := store.Open(context.Background(), path)
+	st, err := store.Open(context.Background(), path, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func newRig(t *testing.T, mod func(*Options)) *rig {
 		{Target: prA, Phase: "waiting", Head: "aaa111", Branch: "feature-a", Base: "main"},
 		{Target: prB, Phase: "fixing", Head: "bbb222", Branch: "feature-b", Base: "main"},
 	}}, clock: newFakeClock(), path: path}
-	r.st = openStore(t, path)
+	r.st = openStore(t, path, store.WithClock(r.clock.Now))
 	opts := Options{Loops: r.loops, Store: r.st, Secret: []byte(testSecret), Addr: "127.0.0.1:0", Clock: r.clock}
 	if mod != nil {
 		mod(&opts)

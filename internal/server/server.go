@@ -58,6 +58,7 @@ type RunInfo struct {
 // Store is the part of the store the server needs.
 type Store interface {
 	RecordDelivery(ctx context.Context, id, event string) (bool, error)
+	PruneDeliveries(ctx context.Context, age time.Duration) (int, error)
 	PutRepoWatch(ctx context.Context, w store.RepoWatch) error
 	RepoWatches(ctx context.Context) ([]store.RepoWatch, error)
 }
@@ -120,6 +121,13 @@ type Options struct {
 // into one wake while keeping webhook-to-decision latency low.
 const DefaultWindow = 50 * time.Millisecond
 
+// keepDeliveries is how long a delivery id is remembered: GitHub
+// redelivers only deliveries of the last three days.
+const keepDeliveries = 7 * 24 * time.Hour
+
+// pruneEvery spaces the pruning of old delivery ids.
+const pruneEvery = time.Hour
+
 // maxBody is GitHub's cap on a webhook payload.
 const maxBody = 25 << 20
 
@@ -133,6 +141,9 @@ type Server struct {
 	needAuth bool
 	metrics  *metrics
 	runOnce  sync.Once
+	// pruneMu guards lastPrune, when delivery ids were last pruned.
+	pruneMu   sync.Mutex
+	lastPrune time.Time
 	ctxMu    sync.Mutex
 	runCtx   context.Context
 }
@@ -189,6 +200,7 @@ func (s *Server) Run(ctx context.Context) error {
 		s.ctxMu.Lock()
 		s.runCtx = ctx
 		s.ctxMu.Unlock()
+		s.prune(ctx, true)
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); s.wakes.run(ctx) }()
@@ -199,6 +211,24 @@ func (s *Server) Run(ctx context.Context) error {
 		return errors.New("server: Run called twice")
 	}
 	return ctx.Err()
+}
+
+// prune forgets delivery ids too old to be redelivered, at most once per
+// pruneEvery unless forced. It keeps no timer: deliveries drive it.
+func (s *Server) prune(ctx context.Context, force bool) {
+	now := s.opts.Clock.Now()
+	s.pruneMu.Lock()
+	due := force || now.Sub(s.lastPrune) >= pruneEvery
+	if due {
+		s.lastPrune = now
+	}
+	s.pruneMu.Unlock()
+	if !due {
+		return
+	}
+	if _, err := s.opts.Store.PruneDeliveries(ctx, keepDeliveries); err != nil {
+		s.log.Warn("prune deliveries", "err", err)
+	}
 }
 
 func (s *Server) ctx() context.Context {

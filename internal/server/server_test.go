@@ -448,3 +448,40 @@ func TestPR_S2_FleetPollBudget(t *testing.T) {
 		t.Error("a budget of 0 a minute was accepted")
 	}
 }
+
+func TestWatchMatches(t *testing.T) {
+	cases := []struct {
+		w      store.RepoWatch
+		author string
+		labels []string
+		want   bool
+	}{
+		{store.RepoWatch{Repo: "o/r"}, "anyone", nil, true},
+		{store.RepoWatch{Repo: "o/r", Label: "converge"}, "alice", []string{"bug", "Converge"}, true},
+		{store.RepoWatch{Repo: "o/r", Label: "converge"}, "alice", []string{"bug"}, false},
+		{store.RepoWatch{Repo: "o/r", Authors: []string{"Alice"}}, "alice", nil, true},
+		{store.RepoWatch{Repo: "o/r", Authors: []string{"alice"}}, "bob", []string{"converge"}, false},
+		{store.RepoWatch{Repo: "o/r", Label: "converge", Authors: []string{"alice"}}, "bob", []string{"converge"}, true},
+	}
+	for _, c := range cases {
+		if got := WatchMatches(c.w, c.author, c.labels); got != c.want {
+			t.Errorf("WatchMatches(%+v, %s, %v) = %v", c.w, c.author, c.labels, got)
+		}
+	}
+}
+
+// TestSEC_4_OldDeliveryIDsArePruned: ids older than GitHub's redelivery
+// window are forgotten as deliveries keep coming, and recent ones kept.
+func TestSEC_4_OldDeliveryIDsArePruned(t *testing.T) {
+	r := newRig(t, nil)
+	r.deliver(t, "pull_request_review", "old", testSecret, reviewPayload(7))
+	r.clock.Advance(8 * 24 * time.Hour)
+	r.deliver(t, "pull_request_review", "recent", testSecret, reviewPayload(7))
+	var n int
+	if err := r.st.DB().QueryRow(`SELECT COUNT(*) FROM deliveries WHERE id = 'old'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("old delivery id kept (%d, %v)", n, err)
+	}
+	if code := r.deliver(t, "pull_request_review", "recent", testSecret, reviewPayload(7)); code != http.StatusOK {
+		t.Errorf("a recent id replayed: %d, want 200 (duplicate)", code)
+	}
+}

@@ -286,4 +286,5 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.delivery(event, "accepted")
 	writeJSON(w, http.StatusAccepted, map[string]any{"targets": len(targets)})
+	s.prune(r.Context(), false)
 }

@@ -48,11 +48,11 @@ func (s *Store) RecordDelivery(ctx context.Context, id, event string) (bool, err
 	return n == 1, nil
 }
 
-// PruneDeliveries forgets delivery ids received before before and returns
-// how many it removed. GitHub redelivers only deliveries of the last three
-// days, so older ids can never come back.
-func (s *Store) PruneDeliveries(ctx context.Context, before time.Time) (int, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM deliveries WHERE received_at < ?`, fmtTime(before))
+// PruneDeliveries forgets delivery ids received more than age ago, by the
+// store's clock, and returns how many it removed. GitHub redelivers only
+// deliveries of the last three days, so older ids can never come back.
+func (s *Store) PruneDeliveries(ctx context.Context, age time.Duration) (int, error) {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM deliveries WHERE received_at < ?`, fmtTime(s.now().Add(-age)))
 	if err != nil {
 		return 0, fmt.Errorf("prune deliveries: %w", err)
 	}

@@ -50,7 +50,7 @@ func TestPruneDeliveries(t *testing.T) {
 	if _, err := s.RecordDelivery(ctx, "new", "push"); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.PruneDeliveries(ctx, now.Add(-72*time.Hour))
+	n, err := s.PruneDeliveries(ctx, 72*time.Hour)
 	if err != nil || n != 1 {
 		t.Fatalf("PruneDeliveries = %d, %v; want 1", n, err)
 	}
