@@ -144,8 +144,8 @@ type Server struct {
 	// pruneMu guards lastPrune, when delivery ids were last pruned.
 	pruneMu   sync.Mutex
 	lastPrune time.Time
-	ctxMu    sync.Mutex
-	runCtx   context.Context
+	ctxMu     sync.Mutex
+	runCtx    context.Context
 }
 
 // New checks opts and makes a Server; Run starts its background work.
