@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"mime"
 	"net/http"
 	"strings"
 
@@ -13,18 +14,29 @@ import (
 )
 
 // auth requires the bearer token when the server is bound off loopback or
-// was given one (SEC-4).
+// was given one (SEC-4). Open on loopback, it still refuses what a web
+// page in the user's browser could send: a request naming the server by
+// a host other than a loopback one (DNS rebinding), and a POST that is
+// not JSON (a cross-site form).
 func (s *Server) auth(next http.Handler) http.Handler {
-	if !s.needAuth {
-		return next
-	}
 	want := []byte("Bearer " + s.opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got := []byte(r.Header.Get("Authorization"))
-		if subtle.ConstantTimeCompare(got, want) != 1 {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="converge"`)
-			httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+		if s.needAuth {
+			got := []byte(r.Header.Get("Authorization"))
+			if subtle.ConstantTimeCompare(got, want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="converge"`)
+				httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+				return
+			}
+		} else if !IsLoopback(r.Host) {
+			httpError(w, http.StatusForbidden, fmt.Sprintf("host %q: address this server by 127.0.0.1, ::1 or localhost", r.Host))
 			return
+		}
+		if r.Method == http.MethodPost {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				httpError(w, http.StatusUnsupportedMediaType, "send the request body as Content-Type: application/json")
+				return
+			}
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -201,6 +201,10 @@ func (r *rig) settle() {
 func (r *rig) do(t *testing.T, method, path, token, body string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, path, bytes.NewBufferString(body))
+	req.Host = "127.0.0.1:8080"
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -34,9 +34,18 @@ func newMetrics(s *Server) *metrics {
 	return m
 }
 
+// followed are the events converge acts on; others, and whatever an
+// unsigned request claims, count as "other" so a stranger cannot grow the
+// metric's label set.
+var followed = map[string]bool{
+	"pull_request": true, "pull_request_review": true, "pull_request_review_comment": true,
+	"pull_request_review_thread": true, "check_run": true, "check_suite": true, "status": true,
+	"push": true, "issue_comment": true, "ping": true,
+}
+
 func (m *metrics) delivery(event, outcome string) {
-	if event == "" {
-		event = "unknown"
+	if !followed[event] {
+		event = "other"
 	}
 	m.deliveries.WithLabelValues(event, outcome).Inc()
 }

@@ -31,7 +31,8 @@ import (
 // manager.
 type Loops interface {
 	// Wake ends the wait of target's loop early; an unknown target or a
-	// loop that is not waiting ignores it.
+	// loop that is not waiting ignores it. It must not block: wakes are
+	// sent one after another.
 	Wake(target string)
 	// Register starts a loop on the PR whose web URL is target, or
 	// resumes its unfinished run; registering a PR twice is no error.
@@ -140,6 +141,7 @@ type Server struct {
 	discover *coalescer
 	needAuth bool
 	metrics  *metrics
+	refs     refCache
 	runOnce  sync.Once
 	// pruneMu guards lastPrune, when delivery ids were last pruned.
 	pruneMu   sync.Mutex

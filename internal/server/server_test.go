@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -215,7 +216,7 @@ func TestPR_S2_EventsMapToTheirPRs(t *testing.T) {
 		n, err := parseNotice(c.event, []byte(c.body))
 		var got []string
 		if err == nil {
-			got = n.targets(runs)
+			got = n.targets(runs, &refCache{})
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s %s: targets %v (err %v), want %v", c.event, c.body, got, err, c.want)
@@ -446,6 +447,36 @@ func TestPR_S2_FleetPollBudget(t *testing.T) {
 	}
 	if _, err := NewBudget(0, 0, clock); err == nil {
 		t.Error("a budget of 0 a minute was accepted")
+	}
+}
+
+// TestSEC_4_LoopbackAPIRefusesBrowsers: open on loopback, the API still
+// refuses a request addressed by another host name (DNS rebinding) and a
+// POST that is not JSON (a cross-site form), registering nothing.
+func TestSEC_4_LoopbackAPIRefusesBrowsers(t *testing.T) {
+	r := newRig(t, nil)
+	body := `{"url":"https://github.com/acme/widget/pull/10"}`
+	req := httptest.NewRequest("POST", "/api/prs", strings.NewReader(body))
+	req.Host = "attacker.example:8080"
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	r.srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusForbidden {
+		t.Errorf("a rebound host name: %d, want 403", rec.Code)
+	}
+	req = httptest.NewRequest("POST", "/api/prs", strings.NewReader(body))
+	req.Host = "localhost:8080"
+	req.Header.Set("Content-Type", "text/plain")
+	rec = httptest.NewRecorder()
+	r.srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusUnsupportedMediaType {
+		t.Errorf("a text/plain POST: %d, want 415", rec.Code)
+	}
+	if got := r.loops.Registered(); len(got) != 0 {
+		t.Errorf("registered %v", got)
+	}
+	if rec := r.do(t, "POST", "/api/prs", "", body); rec.Code != http.StatusCreated {
+		t.Errorf("a JSON POST to 127.0.0.1: %d", rec.Code)
 	}
 }
 

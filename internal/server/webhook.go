@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/convergeloop/converge/internal/forge"
 )
@@ -202,11 +203,11 @@ func nonEmpty(s string) []string {
 // that names only commits or branches, every loop of the repository whose
 // head is not known yet (a wake costs one observation, a missed one a
 // poll interval).
-func (n notice) targets(runs []RunInfo) []string {
+func (n notice) targets(runs []RunInfo, refs *refCache) []string {
 	var out []string
 	for _, r := range runs {
-		ref, err := forge.ParsePRURL(r.Target)
-		if err != nil || !strings.EqualFold(ref.FullName(), n.repo) {
+		ref, ok := refs.get(r.Target)
+		if !ok || !strings.EqualFold(ref.FullName(), n.repo) {
 			continue
 		}
 		hit := slices.Contains(n.numbers, ref.Number) ||
@@ -221,6 +222,32 @@ func (n notice) targets(runs []RunInfo) []string {
 		}
 	}
 	return out
+}
+
+// refCache keeps targets parsed: every delivery looks through every
+// loop, and a fleet has thousands.
+type refCache struct {
+	mu   sync.Mutex
+	refs map[string]*forge.PRRef // nil: not a PR URL
+}
+
+func (c *refCache) get(target string) (forge.PRRef, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs == nil {
+		c.refs = map[string]*forge.PRRef{}
+	}
+	ref, seen := c.refs[target]
+	if !seen {
+		if r, err := forge.ParsePRURL(target); err == nil {
+			ref = &r
+		}
+		c.refs[target] = ref
+	}
+	if ref == nil {
+		return forge.PRRef{}, false
+	}
+	return *ref, true
 }
 
 // serveWebhook verifies, deduplicates and routes one delivery. Its answer
@@ -277,7 +304,7 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"duplicate": true})
 		return
 	}
-	targets := n.targets(s.opts.Loops.Snapshot())
+	targets := n.targets(s.opts.Loops.Snapshot(), &s.refs)
 	for _, t := range targets {
 		s.wakes.add(t)
 	}
