@@ -106,7 +106,16 @@ func (h *Hub) SetWebhook(cfg WebhookConfig) error {
 	}
 	wh.refs = tips
 	if cfg.URL == "" {
+		// Turned off: what was queued is dropped, so nobody waits for it.
 		wh.cfg = nil
+		for _, d := range wh.queue {
+			d.Done, d.Err = true, "webhook removed"
+		}
+		if len(wh.queue) > 0 {
+			wh.queue = nil
+			close(wh.done)
+			wh.done = make(chan struct{})
+		}
 		return nil
 	}
 	wh.cfg = &cfg

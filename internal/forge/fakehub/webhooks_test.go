@@ -1,6 +1,7 @@
 package fakehub
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -273,5 +274,52 @@ func TestSEC_4_EmulatorDeliversSignedWebhooks(t *testing.T) {
 	ds = h.Deliveries()
 	if d := ds[len(ds)-1]; !d.Redelivery || d.GUID != review.GUID || !d.Delivered {
 		t.Errorf("redelivery logged as %+v", d)
+	}
+}
+
+// TestSEC_4_EmulatorWebhookOff: with the webhook removed nothing is
+// delivered, and deliveries it had queued end instead of hanging.
+func TestSEC_4_EmulatorWebhookOff(t *testing.T) {
+	t.Parallel()
+	h := newHub(t, Options{})
+	n := seedPR(t, h, RepoOptions{})
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-block
+		w.WriteHeader(http.StatusAccepted)
+	}))
+	defer srv.Close()
+	if err := h.SetWebhook(WebhookConfig{URL: srv.URL, Secret: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("%s/repos/acme/widget/issues/%d/comments", h.APIURL(), n)
+	for range 3 {
+		if status, body := do(t, h, h.Tokens().Author, "POST", url, map[string]any{"body": "hi"}); status != 201 {
+			t.Fatalf("comment: %d %s", status, body)
+		}
+	}
+	if err := h.SetWebhook(WebhookConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	if status, _ := do(t, h, h.Tokens().Author, "POST", url, map[string]any{"body": "unheard"}); status != 201 {
+		t.Fatal("comment")
+	}
+	if got := len(h.Deliveries()); got != 3 {
+		t.Errorf("deliveries after the webhook was removed: %d, want the 3 made before", got)
+	}
+	close(block) // let the one in flight, if any, answer
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := h.WaitDeliveries(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dropped := 0
+	for _, d := range h.Deliveries() {
+		if d.Err == "webhook removed" {
+			dropped++
+		}
+	}
+	if dropped < 2 {
+		t.Errorf("%d queued deliveries dropped, want at least 2: %+v", dropped, h.Deliveries())
 	}
 }
