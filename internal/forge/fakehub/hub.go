@@ -117,6 +117,8 @@ type Hub struct {
 
 	rest     *http.ServeMux
 	restOnce sync.Once
+
+	hooks webhooks // the configured webhook and its deliveries (webhooks.go)
 }
 
 // New prepares a hub: state directory, CA and tokens. Start serves it.
@@ -381,7 +383,7 @@ func htmlEscape(s string) string {
 // Event is one change in the hub, for subscribers that want to wake early
 // instead of polling.
 type Event struct {
-	Kind   string // push, pr_opened, review, comment, check, status, label, state, review_requested, copilot_started, copilot_finished
+	Kind   string // push, pr_opened, edited, review, comment, thread_resolved, thread_unresolved, check, status, label, state, review_requested, copilot_started, copilot_finished
 	Owner  string
 	Repo   string
 	Number int    // 0 when not tied to a PR
@@ -424,6 +426,7 @@ func (h *Hub) publishLocked(ev Event) {
 		default:
 		}
 	}
+	h.hookLocked(ev)
 }
 
 func (h *Hub) now() time.Time { return time.Now().UTC().Truncate(time.Second) }

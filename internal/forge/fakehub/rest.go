@@ -513,6 +513,9 @@ func (h *Hub) restPatchPull(c *restCtx) {
 			return
 		}
 	}
+	if in.Title != nil || in.Body != nil || in.Base != nil {
+		h.publishLocked(Event{Kind: "edited", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: c.u.restLogin})
+	}
 	p.updatedAt = h.now()
 	h.mu.Unlock()
 	c.reply(200, h.pullJSON(c.ctx(), p, c.u))
