@@ -110,6 +110,7 @@ type Hub struct {
 	outageUntil time.Time
 	lag         ReviewLag
 	counts      RequestCounts
+	tally       tally // by kind and points (counts.go)
 	rate        map[string]*rateWindow // by login
 
 	git    gitCache
@@ -537,6 +538,7 @@ func (h *Hub) ResetRequestCounts() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.counts = RequestCounts{}
+	h.tally = tally{}
 }
 
 func (h *Hub) countLocked(kind string, u *user) {

@@ -169,9 +169,7 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256(body)
 		etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
 		rc.hdr.Set("ETag", etag)
-		if inm := r.Header.Get("If-None-Match"); inm != "" && (inm == etag || strings.TrimPrefix(inm, "W/") == strings.TrimPrefix(etag, "W/")) {
-			notModified = true
-		}
+		notModified = etagMatches(r.Header.Get("If-None-Match"), etag)
 	}
 	h.mu.Lock()
 	rw := h.rateLocked(u)
@@ -181,6 +179,7 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 		h.countLocked("rest", u)
 		rw.used++
 	}
+	h.tallyRESTLocked(u, r.Method, notModified)
 	used, reset := rw.used, rw.reset
 	h.mu.Unlock()
 	hd := w.Header()
