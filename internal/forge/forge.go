@@ -159,6 +159,12 @@ type PullRequest struct {
 	ObservedAt time.Time
 	// Requests counts API requests this observation cost.
 	Requests int
+	// Unchanged: asked WithProbe, a conditional change probe proved
+	// nothing it covers changed since the backend's last whole read, and
+	// this is that read (with ObservedAt and Requests of now). What no
+	// probe covers (on GitHub a thread's resolution) may be older: a loop
+	// only waits on it, and acts or ends only on a whole read.
+	Unchanged bool
 }
 
 // Review is one submitted review.
@@ -384,4 +390,43 @@ type BaseComparer interface {
 type IssueEventer interface {
 	// IssueEvents lists the PR's issue events, oldest first.
 	IssueEvents(ctx context.Context, ref PRRef) ([]Event, error)
+}
+
+// ThreadReply is one reply of a batch (ThreadBatcher).
+type ThreadReply struct {
+	ThreadID string
+	Body     string
+}
+
+// ThreadReplyResult is one reply's outcome: the comment posted, or why
+// not. An Err may also mean "unknown" (the request failed in flight): only
+// a returned comment proves the reply exists.
+type ThreadReplyResult struct {
+	Comment Comment
+	Err     error
+}
+
+// ThreadBatcher is a forge that posts many thread replies, or resolves
+// many threads, in few requests (GitHub: aliased mutations, a bounded
+// number per request), answering per item in order. It orders nothing
+// itself: the caller resolves a thread only after its reply is proven
+// (PR-S12). Detect it with a type assertion on a Forge.
+type ThreadBatcher interface {
+	ReplyToThreads(ctx context.Context, ref PRRef, replies []ThreadReply) []ThreadReplyResult
+	ResolveThreads(ctx context.Context, ref PRRef, threadIDs []string) []error
+}
+
+type probeKey struct{}
+
+// WithProbe lets Observe answer from a conditional change probe: when it
+// proves nothing changed, the backend's last whole read comes back marked
+// PullRequest.Unchanged. Without it Observe always reads whole.
+func WithProbe(ctx context.Context) context.Context {
+	return context.WithValue(ctx, probeKey{}, true)
+}
+
+// ProbeAllowed reports whether ctx lets Observe answer from a probe.
+func ProbeAllowed(ctx context.Context) bool {
+	v, _ := ctx.Value(probeKey{}).(bool)
+	return v
 }

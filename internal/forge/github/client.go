@@ -66,6 +66,8 @@ type Client struct {
 
 	mu    sync.Mutex
 	etags map[string]cachedPage
+	// probes are the change probe's last whole reads (probe.go).
+	probes map[forge.PRRef]*probeEntry
 
 	viewerMu sync.Mutex
 	viewer   string
