@@ -110,7 +110,7 @@ type Hub struct {
 	outageUntil time.Time
 	lag         ReviewLag
 	counts      RequestCounts
-	tally       tally // by kind and points (counts.go)
+	tally       tally                  // by kind and points (counts.go)
 	rate        map[string]*rateWindow // by login
 
 	git    gitCache
