@@ -258,6 +258,9 @@ func (c *Client) graphQL(ctx context.Context, op, doc string, vars map[string]an
 			fmt.Sprintf("%s did not answer with GraphQL JSON; check --api-url", c.graphqlURL), jerr)
 	}
 	if len(r.Errors) > 0 {
+		if p, ok := out.(*partialData); ok {
+			p.data = r.Data // per-item answers of a batch (batch.go)
+		}
 		return resp.Header, &gqlErrors{errs: r.Errors, header: resp.Header}
 	}
 	if out != nil {
