@@ -89,6 +89,10 @@ type Loop struct {
 	// its result joins the next observation.
 	review *pendingReview
 	wg     sync.WaitGroup
+	// plan is the step's actions, batch its batched replies and resolves
+	// (batch.go).
+	plan  []Action
+	batch *threadBatch
 }
 
 var (
@@ -150,8 +154,15 @@ func (a Action) Event() engine.Event {
 	return engine.Event{Kind: "wait", Round: a.Round, Message: a.Reason}
 }
 
-// Decide is the pure step (engine.Loop).
+// Decide is the pure step (engine.Loop); the step's plan is kept for
+// batching its writes (batch.go).
 func (l *Loop) Decide(st State, obs Observation) (State, []Action, bool) {
+	next, actions, done := l.decide(st, obs)
+	l.planned(actions)
+	return next, actions, done
+}
+
+func (l *Loop) decide(st State, obs Observation) (State, []Action, bool) {
 	if l.DisposeOnly && obs.PR != nil {
 		d, actions := Dispose(st, obs, l.Config)
 		next := st.clone()
@@ -386,7 +397,6 @@ func mergeResult(into, r *ActResult) *ActResult {
 // issue events (no forge.IssueEventer) leaves EventsRead false: Decide
 // then waits for the review itself.
 func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult]) (Observation, error) {
-	ref := l.Ref
 	if l.Config.Self == "" {
 		// Markers are believed only from converge's own identity.
 		self, err := l.Forge.Viewer(ctx)
@@ -410,6 +420,12 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 	if res != nil {
 		result = mergeResult(result, res)
 	}
+	return l.observeWhole(ctx, st, in, result) // probe.go
+}
+
+// observeWorld reads the forge for one observation.
+func (l *Loop) observeWorld(ctx context.Context, st State, in engine.Input[*ActResult], result *ActResult) (Observation, error) {
+	ref := l.Ref
 	pr, err := l.Forge.Observe(ctx, ref)
 	if err != nil {
 		return Observation{}, err
@@ -553,6 +569,9 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		// Nothing is written, nor journalled as done.
 		l.dryAct(round, a)
 		return nil, nil
+	}
+	if ok, err := l.batched(ctx, round, pr, a); ok {
+		return nil, err // done with the step's other replies and resolves (batch.go)
 	}
 	done, err := l.Journal.BeginAction(ctx, record(round, a))
 	if err != nil {
