@@ -181,12 +181,23 @@ func (c *Client) remember(ref forge.PRRef, pr *forge.PullRequest, etags map[stri
 			keep[w.path] = t
 		}
 	}
+	now := c.now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.probes == nil {
 		c.probes = map[forge.PRRef]*probeEntry{}
 	}
-	c.probes[ref] = &probeEntry{pr: pr, readAt: c.now(), etags: keep}
+	c.probes[ref] = &probeEntry{pr: pr, readAt: now, etags: keep}
+	// A PR no longer observed (its loop ended) is dropped once its read
+	// is too old to stand in for anything, so a long-lived client does
+	// not keep every PR it ever read.
+	if len(c.probes)%256 == 0 {
+		for r, e := range c.probes {
+			if now.Sub(e.readAt) > probeMaxAge {
+				delete(c.probes, r)
+			}
+		}
+	}
 }
 
 // ProbeWitnesses lists the endpoints the next probe of ref asks, for
