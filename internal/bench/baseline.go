@@ -92,23 +92,19 @@ func (b *Baseline) threads(ctx context.Context, ref forge.PRRef) ([]threadRef, e
 
 const baselineResolve = `mutation Resolve($id: ID!) { resolveReviewThread(input: {threadId: $id}) { thread { id } } }`
 
-// AnswerAll replies to and resolves every unresolved thread, one request
-// each, as the source documents' thread disposal does.
-func (b *Baseline) AnswerAll(ctx context.Context, ref forge.PRRef, body string) (int, error) {
-	ts, err := b.threads(ctx, ref)
-	if err != nil {
-		return 0, err
-	}
+// Answer replies to and resolves every thread of ts (read by a poll),
+// one request each, as the source documents' thread disposal does.
+func (b *Baseline) Answer(ctx context.Context, ref forge.PRRef, ts []threadRef, body string) error {
 	for _, t := range ts {
 		u := fmt.Sprintf("%s/repos/%s/%s/pulls/%d/comments/%d/replies", b.APIURL, ref.Owner, ref.Repo, ref.Number, t.CommentID)
 		if err := b.do(ctx, http.MethodPost, u, map[string]any{"body": body}, nil); err != nil {
-			return 0, err
+			return err
 		}
 		if err := b.do(ctx, http.MethodPost, b.GQLURL, map[string]any{"query": baselineResolve, "variables": map[string]any{"id": t.ID}}, nil); err != nil {
-			return 0, err
+			return err
 		}
 	}
-	return len(ts), nil
+	return nil
 }
 
 func (b *Baseline) do(ctx context.Context, method, u string, in, out any) error {

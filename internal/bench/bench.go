@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prloop/prlooptest"
 )
@@ -38,10 +39,13 @@ type Options struct {
 
 // Requests are what one operation cost, counted at the emulator.
 type Requests struct {
-	Total       int `json:"total"`
-	REST        int `json:"rest"`
-	NotModified int `json:"rest_304"`
-	GraphQL     int `json:"graphql"`
+	Total         int `json:"requests"`
+	REST          int `json:"rest"`
+	NotModified   int `json:"rest_304"`
+	GraphQL       int `json:"graphql"`
+	Writes        int `json:"write_requests"`
+	Mutations     int `json:"mutations"`
+	PrimaryPoints int `json:"primary_points"`
 }
 
 // Side is one figure for converge and for the baseline.
@@ -139,10 +143,12 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	return r, nil
 }
 
-func requests(c interface {
-	Total() int
-}, rest, notMod, gql int) Requests {
-	return Requests{Total: c.Total(), REST: rest, NotModified: notMod, GraphQL: gql}
+func requests(c fakehub.Counts) Requests {
+	return Requests{
+		Total: c.Requests(), REST: c.RESTGet + c.RESTWrite, NotModified: c.NotModified,
+		GraphQL: c.GraphQLQuery + c.GraphQLMutation, Writes: c.Writes(), Mutations: c.Mutations,
+		PrimaryPoints: c.PrimaryPoints(),
+	}
 }
 
 // observation counts one poll of a PR nothing changed on since the last.
@@ -156,21 +162,38 @@ func observation(ctx context.Context, dir string) (Side, error) {
 		return Side{}, err
 	}
 	var s Side
-	// The first poll of each reads the PR as it is; the second finds it
-	// unchanged, which is what an idle PR costs on every poll.
-	if _, err := w.client.Observe(ctx, w.ref); err != nil {
+	// An idle PR is one whose CI on the head has finished: wait for it.
+	// Then the first polls read the PR as it is and take the probe's
+	// ETags; the last finds it unchanged, which is what an idle PR costs
+	// on every poll. converge polls a waiting loop's PR through its change
+	// probe (PR-O1).
+	if err := w.ciSettled(ctx); err != nil {
 		return s, err
 	}
-	c, err := w.counted(func() error { _, err := w.client.Observe(ctx, w.ref); return err })
+	pctx := forge.WithProbe(ctx)
+	for range 2 {
+		if _, err := w.client.Observe(pctx, w.ref); err != nil {
+			return s, err
+		}
+	}
+	var unchanged bool
+	c, err := w.counted(func() error {
+		pr, err := w.client.Observe(pctx, w.ref)
+		unchanged = err == nil && pr.Unchanged
+		return err
+	})
 	if err != nil {
 		return s, err
 	}
-	s.Converge = requests(c, c.REST, c.NotModified, c.GraphQL)
+	if !unchanged {
+		return s, fmt.Errorf("the second poll of an unchanged PR was not answered by the probe")
+	}
+	s.Converge = requests(c)
 	if err := w.baseline.Observe(ctx, w.ref); err != nil {
 		return s, err
 	}
 	c, err = w.counted(func() error { return w.baseline.Observe(ctx, w.ref) })
-	s.Baseline = requests(c, c.REST, c.NotModified, c.GraphQL)
+	s.Baseline = requests(c)
 	return s, err
 }
 
@@ -194,34 +217,48 @@ func writes(ctx context.Context, dir string, n int) (WriteRound, error) {
 	if err != nil {
 		return wr, err
 	}
-	wr.Converge = requests(c, c.REST, c.NotModified, c.GraphQL)
+	wr.Converge = requests(c)
 	if err := w.review(ctx, n); err != nil {
 		return wr, err
 	}
-	var answered int
-	c, err = w.counted(func() error { answered, err = w.baseline.AnswerAll(ctx, w.ref, "Done."); return err })
+	ts, err := w.baseline.threads(ctx, w.ref)
 	if err != nil {
 		return wr, err
 	}
-	if answered != n {
-		return wr, fmt.Errorf("baseline answered %d threads of %d", answered, n)
+	if len(ts) != n {
+		return wr, fmt.Errorf("baseline sees %d open threads, want %d", len(ts), n)
 	}
-	// The baseline's read of the threads is its poll, not its writes.
-	c.GraphQL--
-	wr.Baseline = requests(c, c.REST, c.NotModified, c.GraphQL)
+	c, err = w.counted(func() error { return w.baseline.Answer(ctx, w.ref, ts, "Done.") })
+	if err != nil {
+		return wr, err
+	}
+	wr.Baseline = requests(c)
 	return wr, nil
 }
 
-// answerAll is converge's reply-then-resolve of every unresolved thread.
+// answerAll is converge's reply-then-resolve of every unresolved thread:
+// one batch of replies, then one batch of resolves of the threads whose
+// reply is proven (PR-S12), as the PR loop writes a round.
 func answerAll(ctx context.Context, f forge.Forge, pr *forge.PullRequest) error {
+	b, ok := f.(forge.ThreadBatcher)
+	if !ok {
+		return fmt.Errorf("the forge client does not batch thread writes")
+	}
+	var replies []forge.ThreadReply
 	for _, t := range pr.Threads {
-		if t.IsResolved {
-			continue
+		if !t.IsResolved {
+			replies = append(replies, forge.ThreadReply{ThreadID: t.ID, Body: "Done."})
 		}
-		if _, err := f.ReplyToThread(ctx, pr.Ref, t.ID, "Done."); err != nil {
-			return err
+	}
+	var proven []string
+	for i, r := range b.ReplyToThreads(ctx, pr.Ref, replies) {
+		if r.Err != nil {
+			return r.Err
 		}
-		if err := f.ResolveThread(ctx, pr.Ref, t.ID); err != nil {
+		proven = append(proven, replies[i].ThreadID)
+	}
+	for _, err := range b.ResolveThreads(ctx, pr.Ref, proven) {
+		if err != nil {
 			return err
 		}
 	}

@@ -56,7 +56,7 @@ func (w *world) seed() error {
 		fmt.Fprintf(&after, "line %d, changed\n", i+1)
 	}
 	const owner, name = "bench", "app"
-	if err := w.hub.CreateRepo(owner, name, map[string]string{"notes.txt": before.String()}, fakehub.RepoOptions{}); err != nil {
+	if err := w.hub.CreateRepo(owner, name, map[string]string{"notes.txt": before.String()}, fakehub.RepoOptions{TestCommand: []string{"true"}}); err != nil {
 		return err
 	}
 	n, err := w.hub.CreatePR(owner, name, fakehub.NewPR{
@@ -85,8 +85,43 @@ func (w *world) review(ctx context.Context, n int) error {
 }
 
 // counted runs fn and returns the requests the emulator served meanwhile.
-func (w *world) counted(fn func() error) (fakehub.RequestCounts, error) {
-	w.hub.ResetRequestCounts()
+func (w *world) counted(fn func() error) (fakehub.Counts, error) {
+	before := w.hub.Counts()
 	err := fn()
-	return w.hub.RequestCount(), err
+	return w.hub.Counts().Sub(before), err
+}
+
+// ciSettled waits until the emulator's CI finished on the PR's head.
+func (w *world) ciSettled(ctx context.Context) error {
+	events, cancel := w.hub.Subscribe()
+	defer cancel()
+	for {
+		pr, err := w.client.Observe(ctx, w.ref)
+		if err != nil {
+			return err
+		}
+		if settled(pr.Checks) {
+			return nil
+		}
+		select {
+		case <-events:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+func settled(ch forge.CheckRollup) bool {
+	if len(ch.Contexts) == 0 {
+		return false
+	}
+	for _, c := range ch.Contexts {
+		if !c.IsStatus && c.Status != "COMPLETED" {
+			return false
+		}
+		if c.IsStatus && (c.Conclusion == "" || c.Conclusion == "PENDING" || c.Conclusion == "EXPECTED") {
+			return false
+		}
+	}
+	return true
 }
