@@ -204,20 +204,27 @@ func (w *GitWorkspace) ReleaseWorktree(ctx context.Context) error {
 // removeRunTrees removes the run's worktree wt and its fixers' directory
 // from the clone. Under the clone's lock.
 func (w *GitWorkspace) removeRunTrees(ctx context.Context, wt string) error {
+	fixers, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID+".fixers"))
+	if err != nil {
+		return err
+	}
+	if !hasClone(w.clone.Dir) {
+		// The cache was pruned under the run (PruneClones): git knows
+		// none of these any more.
+		return errors.Join(os.RemoveAll(wt), os.RemoveAll(fixers))
+	}
 	var errs []error
 	if wt != "" {
 		if err := removeWorktree(ctx, w.clone, wt); err != nil {
 			errs = append(errs, fmt.Errorf("remove the run's worktree: %w", err))
 		}
 	}
-	if fixers, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID+".fixers")); err == nil {
-		if _, err := os.Stat(fixers); err == nil {
-			if _, err := pool.Sweep(ctx, w.clone, fixers); err != nil {
-				errs = append(errs, err)
-			}
-			if err := os.RemoveAll(fixers); err != nil {
-				errs = append(errs, err)
-			}
+	if _, err := os.Stat(fixers); err == nil {
+		if _, err := pool.Sweep(ctx, w.clone, fixers); err != nil {
+			errs = append(errs, err)
+		}
+		if err := os.RemoveAll(fixers); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
