@@ -84,7 +84,7 @@ func (keepWorkspace) ReleaseWorktree(context.Context) error { return nil }
 // fixer, parking (or not) at each wait, and returns the probe, the
 // commits the loop pushed (subject and tree, oldest first) and the
 // workspace.
-func demoRun(t *testing.T, park bool) (*waitProbe, []string, *prwork.GitWorkspace) {
+func demoRun(t testing.TB, park bool) (*waitProbe, []string, *prwork.GitWorkspace) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -123,7 +123,7 @@ func demoRun(t *testing.T, park bool) (*waitProbe, []string, *prwork.GitWorkspac
 
 // pushed lists the commits from..to of the demo repository at the forge,
 // each as its subject and tree.
-func pushed(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, ws *prwork.GitWorkspace, from, to string) []string {
+func pushed(t testing.TB, hub *fakehub.Hub, demo fakehub.DemoInfo, ws *prwork.GitWorkspace, from, to string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	for _, args := range [][]string{
@@ -164,7 +164,8 @@ func TestPR_G6_IdleLoopHoldsNoWorktreeOrClone(t *testing.T) {
 		t.Fatalf("the run pushed %d commit(s) and waited on %d head(s): want waits between several rounds (commits %q)", len(commits), len(rounds), commits)
 	}
 
-	_, kept, _ := demoRun(t, false)
+	_, kept, kws := demoRun(t, false)
+	t.Logf("worktrees made: %d giving it back at each wait, %d keeping it", ws.WorktreesMade(), kws.WorktreesMade())
 	if strings.Join(kept, "\n") != strings.Join(commits, "\n") {
 		t.Errorf("the run that gave back its worktree pushed\n%s\nwant, as the run that kept it,\n%s", strings.Join(commits, "\n"), strings.Join(kept, "\n"))
 	}
@@ -183,5 +184,27 @@ func TestPR_G6_IdleLoopHoldsNoWorktreeOrClone(t *testing.T) {
 		if len(left) > 0 {
 			t.Fatalf("after Cleanup %s holds %d file(s), e.g. %s", d, len(left), left[0])
 		}
+	}
+}
+
+// BenchmarkPR_G6_WorktreeAddsPerRound counts what giving the worktree
+// back at each wait costs a PR run on the emulator (BENCHMARKS.md): the
+// worktrees the run makes per round it pushes, parked and kept.
+func BenchmarkPR_G6_WorktreeAddsPerRound(b *testing.B) {
+	for _, park := range []bool{false, true} {
+		name := "kept"
+		if park {
+			name = "parked"
+		}
+		b.Run(name, func(b *testing.B) {
+			adds, rounds, waits := 0, 0, 0
+			for range b.N {
+				probe, commits, ws := demoRun(b, park)
+				adds, rounds, waits = adds+ws.WorktreesMade(), rounds+len(commits), waits+len(probe.held)
+			}
+			b.ReportMetric(float64(adds)/float64(rounds), "worktree-adds/round")
+			b.ReportMetric(float64(waits)/float64(b.N), "waits/run")
+			b.ReportMetric(float64(rounds)/float64(b.N), "rounds/run")
+		})
 	}
 }

@@ -79,6 +79,9 @@ type GitWorkspace struct {
 	// it: the local review makes it beside the poll.
 	worktree *repo.Git
 	wtMu     sync.Mutex
+	// made counts the worktrees the run made: one more for each step
+	// after a wait that needed the files (WorktreesMade).
+	made int
 	// baselines are the test runs of heads, by SHA (AG-T5): a head is
 	// tested once per run, and a pushed fix's own run is its head's.
 	baselines map[string]testRun
@@ -178,7 +181,16 @@ func (w *GitWorkspace) useWorktree(ctx context.Context, pr *forge.PullRequest) (
 		return false, fmt.Errorf("add worktree: %w", err)
 	}
 	w.worktree = &repo.Git{Dir: wt, Env: w.GitEnv}
+	w.made++
 	return true, nil
+}
+
+// WorktreesMade is how many worktrees the run has made so far: what
+// giving the worktree back while waiting costs (BENCHMARKS.md).
+func (w *GitWorkspace) WorktreesMade() int {
+	w.wtMu.Lock()
+	defer w.wtMu.Unlock()
+	return w.made
 }
 
 // ReleaseWorktree removes the run's worktree, and what is left of its
