@@ -74,12 +74,6 @@ func heldOnDisk(root string, gitEnv []string) string {
 	return strings.Join(held, "; ")
 }
 
-// keepWorkspace is the workspace of converge before idle loops gave back
-// their worktree: it keeps it while the loop waits.
-type keepWorkspace struct{ *prwork.GitWorkspace }
-
-func (keepWorkspace) ReleaseWorktree(context.Context) error { return nil }
-
 // demoRun drives the emulator's demo PR to its end with the suggest
 // fixer, parking (or not) at each wait, and returns the probe, the
 // commits the loop pushed (subject and tree, oldest first) and the
@@ -97,10 +91,9 @@ func demoRun(t testing.TB, park bool) (*waitProbe, []string, *prwork.GitWorkspac
 		t.Fatal(err)
 	}
 	gws := demoWorkspace(t, hub, demo, tok)
-	var ws prloop.Workspace = gws
-	if !park {
-		ws = keepWorkspace{gws}
-	}
+	// Without parking, the worktree is kept as converge kept it before
+	// idle loops gave it back.
+	gws.KeepWorktree = !park
 	probe := &waitProbe{
 		Clock: prlooptest.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)),
 		look:  func() string { return heldOnDisk(gws.Root, gws.GitEnv) },
@@ -109,7 +102,7 @@ func demoRun(t testing.TB, park bool) (*waitProbe, []string, *prwork.GitWorkspac
 			return st.HeadSHA
 		},
 	}
-	l := prloop.NewLoop(ref, prloop.Deps{Forge: client, Workspace: ws, Journal: &prlooptest.Journal{}, Config: withCopilot(prloop.DefaultConfig())})
+	l := prloop.NewLoop(ref, prloop.Deps{Forge: client, Workspace: gws, Journal: &prlooptest.Journal{}, Config: withCopilot(prloop.DefaultConfig())})
 	term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{Clock: probe, PollMin: time.Second, PollMax: 8 * time.Second})
 	if err != nil {
 		t.Fatal(err)

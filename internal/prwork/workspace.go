@@ -65,6 +65,10 @@ type GitWorkspace struct {
 	Email      string   // commit author email
 	Logf       func(format string, args ...any)
 
+	// KeepWorktree keeps the run's worktree while the loop waits, for a
+	// person to look at (`converge pr --keep`, which skips Cleanup too).
+	KeepWorktree bool
+
 	// AllowUntested lets a fix be pushed when no test command is found;
 	// without it such a fix is handed off "no test command" (PR-V4).
 	AllowUntested bool
@@ -202,7 +206,7 @@ func (w *GitWorkspace) WorktreesMade() int {
 func (w *GitWorkspace) ReleaseWorktree(ctx context.Context) error {
 	w.wtMu.Lock()
 	defer w.wtMu.Unlock()
-	if w.worktree == nil || w.clone == nil {
+	if w.worktree == nil || w.clone == nil || w.KeepWorktree {
 		return nil
 	}
 	defer lockClone(w.clone.Dir)()
