@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
@@ -199,5 +200,76 @@ func BenchmarkPR_G6_WorktreeAddsPerRound(b *testing.B) {
 			b.ReportMetric(float64(waits)/float64(b.N), "waits/run")
 			b.ReportMetric(float64(rounds)/float64(b.N), "rounds/run")
 		})
+	}
+}
+
+// workingReviewWorkspace's local review works in the run's worktree and
+// finishes only after the engine has observed the forge twice more, so
+// after at least one wait: it records whether its worktree was there all
+// along.
+type workingReviewWorkspace struct {
+	*prwork.GitWorkspace
+	forge *countingForge
+
+	mu      sync.Mutex
+	reviews int
+	lost    []string
+}
+
+func (w *workingReviewWorkspace) LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (prloop.LocalReviewResult, error) {
+	// The classifier's judge, as a review's angles would, reads the
+	// files in the run's worktree, which it makes at the head.
+	if _, err := w.ClassifyBorderline(ctx, pr, &classify.Judge{Agent: &capture{}}, classify.Request{Comments: []classify.Comment{{ID: "c1", Body: judgedBody}}}); err != nil {
+		return prloop.LocalReviewResult{}, err
+	}
+	wt := filepath.Join(w.Root, "worktrees", w.RunID)
+	start := w.forge.observations()
+	deadline := time.After(20 * time.Second)
+	for w.forge.observations() < start+2 {
+		select {
+		case <-ctx.Done():
+			return prloop.LocalReviewResult{}, ctx.Err()
+		case <-deadline:
+			return prloop.LocalReviewResult{}, context.DeadlineExceeded
+		case <-time.After(5 * time.Millisecond):
+		}
+		if _, err := os.Stat(filepath.Join(wt, ".git")); err != nil {
+			w.mu.Lock()
+			w.lost = append(w.lost, err.Error())
+			w.mu.Unlock()
+			break
+		}
+	}
+	w.mu.Lock()
+	w.reviews++
+	w.mu.Unlock()
+	return prloop.LocalReviewResult{Head: pr.HeadSHA, Summary: "clean\n<!-- converge:local-review head=" + pr.HeadSHA + " round=1 -->"}, nil
+}
+
+// TestPR_G6_ParkLeavesTheWorktreeOfARunningLocalReview: the loop is not
+// idle while its local review works in the worktree beside the forge
+// poll: the waits in between leave the worktree where it is.
+func TestPR_G6_ParkLeavesTheWorktreeOfARunningLocalReview(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	hub, demo := hubtest.Demo(t, 300*time.Millisecond)
+	ref, _ := forge.ParsePRURL(demo.PRURL)
+	tok := hub.Tokens().Author
+	cf := &countingForge{Forge: hubtest.Client(t, hub, tok)}
+	ws := &workingReviewWorkspace{forge: cf, GitWorkspace: demoWorkspace(t, hub, demo, tok)}
+	c := withCopilot(prloop.DefaultConfig())
+	c.LocalReview = true
+	l := prloop.NewLoop(ref, prloop.Deps{Forge: cf, Workspace: ws, Journal: &prlooptest.Journal{}, Config: c})
+	term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{PollMin: 20 * time.Millisecond, PollMax: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if term.Reason != prloop.ReasonTwoStable || ws.reviews == 0 {
+		t.Fatalf("want two-stable after local reviews, got %+v after %d reviews", term, ws.reviews)
+	}
+	if len(ws.lost) > 0 {
+		t.Fatalf("a wait took the worktree from a running local review: %v", ws.lost)
 	}
 }

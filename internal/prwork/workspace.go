@@ -296,7 +296,10 @@ func (w *GitWorkspace) Cleanup(ctx context.Context) error {
 	return nil
 }
 
-var _ prloop.PushChecker = (*GitWorkspace)(nil)
+var (
+	_ prloop.PushChecker = (*GitWorkspace)(nil)
+	_ prloop.Releaser    = (*GitWorkspace)(nil)
+)
 
 // Fix applies the round's findings on the PR's current head, keeps only
 // changes that add no test failure to the head's own (PR-S10, AG-T5), and
