@@ -22,7 +22,7 @@ import (
 // directory. A run holds a worktree of it only while a step works on the
 // files (<root>/worktrees/<run>); a waiting run holds none. So that a
 // waiting run's clone is not removed under it, each run that uses a clone
-// registers in <clone>.runs/<run>, naming the process and host it runs
+// registers in it (converge-runs/<run> in its git directory), naming the process and host it runs
 // in, until its Cleanup. A clone is removed once no live run is
 // registered in it and no worktree is in it. Everything here runs under
 // the clone's lock (clonelock.go).
@@ -70,8 +70,10 @@ func ensureClone(ctx context.Context, dir, url string, env []string) error {
 	return nil
 }
 
-// runsDir holds the registrations of the runs that use clone.
-func runsDir(clone string) string { return filepath.Clean(clone) + ".runs" }
+// runsDir holds the registrations of the runs that use clone: inside its
+// git directory, where git ignores it, so that no repository's name can
+// collide with it, and it goes with the clone.
+func runsDir(clone string) string { return filepath.Join(gitDirOf(clone), "converge-runs") }
 
 // registration is what a run's registration file says: the process that
 // uses the clone for it, and the host.
@@ -212,7 +214,6 @@ func dropClone(ctx context.Context, root, clone string, live func(run string) bo
 	if err := os.RemoveAll(clone); err != nil {
 		return false, fmt.Errorf("remove the clone: %w", err)
 	}
-	_ = os.Remove(runsDir(clone))
 	return true, nil
 }
 
@@ -230,7 +231,7 @@ func PruneClones(ctx context.Context, root string, live func(run string) bool) (
 	var removed []string
 	var errs []error
 	for _, c := range clones {
-		if strings.HasSuffix(c, ".runs") || strings.HasSuffix(c, ".converge-lock") {
+		if strings.HasSuffix(c, ".converge-lock") {
 			continue
 		}
 		unlock := lockClone(c)

@@ -54,7 +54,7 @@ func heldOnDisk(root string, gitEnv []string) string {
 	clones, _ := filepath.Glob(filepath.Join(root, "clones", "*", "*", "*"))
 	n := 0
 	for _, c := range clones {
-		if strings.HasSuffix(c, ".runs") || strings.HasSuffix(c, ".converge-lock") {
+		if strings.HasSuffix(c, ".converge-lock") {
 			continue
 		}
 		n++
