@@ -329,6 +329,7 @@ func (e *runner[S, O, A, R]) fail(ctx context.Context, cause error) error {
 }
 
 func (e *runner[S, O, A, R]) sleep(ctx context.Context, d time.Duration) error {
+	e.park(ctx, d) // an idle loop holds no worktree (park.go)
 	var bg <-chan struct{}
 	if e.bg != nil {
 		bg = e.bg.Wake()

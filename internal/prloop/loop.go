@@ -44,6 +44,13 @@ type Workspace interface {
 	LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (LocalReviewResult, error)
 }
 
+// Releaser is a Workspace that can give back its worktree while the loop
+// waits (engine.Parker): the next step that needs the files makes it
+// again at the PR's head, so an idle loop holds no checkout on disk.
+type Releaser interface {
+	ReleaseWorktree(ctx context.Context) error
+}
+
 // Journal persists the run: the state before every act, and each action
 // before it runs, so a crash never repeats one that finished (REL-2).
 type Journal interface {
@@ -98,6 +105,7 @@ type Loop struct {
 var (
 	_ engine.Loop[State, Observation, Action, *ActResult] = (*Loop)(nil)
 	_ engine.Background                                   = (*Loop)(nil)
+	_ engine.Parker                                       = (*Loop)(nil)
 	_ engine.Action                                       = Action{}
 )
 
@@ -290,6 +298,19 @@ func (l *Loop) Wake() <-chan struct{} { return l.reviewDone() }
 func (l *Loop) Drain() {
 	l.wg.Wait()
 	l.review = nil
+}
+
+// Park gives back the workspace's worktree before the engine waits
+// (engine.Parker), unless the local review is working in it beside the
+// poll: then the loop is not idle.
+func (l *Loop) Park(ctx context.Context) {
+	r, ok := l.Workspace.(Releaser)
+	if !ok || l.review != nil {
+		return
+	}
+	if err := r.ReleaseWorktree(ctx); err != nil {
+		l.report(engine.Event{Kind: "note", Message: "could not release the worktree while waiting: " + err.Error()})
+	}
 }
 
 // startReview starts the local review of a in the background. A review
