@@ -430,3 +430,28 @@ func ProbeAllowed(ctx context.Context) bool {
 	v, _ := ctx.Value(probeKey{}).(bool)
 	return v
 }
+
+// Verdict is converge's verdict on a head (PR-T10) as a forge that
+// publishes it its own way (VerdictPublisher) gets it.
+type Verdict struct {
+	Name string // the check's name, "converge"
+	SHA  string
+	// State is the verdict as a commit status: pending while a loop runs
+	// on the head, else success, failure or error.
+	State CommitStatusState
+	// Conclusion is the verdict as a finished check run (success,
+	// failure, action_required); "" while pending.
+	Conclusion string
+	Title      string // one line: the terminal and its reason
+	Summary    string // markdown: the proof and the rounds
+	DetailsURL string // where a human looks (the PR)
+}
+
+// VerdictPublisher is a forge that publishes a verdict as more than a
+// commit status: GitHub with an App token, as a check run branch
+// protection can require (PR-T10). Publishing is idempotent: the head's
+// own verdict is updated, never doubled. Detect it with a type assertion
+// on a Forge; without it a loop posts a commit status.
+type VerdictPublisher interface {
+	PublishVerdict(ctx context.Context, ref PRRef, v Verdict) error
+}

@@ -732,9 +732,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 			err = nil
 		}
 	case ActSetStatus:
-		err = l.Forge.SetCommitStatus(ctx, pr.Ref, a.SHA, forge.CommitStatus{
-			State: a.State, Context: StatusContext, Description: text.Clip(a.Reason, 140),
-		})
+		err = l.publishVerdict(ctx, st, pr, a) // PR-T10: a check run where the forge can
 	default:
 		err = fmt.Errorf("unknown action %q", a.Kind)
 	}

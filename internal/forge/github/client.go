@@ -40,6 +40,11 @@ type Options struct {
 	// Token is sent as "Authorization: token …", to the API and GraphQL
 	// origins only.
 	Token string
+	// App, instead of Token, authenticates every request with the
+	// installation token of AppRepo ("owner/name"), GitHub App auth
+	// (SEC-5, app.go); the Client then publishes verdicts as check runs.
+	App     *App
+	AppRepo string
 	// CAFile adds a trusted CA (ignored when HTTPClient is given; build that
 	// with HTTPClientWithCA).
 	CAFile string
@@ -71,6 +76,8 @@ type Client struct {
 
 	viewerMu sync.Mutex
 	viewer   string
+
+	app *App // GitHub App auth (app.go); nil with a token
 }
 
 const defaultUserAgent = "converge"
@@ -98,7 +105,10 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("invalid GraphQL URL %q", safeURL(gqlStr))
 	}
 	restURL, _ := url.Parse(restStr)
-	if opts.Token != "" {
+	if err := checkAppOptions(opts, restURL); err != nil {
+		return nil, err
+	}
+	if opts.Token != "" || opts.App != nil {
 		// SEC-6: refused here, before any request, rather than sent; a
 		// local emulator on loopback keeps its plain http.
 		for _, u := range []*url.URL{restURL, gu} {
@@ -126,6 +136,7 @@ func New(opts Options) (*Client, error) {
 	if next == nil {
 		next = http.DefaultTransport
 	}
+	next = appAuth(opts, next, restURL, gu)
 	authHeader := ""
 	if opts.Token != "" {
 		authHeader = "token " + opts.Token
@@ -175,6 +186,7 @@ func New(opts Options) (*Client, error) {
 		now:        time.Now,
 		redact:     redactor{secrets: []string{opts.Token}},
 		etags:      map[string]cachedPage{},
+		app:        opts.App,
 	}, nil
 }
 
