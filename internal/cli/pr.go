@@ -59,6 +59,8 @@ type prOptions struct {
 	Set map[string]string
 	// NoAgentCheck skips the agents' pre-flight check (agentChecker).
 	NoAgentCheck bool
+	// App is GitHub App auth (SEC-5, app.go).
+	App appOptions
 }
 
 // fieldFlag is a config field as a flag: its value is checked by the
@@ -163,6 +165,7 @@ defaults; converge config prints them and where each came from.`,
 		}
 	}
 	addNoAgentCheck(f, &opts.NoAgentCheck)
+	addAppFlags(f, &opts.App)
 	f.Var(noCopilot{opts.Set}, "no-copilot", "do not expect Copilot: single-iteration mode (the same as --expects-copilot=false)")
 	f.Lookup("no-copilot").NoOptDefVal = "true"
 	return cmd
@@ -241,7 +244,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	token, _, err := ghclient.ResolveToken(webHost, opts.Token, ios.Getenv, ghclient.GHAuthToken)
+	forges, tokens, err := prAuth(ctx, ios, opts, rest, gql, webHost, refs)
 	if err != nil {
 		return err
 	}
@@ -251,10 +254,6 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	}
 	if f := ios.Getenv("SSL_CERT_FILE"); f != "" {
 		cas = append(cas, f)
-	}
-	client, err := ghclient.New(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile})
-	if err != nil {
-		return usageErr("%v", err)
 	}
 	stateDir := opts.StateDir
 	if stateDir == "" {
@@ -272,13 +271,13 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	for i, ref := range refs {
 		params[i] = loopParams{
 			Ref:      ref,
-			Forge:    client,
-			Remote:   gitRemote(rest, ref, token, cas),
+			Forge:    forges[i],
+			Remote:   gitRemote(rest, ref, tokens[i], cas),
 			StateDir: stateDir,
 			Agent:    agents.fixer,
 			JSON:     opts.JSON,
 			Keep:     opts.Keep,
-			Secrets:  repo.Secrets(token),
+			Secrets:  repo.Secrets(tokens[i]),
 			Author:   "converge",
 			Email:    "converge@users.noreply.github.com",
 

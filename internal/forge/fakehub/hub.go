@@ -120,6 +120,9 @@ type Hub struct {
 	restOnce sync.Once
 
 	hooks webhooks // the configured webhook and its deliveries (webhooks.go)
+
+	apps     *apps // GitHub Apps (app.go)
+	appsOnce sync.Once
 }
 
 // New prepares a hub: state directory, CA and tokens. Start serves it.

@@ -135,6 +135,9 @@ func (c *restCtx) needWrite() bool {
 }
 
 func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
+	if h.serveApp(w, r) { // the endpoints a GitHub App's JWT reads (app.go)
+		return
+	}
 	u := h.authenticate(r)
 	if u == nil {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Bad credentials", "documentation_url": docURL})
@@ -1348,6 +1351,9 @@ func (h *Hub) restListCheckRuns(c *restCtx) {
 			continue
 		}
 		if s := q.Get("status"); s != "" && s != cr.status {
+			continue
+		}
+		if a := q.Get("app_id"); a != "" && (cr.app == nil || strconv.FormatInt(cr.app.id, 10) != a) {
 			continue
 		}
 		out = append(out, h.checkRunJSON(c.rp, cr))

@@ -77,11 +77,11 @@ type App struct {
 	now     func() time.Time
 
 	mu     sync.Mutex
-	byRepo map[string]int64       // "owner/name" (lower case) -> installation
-	tokens map[int64]*appToken    // by installation
-	mint   map[int64]*sync.Mutex  // one mint at a time per installation
+	byRepo map[string]int64      // "owner/name" (lower case) -> installation
+	tokens map[int64]*appToken   // by installation
+	mint   map[int64]*sync.Mutex // one mint at a time per installation
 	slug   string
-	issued []string               // every token minted, for redaction
+	issued []string // every token minted, for redaction
 }
 
 type appToken struct {
