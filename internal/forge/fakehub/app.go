@@ -98,6 +98,19 @@ func (h *Hub) SetAppTokenTTL(d time.Duration) {
 	a.ttl = d
 }
 
+// ExpireAppTokens ends every installation token minted so far, as an
+// early expiry or a revocation does: the holders' clocks still call them
+// fresh.
+func (h *Hub) ExpireAppTokens() {
+	now := h.appNow()
+	a := h.appReg()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, t := range a.tokens {
+		t.expires = now
+	}
+}
+
 // AppTokensMinted counts the installation tokens minted so far.
 func (h *Hub) AppTokensMinted() int {
 	a := h.appReg()
