@@ -170,11 +170,11 @@ func (h *Hub) CreateApp(slug string) (App, error) {
 // nil for anything else, an expired token included (a 401, as GitHub
 // answers).
 func (h *Hub) appTokenUser(tok string) *user {
-	if h.apps == nil || !strings.HasPrefix(tok, "ghs_") {
+	if !strings.HasPrefix(tok, "ghs_") {
 		return nil
 	}
 	now := h.appNow()
-	a := h.apps
+	a := h.appReg()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	t := a.tokens[tok]
@@ -182,6 +182,19 @@ func (h *Hub) appTokenUser(tok string) *user {
 		return nil
 	}
 	return t.app.bot
+}
+
+// isAppBot reports whether u is a registered App's bot, as an
+// installation token authenticates it.
+func (h *Hub) isAppBot(u *user) bool {
+	if u == nil || u.typ != "Bot" {
+		return false
+	}
+	a := h.appReg()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	app := a.byID[u.id]
+	return app != nil && app.bot == u
 }
 
 var (

@@ -313,6 +313,10 @@ func (h *Hub) restMeta(c *restCtx) {
 }
 
 func (h *Hub) restUser(c *restCtx) {
+	if h.isAppBot(c.u) { // GitHub refuses an installation token here
+		c.fail(http.StatusForbidden, "Resource not accessible by integration")
+		return
+	}
 	j := h.userJSON(c.u, "")
 	if c.u.name != "" {
 		j["name"] = c.u.name
