@@ -202,18 +202,6 @@ func (a *App) Token(ctx context.Context, owner, repo string) (string, error) {
 	return a.installationToken(ctx, inst, "")
 }
 
-// Invalidate drops token from the cache (the API refused it), so the next
-// Token mints another.
-func (a *App) Invalidate(token string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for id, t := range a.tokens {
-		if t.value == token {
-			delete(a.tokens, id)
-		}
-	}
-}
-
 // Secrets are the tokens minted so far, for redaction (SEC-3).
 func (a *App) Secrets() []string {
 	a.mu.Lock()

@@ -107,7 +107,8 @@ func rawStatus(t *testing.T, hub *fakehub.Hub, token, method, url, body string) 
 }
 
 // TestSEC5_AppJWTToInstallationToken: with only the App's id and private
-// key, the client finds the repository's installation, mints one
+// key (the JWT backdated for a clock behind ours, expiring within GitHub's
+// ten minutes), the client finds the repository's installation, mints one
 // installation token and uses it for GraphQL reads, REST writes and as
 // converge's identity; the token works for git; further requests reuse
 // it.
@@ -115,6 +116,9 @@ func TestSEC5_AppJWTToInstallationToken(t *testing.T) {
 	hub, _, ref := emulatorPR(t)
 	ctx := context.Background()
 	c, app, reg := appClient(t, hub, ref, nil)
+	// The API's clock is half a minute behind converge's: a JWT issued
+	// "now" would be from the API's future; converge's is backdated.
+	hub.AdvanceAppClock(-30 * time.Second)
 
 	self, err := c.Viewer(ctx)
 	if err != nil || self != reg.Login() {
