@@ -21,7 +21,7 @@ type appOptions struct {
 }
 
 func addAppFlags(f *pflag.FlagSet, o *appOptions) {
-	f.StringVar(&o.ID, "app-id", "", "GitHub App id: act as the App's installation, and publish the verdict as a `converge` check run (CONVERGE_APP_ID; needs --app-key)")
+	f.StringVar(&o.ID, "app-id", "", "GitHub App id: act as the App's installation, and publish the verdict as a converge check run (CONVERGE_APP_ID; needs --app-key)")
 	f.StringVar(&o.KeyFile, "app-key", "", "the GitHub App's private key, a PEM file (CONVERGE_APP_KEY)")
 	f.StringVar(&o.Installation, "app-installation", "", "the App's installation id (CONVERGE_APP_INSTALLATION; default: looked up per repository)")
 }
