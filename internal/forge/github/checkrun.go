@@ -22,7 +22,7 @@ const maxCheckOutput = 65535
 // status, whose context GitHub already keeps one of per head.
 func (c *Client) PublishVerdict(ctx context.Context, ref forge.PRRef, v forge.Verdict) error {
 	if c.app == nil {
-		return c.SetCommitStatus(ctx, ref, v.SHA, forge.CommitStatus{State: v.State, Context: v.Name, Description: v.Title, TargetURL: v.DetailsURL})
+		return c.SetCommitStatus(ctx, ref, v.SHA, forge.CommitStatus{State: v.State, Context: v.Name, Description: v.Title})
 	}
 	id, err := c.ownCheckRun(ctx, ref, v.SHA, v.Name)
 	if err != nil {
