@@ -217,12 +217,13 @@ func (h *Hub) serveApp(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	app, status, msg := h.verifyAppJWT(r)
-	h.mu.Lock()
+	var by *user
 	if app != nil {
-		h.countLocked("rest", app.bot)
-	} else {
-		h.countLocked("rest", nil)
+		by = app.bot
 	}
+	h.mu.Lock()
+	h.countLocked("rest", by)
+	h.tallyRESTLocked(by, r.Method, false)
 	h.mu.Unlock()
 	if app == nil {
 		writeJSON(w, status, map[string]any{"message": msg, "documentation_url": docURL})
