@@ -51,6 +51,12 @@ type Options struct {
 	UserAgent string
 	Logger    *slog.Logger
 	Retry     RetryPolicy
+	// MaxConcurrent caps requests in flight to the host (default
+	// DefaultMaxConcurrent); ignored when Limiter is given.
+	MaxConcurrent int
+	// Limiter, when set, is shared with other Clients of the same hosts
+	// (one token, many loops): see HostLimiter.
+	Limiter *HostLimiter
 }
 
 // Client talks to one GitHub host. It is safe for concurrent use.
@@ -143,6 +149,10 @@ func New(opts Options) (*Client, error) {
 		timeout: timeout,
 		log:     log,
 		redact:  redactor{secrets: []string{opts.Token}},
+		limits:  opts.Limiter,
+	}
+	if opts.Limiter == nil {
+		hc.Transport.(*retryTransport).limits = NewHostLimiter(opts.MaxConcurrent)
 	}
 
 	ua := opts.UserAgent
@@ -312,6 +322,10 @@ func (c *Client) gqlFail(op string, err error) error {
 		return c.fail(forge.KindNotFound, op, ge.Error(), ge)
 	case ge.has("FORBIDDEN"):
 		return c.fail(forge.KindAuth, op, fmt.Sprintf("token rejected by %s: %s", host, ge.Error()), ge)
+	case ge.transient():
+		// GitHub's own failure (REL-1): a write may have landed, so the
+		// engine observes again rather than repeating it.
+		return c.fail(forge.KindUnreachable, op, fmt.Sprintf("%s failed the request: %s; try again later", host, ge.Error()), ge)
 	}
 	return c.fail(forge.KindInvalid, op, fmt.Sprintf("%s refused the request: %s", host, ge.Error()), ge)
 }
