@@ -222,7 +222,8 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := prSettings(opts, ios, file, agents.reviewer); err != nil {
+	pre, err := prSettings(opts, ios, file, agents.reviewer)
+	if err != nil {
 		return err
 	}
 	rest, gql, err := ghclient.Endpoints(ref, opts.APIURL, ios.Getenv)
@@ -252,7 +253,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if f := ios.Getenv("SSL_CERT_FILE"); f != "" {
 		cas = append(cas, f)
 	}
-	client, err := ghclient.New(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile})
+	client, err := ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile}, pre.values))
 	if err != nil {
 		return usageErr("%v", err)
 	}

@@ -735,6 +735,13 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		err = l.Forge.SetCommitStatus(ctx, pr.Ref, a.SHA, forge.CommitStatus{
 			State: a.State, Context: StatusContext, Description: text.Clip(a.Reason, 140),
 		})
+		if err != nil && a.State == forge.StatusPending && Transient(err) {
+			// Only a sign the head is being worked on: a forge fault on it
+			// must not hold back the round's review request after it,
+			// which the state already counts as asked (REL-1).
+			l.report(engine.Event{Kind: "note", Round: round, Message: "pending status not set: " + err.Error()})
+			outcome, detail, err = "failed", err.Error(), nil
+		}
 	default:
 		err = fmt.Errorf("unknown action %q", a.Kind)
 	}

@@ -97,6 +97,8 @@ type seededFaults struct {
 	n      map[string]int // requests drawn per login
 	closed map[string]limitWindow
 	hits   []FaultHit
+	// refused counts requests refused in a spent limit's window.
+	refused int
 }
 
 // limitWindow is a token refused until a time, the way it was refused.
@@ -127,7 +129,16 @@ func (h *Hub) SetFaults(f Faults) {
 	sf.cfg = f
 	sf.n = map[string]int{}
 	sf.closed = map[string]limitWindow{}
-	sf.hits = nil
+	sf.hits, sf.refused = nil, 0
+}
+
+// FaultRefusals counts the requests refused, undrawn, because a limit
+// drawn earlier was still spent.
+func (h *Hub) FaultRefusals() int {
+	sf := h.faultState()
+	sf.mu.Lock()
+	defer sf.mu.Unlock()
+	return sf.refused
 }
 
 // FaultHits lists the faults injected so far, oldest first.
@@ -204,13 +215,16 @@ func (h *Hub) drawFault(r *http.Request) (FaultHit, bool) {
 	if w, ok := sf.closed[a.login]; ok {
 		if time.Now().Before(w.until) {
 			hit.N, hit.Kind = -1, w.kind
+			sf.refused++
 			return hit, true
 		}
 		delete(sf.closed, a.login)
 	}
 	n := sf.n[a.login]
 	sf.n[a.login] = n + 1
-	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), uint64(n)))
+	// Mixed, not raw: PCG streams of neighbouring seeds start alike, and
+	// faults would come in runs.
+	rng := rand.New(rand.NewPCG(splitmix(uint64(cfg.Seed)), splitmix(uint64(n)^0x9e3779b97f4a7c15)))
 	if rng.Float64() >= cfg.Rate {
 		return FaultHit{}, false
 	}
@@ -340,4 +354,12 @@ func (b *bufferedAnswer) addGraphQLError() {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(out)
 	b.header.Del("Content-Length")
+}
+
+// splitmix is SplitMix64's finalizer: neighbouring inputs, unrelated outputs.
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
 }

@@ -126,7 +126,7 @@ func New(opts Options) (*Client, error) {
 		timeout = base.Timeout
 	}
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = DefaultTimeout
 	}
 	next := base.Transport
 	if next == nil {

@@ -10,6 +10,16 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 )
 
+// DefaultTimeout bounds one HTTP attempt (Options.Timeout), and
+// DefaultBackoff is the first retry's wait (RetryPolicy.BaseDelay).
+// DefaultMaxWait is the longest rate-limit wait sat out in-process
+// (RetryPolicy.MaxWait).
+const (
+	DefaultTimeout = 30 * time.Second
+	DefaultBackoff = time.Second
+	DefaultMaxWait = 2 * time.Minute
+)
+
 // DefaultMaxConcurrent is how many requests one API host gets at once
 // from converge: GitHub's secondary limit allows 100 concurrent requests,
 // but a fleet of loops sharing a token must stay far below it (REL-1).

@@ -46,13 +46,13 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.MaxAttempts = 4
 	}
 	if p.BaseDelay <= 0 {
-		p.BaseDelay = time.Second
+		p.BaseDelay = DefaultBackoff
 	}
 	if p.MaxDelay <= 0 {
 		p.MaxDelay = 30 * time.Second
 	}
 	if p.MaxWait <= 0 {
-		p.MaxWait = 2 * time.Minute
+		p.MaxWait = DefaultMaxWait
 	}
 	if p.Sleep == nil {
 		p.Sleep = sleepCtx
