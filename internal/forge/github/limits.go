@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge"
 )
 
 // DefaultTimeout bounds one HTTP attempt (Options.Timeout), and
@@ -123,8 +122,7 @@ func (t *retryTransport) gate(ctx context.Context, host string) error {
 		}
 		wait := until.Sub(now)
 		if wait > t.policy.MaxWait {
-			return &forge.Error{Kind: forge.KindRateLimited, Op: "github",
-				Msg: fmt.Sprintf("%s refuses requests until %s (%s); not sent", host, until.UTC().Format(time.RFC3339), why)}
+			return &hostLimitedError{host: host, until: until, why: why}
 		}
 		t.log.Warn("github: waiting for the host's rate limit", "host", host, "wait", wait, "reason", why)
 		if err := t.policy.Sleep(ctx, wait); err != nil {
@@ -138,4 +136,16 @@ func (t *retryTransport) gate(ctx context.Context, host string) error {
 			return nil
 		}
 	}
+}
+
+// hostLimitedError is the gate's refusal: the host's rate limit is spent
+// past MaxWait, and the request was not sent.
+type hostLimitedError struct {
+	host  string
+	until time.Time
+	why   string
+}
+
+func (e *hostLimitedError) Error() string {
+	return fmt.Sprintf("rate limit of %s spent (%s)%s; not asked again before then", e.host, e.why, resetNote(e.until))
 }

@@ -19,7 +19,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/secure"
 )
 
@@ -382,8 +381,8 @@ func (t *retryTransport) classify(resp *http.Response, body []byte, hit, attempt
 }
 
 func (t *retryTransport) classifyOther(resp *http.Response, err error, attempt int, read bool) verdict {
-	var fe *forge.Error
-	if errors.As(err, &fe) {
+	var le *hostLimitedError
+	if errors.As(err, &le) {
 		// The gate's refusal: nothing was sent, and a retry would meet it.
 		return verdict{}
 	}
