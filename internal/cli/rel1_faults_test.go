@@ -66,9 +66,7 @@ func TestREL1_SeededFaultsEndAsFaultFree(t *testing.T) {
 				f := faultConfig(int64(seed))
 				got := faultRun(t, &f)
 				met <- got.faults
-				if got.faults == 0 {
-					t.Logf("seed %d met no fault", seed)
-				}
+				t.Logf("seed %d: %d fault(s) met (%s), exit %d", seed, got.faults, got.kinds, got.code)
 				if got.code != want.code || got.terminal != want.terminal {
 					t.Errorf("seed %d: exit %d %q, want %d %q\nfaults:\n%s\n%s", seed, got.code, got.terminal, want.code, want.terminal, got.hits, got.out)
 				}
@@ -111,6 +109,7 @@ type faultOutcome struct {
 	writes   string // converge's write requests as the forge logged them, sorted
 	faults   int
 	hits     string
+	kinds    string // faults met by kind, writes' faults apart
 }
 
 // faultRun drives the demo PR once, with faults when f is set.
@@ -128,6 +127,26 @@ func faultRun(t *testing.T, f *fakehub.Faults) faultOutcome {
 		o.hits += h.String() + "\n"
 	}
 	o.faults = len(hub.FaultHits()) + hub.FaultRefusals()
+	byKind := map[string]int{}
+	for _, h := range hub.FaultHits() {
+		k := string(h.Kind)
+		if h.Write {
+			k += " on a write"
+			if h.After {
+				k += " that landed"
+			}
+		}
+		byKind[k]++
+	}
+	if n := hub.FaultRefusals(); n > 0 {
+		byKind["refused in a spent window"] = n
+	}
+	var kinds []string
+	for k, n := range byKind {
+		kinds = append(kinds, fmt.Sprintf("%d %s", n, k))
+	}
+	slices.Sort(kinds)
+	o.kinds = strings.Join(kinds, ", ")
 	hub.SetFaults(fakehub.Faults{}) // the test's own reads meet none
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, "converge: ") {
