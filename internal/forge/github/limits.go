@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
 )
 
 // DefaultTimeout bounds one HTTP attempt (Options.Timeout), and
