@@ -103,9 +103,8 @@ type seededFaults struct {
 
 // limitWindow is a token refused until a time, the way it was refused.
 type limitWindow struct {
-	until  time.Time
-	kind   FaultKind
-	status int
+	until time.Time
+	kind  FaultKind
 }
 
 // SetFaults turns seeded faults on (or off, with a zero Faults) for every
