@@ -138,7 +138,7 @@ func New(opts Options) (*Client, error) {
 	}
 	hc := *base
 	hc.Timeout = 0
-	hc.Transport = &retryTransport{
+	rt := &retryTransport{
 		next: &authTransport{
 			next:    next,
 			header:  authHeader,
@@ -152,8 +152,9 @@ func New(opts Options) (*Client, error) {
 		limits:  opts.Limiter,
 	}
 	if opts.Limiter == nil {
-		hc.Transport.(*retryTransport).limits = NewHostLimiter(opts.MaxConcurrent)
+		rt.limits = NewHostLimiter(opts.MaxConcurrent)
 	}
+	hc.Transport = rt
 
 	ua := opts.UserAgent
 	if ua == "" {
