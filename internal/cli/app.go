@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"github.com/convergeloop/converge/internal/config"
 	"strconv"
 	"strings"
 
@@ -78,7 +79,7 @@ func (o *appOptions) load(ios *IOStreams, rest, caFile string) (*ghclient.App, e
 // client per repository on the App's installation tokens, each token
 // minted now, so refused App credentials end the command before anything
 // is recorded (exit 6); else the token's one client for all.
-func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef) ([]forge.Forge, []string, error) {
+func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef, limits config.Values) ([]forge.Forge, []string, error) {
 	app, err := opts.App.load(ios, rest, opts.CAFile)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +90,7 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 		if err != nil {
 			return nil, nil, err
 		}
-		client, err := ghclient.New(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile})
+		client, err := ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile}, limits))
 		if err != nil {
 			return nil, nil, usageErr("%v", err)
 		}
@@ -106,7 +107,7 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 		full := ref.Owner + "/" + ref.Repo
 		c := byRepo[strings.ToLower(full)]
 		if c == nil {
-			if c, err = ghclient.New(ghclient.Options{APIURL: rest, GraphQLURL: gql, App: app, AppRepo: full, CAFile: opts.CAFile}); err != nil {
+			if c, err = ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, App: app, AppRepo: full, CAFile: opts.CAFile}, limits)); err != nil {
 				return nil, nil, usageErr("%v", err)
 			}
 			byRepo[strings.ToLower(full)] = c

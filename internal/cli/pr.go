@@ -225,7 +225,8 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return err
 	}
-	if _, err := prSettings(opts, ios, file, agents.reviewer); err != nil {
+	pre, err := prSettings(opts, ios, file, agents.reviewer)
+	if err != nil {
 		return err
 	}
 	rest, gql, err := ghclient.Endpoints(ref, opts.APIURL, ios.Getenv)
@@ -244,7 +245,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	forges, tokens, err := prAuth(ctx, ios, opts, rest, gql, webHost, refs)
+	forges, tokens, err := prAuth(ctx, ios, opts, rest, gql, webHost, refs, pre.values)
 	if err != nil {
 		return err
 	}

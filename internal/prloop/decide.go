@@ -492,9 +492,11 @@ func (d *step) awaitReview() bool {
 		// No Copilot (PR-M3): the local review carries the round.
 		return d.afterReview()
 	}
-	if r := d.o.Result; r != nil && r.RequestFailed {
+	if r := d.o.Result; r != nil && r.RequestFailed && !d.requestLanded() {
 		// A transient fault is never a refusal (PR-M3): ask again, within
-		// bounds, after the engine's back-off.
+		// bounds, after the engine's back-off — unless the forge shows
+		// the request landed though its answer was lost (REL-1): asking
+		// again would start a second review.
 		s.Request.Attempts++
 		if s.Request.Attempts < c.RequestRetries {
 			d.acts = append(d.acts, d.requestAction())
@@ -557,6 +559,27 @@ func (d *step) awaitReview() bool {
 		next = s.Request.At.Add(c.ReviewStartWindow)
 	}
 	d.waitUntil("awaiting the review bot's review", next)
+	return false
+}
+
+// requestLanded reports whether the forge shows the round's review
+// request: the bot among the requested reviewers, its start event since
+// the request, or a review of its since.
+func (d *step) requestLanded() bool {
+	s, c := &d.s, d.c
+	for _, login := range d.pr.RequestedReviewers {
+		if isBot(login, c) {
+			return true
+		}
+	}
+	if s.Request.EventMarkSet && d.o.EventsRead && d.o.BotStartedMax > s.Request.EventMark {
+		return true
+	}
+	for _, r := range d.pr.Reviews {
+		if isBot(r.Author, c) && !slices.Contains(s.Request.SeenReviews, r.ID) {
+			return true
+		}
+	}
 	return false
 }
 

@@ -733,6 +733,13 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		}
 	case ActSetStatus:
 		err = l.publishVerdict(ctx, st, pr, a) // PR-T10: a check run where the forge can
+		if err != nil && a.State == forge.StatusPending && Transient(err) {
+			// Only a sign the head is being worked on: a forge fault on it
+			// must not hold back the round's review request after it,
+			// which the state already counts as asked (REL-1).
+			l.report(engine.Event{Kind: "note", Round: round, Message: "pending status not set: " + err.Error()})
+			outcome, detail, err = "failed", err.Error(), nil
+		}
 	default:
 		err = fmt.Errorf("unknown action %q", a.Kind)
 	}

@@ -43,6 +43,8 @@ type Options struct {
 	Logger *slog.Logger
 	// ReviewLag turns the lag fault on from the start (see ReviewLag).
 	ReviewLag ReviewLag
+	// Faults turns seeded API faults on from the start (see Faults).
+	Faults Faults
 }
 
 // Tokens are the per-hub secrets, one per identity.
@@ -109,6 +111,8 @@ type Hub struct {
 	// outageUntil: every API request answers 503 until then (Outage).
 	outageUntil time.Time
 	lag         ReviewLag
+	seeded      *seededFaults // faults.go
+	seededOnce  sync.Once
 	counts      RequestCounts
 	tally       tally                  // by kind and points (counts.go)
 	rate        map[string]*rateWindow // by login
@@ -172,6 +176,9 @@ func New(opts Options) (*Hub, error) {
 		return nil, fmt.Errorf("parse schema: %w", err)
 	}
 	h.schema = s
+	if opts.Faults.Rate > 0 {
+		h.SetFaults(opts.Faults)
+	}
 	return h, nil
 }
 
@@ -326,6 +333,16 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(rec, f.status, map[string]any{"message": http.StatusText(f.status), "documentation_url": docURL})
 		return
 	}
+	if f, ok := h.drawFault(r); ok {
+		h.serveFault(rec, r, f, h.route)
+		return
+	}
+	h.route(rec, r)
+}
+
+// route serves one request by its surface.
+func (h *Hub) route(rec http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
 	switch {
 	case p == "/api/graphql" || p == "/api/graphql/":
 		h.serveGraphQL(rec, r)

@@ -56,6 +56,12 @@ type Options struct {
 	UserAgent string
 	Logger    *slog.Logger
 	Retry     RetryPolicy
+	// MaxConcurrent caps requests in flight to the host (default
+	// DefaultMaxConcurrent); ignored when Limiter is given.
+	MaxConcurrent int
+	// Limiter, when set, is shared with other Clients of the same hosts
+	// (one token, many loops): see HostLimiter.
+	Limiter *HostLimiter
 }
 
 // Client talks to one GitHub host. It is safe for concurrent use.
@@ -130,7 +136,7 @@ func New(opts Options) (*Client, error) {
 		timeout = base.Timeout
 	}
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = DefaultTimeout
 	}
 	next := base.Transport
 	if next == nil {
@@ -143,7 +149,7 @@ func New(opts Options) (*Client, error) {
 	}
 	hc := *base
 	hc.Timeout = 0
-	hc.Transport = &retryTransport{
+	rt := &retryTransport{
 		next: &authTransport{
 			next:    next,
 			header:  authHeader,
@@ -154,7 +160,12 @@ func New(opts Options) (*Client, error) {
 		timeout: timeout,
 		log:     log,
 		redact:  redactor{secrets: []string{opts.Token}},
+		limits:  opts.Limiter,
 	}
+	if opts.Limiter == nil {
+		rt.limits = NewHostLimiter(opts.MaxConcurrent)
+	}
+	hc.Transport = rt
 
 	ua := opts.UserAgent
 	if ua == "" {
@@ -324,6 +335,10 @@ func (c *Client) gqlFail(op string, err error) error {
 		return c.fail(forge.KindNotFound, op, ge.Error(), ge)
 	case ge.has("FORBIDDEN"):
 		return c.fail(forge.KindAuth, op, fmt.Sprintf("token rejected by %s: %s", host, ge.Error()), ge)
+	case ge.transient():
+		// GitHub's own failure (REL-1): a write may have landed, so the
+		// engine observes again rather than repeating it.
+		return c.fail(forge.KindUnreachable, op, fmt.Sprintf("%s failed the request: %s; try again later", host, ge.Error()), ge)
 	}
 	return c.fail(forge.KindInvalid, op, fmt.Sprintf("%s refused the request: %s", host, ge.Error()), ge)
 }
