@@ -301,3 +301,78 @@ func TestPR_G3_G5_REL1_LifecycleOnEveryKind(t *testing.T) {
 		})
 	}
 }
+
+// TestREL2_PRLoopsDrainedThenResumedByANewManager: a PR loop drained
+// mid-run (serve's shutdown) is left unfinished with its state; a new
+// Manager's Resume (serve's restart) continues that run, which ends
+// two-stable, proven at the forge.
+func TestREL2_PRLoopsDrainedThenResumedByANewManager(t *testing.T) {
+	t.Parallel()
+	hub, demo := startHub(t, 100*time.Millisecond)
+	state := t.TempDir()
+	ios, out, _ := testIO(nil)
+	db := newStore(t, state)
+	token := hub.Tokens().Author
+	params := func(_ context.Context, ref forge.PRRef) (loopParams, error) {
+		cfg := prloop.DefaultConfig()
+		cfg.Bot, cfg.TrustedBots = copilot.New(), copilot.DefaultAllowlist()
+		return loopParams{
+			Ref: ref, Forge: hubtest.Client(t, hub, token),
+			CloneURL: hub.GitURL(demo.Owner, demo.Repo),
+			GitEnv:   repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), token, hub.CAFile()),
+			StateDir: state, Agent: suggest.New(), Config: cfg,
+			PollMin: 50 * time.Millisecond, PollMax: 500 * time.Millisecond,
+			Secrets: repo.Secrets(token), Author: "converge", Email: "converge@users.noreply.github.com",
+		}, nil
+	}
+	ctx := context.Background()
+	workDir := filepath.Join(state, "work")
+	revive := map[string]engine.Reviver{"pr": prReviver(ios, db, workDir, params)}
+	m := engine.NewManager(engine.Config{Store: db, WorkDir: workDir, CodeOf: ExitCodeOf, Revive: revive})
+	ref, err := forge.ParsePRURL(demo.PRURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := params(ctx, ref)
+	if err := preflight(ctx, &p); err != nil {
+		t.Fatal(err)
+	}
+	h, err := m.Add(ctx, engine.NewSpec(newPRJob(ios, db, workDir, p, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Drain once the loop is past its start: it waits for the review it
+	// requested.
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(time.Minute); ; {
+		if i := h.Info(); i.Phase != "starting" && i.Phase != string(prloop.PhaseStart) && i.RunID != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the loop never left its start: %+v\n%s", h.Info(), out)
+		}
+		<-tick.C
+	}
+	runID := h.Info().RunID
+	if err := m.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if o := h.Wait(); o.Status != engine.StatusInterrupted || !o.Unfinished {
+		t.Fatalf("want the drained run unfinished, got %+v", o)
+	}
+	if r, err := db.GetRun(ctx, runID); err != nil || r.Finished() {
+		t.Fatalf("the drained run %s is not unfinished in the store: %+v %v", runID, r, err)
+	}
+
+	m2 := engine.NewManager(engine.Config{Store: db, WorkDir: workDir, CodeOf: ExitCodeOf, Revive: revive})
+	started, err := m2.Resume(ctx)
+	if err != nil || len(started) != 1 {
+		t.Fatalf("want one loop resumed, got %d (%v)", len(started), err)
+	}
+	o := started[0].Wait()
+	if o.RunID != runID || !o.Resumed || o.Status != string(prloop.ReasonTwoStable) || o.Err != nil {
+		t.Fatalf("want run %s resumed to two-stable, got %+v\n%s", runID, o, out)
+	}
+	assertProven(t, observe(t, hub, demo.PRURL), false, out.String())
+}
