@@ -40,6 +40,9 @@ type lifecycleRig struct {
 	// fail makes the next run end on a fault with the kind's errored
 	// terminal, whose status and code it returns.
 	fail func(t *testing.T) (status string, code int)
+	// human, for a kind that has the end, seeds an unfinished run id that
+	// cannot go on without a human (nil: the kind has none).
+	human func(t *testing.T, id string)
 }
 
 func newStore(t *testing.T, dir string) *store.Store {
@@ -193,18 +196,51 @@ func planRig(t *testing.T) *lifecycleRig {
 		writeScript(t, impl, "cat >/dev/null; exit 1\n")
 		return string(plan.StatusFailed), exitcode.Error
 	}
+	// A converge was killed after it committed task a's change, before it
+	// recorded it, and a human committed on top (REL-2): dispatching a
+	// again would land its change twice, taking it off would rewrite the
+	// human's commit.
+	r.human = func(t *testing.T, id string) {
+		ctx := context.Background()
+		from, err := s.ws.Git.HeadSHA(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		git := func(args ...string) {
+			t.Helper()
+			cmd := exec.Command("git", append([]string{"-c", "user.name=tester", "-c", "user.email=tester@example.com"}, args...)...)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v\n%s", args, err, out)
+			}
+		}
+		git("commit", "-q", "--allow-empty", "-m", "task a", "-m", plan.TrailerKey+": "+plan.TaskRef(id, "a"))
+		git("commit", "-q", "--allow-empty", "-m", "a human commit")
+		st := plan.NewState(id, s.cfg)
+		ticket := plan.TicketID(id, "a", 1)
+		st.Seq = 1
+		st.Tasks[0].Phase, st.Tasks[0].Base = plan.PhaseRunning, from
+		st.Tasks[0].Dispatches = []plan.Dispatch{{N: 1, Ticket: ticket, Kind: plan.DispatchFirst, Agent: "command", From: from}}
+		seedState(t, r.db, plan.Kind, r.target, id, st)
+		if _, _, err := r.db.CreateTicket(ctx, store.Ticket{ID: ticket, RunID: id, N: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := r.db.ClaimTicket(ctx, ticket, id, 1<<22); err != nil || !ok {
+			t.Fatalf("claim %s for a dead converge: %v %v", ticket, ok, err)
+		}
+	}
 	return r
 }
 
-// TestPR_G3_G5_REL1_LifecycleOnEveryKind runs one run's lifecycle cases
+// TestPR_G3_G5_REL1_REL2_LifecycleOnEveryKind runs one run's lifecycle cases
 // on each loop kind through the engine.Manager, as `converge pr`, `loop`
 // and `plan run` do: a new run claimed (PR-G3), an unfinished run resumed
 // (PR-G3), a target another live process holds refused (PR-G5), a stop
 // (the first SIGINT, or the Manager's Stop) and `converge stop RUN`
-// (PR-G5), a fault that ends the run errored (REL-1). The plan's
-// human-needed end is its scenario plan_1_kill_after_commit_human_on_top;
-// the Manager's rule for it is TestPR_G3_G5_REL2_ManagerLifecycle's.
-func TestPR_G3_G5_REL1_LifecycleOnEveryKind(t *testing.T) {
+// (PR-G5), a fault that ends the run errored (REL-1), and, for the plan
+// executor, a run that cannot go on without a human, left unfinished
+// (REL-2; end to end: plan_1_kill_after_commit_human_on_top).
+func TestPR_G3_G5_REL1_REL2_LifecycleOnEveryKind(t *testing.T) {
 	t.Parallel()
 	kinds := []struct {
 		name string
@@ -290,6 +326,24 @@ func TestPR_G3_G5_REL1_LifecycleOnEveryKind(t *testing.T) {
 				t.Fatalf("want %s (exit %d), got %+v (%v)", status, code, got.o, got.err)
 			}
 			recorded(t, r, got.o.RunID, status)
+		}},
+		{"REL-2 human-needed", func(t *testing.T, r *lifecycleRig) {
+			if r.human == nil {
+				t.Skip("the kind has no human-needed end")
+			}
+			r.human(t, "r-human")
+			got := start(t, r, false)
+			if got.o.Status != engine.StatusHumanNeeded || !got.o.Unfinished || ExitCodeOf(got.err) != exitcode.Human || !strings.Contains(got.err.Error(), "run r-human needs a human") {
+				t.Fatalf("want run r-human left for a human (exit 3), got %+v (%v)", got.o, got.err)
+			}
+			if run, err := r.db.GetRun(context.Background(), "r-human"); err != nil || run.Finished() {
+				t.Errorf("want r-human left unfinished, got %+v (%v)", run, err)
+			}
+			// The same command, once more, still hands it to a human: the
+			// run was left resumable, not recorded ended.
+			if again := start(t, r, false); again.o.RunID != "r-human" || again.o.Status != engine.StatusHumanNeeded {
+				t.Errorf("the rerun did not resume r-human for the human: %+v (%v)", again.o, again.err)
+			}
 		}},
 	}
 	for _, k := range kinds {
