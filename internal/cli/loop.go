@@ -178,11 +178,11 @@ func (j *loopJob) Resumable(st checkloop.State) bool {
 	return checkloop.Resumable(st) && c.GoalSHA256 == checkloop.GoalDigest(j.s.cfg.Goal) && c.Oracle == j.s.cfg.Oracle && c.Agent == j.s.cfg.Agent
 }
 
-func (j *loopJob) Phase(st checkloop.State) (string, int) {
+func (j *loopJob) Progress(st checkloop.State) engine.Progress {
 	if st.Terminal != nil {
-		return string(st.Terminal.Status), len(st.Iterations)
+		return engine.Progress{Phase: string(st.Terminal.Status), Round: len(st.Iterations)}
 	}
-	return "iterating", len(st.Iterations)
+	return engine.Progress{Phase: "iterating", Round: len(st.Iterations)}
 }
 
 func (j *loopJob) Terminal(st checkloop.State) (engine.Terminal, bool) {

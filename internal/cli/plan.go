@@ -183,9 +183,9 @@ func (j *planJob) Resumable(st plan.State) bool {
 	return plan.Resumable(st) && st.Config.Plan.Digest == c.Plan.Digest && st.Config.Agent == c.Agent && st.Config.Reviewer == c.Reviewer
 }
 
-func (j *planJob) Phase(st plan.State) (string, int) {
+func (j *planJob) Progress(st plan.State) engine.Progress {
 	if st.Terminal != nil {
-		return string(st.Terminal.Status), 0
+		return engine.Progress{Phase: string(st.Terminal.Status)}
 	}
 	ended := 0
 	for _, t := range st.Tasks {
@@ -193,7 +193,8 @@ func (j *planJob) Phase(st plan.State) (string, int) {
 			ended++
 		}
 	}
-	return "tasks", ended
+	// The round is the tasks ended so far.
+	return engine.Progress{Phase: "tasks", Round: ended}
 }
 
 func (j *planJob) Terminal(st plan.State) (engine.Terminal, bool) {

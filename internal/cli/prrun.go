@@ -59,8 +59,10 @@ type loopParams struct {
 	// Configure, when set, makes the loop's settings once the PR is
 	// observed (its base branch's config file, PR-M4).
 	Configure func(ctx context.Context, p *loopParams, pr *forge.PullRequest) error
-	// selfLogin is the token's login, found by pre-flight.
-	selfLogin string
+	// selfLogin is the token's login, found by pre-flight; headBranch
+	// and baseBranch are the PR's branches as pre-flight saw them.
+	selfLogin              string
+	headBranch, baseBranch string
 
 	// DryRun writes nothing (PR-M1); its run is recorded apart from the
 	// PR's real runs and never resumed.
@@ -188,6 +190,7 @@ func preflight(ctx context.Context, p *loopParams) error {
 		}
 	}
 	p.Config.Self, p.selfLogin = self, self
+	p.headBranch, p.baseBranch = pre.HeadRef, pre.BaseRef
 	if p.Configure != nil {
 		return p.Configure(ctx, p, pre)
 	}
@@ -260,10 +263,12 @@ func newPRJob(ios *IOStreams, db *store.Store, workDir string, p loopParams, sha
 func (j *prJob) Kind() engine.Kind {
 	return engine.Kind{Name: j.kind, Errored: string(prloop.ReasonErrored)}
 }
-func (j *prJob) Target() string                      { return j.target }
-func (j *prJob) Fresh() bool                         { return j.p.Fresh }
-func (j *prJob) Resumable(st prloop.State) bool      { return prloop.Resumable(st) }
-func (j *prJob) Phase(st prloop.State) (string, int) { return string(st.Phase), st.Round }
+func (j *prJob) Target() string                 { return j.target }
+func (j *prJob) Fresh() bool                    { return j.p.Fresh }
+func (j *prJob) Resumable(st prloop.State) bool { return prloop.Resumable(st) }
+func (j *prJob) Progress(st prloop.State) engine.Progress {
+	return engine.Progress{Phase: string(st.Phase), Round: st.Round, Head: st.HeadSeen, Branch: j.p.headBranch, Base: j.p.baseBranch}
+}
 
 func (j *prJob) Terminal(st prloop.State) (engine.Terminal, bool) {
 	t := st.Terminal

@@ -67,11 +67,23 @@ type Adapter[S any] interface {
 	// Terminal reads the terminal of a last state; ok is false when it
 	// holds none (the run then ends Kind().Errored).
 	Terminal(S) (t Terminal, ok bool)
-	// Phase names a state's phase and round, for Snapshot.
-	Phase(S) (phase string, round int)
+	// Progress is where a state stands, for Snapshot.
+	Progress(S) Progress
 	// End is told how the run ended, once it is recorded: it prints what
 	// its command prints and returns the run's error for it (Outcome.Err).
 	End(ctx context.Context, o Outcome) error
+}
+
+// Progress is where a run stands: its phase and round, and where the
+// kind knows them, the commit it last observed and that commit's branch
+// and base (a PR's), so an event naming one finds the loop (a webhook's
+// check run, status or push).
+type Progress struct {
+	Phase  string
+	Round  int
+	Head   string
+	Branch string
+	Base   string
 }
 
 // HumanNeeded is a fault a run cannot get past without a human who puts
@@ -391,6 +403,9 @@ type RunInfo struct {
 	Target  string    `json:"target"`
 	Phase   string    `json:"phase"` // "starting" until its first state, "ended" at its end
 	Round   int       `json:"round"`
+	Head    string    `json:"head,omitempty"`
+	Branch  string    `json:"branch,omitempty"`
+	Base    string    `json:"base,omitempty"`
 	Resumed bool      `json:"resumed,omitempty"`
 	Since   time.Time `json:"since,omitzero"` // when it was claimed
 }
@@ -485,8 +500,8 @@ func lifecycle[S any](ctx context.Context, m *Manager, r *Handle, a Adapter[S]) 
 		return o
 	}
 	phase := func(st S) {
-		p, n := a.Phase(st)
-		r.set(func(i *RunInfo) { i.Phase, i.Round = p, n })
+		p := a.Progress(st)
+		r.set(func(i *RunInfo) { i.Phase, i.Round, i.Head, i.Branch, i.Base = p.Phase, p.Round, p.Head, p.Branch, p.Base })
 	}
 	phase(st)
 	opt := Options{

@@ -128,11 +128,11 @@ func (j *gateJob) Drive(ctx context.Context, st gateState, opt engine.Options) (
 func (j *gateJob) Terminal(s gateState) (engine.Terminal, bool) {
 	return engine.Terminal{Status: s.Terminal, Code: s.Code}, s.Terminal != ""
 }
-func (j *gateJob) Phase(s gateState) (string, int) {
+func (j *gateJob) Progress(s gateState) engine.Progress {
 	if s.Terminal != "" {
-		return s.Terminal, s.Steps
+		return engine.Progress{Phase: s.Terminal, Round: s.Steps}
 	}
-	return "waiting", s.Steps
+	return engine.Progress{Phase: "waiting", Round: s.Steps, Head: "head-" + j.target}
 }
 func (j *gateJob) End(_ context.Context, o engine.Outcome) error { return o.Err }
 
@@ -287,7 +287,7 @@ func TestREL2_ManagerDrainThenResume(t *testing.T) {
 		t.Fatalf("want 3 loops in the snapshot, got %+v", snap)
 	}
 	for i, s := range snap {
-		if s.Target != targets[i] || s.Kind != "gate" || s.Phase != "waiting" || s.Round != 1 || s.RunID == "" {
+		if s.Target != targets[i] || s.Kind != "gate" || s.Phase != "waiting" || s.Round != 1 || s.RunID == "" || s.Head != "head-"+s.Target {
 			t.Errorf("snapshot %d: %+v", i, s)
 		}
 		ids[s.Target] = s.RunID
