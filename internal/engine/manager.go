@@ -501,7 +501,9 @@ func lifecycle[S any](ctx context.Context, m *Manager, r *Handle, a Adapter[S]) 
 	}
 	phase := func(st S) {
 		p := a.Progress(st)
-		r.set(func(i *RunInfo) { i.Phase, i.Round, i.Head, i.Branch, i.Base = p.Phase, p.Round, p.Head, p.Branch, p.Base })
+		r.set(func(i *RunInfo) {
+			i.Phase, i.Round, i.Head, i.Branch, i.Base = p.Phase, p.Round, p.Head, p.Branch, p.Base
+		})
 	}
 	phase(st)
 	opt := Options{
