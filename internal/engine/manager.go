@@ -99,8 +99,8 @@ func (e *HumanNeeded) Unwrap() error { return e.Err }
 
 // Outcome statuses of runs that ended without a recorded terminal.
 const (
-	// StatusRefused: nothing was run; a refusal or another live loop on
-	// the target (a *BusyError).
+	// StatusRefused: nothing was run: the adapter refused, another live
+	// loop holds the target (a *BusyError), or the store failed the claim.
 	StatusRefused = "refused"
 	// StatusInterrupted: cancelled or drained; unfinished, resumable.
 	StatusInterrupted = "interrupted"
@@ -113,7 +113,8 @@ type Outcome struct {
 	RunID  string // "" when refused before a claim
 	Kind   string
 	Target string
-	// Status is the recorded terminal, or one of the Status* above.
+	// Status is the recorded terminal, or one of the Status* above, or
+	// the kind's Errored with Unfinished when Begin failed (nothing ran).
 	Status string
 	Code   int
 	Proof  any
