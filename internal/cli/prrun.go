@@ -355,6 +355,9 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		Models:     p.AgentModels,
 	}
 	ws.AllowUntested = p.AllowUntested // PR-V4
+	// --keep keeps the worktree for a person to look at, even while the
+	// loop waits (PR-G6).
+	ws.KeepWorktree = p.Keep
 	if p.Judge != nil && p.Judge.Agent != nil {
 		// The judge agent also verifies each fix against its finding
 		// (PR-V1(b)).
