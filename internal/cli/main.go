@@ -180,6 +180,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newSandboxCmd(ios),
 		newDemoCmd(ios),
 		newPRCmd(ios),
+		newServeCmd(ios),
 		newStatusCmd(ios),
 		newProofCmd(ios),
 		newLogCmd(ios),

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
@@ -139,7 +140,13 @@ defaults; converge config prints them and where each came from.`,
 			return runPR(cmd.Context(), ios, opts)
 		},
 	}
-	f := cmd.Flags()
+	addPRFlags(cmd.Flags(), opts)
+	return cmd
+}
+
+// addPRFlags are converge pr's flags, which converge serve takes too: each
+// PR it drives runs as converge pr would run it.
+func addPRFlags(f *pflag.FlagSet, opts *prOptions) {
 	f.StringVar(&opts.APIURL, "api-url", "", "REST API base URL (default from the PR URL; GITHUB_API_URL)")
 	f.StringVar(&opts.CAFile, "ca-file", "", "extra trusted CA certificates (PEM), for the API and git")
 	f.StringVar(&opts.Token, "token", "", "forge token (default: CONVERGE_TOKEN, then the gh conventions)")
@@ -168,7 +175,6 @@ defaults; converge config prints them and where each came from.`,
 	addAppFlags(f, &opts.App)
 	f.Var(noCopilot{opts.Set}, "no-copilot", "do not expect Copilot: single-iteration mode (the same as --expects-copilot=false)")
 	f.Lookup("no-copilot").NoOptDefVal = "true"
-	return cmd
 }
 
 // noCopilot is --no-copilot, the short way to say expects_copilot: false.

@@ -17,7 +17,9 @@ const EnvPrefix = "CONVERGE_"
 // (AG-K1), the model a command agent is given (AG-E1), the GitHub App.
 var otherEnv = []string{"CONVERGE_TOKEN", proc.OwnerEnv, "CONVERGE_AGENT_MODEL",
 	// GitHub App auth (SEC-5): the operator's, never a repository's.
-	"CONVERGE_APP_ID", "CONVERGE_APP_KEY", "CONVERGE_APP_INSTALLATION"}
+	"CONVERGE_APP_ID", "CONVERGE_APP_KEY", "CONVERGE_APP_INSTALLATION",
+	// converge serve's webhook secret and API token (SEC-4).
+	"CONVERGE_WEBHOOK_SECRET", "CONVERGE_SERVE_TOKEN"}
 
 // toolingEnv are prefixes of the variables converge's own test and
 // release tooling sets; a converge started under them inherits them.

@@ -1,0 +1,315 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/forge"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/server"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+// serveOptions are `converge serve`'s: every `converge pr` flag (each PR
+// it registers runs as `converge pr` would run it) and the server's own.
+type serveOptions struct {
+	pr      prOptions
+	Listen  string
+	Watch   []string // OWNER/REPO, every open PR of it (or those matching Label or Authors)
+	Label   string
+	Authors []string
+}
+
+// Names of the server's secrets in the environment: never flags, so they
+// stay out of `ps` and shell history.
+const (
+	envWebhookSecret = "CONVERGE_WEBHOOK_SECRET"
+	envServeToken    = "CONVERGE_SERVE_TOKEN"
+)
+
+func newServeCmd(ios *IOStreams) *cobra.Command {
+	opts := &serveOptions{pr: prOptions{Set: map[string]string{}}}
+	cmd := &cobra.Command{
+		Use:   "serve [PR_URL...]",
+		Short: "Run PR loops as a server: webhooks wake them, restart resumes them",
+		Long: `Run one PR loop per registered pull request in this process, woken by
+GitHub webhooks (verified with ` + envWebhookSecret + `, deduplicated by
+delivery id) and polling only as a fallback. PRs are registered as
+arguments, with POST /api/prs {"url": ...}, or by watching a repository
+(--watch OWNER/REPO, narrowed by --watch-label and --watch-author): its
+open PRs and every PR opened later. A restart resumes every unfinished
+run in the state directory. SIGINT or SIGTERM drains: each loop stops at
+its next step boundary, resumable.
+
+Endpoints: POST /webhook, POST /api/prs, POST /api/repos, GET /api/runs,
+GET /metrics (Prometheus), GET /healthz. Off loopback the API and
+/metrics need ` + envServeToken + ` as a bearer token.
+
+Every converge pr flag applies to every loop.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts.pr.URLs = args
+			return runServe(cmd.Context(), ios, opts)
+		},
+	}
+	f := cmd.Flags()
+	addPRFlags(f, &opts.pr)
+	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8765", "address to serve webhooks, the API and /metrics on")
+	f.StringSliceVar(&opts.Watch, "watch", nil, "OWNER/REPO whose open PRs to drive (repeatable)")
+	f.StringVar(&opts.Label, "watch-label", "", "with --watch: only PRs with this label")
+	f.StringSliceVar(&opts.Authors, "watch-author", nil, "with --watch: only PRs by these authors (repeatable)")
+	return cmd
+}
+
+func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
+	if opts.pr.DryRun || opts.pr.DisposeOnly || opts.pr.Fresh {
+		return usageErr("serve runs loops to their end and resumes them: --dry-run, --dispose-only and --fresh are for converge pr")
+	}
+	if (opts.Label != "" || len(opts.Authors) > 0) && len(opts.Watch) == 0 {
+		return usageErr("--watch-label and --watch-author narrow --watch: name the repository with --watch OWNER/REPO")
+	}
+	var refs []forge.PRRef
+	for _, u := range opts.pr.URLs {
+		ref, err := forge.ParsePRURL(u)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		refs = append(refs, ref)
+	}
+	for _, w := range opts.Watch {
+		if o, r, ok := strings.Cut(w, "/"); !ok || o == "" || r == "" || strings.Contains(r, "/") {
+			return usageErr("--watch %q: want OWNER/REPO", w)
+		}
+	}
+	// The forge is the first PR's, or --api-url's (github.com by default).
+	first := forge.PRRef{Host: "github.com"}
+	if len(refs) > 0 {
+		first = refs[0]
+	}
+	ps, err := newPRSetup(ios, &opts.pr, first)
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		if err := ps.checkRef(r); err != nil {
+			return err
+		}
+	}
+	secret := ios.Getenv(envWebhookSecret)
+	token := ios.Getenv(envServeToken)
+	if !server.IsLoopback(opts.Listen) && token == "" {
+		return usageErr("--listen %s is off loopback: set %s, the bearer token the API and /metrics then require", opts.Listen, envServeToken)
+	}
+
+	// What the store must never hold (SEC-2): the server's secrets and
+	// the forge token (an App's tokens are minted later, and have a shape
+	// the redaction knows).
+	secrets := []string{secret, token}
+	if opts.pr.App.ID == "" && ios.Getenv("CONVERGE_APP_ID") == "" {
+		t, _, err := ghclient.ResolveToken(ps.webHost, opts.pr.Token, ios.Getenv, ghclient.GHAuthToken)
+		if err != nil {
+			return err
+		}
+		secrets = append(secrets, repo.Secrets(t)...)
+	}
+	f := &fleet{ios: ios, ps: ps, stateDir: ps.stateDir}
+	if err := f.open(ctx, secrets); err != nil {
+		return err
+	}
+	defer f.db.Close()
+
+	srv, err := server.New(server.Options{
+		Loops: f, Store: f.db, Secret: []byte(secret), Addr: opts.Listen, Token: token,
+		Discover: f.discover,
+		Logger:   slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return usageErr("--listen %s: %v", opts.Listen, err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = hs.Serve(ln) }()
+	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSrv()
+	go func() { _ = srv.Run(srvCtx) }()
+	fmt.Fprintf(ios.Out, "serving on http://%s (webhooks at /webhook)\n", ln.Addr())
+	if secret == "" {
+		fmt.Fprintf(ios.ErrOut, "warning: %s is not set: every webhook delivery is refused and loops only poll\n", envWebhookSecret)
+	}
+
+	// Unfinished runs first (REL-2): a restart picks up where it stopped.
+	resumed, err := f.m.Resume(context.WithoutCancel(ctx))
+	if err != nil {
+		fmt.Fprintf(ios.ErrOut, "resume: %v\n", err)
+	}
+	if len(resumed) > 0 {
+		fmt.Fprintf(ios.Out, "resumed %d unfinished run(s)\n", len(resumed))
+	}
+	for _, r := range refs {
+		if err := f.Register(ctx, r.String()); err != nil {
+			fmt.Fprintf(ios.ErrOut, "%s: %v\n", r, err)
+		}
+	}
+	for _, w := range opts.Watch {
+		if err := f.db.PutRepoWatch(ctx, store.RepoWatch{Repo: w, Label: opts.Label, Authors: opts.Authors}); err != nil {
+			return err
+		}
+	}
+	if err := srv.DiscoverAll(ctx); err != nil {
+		fmt.Fprintf(ios.ErrOut, "%v\n", err)
+	}
+
+	<-ctx.Done()
+	// A signal: every loop ends at its next step boundary, resumable.
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	derr := f.m.Drain(drainCtx)
+	_ = hs.Shutdown(drainCtx)
+	stopSrv()
+	if derr != nil {
+		return fmt.Errorf("drain: %w", derr)
+	}
+	fmt.Fprintln(ios.Out, "drained: every unfinished run resumes at the next converge serve")
+	return nil
+}
+
+// fleet is `converge serve`'s loops: the engine Manager behind the
+// server's Loops, each PR run as `converge pr` runs it.
+type fleet struct {
+	ios      *IOStreams
+	ps       *prSetup
+	stateDir string
+	db       *store.Store
+	m        *engine.Manager
+	shared   sync.Mutex // one run's terminal and proof print as one block
+
+	mu      sync.Mutex
+	clients map[string]*ghclient.Client // a repository's (App) or "" (token)
+}
+
+var _ server.Loops = (*fleet)(nil)
+
+func (f *fleet) open(ctx context.Context, secrets []string) error {
+	var nonEmpty []string
+	for _, s := range secrets {
+		if s != "" {
+			nonEmpty = append(nonEmpty, s)
+		}
+	}
+	db, err := store.Open(ctx, filepath.Join(f.stateDir, "converge.db"), store.WithSecrets(nonEmpty...))
+	if err != nil {
+		return fmt.Errorf("open state store: %w", err)
+	}
+	f.db = db
+	f.m = engine.NewManager(engine.Config{
+		Store: db, WorkDir: filepath.Join(f.stateDir, "work"), CodeOf: ExitCodeOf,
+		Revive: map[string]engine.Reviver{"pr": prReviver(f.ios, db, filepath.Join(f.stateDir, "work"), f.params)},
+	})
+	return nil
+}
+
+// params are ref's loop parameters, its forge client and token made as
+// `converge pr` makes them (with an App, a client per repository).
+func (f *fleet) params(ctx context.Context, ref forge.PRRef) (loopParams, error) {
+	if err := f.ps.checkRef(ref); err != nil {
+		return loopParams{}, err
+	}
+	forges, tokens, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values)
+	if err != nil {
+		return loopParams{}, err
+	}
+	return f.ps.params(ref, forges[0], tokens[0]), nil
+}
+
+// Register starts a loop on the PR at target, or resumes its unfinished
+// run; a PR whose loop runs already is no error (PR-G5).
+func (f *fleet) Register(ctx context.Context, target string) error {
+	ref, err := forge.ParsePRURL(target)
+	if err != nil {
+		return err
+	}
+	if f.m.Get(ref.String()) != nil {
+		return nil
+	}
+	p, err := f.params(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := preflight(ctx, &p); err != nil {
+		return err
+	}
+	if p.Checker != nil {
+		if err := p.Checker.check(ctx, p.agentChecks, p.agentEnv()); err != nil {
+			return err
+		}
+	}
+	_, err = f.m.Add(context.WithoutCancel(ctx), engine.NewSpec(newPRJob(f.ios, f.db, f.m.WorkDir(), p, &f.shared)))
+	if errors.Is(err, engine.ErrDraining) {
+		return fmt.Errorf("%s: the server is shutting down", ref)
+	}
+	return err
+}
+
+// Wake ends the wait of target's loop; the loop re-reads the PR.
+func (f *fleet) Wake(target string) {
+	if ref, err := forge.ParsePRURL(target); err == nil {
+		f.m.Wake(ref.String())
+	}
+}
+
+// Snapshot is every loop the manager runs, as the server lists them.
+func (f *fleet) Snapshot() []server.RunInfo {
+	var out []server.RunInfo
+	for _, r := range f.m.Snapshot() {
+		out = append(out, server.RunInfo{Target: r.Target, Kind: r.Kind, RunID: r.RunID, Phase: r.Phase, Head: r.Head, Branch: r.Branch, Base: r.Base})
+	}
+	return out
+}
+
+// discover lists the open PRs of a watched repository that match it.
+func (f *fleet) discover(ctx context.Context, w store.RepoWatch) ([]string, error) {
+	owner, repo, _ := strings.Cut(w.Repo, "/")
+	c, err := f.lister(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	prs, err := c.OpenPRs(ctx, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	for _, p := range prs {
+		if server.WatchMatches(w, p.Author, p.Labels) {
+			urls = append(urls, p.URL)
+		}
+	}
+	return urls, nil
+}
+
+// lister is a client that can list owner/repo's pull requests.
+func (f *fleet) lister(ctx context.Context, owner, repo string) (*ghclient.Client, error) {
+	ref := forge.PRRef{Host: f.ps.webHost, Owner: owner, Repo: repo, Number: 1}
+	forges, _, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := forges[0].(*ghclient.Client)
+	if !ok {
+		return nil, fmt.Errorf("the forge client cannot list pull requests")
+	}
+	return c, nil
+}
