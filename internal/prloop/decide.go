@@ -445,6 +445,7 @@ func (d *step) request() bool {
 		return true
 	}
 	d.acts = append(d.acts, d.requestAction())
+	s.Request.Unconfirmed = true
 	return false
 }
 
@@ -517,6 +518,9 @@ func (d *step) awaitReview() bool {
 			s.Request.Started = true
 		}
 	}
+	if d.requestLost() {
+		return false
+	}
 	landed := bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool {
 		return isNew(r) && r.CommitSHA == d.head && !r.SubmittedAt.Before(s.Request.ForgeAt)
 	})
@@ -558,6 +562,32 @@ func (d *step) awaitReview() bool {
 	}
 	d.waitUntil("awaiting the review bot's review", next)
 	return false
+}
+
+// requestLost is REL-2: the round was saved, then converge died before
+// its pending status and review request reached the forge. No
+// observation reported the request made, and the forge shows no trace of
+// it (the bot neither requested, nor started, nor with a new review): it
+// is made now, with the status, keyed as the lost ones were, a bounded
+// number of times.
+func (d *step) requestLost() bool {
+	s, c := &d.s, d.c
+	if !s.Request.Unconfirmed {
+		return false
+	}
+	if r := d.o.Result; (r != nil && r.Requested) || s.Request.Started ||
+		slices.ContainsFunc(d.pr.RequestedReviewers, func(l string) bool { return isBot(l, c) }) {
+		s.Request.Unconfirmed = false
+		return false
+	}
+	if s.Request.Attempts >= c.RequestRetries {
+		return false
+	}
+	s.Request.Attempts++
+	d.pendingStatus()
+	d.acts = append(d.acts, d.requestAction())
+	d.wait(fmt.Sprintf("the forge shows no review request for round %d (converge stopped before making it); requesting it", s.Round))
+	return true
 }
 
 // afterReview goes to triage once the round's local review, when one is

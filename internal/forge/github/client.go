@@ -142,6 +142,7 @@ func New(opts Options) (*Client, error) {
 		log:     log,
 		redact:  redactor{secrets: []string{opts.Token}},
 	}
+	hc.Transport = crashWrites(hc.Transport) // REL-2's crash matrix; nothing unless a test arms it
 
 	ua := opts.UserAgent
 	if ua == "" {
