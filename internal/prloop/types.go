@@ -501,10 +501,10 @@ type ActResult struct {
 	Fix            *FixResult `json:"fix,omitempty"`
 	// RequestFailed: a transient fault kept the review request from
 	// landing; it is retried, never read as a refusal (PR-M3).
-	RequestFailed bool               `json:"request_failed,omitempty"`
+	RequestFailed bool `json:"request_failed,omitempty"`
 	// Requested: the review request landed (ReviewRequest.Unconfirmed).
-	Requested bool `json:"requested,omitempty"`
-	LocalReview   *LocalReviewResult `json:"local_review,omitempty"`
+	Requested   bool               `json:"requested,omitempty"`
+	LocalReview *LocalReviewResult `json:"local_review,omitempty"`
 	// Recap is the recap judge's verdict (PR-G2); Revert the revert
 	// commit a REVERT-AND-SHIP verdict made.
 	Recap  *RecapResult `json:"recap,omitempty"`
