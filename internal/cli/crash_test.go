@@ -388,3 +388,20 @@ func (f crashForge) diff(g crashForge) string {
 	cmp("write requests", f.Writes, g.Writes)
 	return strings.Join(out, "\n")
 }
+
+// TestREL2_CrashHookValueThatNamesNoBoundaryIsRefused: a crash test that
+// misspells the boundary must not pass without crashing: converge pr
+// refuses the value with one line and exit 2, before any request.
+func TestREL2_CrashHookValueThatNamesNoBoundaryIsRefused(t *testing.T) {
+	t.Parallel()
+	hub, demo := startHub(t, crashCopilotDelay)
+	env := authorEnv(hub)
+	env[crashpoint.EnvAt] = "first"
+	code, out := runBin(t, env, prArgs(hub, demo, t.TempDir())...)
+	if code != 2 || !strings.Contains(out, crashpoint.EnvAt) {
+		t.Fatalf("want exit 2 naming %s, got %d:\n%s", crashpoint.EnvAt, code, out)
+	}
+	if w := hub.Writes(); len(w) != 0 {
+		t.Fatalf("converge wrote to the forge: %v", w)
+	}
+}
