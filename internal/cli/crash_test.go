@@ -24,6 +24,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/crashpoint"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/store"
 )
 
 // REL-2's crash matrix. The demo PR's scripted 3-round run (Copilot finds
@@ -263,7 +264,13 @@ func readCrashForge(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state
 	if err := json.Unmarshal([]byte(out.String()), &runs); err != nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
 	}
+	saved := crashRunsWithState(t, state)
 	for _, r := range runs {
+		if !saved[r.ID] && r.Status == "interrupted" {
+			// Killed before its first save: it did nothing, and the
+			// rerun is a new run (it has no state to resume).
+			continue
+		}
 		f.Terminal += r.Status + ";"
 		ios, out, errOut := testIO(nil)
 		if code := Run(ctx, []string{"proof", r.ID, "--json", "--state", state}, ios); code != 0 && r.Status == "two-stable" {
@@ -344,6 +351,25 @@ func readCrashForge(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state
 	}
 	slices.Sort(f.Writes)
 	return f
+}
+
+// crashRunsWithState names the runs that saved a state.
+func crashRunsWithState(t *testing.T, state string) map[string]bool {
+	t.Helper()
+	db, err := store.Open(context.Background(), filepath.Join(state, "converge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.ListRuns(context.Background(), store.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := map[string]bool{}
+	for _, r := range runs {
+		saved[r.ID] = len(r.State) > 0
+	}
+	return saved
 }
 
 // normaliseProof is the proof's JSON with the head's SHA named HEAD,
