@@ -29,7 +29,9 @@ import (
 
 // REL-2's crash matrix. The demo PR's scripted 3-round run (Copilot finds
 // defects in rounds 1 and 2 and none in round 3, the suggest fixer
-// applies its suggestions) is run once uncrashed, counting its action
+// applies its suggestions, a command review agent's clean local review
+// of each head is posted as a summary comment) is run once uncrashed,
+// counting its action
 // boundaries (package crashpoint): before and after each forge write,
 // engine act, journal save, git commit and push. Then, for boundary K,
 // the real converge binary runs with CONVERGE_TEST_CRASH_AT=K and must
@@ -158,7 +160,11 @@ func crashCase(t *testing.T, k int) crashRun {
 	t.Helper()
 	hub, demo := startHub(t, crashCopilotDelay)
 	state, logFile := t.TempDir(), filepath.Join(t.TempDir(), "boundaries")
-	args := prArgs(hub, demo, state)
+	review := filepath.Join(t.TempDir(), "review.sh")
+	if err := os.WriteFile(review, []byte("#!/bin/sh\ncat > /dev/null\necho '[]'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := append(prArgs(hub, demo, state), "--review-agent", "command", "--review-agent-cmd", review, "--review-angles", "correctness-leak")
 	env := authorEnv(hub)
 	env[crashpoint.EnvLog] = logFile
 	r := crashRun{hub: hub, demo: demo}
