@@ -8,35 +8,41 @@ import (
 )
 
 // REL-2's crash boundaries in the engine: before and after each act and
-// each journal save (package crashpoint). A save that only re-records an
-// unchanged state before a wait is no boundary: how many polls a wait
-// takes depends on timing, and the matrix numbers boundaries alike in
-// every run of the same script.
+// each journal save (package crashpoint) of a step that does not wait. A
+// step that waits is a poll: what it saves and re-asks for (work still in
+// flight, a retry) depends on how many polls the wait takes, which is
+// timing; the matrix numbers boundaries alike in every run of the same
+// script. A write such a step makes is still a boundary at the forge.
 
-// crashAct passes the boundary before (after=false) or after an act.
-func crashAct[A Action](a *A, after bool) {
+// crashSave passes the boundary before (after=false) or after saving a
+// step's state, and reports whether the step is a poll.
+func crashSave[A Action](actions []A, done, after bool) (poll bool) {
 	if !crashpoint.Armed() {
+		return false
+	}
+	if !done && waits(actions) {
+		return true
+	}
+	crashpoint.Hit("engine save: " + when(after))
+	return false
+}
+
+// crashAct passes the boundary before or after an act of a step that is
+// not a poll.
+func crashAct[A Action](a *A, poll, after bool) {
+	if !crashpoint.Armed() || poll {
 		return
 	}
 	crashpoint.Hit(fmt.Sprintf("engine act %s: %s", actionKind(*a), when(after)))
 }
 
-// crashSave passes the boundary before or after saving next, unless the
-// step only waits on an unchanged state.
-func crashSave[S any, A Action](prev, next S, actions []A, done, after bool) {
-	if !crashpoint.Armed() || (!done && onlyWaits(actions) && reflect.DeepEqual(prev, next)) {
-		return
-	}
-	crashpoint.Hit("engine save: " + when(after))
-}
-
-func onlyWaits[A Action](actions []A) bool {
+func waits[A Action](actions []A) bool {
 	for i := range actions {
-		if _, ok := actions[i].Wait(); !ok {
-			return false
+		if _, ok := actions[i].Wait(); ok {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // actionKind is the action's Kind field when it has one (every loop

@@ -168,6 +168,8 @@ type runner[S, O any, A Action, R any] struct {
 	// faultSince is when the current streak of transient faults began;
 	// zero when the last step reached the world (REL-1).
 	faultSince time.Time
+	// crashPoll: the step waits, so its acts are no crash boundaries (REL-2).
+	crashPoll bool
 }
 
 func (e *runner[S, O, A, R]) defaults() {
@@ -263,20 +265,20 @@ func (e *runner[S, O, A, R]) step(ctx context.Context) (actions []A, done, resta
 	}
 	e.obs, e.hasObs, e.results = obs, true, nil
 	next, actions, done := e.loop.Decide(e.st, obs)
-	crashSave(e.st, next, actions, done, false)
+	e.crashPoll = crashSave(actions, done, false)
 	if err := e.j.SaveState(ctx, next); err != nil {
 		return nil, false, false, fmt.Errorf("%w: %w", errPersist, err)
 	}
-	crashSave(e.st, next, actions, done, true)
+	crashSave(actions, done, true)
 	restart = e.loop.Stepped(e.st, next, obs)
 	e.st = next
 	return actions, done, restart, nil
 }
 
 func (e *runner[S, O, A, R]) act(ctx context.Context, a *A) error {
-	crashAct(a, false)
+	crashAct(a, e.crashPoll, false)
 	res, err := e.loop.Act(ctx, e.st, e.obs, *a)
-	crashAct(a, true)
+	crashAct(a, e.crashPoll, true)
 	e.results = append(e.results, res)
 	return err
 }
@@ -317,11 +319,11 @@ func (e *runner[S, O, A, R]) fail(ctx context.Context, cause error) error {
 		obs = e.obs
 	}
 	next, actions := e.loop.Fail(e.st, obs, cause)
-	crashSave(e.st, next, actions, true, false)
+	e.crashPoll = crashSave(actions, true, false)
 	if err := e.j.SaveState(ctx, next); err != nil {
 		return errors.Join(cause, fmt.Errorf("persist errored state: %w", err))
 	}
-	crashSave(e.st, next, actions, true, true)
+	crashSave(actions, true, true)
 	e.st, e.obs = next, obs
 	for i := range actions {
 		if _, ok := actions[i].Wait(); ok {
