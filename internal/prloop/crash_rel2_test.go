@@ -2,6 +2,8 @@ package prloop
 
 import (
 	"testing"
+
+	"github.com/convergeloop/converge/internal/forge"
 )
 
 // Two defects the crash matrix (internal/cli TestREL2_CrashMatrix...)
@@ -74,5 +76,37 @@ func TestREL2_TerminalCutShortByACrashResumes(t *testing.T) {
 	}
 	if Resumable(State{Phase: PhaseStart}) {
 		t.Fatal("a state never started resumes")
+	}
+}
+
+// TestREL2_SummaryLostInACrashIsPosted: triage saved round 1 (a clean
+// local review of h1, phase verify) and converge died before the review's
+// summary comment reached the forge. Resumed, the summary is posted from
+// the stored review, once: not again when the forge shows it.
+func TestREL2_SummaryLostInACrashIsPosted(t *testing.T) {
+	c := cfg()
+	c.LocalReview = true
+	s := awaiting("h1", 1)
+	pr := newPR("h1")
+	pr.Checks = ciWith("IN_PROGRESS", "")
+	pr.Reviews = []forge.Review{okReview("R1", "h1", at(0.1))}
+	o := obs(at(0.1), pr)
+	o.BotStartedMax = 101
+	o.Result = &ActResult{LocalReview: &LocalReviewResult{Head: "h1", Summary: "clean <!-- converge:local-review head=h1 round=1 -->"}}
+	o.Result.Requested = true
+	s, acts, _ := Decide(s, o, c)
+	if findAct(acts, ActComment, "") == nil {
+		t.Fatalf("triage posts no summary: %q", sig(acts))
+	}
+
+	// The crash: no act ran. The resumed run's first observation.
+	s2, acts, _ := Decide(s, obs(at(1), pr), c)
+	if a := findAct(acts, ActComment, ""); a == nil || a.Key != "summary/h1" {
+		t.Fatalf("the lost summary is not posted again: %q", sig(acts))
+	}
+	pr = forgeApply(pr, acts, at(1))
+	_, acts, _ = Decide(s2, obs(at(2), pr), c)
+	if findAct(acts, ActComment, "") != nil {
+		t.Fatalf("the summary is posted twice: %q", sig(acts))
 	}
 }

@@ -296,6 +296,7 @@ func (d *step) runPhases() {
 			return
 		}
 		var more bool
+		d.summaryLost()
 		switch d.s.Phase {
 		case PhaseStart:
 			more = d.start()
@@ -766,11 +767,29 @@ func fixable(fs []Finding) []Finding {
 // answered in that thread, so the summary does not read as a second,
 // unanswered copy of the point.
 func (d *step) postSummary(lr LocalReviewRecord, merged []Finding) {
-	if lr.Summary == "" || summaryPosted(d.pr, lr.Head, d.c) {
+	key := "summary/" + lr.Head
+	if lr.Summary == "" || summaryPosted(d.pr, lr.Head, d.c) || slices.ContainsFunc(d.acts, func(a Action) bool { return a.Key == key }) {
 		return
 	}
 	body := summaryWithMerged(lr, merged)
-	d.acts = append(d.acts, Action{Kind: ActComment, Key: "summary/" + lr.Head, Body: body, SHA: lr.Head, Round: d.s.Round, Reason: summaryReason})
+	d.acts = append(d.acts, Action{Kind: ActComment, Key: key, Body: body, SHA: lr.Head, Round: d.s.Round, Reason: summaryReason})
+}
+
+// summaryLost is REL-2: triage saved the round, then converge died before
+// the round's local review summary reached the forge. In the phases
+// after triage it is posted from the stored review, as far as the forge
+// does not show it, keyed as the lost one was.
+func (d *step) summaryLost() {
+	switch d.s.Phase {
+	case PhaseFix, PhaseReply, PhaseVerify:
+	default:
+		return
+	}
+	for _, lr := range d.s.LocalReviews {
+		if lr.Round == d.s.Round {
+			d.postSummary(lr, d.s.Kept)
+		}
+	}
 }
 
 // summaryReason marks the summary comment, whose failed post is logged and
