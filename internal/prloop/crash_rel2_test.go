@@ -110,3 +110,27 @@ func TestREL2_SummaryLostInACrashIsPosted(t *testing.T) {
 		t.Fatalf("the summary is posted twice: %q", sig(acts))
 	}
 }
+
+// TestREL2_SummaryLostWithTheTerminalIsPosted: the last round's triage
+// and the two-stable terminal were one step; converge died before that
+// step's summary comment was posted. The resumed terminal posts it with
+// its label and status, and only while the forge does not show it.
+func TestREL2_SummaryLostWithTheTerminalIsPosted(t *testing.T) {
+	c := cfg()
+	c.LocalReview = true
+	s := verifying("h1", 1)
+	s.Phase, s.Terminal = PhaseDone, &Terminal{Reason: ReasonTwoStable, ExitCode: ExitCode(ReasonTwoStable)}
+	s.LocalReviews = []LocalReviewRecord{{Head: "h1", Round: 1, Summary: "clean <!-- converge:local-review head=h1 round=1 -->"}}
+	pr := newPR("h1")
+	pr.Checks = green()
+	_, acts, term := Decide(s, obs(at(1), pr), c)
+	wantTerminal(t, term, ReasonTwoStable)
+	if a := findAct(acts, ActComment, ""); a == nil || a.Key != "summary/h1" {
+		t.Fatalf("the lost summary is not posted with the terminal: %q", sig(acts))
+	}
+	pr = forgeApply(pr, acts, at(1))
+	_, acts, _ = Decide(s, obs(at(2), pr), c)
+	if findAct(acts, ActComment, "") != nil {
+		t.Fatalf("the summary is posted twice: %q", sig(acts))
+	}
+}

@@ -30,8 +30,11 @@ func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
 	s = s.clone()
 	if s.Phase == PhaseDone && s.Terminal != nil {
 		// The terminal's labels and status again, as far as the forge does
-		// not show them yet: a write a fault interrupted is finished.
-		acts := terminalActions(s.Terminal, o.PR, c)
+		// not show them yet: a write a fault interrupted is finished. So
+		// is the last round's summary, a crash may have cut short.
+		d := &step{s: s, o: o, c: c, pr: o.PR}
+		d.summaryLost()
+		acts := append(d.acts, terminalActions(s.Terminal, o.PR, c)...)
 		if s.Terminal.Reason == ReasonTwoStable {
 			acts = append(acts, cleanupActions(s, o, c)...)
 		}
@@ -781,8 +784,11 @@ func (d *step) postSummary(lr LocalReviewRecord, merged []Finding) {
 // does not show it, keyed as the lost one was.
 func (d *step) summaryLost() {
 	switch d.s.Phase {
-	case PhaseFix, PhaseReply, PhaseVerify:
+	case PhaseFix, PhaseReply, PhaseVerify, PhaseDone:
 	default:
+		return
+	}
+	if d.pr == nil {
 		return
 	}
 	for _, lr := range d.s.LocalReviews {
