@@ -129,8 +129,61 @@ func TestPR_S5_SeveralNamesRenamed(t *testing.T) {
 	if r := Heuristic(onPath("src/a.js", "  f(a, b);", suggest("  f(c, c);"))); r.Verdict == Minor {
 		t.Errorf("merge: %s", r)
 	}
+	// In Go two names at once stay code, which in program source is a
+	// doubt (it may be an equivalent rewrite).
 	goPair := onPath("a.go", "\tcfgg, errr := load()", suggest("\tcfg, err := load()"))
-	if r := Heuristic(goPair); r.Verdict != Structural || !hasRule(r, "suggestion-code") {
+	if r := Heuristic(goPair); r.Verdict != Borderline || !hasRule(r, "suggestion-code") {
 		t.Errorf("go: %s", r)
+	}
+}
+
+// TestPR_S5_PreciseDecisions: the rules of issue 17's precision pass. A
+// rule decides only where it decided rightly on every real comment seen
+// (TestPR_S5_RulePrecision prints the figures); elsewhere it yields
+// borderline, which the judge carries.
+func TestPR_S5_PreciseDecisions(t *testing.T) {
+	for _, c := range []struct {
+		c    Comment
+		want Verdict
+		rule string
+	}{
+		// Build words name a topic: a React hook's dependency array,
+		// praise for a new lint hook (held-028, held-017).
+		{onPath("src/Modal.tsx", "  }, [close]);", "Only change I see is the `close` dependency; shall we keep the rest as it was?"), Borderline, "build"},
+		{onPath(".pre-commit-config.yaml", "  - id: mypy", "This is great, thank you for adding mypy to the checks!"), Borderline, "build"},
+		// A defect word in a comment that accepts and asks nothing
+		// (real-130) does not decide; asking for a fix still does.
+		{onPath("cmd/server/main.go", "\tpanic(err)", "I didn't want to include any panics but it seems fine"), Borderline, "defect"},
+		{onPath("cmd/server/main.go", "\tpanic(err)", "This panics on a bad flag; return the error instead, thanks"), Structural, "defect"},
+		{onPath("cmd/server/main.go", "\tf, _ := os.Open(p)", "nit: the file is never closed"), Structural, "defect"},
+		// Security words decide even in praise (fail closed).
+		{onPath("cmd/server/main.go", "\tlog.Print(token)", "Thanks, looks good: it logs the token though"), Structural, "security"},
+		// Praise asks for nothing on any file (real-118, real-108).
+		{onPath("package.json", `  "lint": "eslint ."`, "👍"), Minor, "approval"},
+		{onPath(".github/CODEOWNERS", "/docs/ @org/docs", "I think this makes a lot of sense."), Minor, "approval"},
+		{onPath("internal/x/x_test.go", "\tt.Parallel()", "LGTM"), Minor, "approval"},
+		// On a translation file a question is about the text
+		// (real-145); about keys or placeholders it is a doubt.
+		{onPath("web/locales/de.json", `  "cancel": "Beenden",`, `Not "Abbrechen"?`), Minor, "locale-path"},
+		{onPath("web/locales/de.json", `  "items": "{count} Dinge",`, "Is the {count} placeholder still passed?"), Borderline, "locale-asks-behaviour"},
+	} {
+		r := Heuristic(c.c)
+		if r.Verdict != c.want || !hasRule(r, c.rule) {
+			t.Errorf("%s %q: %s, want %s with %s", c.c.Path, c.c.Body, r, c.want, c.rule)
+		}
+	}
+	// A multi-line suggestion on a comment with no start line: the lines
+	// it replaces are not known, and a range of the hunk makes it a
+	// comment fix only (real-087), so it does not decide.
+	wf := Comment{ID: "w", Path: ".github/workflows/setup.yml", Line: 12,
+		DiffHunk: "@@ -1,4 +1,5 @@\n+      - name: Checkout\n+        # checkout@v5\n+        uses: a/checkout@0123\n+\n+      - name: Node\n+        # setup-node@v5",
+		Body:     "These inline comments are misleading." + suggest("        uses: a/checkout@0123\n\n      - name: Node")}
+	if r := Heuristic(wf); r.Verdict != Borderline || !hasRule(r, "suggestion-range-unknown") {
+		t.Errorf("range unknown: %s", r)
+	}
+	// With the start line given the range is known.
+	wf.StartLine = 9
+	if r := Heuristic(wf); hasRule(r, "suggestion-range-unknown") {
+		t.Errorf("range known: %s", r)
 	}
 }

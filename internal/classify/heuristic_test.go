@@ -85,7 +85,13 @@ func TestPR_S5_Suggestions(t *testing.T) {
 		{"a.go", "\tcfgg := load()", "\tcfg := load()", "", Minor, "suggestion-rename"},
 		{"a.go", "\tcfgg, err := load()", "\tcfg, err := load()", "", Minor, "suggestion-rename"},
 		{"a.go", "\tif err := validate(x); err != nil {", "\tif err := validateAll(x); err != nil {", "nit", Borderline, "suggestion-code"},
-		{"a.go", "\tif err := validate(x); err != nil {", "\tif err := validateAll(x); err != nil {", "", Structural, "suggestion-code"},
+		// Another call in program source may be an equivalent
+		// rewrite: only an operator or a number changed in place
+		// decides (and any code change in a build file).
+		{"a.go", "\tif err := validate(x); err != nil {", "\tif err := validateAll(x); err != nil {", "", Borderline, "suggestion-code"},
+		{"a.py", `    with open(p, encoding="utf8") as f:`, `    with open(p, 'r', encoding="utf8") as f:`, "", Borderline, "suggestion-code"},
+		{"a.go", "\ttimeout := 30", "\ttimeout := 60", "", Structural, "suggestion-code"},
+		{"Dockerfile", "RUN apt-get install -y git", "RUN apt-get install -y --no-install-recommends git", "", Structural, "suggestion-code"},
 		{"a.go", "\tt.Log(err)", "\tt.Fatal(err)", "nit", Structural, "suggestion-rename-exported"},
 		{"a.go", `	fmt.Fprintf(os.Stderr, "cant open %s\n", p)`, `	fmt.Fprintf(os.Stderr, "cannot open %s\n", p)`, "", Minor, "suggestion-message"},
 		{"a.go", `	fmt.Fprintf(w, "status: ok\n")`, `	fmt.Fprintf(w, "status: OK\n")`, "nit", Borderline, "suggestion-string"},

@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -35,6 +36,10 @@ import (
 // A suggestion on a docs page is a docs change (c033, c054); on a prompt or
 // instructions file it is what an agent reads, so a doubt.
 
+// codeLike finds what prose rarely holds and code samples do: braces,
+// semicolons, arrows, assignment, a call.
+var codeLike = regexp.MustCompile(`[{};]|=>|->|:=|\s==?\s|[A-Za-z0-9_]\(`)
+
 var suggestionBlock = regexp.MustCompile("(?ms)^[ \t]*```[ \t]*suggestion[^\n]*\n(.*?)^[ \t]*```")
 
 // suggestions returns the contents of the ```suggestion blocks of body.
@@ -65,6 +70,21 @@ func suggestionHits(c Comment, kind pathKind, p prose) []Hit {
 	}
 	switch kind {
 	case pathDocs:
+		// A code sample on a docs page is what readers copy: a change
+		// to it may change what the sample does (held2-044, a
+		// GenServer callback's reply), so it is a doubt, never docs.
+		for _, s := range blocks {
+			if m := codeLike.FindString(s); m != "" {
+				add("suggestion-docs-code", LeanDoubt, m)
+				return hits
+			}
+		}
+		if orig, ok := replacedLines(c); ok {
+			if m := codeLike.FindString(orig); m != "" {
+				add("suggestion-docs-code", LeanDoubt, m)
+				return hits
+			}
+		}
 		add("suggestion-docs", LeanMinor, c.Path)
 		return hits
 	case pathAgentDocs, pathToolDocs:
@@ -141,7 +161,22 @@ func suggestionHits(c Comment, kind pathKind, p prose) []Hit {
 				add("suggestion-rename", LeanDoubt, d.renamedFrom+" → "+d.renamedTo)
 			}
 		case diffCode:
-			if nit {
+			if r := otherRange(c, lang, s); r != "" {
+				// The comment's first line is not known and another
+				// range of the hunk makes the suggestion no code
+				// change (real-087: comments fixed above a step):
+				// which lines it replaces cannot be told.
+				add("suggestion-range-unknown", LeanDoubt, r)
+				continue
+			}
+			// In a build or configuration file the tokens are
+			// the configuration. In program source an equivalent
+			// rewrite changes tokens as much as a fix does
+			// (`open(f, encoding=…)` → `open(f, 'r', encoding=…)`,
+			// real-102, spells out a default), so only an operator
+			// or a number changed in place (`>` → `>=`) is
+			// behaviour on its face.
+			if nit || kind != pathBuild && !d.inPlace {
 				add("suggestion-code", LeanDoubt, d.example)
 			} else {
 				add("suggestion-code", LeanStructural, d.example)
@@ -151,10 +186,39 @@ func suggestionHits(c Comment, kind pathKind, p prose) []Hit {
 	return hits
 }
 
+// otherRange: when the comment gives no start line and the suggestion has
+// several lines, the lines it replaces are not known; it reports a range
+// of the hunk's last lines that the suggestion changes only in layout,
+// strings or a name, or "".
+func otherRange(c Comment, l lang, sugg string) string {
+	if c.StartLine > 0 || !strings.Contains(sugg, "\n") {
+		return ""
+	}
+	for n := 2; ; n++ {
+		orig, ok := replacedLinesN(c, n)
+		if !ok {
+			return ""
+		}
+		if d := compare(l, orig, sugg); d.kind != diffCode {
+			return fmt.Sprintf("the last %d lines of the hunk", n)
+		}
+	}
+}
+
 // replacedLines are the lines a suggestion replaces: the last
 // Line-StartLine+1 lines of the hunk (one when StartLine is 0), without
 // their diff markers.
 func replacedLines(c Comment) (string, bool) {
+	n := 1
+	if c.StartLine > 0 && c.Line >= c.StartLine {
+		n = c.Line - c.StartLine + 1
+	}
+	return replacedLinesN(c, n)
+}
+
+// replacedLinesN are the last n lines of the hunk, without their diff
+// markers.
+func replacedLinesN(c Comment, n int) (string, bool) {
 	if strings.TrimSpace(c.DiffHunk) == "" {
 		return "", false
 	}
@@ -172,10 +236,6 @@ func replacedLines(c Comment) (string, bool) {
 	}
 	if len(lines) == 0 {
 		return "", false
-	}
-	n := 1
-	if c.StartLine > 0 && c.Line >= c.StartLine {
-		n = c.Line - c.StartLine + 1
 	}
 	if n > len(lines) {
 		return "", false
@@ -402,6 +462,9 @@ type diff struct {
 	renamedFrom string
 	renamedTo   string
 	example     string // for the log: the first differing code
+	// inPlace: code only; every token that differs is an operator or a
+	// number replaced by another.
+	inPlace bool
 }
 
 func compare(l lang, orig, sugg string) diff {
@@ -461,7 +524,7 @@ func compare(l lang, orig, sugg string) diff {
 			// so several at once can be one too: never minor.
 			return diff{kind: diffRename, renamedFrom: from, renamedTo: to}
 		case rename && len(renames) > 1:
-			return diff{kind: diffCode, example: firstDifference(ca, cb)}
+			return diff{kind: diffCode, example: firstDifference(ca, cb), inPlace: inPlace(ca, cb)}
 		case rename && from != "" && (declared || l.goLang && (isUpper(from) || isUpper(to))):
 			// A name swapped where it is declared is a rename. Swapped
 			// where it is used, it names another function or value (a
@@ -471,8 +534,31 @@ func compare(l lang, orig, sugg string) diff {
 			return diff{kind: diffRename, renamedFrom: from, renamedTo: to}
 		}
 	}
-	return diff{kind: diffCode, example: firstDifference(ca, cb)}
+	return diff{kind: diffCode, example: firstDifference(ca, cb), inPlace: inPlace(ca, cb)}
 }
+
+// inPlace reports whether a and b differ only in operators or numbers
+// replaced one for one.
+func inPlace(a, b []token) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	differ := false
+	for k := range a {
+		x, y := a[k], b[k]
+		if x.text == y.text {
+			continue
+		}
+		differ = true
+		if x.kind != tokCode || y.kind != tokCode || !(isOperator(x.text) && isOperator(y.text) || isNumber(x.text) && isNumber(y.text)) {
+			return false
+		}
+	}
+	return differ
+}
+
+func isOperator(s string) bool { return strings.Trim(s, operatorChars) == "" }
+func isNumber(s string) bool   { r := []rune(s); return len(r) > 0 && unicode.IsDigit(r[0]) }
 
 // declares reports whether the identifier code[k] is declared there: after
 // var, const, let, type, func, def, class or function, or on the left of a

@@ -143,23 +143,68 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 			return err
 		}
 	}
-	same := func(st checkloop.State) bool {
-		c := st.Config
-		return checkloop.Resumable(st) && c.GoalSHA256 == checkloop.GoalDigest(s.cfg.Goal) && c.Oracle == s.cfg.Oracle && c.Agent == s.cfg.Agent
-	}
-	claim, err := claimLocalRun(ctx, db, s.ws.Git, checkloop.Kind, s.ws.Dir(), opts.Fresh, same,
-		"converge loop commits each accepted iteration on the current branch and undoes rejected ones")
+	m := engine.NewManager(engine.Config{Store: db, CodeOf: ExitCodeOf, Stop: stopOnInterrupt(ctx)})
+	r, err := m.Add(ctx, engine.NewSpec(&loopJob{ios: ios, db: db, opts: opts, s: s, env: env}))
 	if err != nil {
 		return err
 	}
-	defer claim.Release(ctx)
-	runID := claim.RunID
-	out := &loopReporter{ios: ios, json: opts.JSON, db: db, runID: runID}
+	return r.Wait().Err
+}
+
+// loopJob is the done-check loop's engine.Adapter: one goal and check in
+// one repository, its run's lifecycle the Manager's.
+type loopJob struct {
+	ios  *IOStreams
+	db   *store.Store
+	opts *loopOptions
+	s    *loopSetup
+	env  []string
+
+	loop  *checkloop.Loop
+	final checkloop.State
+}
+
+var _ engine.Adapter[checkloop.State] = (*loopJob)(nil)
+
+func (j *loopJob) Kind() engine.Kind {
+	return engine.Kind{Name: checkloop.Kind, Errored: string(checkloop.StatusFailed)}
+}
+func (j *loopJob) Target() string { return localTarget(checkloop.Kind, j.s.ws.Dir()) }
+func (j *loopJob) Fresh() bool    { return j.opts.Fresh }
+
+// Resumable: the stored run is of the same goal, check and agent.
+func (j *loopJob) Resumable(st checkloop.State) bool {
+	c := st.Config
+	return checkloop.Resumable(st) && c.GoalSHA256 == checkloop.GoalDigest(j.s.cfg.Goal) && c.Oracle == j.s.cfg.Oracle && c.Agent == j.s.cfg.Agent
+}
+
+func (j *loopJob) Progress(st checkloop.State) engine.Progress {
+	if st.Terminal != nil {
+		return engine.Progress{Phase: string(st.Terminal.Status), Round: len(st.Iterations)}
+	}
+	return engine.Progress{Phase: "iterating", Round: len(st.Iterations)}
+}
+
+func (j *loopJob) Terminal(st checkloop.State) (engine.Terminal, bool) {
+	if t := st.Terminal; t != nil {
+		return engine.Terminal{Status: string(t.Status), Code: t.ExitCode}, true
+	}
+	return engine.Terminal{}, false
+}
+
+func (j *loopJob) Refuse(ctx context.Context, wouldResume bool) error {
+	return refuseDirty(ctx, j.s.ws.Git, j.s.ws.Dir(), wouldResume,
+		"converge loop commits each accepted iteration on the current branch and undoes rejected ones")
+}
+
+func (j *loopJob) Begin(ctx context.Context, claim *engine.Claim[checkloop.State]) (checkloop.State, error) {
+	s, runID := j.s, claim.RunID
+	out := &loopReporter{ios: j.ios, json: j.opts.JSON, db: j.db, runID: runID}
 	st := checkloop.NewState(runID, s.cfg)
 	if claim.Resumed != nil {
 		st = *claim.Resumed
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s resumed after %d iteration(s); --fresh starts a new run", runID, s.ws.Dir(), len(st.Iterations))})
-		if moved := rebound(&st.Config, s.cfg, opts.changed); len(moved) > 0 {
+		if moved := rebound(&st.Config, s.cfg, j.opts.changed); len(moved) > 0 {
 			out.Report(engine.Event{Kind: "note", Message: "the resumed run takes this command line's bounds: " + strings.Join(moved, ", ")})
 		}
 	} else {
@@ -169,39 +214,41 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	if p := st.Config.Predecessor; p != nil {
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("predecessor %s ended %s (exit %d) after %d iteration(s); restated in the result and carried in the failed-approaches digest", p.Run, p.Status, p.ExitCode, p.Iterations)})
 	}
-	loop := checkloop.NewLoop(runID, checkloop.Deps{
-		Tickets:   db,
+	j.loop = checkloop.NewLoop(runID, checkloop.Deps{
+		Tickets:   j.db,
 		Workspace: s.ws,
 		Agent:     s.body,
 		Judge:     s.judge,
-		AgentEnv:  env,
-		CheckEnv:  env,
-		Journal:   &engine.StoreJournal[checkloop.State]{DB: db, RunID: runID, Status: checkloop.StatusOf},
+		AgentEnv:  j.env,
+		CheckEnv:  j.env,
+		Journal:   &engine.StoreJournal[checkloop.State]{DB: j.db, RunID: runID, Status: checkloop.StatusOf},
 		Reporter:  out,
 		PID:       os.Getpid(),
 	})
-	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, Stop: stopOnInterrupt(ctx), PollMin: time.Millisecond})
-	fin := context.WithoutCancel(ctx)
-	if runErr != nil && errors.Is(runErr, context.Canceled) {
-		return fmt.Errorf("run %s interrupted; run the same converge loop again here to resume it (--fresh starts over)", runID)
+	return st, nil
+}
+
+func (j *loopJob) Drive(ctx context.Context, st checkloop.State, opt engine.Options) (checkloop.State, error) {
+	opt.PollMin = time.Millisecond
+	final, err := j.loop.Run(ctx, st, opt)
+	j.final = final
+	return final, err
+}
+
+// End prints the result and makes the run's error.
+func (j *loopJob) End(_ context.Context, o engine.Outcome) error {
+	if err, done := localEnd(o, j.final.Terminal != nil, "the same converge loop again"); done {
+		return err
 	}
-	if final.Terminal == nil {
-		_ = claim.Finish(fin, string(checkloop.StatusFailed), ExitCodeOf(runErr), nil)
-		return fmt.Errorf("run %s: %w", runID, runErr)
-	}
-	t := final.Terminal
-	if err := claim.Finish(fin, string(t.Status), t.ExitCode, nil); err != nil {
-		return fmt.Errorf("record the end of run %s: %w", runID, err)
-	}
-	res := checkloop.BuildResult(final, time.Now())
-	if opts.JSON {
-		b, _ := json.Marshal(map[string]any{"kind": "result", "run": runID, "result": res})
-		fmt.Fprintln(ios.Out, string(b))
+	res := checkloop.BuildResult(j.final, time.Now())
+	if j.opts.JSON {
+		b, _ := json.Marshal(map[string]any{"kind": "result", "run": o.RunID, "result": res})
+		fmt.Fprintln(j.ios.Out, string(b))
 	} else {
-		checkloop.WriteSummary(ios.Out, res)
+		checkloop.WriteSummary(j.ios.Out, res)
 	}
-	if t.ExitCode != 0 {
-		return &silentExit{code: t.ExitCode}
+	if o.Code != 0 {
+		return &silentExit{code: o.Code}
 	}
 	return nil
 }

@@ -141,25 +141,83 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 		return err
 	}
 	defer db.Close()
-	same := func(st plan.State) bool {
-		return plan.Resumable(st) && st.Config.Plan.Digest == s.cfg.Plan.Digest && st.Config.Agent == s.cfg.Agent && st.Config.Reviewer == s.cfg.Reviewer
-	}
-	claim, err := claimLocalRun(ctx, db, s.ws.Git, plan.Kind, s.ws.Dir(), opts.Fresh, same,
-		"converge plan commits each task on the current branch and resets the tree between tasks")
-	if err != nil {
-		return err
-	}
-	defer claim.Release(ctx)
-	runID := claim.RunID
-	out := &loopReporter{ios: ios, json: opts.JSON, db: db, runID: runID}
 	stateDir := opts.StateDir
 	if stateDir == "" {
 		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
 	}
-	pools, err := planPoolDirs(stateDir, runID, claim.Prior)
+	m := engine.NewManager(engine.Config{Store: db, WorkDir: filepath.Join(stateDir, "work"), CodeOf: ExitCodeOf, Stop: stopOnInterrupt(ctx)})
+	r, err := m.Add(ctx, engine.NewSpec(&planJob{ios: ios, db: db, opts: opts, s: s, file: file, workDir: m.WorkDir()}))
 	if err != nil {
 		return err
 	}
+	return r.Wait().Err
+}
+
+// planJob is the plan executor's engine.Adapter: one plan in one
+// repository, its run's lifecycle the Manager's.
+type planJob struct {
+	ios     *IOStreams
+	db      *store.Store
+	opts    *planOptions
+	s       *planSetup
+	file    string
+	workDir string
+
+	pools []string // the run's worktree directory first, then earlier runs'
+	out   *loopReporter
+	loop  *plan.Loop
+	final plan.State
+}
+
+var _ engine.Adapter[plan.State] = (*planJob)(nil)
+
+func (j *planJob) Kind() engine.Kind {
+	return engine.Kind{Name: plan.Kind, Errored: string(plan.StatusFailed)}
+}
+func (j *planJob) Target() string { return localTarget(plan.Kind, j.s.ws.Dir()) }
+func (j *planJob) Fresh() bool    { return j.opts.Fresh }
+
+// Resumable: the stored run is of the same plan, implementer and reviewer.
+func (j *planJob) Resumable(st plan.State) bool {
+	c := j.s.cfg
+	return plan.Resumable(st) && st.Config.Plan.Digest == c.Plan.Digest && st.Config.Agent == c.Agent && st.Config.Reviewer == c.Reviewer
+}
+
+func (j *planJob) Progress(st plan.State) engine.Progress {
+	if st.Terminal != nil {
+		return engine.Progress{Phase: string(st.Terminal.Status)}
+	}
+	ended := 0
+	for _, t := range st.Tasks {
+		if t.Status != "" {
+			ended++
+		}
+	}
+	// The round is the tasks ended so far.
+	return engine.Progress{Phase: "tasks", Round: ended}
+}
+
+func (j *planJob) Terminal(st plan.State) (engine.Terminal, bool) {
+	if t := st.Terminal; t != nil {
+		return engine.Terminal{Status: string(t.Status), Code: t.ExitCode}, true
+	}
+	return engine.Terminal{}, false
+}
+
+func (j *planJob) Refuse(ctx context.Context, wouldResume bool) error {
+	return refuseDirty(ctx, j.s.ws.Git, j.s.ws.Dir(), wouldResume,
+		"converge plan commits each task on the current branch and resets the tree between tasks")
+}
+
+func (j *planJob) Begin(ctx context.Context, claim *engine.Claim[plan.State]) (plan.State, error) {
+	s, runID := j.s, claim.RunID
+	out := &loopReporter{ios: j.ios, json: j.opts.JSON, db: j.db, runID: runID}
+	j.out = out
+	pools, err := planPoolDirs(j.workDir, runID, claim.Prior)
+	if err != nil {
+		return plan.State{}, err
+	}
+	j.pools = pools
 	st := plan.NewState(runID, s.cfg)
 	if claim.Resumed != nil {
 		st = *claim.Resumed
@@ -169,72 +227,74 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 				ended++
 			}
 		}
-		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s resumed with %d of %d task(s) ended; --fresh starts a new run", runID, file, s.ws.Dir(), ended, len(st.Tasks))})
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s resumed with %d of %d task(s) ended; --fresh starts a new run", runID, j.file, s.ws.Dir(), ended, len(st.Tasks))})
 	} else {
 		how := "tasks run one at a time in this work tree"
 		if s.cfg.Parallel > 1 {
 			how = fmt.Sprintf("a parallel group runs up to %d tasks at once, each in a worktree of its own", s.cfg.Parallel)
 		}
-		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s: %d task(s) in %d group(s); implementer %s, reviewer %s; %s", runID, file, s.ws.Dir(), len(s.cfg.Plan.Tasks), len(s.cfg.Plan.Groups), s.cfg.Agent, s.cfg.Reviewer, how)})
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s: %d task(s) in %d group(s); implementer %s, reviewer %s; %s", runID, j.file, s.ws.Dir(), len(s.cfg.Plan.Tasks), len(s.cfg.Plan.Groups), s.cfg.Agent, s.cfg.Reviewer, how)})
 	}
 	reportOrphans(out, claim.Orphans)
 	// Holding the target's lock proves every earlier run on it dead: what
 	// their pools left is removed before anything is dispatched.
 	if removed, err := pool.Sweep(ctx, s.ws.Git, pools...); err != nil {
-		return fmt.Errorf("run %s: remove the worktrees of earlier runs: %w", runID, err)
+		return st, fmt.Errorf("remove the worktrees of earlier runs: %w", err)
 	} else if len(removed) > 0 {
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("removed %d worktree(s) an earlier converge left in %s", len(removed), filepath.Dir(pools[0]))})
 	}
-	loop := plan.NewLoop(runID, plan.Deps{
-		Tickets:   db,
+	j.loop = plan.NewLoop(runID, plan.Deps{
+		Tickets:   j.db,
 		Workspace: s.ws,
 		Agent:     s.agents.get,
 		Reviewer:  s.reviewer,
 		Judge:     s.reviewer,
 		AgentEnv:  agent.ScrubEnv(os.Environ()),
-		Journal:   &engine.StoreJournal[plan.State]{DB: db, RunID: runID, Status: plan.StatusOf},
+		Journal:   &engine.StoreJournal[plan.State]{DB: j.db, RunID: runID, Status: plan.StatusOf},
 		Reporter:  out,
 		PID:       os.Getpid(),
 		PoolDir:   pools[0],
 	})
-	final, runErr := loop.Run(ctx, st, engine.Options{StopRequested: claim.StopRequested, Stop: stopOnInterrupt(ctx), PollMin: time.Millisecond})
-	fin := context.WithoutCancel(ctx)
-	if _, err := pool.Sweep(fin, s.ws.Git, pools[0]); err != nil {
-		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("the run's worktree directory %s is left: %v", pools[0], err)})
-	}
-	if runErr != nil && errors.Is(runErr, context.Canceled) {
-		return fmt.Errorf("run %s interrupted; run the same converge plan run here to resume it (--fresh starts over)", runID)
+	return st, nil
+}
+
+func (j *planJob) Drive(ctx context.Context, st plan.State, opt engine.Options) (plan.State, error) {
+	opt.PollMin = time.Millisecond
+	final, err := j.loop.Run(ctx, st, opt)
+	j.final = final
+	if _, serr := pool.Sweep(context.WithoutCancel(ctx), j.s.ws.Git, j.pools[0]); serr != nil {
+		j.out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("the run's worktree directory %s is left: %v", j.pools[0], serr)})
 	}
 	var hn *plan.HumanNeeded
-	if errors.As(runErr, &hn) {
+	if errors.As(err, &hn) {
 		// Left unfinished: once the branch is put right, the same
 		// command resumes the run.
-		return &ExitErr{Code: exitcode.Human, Err: fmt.Errorf("run %s needs a human: %s; then run the same converge plan run here to resume it", runID, hn.Why)}
+		err = &engine.HumanNeeded{Why: hn.Why, Err: err}
 	}
-	if final.Terminal == nil {
-		_ = claim.Finish(fin, string(plan.StatusFailed), ExitCodeOf(runErr), nil)
-		return fmt.Errorf("run %s: %w", runID, runErr)
+	return final, err
+}
+
+// End writes the tracking report and makes the run's error.
+func (j *planJob) End(_ context.Context, o engine.Outcome) error {
+	if err, done := localEnd(o, j.final.Terminal != nil, "the same converge plan run"); done {
+		return err
 	}
-	t := final.Terminal
-	res := plan.BuildResult(final, time.Now())
-	if err := claim.Finish(fin, string(t.Status), t.ExitCode, nil); err != nil {
-		return fmt.Errorf("record the end of run %s: %w", runID, err)
-	}
+	res := plan.BuildResult(j.final, time.Now())
 	var md bytes.Buffer
 	plan.WriteReport(&md, res)
-	if opts.Report != "" {
-		if err := os.WriteFile(opts.Report, md.Bytes(), 0o644); err != nil {
+	if j.opts.Report != "" {
+		if err := os.WriteFile(j.opts.Report, md.Bytes(), 0o644); err != nil {
 			return fmt.Errorf("write the report: %w", err)
 		}
 	}
-	if opts.JSON {
-		b, _ := json.Marshal(map[string]any{"kind": "result", "run": runID, "result": res})
-		fmt.Fprintln(ios.Out, string(b))
+	if j.opts.JSON {
+		b, _ := json.Marshal(map[string]any{"kind": "result", "run": o.RunID, "result": res})
+		fmt.Fprintln(j.ios.Out, string(b))
 	} else {
-		fmt.Fprintf(ios.Out, "\n%s", md.String())
+		fmt.Fprintf(j.ios.Out, "\n%s", md.String())
 	}
-	if t.ExitCode != 0 {
-		return &silentExit{code: t.ExitCode}
+	if o.Code != 0 {
+		return &silentExit{code: o.Code}
 	}
 	return nil
 }
@@ -382,10 +442,10 @@ func commandAgent(flag, cmdline, name string) (agent.Agent, error) {
 }
 
 // planPoolDirs are the worktree directories of runID and of the other
-// runs on its target: <state>/work/plan/<run>, absolute, each run's own;
-// runID's is first.
-func planPoolDirs(stateDir, runID string, runs []store.Run) ([]string, error) {
-	root, err := filepath.Abs(filepath.Join(stateDir, "work", "plan"))
+// runs on its target: <state>/work/plan/<run> (workDir is <state>/work),
+// absolute, each run's own; runID's is first.
+func planPoolDirs(workDir, runID string, runs []store.Run) ([]string, error) {
+	root, err := filepath.Abs(filepath.Join(workDir, "plan"))
 	if err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
@@ -408,34 +468,52 @@ func planPoolDirs(stateDir, runID string, runs []store.Run) ([]string, error) {
 	return dirs, nil
 }
 
-// claimLocalRun claims the run of kind on a local repository (converge
-// loop, converge plan): new, or resumed when same accepts the stored
-// state (PR-G3). IF-4: such a run commits on the current branch, so it
-// starts only from a clean tree, unless it resumes a run killed midway,
-// whose partial change the run itself puts right; why says what the run
-// does to the tree, for the refusal.
-func claimLocalRun[S any](ctx context.Context, db *store.Store, g *repo.Git, kind, dir string, fresh bool, same func(S) bool, why string) (*engine.Claim[S], error) {
-	target := kind + ":" + dir
+// localTarget is the target of a loop or plan run: its kind and the
+// repository it commits in.
+func localTarget(kind, dir string) string { return kind + ":" + dir }
+
+// refuseDirty refuses a loop or plan run on a dirty tree (IF-4): such a
+// run commits on the current branch, so it starts only from a clean tree,
+// unless it resumes a run killed midway, whose partial change the run
+// itself puts right; why says what the run does to the tree.
+func refuseDirty(ctx context.Context, g *repo.Git, dir string, wouldResume bool, why string) error {
 	dirty, err := g.Status(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if len(dirty) > 0 && (fresh || !wouldResume(ctx, db, target, same)) {
+	if len(dirty) > 0 && !wouldResume {
 		var paths []string
 		for _, d := range dirty {
 			paths = append(paths, d.Path)
 		}
-		return nil, usageErr("the working tree of %s has uncommitted changes (%s); commit or stash them first: %s", dir, clipList(paths, 5), why)
+		return usageErr("the working tree of %s has uncommitted changes (%s); commit or stash them first: %s", dir, clipList(paths, 5), why)
 	}
-	claim, err := engine.ClaimRun(ctx, db, kind, target, fresh, same)
-	if err != nil {
-		var busy *engine.BusyError
-		if errors.As(err, &busy) {
-			return nil, usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
-		}
-		return nil, err
+	return nil
+}
+
+// localEnd is the error of a loop or plan run that ended with nothing to
+// print (done), again naming the command that resumes it; otherwise the
+// caller prints the result of its terminal.
+func localEnd(o engine.Outcome, terminal bool, again string) (err error, done bool) {
+	var (
+		busy *engine.BusyError
+		hn   *engine.HumanNeeded
+	)
+	switch {
+	case errors.As(o.Err, &busy):
+		return usageErr("%s; wait for it to end (converge status shows it)", busy.Error()), true
+	case o.Status == engine.StatusRefused:
+		return o.Err, true
+	case o.Status == engine.StatusInterrupted:
+		return fmt.Errorf("run %s interrupted; run %s here to resume it (--fresh starts over)", o.RunID, again), true
+	case errors.As(o.Err, &hn):
+		return &ExitErr{Code: exitcode.Human, Err: fmt.Errorf("run %s needs a human: %s; then run %s here to resume it", o.RunID, hn.Why, again)}, true
+	case !terminal:
+		return fmt.Errorf("run %s: %w", o.RunID, o.Err), true
+	case o.RecordErr != nil:
+		return o.RecordErr, true
 	}
-	return claim, nil
+	return nil, false
 }
 
 // reportOrphans notes the processes dead converge processes had left
@@ -444,17 +522,6 @@ func reportOrphans(out engine.Reporter, n int) {
 	if n > 0 {
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("killed %d process(es) a converge that died had left running (an agent's shell or a build would go on writing to the tree)", n)})
 	}
-}
-
-// wouldResume reports whether engine.ClaimRun would resume a run of
-// state S on target, for any loop kind.
-func wouldResume[S any](ctx context.Context, db *store.Store, target string, same func(S) bool) bool {
-	last, err := db.LatestRunFor(ctx, target)
-	if err != nil || last.Finished() || len(last.State) == 0 {
-		return false
-	}
-	var st S
-	return json.Unmarshal(last.State, &st) == nil && same(st)
 }
 
 // writePlanLog prints a plan run's log (`converge log RUN`): its

@@ -59,6 +59,8 @@ type prOptions struct {
 	Set map[string]string
 	// NoAgentCheck skips the agents' pre-flight check (agentChecker).
 	NoAgentCheck bool
+	// App is GitHub App auth (SEC-5, app.go).
+	App appOptions
 }
 
 // fieldFlag is a config field as a flag: its value is checked by the
@@ -163,6 +165,7 @@ defaults; converge config prints them and where each came from.`,
 		}
 	}
 	addNoAgentCheck(f, &opts.NoAgentCheck)
+	addAppFlags(f, &opts.App)
 	f.Var(noCopilot{opts.Set}, "no-copilot", "do not expect Copilot: single-iteration mode (the same as --expects-copilot=false)")
 	f.Lookup("no-copilot").NoOptDefVal = "true"
 	return cmd
@@ -194,56 +197,84 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		}
 		refs = append(refs, ref)
 	}
-	ref := refs[0]
+	ps, err := newPRSetup(ios, opts, refs[0])
+	if err != nil {
+		return err
+	}
+	for _, r := range refs {
+		if err := ps.checkRef(r); err != nil {
+			return err
+		}
+	}
+	forges, tokens, err := prAuth(ctx, ios, opts, ps.rest, ps.gql, ps.webHost, refs, ps.pre.values)
+	if err != nil {
+		return err
+	}
+	params := make([]loopParams, len(refs))
+	for i, ref := range refs {
+		params[i] = ps.params(ref, forges[i], tokens[i])
+	}
+	_, err = runLoops(ctx, ios, params)
+	return err
+}
+
+// prSetup is what every PR of one `converge pr` (or `converge serve`)
+// shares: the checked flags, environment and --config, the agents they
+// make, the forge's endpoints and the state directory.
+type prSetup struct {
+	ios                *IOStreams
+	opts               *prOptions
+	file               *config.File
+	pre                *prSettingsT
+	agents             *prAgents
+	rest, gql, webHost string
+	cas                []string
+	stateDir           string
+	checker            *agentChecker
+}
+
+// newPRSetup checks everything but the network: first is the PR whose
+// host names the forge when --api-url does not.
+func newPRSetup(ios *IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, error) {
+	ref := first
 	if opts.DryRun && opts.DisposeOnly {
-		return usageErr("--dry-run and --dispose-only exclude each other: a dry run writes nothing, a disposal writes replies")
+		return nil, usageErr("--dry-run and --dispose-only exclude each other: a dry run writes nothing, a disposal writes replies")
 	}
 	var file *config.File
 	if opts.ConfigFile != "" {
 		data, err := os.ReadFile(opts.ConfigFile)
 		if err != nil {
-			return usageErr("--config: %v", err)
+			return nil, usageErr("--config: %v", err)
 		}
 		if file, err = config.ParseFile(config.PRFields(), opts.ConfigFile, data); err != nil {
-			return usageErr("%v", err)
+			return nil, usageErr("%v", err)
 		}
 	}
 	if err := ios.checkEnv(); err != nil {
-		return err
+		return nil, err
 	}
 	// Flags and the environment are checked before the network is; a
 	// repository's file is checked when its base branch is read, and the
 	// agents are built again with its settings then.
 	ac, err := agentSettings(ios, opts.Set, file)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	agents, err := buildPRAgents(ios, opts, ac)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := prSettings(opts, ios, file, agents.reviewer); err != nil {
-		return err
+	pre, err := prSettings(opts, ios, file, agents.reviewer)
+	if err != nil {
+		return nil, err
 	}
 	rest, gql, err := ghclient.Endpoints(ref, opts.APIURL, ios.Getenv)
 	if err != nil {
-		return usageErr("%v", err)
-	}
-	for _, r := range refs {
-		if err := checkPRHost(r, rest, opts.AllowHostMismatch); err != nil {
-			return err
-		}
-		if other, _, err := ghclient.Endpoints(r, opts.APIURL, ios.Getenv); err != nil || other != rest {
-			return usageErr("%s is on another forge than %s; one converge pr runs PRs of one forge, start another for the rest", r, ref)
-		}
+		return nil, usageErr("%v", err)
 	}
 	webHost, err := ghclient.WebHost(rest)
 	if err != nil {
-		return usageErr("%v", err)
-	}
-	token, _, err := ghclient.ResolveToken(webHost, opts.Token, ios.Getenv, ghclient.GHAuthToken)
-	if err != nil {
-		return err
+		return nil, usageErr("%v", err)
 	}
 	var cas []string
 	if opts.CAFile != "" {
@@ -252,82 +283,93 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if f := ios.Getenv("SSL_CERT_FILE"); f != "" {
 		cas = append(cas, f)
 	}
-	client, err := ghclient.New(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile})
-	if err != nil {
-		return usageErr("%v", err)
-	}
 	stateDir := opts.StateDir
 	if stateDir == "" {
 		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
 	}
 	if err := writableDir(stateDir); err != nil {
-		return err
+		return nil, err
 	}
 	var checker *agentChecker
 	if !opts.NoAgentCheck {
 		// One for all the PRs: their agents are checked once each.
 		checker = &agentChecker{}
 	}
-	params := make([]loopParams, len(refs))
-	for i, ref := range refs {
-		params[i] = loopParams{
-			Ref:      ref,
-			Forge:    client,
-			Remote:   gitRemote(rest, ref, token, cas),
-			StateDir: stateDir,
-			Agent:    agents.fixer,
-			JSON:     opts.JSON,
-			Keep:     opts.Keep,
-			Secrets:  repo.Secrets(token),
-			Author:   "converge",
-			Email:    "converge@users.noreply.github.com",
+	return &prSetup{
+		ios: ios, opts: opts, file: file, pre: pre, agents: agents,
+		rest: rest, gql: gql, webHost: webHost, cas: cas, stateDir: stateDir, checker: checker,
+	}, nil
+}
 
-			Judge:       agents.judge,
-			Checker:     checker,
-			NoReviewWhy: noReviewWhy(opts),
-			Fresh:       opts.Fresh,
-			DryRun:      opts.DryRun,
-			DisposeOnly: opts.DisposeOnly,
-			// The settings are the repository's: its base branch's
-			// .converge.yaml under the flags and the environment.
-			Configure: func(ctx context.Context, p *loopParams, pr *forge.PullRequest) error {
-				f := file
-				if f == nil {
-					data, found, err := prwork.ReadBaseFile(ctx, filepath.Join(p.StateDir, "work"), p.CloneURL, p.GitEnv, pr, config.FileName)
-					if err != nil {
-						return fmt.Errorf("read %s of %s: %w", config.FileName, pr.Ref, err)
-					}
-					if found {
-						name := fmt.Sprintf("%s (%s on %s)", config.FileName, pr.BaseRef, pr.Ref.FullName())
-						if f, err = config.ParseFile(config.PRFields(), name, data); err != nil {
-							return usageErr("%v", err)
-						}
-					}
-				}
-				// The agents as this PR's settings make them, the forge
-				// token's value kept from every one (SEC-2).
-				ac, err := agentSettings(ios, opts.Set, f)
-				if err != nil {
-					return err
-				}
-				ac.Secrets = p.Secrets
-				agents, err := buildPRAgents(ios, opts, ac)
-				if err != nil {
-					return err
-				}
-				s, err := prSettings(opts, ios, f, agents.reviewer)
-				if err != nil {
-					return err
-				}
-				s.apply(p)
-				p.Agent, p.Judge, p.AgentEnv = agents.fixer, agents.judge, ac.taskEnv()
-				p.agentChecks = agents.checks
-				return nil
-			},
-		}
+// checkRef refuses a PR on another host than the forge's (SEC-6).
+func (s *prSetup) checkRef(r forge.PRRef) error {
+	if err := checkPRHost(r, s.rest, s.opts.AllowHostMismatch); err != nil {
+		return err
 	}
-	_, err = runLoops(ctx, ios, params)
-	return err
+	if other, _, err := ghclient.Endpoints(r, s.opts.APIURL, s.ios.Getenv); err != nil || other != s.rest {
+		return usageErr("%s is on another forge than %s; one converge runs PRs of one forge, start another for the rest", r, s.rest)
+	}
+	return nil
+}
+
+// params are one PR's loop parameters, on its forge client and token.
+func (s *prSetup) params(ref forge.PRRef, f forge.Forge, token string) loopParams {
+	ios, opts, file, agents, stateDir, checker, rest, cas := s.ios, s.opts, s.file, s.agents, s.stateDir, s.checker, s.rest, s.cas
+	return loopParams{
+		Ref:      ref,
+		Forge:    f,
+		Remote:   gitRemote(rest, ref, token, cas),
+		StateDir: stateDir,
+		Agent:    agents.fixer,
+		JSON:     opts.JSON,
+		Keep:     opts.Keep,
+		Secrets:  repo.Secrets(token),
+		Author:   "converge",
+		Email:    "converge@users.noreply.github.com",
+
+		Judge:       agents.judge,
+		Checker:     checker,
+		NoReviewWhy: noReviewWhy(opts),
+		Fresh:       opts.Fresh,
+		DryRun:      opts.DryRun,
+		DisposeOnly: opts.DisposeOnly,
+		// The settings are the repository's: its base branch's
+		// .converge.yaml under the flags and the environment.
+		Configure: func(ctx context.Context, p *loopParams, pr *forge.PullRequest) error {
+			f := file
+			if f == nil {
+				data, found, err := prwork.ReadBaseFile(ctx, filepath.Join(p.StateDir, "work"), p.CloneURL, p.GitEnv, pr, config.FileName)
+				if err != nil {
+					return fmt.Errorf("read %s of %s: %w", config.FileName, pr.Ref, err)
+				}
+				if found {
+					name := fmt.Sprintf("%s (%s on %s)", config.FileName, pr.BaseRef, pr.Ref.FullName())
+					if f, err = config.ParseFile(config.PRFields(), name, data); err != nil {
+						return usageErr("%v", err)
+					}
+				}
+			}
+			// The agents as this PR's settings make them, the forge
+			// token's value kept from every one (SEC-2).
+			ac, err := agentSettings(ios, opts.Set, f)
+			if err != nil {
+				return err
+			}
+			ac.Secrets = p.Secrets
+			agents, err := buildPRAgents(ios, opts, ac)
+			if err != nil {
+				return err
+			}
+			s, err := prSettings(opts, ios, f, agents.reviewer)
+			if err != nil {
+				return err
+			}
+			s.apply(p)
+			p.Agent, p.Judge, p.AgentEnv = agents.fixer, agents.judge, ac.taskEnv()
+			p.agentChecks = agents.checks
+			return nil
+		},
+	}
 }
 
 // prSettings is one PR's effective settings: resolved, checked across

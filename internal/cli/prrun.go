@@ -59,8 +59,10 @@ type loopParams struct {
 	// Configure, when set, makes the loop's settings once the PR is
 	// observed (its base branch's config file, PR-M4).
 	Configure func(ctx context.Context, p *loopParams, pr *forge.PullRequest) error
-	// selfLogin is the token's login, found by pre-flight.
-	selfLogin string
+	// selfLogin is the token's login, found by pre-flight; headBranch
+	// and baseBranch are the PR's branches as pre-flight saw them.
+	selfLogin              string
+	headBranch, baseBranch string
 
 	// DryRun writes nothing (PR-M1); its run is recorded apart from the
 	// PR's real runs and never resumed.
@@ -102,11 +104,11 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 	return terms[0], err
 }
 
-// runLoops runs several PR loops at once in this process, on one store,
-// their forge clients and the clone cache shared (the clones under the
-// state directory). Every PR passes pre-flight before any run is
-// recorded. The error carries the exit code of the first PR, in the
-// order given, that did not end two-stable.
+// runLoops runs several PR loops at once in this process through one
+// engine.Manager: one store, their forge clients and the clone cache
+// shared (the clones under the state directory). Every PR passes
+// pre-flight before any run is recorded. The error carries the exit code
+// of the first PR, in the order given, that did not end two-stable.
 func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.Terminal, error) {
 	terms := make([]*prloop.Terminal, len(ps))
 	for i := range ps {
@@ -121,46 +123,48 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 		}
 	}
 	var secrets []string
+	forges := map[string]forge.Forge{}
 	for _, p := range ps {
 		secrets = append(secrets, p.Secrets...)
+		forges[p.Ref.Host] = p.Forge
 	}
 	db, err := store.Open(ctx, filepath.Join(ps[0].StateDir, "converge.db"), store.WithSecrets(secrets...))
 	if err != nil {
 		return terms, fmt.Errorf("open state store: %w", err)
 	}
 	defer db.Close()
-	if len(ps) == 1 {
-		terms[0], err = driveLoop(ctx, ios, db, ps[0], nil)
-		return terms, err
+	m := engine.NewManager(engine.Config{
+		Store: db, WorkDir: filepath.Join(ps[0].StateDir, "work"), Forges: forges,
+		CodeOf: ExitCodeOf, Stop: stopOnInterrupt(ctx),
+	})
+	var shared *sync.Mutex
+	if len(ps) > 1 {
+		// One run's terminal and proof print as one block; each line
+		// names its PR.
+		shared = new(sync.Mutex)
 	}
-	errs := make([]error, len(ps))
-	var (
-		wg  sync.WaitGroup
-		out sync.Mutex // one run's terminal and proof print as one block
-	)
+	jobs := make([]*prJob, len(ps))
+	runs := make([]*engine.Handle, len(ps))
 	for i, p := range ps {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			terms[i], errs[i] = driveLoop(ctx, ios, db, p, &out)
-			if errs[i] != nil && ExitCodeOf(errs[i]) != exitcode.OK {
-				var se *silentExit
-				if !errors.As(errs[i], &se) {
-					out.Lock()
-					fmt.Fprintf(ios.ErrOut, "converge: %s: %s\n", p.Ref, oneLine(errs[i].Error()))
-					out.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			// Each run's own error was printed above with its PR.
-			return terms, &silentExit{code: ExitCodeOf(err)}
+		jobs[i] = newPRJob(ios, db, m.WorkDir(), p, shared)
+		if runs[i], err = m.Add(ctx, engine.NewSpec(jobs[i])); err != nil {
+			return terms, err
 		}
 	}
-	return terms, nil
+	m.Wait()
+	var first error
+	for i, r := range runs {
+		o := r.Wait()
+		terms[i] = jobs[i].term
+		if o.Err != nil && first == nil {
+			first = o.Err
+		}
+	}
+	if len(ps) > 1 && first != nil {
+		// Each run's own error was printed with its PR.
+		return terms, &silentExit{code: ExitCodeOf(first)}
+	}
+	return terms, first
 }
 
 // preflight fails bad input before anything is recorded: the token must
@@ -186,6 +190,7 @@ func preflight(ctx context.Context, p *loopParams) error {
 		}
 	}
 	p.Config.Self, p.selfLogin = self, self
+	p.headBranch, p.baseBranch = pre.HeadRef, pre.BaseRef
 	if p.Configure != nil {
 		return p.Configure(ctx, p, pre)
 	}
@@ -221,34 +226,81 @@ func canPushToHead(ctx context.Context, f forge.Forge, pr *forge.PullRequest, se
 	return nil
 }
 
-// driveLoop runs one PR loop on an open store: claim (new or resumed), run
-// on the engine, record the terminal. Many may run at once on one store;
-// then shared is the lock their terminals print under, and each line
-// names its PR.
-func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParams, shared *sync.Mutex) (*prloop.Terminal, error) {
-	target, kind := p.Ref.String(), "pr"
+// prJob is the PR loop's engine.Adapter: one PR, its run's lifecycle
+// the Manager's. With several loops in one process shared is the lock
+// their terminals print under, and each line names its PR.
+type prJob struct {
+	ios     *IOStreams
+	db      *store.Store
+	workDir string
+	p       loopParams
+	shared  *sync.Mutex
+	kind    string
+	target  string
+
+	// Set as the run goes.
+	runID string
+	out   *reporter
+	ws    *prwork.GitWorkspace
+	loop  *prloop.Loop
+	term  *prloop.Terminal
+}
+
+var _ engine.Adapter[prloop.State] = (*prJob)(nil)
+
+func newPRJob(ios *IOStreams, db *store.Store, workDir string, p loopParams, shared *sync.Mutex) *prJob {
+	j := &prJob{ios: ios, db: db, workDir: workDir, p: p, shared: shared, target: p.Ref.String(), kind: "pr"}
 	if p.DryRun {
 		// Its journal holds nothing done: a real run must never resume it.
-		target, kind, p.Fresh = target+"#dry-run", "pr-dry-run", true
+		j.target, j.kind, j.p.Fresh = j.target+"#dry-run", "pr-dry-run", true
 	}
 	if p.DisposeOnly {
-		if holder, live, err := db.LockLive(ctx, target); err != nil {
-			return nil, err
-		} else if live {
-			return nil, usageErr("a loop is running on %s (run %s) and disposes its threads itself; stop it first (converge stop %s)", target, holder, holder)
-		}
-		target, kind, p.Fresh = target+"#dispose", "pr-dispose", true
+		j.target, j.kind, j.p.Fresh = j.target+"#dispose", "pr-dispose", true
 	}
-	claim, err := engine.ClaimRun(ctx, db, kind, target, p.Fresh, prloop.Resumable)
-	if err != nil {
-		var busy *engine.BusyError
-		if errors.As(err, &busy) {
-			return nil, usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
-		}
-		return nil, err
+	return j
+}
+
+func (j *prJob) Kind() engine.Kind {
+	return engine.Kind{Name: j.kind, Errored: string(prloop.ReasonErrored)}
+}
+func (j *prJob) Target() string                 { return j.target }
+func (j *prJob) Fresh() bool                    { return j.p.Fresh }
+func (j *prJob) Resumable(st prloop.State) bool { return prloop.Resumable(st) }
+func (j *prJob) Progress(st prloop.State) engine.Progress {
+	return engine.Progress{Phase: string(st.Phase), Round: st.Round, Head: st.HeadSeen, Branch: j.p.headBranch, Base: j.p.baseBranch}
+}
+
+func (j *prJob) Terminal(st prloop.State) (engine.Terminal, bool) {
+	t := st.Terminal
+	if t == nil {
+		return engine.Terminal{}, false
 	}
-	defer claim.Release(ctx)
+	var proof any
+	if t.Proof != nil {
+		proof = t.Proof
+	}
+	return engine.Terminal{Status: string(t.Reason), Code: t.ExitCode, Proof: proof}, true
+}
+
+// Refuse refuses a disposal while a loop runs on the PR: the loop
+// disposes its threads itself (PR-M2).
+func (j *prJob) Refuse(ctx context.Context, _ bool) error {
+	if !j.p.DisposeOnly {
+		return nil
+	}
+	pr := j.p.Ref.String()
+	if holder, live, err := j.db.LockLive(ctx, pr); err != nil {
+		return err
+	} else if live {
+		return usageErr("a loop is running on %s (run %s) and disposes its threads itself; stop it first (converge stop %s)", pr, holder, holder)
+	}
+	return nil
+}
+
+func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (prloop.State, error) {
+	p := j.p
 	runID := claim.RunID
+	j.runID = runID
 	initial := prloop.State{Phase: prloop.PhaseStart}
 	if claim.Resumed != nil {
 		// PR-G3: a run killed mid-way continues where it stood, with its
@@ -261,18 +313,19 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 	// resolve a crash kept from happening (PR-S12, REL-2).
 	initial.PriorResolved = prloop.PriorResolved(claim.Prior)
 
-	out := newReporter(ios, p.JSON, db, runID)
+	out := newReporter(j.ios, p.JSON, j.db, runID)
+	j.out = out
 	if p.DisposeOnly {
 		// stdout carries only the envelope.
-		out.ios = &IOStreams{In: ios.In, Out: ios.ErrOut, ErrOut: ios.ErrOut, Getenv: ios.Getenv}
+		out.ios = &IOStreams{In: j.ios.In, Out: j.ios.ErrOut, ErrOut: j.ios.ErrOut, Getenv: j.ios.Getenv}
 	}
-	if shared != nil {
-		out.mu, out.label = shared, p.Ref.String()
+	if j.shared != nil {
+		out.mu, out.label = j.shared, p.Ref.String()
 	}
 	if r := claim.Resumed; r != nil {
-		out.Report(engine.Event{Kind: "start", Round: r.Round, Message: fmt.Sprintf("run %s on %s resumed at round %d (%s); --fresh starts a new run", runID, target, r.Round, r.Phase)})
+		out.Report(engine.Event{Kind: "start", Round: r.Round, Message: fmt.Sprintf("run %s on %s resumed at round %d (%s); --fresh starts a new run", runID, j.target, r.Round, r.Phase)})
 	} else {
-		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, target)})
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, j.target)})
 	}
 	reportOrphans(out, claim.Orphans)
 	if p.Reviewer == nil && !p.DisposeOnly {
@@ -282,7 +335,7 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 	}
 
 	ws := &prwork.GitWorkspace{
-		Root:       filepath.Join(p.StateDir, "work"),
+		Root:       j.workDir,
 		RunID:      runID,
 		CloneURL:   p.CloneURL,
 		GitEnv:     p.GitEnv,
@@ -302,11 +355,15 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		Models:     p.AgentModels,
 	}
 	ws.AllowUntested = p.AllowUntested // PR-V4
+	// --keep keeps the worktree for a person to look at, even while the
+	// loop waits (PR-G6).
+	ws.KeepWorktree = p.Keep
 	if p.Judge != nil && p.Judge.Agent != nil {
 		// The judge agent also verifies each fix against its finding
 		// (PR-V1(b)).
 		ws.Verifier = p.Judge.Agent
 	}
+	j.ws = ws
 	var classifier *classify.Judge
 	if p.Judge != nil && p.Judge.Agent != nil {
 		// The judge agent also decides the comments the classifier's
@@ -314,62 +371,108 @@ func driveLoop(ctx context.Context, ios *IOStreams, db *store.Store, p loopParam
 		// structural.
 		classifier = &classify.Judge{Agent: p.Judge.Agent}
 	}
-	loop := prloop.NewLoop(p.Ref, prloop.Deps{
+	j.loop = prloop.NewLoop(p.Ref, prloop.Deps{
 		Forge:         p.Forge,
 		Workspace:     ws,
-		Journal:       prloop.StoreJournal(db, runID),
+		Journal:       prloop.StoreJournal(j.db, runID),
 		Reporter:      out,
 		Config:        p.Config,
 		DryRun:        p.DryRun,
 		DisposeOnly:   p.DisposeOnly,
 		ClassifyJudge: classifier,
 	})
-	term, runErr := loop.Run(ctx, initial, engine.Options{
-		PollMin:       p.PollMin,
-		PollMax:       p.PollMax,
-		FaultBudget:   p.FaultBudget,
-		Wake:          p.Wake,
-		StopRequested: claim.StopRequested,
-		Stop:          stopOnInterrupt(ctx),
-	})
-	fin := context.WithoutCancel(ctx)
+	return initial, nil
+}
+
+func (j *prJob) Drive(ctx context.Context, st prloop.State, opt engine.Options) (prloop.State, error) {
+	p := j.p
+	opt.PollMin, opt.PollMax, opt.FaultBudget = p.PollMin, p.PollMax, p.FaultBudget
+	if p.Wake != nil {
+		// The caller's wake-ups (the demo's emulator) and the manager's.
+		opt.Wake = mergeWake(ctx, opt.Wake, p.Wake)
+	}
+	term, err := j.loop.Run(ctx, st, opt)
 	if !p.Keep {
-		_ = ws.Cleanup(fin)
+		_ = j.ws.Cleanup(context.WithoutCancel(ctx))
 	}
-	if runErr != nil {
-		if errors.Is(runErr, context.Canceled) {
-			// Interrupted (Ctrl-C, SIGTERM): the run stays unfinished, with
-			// its state, so the next `converge pr` resumes it (PR-G3).
-			return nil, fmt.Errorf("run %s interrupted; run converge pr again to resume it (--fresh starts over)", runID)
+	j.term, st.Terminal = term, term
+	return st, err
+}
+
+// End prints the terminal and the proof, or the envelope of a disposal,
+// and makes the run's error.
+func (j *prJob) End(ctx context.Context, o engine.Outcome) error {
+	err := j.end(o)
+	if j.shared != nil && err != nil && ExitCodeOf(err) != exitcode.OK {
+		var se *silentExit
+		if !errors.As(err, &se) {
+			j.shared.Lock()
+			fmt.Fprintf(j.ios.ErrOut, "converge: %s: %s\n", j.p.Ref, oneLine(err.Error()))
+			j.shared.Unlock()
 		}
-		_ = claim.Finish(fin, string(prloop.ReasonErrored), ExitCodeOf(runErr), nil)
-		return nil, fmt.Errorf("run %s: %w", runID, runErr)
 	}
-	var proof any
-	if term.Proof != nil {
-		proof = term.Proof
+	return err
+}
+
+func (j *prJob) end(o engine.Outcome) error {
+	var busy *engine.BusyError
+	switch {
+	case errors.As(o.Err, &busy):
+		return usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
+	case o.Status == engine.StatusRefused:
+		return o.Err
+	case o.Status == engine.StatusInterrupted:
+		// Interrupted (Ctrl-C, SIGTERM): the run stays unfinished, with
+		// its state, so the next `converge pr` resumes it (PR-G3).
+		return fmt.Errorf("run %s interrupted; run converge pr again to resume it (--fresh starts over)", o.RunID)
+	case j.term == nil:
+		return fmt.Errorf("run %s: %w", o.RunID, o.Err)
+	case o.RecordErr != nil:
+		return o.RecordErr
 	}
-	if err := claim.Finish(fin, string(term.Reason), term.ExitCode, proof); err != nil {
-		return term, fmt.Errorf("record terminal: %w", err)
-	}
-	if shared != nil {
-		shared.Lock()
-		defer shared.Unlock()
+	term := j.term
+	if j.shared != nil {
+		j.shared.Lock()
+		defer j.shared.Unlock()
 	}
 	if term.Disposal != nil {
 		b, _ := json.Marshal(struct {
 			Run string `json:"run"`
 			PR  string `json:"pr"`
 			*prloop.Disposal
-		}{runID, p.Ref.String(), term.Disposal})
-		fmt.Fprintln(ios.Out, string(b))
+		}{o.RunID, j.p.Ref.String(), term.Disposal})
+		fmt.Fprintln(j.ios.Out, string(b))
 	} else {
-		printTerminal(ios, p.JSON, runID, term)
+		printTerminal(j.ios, j.p.JSON, o.RunID, term)
 	}
 	if term.ExitCode != exitcode.OK {
-		return term, &silentExit{code: term.ExitCode}
+		return &silentExit{code: term.ExitCode}
 	}
-	return term, nil
+	return nil
+}
+
+// mergeWake is one channel that a and b both wake, until ctx ends.
+func mergeWake(ctx context.Context, a, b <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	fwd := func(in <-chan struct{}) {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-in:
+				if !ok {
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}
+	go fwd(a)
+	go fwd(b)
+	return out
 }
 
 // reporter prints progress (UX-1) and appends it to the run's event log.

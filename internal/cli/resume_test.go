@@ -41,7 +41,9 @@ func TestREL1_ForgeOutageDuringAWaitIsRiddenOut(t *testing.T) {
 	hub, demo := startHub(t, 200*time.Millisecond)
 	outageOnReviewStart(hub, 10*time.Second)
 	start := time.Now()
-	code, out := runBin(t, authorEnv(hub), prArgs(hub, demo, t.TempDir())...)
+	// A short request back-off: the client's own retries (a change probe,
+	// then a whole read, each retried) must not sit the outage out alone.
+	code, out := runBin(t, authorEnv(hub), append(prArgs(hub, demo, t.TempDir()), "--forge-backoff", "10ms")...)
 	if code != 0 {
 		t.Fatalf("want two-stable after the outage, got exit %d:\n%s", code, out)
 	}

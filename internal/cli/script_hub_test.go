@@ -83,6 +83,8 @@ type scriptHub struct {
 	// script is Copilot's script on the demo PR as hub copilot-round
 	// changes it (nil: the demo's).
 	script *fakehub.CopilotScript
+	// app is the GitHub App hub app registered (script_hub_app_test.go).
+	app *fakehub.App
 
 	mu   sync.Mutex
 	seen map[string]int // event kinds seen since start

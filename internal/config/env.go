@@ -15,8 +15,10 @@ const EnvPrefix = "CONVERGE_"
 
 // otherEnv are the CONVERGE_* variables converge reads outside the
 // settings table: the token (IF-2), the owner mark its own children carry
-// (AG-K1), the model a command agent is given (AG-E1).
-var otherEnv = []string{"CONVERGE_TOKEN", proc.OwnerEnv, "CONVERGE_AGENT_MODEL"}
+// (AG-K1), the model a command agent is given (AG-E1), the GitHub App.
+var otherEnv = []string{"CONVERGE_TOKEN", proc.OwnerEnv, "CONVERGE_AGENT_MODEL",
+	// GitHub App auth (SEC-5): the operator's, never a repository's.
+	"CONVERGE_APP_ID", "CONVERGE_APP_KEY", "CONVERGE_APP_INSTALLATION"}
 
 // toolingEnv are prefixes of the variables converge's own test and
 // release tooling sets; a converge started under them inherits them.

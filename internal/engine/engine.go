@@ -129,7 +129,18 @@ type Options struct {
 	// StopRequested, when set, is asked every step whether a stop was
 	// requested from outside the process (`converge stop RUN`).
 	StopRequested func(ctx context.Context) bool
+	// Drain, when closed, ends the run at its next step boundary (a wait,
+	// or before the next observation) with ErrDrained: no action is cut
+	// mid-way, the state is persisted, and the run stays unfinished, so a
+	// restart resumes it (Manager.Drain).
+	Drain <-chan struct{}
+	// OnStep, when set, is told of every persisted state (Manager's
+	// Snapshot).
+	OnStep func(state any)
 }
+
+// ErrDrained is a run ended by Options.Drain: unfinished, resumable.
+var ErrDrained = errors.New("drained: the run stopped at a step boundary and resumes on the next start")
 
 // Run drives one loop from st until Decide reports done, and returns the
 // final state. An error is returned for a fault that ends the run, after
@@ -194,13 +205,18 @@ func (e *runner[S, O, A, R]) run(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if e.draining() {
+			return ErrDrained
+		}
 		actions, done, restart, err := e.step(ctx)
 		if err != nil {
 			if errors.Is(err, errPersist) {
 				return err
 			}
 			// The acts' results are kept for the next observation.
-			if e.rideOut(ctx, err) {
+			if ok, stop := e.rideOut(ctx, err); stop != nil {
+				return stop
+			} else if ok {
 				continue
 			}
 			return e.fail(ctx, fmt.Errorf("observe: %w", err))
@@ -233,7 +249,9 @@ func (e *runner[S, O, A, R]) run(ctx context.Context) error {
 				// A write the world failed transiently: observe again and
 				// let Decide ask again for what the world does not show;
 				// every write is keyed by what the world shows (REL-2).
-				if e.rideOut(ctx, err) {
+				if ok, stop := e.rideOut(ctx, err); stop != nil {
+					return stop
+				} else if ok {
 					faulted = true
 					break
 				}
@@ -272,6 +290,9 @@ func (e *runner[S, O, A, R]) step(ctx context.Context) (actions []A, done, resta
 	crashSave(actions, done, true)
 	restart = e.loop.Stepped(e.st, next, obs)
 	e.st = next
+	if e.opt.OnStep != nil {
+		e.opt.OnStep(next)
+	}
 	return actions, done, restart, nil
 }
 
@@ -286,10 +307,11 @@ func (e *runner[S, O, A, R]) act(ctx context.Context, a *A) error {
 // rideOut waits out a transient fault with the engine's back-off, for as
 // long as the run's fault budget allows; it reports false for any other
 // error, or once the streak has lasted longer than the budget: then the
-// fault persisted (REL-1).
-func (e *runner[S, O, A, R]) rideOut(ctx context.Context, err error) bool {
+// fault persisted (REL-1). A drain during the wait is stop: the run ends
+// drained, not failed.
+func (e *runner[S, O, A, R]) rideOut(ctx context.Context, err error) (ok bool, stop error) {
 	if e.opt.Transient == nil || !e.opt.Transient(err) || ctx.Err() != nil {
-		return false
+		return false, nil
 	}
 	now := e.opt.Clock.Now()
 	if e.faultSince.IsZero() {
@@ -297,14 +319,16 @@ func (e *runner[S, O, A, R]) rideOut(ctx context.Context, err error) bool {
 	}
 	spent := now.Sub(e.faultSince)
 	if spent > e.opt.FaultBudget {
-		return false
+		return false, nil
 	}
 	e.report(Event{Kind: "note", Message: fmt.Sprintf("transient fault (%v); observing again in %s (fault budget %s, %s spent)", err, e.wait, e.opt.FaultBudget, spent.Round(time.Second))})
-	if e.sleep(ctx, e.wait) != nil {
-		return false
+	if err := e.sleep(ctx, e.wait); errors.Is(err, ErrDrained) {
+		return false, err
+	} else if err != nil {
+		return false, nil
 	}
 	e.wait = min(e.wait*2, e.opt.PollMax)
-	return true
+	return true, nil
 }
 
 // fail ends the run errored: the terminal state is persisted, then the
@@ -337,6 +361,7 @@ func (e *runner[S, O, A, R]) fail(ctx context.Context, cause error) error {
 }
 
 func (e *runner[S, O, A, R]) sleep(ctx context.Context, d time.Duration) error {
+	e.park(ctx, d) // an idle loop holds no worktree (park.go)
 	var bg <-chan struct{}
 	if e.bg != nil {
 		bg = e.bg.Wake()
@@ -348,8 +373,19 @@ func (e *runner[S, O, A, R]) sleep(ctx context.Context, d time.Duration) error {
 	case <-e.opt.Wake:
 	case <-e.opt.Stop:
 	case <-bg:
+	case <-e.opt.Drain:
+		return ErrDrained
 	}
 	return nil
+}
+
+func (e *runner[S, O, A, R]) draining() bool {
+	select {
+	case <-e.opt.Drain:
+		return true
+	default:
+		return false
+	}
 }
 
 func (e *runner[S, O, A, R]) stopRequested(ctx context.Context) bool {

@@ -159,6 +159,12 @@ type PullRequest struct {
 	ObservedAt time.Time
 	// Requests counts API requests this observation cost.
 	Requests int
+	// Unchanged: asked WithProbe, a conditional change probe proved
+	// nothing it covers changed since the backend's last whole read, and
+	// this is that read (with ObservedAt and Requests of now). What no
+	// probe covers (on GitHub a thread's resolution) may be older: a loop
+	// only waits on it, and acts or ends only on a whole read.
+	Unchanged bool
 }
 
 // Review is one submitted review.
@@ -384,4 +390,68 @@ type BaseComparer interface {
 type IssueEventer interface {
 	// IssueEvents lists the PR's issue events, oldest first.
 	IssueEvents(ctx context.Context, ref PRRef) ([]Event, error)
+}
+
+// ThreadReply is one reply of a batch (ThreadBatcher).
+type ThreadReply struct {
+	ThreadID string
+	Body     string
+}
+
+// ThreadReplyResult is one reply's outcome: the comment posted, or why
+// not. An Err may also mean "unknown" (the request failed in flight): only
+// a returned comment proves the reply exists.
+type ThreadReplyResult struct {
+	Comment Comment
+	Err     error
+}
+
+// ThreadBatcher is a forge that posts many thread replies, or resolves
+// many threads, in few requests (GitHub: aliased mutations, a bounded
+// number per request), answering per item in order. It orders nothing
+// itself: the caller resolves a thread only after its reply is proven
+// (PR-S12). Detect it with a type assertion on a Forge.
+type ThreadBatcher interface {
+	ReplyToThreads(ctx context.Context, ref PRRef, replies []ThreadReply) []ThreadReplyResult
+	ResolveThreads(ctx context.Context, ref PRRef, threadIDs []string) []error
+}
+
+type probeKey struct{}
+
+// WithProbe lets Observe answer from a conditional change probe: when it
+// proves nothing changed, the backend's last whole read comes back marked
+// PullRequest.Unchanged. Without it Observe always reads whole.
+func WithProbe(ctx context.Context) context.Context {
+	return context.WithValue(ctx, probeKey{}, true)
+}
+
+// ProbeAllowed reports whether ctx lets Observe answer from a probe.
+func ProbeAllowed(ctx context.Context) bool {
+	v, _ := ctx.Value(probeKey{}).(bool)
+	return v
+}
+
+// Verdict is converge's verdict on a head (PR-T10) as a forge that
+// publishes it its own way (VerdictPublisher) gets it.
+type Verdict struct {
+	Name string // the check's name, "converge"
+	SHA  string
+	// State is the verdict as a commit status: pending while a loop runs
+	// on the head, else success, failure or error.
+	State CommitStatusState
+	// Conclusion is the verdict as a finished check run (success,
+	// failure, action_required); "" while pending.
+	Conclusion string
+	Title      string // one line: the terminal and its reason
+	Summary    string // markdown: the proof and the rounds
+	DetailsURL string // where a human looks (the PR)
+}
+
+// VerdictPublisher is a forge that publishes a verdict as more than a
+// commit status: GitHub with an App token, as a check run branch
+// protection can require (PR-T10). Publishing is idempotent: the head's
+// own verdict is updated, never doubled. Detect it with a type assertion
+// on a Forge; without it a loop posts a commit status.
+type VerdictPublisher interface {
+	PublishVerdict(ctx context.Context, ref PRRef, v Verdict) error
 }

@@ -84,6 +84,7 @@ func convergeStatus(ch forge.CheckRollup) forge.CommitStatusState {
 			case "QUEUED", "IN_PROGRESS", "PENDING", "WAITING", "REQUESTED":
 				return forge.StatusPending
 			}
+			return conclusionState(string(cx.Conclusion))
 		}
 		return forge.CommitStatusState(strings.ToLower(string(cx.Conclusion)))
 	}

@@ -497,9 +497,11 @@ func (d *step) awaitReview() bool {
 		// No Copilot (PR-M3): the local review carries the round.
 		return d.afterReview()
 	}
-	if r := d.o.Result; r != nil && r.RequestFailed {
+	if r := d.o.Result; r != nil && r.RequestFailed && !d.requestLanded() {
 		// A transient fault is never a refusal (PR-M3): ask again, within
-		// bounds, after the engine's back-off.
+		// bounds, after the engine's back-off — unless the forge shows
+		// the request landed though its answer was lost (REL-1): asking
+		// again would start a second review.
 		s.Request.Attempts++
 		if s.Request.Attempts < c.RequestRetries {
 			d.acts = append(d.acts, d.requestAction())
@@ -575,16 +577,15 @@ func (d *step) awaitReview() bool {
 // is made now, with the status, keyed as the lost ones were, a bounded
 // number of times.
 func (d *step) requestLost() bool {
-	s, c := &d.s, d.c
+	s := &d.s
 	if !s.Request.Unconfirmed {
 		return false
 	}
-	if r := d.o.Result; (r != nil && r.Requested) || s.Request.Started ||
-		slices.ContainsFunc(d.pr.RequestedReviewers, func(l string) bool { return isBot(l, c) }) {
+	if r := d.o.Result; (r != nil && r.Requested) || s.Request.Started || d.requestLanded() {
 		s.Request.Unconfirmed = false
 		return false
 	}
-	if s.Request.Attempts >= c.RequestRetries {
+	if s.Request.Attempts >= d.c.RequestRetries {
 		return false
 	}
 	s.Request.Attempts++
@@ -592,6 +593,27 @@ func (d *step) requestLost() bool {
 	d.acts = append(d.acts, d.requestAction())
 	d.wait(fmt.Sprintf("the forge shows no review request for round %d (converge stopped before making it); requesting it", s.Round))
 	return true
+}
+
+// requestLanded reports whether the forge shows the round's review
+// request: the bot among the requested reviewers, its start event since
+// the request, or a review of its since.
+func (d *step) requestLanded() bool {
+	s, c := &d.s, d.c
+	for _, login := range d.pr.RequestedReviewers {
+		if isBot(login, c) {
+			return true
+		}
+	}
+	if s.Request.EventMarkSet && d.o.EventsRead && d.o.BotStartedMax > s.Request.EventMark {
+		return true
+	}
+	for _, r := range d.pr.Reviews {
+		if isBot(r.Author, c) && !slices.Contains(s.Request.SeenReviews, r.ID) {
+			return true
+		}
+	}
+	return false
 }
 
 // afterReview goes to triage once the round's local review, when one is

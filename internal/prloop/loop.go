@@ -44,6 +44,13 @@ type Workspace interface {
 	LocalReview(ctx context.Context, pr *forge.PullRequest, round int) (LocalReviewResult, error)
 }
 
+// Releaser is a Workspace that can give back its worktree while the loop
+// waits (engine.Parker): the next step that needs the files makes it
+// again at the PR's head, so an idle loop holds no checkout on disk.
+type Releaser interface {
+	ReleaseWorktree(ctx context.Context) error
+}
+
 // Journal persists the run: the state before every act, and each action
 // before it runs, so a crash never repeats one that finished (REL-2).
 type Journal interface {
@@ -89,11 +96,16 @@ type Loop struct {
 	// its result joins the next observation.
 	review *pendingReview
 	wg     sync.WaitGroup
+	// plan is the step's actions, batch its batched replies and resolves
+	// (batch.go).
+	plan  []Action
+	batch *threadBatch
 }
 
 var (
 	_ engine.Loop[State, Observation, Action, *ActResult] = (*Loop)(nil)
 	_ engine.Background                                   = (*Loop)(nil)
+	_ engine.Parker                                       = (*Loop)(nil)
 	_ engine.Action                                       = Action{}
 )
 
@@ -150,8 +162,15 @@ func (a Action) Event() engine.Event {
 	return engine.Event{Kind: "wait", Round: a.Round, Message: a.Reason}
 }
 
-// Decide is the pure step (engine.Loop).
+// Decide is the pure step (engine.Loop); the step's plan is kept for
+// batching its writes (batch.go).
 func (l *Loop) Decide(st State, obs Observation) (State, []Action, bool) {
+	next, actions, done := l.decide(st, obs)
+	l.planned(actions)
+	return next, actions, done
+}
+
+func (l *Loop) decide(st State, obs Observation) (State, []Action, bool) {
 	if l.DisposeOnly && obs.PR != nil {
 		d, actions := Dispose(st, obs, l.Config)
 		next := st.clone()
@@ -281,6 +300,19 @@ func (l *Loop) Drain() {
 	l.review = nil
 }
 
+// Park gives back the workspace's worktree before the engine waits
+// (engine.Parker), unless the local review is working in it beside the
+// poll: then the loop is not idle.
+func (l *Loop) Park(ctx context.Context) {
+	r, ok := l.Workspace.(Releaser)
+	if !ok || l.review != nil {
+		return
+	}
+	if err := r.ReleaseWorktree(ctx); err != nil {
+		l.report(engine.Event{Kind: "note", Message: "could not release the worktree while waiting: " + err.Error()})
+	}
+}
+
 // startReview starts the local review of a in the background. A review
 // of the same key already running is not started twice; one of another
 // key is finished first, and its result returned.
@@ -387,7 +419,6 @@ func mergeResult(into, r *ActResult) *ActResult {
 // issue events (no forge.IssueEventer) leaves EventsRead false: Decide
 // then waits for the review itself.
 func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult]) (Observation, error) {
-	ref := l.Ref
 	if l.Config.Self == "" {
 		// Markers are believed only from converge's own identity.
 		self, err := l.Forge.Viewer(ctx)
@@ -411,6 +442,12 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 	if res != nil {
 		result = mergeResult(result, res)
 	}
+	return l.observeWhole(ctx, st, in, result) // probe.go
+}
+
+// observeWorld reads the forge for one observation.
+func (l *Loop) observeWorld(ctx context.Context, st State, in engine.Input[*ActResult], result *ActResult) (Observation, error) {
+	ref := l.Ref
 	pr, err := l.Forge.Observe(ctx, ref)
 	if err != nil {
 		return Observation{}, err
@@ -555,6 +592,9 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		l.dryAct(round, a)
 		return nil, nil
 	}
+	if ok, err := l.batched(ctx, round, pr, a); ok {
+		return nil, err // done with the step's other replies and resolves (batch.go)
+	}
 	done, err := l.Journal.BeginAction(ctx, record(round, a))
 	if err != nil {
 		return nil, fmt.Errorf("journal %s: %w", a.Key, err)
@@ -694,9 +734,14 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 			err = nil
 		}
 	case ActSetStatus:
-		err = l.Forge.SetCommitStatus(ctx, pr.Ref, a.SHA, forge.CommitStatus{
-			State: a.State, Context: StatusContext, Description: text.Clip(a.Reason, 140),
-		})
+		err = l.publishVerdict(ctx, st, pr, a) // PR-T10: a check run where the forge can
+		if err != nil && a.State == forge.StatusPending && Transient(err) {
+			// Only a sign the head is being worked on: a forge fault on it
+			// must not hold back the round's review request after it,
+			// which the state already counts as asked (REL-1).
+			l.report(engine.Event{Kind: "note", Round: round, Message: "pending status not set: " + err.Error()})
+			outcome, detail, err = "failed", err.Error(), nil
+		}
 	default:
 		err = fmt.Errorf("unknown action %q", a.Kind)
 	}

@@ -52,7 +52,7 @@ func TestRunnerWithoutIssueEventer(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		l := prloop.NewLoop(ref, prloop.Deps{
-			Forge: f, Workspace: parkedWorkspace{}, Journal: &prlooptest.Journal{},
+			Forge: f, Workspace: prlooptest.ParkedWorkspace{}, Journal: &prlooptest.Journal{},
 			Config: withCopilot(prloop.DefaultConfig()),
 		})
 		term, err := l.Run(ctx, prloop.State{Phase: prloop.PhaseStart}, engine.Options{

@@ -41,7 +41,7 @@ func lockClone(dir string) (unlock func()) {
 var staleRefLock = regexp.MustCompile(`Unable to create '([^']+\.lock)': File exists`)
 
 // removeStaleRefLock removes the ref lock file git named in err when it
-// lies inside the clone's .git directory, and says whether it did. Called
+// lies inside the clone's git directory, and says whether it did. Called
 // only under the clone's lock: every converge that writes the clone's
 // shared refs holds that lock, so a lock file found under it was left by
 // a git process that died mid-update (a converge SIGKILLed mid-push takes
@@ -59,7 +59,7 @@ func removeStaleRefLock(cloneDir string, err error) bool {
 	if m == nil {
 		return false
 	}
-	gitDir, lock := filepath.Join(filepath.Clean(cloneDir), ".git"), filepath.Clean(m[1])
+	gitDir, lock := filepath.Clean(gitDirOf(cloneDir)), filepath.Clean(m[1])
 	if !strings.HasPrefix(lock, gitDir+string(filepath.Separator)) {
 		return false
 	}
@@ -67,7 +67,7 @@ func removeStaleRefLock(cloneDir string, err error) bool {
 }
 
 // gitLocked runs git in g, once more after removing a lock file a dead
-// git left in the clone's .git directory. Called under the clone's lock,
+// git left in the clone's git directory. Called under the clone's lock,
 // or in the run's own worktree, whose files only the run writes.
 func gitLocked(ctx context.Context, cloneDir string, g *repo.Git, args ...string) (string, error) {
 	out, err := g.Run(ctx, args...)

@@ -33,7 +33,7 @@ func TestREL2_StaleRefLocksOfAKilledGitAreRecovered(t *testing.T) {
 	}
 	// What a git killed while updating the base's and the head's
 	// remote-tracking refs leaves behind.
-	matches, _ := filepath.Glob(filepath.Join(root, "clones", "*", "acme", "calc", ".git", "refs", "remotes", "origin"))
+	matches, _ := filepath.Glob(filepath.Join(root, "clones", "*", "acme", "calc", "refs", "remotes", "origin"))
 	if len(matches) != 1 {
 		t.Fatalf("find the clone's remote-tracking refs: %v", matches)
 	}

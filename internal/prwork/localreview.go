@@ -39,15 +39,7 @@ func (w *GitWorkspace) LocalReviewAt(ctx context.Context, pr *forge.PullRequest,
 	if w.Reviewer == nil {
 		return prloop.LocalReviewResult{}, errors.New("local review: no review agent is configured (--review-agent command with --review-agent-cmd)")
 	}
-	if w.worktree == nil {
-		if _, err := w.Prepare(ctx, pr); err != nil {
-			return prloop.LocalReviewResult{}, err
-		}
-	}
-	if err := w.fetch(ctx, pr); err != nil {
-		return prloop.LocalReviewResult{}, err
-	}
-	if err := w.reset(ctx, pr.HeadSHA); err != nil {
+	if err := w.atHead(ctx, pr); err != nil {
 		return prloop.LocalReviewResult{}, err
 	}
 	// The base's instructions, as the classifier's judge and the config

@@ -3,8 +3,6 @@ package prwork
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -17,19 +15,14 @@ import (
 // the rules it is driven by (its own config, say). found is false when
 // the base has no such file.
 func ReadBaseFile(ctx context.Context, root, cloneURL string, gitEnv []string, pr *forge.PullRequest, path string) (data []byte, found bool, err error) {
-	cloneDir := filepath.Join(root, "clones", sanitize(pr.Ref.Host), pr.Ref.Owner, pr.Ref.Repo)
-	defer lockClone(cloneDir)()
-	if _, err := os.Stat(filepath.Join(cloneDir, ".git")); err != nil {
-		if err := os.MkdirAll(filepath.Dir(cloneDir), 0o755); err != nil {
-			return nil, false, fmt.Errorf("make clone dir: %w", err)
-		}
-		if _, err := repo.Clone(ctx, cloneURL, cloneDir, gitEnv); err != nil {
-			return nil, false, err
-		}
+	dir := cloneDir(root, pr.Ref)
+	defer lockClone(dir)()
+	if err := ensureClone(ctx, dir, cloneURL, gitEnv); err != nil {
+		return nil, false, err
 	}
-	g := &repo.Git{Dir: cloneDir, Env: gitEnv}
+	g := &repo.Git{Dir: dir, Env: gitEnv}
 	base := "refs/remotes/origin/" + pr.BaseRef
-	if _, err := gitLocked(ctx, cloneDir, g, "fetch", "--quiet", "origin", "+refs/heads/"+pr.BaseRef+":"+base); err != nil {
+	if _, err := gitLocked(ctx, dir, g, "fetch", "--quiet", "origin", "+refs/heads/"+pr.BaseRef+":"+base); err != nil {
 		return nil, false, fmt.Errorf("fetch %s: %w", pr.BaseRef, err)
 	}
 	// ls-tree tells a missing file from a failing git.

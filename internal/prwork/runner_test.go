@@ -74,7 +74,7 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 
 // demoWorkspace is the suggest fixer's workspace on the emulator's demo
 // repository, acting with tok.
-func demoWorkspace(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, tok string) *prwork.GitWorkspace {
+func demoWorkspace(t testing.TB, hub *fakehub.Hub, demo fakehub.DemoInfo, tok string) *prwork.GitWorkspace {
 	return &prwork.GitWorkspace{
 		Root: t.TempDir(), RunID: "r-test", CloneURL: hub.GitURL(demo.Owner, demo.Repo),
 		GitEnv: repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),

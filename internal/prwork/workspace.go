@@ -17,6 +17,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
@@ -31,7 +32,8 @@ import (
 )
 
 // GitWorkspace is the Workspace on a real git clone under the state
-// directory, with a worktree per run (IF-4).
+// directory (the clone cache, clonecache.go), with a worktree per run
+// (IF-4) held only while a step works on the files.
 type GitWorkspace struct {
 	Root     string   // <state>/work: clones and worktrees live here
 	RunID    string   // names the run's worktree
@@ -63,6 +65,10 @@ type GitWorkspace struct {
 	Email      string   // commit author email
 	Logf       func(format string, args ...any)
 
+	// KeepWorktree keeps the run's worktree while the loop waits, for a
+	// person to look at (`converge pr --keep`, which skips Cleanup too).
+	KeepWorktree bool
+
 	// AllowUntested lets a fix be pushed when no test command is found;
 	// without it such a fix is handed off "no test command" (PR-V4).
 	AllowUntested bool
@@ -71,8 +77,15 @@ type GitWorkspace struct {
 	// finding names and asks to remove or skip (verify.TestMayGo).
 	TestsMayGo func(findings []prloop.Finding) func(testID string) bool
 
-	clone    *repo.Git
+	clone *repo.Git
+	// worktree is the run's worktree while a step works in it; nil while
+	// the loop waits (ReleaseWorktree). wtMu guards making and releasing
+	// it: the local review makes it beside the poll.
 	worktree *repo.Git
+	wtMu     sync.Mutex
+	// made counts the worktrees the run made: one more for each step
+	// after a wait that needed the files (WorktreesMade).
+	made int
 	// baselines are the test runs of heads, by SHA (AG-T5): a head is
 	// tested once per run, and a pushed fix's own run is its head's.
 	baselines map[string]testRun
@@ -103,35 +116,134 @@ func (w *GitWorkspace) logf(format string, args ...any) {
 	}
 }
 
-// Prepare clones (once) and fetches the repository, makes the run's
-// worktree, and measures the PR's size at start (PR-T6).
+// Prepare fetches the PR into the repository's clone in the cache
+// (made on first use, shared by every run of the repository), registers
+// the run with it, and measures the PR's size at start (PR-T6). It makes
+// no worktree: a step that needs the files makes one (useWorktree).
 func (w *GitWorkspace) Prepare(ctx context.Context, pr *forge.PullRequest) (int, error) {
-	cloneDir := filepath.Join(w.Root, "clones", sanitize(pr.Ref.Host), pr.Ref.Owner, pr.Ref.Repo)
-	defer lockClone(cloneDir)()
-	if _, err := os.Stat(filepath.Join(cloneDir, ".git")); err != nil {
-		if err := os.MkdirAll(filepath.Dir(cloneDir), 0o755); err != nil {
-			return 0, fmt.Errorf("make clone dir: %w", err)
-		}
-		if _, err := repo.Clone(ctx, w.CloneURL, cloneDir, w.GitEnv); err != nil {
-			return 0, err
-		}
-	}
-	w.clone = &repo.Git{Dir: cloneDir, Env: w.GitEnv}
-	if err := w.fetchLocked(ctx, pr); err != nil {
+	if err := w.openClone(ctx, pr); err != nil {
 		return 0, err
 	}
-	wt := filepath.Join(w.Root, "worktrees", w.RunID)
-	if _, err := os.Stat(wt); err != nil {
-		if _, err := w.clone.Run(ctx, "worktree", "add", "--detach", wt, pr.HeadSHA); err != nil {
-			return 0, fmt.Errorf("add worktree: %w", err)
-		}
-	}
-	w.worktree = &repo.Git{Dir: wt, Env: w.GitEnv}
 	add, del, err := w.clone.DiffLines(ctx, "origin/"+pr.BaseRef, pr.HeadSHA)
 	if err != nil {
 		return 0, err
 	}
 	return add + del, nil
+}
+
+// openClone makes the repository's clone ready in the cache, registers
+// the run with it and fetches the PR's base and head into it.
+func (w *GitWorkspace) openClone(ctx context.Context, pr *forge.PullRequest) error {
+	dir := cloneDir(w.Root, pr.Ref)
+	defer lockClone(dir)()
+	if err := w.openCloneLocked(ctx, dir); err != nil {
+		return err
+	}
+	return w.fetchLocked(ctx, pr)
+}
+
+// openCloneLocked is openClone's clone and registration, under the
+// clone's lock.
+func (w *GitWorkspace) openCloneLocked(ctx context.Context, dir string) error {
+	if err := ensureClone(ctx, dir, w.CloneURL, w.GitEnv); err != nil {
+		return err
+	}
+	if err := register(dir, w.RunID); err != nil {
+		return err
+	}
+	w.clone = &repo.Git{Dir: dir, Env: w.GitEnv}
+	return nil
+}
+
+// useWorktree gives the run its worktree, made at the PR's head when the
+// run holds none (it was released while the loop waited, or never made),
+// and reports whether it made one: then the PR is fetched already. A
+// directory already there is a killed process's (the run holds its PR's
+// lock): it is removed first, so every worktree starts from a clean head.
+func (w *GitWorkspace) useWorktree(ctx context.Context, pr *forge.PullRequest) (made bool, err error) {
+	w.wtMu.Lock()
+	defer w.wtMu.Unlock()
+	if w.worktree != nil {
+		return false, nil
+	}
+	dir := cloneDir(w.Root, pr.Ref)
+	defer lockClone(dir)()
+	if err := w.openCloneLocked(ctx, dir); err != nil {
+		return false, err
+	}
+	if err := w.fetchLocked(ctx, pr); err != nil {
+		return false, err
+	}
+	wt, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID))
+	if err != nil {
+		return false, err
+	}
+	if err := removeWorktree(ctx, w.clone, wt); err != nil {
+		return false, fmt.Errorf("remove a killed run's worktree: %w", err)
+	}
+	if _, err := gitLocked(ctx, dir, w.clone, "worktree", "add", "--quiet", "--detach", wt, pr.HeadSHA); err != nil {
+		return false, fmt.Errorf("add worktree: %w", err)
+	}
+	w.worktree = &repo.Git{Dir: wt, Env: w.GitEnv}
+	w.made++
+	return true, nil
+}
+
+// WorktreesMade is how many worktrees the run has made so far: what
+// giving the worktree back while waiting costs (BENCHMARKS.md).
+func (w *GitWorkspace) WorktreesMade() int {
+	w.wtMu.Lock()
+	defer w.wtMu.Unlock()
+	return w.made
+}
+
+// ReleaseWorktree removes the run's worktree, and what is left of its
+// fixers', while the loop waits (prloop.Releaser): a waiting run holds no
+// checkout. What the run keeps between steps (the heads' test baselines,
+// the review memory to write, the verification of a Fix) is in memory,
+// and every step puts a new worktree on the PR's head as the forge shows
+// it then; the clone and the run's registration in it stay.
+func (w *GitWorkspace) ReleaseWorktree(ctx context.Context) error {
+	w.wtMu.Lock()
+	defer w.wtMu.Unlock()
+	if w.worktree == nil || w.clone == nil || w.KeepWorktree {
+		return nil
+	}
+	defer lockClone(w.clone.Dir)()
+	wt := w.worktree.Dir
+	// Whatever happens, the next step makes its worktree anew, removing
+	// what this left.
+	w.worktree = nil
+	return w.removeRunTrees(ctx, wt)
+}
+
+// removeRunTrees removes the run's worktree wt and its fixers' directory
+// from the clone. Under the clone's lock.
+func (w *GitWorkspace) removeRunTrees(ctx context.Context, wt string) error {
+	fixers, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID+".fixers"))
+	if err != nil {
+		return err
+	}
+	if !hasClone(w.clone.Dir) {
+		// The cache was pruned under the run (PruneClones): git knows
+		// none of these any more.
+		return errors.Join(os.RemoveAll(wt), os.RemoveAll(fixers))
+	}
+	var errs []error
+	if wt != "" {
+		if err := removeWorktree(ctx, w.clone, wt); err != nil {
+			errs = append(errs, fmt.Errorf("remove the run's worktree: %w", err))
+		}
+	}
+	if _, err := os.Stat(fixers); err == nil {
+		if _, err := pool.Sweep(ctx, w.clone, fixers); err != nil {
+			errs = append(errs, err)
+		}
+		if err := os.RemoveAll(fixers); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (w *GitWorkspace) fetch(ctx context.Context, pr *forge.PullRequest) error {
@@ -149,60 +261,45 @@ func (w *GitWorkspace) fetchLocked(ctx context.Context, pr *forge.PullRequest) e
 }
 
 // Cleanup removes what the run made (PR-G6): its worktree, what is left
-// of its fixers' worktrees, and the clone once no other run's worktree is
-// in it. Runs of one repository share its clone while they run, in this
-// process and in others on the same state directory; each registers its
-// worktree under the clone's lock (Prepare), so a clone with none but its
-// own main worktree is no run's, and a run that starts later clones again.
+// of its fixers' worktrees, its registration with the clone, and the
+// clone once no live run is registered in it and no worktree is in it.
+// Runs of one repository share its clone, in this process and in others
+// on the same state directory, waiting runs included, which hold no
+// worktree; a run that starts later clones again.
 func (w *GitWorkspace) Cleanup(ctx context.Context) error {
+	w.wtMu.Lock()
+	defer w.wtMu.Unlock()
 	if w.clone == nil {
 		return nil
 	}
 	defer lockClone(w.clone.Dir)()
-	var errs []error
-	if w.worktree != nil {
-		if _, err := w.clone.Run(ctx, "worktree", "remove", "--force", w.worktree.Dir); err != nil {
-			errs = append(errs, fmt.Errorf("remove the run's worktree: %w", err))
-		}
-	}
-	if fixers, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID+".fixers")); err == nil {
-		if _, err := pool.Sweep(ctx, w.clone, fixers); err != nil {
-			errs = append(errs, err)
-		}
-		if err := os.RemoveAll(fixers); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		// The clone stays: what is left may still point into it.
-		return errors.Join(errs...)
-	}
-	// Worktrees whose directories are gone (a killed run's, swept by hand)
-	// are no run's either.
-	if _, err := w.clone.Run(ctx, "worktree", "prune"); err != nil {
-		return fmt.Errorf("prune worktrees: %w", err)
-	}
-	list, err := w.clone.Run(ctx, "worktree", "list", "--porcelain", "-z")
+	wt, err := filepath.Abs(filepath.Join(w.Root, "worktrees", w.RunID))
 	if err != nil {
-		return fmt.Errorf("list worktrees: %w", err)
+		return err
 	}
-	trees := 0
-	for f := range strings.SplitSeq(list, "\x00") {
-		if strings.HasPrefix(f, "worktree ") {
-			trees++
-		}
+	if err := w.removeRunTrees(ctx, wt); err != nil {
+		// The clone and the registration stay: what is left may still
+		// point into the clone, and the next claim of the run sweeps it.
+		return err
 	}
-	if trees != 1 {
-		return nil // another run's worktree is in it (or git said nothing sure)
+	w.worktree = nil
+	if err := os.Remove(filepath.Join(runsDir(w.clone.Dir), w.RunID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("unregister the run from its clone: %w", err)
 	}
-	if err := os.RemoveAll(w.clone.Dir); err != nil {
-		return fmt.Errorf("remove the clone: %w", err)
+	removed, err := dropClone(ctx, w.Root, w.clone.Dir, nil)
+	if err != nil {
+		return err
 	}
-	w.clone, w.worktree = nil, nil
+	if removed {
+		w.clone = nil
+	}
 	return nil
 }
 
-var _ prloop.PushChecker = (*GitWorkspace)(nil)
+var (
+	_ prloop.PushChecker = (*GitWorkspace)(nil)
+	_ prloop.Releaser    = (*GitWorkspace)(nil)
+)
 
 // Fix applies the round's findings on the PR's current head, keeps only
 // changes that add no test failure to the head's own (PR-S10, AG-T5), and
@@ -407,15 +504,17 @@ func (w *GitWorkspace) fixOnce(ctx context.Context, pr *forge.PullRequest, round
 }
 
 // atHead puts the run's worktree on the PR's head as the forge shows it,
-// clean: the clone prepared on first use, the head fetched, the tree reset.
+// clean: the worktree made when the run holds none, the head fetched,
+// the tree reset.
 func (w *GitWorkspace) atHead(ctx context.Context, pr *forge.PullRequest) error {
-	if w.worktree == nil {
-		if _, err := w.Prepare(ctx, pr); err != nil {
+	made, err := w.useWorktree(ctx, pr)
+	if err != nil {
+		return err
+	}
+	if !made {
+		if err := w.fetch(ctx, pr); err != nil {
 			return err
 		}
-	}
-	if err := w.fetch(ctx, pr); err != nil {
-		return err
 	}
 	return w.reset(ctx, pr.HeadSHA)
 }

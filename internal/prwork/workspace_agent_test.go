@@ -26,14 +26,14 @@ const okRecord = `{"status":"complete","next_action":"","needs_extension_minutes
 
 // localPR is a PR on a bare repository in a temp dir: main holds base,
 // feature adds head on top. It returns the PR as Fix sees it.
-func localPR(t *testing.T, base, head map[string]string) (*forge.PullRequest, string) {
+func localPR(t testing.TB, base, head map[string]string) (*forge.PullRequest, string) {
 	t.Helper()
 	return seedPR(t, base, head, nil)
 }
 
 // seedPR builds that repository; extra, when set, runs in the seed work
 // tree before the head commit (e.g. to plant a symlink).
-func seedPR(t *testing.T, base, head map[string]string, extra func(seed string)) (*forge.PullRequest, string) {
+func seedPR(t testing.TB, base, head map[string]string, extra func(seed string)) (*forge.PullRequest, string) {
 	t.Helper()
 	root := t.TempDir()
 	bare, work := filepath.Join(root, "origin.git"), filepath.Join(root, "seed")
@@ -96,7 +96,7 @@ func remoteHead(t *testing.T, bare string) string {
 	return strings.TrimSpace(string(out))
 }
 
-func testWorkspace(t *testing.T, bare string, a agent.Agent, testCmd string) *GitWorkspace {
+func testWorkspace(t testing.TB, bare string, a agent.Agent, testCmd string) *GitWorkspace {
 	ws := &GitWorkspace{
 		Root: t.TempDir(), RunID: "r-test", CloneURL: bare, GitEnv: gitTestEnv(),
 		Agent: a, AgentEnv: agent.ScrubEnv(os.Environ()), Budget: time.Minute,

@@ -24,7 +24,12 @@ func (w *GitWorkspace) ClassifyBorderline(ctx context.Context, pr *forge.PullReq
 		if jj.Budget <= 0 {
 			jj.Budget = w.Budget
 		}
-		if jj.Workdir == "" && w.worktree != nil {
+		if jj.Workdir == "" && pr != nil {
+			// The judge may read the files: a waiting run holds no
+			// worktree, so it gets one at the PR's head.
+			if _, err := w.useWorktree(ctx, pr); err != nil {
+				return classify.Answer{}, err
+			}
 			jj.Workdir = w.worktree.Dir
 		}
 		if jj.Instructions == "" {

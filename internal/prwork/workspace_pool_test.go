@@ -187,7 +187,7 @@ func TestREL2_FixerWorktreesOfAKilledRunAreSwept(t *testing.T) {
 	}
 	// What a killed pool leaves: a registered worktree in the fixers' dir.
 	stale := filepath.Join(ws.Root, "worktrees", ws.RunID+".fixers", "task-1", "wt")
-	if out, err := exec.Command("git", "-C", ws.worktree.Dir, "worktree", "add", "--detach", stale, pr.HeadSHA).CombinedOutput(); err != nil {
+	if out, err := exec.Command("git", "-C", ws.clone.Dir, "worktree", "add", "--detach", stale, pr.HeadSHA).CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
 	res, err := ws.Fix(context.Background(), pr, 1, []prloop.Finding{{ID: "TA", ThreadID: "TA", Path: "a.txt", EndLine: 2, Summary: "fix a"}})

@@ -40,12 +40,13 @@ var _ prloop.RecapScoper = (*GitWorkspace)(nil)
 // (merge base with the base branch) to in.ScopeHead, the head before the
 // loop's first commit; the diff clipped by file (recap.ClipDiff).
 func (w *GitWorkspace) RecapScope(ctx context.Context, pr *forge.PullRequest, in *recap.Input) error {
-	if w.worktree == nil {
-		if _, err := w.Prepare(ctx, pr); err != nil {
+	// The recap judge that runs next reads the files here (Recap).
+	if made, err := w.useWorktree(ctx, pr); err != nil {
+		return err
+	} else if !made {
+		if err := w.fetch(ctx, pr); err != nil {
 			return err
 		}
-	} else if err := w.fetch(ctx, pr); err != nil {
-		return err
 	}
 	head := in.ScopeHead
 	if head == "" {

@@ -109,6 +109,10 @@ CREATE TABLE tickets (
 );
 CREATE INDEX tickets_run ON tickets(run_id, n);
 `,
+	// 4: server mode (SEC-4): webhook delivery ids already acted on, so a
+	// redelivery after a restart is refused; repositories watched for
+	// PRs to register.
+	deliveriesSchema,
 }
 
 // SchemaVersion is the schema version this build writes.

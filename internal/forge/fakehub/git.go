@@ -556,6 +556,7 @@ func (h *Hub) refsChanged(ctx context.Context, rp *repo, refs map[string]string,
 		force bool
 	}
 	var ms []moved
+	h.pushHooks(rp, refs, by)
 	h.mu.Lock()
 	prs := append([]*pr(nil), rp.prs...)
 	h.mu.Unlock()

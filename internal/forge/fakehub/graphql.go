@@ -85,19 +85,21 @@ func (h *Hub) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		writeFault(w, f.status)
 		return
 	}
+	sc := scoreGraphQL(req.Query, req.OperationName, req.Variables)
 	h.mu.Lock()
 	h.countLocked("graphql", u)
+	h.tallyGraphQLLocked(u, sc)
 	rw := h.rateLocked(u)
-	rw.graphqlUsed++
+	rw.graphqlUsed += sc.Points
 	used, reset := rw.graphqlUsed, rw.reset
 	h.mu.Unlock()
-	remaining := rateLimit - used
+	remaining := max(0, rateLimit-used)
 	w.Header().Set("X-RateLimit-Limit", strconv.Itoa(rateLimit))
 	w.Header().Set("X-RateLimit-Remaining", strconv.Itoa(remaining))
 	w.Header().Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	w.Header().Set("X-RateLimit-Used", strconv.Itoa(used))
 	w.Header().Set("X-RateLimit-Resource", "graphql")
-	ex := &gqlExec{rateUsed: used, rateReset: reset, reads: map[*pr]int64{}}
+	ex := &gqlExec{rateUsed: used, rateReset: reset, cost: sc.Points, reads: map[*pr]int64{}}
 	ctx := context.WithValue(context.WithValue(r.Context(), userKey, u), execKey, ex)
 	// One request, one snapshot: a reader must never see a review without
 	// the threads written in the same change (PR-O2).
@@ -138,6 +140,7 @@ func writeFault(w http.ResponseWriter, status int) {
 type gqlExec struct {
 	rateUsed  int
 	rateReset time.Time
+	cost      int // the request's primary points (points.go)
 
 	mu    sync.Mutex
 	reads map[*pr]int64

@@ -43,6 +43,8 @@ type Options struct {
 	Logger *slog.Logger
 	// ReviewLag turns the lag fault on from the start (see ReviewLag).
 	ReviewLag ReviewLag
+	// Faults turns seeded API faults on from the start (see Faults).
+	Faults Faults
 }
 
 // Tokens are the per-hub secrets, one per identity.
@@ -109,7 +111,10 @@ type Hub struct {
 	// outageUntil: every API request answers 503 until then (Outage).
 	outageUntil time.Time
 	lag         ReviewLag
+	seeded      *seededFaults // faults.go
+	seededOnce  sync.Once
 	counts      RequestCounts
+	tally       tally                  // by kind and points (counts.go)
 	rate        map[string]*rateWindow // by login
 
 	git    gitCache
@@ -117,6 +122,11 @@ type Hub struct {
 
 	rest     *http.ServeMux
 	restOnce sync.Once
+
+	hooks webhooks // the configured webhook and its deliveries (webhooks.go)
+
+	apps     *apps // GitHub Apps (app.go)
+	appsOnce sync.Once
 }
 
 // New prepares a hub: state directory, CA and tokens. Start serves it.
@@ -166,6 +176,9 @@ func New(opts Options) (*Hub, error) {
 		return nil, fmt.Errorf("parse schema: %w", err)
 	}
 	h.schema = s
+	if opts.Faults.Rate > 0 {
+		h.SetFaults(opts.Faults)
+	}
 	return h, nil
 }
 
@@ -320,6 +333,16 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(rec, f.status, map[string]any{"message": http.StatusText(f.status), "documentation_url": docURL})
 		return
 	}
+	if f, ok := h.drawFault(r); ok {
+		h.serveFault(rec, r, f, h.route)
+		return
+	}
+	h.route(rec, r)
+}
+
+// route serves one request by its surface.
+func (h *Hub) route(rec http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
 	switch {
 	case p == "/api/graphql" || p == "/api/graphql/":
 		h.serveGraphQL(rec, r)
@@ -381,7 +404,7 @@ func htmlEscape(s string) string {
 // Event is one change in the hub, for subscribers that want to wake early
 // instead of polling.
 type Event struct {
-	Kind   string // push, pr_opened, review, comment, check, status, label, state, review_requested, copilot_started, copilot_finished
+	Kind   string // push, pr_opened, edited, review, comment, thread_resolved, thread_unresolved, check, status, label, state, review_requested, copilot_started, copilot_finished
 	Owner  string
 	Repo   string
 	Number int    // 0 when not tied to a PR
@@ -424,6 +447,7 @@ func (h *Hub) publishLocked(ev Event) {
 		default:
 		}
 	}
+	h.hookLocked(ev)
 }
 
 func (h *Hub) now() time.Time { return time.Now().UTC().Truncate(time.Second) }
@@ -534,6 +558,7 @@ func (h *Hub) ResetRequestCounts() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.counts = RequestCounts{}
+	h.tally = tally{}
 }
 
 func (h *Hub) countLocked(kind string, u *user) {

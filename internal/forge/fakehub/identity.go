@@ -104,7 +104,10 @@ func (h *Hub) authenticate(r *http.Request) *user {
 	if tok == "" {
 		return nil
 	}
-	return h.users[tok]
+	if u := h.users[tok]; u != nil {
+		return u
+	}
+	return h.appTokenUser(tok) // an App's installation token (app.go)
 }
 
 // makeCA creates a throwaway CA and a server certificate for loopback names.

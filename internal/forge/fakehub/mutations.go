@@ -222,7 +222,7 @@ func (r *rootResolver) setResolved(ctx context.Context, args resolveInput, resol
 	if !resolved {
 		kind = "thread_unresolved"
 	}
-	h.publishLocked(Event{Kind: kind, Owner: t.pr.repo.owner, Repo: t.pr.repo.name, Number: t.pr.number, Actor: u.restLogin})
+	h.publishLocked(Event{Kind: kind, Owner: t.pr.repo.owner, Repo: t.pr.repo.name, Number: t.pr.number, Actor: u.restLogin, Detail: t.nodeID()})
 	return &resolvePayload{h: h, t: t, cmid: args.Input.ClientMutationId}, nil
 }
 

@@ -31,7 +31,7 @@ func (r *rootResolver) Node(ctx context.Context, args struct{ ID graphqlgo.ID })
 
 func (r *rootResolver) RateLimit(ctx context.Context, args struct{ DryRun bool }) *rateLimitRes {
 	ex := execOf(ctx)
-	return &rateLimitRes{used: ex.rateUsed, reset: ex.rateReset}
+	return &rateLimitRes{used: ex.rateUsed, reset: ex.rateReset, cost: ex.cost}
 }
 
 func (r *rootResolver) Repository(ctx context.Context, args struct {
@@ -54,12 +54,13 @@ func (r *rootResolver) Viewer(ctx context.Context) *userRes {
 type rateLimitRes struct {
 	used  int
 	reset time.Time
+	cost  int
 }
 
-func (r *rateLimitRes) Cost() int32      { return 1 }
+func (r *rateLimitRes) Cost() int32      { return int32(max(1, r.cost)) }
 func (r *rateLimitRes) Limit() int32     { return rateLimit }
 func (r *rateLimitRes) NodeCount() int32 { return 100 }
-func (r *rateLimitRes) Remaining() int32 { return int32(rateLimit - r.used) }
+func (r *rateLimitRes) Remaining() int32 { return int32(max(0, rateLimit-r.used)) }
 func (r *rateLimitRes) Used() int32      { return int32(r.used) }
 func (r *rateLimitRes) ResetAt() gqlDateTime {
 	return dt(r.reset)

@@ -135,6 +135,9 @@ func (c *restCtx) needWrite() bool {
 }
 
 func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
+	if h.serveApp(w, r) { // the endpoints a GitHub App's JWT reads (app.go)
+		return
+	}
 	u := h.authenticate(r)
 	if u == nil {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Bad credentials", "documentation_url": docURL})
@@ -169,9 +172,7 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 		sum := sha256.Sum256(body)
 		etag := `W/"` + hex.EncodeToString(sum[:16]) + `"`
 		rc.hdr.Set("ETag", etag)
-		if inm := r.Header.Get("If-None-Match"); inm != "" && (inm == etag || strings.TrimPrefix(inm, "W/") == strings.TrimPrefix(etag, "W/")) {
-			notModified = true
-		}
+		notModified = etagMatches(r.Header.Get("If-None-Match"), etag)
 	}
 	h.mu.Lock()
 	rw := h.rateLocked(u)
@@ -181,6 +182,7 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 		h.countLocked("rest", u)
 		rw.used++
 	}
+	h.tallyRESTLocked(u, r.Method, notModified)
 	used, reset := rw.used, rw.reset
 	h.mu.Unlock()
 	hd := w.Header()
@@ -311,6 +313,10 @@ func (h *Hub) restMeta(c *restCtx) {
 }
 
 func (h *Hub) restUser(c *restCtx) {
+	if h.isAppBot(c.u) { // GitHub refuses an installation token here
+		c.fail(http.StatusForbidden, "Resource not accessible by integration")
+		return
+	}
 	j := h.userJSON(c.u, "")
 	if c.u.name != "" {
 		j["name"] = c.u.name
@@ -512,6 +518,9 @@ func (h *Hub) restPatchPull(c *restCtx) {
 			c.invalid("PullRequest", "state", "invalid", "")
 			return
 		}
+	}
+	if in.Title != nil || in.Body != nil || in.Base != nil {
+		h.publishLocked(Event{Kind: "edited", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: c.u.restLogin})
 	}
 	p.updatedAt = h.now()
 	h.mu.Unlock()
@@ -1346,6 +1355,9 @@ func (h *Hub) restListCheckRuns(c *restCtx) {
 			continue
 		}
 		if s := q.Get("status"); s != "" && s != cr.status {
+			continue
+		}
+		if a := q.Get("app_id"); a != "" && (cr.app == nil || strconv.FormatInt(cr.app.id, 10) != a) {
 			continue
 		}
 		out = append(out, h.checkRunJSON(c.rp, cr))

@@ -40,6 +40,11 @@ type Options struct {
 	// Token is sent as "Authorization: token …", to the API and GraphQL
 	// origins only.
 	Token string
+	// App, instead of Token, authenticates every request with the
+	// installation token of AppRepo ("owner/name"), GitHub App auth
+	// (SEC-5, app.go); the Client then publishes verdicts as check runs.
+	App     *App
+	AppRepo string
 	// CAFile adds a trusted CA (ignored when HTTPClient is given; build that
 	// with HTTPClientWithCA).
 	CAFile string
@@ -51,6 +56,12 @@ type Options struct {
 	UserAgent string
 	Logger    *slog.Logger
 	Retry     RetryPolicy
+	// MaxConcurrent caps requests in flight to the host (default
+	// DefaultMaxConcurrent); ignored when Limiter is given.
+	MaxConcurrent int
+	// Limiter, when set, is shared with other Clients of the same hosts
+	// (one token, many loops): see HostLimiter.
+	Limiter *HostLimiter
 }
 
 // Client talks to one GitHub host. It is safe for concurrent use.
@@ -66,9 +77,13 @@ type Client struct {
 
 	mu    sync.Mutex
 	etags map[string]cachedPage
+	// probes are the change probe's last whole reads (probe.go).
+	probes map[forge.PRRef]*probeEntry
 
 	viewerMu sync.Mutex
 	viewer   string
+
+	app *App // GitHub App auth (app.go); nil with a token
 }
 
 const defaultUserAgent = "converge"
@@ -96,7 +111,10 @@ func New(opts Options) (*Client, error) {
 		return nil, fmt.Errorf("invalid GraphQL URL %q", safeURL(gqlStr))
 	}
 	restURL, _ := url.Parse(restStr)
-	if opts.Token != "" {
+	if err := checkAppOptions(opts, restURL); err != nil {
+		return nil, err
+	}
+	if opts.Token != "" || opts.App != nil {
 		// SEC-6: refused here, before any request, rather than sent; a
 		// local emulator on loopback keeps its plain http.
 		for _, u := range []*url.URL{restURL, gu} {
@@ -118,19 +136,20 @@ func New(opts Options) (*Client, error) {
 		timeout = base.Timeout
 	}
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = DefaultTimeout
 	}
 	next := base.Transport
 	if next == nil {
 		next = http.DefaultTransport
 	}
+	next = appAuth(opts, next, restURL, gu)
 	authHeader := ""
 	if opts.Token != "" {
 		authHeader = "token " + opts.Token
 	}
 	hc := *base
 	hc.Timeout = 0
-	hc.Transport = &retryTransport{
+	rt := &retryTransport{
 		next: &authTransport{
 			next:    next,
 			header:  authHeader,
@@ -141,7 +160,12 @@ func New(opts Options) (*Client, error) {
 		timeout: timeout,
 		log:     log,
 		redact:  redactor{secrets: []string{opts.Token}},
+		limits:  opts.Limiter,
 	}
+	if opts.Limiter == nil {
+		rt.limits = NewHostLimiter(opts.MaxConcurrent)
+	}
+	hc.Transport = rt
 	hc.Transport = crashWrites(hc.Transport) // REL-2's crash matrix; nothing unless a test arms it
 
 	ua := opts.UserAgent
@@ -174,6 +198,7 @@ func New(opts Options) (*Client, error) {
 		now:        time.Now,
 		redact:     redactor{secrets: []string{opts.Token}},
 		etags:      map[string]cachedPage{},
+		app:        opts.App,
 	}, nil
 }
 
@@ -257,6 +282,9 @@ func (c *Client) graphQL(ctx context.Context, op, doc string, vars map[string]an
 			fmt.Sprintf("%s did not answer with GraphQL JSON; check --api-url", c.graphqlURL), jerr)
 	}
 	if len(r.Errors) > 0 {
+		if p, ok := out.(*partialData); ok {
+			p.data = r.Data // per-item answers of a batch (batch.go)
+		}
 		return resp.Header, &gqlErrors{errs: r.Errors, header: resp.Header}
 	}
 	if out != nil {
@@ -308,6 +336,10 @@ func (c *Client) gqlFail(op string, err error) error {
 		return c.fail(forge.KindNotFound, op, ge.Error(), ge)
 	case ge.has("FORBIDDEN"):
 		return c.fail(forge.KindAuth, op, fmt.Sprintf("token rejected by %s: %s", host, ge.Error()), ge)
+	case ge.transient():
+		// GitHub's own failure (REL-1): a write may have landed, so the
+		// engine observes again rather than repeating it.
+		return c.fail(forge.KindUnreachable, op, fmt.Sprintf("%s failed the request: %s; try again later", host, ge.Error()), ge)
 	}
 	return c.fail(forge.KindInvalid, op, fmt.Sprintf("%s refused the request: %s", host, ge.Error()), ge)
 }

@@ -89,6 +89,10 @@ func (c *Client) mapErr(op string, host *url.URL, err error) error {
 		return err
 	}
 	origin := host.Scheme + "://" + host.Host
+	var le *hostLimitedError
+	if errors.As(err, &le) {
+		return c.fail(forge.KindRateLimited, op, le.Error(), nil)
+	}
 
 	var rle *gh.RateLimitError
 	if errors.As(err, &rle) {

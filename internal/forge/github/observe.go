@@ -160,12 +160,6 @@ type prNode struct {
 						Oid string `json:"oid"`
 					} `json:"nodes"`
 				} `json:"parents"`
-				StatusCheckRollup *struct {
-					State    string `json:"state"`
-					Contexts struct {
-						Nodes []contextNode `json:"nodes"`
-					} `json:"contexts"`
-				} `json:"statusCheckRollup"`
 			} `json:"commit"`
 		} `json:"nodes"`
 	} `json:"commits"`
@@ -174,6 +168,7 @@ type prNode struct {
 			Commit struct {
 				Oid               string `json:"oid"`
 				StatusCheckRollup *struct {
+					State    string `json:"state"`
 					Contexts struct {
 						Nodes []contextNode `json:"nodes"`
 					} `json:"contexts"`
@@ -236,29 +231,6 @@ type contextNode struct {
 	TargetURL   string `json:"targetUrl"`
 }
 
-// addDetails copies what the head's checks say about themselves (output,
-// annotations, descriptions; read apart, on the head alone) onto the
-// head's contexts, matched by kind and name in order.
-func addDetails(pr *forge.PullRequest, n *prNode) {
-	hc := n.HeadCommit.Nodes
-	if len(hc) != 1 || hc[0].Commit.Oid != n.Commits.Nodes[len(n.Commits.Nodes)-1].Commit.Oid || hc[0].Commit.StatusCheckRollup == nil {
-		return
-	}
-	used := map[int]bool{}
-	for _, x := range hc[0].Commit.StatusCheckRollup.Contexts.Nodes {
-		d := x.toContext()
-		for i := range pr.Checks.Contexts {
-			cx := &pr.Checks.Contexts[i]
-			if used[i] || cx.IsStatus != d.IsStatus || cx.Name != d.Name {
-				continue
-			}
-			used[i] = true
-			cx.Title, cx.Summary, cx.Text, cx.URL, cx.Annotations, cx.Description = d.Title, d.Summary, d.Text, d.URL, d.Annotations, d.Description
-			break
-		}
-	}
-}
-
 func (x contextNode) toContext() forge.CheckContext {
 	if x.Typename == "StatusContext" {
 		return forge.CheckContext{Name: x.Context, IsStatus: true, Conclusion: forge.CheckConclusion(x.State), Description: x.Description, URL: x.TargetURL}
@@ -285,6 +257,11 @@ type observeData struct {
 func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullRequest, error) {
 	const op = "observe pr"
 	ctx, n := withCounter(ctx)
+	hit, etags := c.probe(ctx, ref) // PR-O1: an unchanged PR is not read again (probe.go)
+	if hit != nil {
+		hit.Requests = int(n.Load())
+		return hit, nil
+	}
 	vars := map[string]any{"owner": ref.Owner, "name": ref.Repo, "number": ref.Number}
 	var d observeData
 	hdr, err := c.graphQL(ctx, op, graphql.Doc("observe"), vars, false, &d)
@@ -331,6 +308,7 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 		pr.ObservedAt = t
 	}
 	pr.Requests = int(n.Load())
+	c.remember(ref, pr, etags)
 	c.log.Debug("github: observed", "pr", ref.String(), "requests", pr.Requests, "threads", len(pr.Threads))
 	return pr, nil
 }
@@ -446,14 +424,13 @@ func toPullRequest(ref forge.PRRef, n *prNode, threads []threadNode) *forge.Pull
 	// A page holding the whole connection proves a SHA absent from it is
 	// not on the branch (PR-T12).
 	pr.CommitsComplete = n.Commits.TotalCount <= len(n.Commits.Nodes)
-	// commits(last:) lists oldest first, so the head's rollup is the last.
-	if k := len(n.Commits.Nodes); k > 0 {
-		if roll := n.Commits.Nodes[k-1].Commit.StatusCheckRollup; roll != nil {
+	// CI is read on the head alone (headCommit: commits(last: 1)).
+	if hc := n.HeadCommit.Nodes; len(hc) == 1 {
+		if roll := hc[0].Commit.StatusCheckRollup; roll != nil {
 			pr.Checks.State = forge.CIState(roll.State)
 			for _, x := range roll.Contexts.Nodes {
 				pr.Checks.Contexts = append(pr.Checks.Contexts, x.toContext())
 			}
-			addDetails(pr, n)
 		}
 	}
 	for _, ev := range n.TimelineItems.Nodes {

@@ -47,14 +47,14 @@ func thread(id string, comments []any, hasMore bool) map[string]any {
 	}
 }
 
-func commit(oid, msg string, parents []string, rollup any) map[string]any {
+func commit(oid, msg string, parents []string) map[string]any {
 	ps := []any{}
 	for _, p := range parents {
 		ps = append(ps, map[string]any{"oid": p})
 	}
 	return map[string]any{"commit": map[string]any{
 		"oid": oid, "message": msg, "committedDate": "2026-03-01T10:00:00Z",
-		"parents": map[string]any{"nodes": ps}, "statusCheckRollup": rollup,
+		"parents": map[string]any{"nodes": ps},
 	}}
 }
 
@@ -93,13 +93,16 @@ func observeFixture(threads []any, threadsPage map[string]any) map[string]any {
 					"body": "ghost", "createdAt": t0.Add(3 * time.Hour).Format(time.RFC3339)},
 			}},
 			"commits": map[string]any{"totalCount": 3, "nodes": []any{
-				commit("aaaa", "first", []string{"0000"}, map[string]any{"state": "FAILURE", "contexts": map[string]any{"nodes": []any{}}}),
-				commit("bbbb", "second", []string{"aaaa"}, map[string]any{"state": "PENDING", "contexts": map[string]any{"nodes": []any{
+				commit("aaaa", "first", []string{"0000"}),
+				commit("bbbb", "second", []string{"aaaa"}),
+			}},
+			// CI is read on the head alone (PR-O1).
+			"headCommit": map[string]any{"nodes": []any{map[string]any{"commit": map[string]any{"oid": "bbbb",
+				"statusCheckRollup": map[string]any{"state": "PENDING", "contexts": map[string]any{"nodes": []any{
 					map[string]any{"__typename": "CheckRun", "name": "build", "status": "COMPLETED", "conclusion": "SUCCESS"},
 					map[string]any{"__typename": "CheckRun", "name": "test", "status": "IN_PROGRESS", "conclusion": nil},
 					map[string]any{"__typename": "StatusContext", "context": "ci/legacy", "state": "PENDING"},
-				}}}),
-			}},
+				}}}}}}},
 			"reviewThreads": map[string]any{"pageInfo": threadsPage, "nodes": threads},
 		}},
 	}

@@ -255,6 +255,9 @@ func (c *Client) Viewer(ctx context.Context) (string, error) {
 	if c.viewer != "" {
 		return c.viewer, nil
 	}
+	if c.app != nil {
+		return c.appViewer(ctx)
+	}
 	u, _, err := c.rest.Users.Get(ctx, "")
 	if err != nil {
 		return "", c.mapErr("read viewer", c.restURL, err)

@@ -102,19 +102,31 @@ func TestREL1_RateLimitBeyondMaxWaitEndsRateLimited(t *testing.T) {
 	reset := httpmock.Date.Add(40 * time.Minute)
 	reg.REST("GET", eventsPath, httpmock.StringResponse(403, `{"message":"API rate limit exceeded for user"}`,
 		"X-Ratelimit-Limit", "5000", "X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())))
-	reg.GraphQL("PullRequestObservation", httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded",
-		"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())))
 	c, sl := newTestClient(t, reg)
 	_, err := c.IssueEvents(context.Background(), testRef)
 	if forge.KindOf(err) != forge.KindRateLimited {
 		t.Errorf("events: %v (kind %v), want rate-limited", err, forge.KindOf(err))
 	}
+	// The host's limit is known spent: the next call is refused without
+	// a request until the reset.
 	_, err = c.Observe(context.Background(), testRef)
+	if forge.KindOf(err) != forge.KindRateLimited {
+		t.Errorf("observe after the refusal: %v (kind %v), want rate-limited", err, forge.KindOf(err))
+	}
+	if n := len(reg.Requests()); n != 1 {
+		t.Errorf("%d requests; a spent limit is not asked again before its reset", n)
+	}
+
+	reg2 := httpmock.New(t)
+	reg2.GraphQL("PullRequestObservation", httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded",
+		"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())))
+	c2, sl2 := newTestClient(t, reg2)
+	_, err = c2.Observe(context.Background(), testRef)
 	if forge.KindOf(err) != forge.KindRateLimited {
 		t.Errorf("observe: %v (kind %v), want rate-limited", err, forge.KindOf(err))
 	}
-	if len(sl.all()) != 0 {
-		t.Errorf("slept %v; a 40-minute wait is the engine's, not the client's", sl.all())
+	if len(sl.all())+len(sl2.all()) != 0 {
+		t.Errorf("slept %v %v; a 40-minute wait is the engine's, not the client's", sl.all(), sl2.all())
 	}
 }
 
@@ -201,7 +213,9 @@ func TestREL1_TimeoutsRetriedForReads(t *testing.T) {
 // internal failure is its fault and may pass, not a refused query.
 func TestREL1_ObserveSomethingWentWrongIsUnreachable(t *testing.T) {
 	reg := httpmock.New(t)
-	reg.GraphQL("PullRequestObservation", httpmock.GraphQLErrors("", "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug."))
+	for range 4 { // every attempt of the read
+		reg.GraphQL("PullRequestObservation", httpmock.GraphQLErrors("", "Something went wrong while executing your query. This may be the result of a timeout, or it could be a GitHub bug."))
+	}
 	c, _ := newTestClient(t, reg)
 	if _, err := c.Observe(context.Background(), testRef); forge.KindOf(err) != forge.KindUnreachable {
 		t.Errorf("observe: %v (kind %v), want unreachable", err, forge.KindOf(err))

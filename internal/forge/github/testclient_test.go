@@ -12,16 +12,26 @@ import (
 
 // Test clients.
 
+// sleeps records the waits, and each moves the test's clock on by its
+// length, so a wait sat out is over when it returns.
 type sleeps struct {
-	mu sync.Mutex
-	d  []time.Duration
+	mu  sync.Mutex
+	d   []time.Duration
+	now time.Time
 }
 
 func (s *sleeps) sleep(ctx context.Context, d time.Duration) error {
 	s.mu.Lock()
 	s.d = append(s.d, d)
+	s.now = s.now.Add(d)
 	s.mu.Unlock()
 	return ctx.Err()
+}
+
+func (s *sleeps) clock() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
 }
 
 func (s *sleeps) all() []time.Duration {
@@ -36,14 +46,14 @@ const testToken = "ghp_s3cretT0kenValue1234567890abcdefABCD"
 // transport is reg, with recorded (not real) sleeps.
 func newTestClient(t *testing.T, reg *httpmock.Registry, mutate ...func(*Options)) (*Client, *sleeps) {
 	t.Helper()
-	sl := &sleeps{}
+	sl := &sleeps{now: httpmock.Date}
 	opts := Options{
 		APIURL:     "https://ghe.example.com/api/v3",
 		Token:      testToken,
 		HTTPClient: &http.Client{Transport: reg},
 		Retry: RetryPolicy{
 			Sleep: func(ctx context.Context, d time.Duration) error { return sl.sleep(ctx, d) },
-			Now:   func() time.Time { return httpmock.Date },
+			Now:   sl.clock,
 		},
 	}
 	for _, m := range mutate {

@@ -45,13 +45,13 @@ func (p RetryPolicy) withDefaults() RetryPolicy {
 		p.MaxAttempts = 4
 	}
 	if p.BaseDelay <= 0 {
-		p.BaseDelay = time.Second
+		p.BaseDelay = DefaultBackoff
 	}
 	if p.MaxDelay <= 0 {
 		p.MaxDelay = 30 * time.Second
 	}
 	if p.MaxWait <= 0 {
-		p.MaxWait = 2 * time.Minute
+		p.MaxWait = DefaultMaxWait
 	}
 	if p.Sleep == nil {
 		p.Sleep = sleepCtx
@@ -195,6 +195,9 @@ type retryTransport struct {
 	timeout time.Duration
 	log     *slog.Logger
 	redact  redactor
+	// limits caps requests in flight per host and holds requests while a
+	// host's rate limit is spent; nil: neither.
+	limits *HostLimiter
 }
 
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -228,8 +231,21 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			} else {
 				resp.Body = io.NopCloser(bytes.NewReader(b))
 				resp.ContentLength = int64(len(b))
-				if v := t.classify(resp, b, limited+1); v.retry {
+				if v := t.classify(resp, b, limited+1, attempt, read); v.retry {
+					if !v.limit {
+						// GraphQL's own fault on a read: back off as for a 5xx.
+						if attempt >= t.policy.MaxAttempts {
+							return resp, nil
+						}
+						if serr := t.sleep(ctx, req, attempt, v); serr != nil {
+							return nil, serr
+						}
+						continue
+					}
 					limited++
+					// The limit is the token's on this host, not this
+					// request's: every request to the host waits it out.
+					t.block(req.URL.Host, v)
 					if v.wait > t.policy.MaxWait {
 						t.log.Warn("github: rate limited beyond the in-process wait", "host", req.URL.Host, "wait", v.wait)
 						return resp, nil
@@ -237,9 +253,14 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 					if attempt >= t.policy.MaxAttempts {
 						return resp, nil
 					}
-					if serr := t.sleep(ctx, req, attempt, v); serr != nil {
-						return nil, serr
+					t.log.Warn("github: retrying", "method", req.Method, "host", req.URL.Host, "path", req.URL.Path,
+						"attempt", attempt, "wait", v.wait, "reason", t.redact.redact(v.reason))
+					if t.limits == nil {
+						if serr := t.policy.Sleep(ctx, v.wait); serr != nil {
+							return nil, serr
+						}
 					}
+					// With limits, the next attempt's gate sits the wait out.
 					continue
 				}
 				return resp, nil
@@ -265,11 +286,33 @@ func (t *retryTransport) sleep(ctx context.Context, req *http.Request, attempt i
 	return t.policy.Sleep(ctx, v.wait)
 }
 
-func (t *retryTransport) attempt(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
-	actx, cancel := ctx, context.CancelFunc(func() {})
-	if t.timeout > 0 {
-		actx, cancel = context.WithTimeout(ctx, t.timeout)
+// block marks req's host refused for v.wait, so other requests to it
+// wait too instead of spending attempts on a limit known spent.
+func (t *retryTransport) block(host string, v verdict) {
+	if t.limits != nil {
+		t.limits.block(host, t.policy.Now().Add(v.wait), v.reason)
 	}
+}
+
+func (t *retryTransport) attempt(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
+	if err := t.gate(ctx, req.URL.Host); err != nil {
+		return nil, err
+	}
+	release := func() {}
+	if t.limits != nil {
+		r, err := t.limits.acquire(ctx, req.URL.Host)
+		if err != nil {
+			return nil, err
+		}
+		release = r
+	}
+	actx, cancelCtx := ctx, context.CancelFunc(func() {})
+	if t.timeout > 0 {
+		actx, cancelCtx = context.WithTimeout(ctx, t.timeout)
+	}
+	// The slot is held until the answer is read: GitHub counts a request
+	// in flight until its body is done.
+	cancel := func() { cancelCtx(); release() }
 	r := req.Clone(actx)
 	if body != nil {
 		r.Body = io.NopCloser(bytes.NewReader(body))
@@ -307,25 +350,42 @@ type verdict struct {
 	retry  bool
 	wait   time.Duration
 	reason string
+	// limit: a rate-limit refusal, whose wait is the host's, not only
+	// this request's.
+	limit bool
 }
 
 // classify judges a 403, 429 or GraphQL 200 whose body has been read; hit
-// counts rate-limit refusals including this one.
-func (t *retryTransport) classify(resp *http.Response, body []byte, hit int) verdict {
+// counts rate-limit refusals including this one; attempt counts this
+// request's attempts, this one included.
+func (t *retryTransport) classify(resp *http.Response, body []byte, hit, attempt int, read bool) verdict {
 	if resp.StatusCode == http.StatusOK {
-		if !graphQLRateLimited(body) {
-			return verdict{}
+		switch graphQLVerdict(body) {
+		case gqlRateLimited:
+			// Refused before execution: safe to repeat a mutation too.
+			return verdict{true, t.rateLimitWait(resp.Header, hit), "graphql rate limited", true}
+		case gqlTransient:
+			// GitHub's own failure inside a query (alone or beside partial
+			// data): a read is repeated; a mutation may have landed, so it
+			// is the caller's to judge.
+			if read {
+				return verdict{retry: true, wait: t.policy.backoff(attempt), reason: "graphql answered with its own error"}
+			}
 		}
-		// Refused before execution: safe to repeat a mutation too.
-		return verdict{true, t.rateLimitWait(resp.Header, hit), "graphql rate limited"}
+		return verdict{}
 	}
 	if !isRateLimit(resp, body) {
 		return verdict{}
 	}
-	return verdict{true, t.rateLimitWait(resp.Header, hit), fmt.Sprintf("rate limited (%d)", resp.StatusCode)}
+	return verdict{true, t.rateLimitWait(resp.Header, hit), fmt.Sprintf("rate limited (%d)", resp.StatusCode), true}
 }
 
 func (t *retryTransport) classifyOther(resp *http.Response, err error, attempt int, read bool) verdict {
+	var le *hostLimitedError
+	if errors.As(err, &le) {
+		// The gate's refusal: nothing was sent, and a retry would meet it.
+		return verdict{}
+	}
 	if err != nil {
 		if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errAttemptTimeout)) {
 			return verdict{}
@@ -334,10 +394,10 @@ func (t *retryTransport) classifyOther(resp *http.Response, err error, attempt i
 			return verdict{}
 		}
 		if notSent(err) {
-			return verdict{true, t.policy.backoff(attempt), "cannot connect: " + err.Error()}
+			return verdict{true, t.policy.backoff(attempt), "cannot connect: " + err.Error(), false}
 		}
 		if read {
-			return verdict{true, t.policy.backoff(attempt), err.Error()}
+			return verdict{true, t.policy.backoff(attempt), err.Error(), false}
 		}
 		return verdict{}
 	}
@@ -346,7 +406,7 @@ func (t *retryTransport) classifyOther(resp *http.Response, err error, attempt i
 		if d, ok := retryAfter(resp.Header, t.policy.Now()); ok {
 			wait = max(wait, d)
 		}
-		return verdict{true, wait, fmt.Sprintf("server error %d", resp.StatusCode)}
+		return verdict{true, wait, fmt.Sprintf("server error %d", resp.StatusCode), false}
 	}
 	return verdict{}
 }
@@ -406,24 +466,34 @@ func isRateLimit(resp *http.Response, body []byte) bool {
 	return strings.Contains(strings.ToLower(string(body)), "rate limit")
 }
 
-func graphQLRateLimited(body []byte) bool {
-	if !bytes.Contains(body, []byte("RATE_LIMITED")) {
-		return false
+type gqlVerdict int
+
+const (
+	gqlOK gqlVerdict = iota
+	gqlRateLimited
+	gqlTransient
+)
+
+// graphQLVerdict reads a GraphQL 200's errors: GitHub's rate-limit error,
+// a failure on its side (gqlErrors.transient), or neither.
+func graphQLVerdict(body []byte) gqlVerdict {
+	if !bytes.Contains(body, []byte(`"errors"`)) {
+		return gqlOK
 	}
 	var r struct {
-		Errors []struct {
-			Type string `json:"type"`
-		} `json:"errors"`
+		Errors []gqlError `json:"errors"`
 	}
-	if json.Unmarshal(body, &r) != nil {
-		return false
+	if json.Unmarshal(body, &r) != nil || len(r.Errors) == 0 {
+		return gqlOK
 	}
-	for _, e := range r.Errors {
-		if e.Type == "RATE_LIMITED" {
-			return true
-		}
+	ge := &gqlErrors{errs: r.Errors}
+	switch {
+	case ge.has("RATE_LIMITED"):
+		return gqlRateLimited
+	case ge.transient():
+		return gqlTransient
 	}
-	return false
+	return gqlOK
 }
 
 // notSent reports errors that prove no byte of the request reached the

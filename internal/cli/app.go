@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"context"
+	"github.com/convergeloop/converge/internal/config"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/convergeloop/converge/internal/forge"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+)
+
+// appOptions are GitHub App auth's settings (SEC-5): flags, else
+// CONVERGE_APP_ID, CONVERGE_APP_KEY, CONVERGE_APP_INSTALLATION. They are
+// the operator's, so a repository's .converge.yaml cannot set them.
+type appOptions struct {
+	ID           string
+	KeyFile      string
+	Installation string
+}
+
+func addAppFlags(f *pflag.FlagSet, o *appOptions) {
+	f.StringVar(&o.ID, "app-id", "", "GitHub App id: act as the App's installation, and publish the verdict as a converge check run (CONVERGE_APP_ID; needs --app-key)")
+	f.StringVar(&o.KeyFile, "app-key", "", "the GitHub App's private key, a PEM file (CONVERGE_APP_KEY)")
+	f.StringVar(&o.Installation, "app-installation", "", "the App's installation id (CONVERGE_APP_INSTALLATION; default: looked up per repository)")
+}
+
+// resolve fills unset flags from the environment and reports whether an
+// App is configured at all.
+func (o *appOptions) resolve(getenv func(string) string) bool {
+	or := func(v *string, env string) {
+		if *v == "" {
+			*v = strings.TrimSpace(getenv(env))
+		}
+	}
+	or(&o.ID, "CONVERGE_APP_ID")
+	or(&o.KeyFile, "CONVERGE_APP_KEY")
+	or(&o.Installation, "CONVERGE_APP_INSTALLATION")
+	return o.ID != "" || o.KeyFile != "" || o.Installation != ""
+}
+
+// load makes the App for the API at rest; nil when none is configured.
+// Bad settings are usage errors (exit 2), each one line with its fix.
+func (o *appOptions) load(ios *IOStreams, rest, caFile string) (*ghclient.App, error) {
+	if !o.resolve(ios.Getenv) {
+		return nil, nil
+	}
+	if o.ID == "" {
+		return nil, usageErr("--app-key or --app-installation without --app-id: give the GitHub App's id (--app-id, CONVERGE_APP_ID)")
+	}
+	id, err := strconv.ParseInt(o.ID, 10, 64)
+	if err != nil || id <= 0 {
+		return nil, usageErr("--app-id %q is not a GitHub App id: give the App's numeric id from its settings page", o.ID)
+	}
+	var inst int64
+	if o.Installation != "" {
+		if inst, err = strconv.ParseInt(o.Installation, 10, 64); err != nil || inst <= 0 {
+			return nil, usageErr("--app-installation %q is not an installation id: give the number, or leave it out to look it up per repository", o.Installation)
+		}
+	}
+	key, err := ghclient.LoadAppKey(o.KeyFile)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	hc, err := ghclient.HTTPClientWithCA(caFile)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	app, err := ghclient.NewApp(ghclient.AppOptions{ID: id, Key: key, Installation: inst, APIURL: rest, HTTPClient: hc})
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return app, nil
+}
+
+// prAuth is each PR's forge client and git token: with a GitHub App, a
+// client per repository on the App's installation tokens, each token
+// minted now, so refused App credentials end the command before anything
+// is recorded (exit 6); else the token's one client for all.
+func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef, limits config.Values) ([]forge.Forge, []string, error) {
+	app, err := opts.App.load(ios, rest, opts.CAFile)
+	if err != nil {
+		return nil, nil, err
+	}
+	forges, tokens := make([]forge.Forge, len(refs)), make([]string, len(refs))
+	if app == nil {
+		token, _, err := ghclient.ResolveToken(webHost, opts.Token, ios.Getenv, ghclient.GHAuthToken)
+		if err != nil {
+			return nil, nil, err
+		}
+		client, err := ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile}, limits))
+		if err != nil {
+			return nil, nil, usageErr("%v", err)
+		}
+		for i := range refs {
+			forges[i], tokens[i] = client, token
+		}
+		return forges, tokens, nil
+	}
+	if opts.Token != "" {
+		return nil, nil, usageErr("--token and --app-id exclude each other: converge acts either with a token or as a GitHub App")
+	}
+	byRepo := map[string]*ghclient.Client{}
+	for i, ref := range refs {
+		full := ref.Owner + "/" + ref.Repo
+		c := byRepo[strings.ToLower(full)]
+		if c == nil {
+			if c, err = ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, App: app, AppRepo: full, CAFile: opts.CAFile}, limits)); err != nil {
+				return nil, nil, usageErr("%v", err)
+			}
+			byRepo[strings.ToLower(full)] = c
+		}
+		// Git has no way to ask for a new token mid-run: it gets the one
+		// minted now (valid an hour; the API's are renewed as they age).
+		if tokens[i], err = app.Token(ctx, ref.Owner, ref.Repo); err != nil {
+			return nil, nil, err
+		}
+		forges[i] = c
+	}
+	return forges, tokens, nil
+}

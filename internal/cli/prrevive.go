@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+// prReviver is the PR kind's engine.Reviver, for a Manager that resumes
+// its loops after a restart (converge serve): a stored PR run's target is
+// its PR's URL; params makes the loop's parameters for that PR as for one
+// registered anew, and the PR passes pre-flight again, since the world may
+// have moved while nothing ran. Dry runs and disposals are other kinds and
+// never resume.
+func prReviver(ios *IOStreams, db *store.Store, workDir string, params func(ctx context.Context, ref forge.PRRef) (loopParams, error)) engine.Reviver {
+	return func(ctx context.Context, r store.Run) (engine.Spec, error) {
+		ref, err := forge.ParsePRURL(r.Target)
+		if err != nil {
+			return engine.Spec{}, fmt.Errorf("run %s: %w", r.ID, err)
+		}
+		p, err := params(ctx, ref)
+		if err != nil {
+			return engine.Spec{}, err
+		}
+		p.Fresh, p.DryRun, p.DisposeOnly = false, false, false
+		if err := preflight(ctx, &p); err != nil {
+			return engine.Spec{}, err
+		}
+		return engine.NewSpec(newPRJob(ios, db, workDir, p, nil)), nil
+	}
+}

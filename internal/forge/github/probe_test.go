@@ -1,0 +1,53 @@
+package github
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/testutil/httpmock"
+)
+
+// TestPR_O1_ProbeStandsInForAWholeReadOnlyAWhile: a 304 hands back the
+// last whole read only while it is younger than probeMaxAge; past it the
+// PR is read whole again, whatever the probe said.
+func TestPR_O1_ProbeStandsInForAWholeReadOnlyAWhile(t *testing.T) {
+	reg := httpmock.New(t)
+	fix := observeFixture(nil, page(false, ""))
+	fix["repository"].(map[string]any)["pullRequest"].(map[string]any)["headCommit"] = map[string]any{"nodes": []any{map[string]any{"commit": map[string]any{
+		"oid": "bbbb", "statusCheckRollup": map[string]any{"state": "SUCCESS", "contexts": map[string]any{"nodes": []any{
+			map[string]any{"__typename": "CheckRun", "name": "build", "status": "COMPLETED", "conclusion": "SUCCESS"}}}}}}}}
+	for range 3 {
+		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
+	}
+	const pulls = "/api/v3/repos/octo/hello/pulls/7"
+	reg.REST("GET", pulls, httpmock.StringResponse(http.StatusOK, "{}", "ETag", `W/"a"`))
+	for range 3 {
+		reg.REST("GET", pulls, httpmock.StringResponse(http.StatusNotModified, "", "ETag", `W/"a"`))
+	}
+	c, _ := newTestClient(t, reg)
+	clock := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	c.now = func() time.Time { return clock }
+	ctx := forge.WithProbe(context.Background())
+	observe := func(want bool) {
+		t.Helper()
+		pr, err := c.Observe(ctx, testRef)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.Unchanged != want || pr.Checks.State != forge.CISuccess {
+			t.Fatalf("unchanged %v, want %v (checks %s)", pr.Unchanged, want, pr.Checks.State)
+		}
+	}
+	observe(false) // the first read: whole
+	observe(false) // the ETag taken, read whole
+	observe(true)  // 304: the last whole read
+	clock = clock.Add(probeMaxAge + time.Second)
+	observe(false) // 304, but the last whole read is too old
+	observe(true)
+	if got := reg.Requests()[3].Header.Get("If-None-Match"); got != `W/"a"` {
+		t.Errorf("the probe sent If-None-Match %q, want the ETag it was given", got)
+	}
+}

@@ -1,0 +1,248 @@
+package prwork
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/pool"
+	"github.com/convergeloop/converge/internal/proc"
+	"github.com/convergeloop/converge/internal/repo"
+)
+
+// The clone cache (PR-G6, `converge serve`): one bare clone per
+// repository under <root>/clones/<host>/<owner>/<repo>, shared by every
+// run of that repository in this process and in others on the same state
+// directory. A run holds a worktree of it only while a step works on the
+// files (<root>/worktrees/<run>); a waiting run holds none. So that a
+// waiting run's clone is not removed under it, each run that uses a clone
+// registers in it (converge-runs/<run> in its git directory), naming the process and host it runs
+// in, until its Cleanup. A clone is removed once no live run is
+// registered in it and no worktree is in it. Everything here runs under
+// the clone's lock (clonelock.go).
+
+// cloneDir is the repository's clone in the cache under root.
+func cloneDir(root string, ref forge.PRRef) string {
+	return filepath.Join(root, "clones", sanitize(ref.Host), ref.Owner, ref.Repo)
+}
+
+// gitDirOf is where the clone's refs and worktree records live: the
+// clone itself when bare, its .git in a clone an older converge made with
+// a checkout.
+func gitDirOf(clone string) string {
+	if fi, err := os.Stat(filepath.Join(clone, ".git")); err == nil && fi.IsDir() {
+		return filepath.Join(clone, ".git")
+	}
+	return clone
+}
+
+// hasClone reports whether dir holds a clone, bare or with a checkout.
+func hasClone(dir string) bool {
+	_, err := os.Stat(filepath.Join(gitDirOf(dir), "HEAD"))
+	return err == nil
+}
+
+// ensureClone makes dir a bare clone of url unless it already holds a
+// clone. Under the clone's lock. A bare clone has no checkout: the cache
+// costs the repository's objects once, whatever the number of runs.
+func ensureClone(ctx context.Context, dir, url string, env []string) error {
+	if hasClone(dir) {
+		return nil
+	}
+	// What a clone killed half-way left is no clone.
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("clear a half-made clone: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fmt.Errorf("make clone dir: %w", err)
+	}
+	g := &repo.Git{Dir: filepath.Dir(dir), Env: env}
+	if _, err := g.Run(ctx, "clone", "--bare", "--quiet", "--no-tags", "--", url, dir); err != nil {
+		_ = os.RemoveAll(dir)
+		return err
+	}
+	return nil
+}
+
+// runsDir holds the registrations of the runs that use clone: inside its
+// git directory, where git ignores it, so that no repository's name can
+// collide with it, and it goes with the clone.
+func runsDir(clone string) string { return filepath.Join(gitDirOf(clone), "converge-runs") }
+
+// registration is what a run's registration file says: the process that
+// uses the clone for it, and the host.
+func registration() string {
+	host, _ := os.Hostname()
+	return strconv.Itoa(os.Getpid()) + " " + host + "\n"
+}
+
+// register records that run uses clone, from this process. Under the
+// clone's lock.
+func register(clone, run string) error {
+	if err := os.MkdirAll(runsDir(clone), 0o755); err != nil {
+		return fmt.Errorf("register the run with its clone: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(runsDir(clone), run), []byte(registration()), 0o644); err != nil {
+		return fmt.Errorf("register the run with its clone: %w", err)
+	}
+	return nil
+}
+
+// registeredLive reads whether a registration's process may still use
+// the clone: on this host, while it is alive; on another host (a shared
+// state directory) always, as its processes cannot be seen from here.
+func registeredLive(b []byte) bool {
+	f := strings.Fields(string(b))
+	if len(f) < 1 {
+		return false
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil {
+		return false
+	}
+	host, _ := os.Hostname()
+	if len(f) > 1 && f[1] != host {
+		return true
+	}
+	return pid == os.Getpid() || proc.Live(pid)
+}
+
+// sweepClone removes from the clone what no live run uses: the
+// registrations of runs whose process died, or that live (when set) says
+// ended, with those runs' worktrees; keep is a run of this process whose
+// registration and worktree stay. It returns the runs still registered.
+// Under the clone's lock.
+func sweepClone(ctx context.Context, root, clone string, live func(run string) bool) ([]string, error) {
+	entries, err := os.ReadDir(runsDir(clone))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	var left []string
+	var dirs []string
+	for _, e := range entries {
+		p := filepath.Join(runsDir(clone), e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		if registeredLive(b) && (live == nil || live(e.Name())) {
+			left = append(left, e.Name())
+			continue
+		}
+		for _, d := range []string{e.Name(), e.Name() + ".fixers"} {
+			if abs, err := filepath.Abs(filepath.Join(root, "worktrees", d)); err == nil {
+				dirs = append(dirs, abs)
+			}
+		}
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
+	}
+	if len(dirs) > 0 && hasClone(clone) {
+		g := &repo.Git{Dir: clone}
+		for _, d := range dirs {
+			// The run's own worktree is one directory, not a pool's: it
+			// goes by its path; a fixers' directory by pool.Sweep.
+			if strings.HasSuffix(d, ".fixers") {
+				if _, err := pool.Sweep(ctx, g, d); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			if err := removeWorktree(ctx, g, d); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return left, nil
+}
+
+// removeWorktree removes the worktree at dir from clone g, and dir
+// whatever git says of it: a directory git no longer knows (its clone
+// was made again since) is removed as well.
+func removeWorktree(ctx context.Context, g *repo.Git, dir string) error {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		_, err := g.Run(ctx, "worktree", "prune")
+		return err
+	}
+	if _, err := g.Run(ctx, "worktree", "remove", "--force", "--force", dir); err != nil {
+		if rerr := os.RemoveAll(dir); rerr != nil {
+			return errors.Join(err, rerr)
+		}
+	}
+	_, err := g.Run(ctx, "worktree", "prune")
+	return err
+}
+
+// worktreesIn counts the worktrees git lists in clone besides the clone
+// itself; -1 when git cannot tell.
+func worktreesIn(ctx context.Context, clone string) int {
+	list, err := (&repo.Git{Dir: clone}).Run(ctx, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for f := range strings.SplitSeq(list, "\x00") {
+		if strings.HasPrefix(f, "worktree ") {
+			n++
+		}
+	}
+	return n - 1
+}
+
+// dropClone removes clone when no live run is registered in it and no
+// worktree is in it, and reports whether it did. Under the clone's lock.
+func dropClone(ctx context.Context, root, clone string, live func(run string) bool) (bool, error) {
+	left, err := sweepClone(ctx, root, clone, live)
+	if err != nil || len(left) > 0 {
+		return false, err
+	}
+	if hasClone(clone) {
+		if _, err := (&repo.Git{Dir: clone}).Run(ctx, "worktree", "prune"); err != nil {
+			return false, fmt.Errorf("prune worktrees: %w", err)
+		}
+		if worktreesIn(ctx, clone) != 0 {
+			return false, nil // a worktree is in it (or git said nothing sure)
+		}
+	}
+	if err := os.RemoveAll(clone); err != nil {
+		return false, fmt.Errorf("remove the clone: %w", err)
+	}
+	return true, nil
+}
+
+// PruneClones removes from the clone cache under root what no run uses
+// (`converge serve`): registrations of runs whose process died, or that
+// live says are not registered any more, with their worktrees, then each
+// clone no live run is registered in and no worktree is in. It returns
+// the clones it removed. A run of a removed clone that later needs it
+// clones again.
+func PruneClones(ctx context.Context, root string, live func(run string) bool) ([]string, error) {
+	clones, err := filepath.Glob(filepath.Join(root, "clones", "*", "*", "*"))
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	var errs []error
+	for _, c := range clones {
+		if strings.HasSuffix(c, ".converge-lock") {
+			continue
+		}
+		unlock := lockClone(c)
+		ok, err := dropClone(ctx, root, c, live)
+		unlock()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prune %s: %w", c, err))
+		}
+		if ok {
+			removed = append(removed, c)
+		}
+	}
+	return removed, errors.Join(errs...)
+}

@@ -1,0 +1,221 @@
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+// auth requires the bearer token when the server is bound off loopback or
+// was given one (SEC-4). Open on loopback, it still refuses what a web
+// page in the user's browser could send: a request naming the server by
+// a host other than a loopback one (DNS rebinding), and a POST that is
+// not JSON (a cross-site form).
+func (s *Server) auth(next http.Handler) http.Handler {
+	want := []byte("Bearer " + s.opts.Token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.needAuth {
+			got := []byte(r.Header.Get("Authorization"))
+			if subtle.ConstantTimeCompare(got, want) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="converge"`)
+				httpError(w, http.StatusUnauthorized, "missing or wrong bearer token")
+				return
+			}
+		} else if !IsLoopback(r.Host) {
+			httpError(w, http.StatusForbidden, fmt.Sprintf("host %q: address this server by 127.0.0.1, ::1 or localhost", r.Host))
+			return
+		}
+		if r.Method == http.MethodPost {
+			if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+				httpError(w, http.StatusUnsupportedMediaType, "send the request body as Content-Type: application/json")
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// maxAPIBody bounds an API request; registrations are small.
+const maxAPIBody = 1 << 20
+
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxAPIBody))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		httpError(w, http.StatusBadRequest, "bad request body: "+err.Error())
+		return false
+	}
+	return true
+}
+
+// servePostPR registers one PR: POST /api/prs {"url": "https://HOST/O/R/pull/N"}.
+func (s *Server) servePostPR(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		URL string `json:"url"`
+	}
+	if !decodeBody(w, r, &in) {
+		return
+	}
+	ref, err := forge.ParsePRURL(in.URL)
+	if err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	target := ref.String()
+	if err := s.opts.Loops.Register(r.Context(), target); err != nil {
+		httpError(w, http.StatusUnprocessableEntity, fmt.Sprintf("register %s: %v", target, err))
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"target": target})
+}
+
+// servePostRepo watches a repository: POST /api/repos {"repo": "o/r",
+// "label": "...", "authors": [...]}; its matching open PRs are registered
+// now and whenever a webhook says one opened or was labelled.
+func (s *Server) servePostRepo(w http.ResponseWriter, r *http.Request) {
+	if s.opts.Discover == nil {
+		httpError(w, http.StatusNotImplemented, "watching repositories needs a forge to list their PRs; this server has none")
+		return
+	}
+	var in struct {
+		Repo    string   `json:"repo"`
+		Label   string   `json:"label"`
+		Authors []string `json:"authors"`
+	}
+	if !decodeBody(w, r, &in) {
+		return
+	}
+	owner, name, ok := strings.Cut(in.Repo, "/")
+	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
+		httpError(w, http.StatusBadRequest, fmt.Sprintf("repo %q: want owner/name", in.Repo))
+		return
+	}
+	watch := store.RepoWatch{Repo: in.Repo, Label: in.Label, Authors: in.Authors}
+	if err := s.opts.Store.PutRepoWatch(r.Context(), watch); err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	s.discover.add(strings.ToLower(in.Repo))
+	writeJSON(w, http.StatusCreated, map[string]any{"repo": in.Repo})
+}
+
+// serveRuns lists the loops and the watched repositories: GET /api/runs.
+func (s *Server) serveRuns(w http.ResponseWriter, r *http.Request) {
+	runs := s.opts.Loops.Snapshot()
+	if runs == nil {
+		runs = []RunInfo{}
+	}
+	watches, err := s.opts.Store.RepoWatches(r.Context())
+	if err != nil {
+		httpError(w, http.StatusInternalServerError, err.Error())
+		return
+	}
+	type repoOut struct {
+		Repo    string   `json:"repo"`
+		Label   string   `json:"label,omitempty"`
+		Authors []string `json:"authors,omitempty"`
+	}
+	repos := []repoOut{}
+	for _, wt := range watches {
+		repos = append(repos, repoOut{Repo: wt.Repo, Label: wt.Label, Authors: wt.Authors})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"runs": runs, "repos": repos})
+}
+
+// DiscoverAll registers the matching open PRs of every watched repository:
+// at start, and as the fallback poll for PRs whose webhook was lost.
+func (s *Server) DiscoverAll(ctx context.Context) error {
+	if s.opts.Discover == nil {
+		return nil
+	}
+	watches, err := s.opts.Store.RepoWatches(ctx)
+	if err != nil {
+		return fmt.Errorf("discover: %w", err)
+	}
+	for _, wt := range watches {
+		s.discoverWatch(ctx, wt)
+	}
+	return nil
+}
+
+// discoverRepo registers the matching open PRs of repo if it is watched.
+func (s *Server) discoverRepo(ctx context.Context, repo string) {
+	watches, err := s.opts.Store.RepoWatches(ctx)
+	if err != nil {
+		s.log.Error("discover", "repo", repo, "err", err)
+		return
+	}
+	for _, wt := range watches {
+		if strings.EqualFold(wt.Repo, repo) {
+			s.discoverWatch(ctx, wt)
+		}
+	}
+}
+
+func (s *Server) discoverWatch(ctx context.Context, wt store.RepoWatch) {
+	urls, err := s.opts.Discover(ctx, wt)
+	if err != nil {
+		s.log.Error("discover", "repo", wt.Repo, "err", err)
+		return
+	}
+	known := map[string]bool{}
+	for _, r := range s.opts.Loops.Snapshot() {
+		known[r.Target] = true
+	}
+	for _, u := range urls {
+		ref, err := forge.ParsePRURL(u)
+		if err != nil || !strings.EqualFold(ref.FullName(), wt.Repo) {
+			s.log.Warn("discover: not a PR of the repository", "repo", wt.Repo, "url", u)
+			continue
+		}
+		target := ref.String()
+		if known[target] {
+			continue
+		}
+		if err := s.opts.Loops.Register(ctx, target); err != nil {
+			s.log.Error("discover: register", "target", target, "err", err)
+			continue
+		}
+		known[target] = true
+	}
+}
+
+// WatchMatches reports whether an open PR by author carrying labels
+// belongs to watch w: it carries w's label, or its author is one of w's
+// authors; a watch with neither takes every open PR. Names compare as
+// GitHub compares them, case-insensitively.
+func WatchMatches(w store.RepoWatch, author string, labels []string) bool {
+	if w.Label == "" && len(w.Authors) == 0 {
+		return true
+	}
+	if w.Label != "" {
+		for _, l := range labels {
+			if strings.EqualFold(l, w.Label) {
+				return true
+			}
+		}
+	}
+	for _, a := range w.Authors {
+		if strings.EqualFold(a, author) {
+			return true
+		}
+	}
+	return false
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func httpError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]any{"error": msg})
+}

@@ -1,0 +1,116 @@
+package server
+
+import (
+	"net/http"
+	"sort"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics is the server's own registry: nothing global, so two servers in
+// one test process do not collide.
+type metrics struct {
+	reg        *prometheus.Registry
+	deliveries *prometheus.CounterVec
+	wakes      prometheus.Counter
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "converge_webhook_deliveries_total",
+			Help: "Webhook deliveries received, by event and outcome (accepted, duplicate, unsigned, bad_signature, malformed, ignored, ping, error).",
+		}, []string{"event", "outcome"}),
+		wakes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "converge_wakes_total",
+			Help: "Loop wakes sent after coalescing webhook bursts.",
+		}),
+	}
+	m.reg.MustRegister(m.deliveries, m.wakes, &fleetCollector{s: s},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// followed are the events converge acts on; others, and whatever an
+// unsigned request claims, count as "other" so a stranger cannot grow the
+// metric's label set.
+var followed = map[string]bool{
+	"pull_request": true, "pull_request_review": true, "pull_request_review_comment": true,
+	"pull_request_review_thread": true, "check_run": true, "check_suite": true, "status": true,
+	"push": true, "issue_comment": true, "ping": true,
+}
+
+func (m *metrics) delivery(event, outcome string) {
+	if !followed[event] {
+		event = "other"
+	}
+	m.deliveries.WithLabelValues(event, outcome).Inc()
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+var (
+	descLoops = prometheus.NewDesc("converge_loops",
+		"Loops the manager holds, by phase.", []string{"phase"}, nil)
+	descRequests = prometheus.NewDesc("converge_forge_requests_total",
+		"Forge requests sent, by kind.", []string{"kind"}, nil)
+	descPoints = prometheus.NewDesc("converge_forge_points_total",
+		"Forge secondary-limit points spent, by kind.", []string{"kind"}, nil)
+	descRemaining = prometheus.NewDesc("converge_forge_rate_limit_remaining",
+		"Primary rate limit remaining as the forge last said, by resource.", []string{"resource"}, nil)
+	descAgentSeconds = prometheus.NewDesc("converge_agent_seconds_total",
+		"Agent run time, in seconds.", nil, nil)
+	descAgentCost = prometheus.NewDesc("converge_agent_cost_usd_total",
+		"Agent cost, in US dollars.", nil, nil)
+	descBudget = prometheus.NewDesc("converge_poll_budget_available",
+		"Fallback poll permits available under the fleet's request budget.", nil, nil)
+)
+
+// fleetCollector reads the fleet at scrape time, so nothing is copied
+// between scrapes.
+type fleetCollector struct{ s *Server }
+
+func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLoops, descRequests, descPoints, descRemaining, descAgentSeconds, descAgentCost, descBudget} {
+		ch <- d
+	}
+}
+
+func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
+	phases := map[string]float64{}
+	for _, r := range c.s.opts.Loops.Snapshot() {
+		p := r.Phase
+		if p == "" {
+			p = "unknown"
+		}
+		phases[p]++
+	}
+	emit(ch, descLoops, prometheus.GaugeValue, phases)
+	if c.s.opts.Stats != nil {
+		st := c.s.opts.Stats()
+		emit(ch, descRequests, prometheus.CounterValue, st.ForgeRequests)
+		emit(ch, descPoints, prometheus.CounterValue, st.ForgePoints)
+		emit(ch, descRemaining, prometheus.GaugeValue, st.RateLimitRemaining)
+		ch <- prometheus.MustNewConstMetric(descAgentSeconds, prometheus.CounterValue, st.AgentSeconds)
+		ch <- prometheus.MustNewConstMetric(descAgentCost, prometheus.CounterValue, st.AgentCostUSD)
+	}
+	if c.s.opts.Budget != nil {
+		ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, c.s.opts.Budget.Available())
+	}
+}
+
+func emit(ch chan<- prometheus.Metric, d *prometheus.Desc, t prometheus.ValueType, by map[string]float64) {
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		ch <- prometheus.MustNewConstMetric(d, t, by[k], k)
+	}
+}

@@ -1,0 +1,317 @@
+package server
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+// Webhook headers GitHub sends.
+const (
+	HeaderSignature = "X-Hub-Signature-256"
+	HeaderDelivery  = "X-GitHub-Delivery"
+	HeaderEvent     = "X-GitHub-Event"
+)
+
+// Sign is the X-Hub-Signature-256 value of body under secret:
+// "sha256=" and the hex HMAC SHA-256 of the body.
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Errors of Verify.
+var (
+	ErrUnsigned     = errors.New("unsigned delivery")
+	ErrBadSignature = errors.New("signature does not match")
+)
+
+// Verify checks an X-Hub-Signature-256 value against body, in constant
+// time. An empty secret verifies nothing: a server with no secret
+// refuses every delivery rather than trust them all.
+func Verify(secret, body []byte, signature string) error {
+	if len(secret) == 0 || signature == "" {
+		return ErrUnsigned
+	}
+	hexSig, ok := strings.CutPrefix(signature, "sha256=")
+	if !ok {
+		return ErrBadSignature
+	}
+	got, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return ErrBadSignature
+	}
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	if !hmac.Equal(got, m.Sum(nil)) {
+		return ErrBadSignature
+	}
+	return nil
+}
+
+// notice is what a delivery tells the server: which repository, and which
+// PRs by number, head commit or branch. Nothing else in it is believed.
+type notice struct {
+	repo     string // owner/name
+	numbers  []int
+	shas     []string
+	branches []string
+	// membership: a pull_request change that may add the PR to a watched
+	// repository's set (opened, labelled, ...).
+	membership bool
+}
+
+type wireRepo struct {
+	FullName string `json:"full_name"`
+}
+
+type wirePR struct {
+	Number int `json:"number"`
+	Head   struct {
+		SHA string `json:"sha"`
+		Ref string `json:"ref"`
+	} `json:"head"`
+}
+
+type wirePayload struct {
+	Action      string   `json:"action"`
+	Number      int      `json:"number"`
+	Repository  wireRepo `json:"repository"`
+	PullRequest *wirePR  `json:"pull_request"`
+	Issue       *struct {
+		Number      int             `json:"number"`
+		PullRequest json.RawMessage `json:"pull_request"`
+	} `json:"issue"`
+	CheckRun *struct {
+		HeadSHA      string   `json:"head_sha"`
+		PullRequests []wirePR `json:"pull_requests"`
+		CheckSuite   struct {
+			HeadBranch string `json:"head_branch"`
+		} `json:"check_suite"`
+	} `json:"check_run"`
+	CheckSuite *struct {
+		HeadSHA      string   `json:"head_sha"`
+		HeadBranch   string   `json:"head_branch"`
+		PullRequests []wirePR `json:"pull_requests"`
+	} `json:"check_suite"`
+	// status
+	SHA      string `json:"sha"`
+	Branches []struct {
+		Name string `json:"name"`
+	} `json:"branches"`
+	// push
+	Ref   string `json:"ref"`
+	After string `json:"after"`
+}
+
+// errIgnored marks a delivery of an event, or an action, converge does not
+// follow.
+var errIgnored = errors.New("ignored")
+
+// parseNotice reads the PR targets out of one delivery.
+func parseNotice(event string, body []byte) (notice, error) {
+	var p wirePayload
+	if err := json.Unmarshal(body, &p); err != nil {
+		return notice{}, fmt.Errorf("payload of %s: %w", event, err)
+	}
+	n := notice{repo: p.Repository.FullName}
+	addPRs := func(prs []wirePR) {
+		for _, pr := range prs {
+			if pr.Number > 0 {
+				n.numbers = append(n.numbers, pr.Number)
+			}
+		}
+	}
+	switch event {
+	case "pull_request", "pull_request_review", "pull_request_review_comment", "pull_request_review_thread":
+		num := p.Number
+		if p.PullRequest != nil && p.PullRequest.Number > 0 {
+			num = p.PullRequest.Number
+		}
+		if num <= 0 {
+			return notice{}, fmt.Errorf("payload of %s: no pull request number", event)
+		}
+		n.numbers = []int{num}
+		if event == "pull_request" {
+			switch p.Action {
+			case "opened", "reopened", "labeled", "ready_for_review":
+				n.membership = true
+			}
+		}
+	case "issue_comment":
+		if p.Issue == nil || len(p.Issue.PullRequest) == 0 || string(p.Issue.PullRequest) == "null" {
+			return notice{}, errIgnored // a comment on an issue, not a PR
+		}
+		n.numbers = []int{p.Issue.Number}
+	case "check_run":
+		if p.CheckRun == nil {
+			return notice{}, fmt.Errorf("payload of %s: no check_run", event)
+		}
+		addPRs(p.CheckRun.PullRequests)
+		n.shas = nonEmpty(p.CheckRun.HeadSHA)
+		n.branches = nonEmpty(p.CheckRun.CheckSuite.HeadBranch)
+	case "check_suite":
+		if p.CheckSuite == nil {
+			return notice{}, fmt.Errorf("payload of %s: no check_suite", event)
+		}
+		addPRs(p.CheckSuite.PullRequests)
+		n.shas = nonEmpty(p.CheckSuite.HeadSHA)
+		n.branches = nonEmpty(p.CheckSuite.HeadBranch)
+	case "status":
+		n.shas = nonEmpty(p.SHA)
+		for _, b := range p.Branches {
+			n.branches = append(n.branches, nonEmpty(b.Name)...)
+		}
+	case "push":
+		branch, ok := strings.CutPrefix(p.Ref, "refs/heads/")
+		if !ok {
+			return notice{}, errIgnored // a tag
+		}
+		n.branches = nonEmpty(branch)
+		if strings.Trim(p.After, "0") != "" {
+			n.shas = nonEmpty(p.After)
+		}
+	default:
+		return notice{}, errIgnored
+	}
+	if strings.Count(n.repo, "/") != 1 {
+		return notice{}, fmt.Errorf("payload of %s: no repository full_name", event)
+	}
+	return n, nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// targets picks, among the loops, those the notice concerns: by PR
+// number; by head commit, head branch or base branch; and, for an event
+// that names only commits or branches, every loop of the repository whose
+// head is not known yet (a wake costs one observation, a missed one a
+// poll interval).
+func (n notice) targets(runs []RunInfo, refs *refCache) []string {
+	var out []string
+	for _, r := range runs {
+		ref, ok := refs.get(r.Target)
+		if !ok || !strings.EqualFold(ref.FullName(), n.repo) {
+			continue
+		}
+		hit := slices.Contains(n.numbers, ref.Number) ||
+			(r.Head != "" && slices.Contains(n.shas, r.Head)) ||
+			(r.Branch != "" && slices.Contains(n.branches, r.Branch)) ||
+			(r.Base != "" && slices.Contains(n.branches, r.Base))
+		if !hit && len(n.numbers) == 0 && r.Head == "" && r.Branch == "" && len(n.shas)+len(n.branches) > 0 {
+			hit = true
+		}
+		if hit && !slices.Contains(out, r.Target) {
+			out = append(out, r.Target)
+		}
+	}
+	return out
+}
+
+// refCache keeps targets parsed: every delivery looks through every
+// loop, and a fleet has thousands.
+type refCache struct {
+	mu   sync.Mutex
+	refs map[string]*forge.PRRef // nil: not a PR URL
+}
+
+func (c *refCache) get(target string) (forge.PRRef, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs == nil {
+		c.refs = map[string]*forge.PRRef{}
+	}
+	ref, seen := c.refs[target]
+	if !seen {
+		if r, err := forge.ParsePRURL(target); err == nil {
+			ref = &r
+		}
+		c.refs[target] = ref
+	}
+	if ref == nil {
+		return forge.PRRef{}, false
+	}
+	return *ref, true
+}
+
+// serveWebhook verifies, deduplicates and routes one delivery. Its answer
+// is quick: the wake happens after the coalescing window, in Run.
+func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
+	event := r.Header.Get(HeaderEvent)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	if err != nil {
+		s.metrics.delivery(event, "unreadable")
+		httpError(w, http.StatusBadRequest, "unreadable body: "+err.Error())
+		return
+	}
+	if err := Verify(s.opts.Secret, body, r.Header.Get(HeaderSignature)); err != nil {
+		outcome := "bad_signature"
+		if errors.Is(err, ErrUnsigned) {
+			outcome = "unsigned"
+		}
+		s.metrics.delivery(event, outcome)
+		s.log.Warn("webhook refused", "event", event, "delivery", r.Header.Get(HeaderDelivery), "err", err)
+		httpError(w, http.StatusUnauthorized, err.Error())
+		return
+	}
+	id := r.Header.Get(HeaderDelivery)
+	if id == "" || event == "" {
+		s.metrics.delivery(event, "malformed")
+		httpError(w, http.StatusBadRequest, "missing "+HeaderDelivery+" or "+HeaderEvent)
+		return
+	}
+	if event == "ping" {
+		s.metrics.delivery(event, "ping")
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+		return
+	}
+	n, err := parseNotice(event, body)
+	if errors.Is(err, errIgnored) {
+		s.metrics.delivery(event, "ignored")
+		writeJSON(w, http.StatusOK, map[string]any{"ignored": true})
+		return
+	}
+	if err != nil {
+		s.metrics.delivery(event, "malformed")
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	first, err := s.opts.Store.RecordDelivery(r.Context(), id, event)
+	if err != nil {
+		// Not recorded: GitHub's redelivery may try again.
+		s.metrics.delivery(event, "error")
+		httpError(w, http.StatusInternalServerError, "record delivery: "+err.Error())
+		return
+	}
+	if !first {
+		s.metrics.delivery(event, "duplicate")
+		writeJSON(w, http.StatusOK, map[string]any{"duplicate": true})
+		return
+	}
+	targets := n.targets(s.opts.Loops.Snapshot(), &s.refs)
+	for _, t := range targets {
+		s.wakes.add(t)
+	}
+	if n.membership && s.opts.Discover != nil {
+		s.discover.add(strings.ToLower(n.repo))
+	}
+	s.metrics.delivery(event, "accepted")
+	writeJSON(w, http.StatusAccepted, map[string]any{"targets": len(targets)})
+	s.prune(r.Context(), false)
+}
