@@ -261,6 +261,9 @@ var (
 	shaRE    = regexp.MustCompile(`\b[0-9a-f]{7,40}\b`)
 	markerRE = regexp.MustCompile(`<!-- converge:([a-z-]+)`)
 	nodeIDRE = regexp.MustCompile(`\b[A-Z]{2,4}_[0-9A-Za-z]+\b`)
+	// batchAliasRE is how the emulator's write log names a batch of
+	// aliased mutations: its first alias.
+	batchAliasRE = regexp.MustCompile(`^m[0-9]+:$`)
 )
 
 func readCrashForge(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state string) crashForge {
@@ -359,7 +362,15 @@ func readCrashForge(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state
 			f.Pushes++
 			continue
 		}
-		counts[w.Surface+" "+nodeIDRE.ReplaceAllString(shaRE.ReplaceAllString(w.What, "SHA"), "ID")]++
+		what := nodeIDRE.ReplaceAllString(shaRE.ReplaceAllString(w.What, "SHA"), "ID")
+		if w.Surface == "graphql" && (batchAliasRE.MatchString(what) || what == "addPullRequestReviewThreadReply" || what == "resolveReviewThread") {
+			// Replies and resolves go in batches (aliased mutations, the
+			// log names the first alias) or one by one: a rerun may send
+			// alone what the uncrashed run batched. Their requests are
+			// counted together; a duplicate reply shows in its thread.
+			what = "replies and resolves"
+		}
+		counts[w.Surface+" "+what]++
 	}
 	for k, n := range counts {
 		f.Writes = append(f.Writes, fmt.Sprintf("%s ×%d", k, n))
