@@ -3,7 +3,7 @@ GO ?= go
 # The race detector needs cgo and a C compiler; without them tests still run.
 RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null && echo -race)
 
-.PHONY: build test lint demo soak mutants fuzz fuzz-smoke fuzz-run
+.PHONY: build test lint demo soak crash mutants fuzz fuzz-smoke fuzz-run
 
 build:
 	$(GO) build -o bin/converge ./cmd/converge
@@ -31,6 +31,15 @@ soak:
 	CONVERGE_SOAK_SEEDS=$(SOAK_SEEDS) $(GO) test -count=1 -run '^TestSoak_NoFalseSuccess$$' -v -parallel 4 -timeout 60m ./internal/cli \
 		| tee soak.log | grep -E '^(false_success=|--- FAIL|FAIL|ok)'
 	@! grep -q '^--- FAIL' soak.log
+
+# REL-2's crash matrix: the scripted 3-round PR run killed by SIGKILL at
+# every action boundary in turn, then run again to the end, and the forge
+# compared with the uncrashed run's. `make test` runs a seeded subset of
+# 15 boundaries (RELIABILITY.md).
+crash:
+	CONVERGE_TEST_CRASH_MATRIX=all $(GO) test -count=1 -run '^TestREL2_CrashMatrix' -v -timeout 60m ./internal/cli \
+		| tee crash.log | grep -E '(boundaries|--- FAIL|^FAIL|^ok)'
+	@! grep -q -- '--- FAIL' crash.log
 
 # Each patch in testdata/mutants breaks one rule; the tests it names must
 # fail with it applied. Prints which test killed each mutant and fails

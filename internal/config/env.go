@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/crashpoint"
 	"github.com/convergeloop/converge/internal/proc"
 )
 
@@ -30,6 +31,9 @@ var toolingEnv = []string{"CONVERGE_TEST_", "CONVERGE_CONTRACT_", "CONVERGE_SOAK
 // (CONVERGE_MAX_ITERATION=3) would otherwise be ignored without a word.
 // The error names the variable, the nearest setting's, and the fix.
 func CheckEnv(fs []Field, environ []string) error {
+	if err := crashpoint.CheckEnv(environ); err != nil {
+		return err
+	}
 	known := slices.Clone(otherEnv)
 	for _, f := range fs {
 		known = append(known, f.Env())

@@ -179,6 +179,8 @@ type runner[S, O any, A Action, R any] struct {
 	// faultSince is when the current streak of transient faults began;
 	// zero when the last step reached the world (REL-1).
 	faultSince time.Time
+	// crashPoll: the step waits, so its acts are no crash boundaries (REL-2).
+	crashPoll bool
 }
 
 func (e *runner[S, O, A, R]) defaults() {
@@ -281,9 +283,11 @@ func (e *runner[S, O, A, R]) step(ctx context.Context) (actions []A, done, resta
 	}
 	e.obs, e.hasObs, e.results = obs, true, nil
 	next, actions, done := e.loop.Decide(e.st, obs)
+	e.crashPoll = crashSave(actions, done, false)
 	if err := e.j.SaveState(ctx, next); err != nil {
 		return nil, false, false, fmt.Errorf("%w: %w", errPersist, err)
 	}
+	crashSave(actions, done, true)
 	restart = e.loop.Stepped(e.st, next, obs)
 	e.st = next
 	if e.opt.OnStep != nil {
@@ -293,7 +297,9 @@ func (e *runner[S, O, A, R]) step(ctx context.Context) (actions []A, done, resta
 }
 
 func (e *runner[S, O, A, R]) act(ctx context.Context, a *A) error {
+	crashAct(a, e.crashPoll, false)
 	res, err := e.loop.Act(ctx, e.st, e.obs, *a)
+	crashAct(a, e.crashPoll, true)
 	e.results = append(e.results, res)
 	return err
 }
@@ -337,9 +343,11 @@ func (e *runner[S, O, A, R]) fail(ctx context.Context, cause error) error {
 		obs = e.obs
 	}
 	next, actions := e.loop.Fail(e.st, obs, cause)
+	e.crashPoll = crashSave(actions, true, false)
 	if err := e.j.SaveState(ctx, next); err != nil {
 		return errors.Join(cause, fmt.Errorf("persist errored state: %w", err))
 	}
+	crashSave(actions, true, true)
 	e.st, e.obs = next, obs
 	for i := range actions {
 		if _, ok := actions[i].Wait(); ok {

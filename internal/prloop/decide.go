@@ -30,8 +30,11 @@ func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
 	s = s.clone()
 	if s.Phase == PhaseDone && s.Terminal != nil {
 		// The terminal's labels and status again, as far as the forge does
-		// not show them yet: a write a fault interrupted is finished.
-		acts := terminalActions(s.Terminal, o.PR, c)
+		// not show them yet: a write a fault interrupted is finished. So
+		// is the last round's summary, a crash may have cut short.
+		d := &step{s: s, o: o, c: c, pr: o.PR}
+		d.summaryLost()
+		acts := append(d.acts, terminalActions(s.Terminal, o.PR, c)...)
 		if s.Terminal.Reason == ReasonTwoStable {
 			acts = append(acts, cleanupActions(s, o, c)...)
 		}
@@ -296,6 +299,7 @@ func (d *step) runPhases() {
 			return
 		}
 		var more bool
+		d.summaryLost()
 		switch d.s.Phase {
 		case PhaseStart:
 			more = d.start()
@@ -445,6 +449,7 @@ func (d *step) request() bool {
 		return true
 	}
 	d.acts = append(d.acts, d.requestAction())
+	s.Request.Unconfirmed = true
 	return false
 }
 
@@ -519,6 +524,9 @@ func (d *step) awaitReview() bool {
 			s.Request.Started = true
 		}
 	}
+	if d.requestLost() {
+		return false
+	}
 	landed := bestReview(d.pr.Reviews, d.head, func(r forge.Review) bool {
 		return isNew(r) && r.CommitSHA == d.head && !r.SubmittedAt.Before(s.Request.ForgeAt)
 	})
@@ -560,6 +568,31 @@ func (d *step) awaitReview() bool {
 	}
 	d.waitUntil("awaiting the review bot's review", next)
 	return false
+}
+
+// requestLost is REL-2: the round was saved, then converge died before
+// its pending status and review request reached the forge. No
+// observation reported the request made, and the forge shows no trace of
+// it (the bot neither requested, nor started, nor with a new review): it
+// is made now, with the status, keyed as the lost ones were, a bounded
+// number of times.
+func (d *step) requestLost() bool {
+	s := &d.s
+	if !s.Request.Unconfirmed {
+		return false
+	}
+	if r := d.o.Result; (r != nil && r.Requested) || s.Request.Started || d.requestLanded() {
+		s.Request.Unconfirmed = false
+		return false
+	}
+	if s.Request.Attempts >= d.c.RequestRetries {
+		return false
+	}
+	s.Request.Attempts++
+	d.pendingStatus()
+	d.acts = append(d.acts, d.requestAction())
+	d.wait(fmt.Sprintf("the forge shows no review request for round %d (converge stopped before making it); requesting it", s.Round))
+	return true
 }
 
 // requestLanded reports whether the forge shows the round's review
@@ -759,11 +792,32 @@ func fixable(fs []Finding) []Finding {
 // answered in that thread, so the summary does not read as a second,
 // unanswered copy of the point.
 func (d *step) postSummary(lr LocalReviewRecord, merged []Finding) {
-	if lr.Summary == "" || summaryPosted(d.pr, lr.Head, d.c) {
+	key := "summary/" + lr.Head
+	if lr.Summary == "" || summaryPosted(d.pr, lr.Head, d.c) || slices.ContainsFunc(d.acts, func(a Action) bool { return a.Key == key }) {
 		return
 	}
 	body := summaryWithMerged(lr, merged)
-	d.acts = append(d.acts, Action{Kind: ActComment, Key: "summary/" + lr.Head, Body: body, SHA: lr.Head, Round: d.s.Round, Reason: summaryReason})
+	d.acts = append(d.acts, Action{Kind: ActComment, Key: key, Body: body, SHA: lr.Head, Round: d.s.Round, Reason: summaryReason})
+}
+
+// summaryLost is REL-2: triage saved the round, then converge died before
+// the round's local review summary reached the forge. In the phases
+// after triage it is posted from the stored review, as far as the forge
+// does not show it, keyed as the lost one was.
+func (d *step) summaryLost() {
+	switch d.s.Phase {
+	case PhaseFix, PhaseReply, PhaseVerify, PhaseDone:
+	default:
+		return
+	}
+	if d.pr == nil {
+		return
+	}
+	for _, lr := range d.s.LocalReviews {
+		if lr.Round == d.s.Round {
+			d.postSummary(lr, d.s.Kept)
+		}
+	}
 }
 
 // summaryReason marks the summary comment, whose failed post is logged and

@@ -291,6 +291,7 @@ func TestPR_M3_RefusedRequestNeverDropsConjunct4(t *testing.T) {
 			} else {
 				wantActs(t, acts, "fix round-1/fix")
 			}
+			pr = forgeApply(pr, acts, at(0.1))
 			if !s.SingleIteration || !strings.Contains(s.SingleIterationWhy, "Copilot is not enabled") || s.WantsEvents() {
 				t.Fatalf("single-iteration not recorded: %v %q", s.SingleIteration, s.SingleIterationWhy)
 			}

@@ -3,6 +3,7 @@ package prloop
 import (
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,6 +215,11 @@ func forgeApply(pr *forge.PullRequest, acts []Action, when time.Time) *forge.Pul
 			n.Labels = append(n.Labels, a.Label)
 		case ActSetStatus:
 			n.Checks = withConvergeStatus(pr.Checks, string(a.State))
+		case ActComment:
+			n.IssueComments = append(slices.Clone(pr.IssueComments), forge.IssueComment{Author: self, Body: a.Body, CreatedAt: when})
+		case ActRequestReview:
+			// As GitHub shows a request until the review is submitted.
+			n.RequestedReviewers = append(slices.Clone(pr.RequestedReviewers), copilot)
 		}
 	}
 	return &n

@@ -29,9 +29,15 @@ func StoreJournal(db *store.Store, runID string) *engine.StoreJournal[State] {
 var _ Journal = (*engine.StoreJournal[State])(nil)
 
 // Resumable reports whether a stored state can continue (PR-G3): it was
-// started and holds no terminal.
+// started, and holds no terminal or one whose labels and status a crash
+// may have cut short (REL-2): the run resumes to write what the forge
+// lacks and to record its terminal and proof, where a new run would
+// start over. An errored terminal is not resumed: the next run retries.
 func Resumable(s State) bool {
-	return s.Terminal == nil && s.Phase != "" && !s.StartedAt.IsZero()
+	if s.Phase == "" || s.StartedAt.IsZero() {
+		return false
+	}
+	return s.Terminal == nil || (s.Phase == PhaseDone && s.Terminal.Reason != ReasonErrored)
 }
 
 // PriorResolved reads, from earlier runs' stored states, the threads those

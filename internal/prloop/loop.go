@@ -398,6 +398,7 @@ func mergeResult(into, r *ActResult) *ActResult {
 	if r.RequestFailed {
 		into.RequestFailed = true
 	}
+	into.Requested = into.Requested || r.Requested
 	if r.LocalReview != nil {
 		into.LocalReview = r.LocalReview
 	}
@@ -614,6 +615,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		err = l.Forge.RequestReviews(ctx, pr, nil, []string{l.Config.Bot.RequestLogin()})
 		switch {
 		case err == nil:
+			res = &ActResult{Requested: true}
 			l.report(engine.Event{Kind: "review", Round: round, Message: "requested copilot review"})
 		case refusal(err):
 			// Copilot is not available here: single-iteration mode (PR-M3).

@@ -376,8 +376,14 @@ type ReviewRequest struct {
 	SeenReviews  []string  `json:"seen_reviews,omitempty"` // the bot's review ids that existed before the request
 	Started      bool      `json:"started"`
 	Accepted     string    `json:"accepted,omitempty"` // the review this round counts
-	// Attempts counts requests that failed transiently (PR-M3).
+	// Attempts counts requests that failed transiently (PR-M3), and
+	// requests made again because a crash kept the first from the forge
+	// (REL-2).
 	Attempts int `json:"attempts,omitempty"`
+	// Unconfirmed: the round asked for the request, and no observation
+	// since reported it made or showed it: a crash may have come between
+	// saving the round and requesting (REL-2).
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
 }
 
 // LocalReviewRecord is one local review of a head as the state keeps it.
@@ -495,8 +501,10 @@ type ActResult struct {
 	Fix            *FixResult `json:"fix,omitempty"`
 	// RequestFailed: a transient fault kept the review request from
 	// landing; it is retried, never read as a refusal (PR-M3).
-	RequestFailed bool               `json:"request_failed,omitempty"`
-	LocalReview   *LocalReviewResult `json:"local_review,omitempty"`
+	RequestFailed bool `json:"request_failed,omitempty"`
+	// Requested: the review request landed (ReviewRequest.Unconfirmed).
+	Requested   bool               `json:"requested,omitempty"`
+	LocalReview *LocalReviewResult `json:"local_review,omitempty"`
 	// Recap is the recap judge's verdict (PR-G2); Revert the revert
 	// commit a REVERT-AND-SHIP verdict made.
 	Recap  *RecapResult `json:"recap,omitempty"`

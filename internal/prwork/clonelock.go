@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/convergeloop/converge/internal/crashpoint"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/repo"
 )
@@ -80,9 +81,11 @@ func gitLocked(ctx context.Context, cloneDir string, g *repo.Git, args ...string
 // under the clone's lock (it updates the clone's remote-tracking ref).
 func (w *GitWorkspace) push(ctx context.Context, pr *forge.PullRequest) error {
 	defer lockClone(w.clone.Dir)()
+	crashpoint.Hit("git push: before") // REL-2's crash matrix
 	err := w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef)
 	if removeStaleRefLock(w.clone.Dir, err) {
 		err = w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef)
 	}
+	crashpoint.Hit("git push: after")
 	return err
 }

@@ -453,7 +453,7 @@ func (w *GitWorkspace) fixOnce(ctx context.Context, pr *forge.PullRequest, round
 	}
 	memPaths := w.writeReviewMemory(ctx)
 	msg := commitMessage(round, ordered, res.Addressed)
-	sha, err := w.worktree.Commit(ctx, repo.CommitOptions{
+	sha, err := w.commit(ctx, repo.CommitOptions{
 		Message:     msg,
 		AuthorName:  w.Author,
 		AuthorEmail: w.Email,

@@ -116,7 +116,7 @@ func (w *GitWorkspace) Revert(ctx context.Context, pr *forge.PullRequest, round 
 		msg += "- " + c + "\n"
 	}
 	msg += fmt.Sprintf("\n%s: %d\n", prloop.CommitTrailer, round)
-	sha, err := w.worktree.Commit(ctx, repo.CommitOptions{Message: msg, AuthorName: w.Author, AuthorEmail: w.Email})
+	sha, err := w.commit(ctx, repo.CommitOptions{Message: msg, AuthorName: w.Author, AuthorEmail: w.Email})
 	if errors.Is(err, repo.ErrNothingToCommit) {
 		return res, nil
 	}

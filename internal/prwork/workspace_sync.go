@@ -55,7 +55,7 @@ func (w *GitWorkspace) SyncBase(ctx context.Context, pr *forge.PullRequest, roun
 	res.TestsPassed = true
 	msg := fmt.Sprintf("converge: merge %s into %s (base sync)\n\nThe branch was BEHIND %s and merges without conflicts (sync_base);\nthe tests pass on the merge.\n\n%s: %d\n",
 		pr.BaseRef, pr.HeadRef, pr.BaseRef, prloop.CommitTrailer, round)
-	sha, err := w.worktree.Commit(ctx, repo.CommitOptions{Message: msg, AuthorName: w.Author, AuthorEmail: w.Email})
+	sha, err := w.commit(ctx, repo.CommitOptions{Message: msg, AuthorName: w.Author, AuthorEmail: w.Email})
 	if errors.Is(err, repo.ErrNothingToCommit) {
 		// The base's commits change nothing the branch lacks: a merge
 		// commit would only move the head.

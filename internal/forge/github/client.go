@@ -166,6 +166,7 @@ func New(opts Options) (*Client, error) {
 		rt.limits = NewHostLimiter(opts.MaxConcurrent)
 	}
 	hc.Transport = rt
+	hc.Transport = crashWrites(hc.Transport) // REL-2's crash matrix; nothing unless a test arms it
 
 	ua := opts.UserAgent
 	if ua == "" {
