@@ -322,7 +322,7 @@ func (d *step) runPhases() {
 			return
 		}
 	}
-	d.wait("re-observing")
+	d.again("re-observing")
 }
 
 // start is PR-S1's shortcut: a PR already two-stable on its current head
@@ -335,7 +335,7 @@ func (d *step) start() bool {
 		}
 		if v.reviewOK && len(v.unseen) == 0 {
 			if d.mergeUnknown() {
-				d.wait("merge state UNKNOWN; observing again")
+				d.again("merge state UNKNOWN; observing again")
 				return false
 			}
 			if !d.syncDue() {
@@ -416,7 +416,7 @@ func (d *step) request() bool {
 	if d.roundsStarted > 0 {
 		// One round per observation: a round that changed nothing must not
 		// spin through the next ones on the same picture of the world.
-		d.wait("the next round starts on the next observation")
+		d.again("the next round starts on the next observation")
 		return false
 	}
 	d.roundsStarted++
@@ -1008,7 +1008,7 @@ func (d *step) verify() bool {
 	}
 	if settledOthers && v.ciOK {
 		if d.mergeUnknown() {
-			d.wait("merge state UNKNOWN; observing again")
+			d.again("merge state UNKNOWN; observing again")
 			return false
 		}
 		if (!v.reviewOK && d.unsettledWait(v)) || d.unseenWait(v) {
@@ -1139,6 +1139,15 @@ func (d *step) waitUntil(reason string, deadline time.Time) {
 	if after := deadline.Sub(d.o.Now); after > 0 {
 		d.acts[len(d.acts)-1].After = after
 	}
+}
+
+// again is a wait for nothing but a fresh observation: the world needs no
+// event to move on (a round that starts on the next read, GitHub still
+// computing the merge state). It is bounded by Reobserve, so a loop whose
+// polls are far apart (converge serve, woken by webhooks) does not sit on
+// it until the next poll.
+func (d *step) again(reason string) {
+	d.waitUntil(reason, d.o.Now.Add(d.c.Reobserve))
 }
 
 func (d *step) wait(reason string) {

@@ -131,7 +131,7 @@ func (d *step) succeed(v verdict) {
 	if d.ownStatusUnsettled(v) {
 		d.acts = append(d.acts, Action{Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/%s", d.head, forge.StatusSuccess), SHA: d.head,
 			State: forge.StatusSuccess, Round: d.s.Round, Reason: "two-stable: converge's verdict first, then the merge state is read again"})
-		d.wait("settling converge's own status on " + text.ShortSHA(d.head) + " before reading the merge state")
+		d.again("settling converge's own status on " + text.ShortSHA(d.head) + " before reading the merge state")
 		return
 	}
 	p := d.proof(v)

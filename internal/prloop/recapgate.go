@@ -109,7 +109,7 @@ func (d *step) recapGate() bool {
 			s.LoopDiffLines += res.LinesChanged
 			// The reverted head is reviewed like any other: the next round
 			// starts once the forge shows it.
-			d.wait("the revert is pushed; the next round reviews it")
+			d.again("the revert is pushed; the next round reviews it")
 			return false
 		}
 		var commits []string

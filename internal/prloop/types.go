@@ -123,7 +123,10 @@ type Config struct {
 	ReviewStartWindow   time.Duration // PR-S1: no start within this → accept an existing review of the head
 	ReviewWaitMax       time.Duration // PR-S2: bounded wait for a started review to land
 	CIWaitMax           time.Duration // bounded wait for CI to settle on the head
-	ExpectsBot          bool          // false → single-iteration mode (PR-M3)
+	// Reobserve bounds a wait that needs no event, only another read
+	// (step.again); zero reads again at the engine's next poll.
+	Reobserve  time.Duration
+	ExpectsBot bool // false → single-iteration mode (PR-M3)
 	// Bot is the forge's review bot (Copilot on GitHub, in package
 	// review/copilot); nil means none: single-iteration mode.
 	Bot            ReviewBot
@@ -182,6 +185,7 @@ func DefaultConfig() Config {
 		ReviewStartWindow:   2 * time.Minute,
 		ReviewWaitMax:       20 * time.Minute,
 		CIWaitMax:           30 * time.Minute,
+		Reobserve:           5 * time.Second,
 		PushVisibleWait:     2 * time.Minute,
 		ExpectsBot:          true,
 		UnsettledReads:      5,
