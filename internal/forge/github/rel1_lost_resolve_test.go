@@ -97,7 +97,7 @@ func TestREL1_LostBatchedResolveIsNotSentAgain(t *testing.T) {
 			t.Fatal(err)
 		}
 		next, acts, _ := l.Decide(st, obs)
-				for _, a := range acts {
+		for _, a := range acts {
 			if a.Kind == prloop.ActWait {
 				continue
 			}
