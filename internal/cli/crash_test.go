@@ -365,7 +365,7 @@ func readCrashForge(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state
 		what := nodeIDRE.ReplaceAllString(shaRE.ReplaceAllString(w.What, "SHA"), "ID")
 		if w.Surface == "graphql" && (batchAliasRE.MatchString(what) || what == "addPullRequestReviewThreadReply" || what == "resolveReviewThread") {
 			// Replies and resolves go in batches (aliased mutations, the
-			// log names the first alias) or one by one: a rerun may send
+			// log names the first field) or one by one: a rerun may send
 			// alone what the uncrashed run batched. Their requests are
 			// counted together; a duplicate reply shows in its thread.
 			what = "replies and resolves"

@@ -24,7 +24,7 @@ var otherEnv = []string{"CONVERGE_TOKEN", proc.OwnerEnv, "CONVERGE_AGENT_MODEL",
 
 // toolingEnv are prefixes of the variables converge's own test and
 // release tooling sets; a converge started under them inherits them.
-var toolingEnv = []string{"CONVERGE_TEST_", "CONVERGE_CONTRACT_", "CONVERGE_SOAK_", "CONVERGE_PROC_TEST_", "CONVERGE_GITHUB_SCHEMA_DIR", "CONVERGE_SPEC"}
+var toolingEnv = []string{"CONVERGE_TEST_", "CONVERGE_CONTRACT_", "CONVERGE_SOAK_", "CONVERGE_REL1_", "CONVERGE_PROC_TEST_", "CONVERGE_GITHUB_SCHEMA_DIR", "CONVERGE_SPEC"}
 
 // CheckEnv refuses a CONVERGE_* variable of environ that names no setting
 // of fs and nothing else converge reads: a misspelt setting

@@ -21,10 +21,16 @@ func (l *Loop) observeWhole(ctx context.Context, st State, in engine.Input[*ActR
 	return l.observeWorld(ctx, st, in, result)
 }
 
-// waitsOnly reports whether Decide, on obs, only waits.
+// waitsOnly reports whether Decide, on obs, only waits, and waits for
+// something a probe can see. A wait for a review's comments to become
+// visible (PR-O2) counts the reads it makes: the comments can show in
+// the observation's threads while every witness answers 304 (GitHub's
+// REST counts may be current before GraphQL shows the threads), so a
+// probed answer would spend the bounded reads on one stale read, and a
+// later round would read the lagging review as seen.
 func (l *Loop) waitsOnly(st State, obs Observation) bool {
-	_, actions, done := l.decide(st, obs)
-	if done {
+	next, actions, done := l.decide(st, obs)
+	if done || next.UnsettledCount != st.UnsettledCount || next.UnsettledReview != st.UnsettledReview {
 		return false
 	}
 	for _, a := range actions {

@@ -50,14 +50,17 @@ func (d *step) verdict(minorOnly bool) verdict {
 		v.awaiting = append(v.awaiting, f.ID)
 	}
 	v.blockers = changesRequested(d.pr, d.o, d.c)
+	v.review, v.latest, v.signal, v.reviewWhy = d.botArm()
 	for _, r := range d.pr.Reviews {
 		// A PENDING review is a draft only its author sees, comments and
 		// all; it is not on the PR yet.
-		if r.State != forge.ReviewPending && r.CommentCount > reviewComments(r, d.pr) {
+		if r.State == forge.ReviewPending {
+			continue
+		}
+		if r.CommentCount > reviewComments(r, d.pr) || d.botUnsettled(r, v.latest) {
 			v.unseen = append(v.unseen, r)
 		}
 	}
-	v.review, v.latest, v.signal, v.reviewWhy = d.botArm()
 	v.signalWhy = v.reviewWhy
 	if lr := d.s.localReview(d.head); lr != nil {
 		switch {
@@ -74,6 +77,21 @@ func (d *step) verdict(minorOnly bool) verdict {
 	}
 	v.reviewOK = v.review != nil || v.local != nil
 	return v
+}
+
+// botUnsettled reports an earlier review by the bot whose body states
+// more comments than the PR shows (PR-O2). The forge can lag the comment
+// count together with the threads, so the count alone does not tell; a
+// review the loop re-requested past while its comments were still
+// invisible keeps its threads open at the forge, and a clean later
+// review must not read them as zero. The latest review is read as the
+// signal of conjunct 4 instead (botArm).
+func (d *step) botUnsettled(r forge.Review, latest *forge.Review) bool {
+	if !isBot(r.Author, d.c) || (latest != nil && latest.ID == r.ID) {
+		return false
+	}
+	sig, _ := readReview(r, d.pr, d.c)
+	return sig == review.Unsettled
 }
 
 // copilotArm is PR-T1(4) for Copilot: its latest review on the PR is of

@@ -180,7 +180,9 @@ func TestPR_O2_ObservationIsOneSnapshot(t *testing.T) {
 // TestPR_O2_LagFaultHidesCommentsForKReads: with a fixed K the review is
 // visible at once with its body, its threads absent and its count 0 for K
 // reads of the PR, and everything settles on read K+1. A request that does
-// not touch the PR is no read of it; REST is not lagged.
+// not touch the PR is no read of it; REST lags the same comments, without
+// advancing the clock, and the PR's ETag moves when they show, as
+// GitHub's does when a review comment lands.
 func TestPR_O2_LagFaultHidesCommentsForKReads(t *testing.T) {
 	t.Parallel()
 	h := newHub(t, Options{})
@@ -192,9 +194,19 @@ func TestPR_O2_LagFaultHidesCommentsForKReads(t *testing.T) {
 	if _, _, err := rev.PullRequests.CreateReview(t.Context(), "acme", "widget", n, reviewRequest("Two points.", "main.go", 4, 5)); err != nil {
 		t.Fatal(err)
 	}
-	if cs, _, err := rev.PullRequests.ListComments(t.Context(), "acme", "widget", n, nil); err != nil || len(cs) != 2 {
-		t.Errorf("REST is not lagged: %d comments, %v", len(cs), err)
+	restSees := func(when string, want int) string {
+		t.Helper()
+		cs, _, err := rev.PullRequests.ListComments(t.Context(), "acme", "widget", n, nil)
+		if err != nil || len(cs) != want {
+			t.Errorf("%s: REST lists %d comments (%v), want %d", when, len(cs), err, want)
+		}
+		p, resp, err := rev.PullRequests.Get(t.Context(), "acme", "widget", n)
+		if err != nil || p.GetReviewComments() != want {
+			t.Fatalf("%s: REST counts %d review comments (%v), want %d", when, p.GetReviewComments(), err, want)
+		}
+		return resp.Header.Get("ETag")
 	}
+	lagged := restSees("lagging, before any read", 0)
 	gql(t, h, tok.Author, `query { viewer { login } }`, nil)
 	for read := 1; read <= k+1; read++ {
 		o, err := observeRaw(t.Context(), h, tok.Author, n)
@@ -213,6 +225,14 @@ func TestPR_O2_LagFaultHidesCommentsForKReads(t *testing.T) {
 		if own != want || threads != want {
 			t.Errorf("read %d: own count %d, %d threads; want %d", read, own, threads, want)
 		}
+		if read == k {
+			if tag := restSees("lagging, at read K", 0); tag != lagged {
+				t.Errorf("the PR's ETag moved while nothing showed: %s → %s", lagged, tag)
+			}
+		}
+	}
+	if tag := restSees("settled", 2); tag == lagged {
+		t.Errorf("the PR's ETag %s did not move when the lagged comments showed", tag)
 	}
 
 	// Touching the PR twice in one request is one read.

@@ -106,7 +106,8 @@ func (h *Hub) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 	lock, unlock := h.mu.RLock, h.mu.RUnlock
 	if isMutation(req.Query) {
 		lock, unlock = h.mu.Lock, h.mu.Unlock
-		h.wlog.add(u, "graphql", mutationName(req.Query))
+		fields := mutationFields(req.Query)
+		h.wlog.add(u, "graphql", mutationName(req.Query), fields...)
 	}
 	resp := func() *graphqlgo.Response {
 		lock()

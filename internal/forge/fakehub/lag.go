@@ -15,8 +15,13 @@ import (
 // only the threads lag. From read K+1 on everything is visible.
 //
 // A read is one GraphQL request that touches the PR, by any token; the
-// review's creation is not a read. REST and node(id) lookups of a thread
-// are not lagged. The zero value is off.
+// review's creation is not a read. REST answers lag the same comments at
+// the PR's current read without advancing the clock: GET pulls/{n}'s
+// review_comments count and GET pulls/{n}/comments leave out a lagging
+// review's comments, so the PR's ETag moves when they show, as GitHub's
+// does when a review comment lands (updated_at and review_comments are in
+// the answer it digests). node(id) lookups of a thread are not lagged.
+// The zero value is off.
 type ReviewLag struct {
 	// Reads is a fixed K for every review, used when MaxReads is 0; the
 	// comment count lags together with the threads.

@@ -399,8 +399,11 @@ func (h *Hub) pullJSON(ctx context.Context, p *pr, u *user) map[string]any {
 		mb = false
 	}
 	comments := 0
+	read := p.reads.Load() // a REST read does not advance the lag clock
 	for _, t := range p.threads {
-		comments += len(t.comments)
+		if t.review == nil || !t.review.lagging(read) {
+			comments += len(t.comments)
+		}
 	}
 	j := map[string]any{
 		"url": fmt.Sprintf("%s/repos/%s/pulls/%d", h.APIURL(), rp.fullName(), p.number), "id": p.id, "node_id": p.nodeID(),
@@ -742,8 +745,11 @@ func (h *Hub) commentJSON(ctx context.Context, rc *reviewComment) map[string]any
 func (h *Hub) restListReviewComments(c *restCtx) {
 	h.mu.Lock()
 	var cs []*reviewComment
+	read := c.p.reads.Load()
 	for _, t := range c.p.threads {
-		cs = append(cs, t.comments...)
+		if t.review == nil || !t.review.lagging(read) {
+			cs = append(cs, t.comments...)
+		}
 	}
 	h.mu.Unlock()
 	sort.Slice(cs, func(i, j int) bool { return cs[i].id < cs[j].id })

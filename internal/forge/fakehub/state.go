@@ -98,7 +98,9 @@ type review struct {
 
 // lagging reports whether the review's comments are still invisible at the
 // PR's read number read.
-func (r *review) lagging(read int64) bool { return read <= r.lagUntil }
+// A review never lagged has lagUntil 0, and a REST read before the PR's
+// first GraphQL read is read 0: it is not lagging.
+func (r *review) lagging(read int64) bool { return r.lagUntil > 0 && read <= r.lagUntil }
 
 func (r *review) nodeID() string { return fmt.Sprintf("PRR_fh%d", r.id) }
 
