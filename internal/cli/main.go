@@ -181,6 +181,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newDemoCmd(ios),
 		newPRCmd(ios),
 		newServeCmd(ios),
+		newBenchCmd(ios),
 		newStatusCmd(ios),
 		newProofCmd(ios),
 		newLogCmd(ios),
