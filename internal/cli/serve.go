@@ -159,9 +159,18 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	if len(resumed) > 0 {
 		fmt.Fprintf(ios.Out, "resumed %d unfinished run(s)\n", len(resumed))
 	}
+	// Every PR registered before whose loop never claimed a run (the
+	// process died first), then the PRs named now.
+	pending, err := f.unstarted(ctx)
+	if err != nil {
+		return err
+	}
 	for _, r := range refs {
-		if err := f.Register(ctx, r.String()); err != nil {
-			fmt.Fprintf(ios.ErrOut, "%s: %v\n", r, err)
+		pending = append(pending, r.String())
+	}
+	for _, target := range pending {
+		if err := f.Register(ctx, target); err != nil {
+			fmt.Fprintf(ios.ErrOut, "%s: %v\n", target, err)
 		}
 	}
 	for _, w := range opts.Watch {
@@ -245,6 +254,11 @@ func (f *fleet) Register(ctx context.Context, target string) error {
 	if f.m.Get(ref.String()) != nil {
 		return nil
 	}
+	// Kept before anything else, so a crash from here on still drives
+	// the PR after the next start (REL-2).
+	if err := f.db.PutRegistration(ctx, ref.String()); err != nil {
+		return err
+	}
 	p, err := f.params(ctx, ref)
 	if err != nil {
 		return err
@@ -262,6 +276,28 @@ func (f *fleet) Register(ctx context.Context, target string) error {
 		return fmt.Errorf("%s: the server is shutting down", ref)
 	}
 	return err
+}
+
+// unstarted are the registered PRs no run was ever claimed for.
+func (f *fleet) unstarted(ctx context.Context) ([]string, error) {
+	regs, err := f.db.Registrations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, t := range regs {
+		if f.m.Get(t) != nil {
+			continue
+		}
+		if _, err := f.db.LatestRunFor(ctx, t); err != nil {
+			var nf *store.NotFoundError
+			if !errors.As(err, &nf) {
+				return nil, err
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // Wake ends the wait of target's loop; the loop re-reads the PR.

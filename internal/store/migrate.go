@@ -113,6 +113,8 @@ CREATE INDEX tickets_run ON tickets(run_id, n);
 	// redelivery after a restart is refused; repositories watched for
 	// PRs to register.
 	deliveriesSchema,
+	// 5: converge serve's registered PRs, kept before their loops start.
+	registrationsSchema,
 }
 
 // SchemaVersion is the schema version this build writes.
