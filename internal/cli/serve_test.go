@@ -118,30 +118,11 @@ func TestSEC_4_ServeDrivesTwentyPRsByWebhooksAndResumesAfterSIGKILL(t *testing.T
 		t.Skip("set CONVERGE_TEST_SERVE_FLEET=1 to run the 20-PR kill-and-restart acceptance")
 	}
 	hub := hubtest.Start(t, 100*time.Millisecond)
-	demo, err := fakehub.SeedDemoWith(t.Context(), hub, fakehub.DemoOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	prs := 20
 	if v := os.Getenv("SERVE_TEST_PRS"); v != "" {
 		prs, _ = strconv.Atoi(v)
 	}
-	numbers := []int{demo.Number}
-	urls := []string{demo.PRURL}
-	for i := 2; i <= prs; i++ {
-		n, err := hub.CreatePR(fakehub.DemoOwner, fakehub.DemoRepo, fakehub.NewPR{
-			Head: fmt.Sprintf("%s-%d", fakehub.DemoBranch, i), Title: fmt.Sprintf("Add summary statistics (%d)", i),
-			Body: "Adds Mean, MovingSum, ParseScores and Describe.", Files: fakehub.DemoPRFiles(), Message: "Add summary statistics",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := hub.SetCopilotScript(fakehub.DemoOwner, fakehub.DemoRepo, n, fakehub.DemoScript()); err != nil {
-			t.Fatal(err)
-		}
-		numbers = append(numbers, n)
-		urls = append(urls, hub.PRURL(fakehub.DemoOwner, fakehub.DemoRepo, n))
-	}
+	numbers, urls := servePRs(t, hub, prs)
 	const secret = "serve-test-secret"
 	env := map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author, "CONVERGE_WEBHOOK_SECRET": secret}
 	state := t.TempDir()
@@ -230,24 +211,7 @@ func TestPR_S2_ServeDrivesPRsByWebhooks(t *testing.T) {
 		t.Skip("runs PR loops end to end")
 	}
 	hub := hubtest.Start(t, 100*time.Millisecond)
-	demo, err := fakehub.SeedDemoWith(t.Context(), hub, fakehub.DemoOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	numbers, urls := []int{demo.Number}, []string{demo.PRURL}
-	for i := 2; i <= 3; i++ {
-		n, err := hub.CreatePR(fakehub.DemoOwner, fakehub.DemoRepo, fakehub.NewPR{
-			Head: fmt.Sprintf("%s-%d", fakehub.DemoBranch, i), Title: fmt.Sprintf("Add summary statistics (%d)", i),
-			Files: fakehub.DemoPRFiles(), Message: "Add summary statistics",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := hub.SetCopilotScript(fakehub.DemoOwner, fakehub.DemoRepo, n, fakehub.DemoScript()); err != nil {
-			t.Fatal(err)
-		}
-		numbers, urls = append(numbers, n), append(urls, hub.PRURL(fakehub.DemoOwner, fakehub.DemoRepo, n))
-	}
+	numbers, urls := servePRs(t, hub, 3)
 	const secret = "serve-test-secret"
 	env := map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author, "CONVERGE_WEBHOOK_SECRET": secret}
 	sp := startServe(t, env, append([]string{"--api-url", hub.APIURL(), "--ca-file", hub.CAFile(), "--state", t.TempDir(),
@@ -280,4 +244,29 @@ func TestPR_S2_ServeDrivesPRsByWebhooks(t *testing.T) {
 	if sp.err != nil {
 		t.Errorf("serve after SIGTERM: %v\n%s", sp.err, sp.out.String())
 	}
+}
+
+// servePRs seeds the demo repository with n PRs of the demo's change,
+// each with the demo's Copilot script, and returns their numbers and URLs.
+func servePRs(t *testing.T, hub *fakehub.Hub, n int) ([]int, []string) {
+	t.Helper()
+	demo, err := fakehub.SeedDemoWith(t.Context(), hub, fakehub.DemoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	numbers, urls := []int{demo.Number}, []string{demo.PRURL}
+	for i := 2; i <= n; i++ {
+		num, err := hub.CreatePR(fakehub.DemoOwner, fakehub.DemoRepo, fakehub.NewPR{
+			Head: fmt.Sprintf("%s-%d", fakehub.DemoBranch, i), Title: fmt.Sprintf("Add summary statistics (%d)", i),
+			Files: fakehub.DemoPRFiles(), Message: "Add summary statistics",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hub.SetCopilotScript(fakehub.DemoOwner, fakehub.DemoRepo, num, fakehub.DemoScript()); err != nil {
+			t.Fatal(err)
+		}
+		numbers, urls = append(numbers, num), append(urls, hub.PRURL(fakehub.DemoOwner, fakehub.DemoRepo, num))
+	}
+	return numbers, urls
 }
