@@ -205,9 +205,6 @@ type fleet struct {
 	db       *store.Store
 	m        *engine.Manager
 	shared   sync.Mutex // one run's terminal and proof print as one block
-
-	mu      sync.Mutex
-	clients map[string]*ghclient.Client // a repository's (App) or "" (token)
 }
 
 var _ server.Loops = (*fleet)(nil)
