@@ -113,8 +113,9 @@ func waitConverged(t *testing.T, hub *fakehub.Hub, sp *serveProc, numbers []int,
 // resumes all of them (REL-2); the forge shows no duplicate write.
 func TestSEC_4_ServeDrivesTwentyPRsByWebhooksAndResumesAfterSIGKILL(t *testing.T) {
 	if os.Getenv("CONVERGE_TEST_SERVE_FLEET") == "" {
-		// Not yet passing reliably: after the restart the resumed loops
-		// were seen to stall (issue 18 is open on it).
+		// Not yet passing reliably: alone it passed (31 s); two copies at
+		// once both stalled after the restart, some resumed loops never
+		// converging (issue 18 is open on it).
 		t.Skip("set CONVERGE_TEST_SERVE_FLEET=1 to run the 20-PR kill-and-restart acceptance")
 	}
 	hub := hubtest.Start(t, 100*time.Millisecond)
