@@ -420,17 +420,7 @@ func (t *appTransport) send(req *http.Request, tok string) (*http.Response, erro
 	return t.next.RoundTrip(r)
 }
 
-func (t *appTransport) allows(u *url.URL) bool {
-	if secure.CheckTokenURL(u) != nil {
-		return false
-	}
-	for _, a := range t.allowed {
-		if sameOrigin(u, a) {
-			return true
-		}
-	}
-	return false
-}
+func (t *appTransport) allows(u *url.URL) bool { return credentialsAllowed(u, t.allowed) }
 
 // checkAppOptions refuses an App next to a token, an App without its
 // repository, and an App of another API host than the Client's.

@@ -146,13 +146,17 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return t.next.RoundTrip(r)
 }
 
-func (t *authTransport) allows(u *url.URL) bool {
-	// New refused such origins already; this holds for any request built
-	// later by hand, so no path sends the token in clear (SEC-6).
+func (t *authTransport) allows(u *url.URL) bool { return credentialsAllowed(u, t.allowed) }
+
+// credentialsAllowed reports whether a credential (a token, an App's JWT
+// or installation token) may go to u: only to one of the allowed origins,
+// and never in clear. New refused such origins already; this holds for any
+// request built later by hand (SEC-6).
+func credentialsAllowed(u *url.URL, allowed []*url.URL) bool {
 	if secure.CheckTokenURL(u) != nil {
 		return false
 	}
-	for _, a := range t.allowed {
+	for _, a := range allowed {
 		if sameOrigin(u, a) {
 			return true
 		}
