@@ -90,7 +90,7 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 		if err != nil {
 			return nil, nil, err
 		}
-		client, err := ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile}, limits))
+		client, err := ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile, Limiter: opts.limiter}, limits))
 		if err != nil {
 			return nil, nil, usageErr("%v", err)
 		}
@@ -107,7 +107,7 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 		full := ref.Owner + "/" + ref.Repo
 		c := byRepo[strings.ToLower(full)]
 		if c == nil {
-			if c, err = ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, App: app, AppRepo: full, CAFile: opts.CAFile}, limits)); err != nil {
+			if c, err = ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, App: app, AppRepo: full, CAFile: opts.CAFile, Limiter: opts.limiter}, limits)); err != nil {
 				return nil, nil, usageErr("%v", err)
 			}
 			byRepo[strings.ToLower(full)] = c

@@ -62,6 +62,9 @@ type prOptions struct {
 	NoAgentCheck bool
 	// App is GitHub App auth (SEC-5, app.go).
 	App appOptions
+	// limiter, when set, is shared by every forge client made from these
+	// options, so a fleet's loops keep one per-host cap (REL-1).
+	limiter *ghclient.HostLimiter
 }
 
 // fieldFlag is a config field as a flag: its value is checked by the

@@ -123,6 +123,9 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 		}
 		secrets = append(secrets, repo.Secrets(t)...)
 	}
+	// One per-host cap for every loop's client: twenty loops must not
+	// make twenty times the requests in flight (REL-1).
+	opts.pr.limiter = ghclient.NewHostLimiter(ps.pre.values.Int("forge_concurrency"))
 	f := &fleet{ios: ios, ps: ps, stateDir: ps.stateDir}
 	if err := f.open(ctx, secrets); err != nil {
 		return err
@@ -167,12 +170,14 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	}
 	for _, r := range refs {
 		pending = append(pending, r.String())
-	}
-	for _, target := range pending {
-		if err := f.Register(ctx, target); err != nil {
-			fmt.Fprintf(ios.ErrOut, "%s: %v\n", target, err)
+		// Every PR named is kept before the first loop starts: starting
+		// twenty takes a while, and a crash meanwhile must not forget
+		// the ones not yet reached (REL-2).
+		if err := f.db.PutRegistration(ctx, r.String()); err != nil {
+			return err
 		}
 	}
+	f.registerAll(ctx, pending)
 	for _, w := range opts.Watch {
 		if err := f.db.PutRepoWatch(ctx, store.RepoWatch{Repo: w, Label: opts.Label, Authors: opts.Authors}); err != nil {
 			return err
@@ -273,6 +278,36 @@ func (f *fleet) Register(ctx context.Context, target string) error {
 		return fmt.Errorf("%s: the server is shutting down", ref)
 	}
 	return err
+}
+
+// startConcurrency bounds the PR loops being set up at once: each setup
+// is a few forge reads, which one at a time make a long list slow to
+// start, and all at once a burst against the forge's limits.
+const startConcurrency = 4
+
+// registerAll starts a loop on every target, a few at a time; a target
+// that fails says why and the rest go on.
+func (f *fleet) registerAll(ctx context.Context, targets []string) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, startConcurrency)
+	for _, target := range targets {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			if err := f.Register(ctx, target); err != nil {
+				f.shared.Lock()
+				fmt.Fprintf(f.ios.ErrOut, "%s: %v\n", target, err)
+				f.shared.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // unstarted are the registered PRs no run was ever claimed for.
