@@ -34,8 +34,10 @@ soak:
 
 # REL-2's crash matrix: the scripted 3-round PR run killed by SIGKILL at
 # every action boundary in turn, then run again to the end, and the forge
-# compared with the uncrashed run's. `make test` runs a seeded subset of
-# 15 boundaries (RELIABILITY.md).
+# compared with the uncrashed run's; and `converge serve` with 20 PRs
+# killed at six boundaries spread over the fleet's run, then restarted.
+# `make test` runs a seeded subset of 15 boundaries and one serve kill
+# (RELIABILITY.md).
 crash:
 	CONVERGE_TEST_CRASH_MATRIX=all $(GO) test -count=1 -run '^TestREL2_CrashMatrix' -v -timeout 60m ./internal/cli \
 		| tee crash.log | grep -E '(boundaries|--- FAIL|^FAIL|^ok)'

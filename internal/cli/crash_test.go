@@ -46,8 +46,8 @@ import (
 // CONVERGE_TEST_CRASH_MATRIX=count only lists them; =k=3,17 crashes at
 // the boundaries named.
 
-// The same for `converge serve` with 20 PRs killed mid-way and restarted
-// waits for serve (issue 18).
+// The same for `converge serve` with 20 PRs killed mid-way and restarted:
+// TestREL2_CrashMatrixServe (serve_test.go), in `make crash`.
 
 // crashSubset is how many boundaries `make test` crashes at.
 const crashSubset = 15

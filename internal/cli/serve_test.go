@@ -127,6 +127,7 @@ func waitConverged(t *testing.T, hub *fakehub.Hub, sp *serveProc, numbers []int,
 // two-stable; SIGKILLed mid-way and restarted with no PR named, it
 // resumes all of them (REL-2); the forge shows no duplicate write.
 func TestSEC_4_ServeDrivesTwentyPRsByWebhooksAndResumesAfterSIGKILL(t *testing.T) {
+	t.Parallel() // its own emulator, state and port
 	if testing.Short() {
 		t.Skip("runs 20 PR loops end to end, twice")
 	}
@@ -309,6 +310,7 @@ func (w *serveWorld) resume(t *testing.T) {
 // test's time, so webhooks (signed, SEC-4) woke its loops; SIGTERM then
 // drains and exits 0.
 func TestPR_S2_ServeDrivesPRsByWebhooks(t *testing.T) {
+	t.Parallel() // its own emulator, state and port
 	if testing.Short() {
 		t.Skip("runs PR loops end to end")
 	}
