@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -165,7 +166,15 @@ func (s *Server) discoverWatch(ctx context.Context, wt store.RepoWatch) {
 		s.log.Error("discover", "repo", wt.Repo, "err", err)
 		return
 	}
-	known := map[string]bool{}
+	// A PR registered before is not taken again: its unfinished run
+	// resumes at start, and a finished one waits for a new head (rearmPR),
+	// so the server's own label on a PR does not start a run on every
+	// other PR it finished.
+	known, err := s.registered(ctx)
+	if err != nil {
+		s.log.Error("discover", "repo", wt.Repo, "err", err)
+		return
+	}
 	for _, r := range s.opts.Loops.Snapshot() {
 		known[r.Target] = true
 	}
@@ -218,4 +227,45 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 
 func httpError(w http.ResponseWriter, status int, msg string) {
 	writeJSON(w, status, map[string]any{"error": msg})
+}
+
+// registered is every target the store has a registration for.
+func (s *Server) registered(ctx context.Context) (map[string]bool, error) {
+	regs, err := s.opts.Store.Registrations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	known := make(map[string]bool, len(regs))
+	for _, t := range regs {
+		known[t] = true
+	}
+	return known, nil
+}
+
+// rearmPR starts a new run on a registered PR ("owner/repo#N") whose
+// head moved or that was reopened while no loop ran on it: the verdict
+// its last run published (a label, a check run) was about another head,
+// and only a new run can prove or withdraw it. A PR whose loop runs is
+// woken instead, and one never registered is left alone.
+func (s *Server) rearmPR(ctx context.Context, key string) {
+	repo, num, _ := strings.Cut(key, "#")
+	live := map[string]bool{}
+	for _, r := range s.opts.Loops.Snapshot() {
+		live[r.Target] = true
+	}
+	regs, err := s.opts.Store.Registrations(ctx)
+	if err != nil {
+		s.log.Error("rearm", "pr", key, "err", err)
+		return
+	}
+	for _, t := range regs {
+		ref, err := forge.ParsePRURL(t)
+		if err != nil || !strings.EqualFold(ref.FullName(), repo) || strconv.Itoa(ref.Number) != num || live[t] {
+			continue
+		}
+		s.log.Info("rearm: new head on a finished PR", "target", t)
+		if err := s.opts.Loops.Register(ctx, t); err != nil {
+			s.log.Error("rearm: register", "target", t, "err", err)
+		}
+	}
 }

@@ -196,6 +196,7 @@ func (r *rig) settle() {
 	r.clock.Advance(r.srv.opts.Window)
 	r.srv.wakes.flush()
 	r.srv.discover.flush()
+	r.srv.rearm.flush()
 }
 
 func (r *rig) do(t *testing.T, method, path, token, body string) *httptest.ResponseRecorder {

@@ -62,6 +62,8 @@ type Store interface {
 	PruneDeliveries(ctx context.Context, age time.Duration) (int, error)
 	PutRepoWatch(ctx context.Context, w store.RepoWatch) error
 	RepoWatches(ctx context.Context) ([]store.RepoWatch, error)
+	// Registrations are the PRs registered to be served, by web URL.
+	Registrations(ctx context.Context) ([]string, error)
 }
 
 var _ Store = (*store.Store)(nil)
@@ -139,6 +141,7 @@ type Server struct {
 	mux      *http.ServeMux
 	wakes    *coalescer
 	discover *coalescer
+	rearm    *coalescer
 	needAuth bool
 	metrics  *metrics
 	refs     refCache
@@ -177,6 +180,9 @@ func New(opts Options) (*Server, error) {
 	s.discover = newCoalescer(opts.Clock, opts.Window, func(repo string) {
 		s.discoverRepo(s.ctx(), repo)
 	})
+	s.rearm = newCoalescer(opts.Clock, opts.Window, func(pr string) {
+		s.rearmPR(s.ctx(), pr)
+	})
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /webhook", s.serveWebhook)
 	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -204,9 +210,10 @@ func (s *Server) Run(ctx context.Context) error {
 		s.ctxMu.Unlock()
 		s.prune(ctx, true)
 		var wg sync.WaitGroup
-		wg.Add(2)
+		wg.Add(3)
 		go func() { defer wg.Done(); s.wakes.run(ctx) }()
 		go func() { defer wg.Done(); s.discover.run(ctx) }()
+		go func() { defer wg.Done(); s.rearm.run(ctx) }()
 		wg.Wait()
 	})
 	if !ran {

@@ -516,3 +516,56 @@ func TestSEC_4_OldDeliveryIDsArePruned(t *testing.T) {
 		t.Errorf("a recent id replayed: %d, want 200 (duplicate)", code)
 	}
 }
+
+// TestPR_T10_ServeRearmsAFinishedPROnANewHead: a new head (or a reopen) on
+// a registered PR whose run finished starts a new run, since the verdict
+// that run published was about another head; a PR whose loop runs is
+// only woken, an unregistered one is left alone, and a watched
+// repository's discovery does not start runs on PRs registered before
+// (the server's own label on one PR would otherwise restart every PR it
+// finished).
+func TestPR_T10_ServeRearmsAFinishedPROnANewHead(t *testing.T) {
+	finished := "https://github.com/acme/widget/pull/9"
+	stale := "https://github.com/acme/widget/pull/10"
+	var listed int
+	r := newRig(t, func(o *Options) {
+		o.Discover = func(context.Context, store.RepoWatch) ([]string, error) {
+			listed++
+			return []string{stale}, nil
+		}
+	})
+	ctx := context.Background()
+	for _, pr := range []string{finished, stale, prA} {
+		if err := r.st.PutRegistration(ctx, pr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.st.PutRepoWatch(ctx, store.RepoWatch{Repo: "acme/widget"}); err != nil {
+		t.Fatal(err)
+	}
+	push := func(id string, num int, action string) {
+		body := fmt.Sprintf(`{"action":%q,"number":%d,"pull_request":{"number":%d},"repository":{"full_name":"acme/widget"}}`, action, num, num)
+		if code := r.deliver(t, "pull_request", id, testSecret, body); code != http.StatusAccepted {
+			t.Fatalf("%s delivery: %d", action, code)
+		}
+	}
+	push("d-1", 9, "synchronize")  // finished: a new run
+	push("d-2", 7, "synchronize")  // prA's loop runs: a wake
+	push("d-3", 11, "synchronize") // never registered
+	push("d-4", 10, "labeled")     // discovery: 10 is registered already
+	r.settle()
+	if got := r.loops.Registered(); !slices.Equal(got, []string{finished}) {
+		t.Errorf("registered %v, want only the finished PR with a new head %s", got, finished)
+	}
+	if listed != 1 {
+		t.Errorf("discovery ran %d times, want 1", listed)
+	}
+	if !slices.Contains(r.loops.Wakes(), prA) {
+		t.Errorf("the running loop of %s was not woken: %v", prA, r.loops.Wakes())
+	}
+	push("d-5", 10, "reopened")
+	r.settle()
+	if got := r.loops.Registered(); !slices.Equal(got, []string{stale, finished}) { // sorted
+		t.Errorf("after a reopen registered %v, want %v", got, []string{stale, finished})
+	}
+}

@@ -70,6 +70,9 @@ type notice struct {
 	// membership: a pull_request change that may add the PR to a watched
 	// repository's set (opened, labelled, ...).
 	membership bool
+	// rearm: the PR has a new head or was reopened, so a verdict its
+	// finished run published is no longer about it (PR-T10).
+	rearm bool
 }
 
 type wireRepo struct {
@@ -147,6 +150,10 @@ func parseNotice(event string, body []byte) (notice, error) {
 			switch p.Action {
 			case "opened", "reopened", "labeled", "ready_for_review":
 				n.membership = true
+			}
+			switch p.Action {
+			case "synchronize", "reopened":
+				n.rearm = true
 			}
 		}
 	case "issue_comment":
@@ -310,6 +317,11 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	if n.membership && s.opts.Discover != nil {
 		s.discover.add(strings.ToLower(n.repo))
+	}
+	if n.rearm {
+		for _, num := range n.numbers {
+			s.rearm.add(fmt.Sprintf("%s#%d", strings.ToLower(n.repo), num))
+		}
 	}
 	s.metrics.delivery(event, "accepted")
 	writeJSON(w, http.StatusAccepted, map[string]any{"targets": len(targets)})
