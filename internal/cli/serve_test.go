@@ -121,6 +121,24 @@ func waitConverged(t *testing.T, hub *fakehub.Hub, sp *serveProc, numbers []int,
 	}
 }
 
+// waitFor waits, on the emulator's own events, until ok holds, or the
+// serve process ends.
+func waitFor(t *testing.T, hub *fakehub.Hub, sp *serveProc, limit time.Duration, what string, ok func() bool) {
+	t.Helper()
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	deadline := time.After(limit)
+	for !ok() {
+		select {
+		case <-events:
+		case <-sp.done:
+			t.Fatalf("converge serve exited before %s:\n%s", what, sp.out.String())
+		case <-deadline:
+			t.Fatalf("no %s after %s:\n%s", what, limit, sp.out.String())
+		}
+	}
+}
+
 // TestSEC_4_ServeDrivesTwentyPRsByWebhooksAndResumesAfterSIGKILL is issue
 // 18's acceptance: `converge serve` with 20 sandbox PRs, fed signed
 // webhooks and polling only every ten minutes, drives every one to
@@ -342,6 +360,25 @@ func TestPR_S2_ServeDrivesPRsByWebhooks(t *testing.T) {
 			}
 		}
 	}
+
+	// Someone pushes to a PR converge finished: its verdict was about
+	// the old head, so serve runs the PR again and proves the new head
+	// (PR-T10), read from the forge: the converge status on the new head.
+	st, err := hub.PR(fakehub.DemoOwner, fakehub.DemoRepo, numbers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	head, err := hub.PushFiles(fakehub.DemoOwner, fakehub.DemoRepo, st.HeadRef, map[string]string{"NOTES.md": "a note pushed after the verdict\n"}, "Add notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, hub, sp, 8*time.Minute, "a converge verdict on the new head "+head, func() bool {
+		sts, err := hub.Statuses(fakehub.DemoOwner, fakehub.DemoRepo, head)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.ContainsFunc(sts, func(s fakehub.StatusState) bool { return s.Context == "converge" && s.State == "success" })
+	})
 	if err := sp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
