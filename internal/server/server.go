@@ -64,6 +64,9 @@ type Store interface {
 	RepoWatches(ctx context.Context) ([]store.RepoWatch, error)
 	// Registrations are the PRs registered to be served, by web URL.
 	Registrations(ctx context.Context) ([]string, error)
+	// LatestRunFor is target's newest run (a *store.NotFoundError when
+	// none).
+	LatestRunFor(ctx context.Context, target string) (store.Run, error)
 }
 
 var _ Store = (*store.Store)(nil)

@@ -523,10 +523,12 @@ func TestSEC_4_OldDeliveryIDsArePruned(t *testing.T) {
 // only woken, an unregistered one is left alone, and a watched
 // repository's discovery does not start runs on PRs registered before
 // (the server's own label on one PR would otherwise restart every PR it
-// finished).
+// finished). A PR whose run ended other than two-stable is not rearmed:
+// its needs-attention stands, and a human push was a yield (PR-T4).
 func TestPR_T10_ServeRearmsAFinishedPROnANewHead(t *testing.T) {
 	finished := "https://github.com/acme/widget/pull/9"
 	stale := "https://github.com/acme/widget/pull/10"
+	yielded := "https://github.com/acme/widget/pull/12" // ended human-push
 	var listed int
 	r := newRig(t, func(o *Options) {
 		o.Discover = func(context.Context, store.RepoWatch) ([]string, error) {
@@ -535,8 +537,19 @@ func TestPR_T10_ServeRearmsAFinishedPROnANewHead(t *testing.T) {
 		}
 	})
 	ctx := context.Background()
-	for _, pr := range []string{finished, stale, prA} {
+	for _, pr := range []string{finished, stale, prA, yielded} {
 		if err := r.st.PutRegistration(ctx, pr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ended := r.clock.Now()
+	for i, run := range []store.Run{
+		{Target: finished, Status: "two-stable"},
+		{Target: stale, Status: "two-stable"},
+		{Target: yielded, Status: "human-push", ExitCode: 2},
+	} {
+		run.ID, run.Kind, run.EndedAt = fmt.Sprintf("r-%d", i), "pr", ended
+		if err := r.st.CreateRun(ctx, run); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -553,6 +566,7 @@ func TestPR_T10_ServeRearmsAFinishedPROnANewHead(t *testing.T) {
 	push("d-2", 7, "synchronize")  // prA's loop runs: a wake
 	push("d-3", 11, "synchronize") // never registered
 	push("d-4", 10, "labeled")     // discovery: 10 is registered already
+	push("d-6", 12, "synchronize") // its run yielded to a human push
 	r.settle()
 	if got := r.loops.Registered(); !slices.Equal(got, []string{finished}) {
 		t.Errorf("registered %v, want only the finished PR with a new head %s", got, finished)
