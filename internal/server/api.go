@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -242,11 +243,15 @@ func (s *Server) registered(ctx context.Context) (map[string]bool, error) {
 	return known, nil
 }
 
-// rearmPR starts a new run on a registered PR ("owner/repo#N") whose
-// head moved or that was reopened while no loop ran on it: the verdict
-// its last run published (a label, a check run) was about another head,
-// and only a new run can prove or withdraw it. A PR whose loop runs is
-// woken instead, and one never registered is left alone.
+// rearmPR starts a new run on a registered PR ("owner/repo#N") that has
+// a new head, was reopened, or has a new review, line comment or
+// reopened thread while no loop ran on it, when its last run ended
+// two-stable: the verdict it published (the ready label, a check run)
+// no longer holds, and only a new run can prove or withdraw it. Any other
+// terminal published needs-attention, which such news does not make less
+// true, and a human push is a yield (PR-T4) that must not be undone by
+// the push's own event. A PR whose loop runs is woken instead, and one
+// never registered is left alone.
 func (s *Server) rearmPR(ctx context.Context, key string) {
 	repo, num, _ := strings.Cut(key, "#")
 	live := map[string]bool{}
@@ -261,6 +266,10 @@ func (s *Server) rearmPR(ctx context.Context, key string) {
 	for _, t := range regs {
 		ref, err := forge.ParsePRURL(t)
 		if err != nil || !strings.EqualFold(ref.FullName(), repo) || strconv.Itoa(ref.Number) != num || live[t] {
+			continue
+		}
+		run, err := s.opts.Store.LatestRunFor(ctx, t)
+		if err != nil || !run.Finished() || run.Status != string(prloop.ReasonTwoStable) {
 			continue
 		}
 		s.log.Info("rearm: new head on a finished PR", "target", t)

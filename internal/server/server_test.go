@@ -580,6 +580,22 @@ func TestPR_T10_ServeRearmsAFinishedPROnANewHead(t *testing.T) {
 	push("d-5", 10, "reopened")
 	r.settle()
 	if got := r.loops.Registered(); !slices.Equal(got, []string{stale, finished}) { // sorted
-		t.Errorf("after a reopen registered %v, want %v", got, []string{stale, finished})
+		t.Fatalf("after a reopen registered %v, want %v", got, []string{stale, finished})
+	}
+	// A reviewer reopens a thread on another finished PR.
+	other := "https://github.com/acme/widget/pull/13"
+	if err := r.st.PutRegistration(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.st.CreateRun(ctx, store.Run{ID: "r-13", Kind: "pr", Target: other, Status: "two-stable", EndedAt: ended}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"action":"unresolved","thread":{},"pull_request":{"number":13},"repository":{"full_name":"acme/widget"}}`
+	if code := r.deliver(t, "pull_request_review_thread", "d-7", testSecret, body); code != http.StatusAccepted {
+		t.Fatalf("unresolved delivery: %d", code)
+	}
+	r.settle()
+	if got := r.loops.Registered(); !slices.Equal(got, []string{stale, other, finished}) { // sorted
+		t.Errorf("after a reopened thread registered %v, want %v", got, []string{stale, other, finished})
 	}
 }

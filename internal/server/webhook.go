@@ -70,8 +70,9 @@ type notice struct {
 	// membership: a pull_request change that may add the PR to a watched
 	// repository's set (opened, labelled, ...).
 	membership bool
-	// rearm: the PR has a new head or was reopened, so a verdict its
-	// finished run published is no longer about it (PR-T10).
+	// rearm: the PR has a new head, was reopened, or has a new review,
+	// line comment or reopened thread, so a verdict its finished run
+	// published no longer holds (PR-T10).
 	rearm bool
 }
 
@@ -155,6 +156,13 @@ func parseNotice(event string, body []byte) (notice, error) {
 			case "synchronize", "reopened":
 				n.rearm = true
 			}
+		}
+		// A review, a line comment or a reopened thread after a
+		// two-stable finish makes its "no open thread, reviewed head"
+		// claim old news as surely as a push does.
+		switch event + "/" + p.Action {
+		case "pull_request_review/submitted", "pull_request_review_comment/created", "pull_request_review_thread/unresolved":
+			n.rearm = true
 		}
 	case "issue_comment":
 		if p.Issue == nil || len(p.Issue.PullRequest) == 0 || string(p.Issue.PullRequest) == "null" {
