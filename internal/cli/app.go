@@ -2,14 +2,16 @@ package cli
 
 import (
 	"context"
-	"github.com/convergeloop/converge/internal/config"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
 
+	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/secure"
 )
 
 // appOptions are GitHub App auth's settings (SEC-5): flags, else
@@ -43,7 +45,9 @@ func (o *appOptions) resolve(getenv func(string) string) bool {
 
 // load makes the App for the API at rest; nil when none is configured.
 // Bad settings are usage errors (exit 2), each one line with its fix.
-func (o *appOptions) load(ios *IOStreams, rest, caFile string) (*ghclient.App, error) {
+// Each token the App mints joins minted, in every form git and the API
+// send it, before it is used (SEC-3).
+func (o *appOptions) load(ios *IOStreams, rest, caFile string, minted *secure.Secrets) (*ghclient.App, error) {
 	if !o.resolve(ios.Getenv) {
 		return nil, nil
 	}
@@ -68,23 +72,44 @@ func (o *appOptions) load(ios *IOStreams, rest, caFile string) (*ghclient.App, e
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	app, err := ghclient.NewApp(ghclient.AppOptions{ID: id, Key: key, Installation: inst, APIURL: rest, HTTPClient: hc})
+	app, err := ghclient.NewApp(ghclient.AppOptions{ID: id, Key: key, Installation: inst, APIURL: rest, HTTPClient: hc,
+		OnToken: func(tok string) { minted.Add(repo.Secrets(tok)...) }})
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
 	return app, nil
 }
 
-// prAuth is each PR's forge client and git token: with a GitHub App, a
-// client per repository on the App's installation tokens, each token
-// minted now, so refused App credentials end the command before anything
-// is recorded (exit 6); else the token's one client for all.
-func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef, limits config.Values) ([]forge.Forge, []string, error) {
-	app, err := opts.App.load(ios, rest, opts.CAFile)
+// prCred is how one PR's git authenticates: the token's, or a GitHub
+// App's installation token asked for as each fetch and push starts.
+type prCred struct {
+	Token string
+	app   *ghclient.App
+}
+
+// gitToken is the App's token source for ref's repository (repo.
+// Credential); nil with a personal token, which GitEnv carries.
+func (c prCred) gitToken(ref forge.PRRef) func(ctx context.Context, refused string) (string, error) {
+	if c.app == nil {
+		return nil
+	}
+	app := c.app
+	return func(ctx context.Context, refused string) (string, error) {
+		return app.GitToken(ctx, ref.Owner, ref.Repo, refused)
+	}
+}
+
+// prAuth is each PR's forge client and git credential: with a GitHub
+// App, a client per repository on the App's installation tokens, a token
+// minted now for each repository, so refused App credentials end the
+// command before anything is recorded (exit 6), and every token the App
+// mints added to minted; else the token's one client for all.
+func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef, limits config.Values, minted *secure.Secrets) ([]forge.Forge, []prCred, error) {
+	app, err := opts.App.load(ios, rest, opts.CAFile, minted)
 	if err != nil {
 		return nil, nil, err
 	}
-	forges, tokens := make([]forge.Forge, len(refs)), make([]string, len(refs))
+	forges, creds := make([]forge.Forge, len(refs)), make([]prCred, len(refs))
 	if app == nil {
 		token, _, err := ghclient.ResolveToken(webHost, opts.Token, ios.Getenv, ghclient.GHAuthToken)
 		if err != nil {
@@ -95,9 +120,9 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 			return nil, nil, usageErr("%v", err)
 		}
 		for i := range refs {
-			forges[i], tokens[i] = client, token
+			forges[i], creds[i] = client, prCred{Token: token}
 		}
-		return forges, tokens, nil
+		return forges, creds, nil
 	}
 	if opts.Token != "" {
 		return nil, nil, usageErr("--token and --app-id exclude each other: converge acts either with a token or as a GitHub App")
@@ -112,12 +137,12 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 			}
 			byRepo[strings.ToLower(full)] = c
 		}
-		// Git has no way to ask for a new token mid-run: it gets the one
-		// minted now (valid an hour; the API's are renewed as they age).
-		if tokens[i], err = app.Token(ctx, ref.Owner, ref.Repo); err != nil {
+		// Git asks the App as each fetch and push starts (an
+		// installation token lives an hour; a run may last longer).
+		if _, err = app.Token(ctx, ref.Owner, ref.Repo); err != nil {
 			return nil, nil, err
 		}
-		forges[i] = c
+		forges[i], creds[i] = c, prCred{app: app}
 	}
-	return forges, tokens, nil
+	return forges, creds, nil
 }

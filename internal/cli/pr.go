@@ -27,6 +27,7 @@ import (
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/review/copilot"
+	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -215,7 +216,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			return err
 		}
 	}
-	forges, tokens, err := prAuth(ctx, ios, opts, ps.rest, ps.gql, ps.webHost, refs, ps.pre.values)
+	forges, tokens, err := prAuth(ctx, ios, opts, ps.rest, ps.gql, ps.webHost, refs, ps.pre.values, ps.minted)
 	if err != nil {
 		return err
 	}
@@ -240,6 +241,8 @@ type prSetup struct {
 	cas                []string
 	stateDir           string
 	checker            *agentChecker
+	// minted are the tokens a GitHub App mints, redacted as they come.
+	minted *secure.Secrets
 }
 
 // newPRSetup checks everything but the network: first is the PR whose
@@ -307,6 +310,7 @@ func newPRSetup(ios *IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, e
 	return &prSetup{
 		ios: ios, opts: opts, file: file, pre: pre, agents: agents,
 		rest: rest, gql: gql, webHost: webHost, cas: cas, stateDir: stateDir, checker: checker,
+		minted: &secure.Secrets{},
 	}, nil
 }
 
@@ -321,18 +325,21 @@ func (s *prSetup) checkRef(r forge.PRRef) error {
 	return nil
 }
 
-// params are one PR's loop parameters, on its forge client and token.
-func (s *prSetup) params(ref forge.PRRef, f forge.Forge, token string) loopParams {
+// params are one PR's loop parameters, on its forge client and git
+// credential.
+func (s *prSetup) params(ref forge.PRRef, f forge.Forge, cred prCred) loopParams {
 	ios, opts, file, agents, stateDir, checker, rest, cas := s.ios, s.opts, s.file, s.agents, s.stateDir, s.checker, s.rest, s.cas
 	return loopParams{
 		Ref:      ref,
 		Forge:    f,
-		Remote:   gitRemote(rest, ref, token, cas),
+		Remote:   gitRemote(rest, ref, cred.Token, cas),
+		GitToken: cred.gitToken(ref),
+		Minted:   s.minted,
 		StateDir: stateDir,
 		Agent:    agents.fixer,
 		JSON:     opts.JSON,
 		Keep:     opts.Keep,
-		Secrets:  repo.Secrets(token),
+		Secrets:  repo.Secrets(cred.Token),
 		Author:   "converge",
 		Email:    "converge@users.noreply.github.com",
 
@@ -347,7 +354,7 @@ func (s *prSetup) params(ref forge.PRRef, f forge.Forge, token string) loopParam
 		Configure: func(ctx context.Context, p *loopParams, pr *forge.PullRequest) error {
 			f := file
 			if f == nil {
-				data, found, err := prwork.ReadBaseFile(ctx, filepath.Join(p.StateDir, "work"), p.CloneURL, p.GitEnv, pr, config.FileName)
+				data, found, err := prwork.ReadBaseFile(ctx, filepath.Join(p.StateDir, "work"), p.CloneURL, p.GitEnv, p.GitCred, pr, config.FileName)
 				if err != nil {
 					return fmt.Errorf("read %s of %s: %w", config.FileName, pr.Ref, err)
 				}
@@ -364,7 +371,7 @@ func (s *prSetup) params(ref forge.PRRef, f forge.Forge, token string) loopParam
 			if err != nil {
 				return err
 			}
-			ac.Secrets = p.Secrets
+			ac.Secrets = append(slices.Clone(p.Secrets), p.Minted.List()...)
 			agents, err := buildPRAgents(ios, opts, ac)
 			if err != nil {
 				return err

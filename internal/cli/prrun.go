@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -20,7 +21,9 @@ import (
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/recap"
+	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review"
+	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -33,7 +36,14 @@ type loopParams struct {
 	GitEnv   []string
 	// Remote, when set, replaces CloneURL and GitEnv with what it makes
 	// of the clone URL the pre-flight observation reports (SEC-6).
-	Remote   func(reported string) (cloneURL string, gitEnv []string, err error)
+	Remote func(reported string) (cloneURL string, gitEnv []string, err error)
+	// GitToken, when set, is the token git asks for as each fetch and
+	// push starts (a GitHub App's, SEC-5); preflight makes GitCred of it.
+	GitToken func(ctx context.Context, refused string) (string, error)
+	GitCred  *repo.Credential
+	// Minted are the secrets minted as the run goes (a GitHub App's
+	// tokens), redacted as they come (SEC-3); Secrets are the fixed ones.
+	Minted   *secure.Secrets
 	StateDir string // holds converge.db and work/
 	Agent    agent.Agent
 	// Judge decides the recap gate (PR-G2); nil: recaps hand off.
@@ -128,7 +138,7 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 		secrets = append(secrets, p.Secrets...)
 		forges[p.Ref.Host] = p.Forge
 	}
-	db, err := store.Open(ctx, filepath.Join(ps[0].StateDir, "converge.db"), store.WithSecrets(secrets...))
+	db, err := store.Open(ctx, filepath.Join(ps[0].StateDir, "converge.db"), storeSecrets(secrets, ps)...)
 	if err != nil {
 		return terms, fmt.Errorf("open state store: %w", err)
 	}
@@ -189,12 +199,29 @@ func preflight(ctx context.Context, p *loopParams) error {
 			return err
 		}
 	}
+	if p.GitCred, err = gitCredential(p.CloneURL, p.GitToken); err != nil {
+		return err
+	}
 	p.Config.Self, p.selfLogin = self, self
 	p.headBranch, p.baseBranch = pre.HeadRef, pre.BaseRef
 	if p.Configure != nil {
 		return p.Configure(ctx, p, pre)
 	}
 	return nil
+}
+
+// storeSecrets are the store's redactions (SEC-3): the fixed secrets,
+// and each set that grows as tokens are minted, read at every write.
+func storeSecrets(fixed []string, ps []loopParams) []store.Option {
+	opts := []store.Option{store.WithSecrets(fixed...)}
+	var seen []*secure.Secrets
+	for _, p := range ps {
+		if p.Minted != nil && !slices.Contains(seen, p.Minted) {
+			seen = append(seen, p.Minted)
+			opts = append(opts, store.WithRedactor(p.Minted.Redact))
+		}
+	}
+	return opts
 }
 
 func (p *loopParams) agentEnv() []string {
@@ -339,6 +366,7 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		RunID:      runID,
 		CloneURL:   p.CloneURL,
 		GitEnv:     p.GitEnv,
+		GitCred:    p.GitCred,
 		Agent:      p.Agent,
 		Reviewer:   p.Reviewer,
 		RecapJudge: p.Judge,

@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"context"
+
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/secure"
 )
 
 // checkPRHost refuses, before any request, a PR URL whose host the API at
@@ -34,4 +37,18 @@ func gitRemote(rest string, ref forge.PRRef, token string, caFiles []string) fun
 		}
 		return u, env, nil
 	}
+}
+
+// gitCredential is git's credential on cloneURL (gitRemote's) when its
+// token comes from token as each fetch and push starts (a GitHub App's,
+// SEC-5); nil when token is. Refused, like gitRemote's, when the token
+// would travel in clear (SEC-6).
+func gitCredential(cloneURL string, token func(ctx context.Context, refused string) (string, error)) (*repo.Credential, error) {
+	if token == nil {
+		return nil, nil
+	}
+	if err := secure.CheckTokenURLString(cloneURL); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return &repo.Credential{Remote: cloneURL, Token: token}, nil
 }

@@ -113,8 +113,8 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	}
 
 	// What the store must never hold (SEC-2): the server's secrets and
-	// the forge token (an App's tokens are minted later, and have a shape
-	// the redaction knows).
+	// the forge token (an App's tokens, minted as the loops go, join
+	// ps.minted as they are minted).
 	secrets := []string{secret, token}
 	if opts.pr.App.ID == "" && ios.Getenv("CONVERGE_APP_ID") == "" {
 		t, _, err := ghclient.ResolveToken(ps.webHost, opts.pr.Token, ios.Getenv, ghclient.GHAuthToken)
@@ -221,7 +221,7 @@ func (f *fleet) open(ctx context.Context, secrets []string) error {
 			nonEmpty = append(nonEmpty, s)
 		}
 	}
-	db, err := store.Open(ctx, filepath.Join(f.stateDir, "converge.db"), store.WithSecrets(nonEmpty...))
+	db, err := store.Open(ctx, filepath.Join(f.stateDir, "converge.db"), store.WithSecrets(nonEmpty...), store.WithRedactor(f.ps.minted.Redact))
 	if err != nil {
 		return fmt.Errorf("open state store: %w", err)
 	}
@@ -239,7 +239,7 @@ func (f *fleet) params(ctx context.Context, ref forge.PRRef) (loopParams, error)
 	if err := f.ps.checkRef(ref); err != nil {
 		return loopParams{}, err
 	}
-	forges, tokens, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values)
+	forges, tokens, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values, f.ps.minted)
 	if err != nil {
 		return loopParams{}, err
 	}
@@ -371,7 +371,7 @@ func (f *fleet) discover(ctx context.Context, w store.RepoWatch) ([]string, erro
 // lister is a client that can list owner/repo's pull requests.
 func (f *fleet) lister(ctx context.Context, owner, repo string) (*ghclient.Client, error) {
 	ref := forge.PRRef{Host: f.ps.webHost, Owner: owner, Repo: repo, Number: 1}
-	forges, _, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values)
+	forges, _, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values, f.ps.minted)
 	if err != nil {
 		return nil, err
 	}

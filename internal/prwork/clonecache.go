@@ -51,7 +51,7 @@ func hasClone(dir string) bool {
 // ensureClone makes dir a bare clone of url unless it already holds a
 // clone. Under the clone's lock. A bare clone has no checkout: the cache
 // costs the repository's objects once, whatever the number of runs.
-func ensureClone(ctx context.Context, dir, url string, env []string) error {
+func ensureClone(ctx context.Context, dir, url string, env []string, cred *repo.Credential) error {
 	if hasClone(dir) {
 		return nil
 	}
@@ -62,7 +62,7 @@ func ensureClone(ctx context.Context, dir, url string, env []string) error {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return fmt.Errorf("make clone dir: %w", err)
 	}
-	g := &repo.Git{Dir: filepath.Dir(dir), Env: env}
+	g := &repo.Git{Dir: filepath.Dir(dir), Env: env, Cred: cred}
 	if _, err := g.Run(ctx, "clone", "--bare", "--quiet", "--no-tags", "--", url, dir); err != nil {
 		_ = os.RemoveAll(dir)
 		return err

@@ -13,14 +13,15 @@ import (
 // cache under root (the clone a run's workspace then reuses). The base,
 // not the head: what is merged is trusted, so a pull request cannot change
 // the rules it is driven by (its own config, say). found is false when
-// the base has no such file.
-func ReadBaseFile(ctx context.Context, root, cloneURL string, gitEnv []string, pr *forge.PullRequest, path string) (data []byte, found bool, err error) {
+// the base has no such file. cred, when set, is gitEnv's token
+// (GitWorkspace.GitCred).
+func ReadBaseFile(ctx context.Context, root, cloneURL string, gitEnv []string, cred *repo.Credential, pr *forge.PullRequest, path string) (data []byte, found bool, err error) {
 	dir := cloneDir(root, pr.Ref)
 	defer lockClone(dir)()
-	if err := ensureClone(ctx, dir, cloneURL, gitEnv); err != nil {
+	if err := ensureClone(ctx, dir, cloneURL, gitEnv, cred); err != nil {
 		return nil, false, err
 	}
-	g := &repo.Git{Dir: dir, Env: gitEnv}
+	g := &repo.Git{Dir: dir, Env: gitEnv, Cred: cred}
 	base := "refs/remotes/origin/" + pr.BaseRef
 	if _, err := gitLocked(ctx, dir, g, "fetch", "--quiet", "origin", "+refs/heads/"+pr.BaseRef+":"+base); err != nil {
 		return nil, false, fmt.Errorf("fetch %s: %w", pr.BaseRef, err)

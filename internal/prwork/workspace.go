@@ -39,7 +39,10 @@ type GitWorkspace struct {
 	RunID    string   // names the run's worktree
 	CloneURL string   // the repository's git URL
 	GitEnv   []string // credentials and CAs, via the environment only (IF-2)
-	Agent    agent.Agent
+	// GitCred, when set, gives fetches and pushes a token current as
+	// each starts (a GitHub App's, SEC-5); GitEnv then carries none.
+	GitCred *repo.Credential
+	Agent   agent.Agent
 	// Reviewer runs the local multi-angle review (PR-S4); nil when no
 	// agent that can review is configured.
 	Reviewer *localreview.Reviewer
@@ -145,13 +148,13 @@ func (w *GitWorkspace) openClone(ctx context.Context, pr *forge.PullRequest) err
 // openCloneLocked is openClone's clone and registration, under the
 // clone's lock.
 func (w *GitWorkspace) openCloneLocked(ctx context.Context, dir string) error {
-	if err := ensureClone(ctx, dir, w.CloneURL, w.GitEnv); err != nil {
+	if err := ensureClone(ctx, dir, w.CloneURL, w.GitEnv, w.GitCred); err != nil {
 		return err
 	}
 	if err := register(dir, w.RunID); err != nil {
 		return err
 	}
-	w.clone = &repo.Git{Dir: dir, Env: w.GitEnv}
+	w.clone = &repo.Git{Dir: dir, Env: w.GitEnv, Cred: w.GitCred}
 	return nil
 }
 
@@ -184,7 +187,7 @@ func (w *GitWorkspace) useWorktree(ctx context.Context, pr *forge.PullRequest) (
 	if _, err := gitLocked(ctx, dir, w.clone, "worktree", "add", "--quiet", "--detach", wt, pr.HeadSHA); err != nil {
 		return false, fmt.Errorf("add worktree: %w", err)
 	}
-	w.worktree = &repo.Git{Dir: wt, Env: w.GitEnv}
+	w.worktree = &repo.Git{Dir: wt, Env: w.GitEnv, Cred: w.GitCred}
 	w.made++
 	return true, nil
 }

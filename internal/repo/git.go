@@ -51,6 +51,9 @@ const gitGrace = 5 * time.Second
 type Git struct {
 	Dir string
 	Env []string
+	// Cred, when set, is the token of the network commands, asked for as
+	// each starts (credential.go); Env then carries none.
+	Cred *Credential
 }
 
 // Error is a failed git command. Its message names the subcommand and the
@@ -94,8 +97,30 @@ func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
 }
 
 func (g *Git) run(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	auth, tok, err := g.Cred.credEnv(ctx, args, "")
+	if err != nil {
+		return "", err
+	}
+	out, err := g.runEnv(ctx, stdin, auth, args)
+	var ge *Error
+	if tok == "" || !errors.As(err, &ge) || !authRefused.MatchString(ge.Stderr) {
+		return out, err
+	}
+	// Refused though current by our clock: revoked, or the clocks
+	// disagree. One new token, one more try, as the API does after a 401;
+	// a refused command changed nothing at the remote.
+	auth, fresh, ferr := g.Cred.credEnv(ctx, args, tok)
+	if ferr != nil || fresh == tok {
+		return out, err
+	}
+	return g.runEnv(ctx, stdin, auth, args)
+}
+
+// runEnv runs git once with auth added to its environment.
+func (g *Git) runEnv(ctx context.Context, stdin []byte, auth []string, args []string) (string, error) {
+	env := append(g.environ(), auth...)
 	spec := proc.Spec{
-		Argv: append([]string{"git"}, args...), Dir: g.Dir, Env: g.environ(), Stdin: stdin,
+		Argv: append([]string{"git"}, args...), Dir: g.Dir, Env: env, Stdin: stdin,
 		Grace: gitGrace, MaxOutput: -1, // git's output is read whole
 		Direct: true, // see proc.Spec.Direct
 	}
@@ -113,7 +138,7 @@ func (g *Git) run(ctx context.Context, stdin []byte, args ...string) (string, er
 	case p.ExitCode == 0:
 		return p.Stdout, nil
 	}
-	clean := g.redactor()
+	clean := redactorFor(env)
 	return clean(p.Stdout), &Error{
 		Subcommand: subcommand(args),
 		ExitCode:   p.ExitCode,
@@ -154,10 +179,11 @@ func subcommand(args []string) string {
 
 var urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
 
-// redactor removes credentials from git output: userinfo in URLs and any
-// secret carried by the Authorization header in Env.
-func (g *Git) redactor() func(string) string {
-	secrets := envSecrets(append(os.Environ(), g.Env...))
+// redactorFor removes credentials from git output: userinfo in URLs and
+// any secret carried by the Authorization header in env, the command's
+// whole environment (a Credential's token included).
+func redactorFor(env []string) func(string) string {
+	secrets := envSecrets(env)
 	return func(s string) string {
 		s = urlUserinfo.ReplaceAllString(s, "${1}***@")
 		for _, sec := range secrets {

@@ -55,7 +55,7 @@ func (g *Git) AddWorktree(ctx context.Context, path, ref, newBranch string) (*Gi
 	if _, err := g.Run(ctx, args...); err != nil {
 		return nil, err
 	}
-	return &Git{Dir: path, Env: g.Env}, nil
+	return &Git{Dir: path, Env: g.Env, Cred: g.Cred}, nil
 }
 
 // RemoveWorktree removes the worktree at path, discarding its changes and

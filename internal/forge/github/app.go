@@ -63,6 +63,10 @@ type AppOptions struct {
 	HTTPClient *http.Client
 	// Now is the clock token expiry is judged by (default time.Now).
 	Now func() time.Time
+	// OnToken, when set, is told each installation token as it is
+	// minted, before anything can use it: the caller's redaction learns
+	// it there (SEC-3), the tokens minted after start included.
+	OnToken func(token string)
 }
 
 // App mints installation tokens for one GitHub App on one API host. It is
@@ -75,6 +79,7 @@ type App struct {
 	restURL *url.URL
 	hc      *http.Client
 	now     func() time.Time
+	onToken func(string)
 
 	mu     sync.Mutex
 	byRepo map[string]int64      // "owner/name" (lower case) -> installation
@@ -168,7 +173,7 @@ func NewApp(o AppOptions) (*App, error) {
 		now = time.Now
 	}
 	return &App{
-		id: o.ID, key: o.Key, fixed: o.Installation, restURL: u, hc: &c, now: now,
+		id: o.ID, key: o.Key, fixed: o.Installation, restURL: u, hc: &c, now: now, onToken: o.OnToken,
 		byRepo: map[string]int64{}, tokens: map[int64]*appToken{}, mint: map[int64]*sync.Mutex{},
 	}, nil
 }
@@ -200,6 +205,19 @@ func (a *App) Token(ctx context.Context, owner, repo string) (string, error) {
 		return "", err
 	}
 	return a.installationToken(ctx, inst, "")
+}
+
+// GitToken is Token for git, as repo.Credential asks (SEC-5): git gets
+// the token current when each fetch or push starts, not the one the run
+// began with; refused, when set, is a token git was just refused with
+// (revoked, or the clocks disagree), replaced as a 401 replaces it for
+// the API.
+func (a *App) GitToken(ctx context.Context, owner, repo, refused string) (string, error) {
+	inst, err := a.installation(ctx, owner, repo)
+	if err != nil {
+		return "", err
+	}
+	return a.installationToken(ctx, inst, refused)
 }
 
 // Secrets are the tokens minted so far, for redaction (SEC-3).
@@ -293,6 +311,11 @@ func (a *App) installationToken(ctx context.Context, inst int64, refused string)
 	}
 	if out.Token == "" || out.ExpiresAt.IsZero() {
 		return "", &forge.Error{Kind: forge.KindOther, Op: op, Msg: a.restURL.Host + " answered without a token and its expiry"}
+	}
+	// Redacted before it is used, so no log line or record of its use
+	// can hold it (SEC-3).
+	if a.onToken != nil {
+		a.onToken(out.Token)
 	}
 	a.mu.Lock()
 	a.tokens[inst] = &appToken{value: out.Token, expires: out.ExpiresAt}
@@ -439,6 +462,16 @@ func checkAppOptions(opts Options, restURL *url.URL) error {
 		return fmt.Errorf("the GitHub App is set up for %s, not %s: its tokens go only to the API host they are for (SEC-6)", opts.App.restURL.Host, restURL.Host)
 	}
 	return nil
+}
+
+// tokenRedactor keeps the Client's token, or every token its App minted
+// so far, out of its messages (SEC-3).
+func tokenRedactor(opts Options) redactor {
+	r := redactor{secrets: []string{opts.Token}}
+	if opts.App != nil {
+		r.live = opts.App.Secrets
+	}
+	return r
 }
 
 // appAuth puts the App's installation tokens under the Client's transport

@@ -159,7 +159,7 @@ func New(opts Options) (*Client, error) {
 		policy:  opts.Retry.withDefaults(),
 		timeout: timeout,
 		log:     log,
-		redact:  redactor{secrets: []string{opts.Token}},
+		redact:  tokenRedactor(opts),
 		limits:  opts.Limiter,
 	}
 	if opts.Limiter == nil {
@@ -196,7 +196,7 @@ func New(opts Options) (*Client, error) {
 		userAgent:  ua,
 		log:        log,
 		now:        time.Now,
-		redact:     redactor{secrets: []string{opts.Token}},
+		redact:     tokenRedactor(opts),
 		etags:      map[string]cachedPage{},
 		app:        opts.App,
 	}, nil

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,10 +25,19 @@ var ErrReviewerUnavailable = errors.New("reviewer not available")
 
 // redactor keeps the token out of every message (SEC-3), including text a
 // server or a lower layer chose to echo.
-type redactor struct{ secrets []string }
+type redactor struct {
+	secrets []string
+	// live, when set, adds the secrets known now: a GitHub App's tokens,
+	// minted as the run goes (SEC-5).
+	live func() []string
+}
 
 func (r redactor) redact(s string) string {
-	for _, t := range r.secrets {
+	all := r.secrets
+	if r.live != nil {
+		all = append(slices.Clone(all), r.live()...)
+	}
+	for _, t := range all {
 		if t != "" {
 			s = strings.ReplaceAll(s, t, "[REDACTED]")
 		}
