@@ -119,6 +119,19 @@ func (h *Hub) AppTokensMinted() int {
 	return a.minted
 }
 
+// AppTokens are every installation token minted so far, expired ones
+// included: a test looks for them where no token may be (SEC-3).
+func (h *Hub) AppTokens() []string {
+	a := h.appReg()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make([]string, 0, len(a.tokens))
+	for t := range a.tokens {
+		out = append(out, t)
+	}
+	return out
+}
+
 // RegisterApp registers an App with pub as its public key.
 func (h *Hub) RegisterApp(slug string, pub *rsa.PublicKey) (App, error) {
 	if !regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`).MatchString(slug) {
