@@ -27,9 +27,12 @@ func TestSEC5_GitAsksTheAppAtEachFetchAndPush(t *testing.T) {
 	clock := &appClock{}
 	_, app, _ := appClient(t, hub, ref, clock)
 	url := hub.GitURL(ref.Owner, ref.Repo)
-	var asked atomic.Int32
+	var asked, refusals atomic.Int32
 	cred := &repo.Credential{Remote: url, Token: func(ctx context.Context, refused string) (string, error) {
 		asked.Add(1)
+		if refused != "" {
+			refusals.Add(1)
+		}
 		return app.GitToken(ctx, ref.Owner, ref.Repo, refused)
 	}}
 	env := hub.GitEnv("")
@@ -55,8 +58,8 @@ func TestSEC5_GitAsksTheAppAtEachFetchAndPush(t *testing.T) {
 	if _, err := g.Run(ctx, "fetch", "--quiet", "origin"); err != nil {
 		t.Fatalf("fetch after the first token expired: %v", err)
 	}
-	if hub.AppTokensMinted() != 2 {
-		t.Fatalf("%d tokens minted, want a second one for the fetch", hub.AppTokensMinted())
+	if hub.AppTokensMinted() != 2 || refusals.Load() != 0 {
+		t.Fatalf("%d tokens minted, %d refused: want a second one for the fetch, asked for before it, not after a refusal", hub.AppTokensMinted(), refusals.Load())
 	}
 	if err := os.WriteFile(filepath.Join(dir, "NOTES.md"), []byte("notes\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -73,8 +76,8 @@ func TestSEC5_GitAsksTheAppAtEachFetchAndPush(t *testing.T) {
 	if err := g.Push(ctx, "origin", "HEAD", "notes"); err != nil {
 		t.Fatalf("push after the hub refused the current token: %v", err)
 	}
-	if hub.AppTokensMinted() != 3 {
-		t.Fatalf("%d tokens minted, want a third one after the refusal", hub.AppTokensMinted())
+	if hub.AppTokensMinted() != 3 || refusals.Load() != 1 {
+		t.Fatalf("%d tokens minted, %d refused: want a third one after one refusal", hub.AppTokensMinted(), refusals.Load())
 	}
 	ls := exec.Command("git", "ls-remote", url, "refs/heads/notes")
 	ls.Env = append(os.Environ(), hub.GitEnv(hub.Tokens().Reviewer)...)
