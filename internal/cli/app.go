@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/spf13/pflag"
 
@@ -99,13 +100,35 @@ func (c prCred) gitToken(ref forge.PRRef) func(ctx context.Context, refused stri
 	}
 }
 
+// appCache loads the App once and hands every caller the same one; a
+// nil cache loads it on every call.
+type appCache struct {
+	mu   sync.Mutex
+	done bool
+	app  *ghclient.App
+	err  error
+}
+
+func (c *appCache) load(load func() (*ghclient.App, error)) (*ghclient.App, error) {
+	if c == nil {
+		return load()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		c.app, c.err = load()
+		c.done = c.err == nil // a refusal is tried again by the next caller
+	}
+	return c.app, c.err
+}
+
 // prAuth is each PR's forge client and git credential: with a GitHub
 // App, a client per repository on the App's installation tokens, a token
 // minted now for each repository, so refused App credentials end the
 // command before anything is recorded (exit 6), and every token the App
 // mints added to minted; else the token's one client for all.
 func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef, limits config.Values, minted *secure.Secrets) ([]forge.Forge, []prCred, error) {
-	app, err := opts.App.load(ios, rest, opts.CAFile, minted)
+	app, err := opts.apps.load(func() (*ghclient.App, error) { return opts.App.load(ios, rest, opts.CAFile, minted) })
 	if err != nil {
 		return nil, nil, err
 	}

@@ -66,6 +66,9 @@ type prOptions struct {
 	// limiter, when set, is shared by every forge client made from these
 	// options, so a fleet's loops keep one per-host cap (REL-1).
 	limiter *ghclient.HostLimiter
+	// apps, when set, keeps the GitHub App loaded once for every loop, so
+	// a fleet mints tokens per installation, not per PR (SEC-5).
+	apps *appCache
 }
 
 // fieldFlag is a config field as a flag: its value is checked by the

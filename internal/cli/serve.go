@@ -126,6 +126,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	// One per-host cap for every loop's client: twenty loops must not
 	// make twenty times the requests in flight (REL-1).
 	opts.pr.limiter = ghclient.NewHostLimiter(ps.pre.values.Int("forge_concurrency"))
+	opts.pr.apps = &appCache{}
 	f := &fleet{ios: ios, ps: ps, stateDir: ps.stateDir}
 	if err := f.open(ctx, secrets); err != nil {
 		return err

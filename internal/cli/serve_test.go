@@ -412,3 +412,55 @@ func servePRs(t *testing.T, hub *fakehub.Hub, n int) ([]int, []string) {
 	}
 	return numbers, urls
 }
+
+// TestSEC_5_ServeAsAnAppMintsPerInstallation: `converge serve` acting as a
+// GitHub App drives three PRs to two-stable, each verdict a `converge`
+// check run on its head (PR-T10), on installation tokens minted for the
+// installation, not for each PR: one token serves all three, as read at
+// the emulator.
+func TestSEC_5_ServeAsAnAppMintsPerInstallation(t *testing.T) {
+	t.Parallel() // its own emulator, state and port
+	if testing.Short() {
+		t.Skip("runs PR loops end to end")
+	}
+	hub := hubtest.Start(t, 100*time.Millisecond)
+	numbers, urls := servePRs(t, hub, 3)
+	app, err := hub.CreateApp("converge-app")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	if err := hub.SetWebhook(fakehub.WebhookConfig{URL: "http://" + addr + "/webhook", Secret: serveTestSecret}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CONVERGE_APP_ID": strconv.FormatInt(app.ID, 10), "CONVERGE_APP_KEY": app.KeyFile, "CONVERGE_WEBHOOK_SECRET": serveTestSecret}
+	sp := startServe(t, env, append([]string{"--api-url", hub.APIURL(), "--ca-file", hub.CAFile(), "--state", t.TempDir(),
+		"--poll-min", "10m", "--poll-max", "10m", "--listen", addr}, urls...)...)
+	// The label comes with the terminal's first action, the check run's
+	// conclusion a moment later: wait for both.
+	waitFor(t, hub, sp, 8*time.Minute, "every PR ready with a converge check run of the App concluding success", func() bool {
+		for _, num := range numbers {
+			st, err := hub.PR(fakehub.DemoOwner, fakehub.DemoRepo, num)
+			if err != nil {
+				t.Fatal(err)
+			}
+			runs, err := hub.CheckRuns(fakehub.DemoOwner, fakehub.DemoRepo, st.HeadSHA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(st.Labels, prloop.LabelReady) || !slices.ContainsFunc(runs, func(r fakehub.CheckRunState) bool {
+				return r.Name == "converge" && r.Conclusion == "success" && r.AppID == app.ID
+			}) {
+				return false
+			}
+		}
+		return true
+	})
+	if n := hub.AppTokensMinted(); n != 1 {
+		t.Errorf("%d installation tokens minted for one installation and %d PRs, want 1", n, len(numbers))
+	}
+	if err := sp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-sp.done
+}
