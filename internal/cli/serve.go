@@ -166,7 +166,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	// Every PR registered before whose loop never claimed a run (the
 	// process died first), then the PRs named now.
 	pending, err := f.unstarted(ctx)
-	if err != nil {
+	if err != nil && ctx.Err() == nil {
 		return err
 	}
 	for _, r := range refs {
@@ -174,17 +174,17 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 		// Every PR named is kept before the first loop starts: starting
 		// twenty takes a while, and a crash meanwhile must not forget
 		// the ones not yet reached (REL-2).
-		if err := f.db.PutRegistration(ctx, r.String()); err != nil {
+		if err := f.db.PutRegistration(context.WithoutCancel(ctx), r.String()); err != nil {
 			return err
 		}
 	}
 	f.registerAll(ctx, pending)
 	for _, w := range opts.Watch {
-		if err := f.db.PutRepoWatch(ctx, store.RepoWatch{Repo: w, Label: opts.Label, Authors: opts.Authors}); err != nil {
+		if err := f.db.PutRepoWatch(context.WithoutCancel(ctx), store.RepoWatch{Repo: w, Label: opts.Label, Authors: opts.Authors}); err != nil {
 			return err
 		}
 	}
-	if err := srv.DiscoverAll(ctx); err != nil {
+	if err := srv.DiscoverAll(ctx); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(ios.ErrOut, "%v\n", err)
 	}
 
