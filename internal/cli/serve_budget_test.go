@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,6 +105,53 @@ func TestPR_S2_ServePollBudgetRefusesNone(t *testing.T) {
 		code := Run(context.Background(), append([]string{"serve", "--state", t.TempDir()}, args...), ios)
 		if code != exitcode.Usage || !strings.Contains(errOut.String(), strings.TrimPrefix(args[0], "--")) {
 			t.Errorf("serve %v: exit %d, want 2 (usage): %s", args, code, errOut)
+		}
+	}
+}
+
+// TestPR_S2_ServeLoopsTakeTheFleetsPollPermits: a serve loop waiting for a
+// review that does not come polls through the fleet's budget: the permits
+// /metrics reports fall from the budget's burst as its polls take them.
+func TestPR_S2_ServeLoopsTakeTheFleetsPollPermits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a PR loop")
+	}
+	hub := hubtest.Start(t, time.Hour) // Copilot's review never comes
+	_, urls := servePRs(t, hub, 1)
+	sp := startServe(t, map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author},
+		append([]string{"--api-url", hub.APIURL(), "--ca-file", hub.CAFile(), "--state", t.TempDir(),
+			"--poll-min", "1s", "--poll-max", "1s", "--poll-budget", "10"}, urls...)...)
+	available := func() float64 {
+		t.Helper()
+		resp, err := http.Get("http://" + sp.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for line := range strings.Lines(string(b)) {
+			if v, ok := strings.CutPrefix(line, "converge_poll_budget_available "); ok {
+				f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return f
+			}
+		}
+		t.Fatalf("no converge_poll_budget_available in /metrics:\n%s", b)
+		return 0
+	}
+	// Its burst is one permit: the first poll takes it.
+	deadline := time.After(3 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for available() >= 1 {
+		select {
+		case <-tick.C:
+		case <-sp.done:
+			t.Fatalf("serve exited:\n%s", sp.out.String())
+		case <-deadline:
+			t.Fatalf("the waiting loop's polls took no permit of the fleet's budget:\n%s", sp.out.String())
 		}
 	}
 }
