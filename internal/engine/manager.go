@@ -518,8 +518,6 @@ func lifecycle[S any](ctx context.Context, m *Manager, r *Handle, a Adapter[S]) 
 	}
 	phase(st)
 	opt := Options{
-		Clock:         m.cfg.Clock,
-		Polls:         m.cfg.Polls,
 		Wake:          r.wake,
 		Stop:          r.stop,
 		Drain:         m.drain,
@@ -530,6 +528,7 @@ func lifecycle[S any](ctx context.Context, m *Manager, r *Handle, a Adapter[S]) 
 			}
 		},
 	}
+	opt.Clock, opt.Polls = m.cfg.Clock, m.cfg.Polls
 	final, runErr := a.Drive(ctx, st, opt)
 	var hn *HumanNeeded
 	switch {
