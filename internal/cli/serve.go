@@ -30,6 +30,8 @@ type serveOptions struct {
 	Watch   []string // OWNER/REPO, every open PR of it (or those matching Label or Authors)
 	Label   string
 	Authors []string
+	// PollBudget is the fleet's fallback polls a minute (serve_budget.go).
+	PollBudget int
 }
 
 // Names of the server's secrets in the environment: never flags, so they
@@ -69,12 +71,16 @@ Every converge pr flag applies to every loop.`,
 	f.StringSliceVar(&opts.Watch, "watch", nil, "OWNER/REPO whose open PRs to drive (repeatable)")
 	f.StringVar(&opts.Label, "watch-label", "", "with --watch: only PRs with this label")
 	f.StringSliceVar(&opts.Authors, "watch-author", nil, "with --watch: only PRs by these authors (repeatable)")
+	addServeBudgetFlags(f, opts)
 	return cmd
 }
 
 func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	if opts.pr.DryRun || opts.pr.DisposeOnly || opts.pr.Fresh {
 		return usageErr("serve runs loops to their end and resumes them: --dry-run, --dispose-only and --fresh are for converge pr")
+	}
+	if err := checkServeBudget(opts); err != nil {
+		return err
 	}
 	if (opts.Label != "" || len(opts.Authors) > 0) && len(opts.Watch) == 0 {
 		return usageErr("--watch-label and --watch-author narrow --watch: name the repository with --watch OWNER/REPO")
@@ -128,6 +134,9 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	opts.pr.limiter = ghclient.NewHostLimiter(ps.pre.values.Int("forge_concurrency"))
 	opts.pr.apps = &appCache{}
 	f := &fleet{ios: ios, ps: ps, stateDir: ps.stateDir}
+	if f.polls, err = newPollBudget(opts); err != nil {
+		return err
+	}
 	if err := f.open(ctx, secrets); err != nil {
 		return err
 	}
@@ -135,8 +144,8 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 
 	srv, err := server.New(server.Options{
 		Loops: f, Store: f.db, Secret: []byte(secret), Addr: opts.Listen, Token: token,
-		Discover: f.discover,
-		Logger:   slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		Discover: f.discover, Budget: f.polls,
+		Logger: slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return usageErr("%v", err)
@@ -187,6 +196,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	if err := srv.DiscoverAll(ctx); err != nil && ctx.Err() == nil {
 		fmt.Fprintf(ios.ErrOut, "%v\n", err)
 	}
+	f.m.Prune(ctx) // what runs before this start left in the clone cache
 
 	<-ctx.Done()
 	// A signal: every loop ends at its next step boundary, resumable.
@@ -211,6 +221,7 @@ type fleet struct {
 	db       *store.Store
 	m        *engine.Manager
 	shared   sync.Mutex // one run's terminal and proof print as one block
+	polls    *server.Budget
 }
 
 var _ server.Loops = (*fleet)(nil)
@@ -230,6 +241,7 @@ func (f *fleet) open(ctx context.Context, secrets []string) error {
 	f.m = engine.NewManager(engine.Config{
 		Store: db, WorkDir: filepath.Join(f.stateDir, "work"), CodeOf: ExitCodeOf,
 		Revive: map[string]engine.Reviver{"pr": prReviver(f.ios, db, filepath.Join(f.stateDir, "work"), f.params)},
+		Polls:  f.pollGate(), Prune: f.prune,
 	})
 	return nil
 }

@@ -137,6 +137,9 @@ type Options struct {
 	// OnStep, when set, is told of every persisted state (Manager's
 	// Snapshot).
 	OnStep func(state any)
+	// Polls, when set, is the fleet's budget every fallback poll takes a
+	// permit from (pollbudget.go).
+	Polls PollBudget
 }
 
 // ErrDrained is a run ended by Options.Drain: unfinished, resumable.
@@ -370,6 +373,7 @@ func (e *runner[S, O, A, R]) sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-e.opt.Clock.After(d):
+		return e.pollPermit(ctx, bg) // a fallback poll (pollbudget.go)
 	case <-e.opt.Wake:
 	case <-e.opt.Stop:
 	case <-bg:

@@ -170,6 +170,13 @@ type Config struct {
 	// Revive, by kind, makes the specs Resume restarts; a kind without
 	// one is left to its own command.
 	Revive map[string]Reviver
+	// Polls, when set, is the fleet's budget of fallback polls every run
+	// shares (pollbudget.go); Clock, when set, every run's clock.
+	Polls PollBudget
+	Clock Clock
+	// Prune, when set, removes from the clone cache what no live run
+	// uses; it reports its own failures (prune.go).
+	Prune Pruner
 }
 
 // ErrDraining refuses an Add after Drain began.
@@ -189,6 +196,7 @@ type Manager struct {
 	drain     chan struct{}
 	drainOnce sync.Once
 	stopOnce  sync.Once
+	pruneMu   sync.Mutex // one prune at a time
 }
 
 // NewManager makes a Manager of cfg.
@@ -275,6 +283,8 @@ func (m *Manager) Add(ctx context.Context, spec Spec) (*Handle, error) {
 			delete(m.runs, spec.target)
 		}
 		m.mu.Unlock()
+		// A finished run leaves nothing in the clone cache (prune.go).
+		m.Prune(context.WithoutCancel(ctx))
 		close(r.done)
 	}()
 	return r, nil
@@ -518,6 +528,7 @@ func lifecycle[S any](ctx context.Context, m *Manager, r *Handle, a Adapter[S]) 
 			}
 		},
 	}
+	opt.Clock, opt.Polls = m.cfg.Clock, m.cfg.Polls
 	final, runErr := a.Drive(ctx, st, opt)
 	var hn *HumanNeeded
 	switch {

@@ -79,10 +79,36 @@ func (b *Budget) Wait(ctx context.Context, n int) error {
 	}
 }
 
-// Available is the number of permits the bucket holds now.
+// Reserve takes one permit now, or ahead of its time when the bucket is
+// empty: the caller may poll after wait (engine.PollBudget). Permits go
+// in turn, so loops queued on the budget each wait their own slot rather
+// than all waking when the next one comes; cancel gives back a permit
+// whose poll never ran (a webhook woke the loop first).
+func (b *Budget) Reserve() (time.Duration, func()) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill()
+	b.tokens--
+	var wait time.Duration
+	if b.tokens < 0 {
+		wait = max(time.Duration(-b.tokens/b.perSecond*float64(time.Second)), time.Millisecond)
+	}
+	var once sync.Once
+	return wait, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.refill()
+			b.tokens = min(b.burst, b.tokens+1)
+		})
+	}
+}
+
+// Available is the number of permits the bucket holds now: 0 while polls
+// queue for it.
 func (b *Budget) Available() float64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.refill()
-	return b.tokens
+	return max(0, b.tokens)
 }
