@@ -373,17 +373,16 @@ func (m *Manager) Resume(ctx context.Context) ([]*Handle, error) {
 		return nil, err
 	}
 	var (
-		started []*Handle
-		errs    []error
-		seen    = map[string]bool{}
+		errs []error
+		seen = map[string]bool{}
+		todo []store.Run
 	)
 	for _, sr := range runs {
 		if seen[sr.Target] {
 			continue
 		}
 		seen[sr.Target] = true
-		revive := m.cfg.Revive[sr.Kind]
-		if revive == nil || m.Get(sr.Target) != nil {
+		if m.cfg.Revive[sr.Kind] == nil || m.Get(sr.Target) != nil {
 			continue
 		}
 		if _, live, err := m.cfg.Store.LockLive(ctx, sr.Target); err != nil {
@@ -392,20 +391,42 @@ func (m *Manager) Resume(ctx context.Context) ([]*Handle, error) {
 		} else if live {
 			continue // another process drives it
 		}
-		spec, err := revive(ctx, sr)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("revive run %s on %s: %w", sr.ID, sr.Target, err))
-			continue
+		todo = append(todo, sr)
+	}
+	// Reviving is a few forge reads per run: one at a time, the last of
+	// a fleet's runs would wait minutes for the first's.
+	handles, rerrs := make([]*Handle, len(todo)), make([]error, len(todo))
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, resumeConcurrency)
+	for i, sr := range todo {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			spec, err := m.cfg.Revive[sr.Kind](ctx, sr)
+			if err != nil {
+				rerrs[i] = fmt.Errorf("revive run %s on %s: %w", sr.ID, sr.Target, err)
+				return
+			}
+			if handles[i], err = m.Add(ctx, spec); err != nil {
+				rerrs[i] = fmt.Errorf("resume run %s: %w", sr.ID, err)
+			}
+		}()
+	}
+	wg.Wait()
+	var started []*Handle
+	for i := range todo {
+		if rerrs[i] != nil {
+			errs = append(errs, rerrs[i])
+		} else if handles[i] != nil {
+			started = append(started, handles[i])
 		}
-		r, err := m.Add(ctx, spec)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("resume run %s: %w", sr.ID, err))
-			continue
-		}
-		started = append(started, r)
 	}
 	return started, errors.Join(errs...)
 }
+
+// resumeConcurrency bounds the runs Resume revives at once.
+const resumeConcurrency = 4
 
 // RunInfo is a loop's snapshot, for metrics and the API.
 type RunInfo struct {
