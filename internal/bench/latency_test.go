@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"testing"
+	"time"
 )
 
 // TestPR_S2_WebhookToDecisionLatency runs the small scale of the
@@ -33,5 +35,26 @@ func TestPR_S2_WebhookToDecisionLatency(t *testing.T) {
 	}
 	if s := l.Spread.P99; s.Min > s.Max || s.Min <= 0 {
 		t.Errorf("p99 spread %+v", s)
+	}
+}
+
+// TestPR_S2_LatencyCoversWithObservationsBegunAfterArrival: a delivery
+// is covered by the first decision on an observation its loop began after
+// the delivery arrived, not by one already under way that returned later,
+// and a delivery no such decision follows is counted uncovered.
+func TestPR_S2_LatencyCoversWithObservationsBegunAfterArrival(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	f := &fleet{steps: map[string][]step{
+		"a": {{observed: at(5), decided: at(20)}, {observed: at(25), decided: at(40)}},
+		"b": {{observed: at(0), decided: at(3)}},
+	}}
+	f.arrivals = []arrival{{at: at(10), target: "a"}, {at: at(25), target: "a"}, {at: at(1), target: "b"}}
+	lat, uncovered, decisions := f.figures(at(0))
+	if want := []time.Duration{30 * time.Millisecond, 15 * time.Millisecond}; !slices.Equal(lat, want) {
+		t.Errorf("latencies %v, want %v: the step observing from 5 ms began before the delivery at 10 ms", lat, want)
+	}
+	if uncovered != 1 || decisions != 3 {
+		t.Errorf("uncovered %d, decisions %d; want 1 and 3", uncovered, decisions)
 	}
 }
