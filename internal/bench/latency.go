@@ -56,6 +56,13 @@ type LatencyRun struct {
 	P95       float64 `json:"p95_ms"`
 	P99       float64 `json:"p99_ms"`
 	Max       float64 `json:"max_ms"`
+	// Where the time goes: the server's handling of a delivery (HMAC,
+	// dedupe in the store, routing), and the covering decision's
+	// observation and Decide, at p50 and p99 over the events.
+	ReceiveP50 float64 `json:"receive_p50_ms"`
+	ReceiveP99 float64 `json:"receive_p99_ms"`
+	ObserveP50 float64 `json:"observe_decide_p50_ms"`
+	ObserveP99 float64 `json:"observe_decide_p99_ms"`
 	// Load is the machine's 1-minute load average at the run's end
 	// (Linux; 0 elsewhere): the figure is only as good as the CPU the
 	// benchmark had to itself.
@@ -163,8 +170,9 @@ type benchPR struct {
 // arrival is one delivery the server accepted: when it reached the
 // receiver, and the loop it concerns.
 type arrival struct {
-	at     time.Time
-	target string
+	at      time.Time
+	target  string
+	receive time.Duration // the server's handling
 }
 
 // step is one Decide: when its observation began and when it returned.
@@ -315,6 +323,7 @@ func (f *fleet) receive(w http.ResponseWriter, r *http.Request) {
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	rec := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 	f.srv.ServeHTTP(rec, r)
+	took := time.Since(at)
 	if rec.status != http.StatusAccepted {
 		return
 	}
@@ -329,7 +338,7 @@ func (f *fleet) receive(w http.ResponseWriter, r *http.Request) {
 	for _, pr := range f.prs {
 		if pr.head == sha {
 			f.mu.Lock()
-			f.arrivals = append(f.arrivals, arrival{at: at, target: pr.target})
+			f.arrivals = append(f.arrivals, arrival{at: at, target: pr.target, receive: took})
 			f.mu.Unlock()
 		}
 	}
@@ -415,14 +424,14 @@ func (f *fleet) run(ctx context.Context, rate float64, d time.Duration) (Latency
 	// the decisions, and give up on a lost wake after a grace period.
 	giveUp := time.After(10*server.DefaultWindow + 5*time.Second)
 	for {
-		lat, uncovered, decisions := f.figures(start)
+		_, uncovered, _ := f.figures(start)
 		if uncovered == 0 || ctx.Err() != nil {
-			return f.summary(lat, uncovered, decisions, n, end.Sub(start)), ctx.Err()
+			return f.summary(start, n, end.Sub(start)), ctx.Err()
 		}
 		select {
 		case <-f.stepped:
 		case <-giveUp:
-			return f.summary(lat, uncovered, decisions, n, end.Sub(start)), nil
+			return f.summary(start, n, end.Sub(start)), nil
 		case <-ctx.Done():
 		}
 	}
@@ -434,6 +443,12 @@ func (f *fleet) run(ctx context.Context, rate float64, d time.Duration) (Latency
 // on an observation already under way when the delivery arrived does
 // not count, even when it returned later.
 func (f *fleet) figures(since time.Time) (lat []time.Duration, uncovered, decisions int) {
+	lat, _, uncovered, decisions = f.covered(since)
+	return lat, uncovered, decisions
+}
+
+// covered is figures with, per covered event, its decision's step.
+func (f *fleet) covered(since time.Time) (lat []time.Duration, by []step, uncovered, decisions int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, a := range f.arrivals {
@@ -444,6 +459,7 @@ func (f *fleet) figures(since time.Time) (lat []time.Duration, uncovered, decisi
 			continue
 		}
 		lat = append(lat, steps[i].decided.Sub(a.at))
+		by = append(by, steps[i])
 	}
 	for _, steps := range f.steps {
 		for _, s := range steps {
@@ -452,12 +468,17 @@ func (f *fleet) figures(since time.Time) (lat []time.Duration, uncovered, decisi
 			}
 		}
 	}
-	return lat, uncovered, decisions
+	return lat, by, uncovered, decisions
 }
 
-func (f *fleet) summary(lat []time.Duration, uncovered, decisions, sent int, d time.Duration) LatencyRun {
+func (f *fleet) summary(since time.Time, sent int, d time.Duration) LatencyRun {
+	lat, by, uncovered, decisions := f.covered(since)
 	f.mu.Lock()
 	events := len(f.arrivals)
+	var recv []time.Duration
+	for _, a := range f.arrivals {
+		recv = append(recv, a.receive)
+	}
 	f.mu.Unlock()
 	r := LatencyRun{Seconds: d.Seconds(), Sent: sent, Events: events, Rate: float64(events) / d.Seconds(), Decisions: decisions, Uncovered: uncovered, Load: loadAvg()}
 	if len(lat) == 0 {
@@ -465,6 +486,14 @@ func (f *fleet) summary(lat []time.Duration, uncovered, decisions, sent int, d t
 	}
 	slices.Sort(lat)
 	r.P50, r.P95, r.P99, r.Max = ms(percentile(lat, 50)), ms(percentile(lat, 95)), ms(percentile(lat, 99)), ms(lat[len(lat)-1])
+	obs := make([]time.Duration, len(by))
+	for i, s := range by {
+		obs[i] = s.decided.Sub(s.observed)
+	}
+	slices.Sort(obs)
+	slices.Sort(recv)
+	r.ObserveP50, r.ObserveP99 = ms(percentile(obs, 50)), ms(percentile(obs, 99))
+	r.ReceiveP50, r.ReceiveP99 = ms(percentile(recv, 50)), ms(percentile(recv, 99))
 	return r
 }
 

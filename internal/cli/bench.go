@@ -87,7 +87,8 @@ func printLatency(ios *IOStreams, l *bench.Latency) {
 		if r.Uncovered > 0 {
 			fmt.Fprintf(w, "; %d events no decision covered", r.Uncovered)
 		}
-		fmt.Fprintln(w)
+		fmt.Fprintf(w, "\n         server's handling p50 %.1f ms, p99 %.1f ms; observe and Decide p50 %.0f ms, p99 %.0f ms\n",
+			r.ReceiveP50, r.ReceiveP99, r.ObserveP50, r.ObserveP99)
 	}
 	s := l.Spread
 	fmt.Fprintf(w, "  spread: p50 %.0f–%.0f ms, p95 %.0f–%.0f ms, p99 %.0f–%.0f ms\n", s.P50.Min, s.P50.Max, s.P95.Min, s.P95.Max, s.P99.Min, s.P99.Max)
