@@ -263,27 +263,24 @@ func newFleet(ctx context.Context, dir string, n int) (_ *fleet, err error) {
 	// Every loop observes, requests its review and parks in its wait
 	// before any figure is taken: until a loop knows its head, a CI
 	// event of the repository wakes it whatever the commit.
-	parked := make(chan string, n)
+	parked, ended := make(chan string, n), make(chan error, n)
 	for _, p := range f.prs {
-		a := &latencyJob{f: f, db: f.db, ref: p.ref, target: p.target, branch: p.branch, parked: parked}
+		a := &latencyJob{f: f, db: f.db, ref: p.ref, target: p.target, branch: p.branch, parked: parked, ended: ended}
 		if _, err := f.m.Add(srvCtx, engine.NewSpec[prloop.State](a)); err != nil {
 			return nil, err
 		}
 	}
-	waiting := map[string]bool{}
-	for len(waiting) < n {
+	deadline := time.After(2 * time.Minute)
+	for waiting := 0; waiting < n; {
 		select {
-		case t := <-parked:
-			waiting[t] = true
+		case <-parked:
+			waiting++
+		case err := <-ended:
+			return nil, err
 		case <-ctx.Done():
 			return nil, ctx.Err()
-		case <-time.After(2 * time.Minute):
-			return nil, fmt.Errorf("%d of %d loops parked in two minutes", len(waiting), n)
-		}
-		for _, r := range f.m.Snapshot() {
-			if r.Phase == "ended" {
-				return nil, fmt.Errorf("the loop on %s ended before the benchmark", r.Target)
-			}
+		case <-deadline:
+			return nil, fmt.Errorf("%d of %d loops parked in two minutes", waiting, n)
 		}
 	}
 	if err := hub.WaitDeliveries(ctx); err != nil {
@@ -538,6 +535,7 @@ type latencyJob struct {
 	target string
 	branch string
 	parked chan<- string
+	ended  chan<- error // a loop that ends: it never should
 	loop   *prloop.Loop
 	once   sync.Once
 }
@@ -547,11 +545,17 @@ var _ engine.Adapter[prloop.State] = (*latencyJob)(nil)
 func (j *latencyJob) Kind() engine.Kind {
 	return engine.Kind{Name: "pr", Errored: string(prloop.ReasonErrored)}
 }
-func (j *latencyJob) Target() string                                { return j.target }
-func (j *latencyJob) Fresh() bool                                   { return true }
-func (j *latencyJob) Resumable(st prloop.State) bool                { return prloop.Resumable(st) }
-func (j *latencyJob) Refuse(context.Context, bool) error            { return nil }
-func (j *latencyJob) End(_ context.Context, o engine.Outcome) error { return o.Err }
+func (j *latencyJob) Target() string                     { return j.target }
+func (j *latencyJob) Fresh() bool                        { return true }
+func (j *latencyJob) Resumable(st prloop.State) bool     { return prloop.Resumable(st) }
+func (j *latencyJob) Refuse(context.Context, bool) error { return nil }
+
+func (j *latencyJob) End(_ context.Context, o engine.Outcome) error {
+	if o.Status != engine.StatusInterrupted {
+		j.ended <- fmt.Errorf("the loop on %s ended %s: %v", j.target, o.Status, o.Err)
+	}
+	return o.Err
+}
 
 func (j *latencyJob) Progress(st prloop.State) engine.Progress {
 	return engine.Progress{Phase: string(st.Phase), Round: st.Round, Head: st.HeadSeen, Branch: j.branch, Base: "main"}
