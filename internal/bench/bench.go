@@ -84,6 +84,7 @@ type Report struct {
 	Writes      []WriteRound `json:"writes_per_round"`
 	IdleLoops   []IdleLoops  `json:"idle_loops"`
 	Decide      []DecideTime `json:"decide"`
+	Latency     *Latency     `json:"webhook_to_decision"`
 }
 
 // Run measures everything its scale asks for.
@@ -140,6 +141,11 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 
 	say("Decide at 500 threads")
 	r.Decide = decideTimes(500)
+
+	say("webhook-to-decision latency")
+	if r.Latency, err = latency(ctx, opt.Dir+"/latency", opt.Scale); err != nil {
+		return nil, fmt.Errorf("webhook-to-decision latency: %w", err)
+	}
 	return r, nil
 }
 
