@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	graphqlgo "github.com/graph-gophers/graphql-go"
@@ -75,6 +76,7 @@ const (
 // Hub is one running emulator.
 type Hub struct {
 	opts    Options
+	conns   atomic.Int64 // connections opened (Connections)
 	wlog    writeLog
 	log     *slog.Logger
 	tempDir bool
@@ -195,6 +197,11 @@ func (h *Hub) Start(ctx context.Context) error {
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
+		ConnState: func(_ net.Conn, st http.ConnState) {
+			if st == http.StateNew {
+				h.conns.Add(1)
+			}
+		},
 	}
 	if !h.opts.HTTP {
 		h.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{h.tlsCert}, MinVersion: tls.VersionTLS12}

@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -159,7 +160,10 @@ func (c *Client) conditionalGet(ctx context.Context, path, prev string) (etag st
 	if prev != "" {
 		req.Header.Set("If-None-Match", prev)
 	}
-	resp, err := c.rest.Do(req, nil)
+	// The body is read to its end (and dropped), so the connection goes
+	// back to the pool: unread, it is closed and the next probe pays a
+	// new TLS handshake.
+	resp, err := c.rest.Do(req, io.Discard)
 	if resp != nil {
 		date, _ = http.ParseTime(resp.Header.Get("Date"))
 	}

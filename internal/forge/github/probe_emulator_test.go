@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"testing"
 
@@ -132,4 +133,32 @@ func hasLabel(pr *forge.PullRequest, l string) bool {
 		}
 	}
 	return false
+}
+
+// TestPR_O1_ProbeKeepsItsConnection: a probe answered 200 (the PR
+// changed) reads its body to the end, so the client's connection goes
+// back to the pool; polls of a changing PR open no new connection to the
+// forge (each would be a TLS handshake).
+func TestPR_O1_ProbeKeepsItsConnection(t *testing.T) {
+	hub, c, ref := emulatorPR(t)
+	ctx := context.Background()
+	rev := hubtest.Client(t, hub, hub.Tokens().Reviewer)
+	for i := range 2 { // both clients connected, the probe's ETags taken
+		if err := rev.AddLabels(ctx, ref, fmt.Sprintf("warm-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		observeCost(t, hub, c, ref)
+	}
+	before := hub.Connections()
+	for i := range 5 {
+		if err := rev.AddLabels(ctx, ref, fmt.Sprintf("change-%d", i)); err != nil {
+			t.Fatal(err)
+		}
+		if pr, cost := observeCost(t, hub, c, ref); pr.Unchanged || cost.RESTGet == 0 {
+			t.Fatalf("poll %d after a change: unchanged %v, cost %+v: want the probe answered 200 and a whole read", i, pr.Unchanged, cost)
+		}
+	}
+	if n := hub.Connections() - before; n != 0 {
+		t.Errorf("5 polls of a changing PR opened %d new connections, want 0: the probe's connection is not reused", n)
+	}
 }
