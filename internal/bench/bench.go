@@ -85,6 +85,7 @@ type Report struct {
 	IdleLoops   []IdleLoops  `json:"idle_loops"`
 	Decide      []DecideTime `json:"decide"`
 	Latency     *Latency     `json:"webhook_to_decision"`
+	ConvergedPR ConvergedPR  `json:"requests_per_converged_pr"`
 }
 
 // Run measures everything its scale asks for.
@@ -124,6 +125,11 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			return nil, fmt.Errorf("writes at %d threads: %w", n, err)
 		}
 		r.Writes = append(r.Writes, wr)
+	}
+
+	say("requests per converged PR")
+	if r.ConvergedPR, err = convergedPR(ctx, opt.Dir+"/converged"); err != nil {
+		return nil, fmt.Errorf("converged PR: %w", err)
 	}
 
 	loops := []int{200}
