@@ -64,6 +64,7 @@ type WriteRound struct {
 type IdleLoops struct {
 	Loops       int     `json:"loops"`
 	RSSMiB      float64 `json:"rss_mib"`
+	PeakRSSMiB  float64 `json:"peak_rss_mib"` // the process's, while they started
 	KiBPerLoop  float64 `json:"rss_kib_per_loop"`
 	HeapKiBLoop float64 `json:"heap_stack_kib_per_loop"`
 }
@@ -138,7 +139,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	}
 	for _, n := range loops {
 		say("%d idle loops", n)
-		il, err := idleLoops(ctx, n)
+		il, err := idleLoops(ctx, fmt.Sprintf("%s/idle-%d", opt.Dir, n), n)
 		if err != nil {
 			return nil, fmt.Errorf("idle loops: %w", err)
 		}

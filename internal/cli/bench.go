@@ -70,10 +70,10 @@ func printBench(ios *IOStreams, r *bench.Report) {
 	fmt.Fprintf(w, "%-44s %12d %12d\n", "requests per converged PR", cp.Converge.Total, cp.Baseline.Total)
 	fmt.Fprintf(w, "%-44s %12d %12d\n", "write requests per converged PR", cp.Converge.Writes, cp.Baseline.Writes)
 	fmt.Fprintf(w, "%-44s %12d %12d\n", "primary points per converged PR", cp.Converge.PrimaryPoints, cp.Baseline.PrimaryPoints)
-	fmt.Fprintf(w, "  (%s; %d polls each)\n", cp.Scenario, cp.ConvergePolls)
+	fmt.Fprintf(w, "  (%s; polls: converge %d, baseline %d)\n", cp.Scenario, cp.ConvergePolls, cp.BaselinePolls)
 	fmt.Fprintln(w)
 	for _, il := range r.IdleLoops {
-		fmt.Fprintf(w, "%d idle loops: %.1f MiB RSS, %.1f KiB RSS per loop (%.1f KiB heap and stack)\n", il.Loops, il.RSSMiB, il.KiBPerLoop, il.HeapKiBLoop)
+		fmt.Fprintf(w, "%d idle loops (registered with the engine's manager): %.1f MiB RSS (%.1f MiB at peak), %.1f KiB RSS per loop (%.1f KiB heap and stack)\n", il.Loops, il.RSSMiB, il.PeakRSSMiB, il.KiBPerLoop, il.HeapKiBLoop)
 	}
 	for _, d := range r.Decide {
 		fmt.Fprintf(w, "Decide at %d threads, %s: %.0f µs\n", d.Threads, d.Step, d.Micros)
