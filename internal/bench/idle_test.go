@@ -13,7 +13,7 @@ import (
 // registration and claimed run are in the store, every loop was waiting
 // when measured, and the drain left every run unfinished, to resume.
 func TestPR_G6_IdleLoopsRegisteredWithTheManager(t *testing.T) {
-	const n = 150
+	const n = 100
 	dir := t.TempDir()
 	il, err := idleLoops(context.Background(), dir, n)
 	if err != nil {
