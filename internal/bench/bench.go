@@ -64,6 +64,7 @@ type WriteRound struct {
 type IdleLoops struct {
 	Loops       int     `json:"loops"`
 	RSSMiB      float64 `json:"rss_mib"`
+	PeakRSSMiB  float64 `json:"peak_rss_mib"` // the process's, while they started
 	KiBPerLoop  float64 `json:"rss_kib_per_loop"`
 	HeapKiBLoop float64 `json:"heap_stack_kib_per_loop"`
 }
@@ -85,6 +86,7 @@ type Report struct {
 	IdleLoops   []IdleLoops  `json:"idle_loops"`
 	Decide      []DecideTime `json:"decide"`
 	Latency     *Latency     `json:"webhook_to_decision"`
+	ConvergedPR ConvergedPR  `json:"requests_per_converged_pr"`
 }
 
 // Run measures everything its scale asks for.
@@ -126,13 +128,18 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		r.Writes = append(r.Writes, wr)
 	}
 
+	say("requests per converged PR")
+	if r.ConvergedPR, err = convergedPR(ctx, opt.Dir+"/converged"); err != nil {
+		return nil, fmt.Errorf("converged PR: %w", err)
+	}
+
 	loops := []int{200}
 	if opt.Scale == Full {
 		loops = []int{1000, 10000}
 	}
 	for _, n := range loops {
 		say("%d idle loops", n)
-		il, err := idleLoops(ctx, n)
+		il, err := idleLoops(ctx, fmt.Sprintf("%s/idle-%d", opt.Dir, n), n)
 		if err != nil {
 			return nil, fmt.Errorf("idle loops: %w", err)
 		}

@@ -25,11 +25,12 @@ GitHub as a plain PR loop does (separate calls for the PR, its comments,
 threads, requested reviewers and events on every poll; one request per
 reply and per resolve), every request counted at the emulator: requests
 and primary points per poll of an idle PR, write requests for a round's
-replies and resolves at 5, 20 and 50 threads, the memory of idle loops,
-Decide's time at 500 threads, and webhook-to-decision latency (p50, p95,
-p99 of three runs at 100 events/s over 20 PR loops behind the serve
-webhook receiver). --scale small runs in make test;
---scale full is what BENCHMARKS.md records.`,
+replies and resolves at 5, 20 and 50 threads, requests, writes and
+points per PR driven to a converged finish, the memory of idle loops
+registered with the engine's manager, Decide's time at 500 threads, and
+webhook-to-decision latency (p50, p95, p99 of three runs at 100 events/s
+over 20 PR loops behind the serve webhook receiver). --scale small runs
+in make test; --scale full is what BENCHMARKS.md records.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scale := bench.Scale(opts.Scale)
@@ -65,9 +66,14 @@ func printBench(ios *IOStreams, r *bench.Report) {
 	for _, wr := range r.Writes {
 		fmt.Fprintf(w, "%-44s %12d %12d\n", fmt.Sprintf("write requests, a round of %d threads", wr.Threads), wr.Converge.Writes, wr.Baseline.Writes)
 	}
+	cp := r.ConvergedPR
+	fmt.Fprintf(w, "%-44s %12d %12d\n", "requests per converged PR", cp.Converge.Total, cp.Baseline.Total)
+	fmt.Fprintf(w, "%-44s %12d %12d\n", "write requests per converged PR", cp.Converge.Writes, cp.Baseline.Writes)
+	fmt.Fprintf(w, "%-44s %12d %12d\n", "primary points per converged PR", cp.Converge.PrimaryPoints, cp.Baseline.PrimaryPoints)
+	fmt.Fprintf(w, "  (%s; polls: converge %d, baseline %d)\n", cp.Scenario, cp.ConvergePolls, cp.BaselinePolls)
 	fmt.Fprintln(w)
 	for _, il := range r.IdleLoops {
-		fmt.Fprintf(w, "%d idle loops: %.1f MiB RSS, %.1f KiB RSS per loop (%.1f KiB heap and stack)\n", il.Loops, il.RSSMiB, il.KiBPerLoop, il.HeapKiBLoop)
+		fmt.Fprintf(w, "%d idle loops (registered with the engine's manager): %.1f MiB RSS (%.1f MiB at peak), %.1f KiB RSS per loop (%.1f KiB heap and stack)\n", il.Loops, il.RSSMiB, il.PeakRSSMiB, il.KiBPerLoop, il.HeapKiBLoop)
 	}
 	for _, d := range r.Decide {
 		fmt.Fprintf(w, "Decide at %d threads, %s: %.0f µs\n", d.Threads, d.Step, d.Micros)

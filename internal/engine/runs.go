@@ -38,6 +38,9 @@ type Claim[S any] struct {
 	target string
 }
 
+// newRunID draws a run id; a test makes it draw one taken.
+var newRunID = store.NewRunID
+
 // ClaimRun starts, or resumes, the run of kind on target. Unless fresh,
 // the newest run on target resumes when it is unfinished and its stored
 // state decodes and is resumable (a run killed mid-way keeps its round
@@ -63,9 +66,18 @@ func ClaimRun[S any](ctx context.Context, db *store.Store, kind, target string, 
 		}
 	}
 	if c.Resumed == nil {
-		c.RunID = store.NewRunID(time.Now())
-		if err := db.CreateRun(ctx, store.Run{ID: c.RunID, Kind: kind, Target: target}); err != nil {
-			return nil, fmt.Errorf("record run: %w", err)
+		// A run id is random within its day (24 bits): among a server's
+		// thousands of runs of a day two draw the same one now and then,
+		// and the second draws again.
+		for try := 0; ; try++ {
+			c.RunID = newRunID(time.Now())
+			err := db.CreateRun(ctx, store.Run{ID: c.RunID, Kind: kind, Target: target})
+			if err == nil {
+				break
+			}
+			if _, gerr := db.GetRun(ctx, c.RunID); gerr != nil || try == 4 {
+				return nil, fmt.Errorf("record run: %w", err)
+			}
 		}
 	}
 	holder, ok, err := db.AcquireLock(ctx, target, c.RunID, os.Getpid())
