@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -90,7 +87,7 @@ func idleLoops(ctx context.Context, dir string, n int) (IdleLoops, error) {
 			return IdleLoops{}, ctx.Err()
 		}
 	}
-	peak := peakRSS()
+	peak := prlooptest.PeakRSS()
 	// What a server that has waited a few minutes holds: the runtime
 	// collects at least every two minutes when idle and its scavenger
 	// gives freed pages back to the OS; FreeOSMemory does both now.
@@ -128,21 +125,6 @@ func idleLoops(ctx context.Context, dir string, n int) (IdleLoops, error) {
 // idleWave is how many loops are registered at once: few enough that a
 // wave's first writes fit in the store's busy timeout on a loaded machine.
 const idleWave = 100
-
-// peakRSS is the process's peak resident set so far (Linux), 0 elsewhere.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmHWM:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
 
 // idleJob is a PR loop's engine.Adapter as `converge serve` adds one
 // (internal/cli's prJob), less what prints and the git workspace: the

@@ -77,13 +77,19 @@ func InUse() int64 {
 }
 
 // RSS is the process's resident set (Linux), 0 elsewhere.
-func RSS() int64 {
+func RSS() int64 { return procStatus("VmRSS:") }
+
+// PeakRSS is the process's peak resident set so far (Linux), 0 elsewhere.
+func PeakRSS() int64 { return procStatus("VmHWM:") }
+
+// procStatus is a size field of /proc/self/status, in bytes.
+func procStatus(field string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == field {
 			kb, _ := strconv.ParseInt(f[1], 10, 64)
 			return kb << 10
 		}
