@@ -156,6 +156,10 @@ func TestAG_B1_RealOpenCode_TokensOfARunStoppedAtItsBudget(t *testing.T) {
 		}}
 		srv, url := agenttest.Serve(t, summary, work)
 		a := newAgent(t, bin, url)
+		// What is measured is the tokens, not how soon the summary turn
+		// answers: on a loaded machine the CLI's start alone can take
+		// the default summary budget's 30 s.
+		a.opts.SummaryBudget = 3 * time.Minute
 		res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: budget,
 			Findings: []agent.Finding{{ID: "tokens-finding", Body: "read a.txt"}}})
 		if err != nil {
