@@ -647,7 +647,7 @@ func (d *step) accept(r *forge.Review) {
 func (d *step) triage() bool {
 	s := &d.s
 	acted := len(d.acts)
-	var findings []Finding
+	findings := make([]Finding, 0, len(d.pr.Threads))
 	var recorded []ThreadRecord
 	inGit := addressedInGit(d.pr)
 	for _, v := range classifyThreads(*s, d.o, d.c) {
@@ -656,7 +656,7 @@ func (d *step) triage() bool {
 			// PR-T12: "addressed" by a commit no longer on the branch.
 			d.acts = append(d.acts, Action{Kind: ActUnresolve, Key: roundKey(s.Round, "unresolve/"+v.T.ID), ThreadID: v.T.ID, Round: s.Round,
 				Reason: "the commit that addressed it is no longer in the head's history"})
-			findings = append(findings, finding(v, d.c))
+			findings = append(findings, finding(v, d.o.Classes, d.c))
 		case thFinding:
 			// A loop commit says it addressed this thread but no reply
 			// followed: a crash between push and reply (REL-2). Reply
@@ -673,7 +673,7 @@ func (d *step) triage() bool {
 				d.acts = append(d.acts, Action{Kind: ActUnresolve, Key: roundKey(s.Round, "unresolve/"+v.T.ID), ThreadID: v.T.ID, Round: s.Round,
 					Reason: "a trusted reviewer commented after converge's last reply"})
 			}
-			findings = append(findings, finding(v, d.c))
+			findings = append(findings, finding(v, d.o.Classes, d.c))
 		case thStale:
 			disp, reason := disposition(v.T.ID, nil, v.StaleFrom)
 			recorded = append(recorded, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
@@ -728,15 +728,20 @@ func (d *step) triage() bool {
 			recorded = append(recorded, ThreadRecord{ThreadID: id, Round: s.Round, Disposition: disp, HeadSHA: d.head, Reason: reason})
 		}
 	}
+	// A round triaged again after a restart records each thread once.
+	have := make(map[ThreadRecord]bool, len(s.Threads)+len(recorded))
+	for _, r := range s.Threads {
+		have[r] = true
+	}
 	for _, r := range recorded {
-		// A round triaged again after a restart records each thread once.
-		if !slices.Contains(s.Threads, r) {
+		if !have[r] {
+			have[r] = true
 			s.Threads = append(s.Threads, r)
 		}
 	}
 	rr := d.round()
 	rr.Findings = slices.Clone(findings)
-	s.Kept = slices.Clone(findings)
+	s.Kept = findings // triage's own slice (mergeFindings copied its input): no one else holds it
 	// A round with an unclear classification counts as a structural
 	// round for PR-T6, whatever becomes of its findings (PR-G4).
 	rr.Unclear = slices.ContainsFunc(findings, func(f Finding) bool { return f.Unclear })
@@ -750,7 +755,7 @@ func (d *step) triage() bool {
 	case !structural:
 		s.ConsecutiveStructural = 0
 	}
-	if fix := fixable(findings); len(fix) > 0 {
+	if slices.ContainsFunc(findings, isFixable) {
 		d.acts = append(d.acts, d.fixAction())
 		s.Phase = PhaseFix
 		return false
@@ -772,18 +777,30 @@ func (d *step) triage() bool {
 // (PR-S7, PR-S8). A local angle that could not be parsed has nothing to
 // fix; it only keeps the round structural.
 func fixable(fs []Finding) []Finding {
-	var out []Finding
+	n := 0
 	for _, f := range fs {
-		// A minor forge finding is fixed too (FixMinor; otherwise triage
-		// held it), so its thread is addressed like the rest; a minor
-		// local finding has no thread and only shows in the summary.
-		minorLocal := f.Verdict == VerdictMinor && f.ThreadID == "" && f.CommentID == ""
-		if minorLocal || f.Held != "" || (f.Path == "" && f.ThreadID == "" && f.CommentID == "") {
-			continue
+		if isFixable(f) {
+			n++
 		}
-		out = append(out, f)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Finding, 0, n)
+	for _, f := range fs {
+		if isFixable(f) {
+			out = append(out, f)
+		}
 	}
 	return out
+}
+
+func isFixable(f Finding) bool {
+	// A minor forge finding is fixed too (FixMinor; otherwise triage
+	// held it), so its thread is addressed like the rest; a minor
+	// local finding has no thread and only shows in the summary.
+	minorLocal := f.Verdict == VerdictMinor && f.ThreadID == "" && f.CommentID == ""
+	return !minorLocal && f.Held == "" && (f.Path != "" || f.ThreadID != "" || f.CommentID != "")
 }
 
 // postSummary posts the round's local review summary once per head

@@ -76,7 +76,10 @@ func words(summary string) map[string]bool {
 // similar reports a Jaccard index of the two summaries' word sets of at
 // least similarNum/similarDen.
 func similar(a, b string) bool {
-	wa, wb := words(a), words(b)
+	return similarWords(words(a), words(b))
+}
+
+func similarWords(wa, wb map[string]bool) bool {
 	inter := 0
 	for w := range wa {
 		if wb[w] {
@@ -180,19 +183,41 @@ func mergeFindings(fs []Finding) []Finding {
 	}
 	slices.SortStableFunc(order, func(i, j int) int { return mergeRank(fs[i]) - mergeRank(fs[j]) })
 	into := make([]int, len(fs)) // survivor index of each finding
-	var survivors []int
-	out := slices.Clone(fs)
+	// Only findings near each other can be one, and near is on one path:
+	// each is compared with the survivors on its path only, in the order
+	// they survived, with spans and word sets worked out once (a round
+	// of hundreds of threads costs no pairwise work across files).
+	spans := make([]span, len(fs))
+	for i := range fs {
+		spans[i] = spanOf(fs[i])
+	}
+	ws := make([]map[string]bool, len(fs))
+	wordsOf := func(i int) map[string]bool {
+		if ws[i] == nil {
+			ws[i] = words(fs[i].Summary)
+		}
+		return ws[i]
+	}
+	survivors := make(map[string][]int, len(fs)) // by path
+	out := fs                                    // copied at the first merge: fs is not written
+	merged := false
 	for _, i := range order {
 		into[i] = i
-		for _, w := range survivors {
-			if duplicates(fs[w], fs[i]) {
+		if spans[i].kind == spanNone {
+			continue // near nothing: it survives alone
+		}
+		for _, w := range survivors[spans[i].path] {
+			if near(spans[w], spans[i]) && similarWords(wordsOf(w), wordsOf(i)) {
 				into[i] = w
 				break
 			}
 		}
 		if into[i] == i {
-			survivors = append(survivors, i)
+			survivors[spans[i].path] = append(survivors[spans[i].path], i)
 			continue
+		}
+		if !merged {
+			out, merged = slices.Clone(fs), true
 		}
 		w := &out[into[i]]
 		w.MergedFrom = append(slices.Clone(w.MergedFrom), fs[i].ID)
@@ -201,11 +226,20 @@ func mergeFindings(fs []Finding) []Finding {
 			w.Verdict = VerdictStructural
 		}
 	}
-	var kept []Finding
+	if len(fs) == 0 {
+		return nil
+	}
+	if !merged {
+		return fs
+	}
+	kept := out[:0] // in place in the copy: a survivor moves down only
 	for i := range out {
 		if into[i] == i {
 			kept = append(kept, out[i])
 		}
+	}
+	if len(kept) == 0 {
+		return nil
 	}
 	return kept
 }
@@ -263,16 +297,25 @@ type Hold struct {
 // has no thread a human could decide in.
 func conflicts(fs []Finding) map[string][]string {
 	out := map[string][]string{}
-	for i, a := range fs {
-		if a.ThreadID == "" || a.Verdict == VerdictMinor {
+	// Spans intersect on one path only: each finding is compared with
+	// the others on its path, in fs order.
+	spans := make([]span, len(fs))
+	byPath := make(map[string][]int, len(fs))
+	for i, f := range fs {
+		if f.ThreadID == "" || f.Verdict == VerdictMinor {
 			continue
 		}
-		for j, b := range fs {
-			if i == j || b.ThreadID == "" || b.Verdict == VerdictMinor {
-				continue
-			}
-			if intersects(spanOf(a), spanOf(b)) {
-				out[a.ID] = append(out[a.ID], b.ID)
+		if spans[i] = spanOf(f); spans[i].kind != spanNone {
+			byPath[f.Path] = append(byPath[f.Path], i)
+		}
+	}
+	for i, a := range fs {
+		if a.ThreadID == "" || a.Verdict == VerdictMinor || spans[i].kind == spanNone {
+			continue
+		}
+		for _, j := range byPath[a.Path] {
+			if i != j && intersects(spans[i], spans[j]) {
+				out[a.ID] = append(out[a.ID], fs[j].ID)
 			}
 		}
 	}
