@@ -88,4 +88,3 @@ func decided(t *testing.T, s prloop.State, o prloop.Observation, c prloop.Config
 	}
 	return string(b)
 }
-

@@ -116,13 +116,15 @@ func (d *step) bookkeep() {
 	if t := latestActivity(d.pr, d.c); t.After(s.LastActivityAt) {
 		s.LastActivityAt = t
 	}
-	resolved := map[string]bool{}
-	for _, t := range d.pr.Threads {
-		resolved[t.ID] = t.IsResolved
-	}
-	for i := range s.Threads {
-		if s.Threads[i].Resolved && resolved[s.Threads[i].ThreadID] {
-			s.Threads[i].ObservedResolved = true
+	if slices.ContainsFunc(s.Threads, func(r ThreadRecord) bool { return r.Resolved && !r.ObservedResolved }) {
+		resolved := make(map[string]bool, len(d.pr.Threads))
+		for _, t := range d.pr.Threads {
+			resolved[t.ID] = t.IsResolved
+		}
+		for i := range s.Threads {
+			if s.Threads[i].Resolved && resolved[s.Threads[i].ThreadID] {
+				s.Threads[i].ObservedResolved = true
+			}
 		}
 	}
 	if !s.SingleIteration {
@@ -650,8 +652,9 @@ func (d *step) triage() bool {
 	findings := make([]Finding, 0, len(d.pr.Threads))
 	var recorded []ThreadRecord
 	inGit := addressedInGit(d.pr)
-	for _, v := range classifyThreads(*s, d.o, d.c) {
-		switch v.Kind {
+	for _, t := range d.pr.Threads {
+		// classifyThreads one thread at a time: nothing below writes s.
+		switch v := classifyThread(t, *s, d.o, d.c); v.Kind {
 		case thDropped:
 			// PR-T12: "addressed" by a commit no longer on the branch.
 			d.acts = append(d.acts, Action{Kind: ActUnresolve, Key: roundKey(s.Round, "unresolve/"+v.T.ID), ThreadID: v.T.ID, Round: s.Round,

@@ -309,8 +309,9 @@ func finding(v threadView, known Classes, c Config) Finding {
 	if ostart == 0 {
 		ostart = t.OrigLine
 	}
-	path, src, body := findingPath(t), source(first.Author, c), findingText(v)
-	class := known.heuristic(classInput(v, c))
+	in := classInput(v, c)
+	path, src, body := in.Path, source(first.Author, c), in.Body
+	class := known.heuristic(in)
 	verdict := VerdictStructural
 	if class.verdict == classify.Minor {
 		verdict = VerdictMinor

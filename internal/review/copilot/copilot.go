@@ -27,9 +27,16 @@ func DefaultAllowlist() []string {
 	return []string{"copilot", "copilot-pull-request-reviewer", "copilot-pull-request-reviewer[bot]", "copilot[bot]", "github-copilot[bot]"}
 }
 
-// defaultAllowlist is DefaultAllowlist for Is, which the loop asks about
-// every comment of every thread on every step; never written.
-var defaultAllowlist = DefaultAllowlist()
+// defaultAllowlist is DefaultAllowlist lower-cased for Is, which the
+// loop asks about every comment of every thread on every step; never
+// written.
+var defaultAllowlist = func() []string {
+	out := DefaultAllowlist()
+	for i, a := range out {
+		out[i] = strings.ToLower(a)
+	}
+	return out
+}()
 
 // Bot is Copilot. Allowlist are the logins it is recognised by (matched
 // lower-case); empty means DefaultAllowlist.
@@ -54,12 +61,16 @@ func (Bot) StartedEvent() string { return StartedEvent }
 // Copilot, and must look like Copilot, so another allowlisted bot's review
 // does not count as Copilot's.
 func (b Bot) Is(login string) bool {
-	list := b.Allowlist
+	list, lowered := b.Allowlist, false
 	if len(list) == 0 {
-		list = defaultAllowlist
+		list, lowered = defaultAllowlist, true
 	}
 	for _, a := range list {
-		if la := strings.ToLower(a); lowerEquals(la, login) {
+		la := a
+		if !lowered {
+			la = strings.ToLower(a)
+		}
+		if lowerEquals(la, login) {
 			return strings.Contains(la, "copilot")
 		}
 	}
