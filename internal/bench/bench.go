@@ -71,7 +71,7 @@ type IdleLoops struct {
 // DecideTime is one Decide at a number of threads.
 type DecideTime struct {
 	Threads int     `json:"threads"`
-	Step    string  `json:"step"` // "reviewed round" (every thread new) or "waiting"
+	Step    string  `json:"step"` // "reviewed round" (every thread new, classified at observation) or "waiting"
 	Micros  float64 `json:"microseconds"`
 }
 
@@ -84,6 +84,10 @@ type Report struct {
 	Writes      []WriteRound `json:"writes_per_round"`
 	IdleLoops   []IdleLoops  `json:"idle_loops"`
 	Decide      []DecideTime `json:"decide"`
+	// ClassifyNew is what the reviewed round's observation costs once to
+	// classify its new comments (prloop.ClassifyObserved): paid when a
+	// comment is first observed, not on every Decide.
+	ClassifyNew DecideTime `json:"classify_new_comments"`
 }
 
 // Run measures everything its scale asks for.
@@ -140,6 +144,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 
 	say("Decide at 500 threads")
 	r.Decide = decideTimes(500)
+	r.ClassifyNew = classifyTime(500)
 	return r, nil
 }
 
@@ -281,4 +286,17 @@ func decideTimes(n int) []DecideTime {
 		out = append(out, DecideTime{Threads: n, Step: step.name, Micros: float64(res.NsPerOp()) / float64(time.Microsecond)})
 	}
 	return out
+}
+
+// classifyTime times classifying the n new comments of the reviewed
+// round's observation, as the loop's Observe does the first time it sees
+// them.
+func classifyTime(n int) DecideTime {
+	s, o, c := prlooptest.ReviewedRound(n)
+	res := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			prloop.ClassifyObserved(s, o, c, nil)
+		}
+	})
+	return DecideTime{Threads: n, Step: "classify new comments at observation", Micros: float64(res.NsPerOp()) / float64(time.Microsecond)}
 }

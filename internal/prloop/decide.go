@@ -743,8 +743,13 @@ func (d *step) triage() bool {
 		}
 	}
 	rr := d.round()
-	rr.Findings = slices.Clone(findings)
-	s.Kept = findings // triage's own slice (mergeFindings copied its input): no one else holds it
+	// The round's record and the kept findings are one array (triage's
+	// own: mergeFindings copied its input), clipped so an append to either
+	// copies: nothing writes a finding in place once triaged, and the next
+	// Decide clones both (State.clone). A round of 500 threads copies
+	// its findings once less.
+	rr.Findings = slices.Clip(findings)
+	s.Kept = rr.Findings
 	// A round with an unclear classification counts as a structural
 	// round for PR-T6, whatever becomes of its findings (PR-G4).
 	rr.Unclear = slices.ContainsFunc(findings, func(f Finding) bool { return f.Unclear })
