@@ -40,7 +40,7 @@ func ClassifyObserved(s State, o Observation, c Config, prev Classes) Classes {
 	if o.PR == nil {
 		return nil
 	}
-	out := Classes{}
+	out := make(Classes, len(o.PR.Threads))
 	for _, v := range classifyThreads(s, o, c) {
 		if v.Kind != thFinding && v.Kind != thDropped || len(v.T.Comments) == 0 {
 			continue

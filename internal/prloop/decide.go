@@ -763,7 +763,7 @@ func (d *step) triage() bool {
 	case !structural:
 		s.ConsecutiveStructural = 0
 	}
-	if slices.ContainsFunc(findings, isFixable) {
+	if anyFixable(findings) {
 		d.acts = append(d.acts, d.fixAction())
 		s.Phase = PhaseFix
 		return false
@@ -786,8 +786,8 @@ func (d *step) triage() bool {
 // fix; it only keeps the round structural.
 func fixable(fs []Finding) []Finding {
 	n := 0
-	for _, f := range fs {
-		if isFixable(f) {
+	for i := range fs {
+		if isFixable(&fs[i]) {
 			n++
 		}
 	}
@@ -795,15 +795,25 @@ func fixable(fs []Finding) []Finding {
 		return nil
 	}
 	out := make([]Finding, 0, n)
-	for _, f := range fs {
-		if isFixable(f) {
-			out = append(out, f)
+	for i := range fs {
+		if isFixable(&fs[i]) {
+			out = append(out, fs[i])
 		}
 	}
 	return out
 }
 
-func isFixable(f Finding) bool {
+// anyFixable: fixable(fs) is not empty.
+func anyFixable(fs []Finding) bool {
+	for i := range fs {
+		if isFixable(&fs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isFixable(f *Finding) bool {
 	// A minor forge finding is fixed too (FixMinor; otherwise triage
 	// held it), so its thread is addressed like the rest; a minor
 	// local finding has no thread and only shows in the summary.
