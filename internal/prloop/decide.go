@@ -803,6 +803,23 @@ func fixable(fs []Finding) []Finding {
 	return out
 }
 
+// fixableKept is fixable(kept) for a fix action: the kept findings
+// themselves (clipped, so an append copies) when every one is fixable, as
+// in most rounds. Nothing writes a finding in place once triaged, and the
+// next Decide clones the state (State.clone): a round of 500 threads
+// copies its findings once less.
+func fixableKept(kept []Finding) []Finding {
+	for i := range kept {
+		if !isFixable(&kept[i]) {
+			return fixable(kept)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return slices.Clip(kept)
+}
+
 // anyFixable: fixable(fs) is not empty.
 func anyFixable(fs []Finding) bool {
 	for i := range fs {
@@ -872,7 +889,7 @@ func summaryPosted(pr *forge.PullRequest, head string, c Config) bool {
 }
 
 func (d *step) fixAction() Action {
-	return Action{Kind: ActFix, Key: roundKey(d.s.Round, "fix"), Round: d.s.Round, SHA: d.head, Findings: fixable(d.s.Kept), Memory: d.reviewMemory()}
+	return Action{Kind: ActFix, Key: roundKey(d.s.Round, "fix"), Round: d.s.Round, SHA: d.head, Findings: fixableKept(d.s.Kept), Memory: d.reviewMemory()}
 }
 
 // fix takes the fix's outcome: the new loop commit, the diff it cost
