@@ -72,7 +72,7 @@ type IdleLoops struct {
 // DecideTime is one Decide at a number of threads.
 type DecideTime struct {
 	Threads int     `json:"threads"`
-	Step    string  `json:"step"` // "reviewed round" (every thread new) or "waiting"
+	Step    string  `json:"step"` // "reviewed round" (every thread new, classified at observation) or "waiting"
 	Micros  float64 `json:"microseconds"`
 }
 
@@ -87,6 +87,10 @@ type Report struct {
 	Decide      []DecideTime `json:"decide"`
 	Latency     *Latency     `json:"webhook_to_decision"`
 	ConvergedPR ConvergedPR  `json:"requests_per_converged_pr"`
+	// ClassifyNew is what the reviewed round's observation costs once to
+	// classify its new comments (prloop.ClassifyObserved): paid when a
+	// comment is first observed, not on every Decide.
+	ClassifyNew DecideTime `json:"classify_new_comments"`
 }
 
 // Run measures everything its scale asks for.
@@ -148,6 +152,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 
 	say("Decide at 500 threads")
 	r.Decide = decideTimes(500)
+	r.ClassifyNew = classifyTime(500)
 
 	say("webhook-to-decision latency")
 	if r.Latency, err = latency(ctx, opt.Dir+"/latency", opt.Scale); err != nil {
@@ -294,4 +299,17 @@ func decideTimes(n int) []DecideTime {
 		out = append(out, DecideTime{Threads: n, Step: step.name, Micros: float64(res.NsPerOp()) / float64(time.Microsecond)})
 	}
 	return out
+}
+
+// classifyTime times classifying the n new comments of the reviewed
+// round's observation, as the loop's Observe does the first time it sees
+// them.
+func classifyTime(n int) DecideTime {
+	s, o, c := prlooptest.ReviewedRound(n)
+	res := testing.Benchmark(func(b *testing.B) {
+		for b.Loop() {
+			prloop.ClassifyObserved(s, o, c, nil)
+		}
+	})
+	return DecideTime{Threads: n, Step: "classify new comments at observation", Micros: float64(res.NsPerOp()) / float64(time.Microsecond)}
 }

@@ -2,7 +2,6 @@ package classify
 
 import (
 	"path"
-	"regexp"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/text"
@@ -58,6 +57,8 @@ func rules(c Comment) []Hit {
 		switch m := kw.re.FindString(p.lowerNoCode); {
 		case m != "":
 			add(kw.name, lean, m)
+		case p.lowerNoCode == p.lower:
+			// No inline code: the search below would read the same text.
 		case kw.name == "security":
 			// Fail closed: a security word counts wherever it is,
 			// `verify=False` in backticks included.
@@ -191,7 +192,7 @@ func rules(c Comment) []Hit {
 
 type keywordRule struct {
 	name string
-	re   *regexp.Regexp
+	re   *fastRegexp
 	// topicOnly: the words name a topic, not a change to it; they rule
 	// minor out but never decide.
 	topicOnly bool
@@ -207,22 +208,22 @@ var keywordRules = []keywordRule{
 	// injection, c007 an unpinned action, c074 a world-readable file,
 	// c115 verify=False, c076 innerHTML). Fail closed: a false hit only
 	// costs agreement, a miss could call a vulnerability minor.
-	{"security", regexp.MustCompile(`\b(?:securit\w*|inject(?:ion|ed|s)?|xss|csrf|ssrf|secrets?|credentials?|passwords?|tokens?|api[ -]?keys?|private keys?|tls|ssl|certificates?|verify=false|man-in-the-middle|mitm|vulnerab\w*|exploit\w*|(?:un)?sanitiz\w*|escap(?:e|es|ing)|permissions?|privileges?|root|clear ?text|plain ?text|world-readable|readable by|0o?[0-7]?[67][0-7][4-7]|arbitrary code|traversal|supply[- ]chain|auth(?:entication|orization|n|z)?|cve-\d+|encrypt\w*|unpinned|pin (?:it|this|the)\b|mutable tag)\b`), false},
+	{"security", mustCompile(`\b(?:securit\w*|inject(?:ion|ed|s)?|xss|csrf|ssrf|secrets?|credentials?|passwords?|tokens?|api[ -]?keys?|private keys?|tls|ssl|certificates?|verify=false|man-in-the-middle|mitm|vulnerab\w*|exploit\w*|(?:un)?sanitiz\w*|escap(?:e|es|ing)|permissions?|privileges?|root|clear ?text|plain ?text|world-readable|readable by|0o?[0-7]?[67][0-7][4-7]|arbitrary code|traversal|supply[- ]chain|auth(?:entication|orization|n|z)?|cve-\d+|encrypt\w*|unpinned|pin (?:it|this|the)\b|mutable tag)\b`), false},
 	// Defect words: how reviewers name a wrong result, a crash, a leak or
 	// a race (c001 "never closed … leaks", c047 "raises TypeError", c036
 	// "blocks on ch forever", c106 "written … concurrently"), even
 	// after a "nit:".
-	{"defect", regexp.MustCompile(`\b(?:panic(?:s|ked|king)?|crash(?:es|ed|ing)?|nil (?:pointer|map|deref\w*)|null (?:pointer|deref\w*)|dereferenc\w*|segfault\w*|races?|racy|deadlock\w*|leak(?:s|ed|ing)?|never (?:closed|called|released|removed|freed|cancel+ed|stopped|returns?)|not (?:closed|released|awaited|handled|checked|propagated|safe)|unclosed|unawaited|hangs?|hung|forever|off[- ]by[- ]one|(?:divide|division) by zero|overflow\w*|underflow\w*|unhandled|swallow(?:s|ed|ing)?|silently|incorrect(?:ly)?|wrong|bugs?|buggy|broken|breaks?|regress\w*|throws?|raises?|typeerror|exception|ooms?|out of memory|lost|loses|losing|undetected|infinite|ignor(?:e|es|ed|ing)|flaky|flakes|corrupt\w*|stale data|truncat\w*|fail(?:s|ed|ing|ure)?|unsafe|concurrent(?:ly)?|no timeout)\b`), false},
+	{"defect", mustCompile(`\b(?:panic(?:s|ked|king)?|crash(?:es|ed|ing)?|nil (?:pointer|map|deref\w*)|null (?:pointer|deref\w*)|dereferenc\w*|segfault\w*|races?|racy|deadlock\w*|leak(?:s|ed|ing)?|never (?:closed|called|released|removed|freed|cancel+ed|stopped|returns?)|not (?:closed|released|awaited|handled|checked|propagated|safe)|unclosed|unawaited|hangs?|hung|forever|off[- ]by[- ]one|(?:divide|division) by zero|overflow\w*|underflow\w*|unhandled|swallow(?:s|ed|ing)?|silently|incorrect(?:ly)?|wrong|bugs?|buggy|broken|breaks?|regress\w*|throws?|raises?|typeerror|exception|ooms?|out of memory|lost|loses|losing|undetected|infinite|ignor(?:e|es|ed|ing)|flaky|flakes|corrupt\w*|stale data|truncat\w*|fail(?:s|ed|ing|ure)?|unsafe|concurrent(?:ly)?|no timeout)\b`), false},
 	// Test requests: asking for a test, or saying a test checks too little,
 	// is structural by definition (c018 "only asserts that no error is
 	// returned", c057 "has no test", c101 "add a real empty-string case").
-	{"tests", regexp.MustCompile(`\b(?:(?:add|adds|adding|write|needs?|missing|no|without|lacks?)\b[^.?!\n]{0,30}\b(?:tests?|test cases?|cases?)|untested|not tested|test (?:cases?|coverage)|coverage|assert\w*|the tests? (?:would|will|no longer|now|only|passes|fails|still)|golden|fixtures?|exercised?|regression tests?)\b`), false},
+	{"tests", mustCompile(`\b(?:(?:add|adds|adding|write|needs?|missing|no|without|lacks?)\b[^.?!\n]{0,30}\b(?:tests?|test cases?|cases?)|untested|not tested|test (?:cases?|coverage)|coverage|assert\w*|the tests? (?:would|will|no longer|now|only|passes|fails|still)|golden|fixtures?|exercised?|regression tests?)\b`), false},
 	// API words: a change to what callers see — a signature, an exported
 	// name, an exit code, a wire or file format, a module's exports — is
 	// structural even when it reads as naming (c038 "Rename GetRunByID …
 	// this package's API", c045 "a named export instead of default",
 	// c069 "the status file format").
-	{"api", regexp.MustCompile(`\b(?:apis?|public|signatures?|breaking|backwards?[- ]compat\w*|compatib\w*|deprecat\w*|downstream|consumers?|callers?|exit (?:code|status)|wire format|file format|status file|schema|protocol|keyword-only|positional|named export|default export)\b`), false},
+	{"api", mustCompile(`\b(?:apis?|public|signatures?|breaking|backwards?[- ]compat\w*|compatib\w*|deprecat\w*|downstream|consumers?|callers?|exit (?:code|status)|wire format|file format|status file|schema|protocol|keyword-only|positional|named export|default export)\b`), false},
 	// Build words: the build, CI, dependencies and lint configuration are
 	// structural (c050 "-race … in CI", c051 "the bump to x/net", c068 "the
 	// matrix"), and so is switching a linter on or off. But the words name
@@ -232,15 +233,15 @@ var keywordRules = []keywordRule{
 	// note that a build directory is no longer mounted (held-004). On the
 	// real comments they decided wrongly 4 times in 16, so they only rule
 	// minor out.
-	{"build", regexp.MustCompile(`\b(?:ci|pipelines?|workflows?|builds?|compil\w*|dependenc(?:y|ies)|bump\w*|go\.mod|go\.sum|lint\w*|errcheck|golangci\w*|staticcheck|eslint|ruff|flake8|mypy|vet|makefile|dockerfile|container|matrix|-race)\b`), true},
+	{"build", mustCompile(`\b(?:ci|pipelines?|workflows?|builds?|compil\w*|dependenc(?:y|ies)|bump\w*|go\.mod|go\.sum|lint\w*|errcheck|golangci\w*|staticcheck|eslint|ruff|flake8|mypy|vet|makefile|dockerfile|container|matrix|-race)\b`), true},
 }
 
 // request: how a comment asks for something — a modal, an imperative, a
 // proposal — beside a question or a ```suggestion block (asksSomething).
-var request = regexp.MustCompile(`\b(?:should(?:n't)?|must(?:n't)?|needs?(?: to)?|have to|has to|please|pls|can (?:you|we)|could (?:you|we)|would (?:you|we)|shall we|let's|lets|consider\w*|prefer\w*|suggest\w*|recommend\w*|instead|rather|better|i'd|i would|(?:you|we) (?:might |may )?want to|how about|what about|maybe|perhaps|don't|do not|avoid|no need|make sure|ensure|remove|add|use|change|replace|move|fix|drop|delete|revert|rename|wrap|return|handle|check|call|pass|set|keep|put|switch|split|extract|update)\b`)
+var request = mustCompile(`\b(?:should(?:n't)?|must(?:n't)?|needs?(?: to)?|have to|has to|please|pls|can (?:you|we)|could (?:you|we)|would (?:you|we)|shall we|let's|lets|consider\w*|prefer\w*|suggest\w*|recommend\w*|instead|rather|better|i'd|i would|(?:you|we) (?:might |may )?want to|how about|what about|maybe|perhaps|don't|do not|avoid|no need|make sure|ensure|remove|add|use|change|replace|move|fix|drop|delete|revert|rename|wrap|return|handle|check|call|pass|set|keep|put|switch|split|extract|update)\b`)
 
 // acceptance: how a comment accepts what it sees.
-var acceptance = regexp.MustCompile(`\b(?:lgtm|looks (?:good|fine|ok|okay)|seems (?:fine|ok|okay|good|reasonable)|(?:is|it's|that's|this is|this looks) (?:fine|ok|okay|great|good|reasonable)|thanks|thank you|great|nice|good (?:point|call|idea|catch)|makes (?:a lot of |total |perfect )?sense|sounds good|works for me|fine by me|agreed?)\b|👍`)
+var acceptance = mustCompile(`\b(?:lgtm|looks (?:good|fine|ok|okay)|seems (?:fine|ok|okay|good|reasonable)|(?:is|it's|that's|this is|this looks) (?:fine|ok|okay|great|good|reasonable)|thanks|thank you|great|nice|good (?:point|call|idea|catch)|makes (?:a lot of |total |perfect )?sense|sounds good|works for me|fine by me|agreed?)\b|👍`)
 
 // asksSomething: the comment asks for a change or an answer — a request
 // word, a question, or a suggestion block.
@@ -251,22 +252,22 @@ func asksSomething(p prose, body string) bool {
 // consequence: reviewers justify a behavioural request with what happens
 // otherwise (c003 "otherwise a run … keeps going for one more round");
 // cosmetic requests are justified by readability instead.
-var consequence = regexp.MustCompile(`\b(?:otherwise|so that|which means|means that|won't|can't|cannot|no longer|leads? to|results? in|causes?|will (?:not|never|be|fail|break|skip|drop|lose|hang|crash|stop|keep|run|return|miss)|would (?:not|never|fail|break|skip|drop|lose|hang|crash|stop|keep|run|return|miss|pass|go)|even (?:if|when|though))\b`)
+var consequence = mustCompile(`\b(?:otherwise|so that|which means|means that|won't|can't|cannot|no longer|leads? to|results? in|causes?|will (?:not|never|be|fail|break|skip|drop|lose|hang|crash|stop|keep|run|return|miss)|would (?:not|never|fail|break|skip|drop|lose|hang|crash|stop|keep|run|return|miss|pass|go)|even (?:if|when|though))\b`)
 
 // behaviourWords: error handling, validation, concurrency, resources and
 // retries are behaviour; a short "nit: handle the error" has no defect
 // word yet is no cosmetic point (c106 "hold the lock", c060 "a timeout").
-var behaviourWords = regexp.MustCompile(`\b(?:handle[sd]?|handling|unchecked|discard(?:s|ed|ing)?|validat\w*|nil check|null check|bounds|guard\w*|retr(?:y|ies|ied|ying)|timeouts?|deadlines?|cancel\w*|locks?|locking|locked|unlock\w*|mutex\w*|atomic\w*|close[sd]?|closing|await\w*|async|goroutines?|thread-safe|idempot\w*|rollback|transactions?|performance|allocat\w*|memory|check (?:the |for |that |whether |if )?(?:errors?|err|results?|nil|null|none|length|size))\b`)
+var behaviourWords = mustCompile(`\b(?:handle[sd]?|handling|unchecked|discard(?:s|ed|ing)?|validat\w*|nil check|null check|bounds|guard\w*|retr(?:y|ies|ied|ying)|timeouts?|deadlines?|cancel\w*|locks?|locking|locked|unlock\w*|mutex\w*|atomic\w*|close[sd]?|closing|await\w*|async|goroutines?|thread-safe|idempot\w*|rollback|transactions?|performance|allocat\w*|memory|check (?:the |for |that |whether |if )?(?:errors?|err|results?|nil|null|none|length|size))\b`)
 
 // refersElsewhere: a reply that defers to another comment ("+1 to the
 // Copilot comment above") carries that comment's weight, which its own
 // text does not show.
-var refersElsewhere = regexp.MustCompile(`(?:^\s*(?:\+1|same (?:here|as above|issue|thing|problem)|agreed?|ditto)\b|\b(?:as (?:mentioned|noted|discussed|said) (?:above|before|earlier)|same as (?:above|before)|see (?:above|my (?:other |previous )?comment)|(?:copilot|the bot)(?:'s)? (?:comment|suggestion|point)|(?:suggestion|point|note|thread)s? (?:above|below)|(?:my|the previous|the earlier) comments? (?:above|below)|same as the (?:comment|one) above))`)
+var refersElsewhere = mustCompile(`(?:^\s*(?:\+1|same (?:here|as above|issue|thing|problem)|agreed?|ditto)\b|\b(?:as (?:mentioned|noted|discussed|said) (?:above|before|earlier)|same as (?:above|before)|see (?:above|my (?:other |previous )?comment)|(?:copilot|the bot)(?:'s)? (?:comment|suggestion|point)|(?:suggestion|point|note|thread)s? (?:above|below)|(?:my|the previous|the earlier) comments? (?:above|below)|same as the (?:comment|one) above))`)
 
 // docsBehaviour: on a docs page, talk of the code, a flag, a default or a
 // source file may be a request to change behaviour (c009 "`config.go`
 // treats 0 as …; the code should honour 0").
-var docsBehaviour = regexp.MustCompile(`\b(?:the code|code should|implementation|behaviou?r|instead of documenting|fix the|should (?:honou?r|support|accept|reject|default|fail|error)|flags?|cli|defaults?|\w+\.(?:go|py|ts|tsx|js|jsx|rs|java|rb|sh))\b`)
+var docsBehaviour = mustCompile(`\b(?:the code|code should|implementation|behaviou?r|instead of documenting|fix the|should (?:honou?r|support|accept|reject|default|fail|error)|flags?|cli|defaults?|\w+\.(?:go|py|ts|tsx|js|jsx|rs|java|rb|sh))\b`)
 
 // minorWords: how reviewers mark a cosmetic point — nit, typo, wording,
 // formatting, naming, docs (c004 "nit: s/recieve/receive/", c034 "run
@@ -275,29 +276,29 @@ var docsBehaviour = regexp.MustCompile(`\b(?:the code|code should|implementation
 // not one: it fronts behavioural requests as often as style ones (c006,
 // c012, c060). Words about code ("redundant", "unnecessary", "simplify")
 // are not either: an unnecessary lock is not a cosmetic point.
-var minorWords = regexp.MustCompile(`\b(?:nit|nits|nitpick|typos?|spelling|spelled|misspell\w*|grammar|wording|reword\w*|phrasing|phrase|capitaliz\w*|punctuation|whitespace|trailing (?:spaces?|whitespace)|blank lines?|double space|indent\w*|formatting|gofmt|goimports|prettier|isort|import order|unused imports?|readab\w*|reads? (?:better|nicer)|renam\w*|naming|variable name|docstrings?|doc ?comments?|jsdoc|godoc|conventions?|consistency|(?:code|coding|house|our|project'?s?) style|style (?:guide|nit|issue|point|only|change|preference)|stylistic\w*|heading|changelog|cosmetic|imperative mood|line (?:length|exceeds|too long)|exceeds \d+ characters|(?:trailing|final|missing|empty|extra) newline|end (?:with|in) a newline|newline at (?:the )?end|no (?:trailing )?(?:spaces|tabs))\b`)
+var minorWords = mustCompile(`\b(?:nit|nits|nitpick|typos?|spelling|spelled|misspell\w*|grammar|wording|reword\w*|phrasing|phrase|capitaliz\w*|punctuation|whitespace|trailing (?:spaces?|whitespace)|blank lines?|double space|indent\w*|formatting|gofmt|goimports|prettier|isort|import order|unused imports?|readab\w*|reads? (?:better|nicer)|renam\w*|naming|variable name|docstrings?|doc ?comments?|jsdoc|godoc|conventions?|consistency|(?:code|coding|house|our|project'?s?) style|style (?:guide|nit|issue|point|only|change|preference)|stylistic\w*|heading|changelog|cosmetic|imperative mood|line (?:length|exceeds|too long)|exceeds \d+ characters|(?:trailing|final|missing|empty|extra) newline|end (?:with|in) a newline|newline at (?:the )?end|no (?:trailing )?(?:spaces|tabs))\b`)
 
 // commentTarget: the request is about a comment in the code ("Is this
 // comment still accurate", c027; "This comment is misleading", c035;
 // "Update the comment to match", c023), not about a review comment.
-var commentTarget = regexp.MustCompile(`\b(?:(?:this|the|a|short|inline) comment (?:is|says|refers|explaining|still|here)|(?:update|fix|reword|rephrase|correct|adjust) (?:the |this )?(?:doc ?)?(?:comment|docstring|docs|documentation|readme|jsdoc|godoc)|comment (?:is )?(?:misleading|stale|outdated)|add (?:a |an )?(?:short |brief )?comment)\b`)
+var commentTarget = mustCompile(`\b(?:(?:this|the|a|short|inline) comment (?:is|says|refers|explaining|still|here)|(?:update|fix|reword|rephrase|correct|adjust) (?:the |this )?(?:doc ?)?(?:comment|docstring|docs|documentation|readme|jsdoc|godoc)|comment (?:is )?(?:misleading|stale|outdated)|add (?:a |an )?(?:short |brief )?comment)\b`)
 
 // commentSubject: the comment under review is about a code comment (real-089
 // "The inline comment mentions PyO3, but …", real-090): what it says is
 // wrong or misleading, so its defect words describe the comment.
-var commentSubject = regexp.MustCompile(`\b(?:the|this|that|these|those)\s+(?:[a-z-]+\s+){0,2}?comments?\s+(?:[^.!?\n\s]+\s+){0,8}?(?:says?|mentions?|states?|claims?|describes?|refers|misleading|outdated|stale|confusing|inaccurate|incorrect|out of date)\b`)
+var commentSubject = mustCompile(`\b(?:the|this|that|these|those)\s+(?:[a-z-]+\s+){0,2}?comments?\s+(?:[^.!?\n\s]+\s+){0,8}?(?:says?|mentions?|states?|claims?|describes?|refers|misleading|outdated|stale|confusing|inaccurate|incorrect|out of date)\b`)
 
 // frontmatter: metadata at the top of a docs page, read by a tool.
-var frontmatter = regexp.MustCompile(`\bfront[- ]?matter\b`)
+var frontmatter = mustCompile(`\bfront[- ]?matter\b`)
 
 // localeBehaviour: on a translation file, talk of keys, placeholders,
 // plurals, escapes or syntax is about what the program reads.
-var localeBehaviour = regexp.MustCompile(`\b(?:keys?|placeholders?|interpolat\w*|variables?|plurals?|pluraliz\w*|format\w*|escap\w*|encoding|utf-?8|syntax|quotes?|commas?|brackets?|braces?|indent\w*|invalid|parse\w*|load\w*|fallback|undefined|null)\b|\{\{?\s*\w+\s*\}?\}|%[sd@]|\$\{`)
+var localeBehaviour = mustCompile(`\b(?:keys?|placeholders?|interpolat\w*|variables?|plurals?|pluraliz\w*|format\w*|escap\w*|encoding|utf-?8|syntax|quotes?|commas?|brackets?|braces?|indent\w*|invalid|parse\w*|load\w*|fallback|undefined|null)\b|\{\{?\s*\w+\s*\}?\}|%[sd@]|\$\{`)
 
 // approval: praise with no request.
 var (
-	approval    = regexp.MustCompile(`^\s*(?:lgtm|looks good|nice|thanks|thank you|great|👍|sounds good|works for me|fine by me|looks fine|good (?:point|call|idea)|(?:i think )?(?:this |that |it )?makes (?:a lot of |total |perfect )?sense)`)
-	approvalBut = regexp.MustCompile(`\b(?:but|please|once|if|except|however|though|although|should|must|need)\b|\?`)
+	approval    = mustCompile(`^\s*(?:lgtm|looks good|nice|thanks|thank you|great|👍|sounds good|works for me|fine by me|looks fine|good (?:point|call|idea)|(?:i think )?(?:this |that |it )?makes (?:a lot of |total |perfect )?sense)`)
+	approvalBut = mustCompile(`\b(?:but|please|once|if|except|however|though|although|should|must|need)\b|\?`)
 )
 
 // docsClaim and docsUpdate: "the doc says X, but it does Y" is a
@@ -306,8 +307,8 @@ var (
 // and otherwise may ask for the code to match (c024 "Return an error as
 // documented").
 var (
-	docsClaim  = regexp.MustCompile(`\b(?:says?|claims?|documented|promises?|states?)\b[^.]*\bbut\b`)
-	docsUpdate = regexp.MustCompile(`\b(?:update|fix|reword|rephrase|correct|adjust|change)\b[^.]{0,20}\b(?:doc ?comment|comment|docstring|docs|documentation|readme|jsdoc|godoc|wording)\b`)
+	docsClaim  = mustCompile(`\b(?:says?|claims?|documented|promises?|states?)\b[^.]*\bbut\b`)
+	docsUpdate = mustCompile(`\b(?:update|fix|reword|rephrase|correct|adjust|change)\b[^.]{0,20}\b(?:doc ?comment|comment|docstring|docs|documentation|readme|jsdoc|godoc|wording)\b`)
 )
 
 func saysButDoes(lower string) string {
@@ -323,9 +324,9 @@ func saysButDoes(lower string) string {
 // c003; "`if len(items) == 0:` → `if not items:`", c108): that changes
 // tokens a compiler reads, so it is never cosmetic on its face.
 var (
-	inlineCode  = regexp.MustCompile("`[^`\n]+`")
-	replacement = regexp.MustCompile("`[^`\n]+`\\s*(?:→|->|=>|should be|instead of|rather than|over|to|with|by)\\s*`[^`\n]+`|`[^`\n]+`\\s+(?:→|->)\\s+`[^`\n]+`")
-	operatorish = regexp.MustCompile(`[<>=!&|+*/%()\[\]^-]`)
+	inlineCode  = mustCompile("`[^`\n]+`")
+	replacement = mustCompile("`[^`\n]+`\\s*(?:→|->|=>|should be|instead of|rather than|over|to|with|by)\\s*`[^`\n]+`|`[^`\n]+`\\s+(?:→|->)\\s+`[^`\n]+`")
+	operatorish = mustCompile(`[<>=!&|+*/%()\[\]^-]`)
 )
 
 func codeReplacement(raw string) string {
@@ -343,7 +344,7 @@ func codeReplacement(raw string) string {
 // is code the reviewer writes out; a "nit:" in front does not make it
 // cosmetic ("nit: this should be `<-ctx.Done()`"). Spans of a bare name
 // (`const`, `pending`, c037) do not count.
-var codeish = regexp.MustCompile(`[()=<>!&|+*%\[\]{};]`)
+var codeish = mustCompile(`[()=<>!&|+*%\[\]{};]`)
 
 func codeInProse(raw string) string {
 	for _, span := range inlineCode.FindAllString(raw, -1) {
@@ -359,10 +360,10 @@ func codeInProse(raw string) string {
 // ("Spelling: `Recieve` in the method name") — is an API change,
 // unlike a local variable's name (c037, c081).
 var (
-	renameTalk  = regexp.MustCompile(`\b(?:renam\w*|naming|name|spelling|spelled|typo|misspell\w*|call (?:it|this))\b`)
-	surfaceTalk = regexp.MustCompile(`\b(?:method|function|type|interface|struct|field|flag|option|env(?:ironment)? var\w*|key|column|table|endpoint|route|package|module|class|exported|export|public|tag)\b`)
-	exportedGo  = regexp.MustCompile("`[A-Z][A-Za-z0-9_]*`")
-	flagOrEnv   = regexp.MustCompile("`(?:--?[a-z][a-z0-9-]*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)`")
+	renameTalk  = mustCompile(`\b(?:renam\w*|naming|name|spelling|spelled|typo|misspell\w*|call (?:it|this))\b`)
+	surfaceTalk = mustCompile(`\b(?:method|function|type|interface|struct|field|flag|option|env(?:ironment)? var\w*|key|column|table|endpoint|route|package|module|class|exported|export|public|tag)\b`)
+	exportedGo  = mustCompile("`[A-Z][A-Za-z0-9_]*`")
+	flagOrEnv   = mustCompile("`(?:--?[a-z][a-z0-9-]*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)`")
 )
 
 func interfaceRename(p prose, filePath string) string {
@@ -399,9 +400,9 @@ type prose struct {
 }
 
 var (
-	fence      = regexp.MustCompile("(?ms)^\\s*```.*?(?:^\\s*```[ \t]*$|\\z)")
-	urls       = regexp.MustCompile(`https?://\S+`)
-	questionRe = regexp.MustCompile(`[^.!?\n]*\?(?:\s|$|\))`)
+	fence      = mustCompile("(?ms)^\\s*```.*?(?:^\\s*```[ \t]*$|\\z)")
+	urls       = mustCompile(`https?://\S+`)
+	questionRe = mustCompile(`[^.!?\n]*\?(?:\s|$|\))`)
 )
 
 func newProse(body string) prose {
@@ -448,15 +449,15 @@ var (
 	docExts  = map[string]bool{".md": true, ".markdown": true, ".rst": true, ".adoc": true, ".txt": true, ".textile": true}
 	docNames = map[string]bool{"readme": true, "license": true, "licence": true, "notice": true, "authors": true, "changelog": true, "contributing": true}
 	// Markdown that agents read as instructions.
-	agentDoc = regexp.MustCompile(`(?i)(?:instruction|prompt|agents\.md$|claude\.md$|gemini\.md$|\.cursorrules$|\.mdc$|skill\.md$)`)
+	agentDoc = mustCompile(`(?i)(?:instruction|prompt|agents\.md$|claude\.md$|gemini\.md$|\.cursorrules$|\.mdc$|skill\.md$)`)
 	// Translation files: data files in a locales directory, named by a
 	// language, or in a translation format (real-140, real-146).
-	localeDir  = regexp.MustCompile(`(?i)(?:^|/)(?:locales?|i18n|l10n|translations?)/|\.lproj/`)
-	langDir    = regexp.MustCompile(`(?i)(?:^|/)langs?/[a-z]{2,3}(?:[-_][a-z]{2,4})?\.(?:json|ya?ml)$`)
-	bundleName = regexp.MustCompile(`_[a-z]{2}(?:_[A-Z]{2})?\.properties$`)
+	localeDir  = mustCompile(`(?i)(?:^|/)(?:locales?|i18n|l10n|translations?)/|\.lproj/`)
+	langDir    = mustCompile(`(?i)(?:^|/)langs?/[a-z]{2,3}(?:[-_][a-z]{2,4})?\.(?:json|ya?ml)$`)
+	bundleName = mustCompile(`_[a-z]{2}(?:_[A-Z]{2})?\.properties$`)
 	localeExts = map[string]bool{".po": true, ".pot": true, ".xliff": true, ".xlf": true, ".strings": true, ".arb": true, ".resx": true}
 	localeData = map[string]bool{".json": true, ".yml": true, ".yaml": true, ".properties": true, ".toml": true}
-	testPath   = regexp.MustCompile(`(?i)(?:_test\.go$|(?:^|/)test_[^/]*\.py$|_test\.py$|\.(?:test|spec)\.[cm]?[jt]sx?$|(?:^|/)(?:tests?|__tests__|testdata|e2e|spec)/)`)
+	testPath   = mustCompile(`(?i)(?:_test\.go$|(?:^|/)test_[^/]*\.py$|_test\.py$|\.(?:test|spec)\.[cm]?[jt]sx?$|(?:^|/)(?:tests?|__tests__|testdata|e2e|spec)/)`)
 )
 
 // kindOf sorts a path; the order matters: requirements.txt is a build file

@@ -3,7 +3,6 @@ package classify
 import (
 	"fmt"
 	"path"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
@@ -38,9 +37,9 @@ import (
 
 // codeLike finds what prose rarely holds and code samples do: braces,
 // semicolons, arrows, assignment, a call.
-var codeLike = regexp.MustCompile(`[{};]|=>|->|:=|\s==?\s|[A-Za-z0-9_]\(`)
+var codeLike = mustCompile(`[{};]|=>|->|:=|\s==?\s|[A-Za-z0-9_]\(`)
 
-var suggestionBlock = regexp.MustCompile("(?ms)^[ \t]*```[ \t]*suggestion[^\n]*\n(.*?)^[ \t]*```")
+var suggestionBlock = mustCompile("(?ms)^[ \t]*```[ \t]*suggestion[^\n]*\n(.*?)^[ \t]*```")
 
 // suggestions returns the contents of the ```suggestion blocks of body.
 func suggestions(body string) []string {
@@ -581,7 +580,7 @@ func declares(code []token, k int) bool {
 
 // directive matches comments that tools read: build constraints, embeds,
 // cgo exports, linter and type-checker switches, shebangs, coding lines.
-var directive = regexp.MustCompile(`^(?://go:|//\s*\+build|//export |//line |//\s*nolint|//\s*(?:eslint|@ts-|prettier-ignore|istanbul|biome-ignore)|/\*\s*(?:eslint|istanbul|webpack)|#\s*(?:type:|noqa|pragma|pylint:|mypy:|fmt:|isort:|yamllint|shellcheck)|#!|#\s*-\*-|#\s*(?:syntax|escape)=)`)
+var directive = mustCompile(`^(?://go:|//\s*\+build|//export |//line |//\s*nolint|//\s*(?:eslint|@ts-|prettier-ignore|istanbul|biome-ignore)|/\*\s*(?:eslint|istanbul|webpack)|#\s*(?:type:|noqa|pragma|pylint:|mypy:|fmt:|isort:|yamllint|shellcheck)|#!|#\s*-\*-|#\s*(?:syntax|escape)=)`)
 
 // changedDirective is a directive among the comments that differ.
 func changedDirective(a, b []token) string {
@@ -644,11 +643,11 @@ func firstDifference(a, b []token) string {
 
 // verbs are the parts of a string a program reads: printf verbs, Python
 // and template placeholders, escapes.
-var verbs = regexp.MustCompile(`%[-+# 0-9.*]*[a-zA-Z%]|\{[^{}]*\}|\$\{[^}]*\}|\\.`)
+var verbs = mustCompile(`%[-+# 0-9.*]*[a-zA-Z%]|\{[^{}]*\}|\$\{[^}]*\}|\\.`)
 
 // messageCall names the calls whose string argument is text for a person:
 // prints, logs, errors, test failures, exceptions.
-var messageCall = regexp.MustCompile(`(?i)^(?:fmt\.(?:print|fprint|sprint)?(?:f|ln)?|fmt\.errorf|errors\.new|errors\.errorf|log\.\w+|slog\.\w+|logger\.\w+|logging\.\w+|log|t\.(?:error|errorf|fatal|fatalf|log|logf|skip|skipf)|b\.(?:fatal|fatalf|log|logf)|console\.\w+|print|println|printf|eprintln|panic|warn|warning|warnings\.warn|\w*(?:error|exception|warning))$`)
+var messageCall = mustCompile(`(?i)^(?:fmt\.(?:print|fprint|sprint)?(?:f|ln)?|fmt\.errorf|errors\.new|errors\.errorf|log\.\w+|slog\.\w+|logger\.\w+|logging\.\w+|log|t\.(?:error|errorf|fatal|fatalf|log|logf|skip|skipf)|b\.(?:fatal|fatalf|log|logf)|console\.\w+|print|println|printf|eprintln|panic|warn|warning|warnings\.warn|\w*(?:error|exception|warning))$`)
 
 func stringDiffOf(l lang, code []token, k int, old, new string) stringDiff {
 	sd := stringDiff{old: old, new: new}
@@ -675,7 +674,7 @@ func stringDiffOf(l lang, code []token, k int, old, new string) stringDiff {
 	return sd
 }
 
-var stdStream = regexp.MustCompile(`(?i)^(?:os\.)?std(?:err|out)$|err(?:or)?(?:out|w|writer)?$|^\w+\.(?:err|stderr|errout)$`)
+var stdStream = mustCompile(`(?i)^(?:os\.)?std(?:err|out)$|err(?:or)?(?:out|w|writer)?$|^\w+\.(?:err|stderr|errout)$`)
 
 // firstArg is the first argument of the call whose "(" is code[open], as
 // the text of its tokens.
@@ -766,4 +765,4 @@ func cutKey(line string) (key, value string, ok bool) {
 }
 
 // placeholder: what a translation library substitutes into the text.
-var placeholder = regexp.MustCompile(`\{\{?\s*[\w.]*\s*\}?\}|%[-+ 0#]*\d*(?:\.\d+)?[sdfiu@]|%\d+\$[sd@]|\$\{\w*\}|:\w+\b`)
+var placeholder = mustCompile(`\{\{?\s*[\w.]*\s*\}?\}|%[-+ 0#]*\d*(?:\.\d+)?[sdfiu@]|%\d+\$[sd@]|\$\{\w*\}|:\w+\b`)

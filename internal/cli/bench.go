@@ -78,6 +78,9 @@ func printBench(ios *IOStreams, r *bench.Report) {
 	for _, d := range r.Decide {
 		fmt.Fprintf(w, "Decide at %d threads, %s: %.0f µs\n", d.Threads, d.Step, d.Micros)
 	}
+	if c := r.ClassifyNew; c.Threads > 0 {
+		fmt.Fprintf(w, "classifying %d new comments, once, when first observed: %.0f µs\n", c.Threads, c.Micros)
+	}
 	printLatency(ios, r.Latency)
 }
 

@@ -116,13 +116,15 @@ func (d *step) bookkeep() {
 	if t := latestActivity(d.pr, d.c); t.After(s.LastActivityAt) {
 		s.LastActivityAt = t
 	}
-	resolved := map[string]bool{}
-	for _, t := range d.pr.Threads {
-		resolved[t.ID] = t.IsResolved
-	}
-	for i := range s.Threads {
-		if s.Threads[i].Resolved && resolved[s.Threads[i].ThreadID] {
-			s.Threads[i].ObservedResolved = true
+	if slices.ContainsFunc(s.Threads, func(r ThreadRecord) bool { return r.Resolved && !r.ObservedResolved }) {
+		resolved := make(map[string]bool, len(d.pr.Threads))
+		for _, t := range d.pr.Threads {
+			resolved[t.ID] = t.IsResolved
+		}
+		for i := range s.Threads {
+			if s.Threads[i].Resolved && resolved[s.Threads[i].ThreadID] {
+				s.Threads[i].ObservedResolved = true
+			}
 		}
 	}
 	if !s.SingleIteration {
@@ -647,16 +649,17 @@ func (d *step) accept(r *forge.Review) {
 func (d *step) triage() bool {
 	s := &d.s
 	acted := len(d.acts)
-	var findings []Finding
+	findings := make([]Finding, 0, len(d.pr.Threads))
 	var recorded []ThreadRecord
 	inGit := addressedInGit(d.pr)
-	for _, v := range classifyThreads(*s, d.o, d.c) {
-		switch v.Kind {
+	for _, t := range d.pr.Threads {
+		// classifyThreads one thread at a time: nothing below writes s.
+		switch v := classifyThread(t, *s, d.o, d.c); v.Kind {
 		case thDropped:
 			// PR-T12: "addressed" by a commit no longer on the branch.
 			d.acts = append(d.acts, Action{Kind: ActUnresolve, Key: roundKey(s.Round, "unresolve/"+v.T.ID), ThreadID: v.T.ID, Round: s.Round,
 				Reason: "the commit that addressed it is no longer in the head's history"})
-			findings = append(findings, finding(v, d.c))
+			findings = append(findings, finding(v, d.o.Classes, d.c))
 		case thFinding:
 			// A loop commit says it addressed this thread but no reply
 			// followed: a crash between push and reply (REL-2). Reply
@@ -673,7 +676,7 @@ func (d *step) triage() bool {
 				d.acts = append(d.acts, Action{Kind: ActUnresolve, Key: roundKey(s.Round, "unresolve/"+v.T.ID), ThreadID: v.T.ID, Round: s.Round,
 					Reason: "a trusted reviewer commented after converge's last reply"})
 			}
-			findings = append(findings, finding(v, d.c))
+			findings = append(findings, finding(v, d.o.Classes, d.c))
 		case thStale:
 			disp, reason := disposition(v.T.ID, nil, v.StaleFrom)
 			recorded = append(recorded, ThreadRecord{ThreadID: v.T.ID, Round: s.Round, Disposition: disp, HeadSHA: s.LastLoopSHA, Reason: reason})
@@ -728,15 +731,25 @@ func (d *step) triage() bool {
 			recorded = append(recorded, ThreadRecord{ThreadID: id, Round: s.Round, Disposition: disp, HeadSHA: d.head, Reason: reason})
 		}
 	}
+	// A round triaged again after a restart records each thread once.
+	have := make(map[ThreadRecord]bool, len(s.Threads)+len(recorded))
+	for _, r := range s.Threads {
+		have[r] = true
+	}
 	for _, r := range recorded {
-		// A round triaged again after a restart records each thread once.
-		if !slices.Contains(s.Threads, r) {
+		if !have[r] {
+			have[r] = true
 			s.Threads = append(s.Threads, r)
 		}
 	}
 	rr := d.round()
-	rr.Findings = slices.Clone(findings)
-	s.Kept = slices.Clone(findings)
+	// The round's record and the kept findings are one array (triage's
+	// own: mergeFindings copied its input), clipped so an append to either
+	// copies: nothing writes a finding in place once triaged, and the next
+	// Decide clones both (State.clone). A round of 500 threads copies
+	// its findings once less.
+	rr.Findings = slices.Clip(findings)
+	s.Kept = rr.Findings
 	// A round with an unclear classification counts as a structural
 	// round for PR-T6, whatever becomes of its findings (PR-G4).
 	rr.Unclear = slices.ContainsFunc(findings, func(f Finding) bool { return f.Unclear })
@@ -750,7 +763,7 @@ func (d *step) triage() bool {
 	case !structural:
 		s.ConsecutiveStructural = 0
 	}
-	if fix := fixable(findings); len(fix) > 0 {
+	if anyFixable(findings) {
 		d.acts = append(d.acts, d.fixAction())
 		s.Phase = PhaseFix
 		return false
@@ -772,18 +785,57 @@ func (d *step) triage() bool {
 // (PR-S7, PR-S8). A local angle that could not be parsed has nothing to
 // fix; it only keeps the round structural.
 func fixable(fs []Finding) []Finding {
-	var out []Finding
-	for _, f := range fs {
-		// A minor forge finding is fixed too (FixMinor; otherwise triage
-		// held it), so its thread is addressed like the rest; a minor
-		// local finding has no thread and only shows in the summary.
-		minorLocal := f.Verdict == VerdictMinor && f.ThreadID == "" && f.CommentID == ""
-		if minorLocal || f.Held != "" || (f.Path == "" && f.ThreadID == "" && f.CommentID == "") {
-			continue
+	n := 0
+	for i := range fs {
+		if isFixable(&fs[i]) {
+			n++
 		}
-		out = append(out, f)
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]Finding, 0, n)
+	for i := range fs {
+		if isFixable(&fs[i]) {
+			out = append(out, fs[i])
+		}
 	}
 	return out
+}
+
+// fixableKept is fixable(kept) for a fix action: the kept findings
+// themselves (clipped, so an append copies) when every one is fixable, as
+// in most rounds. Nothing writes a finding in place once triaged, and the
+// next Decide clones the state (State.clone): a round of 500 threads
+// copies its findings once less.
+func fixableKept(kept []Finding) []Finding {
+	for i := range kept {
+		if !isFixable(&kept[i]) {
+			return fixable(kept)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return slices.Clip(kept)
+}
+
+// anyFixable: fixable(fs) is not empty.
+func anyFixable(fs []Finding) bool {
+	for i := range fs {
+		if isFixable(&fs[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func isFixable(f *Finding) bool {
+	// A minor forge finding is fixed too (FixMinor; otherwise triage
+	// held it), so its thread is addressed like the rest; a minor
+	// local finding has no thread and only shows in the summary.
+	minorLocal := f.Verdict == VerdictMinor && f.ThreadID == "" && f.CommentID == ""
+	return !minorLocal && f.Held == "" && (f.Path != "" || f.ThreadID != "" || f.CommentID != "")
 }
 
 // postSummary posts the round's local review summary once per head
@@ -837,7 +889,7 @@ func summaryPosted(pr *forge.PullRequest, head string, c Config) bool {
 }
 
 func (d *step) fixAction() Action {
-	return Action{Kind: ActFix, Key: roundKey(d.s.Round, "fix"), Round: d.s.Round, SHA: d.head, Findings: fixable(d.s.Kept), Memory: d.reviewMemory()}
+	return Action{Kind: ActFix, Key: roundKey(d.s.Round, "fix"), Round: d.s.Round, SHA: d.head, Findings: fixableKept(d.s.Kept), Memory: d.reviewMemory()}
 }
 
 // fix takes the fix's outcome: the new loop commit, the diff it cost

@@ -21,11 +21,43 @@ func TestPR_S5_ReviewedRoundFixtureIsARound(t *testing.T) {
 }
 
 // BenchmarkDecide_500Threads times one Decide of a round whose review
-// left 500 new threads (issue 18's target: under 1 ms).
+// left 500 new threads (issue 18's target: under 1 ms), on the
+// observation as the loop gives it: its comments classified when first
+// observed.
 func BenchmarkDecide_500Threads(b *testing.B) {
 	s, o, c := prlooptest.ReviewedRound(500)
 	for b.Loop() {
 		prloop.Decide(s, o, c)
+	}
+}
+
+// BenchmarkDecide_500ThreadsUnclassified is the same Decide classifying
+// the 500 comments itself, as it did before observations carried them.
+func BenchmarkDecide_500ThreadsUnclassified(b *testing.B) {
+	s, o, c := prlooptest.ReviewedRound(500)
+	o.Classes = nil
+	for b.Loop() {
+		prloop.Decide(s, o, c)
+	}
+}
+
+// BenchmarkClassifyObserved_500New times classifying the 500 comments on
+// their first observation: paid once per comment, not once per step.
+func BenchmarkClassifyObserved_500New(b *testing.B) {
+	s, o, c := prlooptest.ReviewedRound(500)
+	for b.Loop() {
+		prloop.ClassifyObserved(s, o, c, nil)
+	}
+}
+
+// BenchmarkClassifyObserved_500Seen times the same observation read
+// again (a later wake-up, a probe): every comment is in the previous
+// observation's classes.
+func BenchmarkClassifyObserved_500Seen(b *testing.B) {
+	s, o, c := prlooptest.ReviewedRound(500)
+	prev := o.Classes
+	for b.Loop() {
+		prloop.ClassifyObserved(s, o, c, prev)
 	}
 }
 

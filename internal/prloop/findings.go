@@ -266,12 +266,12 @@ func threadText(t forge.Thread, o Observation, c Config) string {
 	if ms := threadMarkers(t, c); len(ms) > 0 {
 		start = ms[len(ms)-1].Index + 1
 	}
-	var since []forge.Comment
-	for _, cm := range t.Comments[min(start, len(t.Comments)):] {
+	var since []int // indexes: a thread's comments are read on every step
+	for i := min(start, len(t.Comments)); i < len(t.Comments); i++ {
 		// SEC-1: an untrusted reply in a trusted thread is never an
 		// instruction to the fixer.
-		if !isSelf(cm.Author, c) && trusted(cm.Author, o, c) {
-			since = append(since, cm)
+		if a := t.Comments[i].Author; !isSelf(a, c) && trusted(a, o, c) {
+			since = append(since, i)
 		}
 	}
 	switch len(since) {
@@ -281,10 +281,11 @@ func threadText(t forge.Thread, o Observation, c Config) string {
 		}
 		return t.Comments[0].Body
 	case 1:
-		return since[0].Body
+		return t.Comments[since[0]].Body
 	}
 	parts := make([]string, 0, len(since))
-	for _, cm := range since {
+	for _, i := range since {
+		cm := t.Comments[i]
 		parts = append(parts, "@"+cm.Author+" wrote:\n"+cm.Body)
 	}
 	return strings.Join(parts, "\n\n")
@@ -294,7 +295,10 @@ func threadText(t forge.Thread, o Observation, c Config) string {
 // heuristic (PR-S5): minor only when the heuristic decides minor; a
 // borderline comment is structural, fail-closed, until a judge answers
 // (judgeBorderline).
-func finding(v threadView, c Config) Finding {
+// The heuristic's result for the comment comes from known when the
+// observation classified it already (Classes), else it is worked out here:
+// the same either way.
+func finding(v threadView, known Classes, c Config) Finding {
 	t := v.T
 	first := t.Comments[0]
 	end, start := t.Line, t.StartLine
@@ -305,20 +309,11 @@ func finding(v threadView, c Config) Finding {
 	if ostart == 0 {
 		ostart = t.OrigLine
 	}
-	path := t.Path
-	if path == "" {
-		path = first.Path
-	}
-	src := source(first.Author, c)
-	body := v.Text
-	if body == "" {
-		body = first.Body
-	}
-	cstart, cend := hunkRange(first.DiffHunk, t.StartLine, end, t.OrigStart, t.OrigLine)
-	class := classify.Heuristic(classify.Comment{ID: t.ID, Source: classSource(first.Author, src, c), Author: first.Author,
-		Path: path, StartLine: cstart, Line: cend, DiffHunk: first.DiffHunk, Body: body})
+	in := classInput(v, c)
+	path, src, body := in.Path, source(first.Author, c), in.Body
+	class := known.heuristic(in)
 	verdict := VerdictStructural
-	if class.Verdict == classify.Minor {
+	if class.verdict == classify.Minor {
 		verdict = VerdictMinor
 	}
 	return Finding{
@@ -329,8 +324,8 @@ func finding(v threadView, c Config) Finding {
 		EndLine:    end,
 		Summary:    body,
 		Verdict:    verdict,
-		Class:      class.String(),
-		Borderline: class.Verdict == classify.Borderline,
+		Class:      class.text,
+		Borderline: class.verdict == classify.Borderline,
 		Source:     src,
 		Author:     first.Author,
 		Reopened:   v.Reopened,
@@ -342,6 +337,33 @@ func finding(v threadView, c Config) Finding {
 		OrigEnd:        t.OrigLine,
 		OriginalCommit: first.OriginalCommit,
 	}
+}
+
+// findingPath is the thread's path, else its first comment's.
+func findingPath(t forge.Thread) string {
+	if t.Path == "" {
+		return t.Comments[0].Path
+	}
+	return t.Path
+}
+
+// findingText is what the finding says: the thread's text, else its
+// first comment.
+func findingText(v threadView) string {
+	if v.Text == "" {
+		return v.T.Comments[0].Body
+	}
+	return v.Text
+}
+
+// classInput is the comment the heuristic classifies for a thread's
+// finding (PR-S5).
+func classInput(v threadView, c Config) classify.Comment {
+	t := v.T
+	first := t.Comments[0]
+	cstart, cend := hunkRange(first.DiffHunk, t.StartLine, t.Line, t.OrigStart, t.OrigLine)
+	return classify.Comment{ID: t.ID, Source: classSource(first.Author, source(first.Author, c), c), Author: first.Author,
+		Path: findingPath(t), StartLine: cstart, Line: cend, DiffHunk: first.DiffHunk, Body: findingText(v)}
 }
 
 // hunkRange is the line range to classify a comment at: the range its

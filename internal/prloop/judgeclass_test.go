@@ -104,7 +104,7 @@ func TestPR_S5_BorderlineCommentsGoToTheJudge(t *testing.T) {
 func TestPR_S5_UnclearIsAskedAgainNextRound(t *testing.T) {
 	c := judgeCfg()
 	s, pr := judgedRound(3)
-	f := finding(classifyThread(pr.Threads[0], s, obs(at(0), pr), c), c)
+	f := finding(classifyThread(pr.Threads[0], s, obs(at(0), pr), c), nil, c)
 	s.Classified = []ClassRecord{{Key: classKey(f), Round: 2, Verdict: string(classify.Unclear), Reason: "no output"}}
 	_, acts, _ := Decide(s, obs(at(2), pr), c)
 	wantActs(t, acts, "classify round-3/classify", "wait")

@@ -92,6 +92,9 @@ type Loop struct {
 	// behind caches the forge's compare by base..head: the count for two
 	// commits never changes, and sync_base asks on every observation.
 	behind map[string]int
+	// classes is the last observation's Classes: a comment is classified
+	// once, when first observed (classes.go).
+	classes Classes
 	// review is the local review running beside the forge poll (PR-S4);
 	// its result joins the next observation.
 	review *pendingReview
@@ -486,6 +489,8 @@ func (l *Loop) observeWorld(ctx context.Context, st State, in engine.Input[*ActR
 	if err != nil {
 		return Observation{}, err
 	}
+	obs.Classes = ClassifyObserved(st, obs, l.Config, l.classes)
+	l.classes = obs.Classes
 	return obs, nil
 }
 

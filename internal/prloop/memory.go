@@ -70,8 +70,11 @@ func declines(d Disposition) bool {
 // order.
 func settledDecisions(s State, o Observation, c Config) []settledDecision {
 	var out []settledDecision
-	for _, v := range classifyThreads(s, o, c) {
-		if dec, ok := settledFrom(v, s, o, c); ok {
+	for _, t := range o.PR.Threads {
+		if len(threadMarkers(t, c)) == 0 {
+			continue // settledFrom wants converge's reply in the thread
+		}
+		if dec, ok := settledFrom(classifyThread(t, s, o, c), s, o, c); ok {
 			out = append(out, dec)
 		}
 	}
@@ -234,6 +237,9 @@ func settledWords(ref SettledRef) string {
 // settle: a settled point is not fixed, so it conflicts with nothing and
 // is none of the round's structural work.
 func (d *step) holdUnsettled(fs []Finding) bool {
+	if !slices.ContainsFunc(fs, func(f Finding) bool { return f.Held == DispSettled }) {
+		return d.hold(fs)
+	}
 	var idx []int
 	var live []Finding
 	for i, f := range fs {

@@ -76,7 +76,10 @@ func words(summary string) map[string]bool {
 // similar reports a Jaccard index of the two summaries' word sets of at
 // least similarNum/similarDen.
 func similar(a, b string) bool {
-	wa, wb := words(a), words(b)
+	return similarWords(words(a), words(b))
+}
+
+func similarWords(wa, wb map[string]bool) bool {
 	inter := 0
 	for w := range wa {
 		if wb[w] {
@@ -155,7 +158,7 @@ func duplicates(a, b Finding) bool {
 // mergeRank orders who wins a merge: a forge thread (it has the thread to
 // reply to and resolve), then a top-level comment, then the rest (the
 // local review).
-func mergeRank(f Finding) int {
+func mergeRank(f *Finding) int {
 	switch {
 	case f.ThreadID != "":
 		return 0
@@ -174,25 +177,52 @@ func mergeRank(f Finding) int {
 // one finding: the survivor is fixed, and the other thread gets the same
 // disposition (it asked for the same change).
 func mergeFindings(fs []Finding) []Finding {
-	order := make([]int, len(fs))
-	for i := range order {
-		order[i] = i
+	// By rank, and in fs order within a rank (a stable sort by rank).
+	order := make([]int, 0, len(fs))
+	for rank := range 3 {
+		for i := range fs {
+			if mergeRank(&fs[i]) == rank {
+				order = append(order, i)
+			}
+		}
 	}
-	slices.SortStableFunc(order, func(i, j int) int { return mergeRank(fs[i]) - mergeRank(fs[j]) })
 	into := make([]int, len(fs)) // survivor index of each finding
-	var survivors []int
-	out := slices.Clone(fs)
+	// Only findings near each other can be one, and near is on one path:
+	// each is compared with the survivors on its path only, in the order
+	// they survived, with spans and word sets worked out once (a round
+	// of hundreds of threads costs no pairwise work across files).
+	spans := make([]span, len(fs))
+	for i := range fs {
+		spans[i] = spanOf(fs[i])
+	}
+	ws := make([]map[string]bool, len(fs))
+	wordsOf := func(i int) map[string]bool {
+		if ws[i] == nil {
+			ws[i] = words(fs[i].Summary)
+		}
+		return ws[i]
+	}
+	paths := newPathIndex(spans, order)
+	out := fs // copied at the first merge: fs is not written
+	merged := false
 	for _, i := range order {
 		into[i] = i
-		for _, w := range survivors {
-			if duplicates(fs[w], fs[i]) {
+		// The findings on i's path before it in order are done: the
+		// survivors among them, in the order they survived.
+		for _, w := range paths.group(i) {
+			if w == i {
+				break
+			}
+			if into[w] == w && near(spans[w], spans[i]) && similarWords(wordsOf(w), wordsOf(i)) {
 				into[i] = w
 				break
 			}
 		}
 		if into[i] == i {
-			survivors = append(survivors, i)
 			continue
+		}
+		if !merged {
+			out, merged = slices.Clone(fs), true
 		}
 		w := &out[into[i]]
 		w.MergedFrom = append(slices.Clone(w.MergedFrom), fs[i].ID)
@@ -201,11 +231,20 @@ func mergeFindings(fs []Finding) []Finding {
 			w.Verdict = VerdictStructural
 		}
 	}
-	var kept []Finding
+	if len(fs) == 0 {
+		return nil
+	}
+	if !merged {
+		return fs
+	}
+	kept := out[:0] // in place in the copy: a survivor moves down only
 	for i := range out {
 		if into[i] == i {
 			kept = append(kept, out[i])
 		}
+	}
+	if len(kept) == 0 {
+		return nil
 	}
 	return kept
 }
@@ -263,20 +302,80 @@ type Hold struct {
 // has no thread a human could decide in.
 func conflicts(fs []Finding) map[string][]string {
 	out := map[string][]string{}
-	for i, a := range fs {
-		if a.ThreadID == "" || a.Verdict == VerdictMinor {
-			continue
+	// Spans intersect on one path only: each finding is compared with
+	// the others on its path, in fs order.
+	spans := make([]span, len(fs)) // spanNone but for structural threads
+	seq := make([]int, 0, len(fs))
+	for i, f := range fs {
+		if f.ThreadID != "" && f.Verdict != VerdictMinor {
+			spans[i] = spanOf(f)
+			seq = append(seq, i)
 		}
-		for j, b := range fs {
-			if i == j || b.ThreadID == "" || b.Verdict == VerdictMinor {
-				continue
-			}
-			if intersects(spanOf(a), spanOf(b)) {
-				out[a.ID] = append(out[a.ID], b.ID)
+	}
+	paths := newPathIndex(spans, seq)
+	for _, i := range seq {
+		for _, j := range paths.group(i) {
+			if i != j && intersects(spans[i], spans[j]) {
+				out[fs[i].ID] = append(out[fs[i].ID], fs[j].ID)
 			}
 		}
 	}
 	return out
+}
+
+// pathIndex groups findings with a position by path: Decide compares
+// findings only with the others on their path (a round of hundreds of
+// threads does no pairwise work across files).
+type pathIndex struct {
+	of      []int // finding -> its group, -1 when it has no position
+	start   []int // group g is members[start[g]:start[g+1]]
+	members []int
+}
+
+// newPathIndex groups the findings seq names (indexes into spans), each
+// group in seq's order; a finding whose span is spanNone is in none.
+func newPathIndex(spans []span, seq []int) pathIndex {
+	x := pathIndex{of: make([]int, len(spans))}
+	for i := range x.of {
+		x.of[i] = -1
+	}
+	ids := make(map[string]int, len(seq))
+	var count []int
+	for _, i := range seq {
+		if spans[i].kind == spanNone {
+			continue
+		}
+		g, ok := ids[spans[i].path]
+		if !ok {
+			g = len(count)
+			ids[spans[i].path] = g
+			count = append(count, 0)
+		}
+		x.of[i] = g
+		count[g]++
+	}
+	x.start = make([]int, len(count)+1)
+	for g, n := range count {
+		x.start[g+1] = x.start[g] + n
+	}
+	x.members = make([]int, x.start[len(count)])
+	next := slices.Clone(x.start[:len(count)])
+	for _, i := range seq {
+		if g := x.of[i]; g >= 0 {
+			x.members[next[g]] = i
+			next[g]++
+		}
+	}
+	return x
+}
+
+// group is the findings on i's path, i among them; nil without a position.
+func (x pathIndex) group(i int) []int {
+	g := x.of[i]
+	if g < 0 {
+		return nil
+	}
+	return x.members[x.start[g]:x.start[g+1]]
 }
 
 func conflictReason(f Finding, with []string) string {

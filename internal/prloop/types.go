@@ -442,6 +442,11 @@ type Observation struct {
 
 	// Result is the outcome of the previous step's actions, if any.
 	Result *ActResult
+
+	// Classes is the heuristic's result for each thread comment triage
+	// may read, worked out when the comment was first observed
+	// (ClassifyObserved); nil or partial, Decide classifies the rest.
+	Classes Classes `json:"-"`
 }
 
 // ActionKind names what the engine must do.

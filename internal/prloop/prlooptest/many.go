@@ -12,7 +12,8 @@ import (
 // ReviewedRound is a PR loop at the step its reviewer's review of the head
 // has settled with n inline findings, all new: the step that reads,
 // classifies, dedupes and groups every thread, the heaviest Decide of a
-// round. The benchmarks of Decide (`go test -bench`, `converge bench`)
+// round. Its observation carries the comments' classes, as the loop's
+// Observe gives them (prloop.ClassifyObserved). The benchmarks of Decide (`go test -bench`, `converge bench`)
 // time it.
 func ReviewedRound(n int) (prloop.State, prloop.Observation, prloop.Config) {
 	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
@@ -60,6 +61,9 @@ func ReviewedRound(n int) (prloop.State, prloop.Observation, prloop.Config) {
 		Now: t0.Add(2 * time.Minute), PR: pr, EventsRead: true, BotStartedMax: 101,
 		Permissions: map[string]forge.Permission{"alice": forge.PermWrite},
 	}
+	// As the loop's Observe hands it over: the new comments classified
+	// once, on this their first observation.
+	o.Classes = prloop.ClassifyObserved(s, o, c, nil)
 	return s, o, c
 }
 
@@ -84,5 +88,6 @@ func WaitingRound(n int) (prloop.State, prloop.Observation, prloop.Config) {
 	s.Rounds = append(s.Rounds, prloop.RoundRecord{N: 2, HeadSHA: head, StartedAt: t1})
 	s.Request.Head, s.Request.At, s.Request.ForgeAt, s.Request.EventMark = head, t1, t1, 101
 	o.Now, o.BotStartedMax = t1.Add(time.Minute), 101
+	o.Classes = prloop.ClassifyObserved(s, o, c, o.Classes)
 	return s, o, c
 }

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/review"
@@ -25,6 +26,17 @@ const StartedEvent = "copilot_work_started"
 func DefaultAllowlist() []string {
 	return []string{"copilot", "copilot-pull-request-reviewer", "copilot-pull-request-reviewer[bot]", "copilot[bot]", "github-copilot[bot]"}
 }
+
+// defaultAllowlist is DefaultAllowlist lower-cased for Is, which the
+// loop asks about every comment of every thread on every step; never
+// written.
+var defaultAllowlist = func() []string {
+	out := DefaultAllowlist()
+	for i, a := range out {
+		out[i] = strings.ToLower(a)
+	}
+	return out
+}()
 
 // Bot is Copilot. Allowlist are the logins it is recognised by (matched
 // lower-case); empty means DefaultAllowlist.
@@ -49,17 +61,43 @@ func (Bot) StartedEvent() string { return StartedEvent }
 // Copilot, and must look like Copilot, so another allowlisted bot's review
 // does not count as Copilot's.
 func (b Bot) Is(login string) bool {
-	list := b.Allowlist
+	list, lowered := b.Allowlist, false
 	if len(list) == 0 {
-		list = DefaultAllowlist()
+		list, lowered = defaultAllowlist, true
 	}
-	l := strings.ToLower(login)
 	for _, a := range list {
-		if strings.ToLower(a) == l {
-			return strings.Contains(l, "copilot")
+		la := a
+		if !lowered {
+			la = strings.ToLower(a)
+		}
+		if lowerEquals(la, login) {
+			return strings.Contains(la, "copilot")
 		}
 	}
 	return false
+}
+
+// lowerEquals is strings.ToLower(s) == lower without lower-casing s when
+// s is ASCII (logins are): the loop asks Is about every comment it reads.
+func lowerEquals(lower, s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return strings.ToLower(s) == lower
+		}
+	}
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // statedCountRE matches the ways a Copilot review states its own count.
