@@ -153,7 +153,7 @@ func faultRun(t *testing.T, f *fakehub.Faults) faultOutcome {
 			o.terminal = normalize(l)
 		}
 	}
-	o.proof = storedProof(t, state)
+	o.proof = storedProof(t, state, code, out)
 	o.forge = forgeFingerprint(t, hub, demo)
 	var ws []string
 	for _, w := range hub.Writes() {
@@ -179,11 +179,11 @@ func faultRun(t *testing.T, f *fakehub.Faults) faultOutcome {
 
 // storedProof is the run's proof from the state store (converge proof
 // --json), without the fields that are times or ids by nature.
-func storedProof(t *testing.T, state string) string {
+func storedProof(t *testing.T, state string, runCode int, runOut string) string {
 	t.Helper()
-	ios, out, _ := testIO(nil)
+	ios, out, errOut := testIO(nil)
 	if code := Run(context.Background(), []string{"status", "--json", "--state", state}, ios); code != 0 {
-		t.Fatalf("status exit %d", code)
+		t.Fatalf("status exit %d: %s\nthe run ended %d:\n%s", code, errOut, runCode, runOut)
 	}
 	var runs []runView
 	if err := json.Unmarshal([]byte(out.String()), &runs); err != nil || len(runs) != 1 {
