@@ -346,6 +346,13 @@ func (s *prSetup) params(ref forge.PRRef, f forge.Forge, cred prCred) loopParams
 		Author:   "converge",
 		Email:    "converge@users.noreply.github.com",
 
+		// Until the repository's file is read (Configure), the start's
+		// forge reads ride faults out on the flags' and environment's
+		// budget and back-off.
+		FaultBudget: s.pre.values.Duration("fault_budget"),
+		PollMin:     s.pre.values.Duration("poll_min"),
+		PollMax:     s.pre.values.Duration("poll_max"),
+
 		Judge:       agents.judge,
 		Checker:     checker,
 		NoReviewWhy: noReviewWhy(opts),

@@ -180,18 +180,26 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 // preflight fails bad input before anything is recorded: the token must
 // work and the PR must exist. It fixes the loop's identity and clone URL.
 func preflight(ctx context.Context, p *loopParams) error {
-	self, err := p.Forge.Viewer(ctx)
+	var self string
+	err := rideOutAtStart(ctx, p, func() (err error) {
+		self, err = p.Forge.Viewer(ctx)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	pre, err := p.Forge.Observe(ctx, p.Ref)
+	var pre *forge.PullRequest
+	err = rideOutAtStart(ctx, p, func() (err error) {
+		pre, err = p.Forge.Observe(ctx, p.Ref)
+		return err
+	})
 	if err != nil {
 		if forge.KindOf(err) == forge.KindNotFound {
 			return usageErr("no pull request %d in %s on %s visible to %s; check the PR URL", p.Ref.Number, p.Ref.FullName(), p.Ref.Host, self)
 		}
 		return err
 	}
-	if err := canPushToHead(ctx, p.Forge, pre, self); err != nil && !p.DryRun && !p.DisposeOnly {
+	if err := rideOutAtStart(ctx, p, func() error { return canPushToHead(ctx, p.Forge, pre, self) }); err != nil && !p.DryRun && !p.DisposeOnly {
 		return err
 	}
 	if p.Remote != nil {
@@ -222,6 +230,36 @@ func storeSecrets(fixed []string, ps []loopParams) []store.Option {
 		}
 	}
 	return opts
+}
+
+// rideOutAtStart calls read until it ends other than in a transient
+// forge fault, backing off between tries, for as long as the run's fault
+// budget allows: a fault at start is ridden out as the loop rides out
+// one mid-run (REL-1), not an exit before anything is recorded.
+func rideOutAtStart(ctx context.Context, p *loopParams, read func() error) error {
+	budget := cmp.Or(p.FaultBudget, engine.DefaultFaultBudget)
+	wait := max(p.PollMin, 50*time.Millisecond)
+	var since time.Time
+	for {
+		err := read()
+		if err == nil || !prloop.Transient(err) {
+			return err
+		}
+		if since.IsZero() {
+			since = time.Now()
+		}
+		if time.Since(since)+wait > budget {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+		wait = min(2*wait, max(p.PollMax, wait))
+	}
 }
 
 func (p *loopParams) agentEnv() []string {
