@@ -3,9 +3,12 @@ package cli
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,7 +245,7 @@ func rideOutAtStart(ctx context.Context, p *loopParams, read func() error) error
 	var since time.Time
 	for {
 		err := read()
-		if err == nil || !prloop.Transient(err) {
+		if err == nil || !prloop.Transient(err) || neverReached(err) {
 			return err
 		}
 		if since.IsZero() {
@@ -260,6 +263,20 @@ func rideOutAtStart(ctx context.Context, p *loopParams, read func() error) error
 		}
 		wait = min(2*wait, max(p.PollMax, wait))
 	}
+}
+
+// neverReached reports a failure to reach the forge at all (no such
+// host, nothing listening, a certificate not trusted): at start that is a
+// wrong URL or CA far more often than an outage, so it fails at once
+// (exit 7) rather than after the fault budget.
+func neverReached(err error) bool {
+	var dns *net.DNSError
+	var op *net.OpError
+	var cert *tls.CertificateVerificationError
+	var authority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	return errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial") ||
+		errors.As(err, &cert) || errors.As(err, &authority) || errors.As(err, &hostname)
 }
 
 func (p *loopParams) agentEnv() []string {

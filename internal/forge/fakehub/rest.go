@@ -143,9 +143,7 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"message": "Bad credentials", "documentation_url": docURL})
 		return
 	}
-	if h.rest == nil {
-		h.restOnce.Do(func() { h.rest = h.restMux() })
-	}
+	h.restOnce.Do(func() { h.rest = h.restMux() })
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		h.wlog.add(u, "rest", r.Method+" "+r.URL.Path)
 	}
