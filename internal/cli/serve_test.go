@@ -295,17 +295,7 @@ func (w *serveWorld) resume(t *testing.T) {
 		if ready != 1 {
 			t.Errorf("PR %d: labels %v", num, st.Labels)
 		}
-		for _, th := range st.ThreadList {
-			replies := 0
-			for _, b := range th.Bodies {
-				if len(prloop.ParseMarkers(b)) > 0 {
-					replies++
-				}
-			}
-			if replies != 1 || !th.Resolved {
-				t.Errorf("PR %d thread %s: %d converge replies, resolved %v: %q", num, th.ID, replies, th.Resolved, th.Bodies)
-			}
-		}
+		answeredOnce(t, num, st)
 		heads = append(heads, st.Threads*100+st.IssueComments)
 	}
 	for i, h := range heads {
@@ -348,17 +338,7 @@ func TestPR_S2_ServeDrivesPRsByWebhooks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, th := range st.ThreadList {
-			replies := 0
-			for _, b := range th.Bodies {
-				if len(prloop.ParseMarkers(b)) > 0 {
-					replies++
-				}
-			}
-			if replies != 1 || !th.Resolved {
-				t.Errorf("PR %d thread %s: %d converge replies, resolved %v", num, th.ID, replies, th.Resolved)
-			}
-		}
+		answeredOnce(t, num, st)
 	}
 
 	// Someone pushes to a PR converge finished: its verdict was about
@@ -463,4 +443,21 @@ func TestSEC_5_ServeAsAnAppMintsPerInstallation(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-sp.done
+}
+
+// answeredOnce checks every thread of PR num has exactly one converge
+// reply and is resolved.
+func answeredOnce(t *testing.T, num int, st fakehub.PRState) {
+	t.Helper()
+	for _, th := range st.ThreadList {
+		replies := 0
+		for _, b := range th.Bodies {
+			if len(prloop.ParseMarkers(b)) > 0 {
+				replies++
+			}
+		}
+		if replies != 1 || !th.Resolved {
+			t.Errorf("PR %d thread %s: %d converge replies, resolved %v: %q", num, th.ID, replies, th.Resolved, th.Bodies)
+		}
+	}
 }
