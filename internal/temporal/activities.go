@@ -25,8 +25,9 @@ type SetupIn[P any] struct {
 }
 
 type SetupOut[D any] struct {
-	Setup  D              `json:"setup"`
-	Events []engine.Event `json:"events,omitempty"`
+	Setup   D              `json:"setup"`
+	Options Options        `json:"options"`
+	Events  []engine.Event `json:"events,omitempty"`
 }
 
 // ObserveIn and ObserveOut are the observe activity's.
@@ -52,7 +53,7 @@ type Outcome[S any, A any] struct {
 	Transient bool           `json:"transient,omitempty"`
 	// Lost: an attempt after a lost worker; nothing was done, observe
 	// again before anything repeats.
-	Lost bool         `json:"lost,omitempty"`
+	Lost bool           `json:"lost,omitempty"`
 	Fail *Failure[S, A] `json:"fail,omitempty"`
 }
 
@@ -83,6 +84,10 @@ type ActIn[P, D, S, O, A any] struct {
 
 type ActOut[S, A, R any] struct {
 	Results []R `json:"results,omitempty"`
+	// Woke: background work the acts started finished, and its result is
+	// in Results: the wait after them ends at once, as a local loop's wait
+	// ends when its background work does.
+	Woke bool `json:"woke,omitempty"`
 	Outcome[S, A]
 }
 
@@ -182,7 +187,7 @@ func (a *Activities[P, D, S, O, A, R]) Setup(ctx context.Context, in SetupIn[P])
 		return SetupOut[D]{}, bindError(err)
 	}
 	defer bd.mu.Unlock()
-	return SetupOut[D]{Setup: bd.b.Setup, Events: bd.events.take()}, nil
+	return SetupOut[D]{Setup: bd.b.Setup, Options: bd.b.Options, Events: bd.events.take()}, nil
 }
 
 // Observe reads the world whole for the workflow's next decision.
@@ -239,6 +244,7 @@ func (a *Activities[P, D, S, O, A, R]) Act(ctx context.Context, in ActIn[P, D, S
 			out.Outcome = a.fault(ctx, bd, in.State, in.Obs, err)
 		} else if any(res) != nil {
 			out.Results = append(out.Results, res)
+			out.Woke = true
 		}
 	}
 	out.Events, out.Finished = bd.events.take(), bd.journal.take()

@@ -86,6 +86,10 @@ type Binding[P, D any] struct {
 type Bound[S, O any, A engine.Action, R, D any] struct {
 	Loop  engine.Loop[S, O, A, R]
 	Setup D
+	// Options are the engine knobs the run's settings give (its poll
+	// interval and fault budget, perhaps from the repository's config):
+	// the workflow takes each one set here over its start's.
+	Options Options
 	// Close releases what the run alone used (its worktree); nil: nothing.
 	Close func(ctx context.Context)
 }
@@ -102,6 +106,32 @@ type Options struct {
 	ObserveTimeout time.Duration `json:"observe_timeout"`
 	ActTimeout     time.Duration `json:"act_timeout"`
 	Heartbeat      time.Duration `json:"heartbeat"`
+}
+
+// over is o with every knob set in by taking its place.
+func (o Options) over(by Options) Options {
+	if by.PollMin > 0 {
+		o.PollMin = by.PollMin
+	}
+	if by.PollMax > 0 {
+		o.PollMax = by.PollMax
+	}
+	if by.FaultBudget > 0 {
+		o.FaultBudget = by.FaultBudget
+	}
+	if by.StepsPerRun > 0 {
+		o.StepsPerRun = by.StepsPerRun
+	}
+	if by.ObserveTimeout > 0 {
+		o.ObserveTimeout = by.ObserveTimeout
+	}
+	if by.ActTimeout > 0 {
+		o.ActTimeout = by.ActTimeout
+	}
+	if by.Heartbeat > 0 {
+		o.Heartbeat = by.Heartbeat
+	}
+	return o
 }
 
 func (o Options) withDefaults() Options {

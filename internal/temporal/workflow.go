@@ -13,8 +13,8 @@ import (
 
 // Signal and query names.
 const (
-	SignalWake  = "wake"  // a webhook event: observe again now
-	SignalStop  = "stop"  // a stop request (`converge stop`)
+	SignalWake  = "wake" // a webhook event: observe again now
+	SignalStop  = "stop" // a stop request (`converge stop`)
 	QueryStatus = "status"
 	QueryLog    = "log"
 	QueryProof  = "proof"
@@ -35,8 +35,8 @@ type Input[P, D, S, R any] struct {
 	Params  P       `json:"params"`
 	Options Options `json:"options"`
 	// Setup is nil until the setup activity ran.
-	Setup *D `json:"setup,omitempty"`
-	State S  `json:"state"`
+	Setup *D       `json:"setup,omitempty"`
+	State S        `json:"state"`
 	Carry Carry[R] `json:"carry"`
 }
 
@@ -107,6 +107,8 @@ type flow[P, D, S, O any, A engine.Action, R any] struct {
 	hasObs     bool
 	waiting    bool
 	fault      string
+	// woke: background work finished; the next wait ends at once.
+	woke bool
 }
 
 func (w *flow[P, D, S, O, A, R]) loop(ctx workflow.Context) (Result[S], error) {
@@ -126,6 +128,8 @@ func (w *flow[P, D, S, O, A, R]) loop(ctx workflow.Context) (Result[S], error) {
 		}
 		w.log(out.Events...)
 		w.in.Setup = &out.Setup
+		w.in.Options = w.in.Options.over(out.Options)
+		w.opt = w.in.Options.withDefaults()
 		w.in.State = w.k.Initial(w.in.Params, out.Setup)
 	}
 	if c.Wait <= 0 {
@@ -165,7 +169,7 @@ func (w *flow[P, D, S, O, A, R]) loop(ctx workflow.Context) (Result[S], error) {
 			return Result[S]{}, err
 		}
 		w.log(d.Events...)
-		w.in.State = d.Next
+		w.in.State, w.woke = d.Next, false
 		waited, faulted := false, false
 		for i := 0; i < len(d.Actions); {
 			a := d.Actions[i]
@@ -185,6 +189,9 @@ func (w *flow[P, D, S, O, A, R]) loop(ctx workflow.Context) (Result[S], error) {
 				dur := c.Wait
 				if after > 0 && after < dur {
 					dur = after
+				}
+				if w.woke {
+					dur, w.woke = 0, false
 				}
 				if err := w.sleep(ctx, dur); err != nil {
 					return Result[S]{}, err
@@ -206,6 +213,7 @@ func (w *flow[P, D, S, O, A, R]) loop(ctx workflow.Context) (Result[S], error) {
 			}
 			i = j
 			c.Results = append(c.Results, out.Results...)
+			w.woke = w.woke || out.Woke
 			if out.Fail != nil {
 				return w.end(ctx, out.Fail)
 			}
@@ -295,6 +303,9 @@ func (w *flow[P, D, S, O, A, R]) rideOut(ctx workflow.Context, fault string) boo
 
 // sleep waits d on a durable timer, or until a wake or stop signal.
 func (w *flow[P, D, S, O, A, R]) sleep(ctx workflow.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
 	w.waiting = true
 	defer func() { w.waiting = false }()
 	tctx, cancel := workflow.WithCancel(ctx)

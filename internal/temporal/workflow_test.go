@@ -124,7 +124,7 @@ func (l *cLoop) Observe(_ context.Context, _ cState, in engine.Input[int]) (cObs
 }
 
 func (l *cLoop) Decide(st cState, o cObs) (cState, []cAction, bool) { return l.d.Decide(st, o) }
-func (l *cLoop) Stepped(p, n cState, o cObs) bool                  { return l.d.Stepped(p, n, o) }
+func (l *cLoop) Stepped(p, n cState, o cObs) bool                   { return l.d.Stepped(p, n, o) }
 func (l *cLoop) Fail(st cState, o cObs, c error) (cState, []cAction) {
 	return l.d.Fail(st, o, c)
 }
