@@ -2,6 +2,8 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -103,6 +105,8 @@ type Activities[P, D, S, O any, A engine.Action, R any] struct {
 	Kind *Kind[P, D, S, O, A, R]
 	// Now is the worker's clock for event times; nil: time.Now.
 	Now func() time.Time
+	// CodeOf is the exit code a bind failure maps to; nil: 1.
+	CodeOf func(error) int
 
 	mu    sync.Mutex
 	bound map[string]*binding[S, O, A, R, D]
@@ -174,8 +178,34 @@ func (a *Activities[P, D, S, O, A, R]) now() time.Time {
 // (bad parameters, a token refused): retrying will not help.
 const ErrBind = "converge.bind"
 
-func bindError(err error) error {
-	return temporal.NewNonRetryableApplicationError(err.Error(), ErrBind, err)
+func (a *Activities[P, D, S, O, A, R]) bindError(err error) error {
+	code := 1
+	if a.CodeOf != nil {
+		code = a.CodeOf(err)
+	}
+	return temporal.NewNonRetryableApplicationError(err.Error(), ErrBind, nil, code)
+}
+
+// BindError is a run a worker could not bind, with the exit code the
+// cause maps to, as a workflow's client reads it.
+type BindError struct {
+	Message string
+	Code    int
+}
+
+func (e *BindError) Error() string { return e.Message }
+
+// AsBindError finds a BindError in a workflow's failure.
+func AsBindError(err error) (*BindError, bool) {
+	var app *temporal.ApplicationError
+	if !errors.As(err, &app) || app.Type() != ErrBind {
+		return nil, false
+	}
+	be := &BindError{Message: app.Message(), Code: 1}
+	if app.HasDetails() {
+		_ = app.Details(&be.Code)
+	}
+	return be, true
 }
 
 // Setup binds a new run and reports what Decide needs.
@@ -184,10 +214,10 @@ func (a *Activities[P, D, S, O, A, R]) Setup(ctx context.Context, in SetupIn[P])
 	defer stop()
 	bd, err := a.bind(ctx, in.Run, in.Params, nil)
 	if err != nil {
-		return SetupOut[D]{}, bindError(err)
+		return SetupOut[D]{}, a.bindError(err)
 	}
 	defer bd.mu.Unlock()
-	return SetupOut[D]{Setup: bd.b.Setup, Options: bd.b.Options, Events: bd.events.take()}, nil
+	return redacted(bd.b.Redact, SetupOut[D]{Setup: bd.b.Setup, Options: bd.b.Options, Events: bd.events.take()})
 }
 
 // Observe reads the world whole for the workflow's next decision.
@@ -196,7 +226,7 @@ func (a *Activities[P, D, S, O, A, R]) Observe(ctx context.Context, in ObserveIn
 	defer stop()
 	bd, err := a.bind(ctx, in.Run, in.Params, &in.Setup)
 	if err != nil {
-		return ObserveOut[S, O, A]{}, bindError(err)
+		return ObserveOut[S, O, A]{}, a.bindError(err)
 	}
 	defer bd.mu.Unlock()
 	bd.journal.begin(in.Done)
@@ -207,7 +237,10 @@ func (a *Activities[P, D, S, O, A, R]) Observe(ctx context.Context, in ObserveIn
 		out.Outcome = a.fault(ctx, bd, in.State, zero, fmt.Errorf("observe: %w", err))
 	}
 	out.Events, out.Finished = bd.events.take(), bd.journal.take()
-	return out, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	return redacted(bd.b.Redact, out)
 }
 
 // Act does a run of one step's actions in order, as the local engine
@@ -223,7 +256,7 @@ func (a *Activities[P, D, S, O, A, R]) Act(ctx context.Context, in ActIn[P, D, S
 	}
 	bd, err := a.bind(ctx, in.Run, in.Params, &in.Setup)
 	if err != nil {
-		return ActOut[S, A, R]{}, bindError(err)
+		return ActOut[S, A, R]{}, a.bindError(err)
 	}
 	defer bd.mu.Unlock()
 	bd.journal.begin(in.Done)
@@ -248,7 +281,31 @@ func (a *Activities[P, D, S, O, A, R]) Act(ctx context.Context, in ActIn[P, D, S
 		}
 	}
 	out.Events, out.Finished = bd.events.take(), bd.journal.take()
-	return out, ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	return redacted(bd.b.Redact, out)
+}
+
+// redacted is v with redact applied to its JSON, the form the history
+// keeps it in.
+func redacted[T any](redact func(string) string, v T) (T, error) {
+	if redact == nil {
+		return v, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return v, fmt.Errorf("encode activity result: %w", err)
+	}
+	r := redact(string(b))
+	if r == string(b) {
+		return v, nil
+	}
+	var out T
+	if err := json.Unmarshal([]byte(r), &out); err != nil {
+		return v, fmt.Errorf("decode redacted activity result: %w", err)
+	}
+	return out, nil
 }
 
 // awaiter is a loop with background work (engine.Background) that can

@@ -92,6 +92,10 @@ type Bound[S, O any, A engine.Action, R, D any] struct {
 	Options Options
 	// Close releases what the run alone used (its worktree); nil: nothing.
 	Close func(ctx context.Context)
+	// Redact removes the run's secrets from text (SEC-3): everything an
+	// activity hands the workflow passes through it, since the history is
+	// a store like any other. nil: nothing to redact.
+	Redact func(string) string
 }
 
 // Options are the engine's knobs for one workflow, fixed at its start.
