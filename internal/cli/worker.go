@@ -75,7 +75,7 @@ func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
 	defer c.Close()
 	w := worker.New(c, opts.engine.TaskQueue, worker.Options{})
 	rt := &workerRuntime{ios: ios, opts: opts}
-	prKind(rt.bindPR).Register(w, &temporal.Activities[prParams, kinds.PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{CodeOf: ExitCodeOf})
+	prKind(rt.bindPR).Register(w, &temporal.Activities[kinds.PRParams, kinds.PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{CodeOf: ExitCodeOf})
 	if err := w.Start(); err != nil {
 		return &ExitErr{Code: 7, Err: fmt.Errorf("start worker on %s: %w", opts.engine.TaskQueue, err)}
 	}
@@ -91,38 +91,13 @@ type workerRuntime struct {
 	opts *workerOptions
 }
 
-// prParams are a PR loop's start parameters on the Temporal engine: the
-// `converge pr` flags that are the loop's own settings. The token, CA
-// and state directory are each worker's (workerOptions).
-type prParams struct {
-	URL               string            `json:"url"`
-	APIURL            string            `json:"api_url,omitempty"`
-	Agent             string            `json:"agent,omitempty"`
-	AgentCmd          string            `json:"agent_cmd,omitempty"`
-	ReviewAgent       string            `json:"review_agent,omitempty"`
-	ReviewAgentCmd    string            `json:"review_agent_cmd,omitempty"`
-	JudgeAgent        string            `json:"judge_agent,omitempty"`
-	JudgeAgentCmd     string            `json:"judge_agent_cmd,omitempty"`
-	Set               map[string]string `json:"set,omitempty"`
-	DryRun            bool              `json:"dry_run,omitempty"`
-	DisposeOnly       bool              `json:"dispose_only,omitempty"`
-	AllowHostMismatch bool              `json:"allow_host_mismatch,omitempty"`
-	NoAgentCheck      bool              `json:"no_agent_check,omitempty"`
-}
-
-func prKind(bind func(ctx context.Context, b temporal.Binding[prParams, kinds.PRSetup]) (*kinds.PRBound, error)) *kinds.PRKind[prParams] {
-	return kinds.PR(func(p prParams) string {
-		ref, err := forge.ParsePRURL(p.URL)
-		if err != nil {
-			return p.URL
-		}
-		return ref.String()
-	}, bind)
+func prKind(bind kinds.PRBind) *kinds.PRKind {
+	return kinds.PR(bind)
 }
 
 // prParamsOf are the loop settings of a `converge pr` command line.
-func prParamsOf(opts *prOptions, url string) prParams {
-	return prParams{
+func prParamsOf(opts *prOptions, url string) kinds.PRParams {
+	return kinds.PRParams{
 		URL: url, APIURL: opts.APIURL,
 		Agent: opts.Agent, AgentCmd: opts.AgentCmd,
 		ReviewAgent: opts.ReviewAgent, ReviewAgentCmd: opts.ReviewAgentCmd,
@@ -132,9 +107,9 @@ func prParamsOf(opts *prOptions, url string) prParams {
 	}
 }
 
-// options are the prOptions a worker runs p with: p's settings, this
+// prOptionsOf are the prOptions a worker runs p with: p's settings, this
 // worker's credentials and state.
-func (p prParams) options(w *workerOptions) *prOptions {
+func prOptionsOf(p kinds.PRParams, w *workerOptions) *prOptions {
 	set := map[string]string{}
 	for k, v := range p.Set {
 		set[k] = v
@@ -150,8 +125,8 @@ func (p prParams) options(w *workerOptions) *prOptions {
 // bindPR binds a PR loop on this worker as `converge pr` binds it: the
 // same settings, pre-flight, agents and workspace (newPRLoop); the run's
 // state and journal are the workflow's.
-func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[prParams, kinds.PRSetup]) (*kinds.PRBound, error) {
-	opts := b.Params.options(rt.opts)
+func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PRParams, kinds.PRSetup]) (*kinds.PRBound, error) {
+	opts := prOptionsOf(b.Params, rt.opts)
 	ref, err := forge.ParsePRURL(b.Params.URL)
 	if err != nil {
 		return nil, usageErr("%v", err)

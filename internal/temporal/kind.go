@@ -149,7 +149,9 @@ func (o Options) withDefaults() Options {
 		o.FaultBudget = engine.DefaultFaultBudget
 	}
 	if o.StepsPerRun <= 0 {
-		o.StepsPerRun = 500
+		// A PR step records its state and observation, some 15 KB: a
+		// hundred keep a run's history near 2 MB.
+		o.StepsPerRun = 100
 	}
 	if o.ObserveTimeout <= 0 {
 		o.ObserveTimeout = 10 * time.Minute

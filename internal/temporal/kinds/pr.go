@@ -24,18 +24,51 @@ type PRSetup struct {
 	DisposeOnly bool          `json:"dispose_only,omitempty"`
 }
 
+// PRParams are a PR loop's start parameters: the `converge pr` flags
+// that are the loop's own settings. The token, CA and state directory
+// are each worker's; nothing here is a secret (the history keeps it).
+type PRParams struct {
+	URL               string            `json:"url"`
+	APIURL            string            `json:"api_url,omitempty"`
+	Agent             string            `json:"agent,omitempty"`
+	AgentCmd          string            `json:"agent_cmd,omitempty"`
+	ReviewAgent       string            `json:"review_agent,omitempty"`
+	ReviewAgentCmd    string            `json:"review_agent_cmd,omitempty"`
+	JudgeAgent        string            `json:"judge_agent,omitempty"`
+	JudgeAgentCmd     string            `json:"judge_agent_cmd,omitempty"`
+	Set               map[string]string `json:"set,omitempty"`
+	DryRun            bool              `json:"dry_run,omitempty"`
+	DisposeOnly       bool              `json:"dispose_only,omitempty"`
+	AllowHostMismatch bool              `json:"allow_host_mismatch,omitempty"`
+	NoAgentCheck      bool              `json:"no_agent_check,omitempty"`
+}
+
+// Target is the PR the parameters name (the URL as given when it does
+// not parse: the bind then refuses it).
+func (p PRParams) Target() string {
+	ref, err := forge.ParsePRURL(p.URL)
+	if err != nil {
+		return p.URL
+	}
+	return ref.String()
+}
+
 // PRKind is the PR loop's kind on the Temporal engine.
-type PRKind[P any] = temporal.Kind[P, PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]
+type PRKind = temporal.Kind[PRParams, PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]
+
+// PRBind binds a PR loop on a worker.
+type PRBind = func(ctx context.Context, b temporal.Binding[PRParams, PRSetup]) (*PRBound, error)
 
 // PRBound is a PR loop bound on a worker.
 type PRBound = temporal.Bound[prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult, PRSetup]
 
-// PR is the PR loop's kind; target names a run's PR from its parameters.
-func PR[P any](target func(P) string, bind func(ctx context.Context, b temporal.Binding[P, PRSetup]) (*PRBound, error)) *PRKind[P] {
-	return &PRKind[P]{
+// PR is the PR loop's kind, bound on workers by bind (nil where nothing
+// runs activities: a client, a replay).
+func PR(bind PRBind) *PRKind {
+	return &PRKind{
 		Name:    "pr",
-		Target:  target,
-		Initial: func(P, PRSetup) prloop.State { return prloop.State{Phase: prloop.PhaseStart} },
+		Target:  PRParams.Target,
+		Initial: func(PRParams, PRSetup) prloop.State { return prloop.State{Phase: prloop.PhaseStart} },
 		Decider: func(d PRSetup, r engine.Reporter) temporal.Decider[prloop.State, prloop.Observation, prloop.Action] {
 			// The same Loop's Decide, Stepped and Fail, bound to nothing
 			// but the settings: they do no IO.
