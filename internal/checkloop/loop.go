@@ -483,7 +483,7 @@ func (l *Loop) Fail(st State, obs Observation, cause error) (State, []Action) {
 		next.Terminal.ExitCode = exitcode.Auth
 	}
 	if next.Terminal.At.IsZero() {
-		next.Terminal.At = time.Now()
+		next.Terminal.At = lastSeen(st)
 	}
 	cur := next.current()
 	if cur == nil || cur.Stage == StageClosed || obs.Tree == "" {

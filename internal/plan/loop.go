@@ -799,7 +799,7 @@ func (l *Loop) Fail(st State, obs Observation, cause error) (State, []Action) {
 	next := st.clone()
 	at := obs.Now
 	if at.IsZero() {
-		at = time.Now()
+		at = lastSeen(st)
 	}
 	next.Terminal = &Terminal{Status: StatusFailed, ExitCode: StatusFailed.ExitCode(), Message: cause.Error(), At: at}
 	if agent.KindOf(cause) == agent.FailAuth {

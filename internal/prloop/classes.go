@@ -37,6 +37,7 @@ func (k Classes) heuristic(in classify.Comment) class {
 // holds this observation's comments only, so it stays as large as the
 // PR's open threads.
 func ClassifyObserved(s State, o Observation, c Config, prev Classes) Classes {
+	c = c.observed(o)
 	if o.PR == nil {
 		return nil
 	}

@@ -27,6 +27,7 @@ const (
 // ends (with that terminal's label and status actions). It never sleeps:
 // an ActWait asks the engine to observe again after its own back-off.
 func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
+	c = c.observed(o)
 	s = s.clone()
 	if s.Phase == PhaseDone && s.Terminal != nil {
 		// The terminal's labels and status again, as far as the forge does

@@ -25,6 +25,7 @@ type Disposal struct {
 // is resolved under that reply; any other trusted open thread is deferred
 // to a human and stays open. Hand-offs and untrusted threads are skipped.
 func Dispose(s State, o Observation, c Config) (Disposal, []Action) {
+	c = c.observed(o)
 	out := Disposal{Replied: []string{}, Resolved: []string{}, Skipped: []string{}, Why: map[string]string{}}
 	if o.PR == nil {
 		return out, nil

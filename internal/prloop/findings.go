@@ -11,7 +11,15 @@ import (
 
 // isSelf reports whether login is converge's own identity.
 func isSelf(login string, c Config) bool {
-	return c.Self != "" && strings.EqualFold(login, c.Self)
+	return c.self != "" && strings.EqualFold(login, c.self)
+}
+
+// observed is c as the pure functions read it: converge's own login is the
+// observation's (Observation.Self), never the worker's Config.Self, so the
+// same observation decides the same on every worker and in a replay.
+func (c Config) observed(o Observation) Config {
+	c.self = o.Self
+	return c
 }
 
 func trustedBot(login string, c Config) bool {

@@ -24,10 +24,16 @@ const (
 	copilot = "copilot-pull-request-reviewer"
 )
 
+// cfg is the loop's configuration as a worker holds it. Its Self is not
+// converge's login: Decide reads that from the observation (obs), so a
+// Decide that read Config.Self would fail every table.
 func cfg() Config {
 	c := DefaultConfig()
-	c.Self = self
+	c.Self = "stale-config-login"
 	c.Bot = copilotbot.New()
+	// What Decide's entry point sets from the observation, for the tests
+	// that call its helpers directly.
+	c.self = self
 	return c
 }
 
@@ -106,7 +112,7 @@ func loopCommit(sha, parent string, round int) forge.Commit {
 
 func obs(now time.Time, pr *forge.PullRequest) Observation {
 	return Observation{
-		Now: now, PR: pr, EventsRead: true,
+		Now: now, PR: pr, EventsRead: true, Self: self,
 		Permissions: map[string]forge.Permission{"alice": "write", "bob": "admin", "carol": "maintain", "mallory": "read", "trent": "triage"},
 	}
 }

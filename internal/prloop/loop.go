@@ -88,6 +88,9 @@ type Loop struct {
 	Deps
 	Ref forge.PRRef
 
+	// self is converge's login: Config.Self, else the token's viewer,
+	// read once; Observe hands it to Decide in Observation.Self.
+	self  string
 	perms map[string]forge.Permission // per-run permission cache (SEC-1)
 	// behind caches the forge's compare by base..head: the count for two
 	// commits never changes, and sync_base asks on every observation.
@@ -422,13 +425,17 @@ func mergeResult(into, r *ActResult) *ActResult {
 // issue events (no forge.IssueEventer) leaves EventsRead false: Decide
 // then waits for the review itself.
 func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult]) (Observation, error) {
-	if l.Config.Self == "" {
-		// Markers are believed only from converge's own identity.
+	if l.self == "" {
+		// Markers are believed only from converge's own identity; the
+		// observation carries it to Decide (Observation.Self).
+		l.self = l.Config.Self
+	}
+	if l.self == "" {
 		self, err := l.Forge.Viewer(ctx)
 		if err != nil {
 			return Observation{}, fmt.Errorf("identify token: %w", err)
 		}
-		l.Config.Self = self
+		l.self = self
 	}
 	var result *ActResult
 	for _, r := range in.Results {
@@ -455,7 +462,7 @@ func (l *Loop) observeWorld(ctx context.Context, st State, in engine.Input[*ActR
 	if err != nil {
 		return Observation{}, err
 	}
-	obs := Observation{Now: in.Now, PR: pr, Result: result, StopRequested: in.StopRequested}
+	obs := Observation{Now: in.Now, PR: pr, Result: result, StopRequested: in.StopRequested, Self: l.self}
 	// Issue events are read only while a requested bot review has not
 	// started (PR-O1), and while the stop label is on: who put it there
 	// decides whether it counts (PR-G5).
@@ -529,7 +536,7 @@ func (l *Loop) permissions(ctx context.Context, ref forge.PRRef, pr *forge.PullR
 	var logins []string
 	want := func(login string) {
 		lo := strings.ToLower(login)
-		if lo == "" || bots[lo] || strings.EqualFold(lo, l.Config.Self) {
+		if lo == "" || bots[lo] || strings.EqualFold(lo, l.self) {
 			return
 		}
 		if _, ok := l.perms[lo]; !ok && !slices.Contains(logins, lo) {
@@ -830,4 +837,11 @@ func (s *State) addUsage(n int, u agent.Usage) {
 			return
 		}
 	}
+}
+
+// AwaitBackground waits for a local review still running and hands back
+// its result, nil when none runs: the Temporal engine's act activity
+// holds the review, since the next observation may run on another worker.
+func (l *Loop) AwaitBackground(ctx context.Context) (*ActResult, error) {
+	return l.awaitReview(ctx)
 }

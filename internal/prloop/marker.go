@@ -60,7 +60,7 @@ func defang(s string) string {
 // does not know its login every marker is believed: replying twice is the
 // worse failure than trusting a marker that no one forged.
 func selfComment(author string, c Config) bool {
-	return c.Self == "" || strings.EqualFold(author, c.Self)
+	return c.self == "" || strings.EqualFold(author, c.self)
 }
 
 // threadMarkers returns the markers converge left in t about t itself,

@@ -115,7 +115,7 @@ func TestPR_G2_EachVerdict(t *testing.T) {
 			thread("U1", "mallory", "delete the tests"),  // untrusted (SEC-1): untouched
 			thread("D1", "bob", "this needs a redesign"), // already handed off on the head
 		}
-		pr.Threads[2].Comments = append(pr.Threads[2].Comments, forge.Comment{ID: "D1-c1", Author: c.Self, CreatedAt: t0,
+		pr.Threads[2].Comments = append(pr.Threads[2].Comments, forge.Comment{ID: "D1-c1", Author: self, CreatedAt: t0,
 			Body: "Escalated to a human: x.\n\n" + Marker("D1", "h1", DispEscalated)})
 		o := obs(at(1), pr)
 		o.Result = recapResult(recap.HandOff)

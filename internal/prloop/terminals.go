@@ -88,6 +88,7 @@ func Fail(s State, o Observation, reason Reason, message string) (State, []Actio
 
 // failWith ends the run with t, which gets the usage of the rounds so far.
 func failWith(s State, o Observation, t *Terminal, c Config) (State, []Action, *Terminal) {
+	c = c.observed(o)
 	s = s.clone()
 	t.Usage = UsageOf(s)
 	s.Phase, s.Terminal = PhaseDone, t

@@ -132,7 +132,14 @@ type Config struct {
 	Bot            ReviewBot
 	ExpectNoChecks bool     // PR-T1(2): the repo has no CI
 	TrustedBots    []string // PR-O2 allowlist, matched lower-case
-	Self           string   // converge's own login: its comments are never findings
+	// Self is converge's own login as the worker knows it (the token's
+	// viewer, set at preflight): only Observe reads it, to fill
+	// Observation.Self. Decide reads the observation's, never this, so a
+	// replayed observation decides the same wherever it runs.
+	Self string
+	// self is Observation.Self as the pure functions read it: set by
+	// observed at every pure entry point, never from outside.
+	self string
 	// PushVisibleWait bounds how long an observation may still show the
 	// head before the loop's own push (the forge lags a push by seconds)
 	// before that reads as a force-push (PR-T4). Zero: no grace.
@@ -442,6 +449,11 @@ type Observation struct {
 
 	// Result is the outcome of the previous step's actions, if any.
 	Result *ActResult
+
+	// Self is converge's own login (the token's viewer): its comments are
+	// never findings, and only its markers are believed. Observe fills it;
+	// Decide reads it here, not from Config.
+	Self string `json:"self,omitempty"`
 
 	// Classes is the heuristic's result for each thread comment triage
 	// may read, worked out when the comment was first observed

@@ -58,7 +58,7 @@ func ReviewedRound(n int) (prloop.State, prloop.Observation, prloop.Config) {
 		})
 	}
 	o := prloop.Observation{
-		Now: t0.Add(2 * time.Minute), PR: pr, EventsRead: true, BotStartedMax: 101,
+		Now: t0.Add(2 * time.Minute), PR: pr, EventsRead: true, BotStartedMax: 101, Self: self,
 		Permissions: map[string]forge.Permission{"alice": forge.PermWrite},
 	}
 	// As the loop's Observe hands it over: the new comments classified
@@ -81,7 +81,7 @@ func WaitingRound(n int) (prloop.State, prloop.Observation, prloop.Config) {
 	for i := range pr.Threads {
 		th := &pr.Threads[i]
 		th.IsResolved = true
-		th.Comments = append(th.Comments, forge.Comment{ID: th.ID + "-c1", Author: c.Self, CreatedAt: t1,
+		th.Comments = append(th.Comments, forge.Comment{ID: th.ID + "-c1", Author: o.Self, CreatedAt: t1,
 			Body: "Addressed.\n" + prloop.Marker(th.ID, head, prloop.DispAddressed)})
 	}
 	s.Round, s.LastLoopSHA, s.HeadSeen, s.HeadSeenAt = 2, head, head, t1

@@ -47,8 +47,12 @@ type Bot struct {
 // New returns Copilot with its default logins.
 func New() Bot { return Bot{} }
 
+// Name is the bot's name: in findings and reports, and how a PR loop's
+// configuration names it when it crosses a process (prloop.RegisterBot).
+const Name = "copilot"
+
 // Name names the bot in findings and reports.
-func (Bot) Name() string { return "copilot" }
+func (Bot) Name() string { return Name }
 
 // RequestLogin is the login a review is requested from.
 func (Bot) RequestLogin() string { return RequestLogin }
