@@ -155,6 +155,7 @@ func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PR
 		// Both halves of the run read the settings the workflow recorded.
 		p.Config = b.Setup.Config
 	}
+	fmt.Fprintf(rt.ios.ErrOut, "converge: worker: bound pr %s (run %s)\n", ref, b.RunID)
 	fixed := &secure.Secrets{}
 	fixed.Add(p.Secrets...)
 	loop, ws := newPRLoop(p, filepath.Join(ps.stateDir, "work"), b.RunID, b.Reporter, temporal.StateJournal[prloop.State]{Journal: b.Journal})
