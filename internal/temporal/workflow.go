@@ -18,6 +18,7 @@ const (
 	QueryStatus = "status"
 	QueryLog    = "log"
 	QueryProof  = "proof"
+	QueryState  = "state" // the loop's state, as its kind persists it
 )
 
 // Version is the workflow code's version for GetVersion: bump it, with a
@@ -61,6 +62,8 @@ type Result[S any] struct {
 	State    S               `json:"state"`
 	Terminal engine.Terminal `json:"terminal"`
 	Steps    int             `json:"steps"`
+	// Log is the run's events (their tail), readable with no worker up.
+	Log []engine.Event `json:"log,omitempty"`
 }
 
 // Status answers the status query.
@@ -384,7 +387,7 @@ func (w *flow[P, D, S, O, A, R]) finish(ctx workflow.Context) (Result[S], error)
 	if ok {
 		w.log(engine.Event{Time: workflow.Now(ctx), Kind: "terminal", Message: t.Status})
 	}
-	return Result[S]{RunID: w.run.RunID, State: w.in.State, Terminal: t, Steps: w.in.Carry.Steps}, nil
+	return Result[S]{RunID: w.run.RunID, State: w.in.State, Terminal: t, Steps: w.in.Carry.Steps, Log: w.in.Carry.Log}, nil
 }
 
 func (w *flow[P, D, S, O, A, R]) log(events ...engine.Event) {
@@ -410,6 +413,11 @@ func (w *flow[P, D, S, O, A, R]) queries(ctx workflow.Context) error {
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryLog, func() ([]engine.Event, error) {
 		return w.in.Carry.Log, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QueryState, func() (S, error) {
+		return w.in.State, nil
 	}); err != nil {
 		return err
 	}
