@@ -2,8 +2,10 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -393,5 +395,32 @@ func TestUX_1_TemporalStatusAndLogQueriesWhileWaiting(t *testing.T) {
 	}
 	if len(log) == 0 || log[0].Kind != "round" {
 		t.Fatalf("log %+v", log)
+	}
+}
+
+func TestSEC_3_TemporalActivityResultsAreRedactedBeforeTheHistory(t *testing.T) {
+	w := &world{ready: true}
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	k := counterKind(w)
+	bind := k.Bind
+	k.Bind = func(ctx context.Context, b Binding[cParams, cSetup]) (*Bound[cState, cObs, cAction, int, cSetup], error) {
+		bd, err := bind(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		b.Reporter.Report(engine.Event{Kind: "note", Message: "token s3cret-token in a CLI's output"})
+		bd.Redact = func(s string) string { return strings.ReplaceAll(s, "s3cret-token", "[redacted]") }
+		return bd, nil
+	}
+	k.Register(env, &Activities[cParams, cSetup, cState, cObs, cAction, int]{})
+	env.ExecuteWorkflow(k.WorkflowType(), Input[cParams, cSetup, cState, int]{Params: cParams{Name: "c", Goal: 1}, Options: opts})
+	r := result(t, env)
+	b, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), "s3cret-token") || !strings.Contains(string(b), "token [redacted] in") {
+		t.Fatalf("the workflow's result (its log) holds %s", b)
 	}
 }
