@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
 	"github.com/convergeloop/converge/internal/engine"
@@ -48,6 +49,7 @@ func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		return err
 	}
 	defer c.Close()
+	warnNoWorker(ctx, ios, c, opts.engine.TaskQueue)
 	k := prKind(nil)
 	runs := make([]client.WorkflowRun, len(refs))
 	for i, u := range opts.URLs {
@@ -76,6 +78,16 @@ func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		}
 	}
 	return nil
+}
+
+// warnNoWorker says so when no worker polls the task queue: the loops
+// then wait, started, until one does.
+func warnNoWorker(ctx context.Context, ios *IOStreams, c client.Client, queue string) {
+	d, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
+	if err != nil || len(d.GetPollers()) > 0 {
+		return
+	}
+	fmt.Fprintf(ios.ErrOut, "converge: warning: no worker polls task queue %s: the loops wait until one does (converge worker --task-queue %s)\n", queue, queue)
 }
 
 // followPR prints a PR workflow's events as they come, then its terminal.
