@@ -260,6 +260,11 @@ func (a *Activities[P, D, S, O, A, R]) Act(ctx context.Context, in ActIn[P, D, S
 	}
 	defer bd.mu.Unlock()
 	bd.journal.begin(in.Done)
+	if p, ok := bd.b.Loop.(planner[A]); ok {
+		// The step was decided in the workflow, not by this loop: tell it
+		// the actions it does together (a PR step's batched replies).
+		p.Planned(in.Actions)
+	}
 	var out ActOut[S, A, R]
 	for _, act := range in.Actions {
 		res, err := bd.b.Loop.Act(ctx, in.State, in.Obs, act)
@@ -306,6 +311,12 @@ func redacted[T any](redact func(string) string, v T) (T, error) {
 		return v, fmt.Errorf("decode redacted activity result: %w", err)
 	}
 	return out, nil
+}
+
+// planner is a loop that does a step's actions together, told the step's
+// run of actions before the first of them.
+type planner[A any] interface {
+	Planned(actions []A)
 }
 
 // awaiter is a loop with background work (engine.Background) that can
