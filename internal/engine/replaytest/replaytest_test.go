@@ -17,7 +17,7 @@ type fakeT struct {
 	failed []string
 }
 
-func (f *fakeT) Helper()                       {}
+func (f *fakeT) Helper()                        {}
 func (f *fakeT) Errorf(format string, a ...any) { f.failed = append(f.failed, format) }
 func (f *fakeT) Fatalf(format string, a ...any) { f.failed = append(f.failed, format) }
 
