@@ -15,6 +15,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge/fakeforge"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prloop/prlooptest"
+	"github.com/convergeloop/converge/internal/review"
 )
 
 // recorded is a PR loop whose every Decide and act result is recorded;
@@ -65,6 +66,19 @@ func (w pushWorkspace) Fix(_ context.Context, _ *forge.PullRequest, round int, f
 		Hunks: []prloop.Hunk{{Path: "main.go", OldStart: 3, OldCount: 1, NewStart: 3, NewCount: 1, Removed: []string{"	return nil"}, Added: []string{"	return err"}}}, Proven: proven}, nil
 }
 
+// LocalReview reviews the head as the local multi-angle review does: its
+// first review finds one structural point, later ones none.
+func (w pushWorkspace) LocalReview(_ context.Context, pr *forge.PullRequest, round int) (prloop.LocalReviewResult, error) {
+	res := prloop.LocalReviewResult{Head: pr.HeadSHA, Angles: []prloop.AngleResult{{Name: "correctness", Parsed: true}, {Name: "tests", Parsed: true}},
+		Summary: fmt.Sprintf("### Local review\n\n%s\n\n%s", "no findings", review.Marker(pr.HeadSHA, round))}
+	if round == 1 {
+		res.Findings = []prloop.Finding{{ID: "local-1", Path: "main.go", StartLine: 3, EndLine: 3, Summary: "the error is dropped", Verdict: prloop.VerdictStructural, Source: "local", Author: "local"}}
+		res.Angles[0].Findings = 1
+		res.Summary = fmt.Sprintf("### Local review\n\n1 finding\n\n%s", review.Marker(pr.HeadSHA, round))
+	}
+	return res, nil
+}
+
 // prScenario is a PR on the fake forge and the other actors: Copilot
 // answering each request (review n), a human acting on the forge.
 type prScenario struct {
@@ -76,6 +90,7 @@ type prScenario struct {
 	// onRequest runs after Copilot's review of request n (a human's act).
 	onRequest func(ff *fakeforge.Forge, ref forge.PRRef, n int)
 	want      prloop.Reason
+	config    func(*prloop.Config)
 }
 
 var prScenarios = []prScenario{
@@ -101,6 +116,15 @@ var prScenarios = []prScenario{
 			if n == 2 {
 				ff.ForcePush(ref, "a human's rewrite")
 			}
+		}},
+	{name: "local-review-finding-fixed-then-two-stable", want: prloop.ReasonTwoStable,
+		config: func(c *prloop.Config) { c.LocalReview = true },
+		review: func(int) []fakeforge.Finding { return []fakeforge.Finding{} }},
+	{name: "stopped-by-a-trusted-label", want: prloop.ReasonStoppedByHuman,
+		setup: func(ff *fakeforge.Forge, _ forge.PRRef) { ff.SetPermission("alice", forge.PermWrite) },
+		review: func(int) []fakeforge.Finding { return nil },
+		onRequest: func(ff *fakeforge.Forge, ref forge.PRRef, n int) {
+			ff.LabelAs(ref, "alice", prloop.LabelStop)
 		}},
 	{name: "pr-closed-while-waiting", want: prloop.ReasonPRClosed,
 		review: func(int) []fakeforge.Finding { return nil },
@@ -154,6 +178,9 @@ func recordPRRun(t *testing.T, sc prScenario) replaytest.Recording[prloop.State,
 		}()
 	})
 	cfg := prConfig()
+	if sc.config != nil {
+		sc.config(&cfg)
+	}
 	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Workspace: pushWorkspace{ff: ff, ref: ref}, Journal: &prlooptest.Journal{}, Config: cfg})
 	rec := &replaytest.Recorder[prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -163,14 +190,14 @@ func recordPRRun(t *testing.T, sc prScenario) replaytest.Recording[prloop.State,
 	if err != nil {
 		t.Fatalf("%s: %v", sc.name, err)
 	}
-	if final.Terminal == nil || final.Terminal.Reason != sc.want {
-		for i, s := range rec.Steps() {
-			var ks []string
-			for _, a := range s.Actions {
-				ks = append(ks, string(a.Kind)+" "+a.Key+" "+a.Reason)
-			}
-			t.Logf("step %d: %s round %d → %s: %q", i, s.State.Phase, s.State.Round, s.Next.Phase, ks)
+	for i, s := range rec.Steps() {
+		var ks []string
+		for _, a := range s.Actions {
+			ks = append(ks, string(a.Kind)+" "+a.Key)
 		}
+		t.Logf("%s step %d: %s round %d → %s: %q", sc.name, i, s.State.Phase, s.State.Round, s.Next.Phase, ks)
+	}
+	if final.Terminal == nil || final.Terminal.Reason != sc.want {
 		t.Fatalf("%s: ended %+v, want %s", sc.name, final.Terminal, sc.want)
 	}
 	t.Logf("%s: %s after %d steps, %d request(s)", sc.name, final.Terminal.Reason, len(rec.Steps()), requests)
