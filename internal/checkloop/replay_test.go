@@ -165,3 +165,16 @@ func TestLOOP_5_RecordedRunsSurviveJSON(t *testing.T) {
 func TestLOOP_5_DecideReplaysEveryRecordedRun(t *testing.T) {
 	replaytest.Replay(t, replaytest.Dir, checkDecider)
 }
+
+// TestLOOP_5_EveryFieldCrossesJSON: no field of the loop's state,
+// observation, action or act result is one JSON leaves behind (an
+// unexported field, an interface, a func), and each, filled, comes back
+// equal — whatever real runs happen to fill. A census's per-test counts
+// (census.Census.Tests) stay out on purpose: the loop keeps them beside
+// it, in Check.Tests, and empties the census's own (Loop.mechanical).
+func TestLOOP_5_EveryFieldCrossesJSON(t *testing.T) {
+	replaytest.Carried[State](t, "Census.Tests")
+	replaytest.Carried[Observation](t, "Census.Tests")
+	replaytest.Carried[Action](t)
+	replaytest.Carried[ActResult](t, "Census.Tests")
+}

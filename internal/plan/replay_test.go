@@ -146,3 +146,14 @@ func TestPLAN_1_RecordedRunsSurviveJSON(t *testing.T) {
 func TestPLAN_1_DecideReplaysEveryRecordedRun(t *testing.T) {
 	replaytest.Replay(t, replaytest.Dir, planDecider)
 }
+
+// TestPLAN_1_EveryFieldCrossesJSON: no field of the executor's state,
+// observation, action or act result is one JSON leaves behind (an
+// unexported field, an interface, a func), and each, filled, comes back
+// equal — whatever real runs happen to fill.
+func TestPLAN_1_EveryFieldCrossesJSON(t *testing.T) {
+	replaytest.Carried[State](t)
+	replaytest.Carried[Observation](t)
+	replaytest.Carried[Action](t)
+	replaytest.Carried[ActResult](t)
+}

@@ -121,7 +121,7 @@ var prScenarios = []prScenario{
 		config: func(c *prloop.Config) { c.LocalReview = true },
 		review: func(int) []fakeforge.Finding { return []fakeforge.Finding{} }},
 	{name: "stopped-by-a-trusted-label", want: prloop.ReasonStoppedByHuman,
-		setup: func(ff *fakeforge.Forge, _ forge.PRRef) { ff.SetPermission("alice", forge.PermWrite) },
+		setup:  func(ff *fakeforge.Forge, _ forge.PRRef) { ff.SetPermission("alice", forge.PermWrite) },
 		review: func(int) []fakeforge.Finding { return nil },
 		onRequest: func(ff *fakeforge.Forge, ref forge.PRRef, n int) {
 			ff.LabelAs(ref, "alice", prloop.LabelStop)
@@ -248,4 +248,19 @@ func TestPR_G3_RecordedRunsSurviveJSON(t *testing.T) {
 // workflow's history fails here (recordings are only ever added to).
 func TestPR_G3_DecideReplaysEveryRecordedRun(t *testing.T) {
 	replaytest.Replay(t, replaytest.Dir, prDecider)
+}
+
+// TestPR_G3_EveryFieldCrossesJSON: no field of the loop's state,
+// observation, action or act result is one JSON leaves behind (an
+// unexported field, an interface, a func), and each, filled, comes back
+// equal — whatever real runs happen to fill. Observation.Classes alone
+// stays out, on purpose: Decide decides the same without it; so do a
+// census's per-test counts (census.Census.Tests): the workspace hands
+// the loop a census's Summary, never its tests.
+func TestPR_G3_EveryFieldCrossesJSON(t *testing.T) {
+	replaytest.Carried[prloop.State](t, "Census.Tests")
+	replaytest.Carried[prloop.Observation](t, "Observation.Classes", "Census.Tests")
+	replaytest.Carried[prloop.Action](t)
+	replaytest.Carried[prloop.ActResult](t, "Census.Tests")
+	replaytest.Carried[prloop.Config](t)
 }

@@ -59,3 +59,27 @@ func TestReplayOneFailsOnAChangedDecision(t *testing.T) {
 		}
 	}
 }
+
+type leaky struct {
+	Name    string
+	Any     any
+	Do      func()
+	Skip    string `json:"-"`
+	private int
+	Inner   *inner
+}
+
+// TestCarriedNamesFieldsJSONLeavesBehind: every field JSON would leave
+// behind is named, down the type's tree, unless allowed.
+func TestCarriedNamesFieldsJSONLeavesBehind(t *testing.T) {
+	ft := &fakeT{TB: t}
+	Carried[leaky](ft)
+	if len(ft.failed) != 5 { // Any, Do, Skip, private, inner.hidden
+		t.Errorf("%d fields reported, want 5", len(ft.failed))
+	}
+	ft = &fakeT{TB: t}
+	Carried[leaky](ft, "leaky.Any", "leaky.Do", "leaky.Skip", "leaky.private", "inner.hidden")
+	if len(ft.failed) != 0 {
+		t.Errorf("allowed fields reported: %d", len(ft.failed))
+	}
+}
