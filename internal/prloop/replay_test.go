@@ -1,6 +1,7 @@
 package prloop_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -91,6 +92,7 @@ type prScenario struct {
 	onRequest func(ff *fakeforge.Forge, ref forge.PRRef, n int)
 	want      prloop.Reason
 	config    func(*prloop.Config)
+	mode      prloop.Mode
 }
 
 var prScenarios = []prScenario{
@@ -126,6 +128,14 @@ var prScenarios = []prScenario{
 		onRequest: func(ff *fakeforge.Forge, ref forge.PRRef, n int) {
 			ff.LabelAs(ref, "alice", prloop.LabelStop)
 		}},
+	{name: "dry-run-plans-and-writes-nothing", want: prloop.ReasonDryRun, mode: prloop.Mode{DryRun: true},
+		review: func(int) []fakeforge.Finding { return []fakeforge.Finding{} }},
+	{name: "dispose-only-answers-the-open-threads", want: prloop.ReasonDisposed, mode: prloop.Mode{DisposeOnly: true},
+		setup: func(ff *fakeforge.Forge, ref forge.PRRef) {
+			ff.SetPermission("alice", forge.PermWrite)
+			ff.AddThread(ref, "alice", fakeforge.NewThread{Path: "main.go", Line: 12, Body: "Could this be a table-driven test?"})
+		},
+		review: func(int) []fakeforge.Finding { return []fakeforge.Finding{} }},
 	{name: "pr-closed-while-waiting", want: prloop.ReasonPRClosed,
 		review: func(int) []fakeforge.Finding { return nil },
 		onRequest: func(ff *fakeforge.Forge, ref forge.PRRef, n int) {
@@ -181,7 +191,8 @@ func recordPRRun(t *testing.T, sc prScenario) replaytest.Recording[prloop.State,
 	if sc.config != nil {
 		sc.config(&cfg)
 	}
-	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Workspace: pushWorkspace{ff: ff, ref: ref}, Journal: &prlooptest.Journal{}, Config: cfg})
+	l := prloop.NewLoop(ref, prloop.Deps{Forge: ff, Workspace: pushWorkspace{ff: ff, ref: ref}, Journal: &prlooptest.Journal{}, Config: cfg,
+		DryRun: sc.mode.DryRun, DisposeOnly: sc.mode.DisposeOnly})
 	rec := &replaytest.Recorder[prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -209,17 +220,27 @@ func recordPRRun(t *testing.T, sc prScenario) replaytest.Recording[prloop.State,
 		steps[i].Observation.Classes = nil
 	}
 	replaytest.Faithful(t, sc.name, steps, rec.Results())
-	return replaytest.Recording[prloop.State, prloop.Observation, prloop.Action]{Scenario: sc.name, Config: cfg, Steps: rec.Steps()}
+	return replaytest.Recording[prloop.State, prloop.Observation, prloop.Action]{Scenario: sc.name, Config: prInput{Config: cfg, Mode: sc.mode}, Steps: rec.Steps()}
 }
 
-// prDecider is the loop's Decide as a workflow would run it: a loop made
-// from the recording's configuration alone.
+// prInput is a PR loop run's fixed inputs, as a recording keeps them.
+type prInput struct {
+	Config prloop.Config `json:"config"`
+	Mode   prloop.Mode   `json:"mode"`
+}
+
+// prDecider is the loop's pure step as a workflow runs it, on the run's
+// fixed inputs read back from the recording's JSON.
 func prDecider(raw json.RawMessage) (replaytest.Decider[prloop.State, prloop.Observation, prloop.Action], error) {
-	var cfg prloop.Config
-	if err := json.Unmarshal(raw, &cfg); err != nil {
+	var in prInput
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
 		return nil, err
 	}
-	return prloop.NewLoop(forge.PRRef{}, prloop.Deps{Config: cfg}).Decide, nil
+	return func(st prloop.State, obs prloop.Observation) (prloop.State, []prloop.Action, bool) {
+		return prloop.Step(st, obs, in.Config, in.Mode)
+	}, nil
 }
 
 // TestPR_G3_RecordedRunsSurviveJSON: every state, observation, action and
