@@ -69,6 +69,8 @@ type leaky struct {
 	Inner   *inner
 }
 
+var _ = leaky{private: 0} // the field is what the test is about
+
 // TestCarriedNamesFieldsJSONLeavesBehind: every field JSON would leave
 // behind is named, down the type's tree, unless allowed.
 func TestCarriedNamesFieldsJSONLeavesBehind(t *testing.T) {
