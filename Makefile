@@ -3,7 +3,7 @@ GO ?= go
 # The race detector needs cgo and a C compiler; without them tests still run.
 RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null && echo -race)
 
-.PHONY: build test lint demo soak crash mutants fuzz fuzz-smoke fuzz-run
+.PHONY: build test lint workflowcheck demo soak crash mutants fuzz fuzz-smoke fuzz-run
 
 build:
 	$(GO) build -o bin/converge ./cmd/converge
@@ -12,6 +12,7 @@ build:
 # end-to-end command-line scenarios.
 test:
 	$(GO) vet ./...
+	$(MAKE) --no-print-directory workflowcheck
 	$(GO) test $(RACE) -count=1 -parallel 4 -timeout 18m ./...
 	$(MAKE) --no-print-directory fuzz-smoke
 
@@ -19,6 +20,27 @@ lint:
 	gofmt -l . | (! grep .) || (echo "gofmt: files above need formatting" && exit 1)
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(MAKE) --no-print-directory workflowcheck
+
+# The Temporal SDK's determinism checker over the workflows (and all they
+# call, across packages): no clock, randomness, goroutine, channel or map
+# range a replay could see differently. Built once per Go version into the
+# cache (the tool's type checker must know the Go version of the source).
+# Skipped while there is no internal/temporal. Its false positives are
+# marked in internal/tools/workflowcheck.yaml, or at the line with a
+# //workflowcheck:ignore comment saying why.
+WORKFLOWCHECK_VERSION = v0.6.0
+WORKFLOWCHECK = $(HOME)/.cache/converge-ci/workflowcheck-$(WORKFLOWCHECK_VERSION)-$(shell $(GO) env GOVERSION)/bin/workflowcheck
+
+workflowcheck:
+	@set -e; \
+	if [ -z "$$(find internal/temporal -name '*.go' 2>/dev/null)" ]; then \
+		echo "workflowcheck: no Go files under internal/temporal, skipped"; exit 0; \
+	fi; \
+	if [ ! -x "$(WORKFLOWCHECK)" ]; then \
+		GOBIN="$(dir $(WORKFLOWCHECK))" $(GO) install go.temporal.io/sdk/contrib/tools/workflowcheck@$(WORKFLOWCHECK_VERSION); \
+	fi; \
+	"$(WORKFLOWCHECK)" -config internal/tools/workflowcheck.yaml ./internal/temporal/... && echo "workflowcheck: ./internal/temporal/... clean"
 
 demo:
 	$(GO) run ./cmd/converge demo

@@ -16,6 +16,7 @@ import (
 
 type logOptions struct {
 	StateDir string
+	engine   engineOptions
 }
 
 func newLogCmd(ios *IOStreams) *cobra.Command {
@@ -38,10 +39,21 @@ only the state store; a run still going shows what it has so far.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	addEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
 
 func runLog(ctx context.Context, ios *IOStreams, opts *logOptions, id string) error {
+	if err := opts.engine.check(ios); err != nil {
+		return err
+	}
+	if opts.engine.temporal() {
+		r, recs, err := workflowRun(ctx, &opts.engine, id)
+		if err != nil {
+			return err
+		}
+		return writeRunLog(ctx, ios, recs, r)
+	}
 	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
 	if err != nil {
 		return err
@@ -54,6 +66,24 @@ func runLog(ctx context.Context, ios *IOStreams, opts *logOptions, id string) er
 	if err != nil {
 		return err
 	}
+	return writeRunLog(ctx, ios, db, r)
+}
+
+// runRecords are what a run's log reads besides the run itself: the
+// state store's records, or what a Temporal workflow keeps.
+type runRecords interface {
+	Rounds(ctx context.Context, runID string) ([]store.Round, error)
+	Findings(ctx context.Context, runID string) ([]store.Finding, error)
+	Events(ctx context.Context, runID string) ([]store.Event, error)
+	Tickets(ctx context.Context, runID string) ([]store.Ticket, error)
+}
+
+var _ runRecords = (*store.Store)(nil)
+
+// writeRunLog writes r's log as its kind writes it.
+func writeRunLog(ctx context.Context, ios *IOStreams, db runRecords, r store.Run) error {
+	id := r.ID
+	var err error
 	if r.Kind == checkloop.Kind {
 		return writeLoopLog(ctx, ios, db, r)
 	}

@@ -429,7 +429,7 @@ func predecessor(ctx context.Context, db *store.Store, id string) (*checkloop.Pr
 
 // writeLoopLog prints a loop run's log (`converge log RUN`): its inputs,
 // iterations with their tickets, failed approaches, events and result.
-func writeLoopLog(ctx context.Context, ios *IOStreams, db *store.Store, r store.Run) error {
+func writeLoopLog(ctx context.Context, ios *IOStreams, db runRecords, r store.Run) error {
 	var st checkloop.State
 	if len(r.State) > 0 {
 		if err := json.Unmarshal(r.State, &st); err != nil {

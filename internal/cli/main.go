@@ -190,6 +190,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newLoopCmd(ios),
 		newPlanCmd(ios),
 		newDoctorCmd(ios),
+		newWorkerCmd(ios),
 	)
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs

@@ -526,7 +526,7 @@ func reportOrphans(out engine.Reporter, n int) {
 
 // writePlanLog prints a plan run's log (`converge log RUN`): its
 // tracking report so far and its events.
-func writePlanLog(ctx context.Context, ios *IOStreams, db *store.Store, r store.Run) error {
+func writePlanLog(ctx context.Context, ios *IOStreams, db runRecords, r store.Run) error {
 	var st plan.State
 	if len(r.State) > 0 {
 		if err := json.Unmarshal(r.State, &st); err != nil {

@@ -69,6 +69,8 @@ type prOptions struct {
 	// apps, when set, keeps the GitHub App loaded once for every loop, so
 	// a fleet mints tokens per installation, not per PR (SEC-5).
 	apps *appCache
+	// engine runs the loops here or on a Temporal cluster.
+	engine engineOptions
 }
 
 // fieldFlag is a config field as a flag: its value is checked by the
@@ -148,6 +150,7 @@ defaults; converge config prints them and where each came from.`,
 		},
 	}
 	addPRFlags(cmd.Flags(), opts)
+	addEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
 
@@ -199,6 +202,12 @@ func (n noCopilot) Set(s string) error {
 }
 
 func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
+	if err := opts.engine.check(ios); err != nil {
+		return err
+	}
+	if opts.engine.temporal() {
+		return runPRTemporal(ctx, ios, opts)
+	}
 	var refs []forge.PRRef
 	for _, u := range opts.URLs {
 		ref, err := forge.ParsePRURL(u)

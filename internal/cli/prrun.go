@@ -28,6 +28,7 @@ import (
 	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/temporal/kinds"
 )
 
 // loopParams is everything one PR loop run needs, however it was started
@@ -352,17 +353,7 @@ func (j *prJob) Progress(st prloop.State) engine.Progress {
 	return engine.Progress{Phase: string(st.Phase), Round: st.Round, Head: st.HeadSeen, Branch: j.p.headBranch, Base: j.p.baseBranch}
 }
 
-func (j *prJob) Terminal(st prloop.State) (engine.Terminal, bool) {
-	t := st.Terminal
-	if t == nil {
-		return engine.Terminal{}, false
-	}
-	var proof any
-	if t.Proof != nil {
-		proof = t.Proof
-	}
-	return engine.Terminal{Status: string(t.Reason), Code: t.ExitCode, Proof: proof}, true
-}
+func (j *prJob) Terminal(st prloop.State) (engine.Terminal, bool) { return kinds.PRTerminal(st) }
 
 // Refuse refuses a disposal while a loop runs on the PR: the loop
 // disposes its threads itself (PR-M2).
@@ -416,8 +407,15 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		out.Report(engine.Event{Kind: "note", Message: "no local review: " + cmp.Or(p.NoReviewWhy, "the "+p.Agent.Name()+" agent cannot review") + "; only a Copilot review of the head can prove two-stable (--review-agent command adds one)"})
 	}
 
+	j.loop, j.ws = newPRLoop(p, j.workDir, runID, out, prloop.StoreJournal(j.db, runID))
+	return initial, nil
+}
+
+// newPRLoop binds the PR loop of p to its workspace under workDir, as
+// both engines run it: the local one (prJob) and a Temporal worker.
+func newPRLoop(p loopParams, workDir, runID string, out engine.Reporter, journal prloop.Journal) (*prloop.Loop, *prwork.GitWorkspace) {
 	ws := &prwork.GitWorkspace{
-		Root:       j.workDir,
+		Root:       workDir,
 		RunID:      runID,
 		CloneURL:   p.CloneURL,
 		GitEnv:     p.GitEnv,
@@ -446,7 +444,6 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		// (PR-V1(b)).
 		ws.Verifier = p.Judge.Agent
 	}
-	j.ws = ws
 	var classifier *classify.Judge
 	if p.Judge != nil && p.Judge.Agent != nil {
 		// The judge agent also decides the comments the classifier's
@@ -454,17 +451,17 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		// structural.
 		classifier = &classify.Judge{Agent: p.Judge.Agent}
 	}
-	j.loop = prloop.NewLoop(p.Ref, prloop.Deps{
+	loop := prloop.NewLoop(p.Ref, prloop.Deps{
 		Forge:         p.Forge,
 		Workspace:     ws,
-		Journal:       prloop.StoreJournal(j.db, runID),
+		Journal:       journal,
 		Reporter:      out,
 		Config:        p.Config,
 		DryRun:        p.DryRun,
 		DisposeOnly:   p.DisposeOnly,
 		ClassifyJudge: classifier,
 	})
-	return initial, nil
+	return loop, ws
 }
 
 func (j *prJob) Drive(ctx context.Context, st prloop.State, opt engine.Options) (prloop.State, error) {
@@ -586,7 +583,9 @@ func (r *reporter) Report(e engine.Event) {
 	if e.Data != nil {
 		data, _ = json.Marshal(e.Data)
 	}
-	_ = r.db.AppendEvent(context.Background(), r.runID, store.Event{Time: e.Time, Kind: e.Kind, Round: e.Round, Message: e.Message, Data: data})
+	if r.db != nil {
+		_ = r.db.AppendEvent(context.Background(), r.runID, store.Event{Time: e.Time, Kind: e.Kind, Round: e.Round, Message: e.Message, Data: data})
+	}
 	if r.json {
 		var b []byte
 		if r.label != "" {

@@ -32,6 +32,8 @@ type serveOptions struct {
 	Authors []string
 	// PollBudget is the fleet's fallback polls a minute (serve_budget.go).
 	PollBudget int
+	// engine runs the loops in this process or on a Temporal cluster.
+	engine engineOptions
 }
 
 // Names of the server's secrets in the environment: never flags, so they
@@ -72,6 +74,7 @@ Every converge pr flag applies to every loop.`,
 	f.StringVar(&opts.Label, "watch-label", "", "with --watch: only PRs with this label")
 	f.StringSliceVar(&opts.Authors, "watch-author", nil, "with --watch: only PRs by these authors (repeatable)")
 	addServeBudgetFlags(f, opts)
+	addEngineFlags(f, &opts.engine)
 	return cmd
 }
 
@@ -80,6 +83,9 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 		return usageErr("serve runs loops to their end and resumes them: --dry-run, --dispose-only and --fresh are for converge pr")
 	}
 	if err := checkServeBudget(opts); err != nil {
+		return err
+	}
+	if err := opts.engine.check(ios); err != nil {
 		return err
 	}
 	if (opts.Label != "" || len(opts.Authors) > 0) && len(opts.Watch) == 0 {
@@ -142,8 +148,18 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	}
 	defer f.db.Close()
 
+	var eng serveEngine = f
+	if opts.engine.temporal() {
+		tf, err := newTemporalFleet(ctx, ios, opts, f.db)
+		if err != nil {
+			return err
+		}
+		defer tf.close()
+		eng = tf
+	}
+
 	srv, err := server.New(server.Options{
-		Loops: f, Store: f.db, Secret: []byte(secret), Addr: opts.Listen, Token: token,
+		Loops: eng, Store: eng.store(), Secret: []byte(secret), Addr: opts.Listen, Token: token,
 		Discover: f.discover, Budget: f.polls,
 		Logger: slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
@@ -164,13 +180,55 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 		fmt.Fprintf(ios.ErrOut, "warning: %s is not set: every webhook delivery is refused and loops only poll\n", envWebhookSecret)
 	}
 
+	if err := eng.start(ctx, refs); err != nil {
+		return err
+	}
+	for _, w := range opts.Watch {
+		if err := f.db.PutRepoWatch(context.WithoutCancel(ctx), store.RepoWatch{Repo: w, Label: opts.Label, Authors: opts.Authors}); err != nil {
+			return err
+		}
+	}
+	if err := srv.DiscoverAll(ctx); err != nil && ctx.Err() == nil {
+		fmt.Fprintf(ios.ErrOut, "%v\n", err)
+	}
+	eng.started(ctx)
+
+	<-ctx.Done()
+	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	derr := eng.drain(drainCtx)
+	_ = hs.Shutdown(drainCtx)
+	stopSrv()
+	return derr
+}
+
+// serveEngine is where serve runs its loops: this process (fleet, on the
+// engine Manager) or a Temporal cluster (temporalFleet).
+type serveEngine interface {
+	server.Loops
+	// store is what the server reads of the runs.
+	store() server.Store
+	// start picks up the runs a restart must (REL-2) and starts the PRs
+	// registered and never started, then those named now (refs).
+	start(ctx context.Context, refs []forge.PRRef) error
+	// started is told once discovery ran.
+	started(ctx context.Context)
+	// drain ends serving on a signal.
+	drain(ctx context.Context) error
+}
+
+var _ serveEngine = (*fleet)(nil)
+
+func (f *fleet) store() server.Store { return f.db }
+
+func (f *fleet) start(ctx context.Context, refs []forge.PRRef) error {
 	// Unfinished runs first (REL-2): a restart picks up where it stopped.
 	resumed, err := f.m.Resume(context.WithoutCancel(ctx))
 	if err != nil {
-		fmt.Fprintf(ios.ErrOut, "resume: %v\n", err)
+		fmt.Fprintf(f.ios.ErrOut, "resume: %v\n", err)
 	}
 	if len(resumed) > 0 {
-		fmt.Fprintf(ios.Out, "resumed %d unfinished run(s)\n", len(resumed))
+		fmt.Fprintf(f.ios.Out, "resumed %d unfinished run(s)\n", len(resumed))
 	}
 	// Every PR registered before whose loop never claimed a run (the
 	// process died first), then the PRs named now.
@@ -188,27 +246,19 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 		}
 	}
 	f.registerAll(ctx, pending)
-	for _, w := range opts.Watch {
-		if err := f.db.PutRepoWatch(context.WithoutCancel(ctx), store.RepoWatch{Repo: w, Label: opts.Label, Authors: opts.Authors}); err != nil {
-			return err
-		}
-	}
-	if err := srv.DiscoverAll(ctx); err != nil && ctx.Err() == nil {
-		fmt.Fprintf(ios.ErrOut, "%v\n", err)
-	}
-	f.m.Prune(ctx) // what runs before this start left in the clone cache
+	return nil
+}
 
-	<-ctx.Done()
-	// A signal: every loop ends at its next step boundary, resumable.
-	drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
-	defer cancel()
-	derr := f.m.Drain(drainCtx)
-	_ = hs.Shutdown(drainCtx)
-	stopSrv()
-	if derr != nil {
-		return fmt.Errorf("drain: %w", derr)
+func (f *fleet) started(ctx context.Context) {
+	f.m.Prune(ctx) // what runs before this start left in the clone cache
+}
+
+// drain ends every loop at its next step boundary, resumable.
+func (f *fleet) drain(ctx context.Context) error {
+	if err := f.m.Drain(ctx); err != nil {
+		return fmt.Errorf("drain: %w", err)
 	}
-	fmt.Fprintln(ios.Out, "drained: every unfinished run resumes at the next converge serve")
+	fmt.Fprintln(f.ios.Out, "drained: every unfinished run resumes at the next converge serve")
 	return nil
 }
 
@@ -301,6 +351,12 @@ const startConcurrency = 4
 // registerAll starts a loop on every target, a few at a time; a target
 // that fails says why and the rest go on.
 func (f *fleet) registerAll(ctx context.Context, targets []string) {
+	registerEach(ctx, f.ios, &f.shared, targets, f.Register)
+}
+
+// registerEach registers every target, startConcurrency at a time; a
+// target that fails says why on ios, under mu, and the rest go on.
+func registerEach(ctx context.Context, ios *IOStreams, mu *sync.Mutex, targets []string, register func(context.Context, string) error) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, startConcurrency)
 	for _, target := range targets {
@@ -313,10 +369,10 @@ func (f *fleet) registerAll(ctx context.Context, targets []string) {
 		wg.Add(1)
 		go func() {
 			defer func() { <-slots; wg.Done() }()
-			if err := f.Register(ctx, target); err != nil {
-				f.shared.Lock()
-				fmt.Fprintf(f.ios.ErrOut, "%s: %v\n", target, err)
-				f.shared.Unlock()
+			if err := register(ctx, target); err != nil {
+				mu.Lock()
+				fmt.Fprintf(ios.ErrOut, "%s: %v\n", target, err)
+				mu.Unlock()
 			}
 		}()
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/temporal"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -23,6 +24,7 @@ type statusOptions struct {
 	StateDir string
 	JSON     bool
 	Limit    int
+	engine   engineOptions
 }
 
 func newStatusCmd(ios *IOStreams) *cobra.Command {
@@ -38,6 +40,7 @@ func newStatusCmd(ios *IOStreams) *cobra.Command {
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 20, "how many runs, newest first (0: all); a cut list says so")
+	addEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
 
@@ -139,6 +142,12 @@ func writableDir(dir string) error {
 }
 
 func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
+	if err := opts.engine.check(ios); err != nil {
+		return err
+	}
+	if opts.engine.temporal() {
+		return runStatusTemporal(ctx, ios, opts)
+	}
 	db, err := openExistingStore(ctx, ios, opts.StateDir, "")
 	if errors.Is(err, errNoStore) {
 		if opts.JSON {
@@ -174,7 +183,13 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 		holder, live, err := db.LockLive(ctx, r.Target)
 		return live && holder == r.ID, err
 	}
-	if opts.JSON {
+	return printRuns(ios, opts.JSON, runs, alive)
+}
+
+// printRuns prints runs as the status table or JSON; alive tells an
+// unfinished run some converge holds from one no process runs any more.
+func printRuns(ios *IOStreams, asJSON bool, runs []store.Run, alive func(store.Run) (bool, error)) error {
+	if asJSON {
 		type statusView struct {
 			runView
 			// Why a run that ended non-zero ended so, in its terminal's
@@ -216,6 +231,32 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 	return tw.Flush()
 }
 
+// runStatusTemporal lists converge's workflows on the cluster as status
+// lists runs; a running workflow is alive (a worker takes it up).
+func runStatusTemporal(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
+	if opts.Limit < 0 {
+		return usageErr("--limit %d: give a number of runs, or 0 for all", opts.Limit)
+	}
+	c, err := opts.engine.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	limit := opts.Limit
+	if limit > 0 {
+		limit++ // one more tells whether the list was cut
+	}
+	runs, err := temporal.ListRuns(ctx, c, limit)
+	if err != nil {
+		return err
+	}
+	if opts.Limit > 0 && len(runs) > opts.Limit {
+		runs = runs[:opts.Limit]
+		defer fmt.Fprintf(ios.ErrOut, "converge: showing the %d newest runs; there are more (--limit N shows N, --limit 0 all)\n", opts.Limit)
+	}
+	return printRuns(ios, opts.JSON, runs, func(r store.Run) (bool, error) { return r.Status == store.StatusRunning, nil })
+}
+
 // whyEnded is the terminal's message of a run that ended non-zero (every
 // loop kind's state has one), "" for any other run.
 func whyEnded(r store.Run) string {
@@ -236,6 +277,7 @@ func whyEnded(r store.Run) string {
 type proofOptions struct {
 	StateDir string
 	JSON     bool
+	engine   engineOptions
 }
 
 func newProofCmd(ios *IOStreams) *cobra.Command {
@@ -255,21 +297,33 @@ func newProofCmd(ios *IOStreams) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
+	addEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
 
 func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string) error {
-	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
-	if err != nil {
+	if err := opts.engine.check(ios); err != nil {
 		return err
 	}
-	defer db.Close()
-	r, err := db.GetRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return usageErr("no run %q in the state store (see converge status)", id)
-	}
-	if err != nil {
-		return err
+	var r store.Run
+	if opts.engine.temporal() {
+		var err error
+		if r, _, err = workflowRun(ctx, &opts.engine, id); err != nil {
+			return err
+		}
+	} else {
+		db, err := openExistingStore(ctx, ios, opts.StateDir, id)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		r, err = db.GetRun(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return usageErr("no run %q in the state store (see converge status)", id)
+		}
+		if err != nil {
+			return err
+		}
 	}
 	usage := usageOfRun(r)
 	if opts.JSON {

@@ -12,6 +12,7 @@ import (
 
 type stopOptions struct {
 	StateDir string
+	engine   engineOptions
 }
 
 func newStopCmd(ios *IOStreams) *cobra.Command {
@@ -37,10 +38,17 @@ with the converge:stop label.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	addEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
 
 func runStop(ctx context.Context, ios *IOStreams, opts *stopOptions, id string) error {
+	if err := opts.engine.check(ios); err != nil {
+		return err
+	}
+	if opts.engine.temporal() {
+		return stopWorkflow(ctx, ios, &opts.engine, id)
+	}
 	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
 	if err != nil {
 		return err

@@ -826,3 +826,10 @@ func (s *State) addUsage(n int, u agent.Usage) {
 		}
 	}
 }
+
+// AwaitBackground waits for a local review still running and hands back
+// its result, nil when none runs: the Temporal engine's act activity
+// holds the review, since the next observation may run on another worker.
+func (l *Loop) AwaitBackground(ctx context.Context) (*ActResult, error) {
+	return l.awaitReview(ctx)
+}

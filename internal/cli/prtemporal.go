@@ -1,0 +1,135 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/temporal"
+)
+
+// runPRTemporal starts (or attaches to) one PR workflow per URL on the
+// Temporal cluster, follows each one's log and prints its terminal and
+// proof as `converge pr` does; the exit code is the first PR's, in the
+// order given, that did not end two-stable. The loops run on the
+// workers: an interrupt here detaches, and they go on.
+func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
+	for flag, set := range map[string]bool{
+		"--token": opts.Token != "", "--ca-file": opts.CAFile != "", "--state": opts.StateDir != "",
+		"--keep": opts.Keep, "--fresh": opts.Fresh, "--config": opts.ConfigFile != "",
+		"--app-id": opts.App.ID != "", "--app-key": opts.App.KeyFile != "",
+	} {
+		if set {
+			return usageErr("%s is each worker's with --engine temporal: give it to converge worker, where the loop runs", flag)
+		}
+	}
+	var refs []forge.PRRef
+	for _, u := range opts.URLs {
+		ref, err := forge.ParsePRURL(u)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		if slices.Contains(refs, ref) {
+			return usageErr("%s is given twice; one loop runs per PR (PR-G5)", u)
+		}
+		refs = append(refs, ref)
+	}
+	c, err := opts.engine.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	k := prKind(nil)
+	runs := make([]client.WorkflowRun, len(refs))
+	for i, u := range opts.URLs {
+		if runs[i], err = k.Start(ctx, c, opts.engine.TaskQueue, prParamsOf(opts, u), temporal.Options{}); err != nil {
+			return &ExitErr{Code: exitcode.Unreachable, Err: err}
+		}
+	}
+	var mu sync.Mutex
+	errs := make([]error, len(runs))
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out := newReporter(ios, opts.JSON, nil, run.GetRunID())
+			if len(runs) > 1 {
+				out.mu, out.label = &mu, refs[i].String()
+			}
+			errs[i] = followPR(ctx, ios, c, run, out, opts.JSON)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// followPR prints a PR workflow's events as they come, then its terminal.
+func followPR(ctx context.Context, ios *IOStreams, c client.Client, run client.WorkflowRun, out *reporter, asJSON bool) error {
+	out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("workflow %s (run %s) on the Temporal cluster", run.GetID(), run.GetRunID())})
+	done := make(chan struct{})
+	var res temporal.Result[prloop.State]
+	var err error
+	go func() {
+		defer close(done)
+		err = run.Get(ctx, &res)
+	}()
+	seen := 0
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	follow := func() {
+		var log []engine.Event
+		v, qerr := c.QueryWorkflow(ctx, run.GetID(), "", temporal.QueryLog)
+		if qerr != nil || v.Get(&log) != nil {
+			return
+		}
+		if seen > len(log) {
+			seen = 0 // a new run of the workflow (continue-as-new keeps the tail)
+		}
+		for _, e := range log[seen:] {
+			out.Report(e)
+		}
+		seen = len(log)
+	}
+	for {
+		select {
+		case <-done:
+			follow()
+		case <-tick.C:
+			follow()
+			continue
+		}
+		break
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return fmt.Errorf("detached from workflow %s: the loop goes on on the cluster; converge status --engine temporal shows it, converge stop --engine temporal %s stops it", run.GetID(), run.GetID())
+		}
+		return temporalErr(err)
+	}
+	t := res.State.Terminal
+	if t == nil {
+		return errors.New("workflow ended with no terminal")
+	}
+	out.mu.Lock()
+	printTerminal(ios, asJSON, res.RunID, t)
+	out.mu.Unlock()
+	if t.ExitCode != exitcode.OK {
+		return &silentExit{code: t.ExitCode}
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/temporal"
+)
+
+// workflowID is the workflow a RUN argument names on the Temporal engine:
+// a workflow id as converge status lists it, or a PR's URL.
+func workflowID(arg string) (string, error) {
+	if strings.HasPrefix(arg, "converge-") {
+		return arg, nil
+	}
+	if ref, err := forge.ParsePRURL(arg); err == nil {
+		return temporal.WorkflowID("pr", ref.String()), nil
+	}
+	return "", usageErr("%q names no workflow: give a workflow id as converge status --engine temporal lists it (converge-KIND:TARGET), or a PR URL", arg)
+}
+
+// workflowRun reads the run a RUN argument names from the cluster.
+func workflowRun(ctx context.Context, o *engineOptions, arg string) (store.Run, *workflowRecords, error) {
+	id, err := workflowID(arg)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	c, err := o.dial(ctx)
+	if err != nil {
+		return store.Run{}, nil, err
+	}
+	defer c.Close()
+	r, events, err := temporal.RunOf(ctx, c, id)
+	if errors.Is(err, temporal.ErrNoRun) {
+		return r, nil, usageErr("no workflow %s on %s (namespace %s); converge status --engine temporal lists them", id, o.Address, o.Namespace)
+	}
+	if err != nil {
+		return r, nil, err
+	}
+	return r, &workflowRecords{events: events}, nil
+}
+
+// workflowRecords are a workflow's records for its log: its events. The
+// round and finding tables are the local store's; a workflow keeps its
+// decisions in its state and events.
+type workflowRecords struct{ events []store.Event }
+
+func (w *workflowRecords) Rounds(context.Context, string) ([]store.Round, error)     { return nil, nil }
+func (w *workflowRecords) Findings(context.Context, string) ([]store.Finding, error) { return nil, nil }
+func (w *workflowRecords) Tickets(context.Context, string) ([]store.Ticket, error)   { return nil, nil }
+func (w *workflowRecords) Events(context.Context, string) ([]store.Event, error) {
+	return w.events, nil
+}
+
+// stopWorkflow asks the workflow a RUN argument names to stop.
+func stopWorkflow(ctx context.Context, ios *IOStreams, o *engineOptions, arg string) error {
+	id, err := workflowID(arg)
+	if err != nil {
+		return err
+	}
+	c, err := o.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	kind, target, _ := strings.Cut(strings.TrimPrefix(id, "converge-"), ":")
+	if err := temporal.Stop(ctx, c, kind, target); err != nil {
+		return usageErr("stop %s: %v (converge status --engine temporal lists the running ones)", id, err)
+	}
+	fmt.Fprintf(ios.Out, "stop requested for workflow %s; it ends at its next step\n", id)
+	return nil
+}

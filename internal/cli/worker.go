@@ -1,0 +1,169 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/secure"
+	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/temporal"
+	"github.com/convergeloop/converge/internal/temporal/kinds"
+)
+
+// workerOptions are `converge worker`'s: where the cluster is, and what
+// this machine brings to every loop it runs — its credentials, trusted
+// CAs and state directory (clone cache). A loop's own settings come with
+// its workflow; secrets never do.
+type workerOptions struct {
+	engine   engineOptions
+	Token    string
+	CAFile   string
+	StateDir string
+	App      appOptions
+}
+
+func newWorkerCmd(ios *IOStreams) *cobra.Command {
+	opts := &workerOptions{engine: engineOptions{Engine: engineTemporal}}
+	cmd := &cobra.Command{
+		Use:   "worker",
+		Short: "Run loops of a Temporal cluster on this machine (the fleet engine)",
+		Long: `Run converge's workflows and activities for a Temporal cluster: every
+loop started with --engine temporal (converge pr, loop, plan, serve) runs
+on whichever worker polls its task queue, and a loop whose worker dies
+goes on on another. Start as many workers, on as many machines, as the
+fleet needs; each brings its own credentials (--token or the gh
+conventions, a GitHub App), trusted CAs and state directory, and the
+agent CLIs the loops name. Runs until SIGINT or SIGTERM.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runWorker(cmd.Context(), ios, opts)
+		},
+	}
+	f := cmd.Flags()
+	addTemporalFlags(f, &opts.engine)
+	f.StringVar(&opts.Token, "token", "", "forge token (default: CONVERGE_TOKEN, then the gh conventions)")
+	f.StringVar(&opts.CAFile, "ca-file", "", "extra trusted CA certificates (PEM), for the API and git")
+	f.StringVar(&opts.StateDir, "state", "", "state directory: the clone cache (default $XDG_STATE_HOME/converge)")
+	addAppFlags(f, &opts.App)
+	return cmd
+}
+
+func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
+	if err := ios.checkEnv(); err != nil {
+		return err
+	}
+	if err := opts.engine.check(ios); err != nil {
+		return err
+	}
+	if opts.StateDir == "" {
+		opts.StateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
+	}
+	if err := writableDir(opts.StateDir); err != nil {
+		return err
+	}
+	c, err := opts.engine.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	w := worker.New(c, opts.engine.TaskQueue, worker.Options{})
+	rt := &workerRuntime{ios: ios, opts: opts}
+	prKind(rt.bindPR).Register(w, &temporal.Activities[kinds.PRParams, kinds.PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{CodeOf: ExitCodeOf})
+	if err := w.Start(); err != nil {
+		return &ExitErr{Code: 7, Err: fmt.Errorf("start worker on %s: %w", opts.engine.TaskQueue, err)}
+	}
+	fmt.Fprintf(ios.ErrOut, "converge: worker on task queue %s at %s (namespace %s), pid %d\n", opts.engine.TaskQueue, opts.engine.Address, opts.engine.Namespace, os.Getpid())
+	<-ctx.Done()
+	w.Stop()
+	return nil
+}
+
+// workerRuntime binds loops on this worker.
+type workerRuntime struct {
+	ios  *IOStreams
+	opts *workerOptions
+}
+
+func prKind(bind kinds.PRBind) *kinds.PRKind {
+	return kinds.PR(bind)
+}
+
+// prParamsOf are the loop settings of a `converge pr` command line.
+func prParamsOf(opts *prOptions, url string) kinds.PRParams {
+	return kinds.PRParams{
+		URL: url, APIURL: opts.APIURL,
+		Agent: opts.Agent, AgentCmd: opts.AgentCmd,
+		ReviewAgent: opts.ReviewAgent, ReviewAgentCmd: opts.ReviewAgentCmd,
+		JudgeAgent: opts.JudgeAgent, JudgeAgentCmd: opts.JudgeAgentCmd,
+		Set: opts.Set, DryRun: opts.DryRun, DisposeOnly: opts.DisposeOnly,
+		AllowHostMismatch: opts.AllowHostMismatch, NoAgentCheck: opts.NoAgentCheck,
+	}
+}
+
+// prOptionsOf are the prOptions a worker runs p with: p's settings, this
+// worker's credentials and state.
+func prOptionsOf(p kinds.PRParams, w *workerOptions) *prOptions {
+	set := map[string]string{}
+	for k, v := range p.Set {
+		set[k] = v
+	}
+	return &prOptions{
+		URLs: []string{p.URL}, APIURL: p.APIURL, CAFile: w.CAFile, Token: w.Token, StateDir: w.StateDir, App: w.App,
+		Agent: p.Agent, AgentCmd: p.AgentCmd, ReviewAgent: p.ReviewAgent, ReviewAgentCmd: p.ReviewAgentCmd,
+		JudgeAgent: p.JudgeAgent, JudgeAgentCmd: p.JudgeAgentCmd, Set: set,
+		DryRun: p.DryRun, DisposeOnly: p.DisposeOnly, AllowHostMismatch: p.AllowHostMismatch, NoAgentCheck: p.NoAgentCheck,
+	}
+}
+
+// bindPR binds a PR loop on this worker as `converge pr` binds it: the
+// same settings, pre-flight, agents and workspace (newPRLoop); the run's
+// state and journal are the workflow's.
+func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PRParams, kinds.PRSetup]) (*kinds.PRBound, error) {
+	opts := prOptionsOf(b.Params, rt.opts)
+	ref, err := forge.ParsePRURL(b.Params.URL)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	ps, err := newPRSetup(rt.ios, opts, ref)
+	if err != nil {
+		return nil, err
+	}
+	if err := ps.checkRef(ref); err != nil {
+		return nil, err
+	}
+	forges, tokens, err := prAuth(ctx, rt.ios, opts, ps.rest, ps.gql, ps.webHost, []forge.PRRef{ref}, ps.pre.values, ps.minted)
+	if err != nil {
+		return nil, err
+	}
+	p := ps.params(ref, forges[0], tokens[0])
+	if err := preflight(ctx, &p); err != nil {
+		return nil, err
+	}
+	if b.Setup == nil && p.Checker != nil && !p.DisposeOnly {
+		if err := p.Checker.check(ctx, p.agentChecks, p.agentEnv()); err != nil {
+			return nil, err
+		}
+	}
+	if b.Setup != nil {
+		// Both halves of the run read the settings the workflow recorded.
+		p.Config = b.Setup.Config
+	}
+	fmt.Fprintf(rt.ios.ErrOut, "converge: worker: bound pr %s (run %s)\n", ref, b.RunID)
+	fixed := &secure.Secrets{}
+	fixed.Add(p.Secrets...)
+	loop, ws := newPRLoop(p, filepath.Join(ps.stateDir, "work"), b.RunID, b.Reporter, temporal.StateJournal[prloop.State]{Journal: b.Journal})
+	return &kinds.PRBound{
+		Loop:    loop,
+		Setup:   kinds.PRSetup{Ref: ref, Config: p.Config, DryRun: p.DryRun, DisposeOnly: p.DisposeOnly},
+		Options: temporal.Options{PollMin: p.PollMin, PollMax: p.PollMax, FaultBudget: p.FaultBudget},
+		Close:   func(ctx context.Context) { _ = ws.Cleanup(ctx) },
+		Redact:  func(s string) string { return p.Minted.Redact(fixed.Redact(s)) },
+	}, nil
+}
