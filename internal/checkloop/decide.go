@@ -87,6 +87,11 @@ func advance(next *State, cur *Iteration, obs Observation) []Action {
 			return []Action{iterateAction(*next, *cur, obs)}
 		}
 		cur.TreeAfter, cur.Changed = obs.Tree, obs.Changed
+		if len(cur.Changed) == 0 {
+			// None is nil, as the state reads back from JSON (the
+			// Temporal engine's Decide sees only the JSON copy).
+			cur.Changed = nil
+		}
 		if t.Status != store.TicketDone {
 			// Claimed by a child of a converge that is gone (killed
 			// mid-iteration), or already closed as interrupted: its

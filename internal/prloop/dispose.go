@@ -81,6 +81,11 @@ func Dispose(s State, o Observation, c Config) (Disposal, []Action) {
 		}
 	}
 	slices.Sort(out.Skipped)
+	if len(out.Why) == 0 {
+		// None is nil, as the terminal reads back from JSON (the
+		// Temporal engine's Decide sees only the JSON copy).
+		out.Why = nil
+	}
 	return out, acts
 }
 

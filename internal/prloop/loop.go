@@ -177,19 +177,7 @@ func (l *Loop) Decide(st State, obs Observation) (State, []Action, bool) {
 }
 
 func (l *Loop) decide(st State, obs Observation) (State, []Action, bool) {
-	if l.DisposeOnly && obs.PR != nil {
-		d, actions := Dispose(st, obs, l.Config)
-		next := st.clone()
-		next.Phase = PhaseDone
-		next.Terminal = &Terminal{Reason: ReasonDisposed, ExitCode: ExitCode(ReasonDisposed), Disposal: &d,
-			Message: fmt.Sprintf("%d replied, %d resolved, %d skipped", len(d.Replied), len(d.Resolved), len(d.Skipped))}
-		return next, actions, true
-	}
-	next, actions, term := Decide(st, obs, l.Config)
-	if l.DryRun {
-		return dryRun(next, actions, term)
-	}
-	return next, actions, term != nil
+	return Step(st, obs, l.Config, Mode{DryRun: l.DryRun, DisposeOnly: l.DisposeOnly}) // step.go
 }
 
 // dryRun ends a --dry-run at the first step that plans a change, or at a

@@ -458,6 +458,8 @@ type Observation struct {
 	// Classes is the heuristic's result for each thread comment triage
 	// may read, worked out when the comment was first observed
 	// (ClassifyObserved); nil or partial, Decide classifies the rest.
+	// JSON does not carry it: Decide on the JSON copy (the Temporal
+	// engine's) classifies afresh and decides the same.
 	Classes Classes `json:"-"`
 }
 
