@@ -1,0 +1,574 @@
+package kinds_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakeforge"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/prloop/prlooptest"
+	"github.com/convergeloop/converge/internal/recap"
+	"github.com/convergeloop/converge/internal/review/copilot"
+	"github.com/convergeloop/converge/internal/temporal"
+	"github.com/convergeloop/converge/internal/text"
+	"github.com/convergeloop/converge/internal/temporal/kinds"
+)
+
+// One scenario table, two engines (issue 19, item 5): each row is a PR
+// loop's world — a fake forge, the actors on it, a fake workspace — built
+// by the same function for the local engine (engine.Run on a clock that
+// jumps its waits) and for the Temporal workflow (the SDK's test
+// environment, time skipping). Each row must end with the same terminal,
+// exit code and proof on both, having made the same writes at its forge.
+//
+// The actors are synchronous: the reviewer answers inside the review
+// request, the fixer pushes inside the fix, a crash happens inside a forge
+// call. Nothing races either engine's clock, so each row runs the same
+// way every time on each engine.
+
+// t0 is where both engines' clocks start.
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// The findings the rows' reviewers raise: each names a defect, so each is
+// structural and the round fixes it.
+var (
+	finding1 = fakeforge.Finding{Path: "main.go", Line: 12, Body: "This can panic on a nil map; check the lookup before use."}
+	finding2 = fakeforge.Finding{Path: "store.go", Line: 40, Body: "This drops the error returned by Close; the write can be lost."}
+)
+
+// scenario is one row of the table.
+type scenario struct {
+	id   string        // the SPEC id it proves, and what happens
+	want prloop.Reason // its terminal on both engines
+	// world adds the row's actors to a new world (before the run).
+	world func(w *world)
+	// check asserts what the row is about at its forge, once per engine.
+	check func(t *testing.T, w *world)
+}
+
+// world is one row's forge, actors and workspace, for one engine.
+type world struct {
+	ff  *fakeforge.Forge
+	ref forge.PRRef
+	// reviews[i] answers the (i+1)th review request; a request past the
+	// script gets a clean review.
+	reviews  []func(w *world)
+	requests int
+	// blocked are the findings (by body) the fixer cannot address.
+	blocked map[string]string
+	// crashOn is a forge operation whose first call dies mid-run (a
+	// panic: the process, or on Temporal the activity's worker, is lost).
+	crashOn string
+	crashed bool
+	fixes   int
+	recaps  int
+}
+
+// crash is the panic a crashing forge call raises.
+type crash struct{ op string }
+
+func (c crash) String() string { return "crash in " + c.op }
+
+// newWorld builds a row's world on an engine's clock: the same function
+// for both engines.
+func newWorld(row scenario, now func() time.Time) *world {
+	var mu sync.Mutex
+	var last time.Time
+	ff := fakeforge.New(fakeforge.Options{Viewer: "converge", Now: func() time.Time {
+		// The engine's time, strictly increasing: two writes in one step
+		// are still ordered at the forge.
+		mu.Lock()
+		defer mu.Unlock()
+		t := now()
+		if !t.After(last) {
+			t = last.Add(time.Millisecond)
+		}
+		last = t
+		return t
+	}})
+	w := &world{ff: ff, blocked: map[string]string{}}
+	w.ref = ff.AddPR(fakeforge.PR{Author: "alice", Title: "Add the cache", Body: "A cache in front of the store."})
+	ff.SetPermission("alice", forge.PermWrite)
+	ff.SetCI(w.ref, "test", "SUCCESS")
+	ff.OnRequestReviews(func(ref forge.PRRef, _, bots []string) {
+		if len(bots) == 0 {
+			return
+		}
+		w.requests++
+		if i := w.requests - 1; i < len(w.reviews) {
+			w.reviews[i](w)
+			return
+		}
+		w.review()
+	})
+	ff.SetFault(func(op string) error {
+		if op == w.crashOn && !w.crashed {
+			w.crashed = true
+			panic(crash{op})
+		}
+		return nil
+	})
+	if row.world != nil {
+		row.world(w)
+	}
+	return w
+}
+
+// review is Copilot starting and submitting its review of the head with
+// the findings (none: a clean review).
+func (w *world) review(findings ...fakeforge.Finding) {
+	w.ff.AddEvent(w.ref, "copilot_work_started", fakeforge.CopilotShort)
+	w.ff.AddCopilotReview(w.ref, findings...)
+}
+
+// reviewWith is a review script's step.
+func reviewWith(findings ...fakeforge.Finding) func(w *world) {
+	return func(w *world) { w.review(findings...) }
+}
+
+// thread is the open-or-not thread whose first comment is body.
+func (w *world) thread(body string) forge.Thread {
+	for _, th := range w.ff.PR(w.ref).Threads {
+		if len(th.Comments) > 0 && th.Comments[0].Body == body {
+			return th
+		}
+	}
+	panic("no thread " + body)
+}
+
+// converges counts converge's comments in a thread.
+func (w *world) converges(th forge.Thread) int {
+	n := 0
+	for _, c := range th.Comments {
+		if c.Author == "converge" {
+			n++
+		}
+	}
+	return n
+}
+
+// workspace is the fake workspace both engines' loops share in a row: a
+// fix pushes one commit with the loop's trailers and turns CI green on
+// it; the recap judge says CONTINUE.
+type workspace struct {
+	prlooptest.ParkedWorkspace
+	w *world
+}
+
+func (ws workspace) Fix(_ context.Context, pr *forge.PullRequest, round int, findings []prloop.Finding) (prloop.FixResult, error) {
+	w := ws.w
+	w.fixes++
+	res := prloop.FixResult{Round: round, TestsPassed: true}
+	var trailers []string
+	for _, f := range findings {
+		if why, ok := w.blocked[f.Summary]; ok {
+			res.Blocked = append(res.Blocked, prloop.BlockedFinding{ID: f.ID, Reason: why})
+			continue
+		}
+		res.Addressed = append(res.Addressed, f.ID)
+		trailers = append(trailers, prloop.AddressedTrailer+": "+f.ID)
+	}
+	if len(res.Addressed) == 0 {
+		return res, nil
+	}
+	msg := fmt.Sprintf("converge: address review findings (round %d)\n\n%s: %d\n%s\n", round, prloop.CommitTrailer, round, strings.Join(trailers, "\n"))
+	res.CommitSHA = w.ff.PushHead(pr.Ref, msg)
+	res.LinesChanged = 4 * len(res.Addressed)
+	w.ff.SetCI(pr.Ref, "test", "SUCCESS")
+	return res, nil
+}
+
+func (ws workspace) Recap(context.Context, recap.Input) (recap.Verdict, error) {
+	ws.w.recaps++
+	return recap.Verdict{Decision: recap.Continue, Reason: "every round kept to the PR's scope", Valid: true}, nil
+}
+
+func (workspace) Revert(context.Context, *forge.PullRequest, int, []string, []int) (prloop.FixResult, error) {
+	return prloop.FixResult{}, errors.New("no revert expected")
+}
+
+var _ prloop.Recapper = workspace{}
+
+func scenarioConfig() prloop.Config {
+	c := prloop.DefaultConfig()
+	c.Bot = copilot.New()
+	return c
+}
+
+// The engines' knobs, the same on both.
+const (
+	pollMin     = time.Minute
+	pollMax     = 10 * time.Minute
+	faultBudget = 10 * time.Minute
+)
+
+var scenarios = []scenario{
+	{
+		id: "PR-T1_two-stable", want: prloop.ReasonTwoStable,
+		world: func(w *world) { w.reviews = []func(*world){reviewWith(finding1)} },
+		check: func(t *testing.T, w *world) {
+			th := w.thread(finding1.Body)
+			if !th.IsResolved || w.converges(th) != 1 {
+				t.Errorf("the finding's thread: resolved %v, %d replies; want resolved with one reply", th.IsResolved, w.converges(th))
+			}
+		},
+	},
+	{
+		// A human pushes while round 2's review is asked for: yield.
+		id: "PR-T4_human-push", want: prloop.ReasonHumanPush,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1), func(w *world) {
+				w.ff.PushHead(w.ref, "tweak the cache size")
+			}}
+		},
+	},
+	{
+		// Alice answers in the thread converge resolved: the thread is
+		// taken up again and answered once more (PR-V6, PR-S12).
+		id: "PR-V6_reopened-thread", want: prloop.ReasonTwoStable,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1), func(w *world) {
+				w.ff.AddReply(w.thread(finding1.Body).ID, "alice", "This still panics when the map is empty; please handle that too.")
+				w.review()
+			}}
+		},
+		check: func(t *testing.T, w *world) {
+			if th := w.thread(finding1.Body); w.converges(th) != 2 {
+				t.Errorf("the reopened thread has %d replies by converge, want 2", w.converges(th))
+			}
+		},
+	},
+	{
+		id: "PR-T7_pr-closed", want: prloop.ReasonPRClosed,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1), func(w *world) {
+				w.ff.SetState(w.ref, forge.StateClosed)
+			}}
+		},
+	},
+	{
+		id: "PR-T7_base-moved", want: prloop.ReasonBaseMoved,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1), func(w *world) {
+				w.ff.SetMergeState(w.ref, forge.MergeableConflicting, forge.MergeDirty)
+				w.review()
+			}}
+		},
+	},
+	{
+		// The fixer cannot address one of two findings: escalated, open.
+		id: "PR-T11_hand-off", want: prloop.ReasonHandedOff,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1, finding2)}
+			w.blocked[finding2.Body] = "the fix needs a decision on the store's API"
+		},
+		check: func(t *testing.T, w *world) {
+			if th := w.thread(finding2.Body); th.IsResolved || w.converges(th) != 1 {
+				t.Errorf("the escalated thread: resolved %v, %d replies; want open with one reply", th.IsResolved, w.converges(th))
+			}
+		},
+	},
+	{
+		// The run dies after the reply landed, before the resolve: on
+		// resume (locally) or on the act's retry (Temporal) the world is
+		// observed again, and the reply is not made twice.
+		id: "REL-2_crash-between-reply-and-resolve", want: prloop.ReasonTwoStable,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1)}
+			w.crashOn = "resolve thread"
+		},
+		check: func(t *testing.T, w *world) {
+			th := w.thread(finding1.Body)
+			if !w.crashed || !th.IsResolved || w.converges(th) != 1 {
+				t.Errorf("crashed %v; the thread: resolved %v, %d replies; want resolved with one reply", w.crashed, th.IsResolved, w.converges(th))
+			}
+		},
+	},
+	{
+		// Nine Copilot reviews of earlier commits on the forge: round 1's
+		// is the tenth, so the recap gate holds before round 2 (counted
+		// from the forge), the judge says CONTINUE, and the run goes on.
+		id: "PR-G2_recap", want: prloop.ReasonTwoStable,
+		world: func(w *world) {
+			old := w.ff.PR(w.ref).HeadSHA
+			w.ff.PushHead(w.ref, "extend the cache")
+			for range 9 {
+				w.ff.AddEvent(w.ref, "copilot_work_started", fakeforge.CopilotShort)
+				w.ff.AddReview(w.ref, fakeforge.Review{Author: fakeforge.CopilotLogin, Body: fakeforge.CopilotBody(0), CommitSHA: old})
+			}
+			w.ff.SetCI(w.ref, "test", "SUCCESS")
+			w.reviews = []func(*world){reviewWith(finding1)}
+		},
+		check: func(t *testing.T, w *world) {
+			if w.recaps != 1 {
+				t.Errorf("%d recaps, want 1", w.recaps)
+			}
+			n := 0
+			for _, c := range w.ff.PR(w.ref).IssueComments {
+				if c.Author == "converge" && strings.Contains(c.Body, "CONTINUE") {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d recap comments on the PR, want 1", n)
+			}
+		},
+	},
+}
+
+// outcome is how a row ended on one engine, in the terms compared.
+type outcome struct {
+	reason prloop.Reason
+	code   int
+	// terminal is the terminal and its proof as JSON, ids renamed by
+	// their place at the forge and the review's time left out.
+	terminal string
+	// writes are the writes at the forge.
+	writes string
+}
+
+func TestPR_T1_ScenarioTableOnBothEngines(t *testing.T) {
+	for _, row := range scenarios {
+		t.Run(row.id, func(t *testing.T) {
+			lw, local := runLocal(t, row)
+			tw, tmp := runTemporal(t, row)
+			for _, e := range []struct {
+				name string
+				w    *world
+				o    outcome
+			}{{"local", lw, local}, {"temporal", tw, tmp}} {
+				if e.o.reason != row.want || e.o.code != prloop.ExitCode(row.want) {
+					t.Errorf("%s engine: %s (exit %d), want %s (exit %d)\n%s", e.name, e.o.reason, e.o.code, row.want, prloop.ExitCode(row.want), e.o.terminal)
+				}
+				if row.check != nil {
+					t.Run(e.name, func(t *testing.T) { row.check(t, e.w) })
+				}
+			}
+			t.Logf("local:\n%s\n%s", local.terminal, local.writes)
+			if local.terminal != tmp.terminal {
+				t.Errorf("the terminals differ:\nlocal:    %s\ntemporal: %s", local.terminal, tmp.terminal)
+			}
+			if local.writes != tmp.writes {
+				t.Errorf("the writes at the forge differ:\nlocal:\n%s\ntemporal:\n%s", local.writes, tmp.writes)
+			}
+		})
+	}
+}
+
+// instantClock is the local engine's clock for the table: a wait passes
+// at once, moving the clock by its length (the Temporal test environment
+// skips time the same way).
+type instantClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *instantClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *instantClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	ch := make(chan time.Time, 1)
+	ch <- c.now
+	return ch
+}
+
+// runLocal runs the row on the local engine; a crash ends the process's
+// run, and a new process resumes from the journal, as `converge pr` does.
+func runLocal(t *testing.T, row scenario) (*world, outcome) {
+	t.Helper()
+	clk := &instantClock{now: t0}
+	w := newWorld(row, clk.Now)
+	j := &prlooptest.Journal{}
+	st := prloop.State{Phase: prloop.PhaseStart}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for run := 1; ; run++ {
+		if run > 3 {
+			t.Fatal("local engine: crashed three times")
+		}
+		l := prloop.NewLoop(w.ref, prloop.Deps{Forge: w.ff, Workspace: workspace{w: w}, Journal: j, Config: scenarioConfig()})
+		term, err, crashed := runOnce(ctx, l, st, clk)
+		if crashed {
+			st = j.Last()
+			continue
+		}
+		if err != nil {
+			t.Fatalf("local engine: %v", err)
+		}
+		return w, w.outcome(t, term)
+	}
+}
+
+func runOnce(ctx context.Context, l *prloop.Loop, st prloop.State, clk engine.Clock) (term *prloop.Terminal, err error, crashed bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			if _, ok := r.(crash); !ok {
+				panic(r)
+			}
+			crashed = true
+		}
+	}()
+	term, err = l.Run(ctx, st, engine.Options{Clock: clk, PollMin: pollMin, PollMax: pollMax, FaultBudget: faultBudget})
+	return term, err, false
+}
+
+// runTemporal runs the row as the PR kind's workflow in the SDK's test
+// environment; the worker binds the loop over the row's forge and
+// workspace with the workflow's journal and reporter.
+func runTemporal(t *testing.T, row scenario) (*world, outcome) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	env := s.NewTestWorkflowEnvironment()
+	env.SetStartTime(t0)
+	env.SetTestTimeout(time.Minute)
+	w := newWorld(row, env.Now)
+	k := kinds.PR(func(_ context.Context, b temporal.Binding[kinds.PRParams, kinds.PRSetup]) (*kinds.PRBound, error) {
+		setup := kinds.PRSetup{Ref: w.ref, Config: scenarioConfig()}
+		if b.Setup != nil {
+			setup = *b.Setup
+		}
+		l := prloop.NewLoop(setup.Ref, prloop.Deps{
+			Forge: w.ff, Workspace: workspace{w: w}, Config: setup.Config,
+			Journal: temporal.StateJournal[prloop.State]{Journal: b.Journal}, Reporter: b.Reporter,
+		})
+		return &kinds.PRBound{Loop: l, Setup: setup}, nil
+	})
+	k.Register(env, &temporal.Activities[kinds.PRParams, kinds.PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{})
+	env.ExecuteWorkflow(k.WorkflowType(), temporal.Input[kinds.PRParams, kinds.PRSetup, prloop.State, *prloop.ActResult]{
+		Params:  kinds.PRParams{URL: w.ref.String()},
+		Options: temporal.Options{PollMin: pollMin, PollMax: pollMax, FaultBudget: faultBudget},
+	})
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("temporal engine: the workflow did not complete")
+	}
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatalf("temporal engine: %v", err)
+	}
+	var r temporal.Result[prloop.State]
+	if err := env.GetWorkflowResult(&r); err != nil {
+		t.Fatal(err)
+	}
+	term := r.State.Terminal
+	if term == nil {
+		t.Fatalf("temporal engine: no terminal in the result: %+v", r.Terminal)
+	}
+	if r.Terminal.Status != string(term.Reason) || r.Terminal.Code != term.ExitCode {
+		t.Errorf("temporal engine: the result's terminal %+v is not the state's %s (exit %d)", r.Terminal, term.Reason, term.ExitCode)
+	}
+	return w, w.outcome(t, term)
+}
+
+// writeOps are the forge's write operations, by the fake forge's names.
+var writeOps = []string{
+	"request reviews", "reply to thread", "resolve thread", "unresolve thread", "add labels", "remove label",
+	"create issue comment", "set commit status", "create check run",
+}
+
+// outcome reads the run's end and the world's writes, with every id the
+// forge made renamed by its place (commit-2, review-10, thread-1): ids
+// come from the world's counter, which the same writes in the same order
+// move alike, but a place says what a reader of the proof checks.
+func (w *world) outcome(t *testing.T, term *prloop.Terminal) outcome {
+	t.Helper()
+	if term == nil {
+		t.Fatal("no terminal")
+	}
+	pr := w.ff.PR(w.ref)
+	var ids []string
+	names := map[string]string{}
+	name := func(id, as string) {
+		if id != "" {
+			if _, ok := names[id]; !ok {
+				ids = append(ids, id)
+				names[id] = as
+			}
+		}
+	}
+	name(pr.BaseSHA, "base")
+	for i, c := range pr.Commits {
+		name(c.SHA, fmt.Sprintf("commit-%d", i+1))
+		name(text.ShortSHA(c.SHA), fmt.Sprintf("commit-%d", i+1))
+	}
+	for i, r := range pr.Reviews {
+		name(r.ID, fmt.Sprintf("review-%d", i+1))
+	}
+	for i, th := range pr.Threads {
+		name(th.ID, fmt.Sprintf("thread-%d", i+1))
+		for j, c := range th.Comments {
+			name(c.ID, fmt.Sprintf("thread-%d-comment-%d", i+1, j+1))
+		}
+	}
+	// Longest first: no id is renamed inside a longer one.
+	sort.Slice(ids, func(i, j int) bool { return len(ids[i]) > len(ids[j]) })
+	rename := func(s string) string {
+		for _, id := range ids {
+			s = strings.ReplaceAll(s, id, names[id])
+		}
+		return s
+	}
+
+	tt := *term
+	if tt.Proof != nil {
+		p := *tt.Proof
+		// The review's time is the forge's clock when the reviewer
+		// answered: each engine's own, which a lost activity's retry
+		// moves on Temporal (its back-off is workflow time).
+		p.ReviewedAt = time.Time{}
+		tt.Proof = &p
+	}
+	b, err := json.Marshal(tt)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var wr strings.Builder
+	for _, op := range writeOps {
+		if n := w.ff.Calls(op); n > 0 {
+			fmt.Fprintf(&wr, "%s: %d\n", op, n)
+		}
+	}
+	for i, th := range pr.Threads {
+		fmt.Fprintf(&wr, "thread-%d: resolved %v, converge replied %d\n", i+1, th.IsResolved, w.converges(th))
+	}
+	labels := slices.Clone(pr.Labels)
+	slices.Sort(labels)
+	fmt.Fprintf(&wr, "labels: %v\n", labels)
+	for _, c := range pr.IssueComments {
+		if c.Author == "converge" {
+			first, _, _ := strings.Cut(c.Body, "\n")
+			fmt.Fprintf(&wr, "comment: %s\n", first)
+		}
+	}
+	for i, c := range pr.Commits {
+		first, _, _ := strings.Cut(c.Message, "\n")
+		fmt.Fprintf(&wr, "commit-%d: %s\n", i+1, first)
+	}
+	for _, c := range pr.Checks.Contexts {
+		if c.Name == prloop.StatusContext {
+			fmt.Fprintf(&wr, "converge verdict on the head: %s %s\n", c.Status, c.Conclusion)
+		}
+	}
+	fmt.Fprintf(&wr, "state: %s, head %s\n", pr.State, pr.HeadSHA)
+	return outcome{reason: term.Reason, code: term.ExitCode, terminal: rename(string(b)), writes: rename(wr.String())}
+}
