@@ -24,8 +24,8 @@ import (
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/review/copilot"
 	"github.com/convergeloop/converge/internal/temporal"
-	"github.com/convergeloop/converge/internal/text"
 	"github.com/convergeloop/converge/internal/temporal/kinds"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // One scenario table, two engines (issue 19, item 5): each row is a PR
