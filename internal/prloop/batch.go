@@ -33,6 +33,11 @@ type threadBatch struct {
 	results map[string]error
 }
 
+// Planned tells the loop a step's actions that were decided elsewhere
+// (the Temporal workflow runs Decide on a loop of its own), so Act
+// batches them as it does after its own Decide.
+func (l *Loop) Planned(actions []Action) { l.planned(actions) }
+
 // planned is told each step's actions: a batch of an earlier step is
 // forgotten.
 func (l *Loop) planned(actions []Action) {
