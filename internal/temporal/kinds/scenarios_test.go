@@ -13,8 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
@@ -32,8 +34,21 @@ import (
 // loop's world — a fake forge, the actors on it, a fake workspace — built
 // by the same function for the local engine (engine.Run on a clock that
 // jumps its waits) and for the Temporal workflow (the SDK's test
-// environment, time skipping). Each row must end with the same terminal,
-// exit code and proof on both, having made the same writes at its forge.
+// environment, time skipping) — once in one run, once continuing as new
+// after every step on a new worker each time, so everything the workflow
+// must carry between steps is carried. Each row must end with the same
+// terminal, exit code and proof on every engine, having made the same
+// writes at its forge.
+//
+// Compared: the whole terminal — reason, exit code, message, proof,
+// usage — as JSON, with each id the forge made (commit SHAs, short or
+// whole, review, thread and comment ids) renamed by its place at the
+// forge, and without the proof's reviewed_at: that is the forge's clock
+// when the reviewer answered, which is each engine's own clock (the
+// Temporal test environment moves on a lost activity's retry back-off).
+// The writes are counted at the fake forge: its write calls by kind,
+// each thread's replies by converge and resolution, the labels, converge's
+// comments, the commits, converge's verdict on the head, the PR's state.
 //
 // The actors are synchronous: the reviewer answers inside the review
 // request, the fixer pushes inside the fix, a crash happens inside a forge
@@ -80,8 +95,13 @@ type world struct {
 	lagOn  string
 	stale  *forge.PullRequest
 	lagged bool
-	fixes  int
-	recaps int
+	// batch makes the forge a forge.ThreadBatcher, as GitHub is: a
+	// step's replies go in one request, its resolves in one more.
+	batch          bool
+	replyBatches   int
+	resolveBatches int
+	fixes          int
+	recaps         int
 }
 
 // crash is the panic a crashing forge call raises.
@@ -156,7 +176,34 @@ func (f lagging) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 }
 
 // forge is the row's forge for a loop.
-func (w *world) forge() forge.Forge { return lagging{Forge: w.ff, w: w} }
+func (w *world) forge() forge.Forge {
+	if w.batch {
+		return batching{lagging{Forge: w.ff, w: w}}
+	}
+	return lagging{Forge: w.ff, w: w}
+}
+
+// batching is a forge that batches thread writes (forge.ThreadBatcher):
+// each batch is counted, and its items are the fake forge's own calls.
+type batching struct{ lagging }
+
+func (f batching) ReplyToThreads(ctx context.Context, ref forge.PRRef, replies []forge.ThreadReply) []forge.ThreadReplyResult {
+	f.w.replyBatches++
+	out := make([]forge.ThreadReplyResult, len(replies))
+	for i, r := range replies {
+		out[i].Comment, out[i].Err = f.ReplyToThread(ctx, ref, r.ThreadID, r.Body)
+	}
+	return out
+}
+
+func (f batching) ResolveThreads(ctx context.Context, ref forge.PRRef, ids []string) []error {
+	f.w.resolveBatches++
+	out := make([]error, len(ids))
+	for i, id := range ids {
+		out[i] = f.ResolveThread(ctx, ref, id)
+	}
+	return out
+}
 
 // review is Copilot starting and submitting its review of the head with
 // the findings (none: a clean review).
@@ -397,24 +444,41 @@ func TestPR_T1_ScenarioTableOnBothEngines(t *testing.T) {
 	for _, row := range scenarios {
 		t.Run(row.id, func(t *testing.T) {
 			lw, local := runLocal(t, row)
-			tw, tmp := runTemporal(t, row)
-			for _, e := range []struct {
+			engines := []struct {
 				name string
 				w    *world
 				o    outcome
-			}{{"local", lw, local}, {"temporal", tw, tmp}} {
+			}{{"local", lw, local}}
+			tw, tmp := runTemporal(t, row, 0)
+			engines = append(engines, struct {
+				name string
+				w    *world
+				o    outcome
+			}{"temporal", tw, tmp})
+			// The same on Temporal continuing as new after every step,
+			// each run on a new worker (LOOP-1, REL-2).
+			cw, can := runTemporal(t, row, 1)
+			engines = append(engines, struct {
+				name string
+				w    *world
+				o    outcome
+			}{"temporal-continued-as-new", cw, can})
+			for _, e := range engines {
 				if e.o.reason != row.want || e.o.code != prloop.ExitCode(row.want) {
 					t.Errorf("%s engine: %s (exit %d), want %s (exit %d)\n%s", e.name, e.o.reason, e.o.code, row.want, prloop.ExitCode(row.want), e.o.terminal)
 				}
 				if row.check != nil {
 					t.Run(e.name, func(t *testing.T) { row.check(t, e.w) })
 				}
-			}
-			if local.terminal != tmp.terminal {
-				t.Errorf("the terminals differ:\nlocal:    %s\ntemporal: %s", local.terminal, tmp.terminal)
-			}
-			if local.writes != tmp.writes {
-				t.Errorf("the writes at the forge differ:\nlocal:\n%s\ntemporal:\n%s", local.writes, tmp.writes)
+				if e.name == "local" {
+					continue
+				}
+				if local.terminal != e.o.terminal {
+					t.Errorf("the terminals differ:\nlocal:    %s\n%s: %s", local.terminal, e.name, e.o.terminal)
+				}
+				if local.writes != e.o.writes {
+					t.Errorf("the writes at the forge differ:\nlocal:\n%s\n%s:\n%s", local.writes, e.name, e.o.writes)
+				}
 			}
 		})
 	}
@@ -485,16 +549,21 @@ func runOnce(ctx context.Context, l *prloop.Loop, st prloop.State, clk engine.Cl
 
 // runTemporal runs the row as the PR kind's workflow in the SDK's test
 // environment; the worker binds the loop over the row's forge and
-// workspace with the workflow's journal and reporter.
-func runTemporal(t *testing.T, row scenario) (*world, outcome) {
+// workspace with the workflow's journal and reporter. With stepsPerRun
+// set the workflow continues as new that often, and each run goes to a
+// new environment with a new worker: nothing a worker held survives, only
+// what the workflow carries.
+func runTemporal(t *testing.T, row scenario, stepsPerRun int) (*world, outcome) {
 	t.Helper()
-	var s testsuite.WorkflowTestSuite
-	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	env := s.NewTestWorkflowEnvironment()
-	env.SetStartTime(t0)
-	env.SetTestTimeout(time.Minute)
-	w := newWorld(row, env.Now)
-	k := kinds.PR(func(_ context.Context, b temporal.Binding[kinds.PRParams, kinds.PRSetup]) (*kinds.PRBound, error) {
+	var env *testsuite.TestWorkflowEnvironment
+	start := t0
+	w := newWorld(row, func() time.Time {
+		if env == nil {
+			return start // the world's making, before the first run
+		}
+		return env.Now()
+	})
+	bind := func(_ context.Context, b temporal.Binding[kinds.PRParams, kinds.PRSetup]) (*kinds.PRBound, error) {
 		setup := kinds.PRSetup{Ref: w.ref, Config: scenarioConfig()}
 		if b.Setup != nil {
 			setup = *b.Setup
@@ -504,17 +573,43 @@ func runTemporal(t *testing.T, row scenario) (*world, outcome) {
 			Journal: temporal.StateJournal[prloop.State]{Journal: b.Journal}, Reporter: b.Reporter,
 		})
 		return &kinds.PRBound{Loop: l, Setup: setup}, nil
-	})
-	k.Register(env, &temporal.Activities[kinds.PRParams, kinds.PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{})
-	env.ExecuteWorkflow(k.WorkflowType(), temporal.Input[kinds.PRParams, kinds.PRSetup, prloop.State, *prloop.ActResult]{
-		Params:  kinds.PRParams{URL: w.ref.String()},
-		Options: temporal.Options{PollMin: pollMin, PollMax: pollMax, FaultBudget: faultBudget},
-	})
-	if !env.IsWorkflowCompleted() {
-		t.Fatal("temporal engine: the workflow did not complete")
 	}
-	if err := env.GetWorkflowError(); err != nil {
-		t.Fatalf("temporal engine: %v", err)
+	in := temporal.Input[kinds.PRParams, kinds.PRSetup, prloop.State, *prloop.ActResult]{
+		Params:  kinds.PRParams{URL: w.ref.String()},
+		Options: temporal.Options{PollMin: pollMin, PollMax: pollMax, FaultBudget: faultBudget, StepsPerRun: stepsPerRun},
+	}
+	for runs := 1; ; runs++ {
+		if runs > 50 {
+			t.Fatal("temporal engine: 50 runs and no end")
+		}
+		var s testsuite.WorkflowTestSuite
+		s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+		env = s.NewTestWorkflowEnvironment()
+		env.SetStartTime(start)
+		env.SetTestTimeout(time.Minute)
+		k := kinds.PR(bind)
+		k.Register(env, &temporal.Activities[kinds.PRParams, kinds.PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{})
+		env.ExecuteWorkflow(k.WorkflowType(), in)
+		if !env.IsWorkflowCompleted() {
+			t.Fatal("temporal engine: the workflow did not complete")
+		}
+		err := env.GetWorkflowError()
+		var can *workflow.ContinueAsNewError
+		if errors.As(err, &can) {
+			in = temporal.Input[kinds.PRParams, kinds.PRSetup, prloop.State, *prloop.ActResult]{}
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			start = env.Now()
+			continue
+		}
+		if err != nil {
+			t.Fatalf("temporal engine: %v", err)
+		}
+		if stepsPerRun > 0 && runs < 2 {
+			t.Fatalf("temporal engine: one run, no continue-as-new every %d steps", stepsPerRun)
+		}
+		break
 	}
 	var r temporal.Result[prloop.State]
 	if err := env.GetWorkflowResult(&r); err != nil {
@@ -619,6 +714,9 @@ func (w *world) outcome(t *testing.T, term *prloop.Terminal) outcome {
 		if c.Name == prloop.StatusContext {
 			fmt.Fprintf(&wr, "converge verdict on the head: %s %s\n", c.Status, c.Conclusion)
 		}
+	}
+	if w.batch {
+		fmt.Fprintf(&wr, "batched requests: %d of replies, %d of resolves\n", w.replyBatches, w.resolveBatches)
 	}
 	fmt.Fprintf(&wr, "state: %s, head %s\n", pr.State, pr.HeadSHA)
 	return outcome{reason: term.Reason, code: term.ExitCode, terminal: rename(string(b)), writes: rename(wr.String())}
