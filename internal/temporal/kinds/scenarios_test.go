@@ -73,6 +73,8 @@ type scenario struct {
 	world func(w *world)
 	// check asserts what the row is about at its forge, once per engine.
 	check func(t *testing.T, w *world)
+	// The run's modes (PR-M1, PR-M2), part of its setup on Temporal.
+	dryRun, disposeOnly bool
 }
 
 // world is one row's forge, actors and workspace, for one engine.
@@ -100,8 +102,14 @@ type world struct {
 	batch          bool
 	replyBatches   int
 	resolveBatches int
-	fixes          int
-	recaps         int
+	// outage is how many observations, from the (outageAfter+1)th on,
+	// the forge is unreachable for (REL-1).
+	outage, outageAfter int
+	observes            int
+	// fixErr fails every fix with it.
+	fixErr error
+	fixes  int
+	recaps int
 }
 
 // crash is the panic a crashing forge call raises.
@@ -144,6 +152,12 @@ func newWorld(row scenario, now func() time.Time) *world {
 	ff.SetFault(func(op string) error {
 		if op == w.lagOn && !w.lagged {
 			w.lagged, w.stale = true, w.ff.PR(w.ref)
+		}
+		if op == "observe pr" {
+			w.observes++
+			if w.observes > w.outageAfter && w.observes <= w.outageAfter+w.outage {
+				return &forge.Error{Kind: forge.KindUnreachable, Op: op, Msg: "502 Bad Gateway"}
+			}
 		}
 		if op == w.crashOn && !w.crashed {
 			w.crashed = true
@@ -250,6 +264,9 @@ type workspace struct {
 func (ws workspace) Fix(_ context.Context, pr *forge.PullRequest, round int, findings []prloop.Finding) (prloop.FixResult, error) {
 	w := ws.w
 	w.fixes++
+	if w.fixErr != nil {
+		return prloop.FixResult{}, w.fixErr
+	}
 	res := prloop.FixResult{Round: round, TestsPassed: true}
 	var trailers []string
 	for _, f := range findings {
@@ -398,6 +415,68 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		// The fix cannot be pushed: the run ends errored, and tells the
+		// PR so while the forge answers (PR-T8).
+		id: "PR-T8_errored", want: prloop.ReasonErrored,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1)}
+			w.fixErr = errors.New("push refused: the branch is protected")
+		},
+	},
+	{
+		// The forge is down for three observations after round 1's
+		// request: ridden out within the fault budget (REL-1).
+		id: "REL-1_outage-ridden-out", want: prloop.ReasonTwoStable,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1)}
+			w.outageAfter, w.outage = 2, 3
+		},
+		check: func(t *testing.T, w *world) {
+			if w.observes <= w.outageAfter+w.outage {
+				t.Errorf("%d observations: the outage did not happen", w.observes)
+			}
+		},
+	},
+	{
+		// Alice puts the stop label on while round 2's review is asked
+		// for (PR-G5).
+		id: "PR-G5_stop-label", want: prloop.ReasonStoppedByHuman,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1), func(w *world) {
+				w.ff.LabelAs(w.ref, "alice", prloop.LabelStop)
+			}}
+		},
+	},
+	{
+		// A dry run reads, and ends at the first step that would write,
+		// having written nothing (PR-M1).
+		id: "PR-M1_dry-run", want: prloop.ReasonDryRun, dryRun: true,
+		check: func(t *testing.T, w *world) {
+			for _, op := range writeOps {
+				if n := w.ff.Calls(op); n > 0 {
+					t.Errorf("a dry run made %d %q call(s)", n, op)
+				}
+			}
+		},
+	},
+	{
+		// --dispose-only replies to and resolves the open threads once,
+		// fixing nothing (PR-M2).
+		id: "PR-M2_dispose-only", want: prloop.ReasonDisposed, disposeOnly: true,
+		world: func(w *world) {
+			w.review(finding1)
+			w.ff.AddThread(w.ref, "alice", fakeforge.NewThread{Path: "cache.go", Line: 7, Body: "Should the cache size be configurable?"})
+		},
+		check: func(t *testing.T, w *world) {
+			if w.fixes != 0 {
+				t.Errorf("%d fixes in a dispose-only run", w.fixes)
+			}
+			if th := w.thread(finding1.Body); w.converges(th) != 1 {
+				t.Errorf("the finding's thread has %d replies by converge, want 1", w.converges(th))
+			}
+		},
+	},
+	{
 		// Nine Copilot reviews of earlier commits on the forge: round 1's
 		// is the tenth, so the recap gate holds before round 2 (counted
 		// from the forge), the judge says CONTINUE, and the run goes on.
@@ -521,14 +600,20 @@ func runLocal(t *testing.T, row scenario) (*world, outcome) {
 		if run > 3 {
 			t.Fatal("local engine: crashed three times")
 		}
-		l := prloop.NewLoop(w.ref, prloop.Deps{Forge: w.forge(), Workspace: workspace{w: w}, Journal: j, Config: scenarioConfig()})
+		l := prloop.NewLoop(w.ref, prloop.Deps{Forge: w.forge(), Workspace: workspace{w: w}, Journal: j, Config: scenarioConfig(),
+			DryRun: row.dryRun, DisposeOnly: row.disposeOnly})
 		term, err, crashed := runOnce(ctx, l, st, clk)
 		if crashed {
 			st = j.Last()
 			continue
 		}
 		if err != nil {
-			t.Fatalf("local engine: %v", err)
+			// An errored run returns its cause; its terminal is the
+			// state it persisted first (PR-T8).
+			term = j.Last().Terminal
+			if term == nil || term.Reason != prloop.ReasonErrored {
+				t.Fatalf("local engine: %v", err)
+			}
 		}
 		return w, w.outcome(t, term)
 	}
@@ -564,12 +649,13 @@ func runTemporal(t *testing.T, row scenario, stepsPerRun int) (*world, outcome) 
 		return env.Now()
 	})
 	bind := func(_ context.Context, b temporal.Binding[kinds.PRParams, kinds.PRSetup]) (*kinds.PRBound, error) {
-		setup := kinds.PRSetup{Ref: w.ref, Config: scenarioConfig()}
+		setup := kinds.PRSetup{Ref: w.ref, Config: scenarioConfig(), DryRun: row.dryRun, DisposeOnly: row.disposeOnly}
 		if b.Setup != nil {
 			setup = *b.Setup
 		}
 		l := prloop.NewLoop(setup.Ref, prloop.Deps{
 			Forge: w.forge(), Workspace: workspace{w: w}, Config: setup.Config,
+			DryRun: setup.DryRun, DisposeOnly: setup.DisposeOnly,
 			Journal: temporal.StateJournal[prloop.State]{Journal: b.Journal}, Reporter: b.Reporter,
 		})
 		return &kinds.PRBound{Loop: l, Setup: setup}, nil
@@ -578,7 +664,8 @@ func runTemporal(t *testing.T, row scenario, stepsPerRun int) (*world, outcome) 
 		Params:  kinds.PRParams{URL: w.ref.String()},
 		Options: temporal.Options{PollMin: pollMin, PollMax: pollMax, FaultBudget: faultBudget, StepsPerRun: stepsPerRun},
 	}
-	for runs := 1; ; runs++ {
+	runs := 1
+	for ; ; runs++ {
 		if runs > 50 {
 			t.Fatal("temporal engine: 50 runs and no end")
 		}
@@ -606,14 +693,14 @@ func runTemporal(t *testing.T, row scenario, stepsPerRun int) (*world, outcome) 
 		if err != nil {
 			t.Fatalf("temporal engine: %v", err)
 		}
-		if stepsPerRun > 0 && runs < 2 {
-			t.Fatalf("temporal engine: one run, no continue-as-new every %d steps", stepsPerRun)
-		}
 		break
 	}
 	var r temporal.Result[prloop.State]
 	if err := env.GetWorkflowResult(&r); err != nil {
 		t.Fatal(err)
+	}
+	if stepsPerRun > 0 && runs < (r.Steps+stepsPerRun-1)/stepsPerRun {
+		t.Fatalf("temporal engine: %d steps in %d run(s), not continuing as new every %d", r.Steps, runs, stepsPerRun)
 	}
 	term := r.State.Terminal
 	if term == nil {
