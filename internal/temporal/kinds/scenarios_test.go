@@ -75,6 +75,9 @@ type scenario struct {
 	check func(t *testing.T, w *world)
 	// The run's modes (PR-M1, PR-M2), part of its setup on Temporal.
 	dryRun, disposeOnly bool
+	// localReview turns on the local multi-angle review (PR-S4), which
+	// runs beside the forge poll: background work on both engines.
+	localReview bool
 }
 
 // world is one row's forge, actors and workspace, for one engine.
@@ -110,6 +113,8 @@ type world struct {
 	fixErr error
 	fixes  int
 	recaps int
+	// reviewed are the heads the local review ran on.
+	reviewed []string
 }
 
 // crash is the panic a crashing forge call raises.
@@ -287,6 +292,15 @@ func (ws workspace) Fix(_ context.Context, pr *forge.PullRequest, round int, fin
 	return res, nil
 }
 
+func (ws workspace) LocalReview(_ context.Context, pr *forge.PullRequest, round int) (prloop.LocalReviewResult, error) {
+	ws.w.reviewed = append(ws.w.reviewed, pr.HeadSHA)
+	return prloop.LocalReviewResult{
+		Head:    pr.HeadSHA,
+		Angles:  []prloop.AngleResult{{Name: "correctness", Parsed: true}, {Name: "tests", Parsed: true}},
+		Summary: fmt.Sprintf("### Local review\n\nNo findings.\n\n<!-- converge:local-review head=%s round=%d -->", pr.HeadSHA, round),
+	}, nil
+}
+
 func (ws workspace) Recap(context.Context, recap.Input) (recap.Verdict, error) {
 	ws.w.recaps++
 	return recap.Verdict{Decision: recap.Continue, Reason: "every round kept to the PR's scope", Valid: true}, nil
@@ -298,9 +312,10 @@ func (workspace) Revert(context.Context, *forge.PullRequest, int, []string, []in
 
 var _ prloop.Recapper = workspace{}
 
-func scenarioConfig() prloop.Config {
+func scenarioConfig(row scenario) prloop.Config {
 	c := prloop.DefaultConfig()
 	c.Bot = copilot.New()
+	c.LocalReview = row.localReview
 	return c
 }
 
@@ -477,6 +492,19 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		// The local review runs beside the forge poll on each head
+		// (PR-S4): background work the local engine's wait and the
+		// Temporal act activity each wait for; its summary is posted once
+		// per head.
+		id: "PR-S4_local-review", want: prloop.ReasonTwoStable, localReview: true,
+		world: func(w *world) { w.reviews = []func(*world){reviewWith(finding1)} },
+		check: func(t *testing.T, w *world) {
+			if len(w.reviewed) == 0 {
+				t.Error("the local review never ran")
+			}
+		},
+	},
+	{
 		// Nine Copilot reviews of earlier commits on the forge: round 1's
 		// is the tenth, so the recap gate holds before round 2 (counted
 		// from the forge), the judge says CONTINUE, and the run goes on.
@@ -565,10 +593,17 @@ func TestPR_T1_ScenarioTableOnBothEngines(t *testing.T) {
 
 // instantClock is the local engine's clock for the table: a wait passes
 // at once, moving the clock by its length (the Temporal test environment
-// skips time the same way).
+// skips time the same way). While the loop's background work (the local
+// review) runs, a wait does not pass at all: it ends when the work does,
+// as the Temporal act activity waits for it before the workflow's next
+// timer, so neither engine's clock moves on while it runs.
 type instantClock struct {
 	mu  sync.Mutex
 	now time.Time
+	// busy is the loop's background work (engine.Background's Wake): nil
+	// when none runs. It is read on the engine's goroutine, as the loop
+	// expects.
+	busy func() <-chan struct{}
 }
 
 func (c *instantClock) Now() time.Time {
@@ -578,6 +613,9 @@ func (c *instantClock) Now() time.Time {
 }
 
 func (c *instantClock) After(d time.Duration) <-chan time.Time {
+	if c.busy != nil && c.busy() != nil {
+		return nil // the engine's wait ends on the work's Wake
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
@@ -600,8 +638,9 @@ func runLocal(t *testing.T, row scenario) (*world, outcome) {
 		if run > 3 {
 			t.Fatal("local engine: crashed three times")
 		}
-		l := prloop.NewLoop(w.ref, prloop.Deps{Forge: w.forge(), Workspace: workspace{w: w}, Journal: j, Config: scenarioConfig(),
+		l := prloop.NewLoop(w.ref, prloop.Deps{Forge: w.forge(), Workspace: workspace{w: w}, Journal: j, Config: scenarioConfig(row),
 			DryRun: row.dryRun, DisposeOnly: row.disposeOnly})
+		clk.busy = l.Wake
 		term, err, crashed := runOnce(ctx, l, st, clk)
 		if crashed {
 			st = j.Last()
@@ -649,7 +688,7 @@ func runTemporal(t *testing.T, row scenario, stepsPerRun int) (*world, outcome) 
 		return env.Now()
 	})
 	bind := func(_ context.Context, b temporal.Binding[kinds.PRParams, kinds.PRSetup]) (*kinds.PRBound, error) {
-		setup := kinds.PRSetup{Ref: w.ref, Config: scenarioConfig(), DryRun: row.dryRun, DisposeOnly: row.disposeOnly}
+		setup := kinds.PRSetup{Ref: w.ref, Config: scenarioConfig(row), DryRun: row.dryRun, DisposeOnly: row.disposeOnly}
 		if b.Setup != nil {
 			setup = *b.Setup
 		}
