@@ -505,6 +505,23 @@ var scenarios = []scenario{
 		},
 	},
 	{
+		// On a forge that batches thread writes (GitHub), a step's two
+		// replies go in one request and its two resolves in one more
+		// (PR-S12, issue 18). On Temporal this needs the worker's loop to
+		// know the step's plan (prloop.Loop.Planned): the workflow ran
+		// Decide on a loop of its own.
+		id: "PR-S12_batched-replies-and-resolves", want: prloop.ReasonTwoStable,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1, finding2)}
+			w.batch = true
+		},
+		check: func(t *testing.T, w *world) {
+			if w.replyBatches != 1 || w.resolveBatches != 1 {
+				t.Errorf("%d reply and %d resolve batches, want one each", w.replyBatches, w.resolveBatches)
+			}
+		},
+	},
+	{
 		// Nine Copilot reviews of earlier commits on the forge: round 1's
 		// is the tenth, so the recap gate holds before round 2 (counted
 		// from the forge), the judge says CONTINUE, and the run goes on.
