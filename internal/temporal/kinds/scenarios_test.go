@@ -90,9 +90,14 @@ type world struct {
 	requests int
 	// blocked are the findings (by body) the fixer cannot address.
 	blocked map[string]string
-	// crashOn is a forge operation whose first call dies mid-run (a
-	// panic: the process, or on Temporal the activity's worker, is lost).
+	// crashOn is a forge operation whose crashAt'th call (default the
+	// first) dies before it writes (a panic: the process, or on Temporal
+	// the activity's worker, is lost); "fix" dies right after the fix's
+	// push, "request" right after the review request landed and the
+	// reviewer answered.
 	crashOn string
+	crashAt int
+	crashes map[string]int
 	crashed bool
 	// lagOn is a forge operation whose first call the next observation
 	// does not show yet: it reads the PR as it was before the call (a
@@ -139,7 +144,7 @@ func newWorld(row scenario, now func() time.Time) *world {
 		last = t
 		return t
 	}})
-	w := &world{ff: ff, blocked: map[string]string{}}
+	w := &world{ff: ff, blocked: map[string]string{}, crashes: map[string]int{}}
 	w.ref = ff.AddPR(fakeforge.PR{Author: "alice", Title: "Add the cache", Body: "A cache in front of the store."})
 	ff.SetPermission("alice", forge.PermWrite)
 	ff.SetCI(w.ref, "test", "SUCCESS")
@@ -148,6 +153,7 @@ func newWorld(row scenario, now func() time.Time) *world {
 			return
 		}
 		w.requests++
+		defer w.crash("request")
 		if i := w.requests - 1; i < len(w.reviews) {
 			w.reviews[i](w)
 			return
@@ -164,16 +170,25 @@ func newWorld(row scenario, now func() time.Time) *world {
 				return &forge.Error{Kind: forge.KindUnreachable, Op: op, Msg: "502 Bad Gateway"}
 			}
 		}
-		if op == w.crashOn && !w.crashed {
-			w.crashed = true
-			panic(crash{op})
-		}
+		w.crash(op)
 		return nil
 	})
 	if row.world != nil {
 		row.world(w)
 	}
 	return w
+}
+
+// crash dies at the row's crash point, once.
+func (w *world) crash(op string) {
+	if op != w.crashOn || w.crashed {
+		return
+	}
+	w.crashes[op]++
+	if w.crashes[op] == max(w.crashAt, 1) {
+		w.crashed = true
+		panic(crash{op})
+	}
 }
 
 // lagging is the row's forge as its loop sees it: the fake forge, whose
@@ -289,6 +304,7 @@ func (ws workspace) Fix(_ context.Context, pr *forge.PullRequest, round int, fin
 	res.CommitSHA = w.ff.PushHead(pr.Ref, msg)
 	res.LinesChanged = 4 * len(res.Addressed)
 	w.ff.SetCI(pr.Ref, "test", "SUCCESS")
+	w.crash("fix")
 	return res, nil
 }
 
@@ -409,6 +425,52 @@ var scenarios = []scenario{
 			th := w.thread(finding1.Body)
 			if !w.crashed || !th.IsResolved || w.converges(th) != 1 {
 				t.Errorf("crashed %v; the thread: resolved %v, %d replies; want resolved with one reply", w.crashed, th.IsResolved, w.converges(th))
+			}
+		},
+	},
+	{
+		// The run dies after the fix was pushed, before its result
+		// reached the loop: the next observation finds the loop's commit
+		// with its Converge-Addressed trailers, and the threads are
+		// answered "addressed" without a second fix.
+		id: "REL-2_crash-between-push-and-reply", want: prloop.ReasonTwoStable,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1)}
+			w.crashOn = "fix"
+		},
+		check: func(t *testing.T, w *world) {
+			th := w.thread(finding1.Body)
+			if !w.crashed || w.fixes != 1 || !th.IsResolved || w.converges(th) != 1 {
+				t.Errorf("crashed %v; %d fixes; the thread: resolved %v, %d replies; want one fix, resolved with one reply", w.crashed, w.fixes, th.IsResolved, w.converges(th))
+			}
+		},
+	},
+	{
+		// The run dies after round 2's review request landed and the
+		// reviewer answered: the request is not made twice.
+		id: "REL-2_crash-after-review-request", want: prloop.ReasonTwoStable,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1)}
+			w.crashOn, w.crashAt = "request", 2
+		},
+		check: func(t *testing.T, w *world) {
+			if !w.crashed || w.requests != 2 {
+				t.Errorf("crashed %v; %d review requests, want 2", w.crashed, w.requests)
+			}
+		},
+	},
+	{
+		// The run dies in its two-stable terminal's writes, after the
+		// label, before converge's verdict on the head: the verdict is
+		// written once, the label not again.
+		id: "REL-2_crash-in-the-terminal-writes", want: prloop.ReasonTwoStable,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1)}
+			w.crashOn, w.crashAt = "set commit status", 3
+		},
+		check: func(t *testing.T, w *world) {
+			if !w.crashed || w.ff.Calls("add labels") != 1 {
+				t.Errorf("crashed %v; %d label calls, want 1", w.crashed, w.ff.Calls("add labels"))
 			}
 		},
 	},
