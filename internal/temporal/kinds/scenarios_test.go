@@ -48,7 +48,11 @@ import (
 // Temporal test environment moves on a lost activity's retry back-off).
 // The writes are counted at the fake forge: its write calls by kind,
 // each thread's replies by converge and resolution, the labels, converge's
-// comments, the commits, converge's verdict on the head, the PR's state.
+// comments, the commits, converge's verdict on the head, the PR's state,
+// and when converge made each write, in the forge's order, to the minute
+// of the engine's clock (both engines wait alike). Not compared: how
+// often the forge was read — the Temporal act activity holds a local
+// review until it ends, where the local engine polls beside it.
 //
 // The actors are synchronous: the reviewer answers inside the review
 // request, the fixer pushes inside the fix, a crash happens inside a forge
@@ -830,6 +834,52 @@ func runTemporal(t *testing.T, row scenario, stepsPerRun int) (*world, outcome) 
 	return w, w.outcome(t, term)
 }
 
+// timeline is when converge wrote what at the forge, in the forge's
+// order, each write at the minute of the engine's clock it was made in:
+// both engines wait alike, so their writes fall in the same minutes (a
+// lost activity's retry back-off, seconds, does not move a write to the
+// next minute).
+func (w *world) timeline(t *testing.T, pr *forge.PullRequest) []string {
+	t.Helper()
+	type write struct {
+		at   time.Time
+		what string
+	}
+	var ws []write
+	evs, err := w.ff.IssueEvents(context.Background(), w.ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range evs {
+		if e.Actor == "converge" {
+			ws = append(ws, write{e.CreatedAt, strings.TrimSpace(e.Event + " " + e.Label)})
+		}
+	}
+	for i, th := range pr.Threads {
+		for _, c := range th.Comments {
+			if c.Author == "converge" {
+				ws = append(ws, write{c.CreatedAt, fmt.Sprintf("reply in thread-%d", i+1)})
+			}
+		}
+	}
+	for _, c := range pr.IssueComments {
+		if c.Author == "converge" {
+			ws = append(ws, write{c.CreatedAt, "comment"})
+		}
+	}
+	for i, c := range pr.Commits {
+		if strings.HasPrefix(c.Message, "converge:") {
+			ws = append(ws, write{c.CommittedAt, fmt.Sprintf("commit-%d", i+1)})
+		}
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return ws[i].at.Before(ws[j].at) })
+	out := make([]string, len(ws))
+	for i, x := range ws {
+		out[i] = fmt.Sprintf("minute %d: %s", int(x.at.Sub(t0)/time.Minute), x.what)
+	}
+	return out
+}
+
 // writeOps are the forge's write operations, by the fake forge's names.
 var writeOps = []string{
 	"request reviews", "reply to thread", "resolve thread", "unresolve thread", "add labels", "remove label",
@@ -919,6 +969,9 @@ func (w *world) outcome(t *testing.T, term *prloop.Terminal) outcome {
 		if c.Name == prloop.StatusContext {
 			fmt.Fprintf(&wr, "converge verdict on the head: %s %s\n", c.Status, c.Conclusion)
 		}
+	}
+	for _, e := range w.timeline(t, pr) {
+		fmt.Fprintf(&wr, "%s\n", e)
 	}
 	if w.batch {
 		fmt.Fprintf(&wr, "batched requests: %d of replies, %d of resolves\n", w.replyBatches, w.resolveBatches)
