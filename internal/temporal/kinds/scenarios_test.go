@@ -92,6 +92,8 @@ type world struct {
 	// script gets a clean review.
 	reviews  []func(w *world)
 	requests int
+	// silent: a request past the script gets no review at all.
+	silent bool
 	// blocked are the findings (by body) the fixer cannot address.
 	blocked map[string]string
 	// crashOn is a forge operation whose crashAt'th call (default the
@@ -162,7 +164,9 @@ func newWorld(row scenario, now func() time.Time) *world {
 			w.reviews[i](w)
 			return
 		}
-		w.review()
+		if !w.silent {
+			w.review()
+		}
 	})
 	ff.SetFault(func(op string) error {
 		if op == w.lagOn && !w.lagged {
@@ -493,6 +497,15 @@ var scenarios = []scenario{
 			if !w.lagged || !th.IsResolved || w.converges(th) != 1 {
 				t.Errorf("lagged %v; the thread: resolved %v, %d replies; want resolved with one reply", w.lagged, th.IsResolved, w.converges(th))
 			}
+		},
+	},
+	{
+		// Round 2's review never comes: the run waits, backing off on
+		// each engine's clock, until its idle period has passed.
+		id: "PR-T3_idle-timeout", want: prloop.ReasonIdleTimeout,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1)}
+			w.silent = true
 		},
 	},
 	{
