@@ -385,8 +385,10 @@ var scenarios = []scenario{
 			}}
 		},
 		check: func(t *testing.T, w *world) {
-			if th := w.thread(finding1.Body); w.converges(th) != 2 {
-				t.Errorf("the reopened thread has %d replies by converge, want 2", w.converges(th))
+			th := w.thread(finding1.Body)
+			if w.converges(th) != 2 || !th.IsResolved || w.ff.Calls("unresolve thread") != 1 {
+				t.Errorf("the reopened thread: %d replies by converge, resolved %v, reopened by converge %d time(s); want 2 replies, resolved, reopened once",
+					w.converges(th), th.IsResolved, w.ff.Calls("unresolve thread"))
 			}
 		},
 	},
