@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -280,7 +281,9 @@ func (a *Activities[P, D, S, O, A, R]) Act(ctx context.Context, in ActIn[P, D, S
 		res, err := w.AwaitBackground(ctx)
 		if err != nil {
 			out.Outcome = a.fault(ctx, bd, in.State, in.Obs, err)
-		} else if any(res) != nil {
+		} else if !reflect.ValueOf(&res).Elem().IsZero() {
+			// A nil *ActResult in an interface is no nil interface: only
+			// a result that is not R's zero is background work's.
 			out.Results = append(out.Results, res)
 			out.Woke = true
 		}
