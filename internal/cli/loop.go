@@ -84,7 +84,16 @@ Exits: complete 0, blocked 3, limited 4, stalled 5, failed 1, bad input 2,
 an agent CLI whose credentials are refused 6 (checked before the run
 starts, --no-agent-check skips that; never retried mid-run).
 A run killed mid-iteration resumes from its stored state with the next
-converge loop of the same goal and check here; --fresh starts over.`,
+converge loop of the same goal and check here; --fresh starts over.
+
+With --engine temporal the loop runs as a workflow on a Temporal cluster,
+on a converge worker: this command starts it (or attaches to the one
+running on the repository), prints its log and result and exits as
+above; an interrupt detaches, the loop goes on. The worker works in the
+repository itself, at the absolute path of --workdir: it must run on this
+machine or see the repository at that path on a shared filesystem.
+--state is each worker's; --fresh and --predecessor, which read the
+local state store, are refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.confirmSet = cmd.Flags().Changed("confirm")

@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/checkloop"
@@ -22,9 +23,10 @@ import (
 // loop does; the exit code is its terminal's. The loop runs on a worker,
 // which must reach the repository at the same path.
 func runLoopTemporal(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
-	if err := refuseWorkerFlags(map[string]bool{
-		"--state": opts.StateDir != "", "--fresh": opts.Fresh, "--predecessor": opts.Predecessor != "",
-	}); err != nil {
+	if err := refuseWorkerFlags(map[string]bool{"--state": opts.StateDir != ""}); err != nil {
+		return err
+	}
+	if err := refuseLocalFlags(map[string]bool{"--fresh": opts.Fresh, "--predecessor": opts.Predecessor != ""}); err != nil {
 		return err
 	}
 	p, err := loopParamsOf(ctx, opts)
@@ -168,4 +170,15 @@ func samePath(a, b string) bool {
 		return filepath.Clean(p)
 	}
 	return eval(a) == eval(b)
+}
+
+// refuseLocalFlags refuses, with one usage line, a flag that reads the
+// local engine's state store, which a workflow has none of.
+func refuseLocalFlags(set map[string]bool) error {
+	for _, flag := range slices.Sorted(maps.Keys(set)) {
+		if set[flag] {
+			return usageErr("%s reads the local state store: with --engine temporal a start attaches to the workflow running on the repository, or starts a new one; drop %s or use --engine local", flag, flag)
+		}
+	}
+	return nil
 }

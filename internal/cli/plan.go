@@ -91,7 +91,18 @@ refused 6 (checked before the run starts, --no-agent-check skips that;
 never retried mid-run). A run killed mid-task resumes from
 its stored state with the same converge plan run here; --fresh starts over.
 converge stop RUN stops the agents at once: the tasks in progress end
-BLOCKED, the tree is left clean, exit 3; a stopped run is not resumed.`,
+BLOCKED, the tree is left clean, exit 3; a stopped run is not resumed.
+
+With --engine temporal the plan runs as a workflow on a Temporal cluster,
+on a converge worker: this command reads the plan, starts the workflow
+(or attaches to the one running on the repository), prints its log and
+report and exits as above; an interrupt detaches, the run goes on. The
+worker works in the repository itself, at the absolute path of
+--workdir: it must run on this machine or see the repository at that
+path on a shared filesystem. --state is each worker's (the worktrees of
+parallel groups live under it); --fresh is refused. A run that needs a
+human to put the branch right ends blocked (exit 3) instead of waiting
+to be resumed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr("plan run needs exactly one plan file: converge plan run PLAN.yaml")

@@ -23,7 +23,10 @@ import (
 // and travels with the workflow; the run is on a worker, which must
 // reach the repository at the same path.
 func runPlanTemporal(ctx context.Context, ios *IOStreams, opts *planOptions, file string) error {
-	if err := refuseWorkerFlags(map[string]bool{"--state": opts.StateDir != "", "--fresh": opts.Fresh}); err != nil {
+	if err := refuseWorkerFlags(map[string]bool{"--state": opts.StateDir != ""}); err != nil {
+		return err
+	}
+	if err := refuseLocalFlags(map[string]bool{"--fresh": opts.Fresh}); err != nil {
 		return err
 	}
 	data, err := os.ReadFile(file)

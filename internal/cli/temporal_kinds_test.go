@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -412,4 +413,30 @@ func TestAG_T4_TemporalPlanAgentThatCannotRunEndsFailed(t *testing.T) {
 		t.Error("a.txt is on the branch")
 	}
 	cleanTree(t, dir)
+}
+
+// TestIF_1_TemporalLoopAndPlanRefuseTheLocalEnginesFlags: with --engine
+// temporal, a flag that is each worker's or the local state store's is
+// refused with one line and exit 2, before any cluster is dialled (the
+// address given answers nothing).
+func TestIF_1_TemporalLoopAndPlanRefuseTheLocalEnginesFlags(t *testing.T) {
+	dir, scripts, file := planRepo(t, twoGroups)
+	eng := []string{"--engine", "temporal", "--temporal-address", "127.0.0.1:1"}
+	loop := slices.Concat([]string{"loop", "--goal", "g", "--check", "true", "--max-iterations", "1", "--workdir", dir}, eng)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{slices.Concat(loop, []string{"--state", scripts}), "--state is each worker's with --engine temporal"},
+		{slices.Concat(loop, []string{"--fresh"}), "--fresh reads the local state store"},
+		{slices.Concat(loop, []string{"--predecessor", "r-1"}), "--predecessor reads the local state store"},
+		{append([]string{"plan", "run", file, "--workdir", dir, "--state", scripts}, eng...), "--state is each worker's with --engine temporal"},
+		{append([]string{"plan", "run", file, "--workdir", dir, "--fresh"}, eng...), "--fresh reads the local state store"},
+		{append([]string{"plan", "run", filepath.Join(scripts, "none.yaml"), "--workdir", dir}, eng...), "plan file:"},
+	} {
+		ios, _, errOut := testIO(nil)
+		if code := Run(t.Context(), tc.args, ios); code != exitcode.Usage || !strings.Contains(errOut.String(), tc.want) || strings.Count(errOut.String(), "\n") != 1 {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line saying %q", tc.args, code, errOut.String(), tc.want)
+		}
+	}
 }
