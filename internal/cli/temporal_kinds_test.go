@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/engine"
@@ -439,4 +442,75 @@ func TestIF_1_TemporalLoopAndPlanRefuseTheLocalEnginesFlags(t *testing.T) {
 			t.Errorf("%v: exit %d, stderr %q; want exit 2 and one line saying %q", tc.args, code, errOut.String(), tc.want)
 		}
 	}
+}
+
+// acrossWorkers runs a workflow that continues as new every few steps,
+// each run of it served by a new worker (a new runtime, as after a
+// worker's death) with the state directory state, and returns its end
+// and how many workers served it.
+func acrossWorkers[P, D, S, R any](t *testing.T, wfType, state string, in temporal.Input[P, D, S, R]) (*testsuite.TestWorkflowEnvironment, temporal.Result[S], int) {
+	t.Helper()
+	var r temporal.Result[S]
+	for workers := 1; ; workers++ {
+		env, rt := kindsEnv(t)
+		rt.opts.StateDir = state
+		env.ExecuteWorkflow(wfType, in)
+		var can *workflow.ContinueAsNewError
+		if err := env.GetWorkflowError(); errors.As(err, &can) {
+			if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
+				t.Fatal(err)
+			}
+			if in.Setup == nil {
+				t.Fatal("continued as new without the recorded setup")
+			}
+			continue
+		}
+		if err := env.GetWorkflowResult(&r); err != nil {
+			t.Fatal(err)
+		}
+		return env, r, workers
+	}
+}
+
+// TestREL_2_TemporalLoopGoesOnOnAnotherWorker: every few steps the
+// workflow continues as new, and each run of it is served by a new
+// worker on the same machine: each binds the loop again from the
+// recorded setup (mid-iteration, on a tree the iteration changed), and
+// the loop ends complete with each iteration committed once.
+func TestREL_2_TemporalLoopGoesOnOnAnotherWorker(t *testing.T) {
+	dir, scripts := todoRepo(t, 3)
+	env, r, workers := acrossWorkers(t, kinds.Check(nil).WorkflowType(), t.TempDir(), temporal.Input[kinds.LoopParams, kinds.LoopSetup, checkloop.State, checkloop.ActResult]{
+		Params: loopKindParams(dir, removeOne(t, scripts), 5), Options: temporal.Options{StepsPerRun: 3},
+	})
+	wantLoopEnd(t, env, r, checkloop.StatusComplete, exitcode.OK)
+	if workers < 3 {
+		t.Fatalf("%d workers served the run, want several", workers)
+	}
+	got := trailers(t, dir, checkloop.TrailerKey)
+	want := []string{checkloop.TicketID(r.RunID, 3), checkloop.TicketID(r.RunID, 2), checkloop.TicketID(r.RunID, 1)}
+	if !slices.Equal(got, want) {
+		t.Fatalf("trailers %v, want %v: each iteration committed once", got, want)
+	}
+	cleanTree(t, dir)
+}
+
+// TestREL_2_TemporalPlanGoesOnOnAnotherWorker: the same for a plan with
+// a parallel group: each task is committed once, and the plan ends
+// complete.
+func TestREL_2_TemporalPlanGoesOnOnAnotherWorker(t *testing.T) {
+	dir, scripts, file := planRepo(t, twoGroups)
+	_, r, workers := acrossWorkers(t, kinds.Plan(nil).WorkflowType(), t.TempDir(), temporal.Input[kinds.PlanParams, kinds.PlanSetup, plan.State, plan.ActResult]{
+		Params: planKindParams(dir, file, implementer(t, scripts, ""), approver(t, scripts), 2), Options: temporal.Options{StepsPerRun: 2},
+	})
+	wantPlanEnd(t, r, plan.StatusComplete, exitcode.OK)
+	if workers < 3 {
+		t.Fatalf("%d workers served the run, want several", workers)
+	}
+	got := trailers(t, dir, "Converge-Task")
+	slices.Sort(got)
+	want := []string{plan.TaskRef(r.RunID, "a"), plan.TaskRef(r.RunID, "b"), plan.TaskRef(r.RunID, "c")}
+	if !slices.Equal(got, want) {
+		t.Fatalf("trailers %v, want %v: each task committed once", got, want)
+	}
+	cleanTree(t, dir)
 }
