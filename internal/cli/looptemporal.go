@@ -38,6 +38,7 @@ func runLoopTemporal(ctx context.Context, ios *IOStreams, opts *loopOptions) err
 		return err
 	}
 	defer c.Close()
+	warnNoWorker(ctx, ios, c, opts.engine.TaskQueue)
 	run, err := kinds.Check(nil).Start(ctx, c, opts.engine.TaskQueue, p, temporal.Options{})
 	if err != nil {
 		return &ExitErr{Code: exitcode.Unreachable, Err: err}

@@ -57,6 +57,7 @@ func runPlanTemporal(ctx context.Context, ios *IOStreams, opts *planOptions, fil
 		return err
 	}
 	defer c.Close()
+	warnNoWorker(ctx, ios, c, opts.engine.TaskQueue)
 	run, err := kinds.Plan(nil).Start(ctx, c, opts.engine.TaskQueue, p, temporal.Options{})
 	if err != nil {
 		return &ExitErr{Code: exitcode.Unreachable, Err: err}
