@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -20,6 +21,7 @@ import (
 	"github.com/convergeloop/converge/internal/plan"
 	"github.com/convergeloop/converge/internal/temporal"
 	"github.com/convergeloop/converge/internal/temporal/kinds"
+	"github.com/convergeloop/converge/internal/testutil"
 )
 
 // The loop and plan kinds on the Temporal engine, in the SDK's test
@@ -516,4 +518,54 @@ func TestREL_2_TemporalPlanGoesOnOnAnotherWorker(t *testing.T) {
 		t.Fatalf("trailers %v, want %v: each task committed once", got, want)
 	}
 	cleanTree(t, dir)
+}
+
+// TestLOOP_5_PLAN_1_TemporalCommandsOnARealServer: `converge loop` and
+// `converge plan run` with --engine temporal against a real Temporal dev
+// server and a `converge worker` (runWorker), in this process: each
+// starts its workflow, prints the log and the result as the local command
+// does, and exits with its terminal's code; the work is in the
+// repository.
+func TestLOOP_5_PLAN_1_TemporalCommandsOnARealServer(t *testing.T) {
+	hostPort := testutil.TemporalDevServer(t)
+	eng := []string{"--engine", "temporal", "--temporal-address", hostPort, "--namespace", testutil.TemporalNamespace, "--task-queue", "kinds"}
+	// A run that never ends detaches at the deadline: the test fails.
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	wios, _, werr := testIO(nil)
+	done := make(chan error, 1)
+	go func() {
+		done <- runWorker(ctx, wios, &workerOptions{engine: engineOptions{Engine: engineTemporal, Address: hostPort, Namespace: testutil.TemporalNamespace, TaskQueue: "kinds"}, StateDir: t.TempDir()})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("worker: %v\n%s", err, werr.String())
+		}
+	})
+
+	dir, scripts := todoRepo(t, 3)
+	ios, out, errOut := testIO(nil)
+	code := Run(ctx, slices.Concat([]string{"loop", "--goal", "no TODO left", "--check", "sh check.sh", "--agent-cmd", removeOne(t, scripts), "--max-iterations", "2", "--no-agent-check", "--workdir", dir}, eng), ios)
+	if code != exitcode.Bound || !strings.Contains(out.String(), "converge loop: limited (exit 4)") || !strings.Contains(out.String(), "iter.02  commit") {
+		t.Fatalf("loop: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if got := trailers(t, dir, checkloop.TrailerKey); len(got) != 2 {
+		t.Fatalf("loop trailers %v, want 2 commits", got)
+	}
+	cleanTree(t, dir)
+
+	pdir, pscripts, file := planRepo(t, twoGroups)
+	report := filepath.Join(pscripts, "report.md")
+	ios, out, errOut = testIO(nil)
+	code = Run(ctx, slices.Concat([]string{"plan", "run", file, "--agent-cmd", implementer(t, pscripts, ""), "--review-agent-cmd", approver(t, pscripts), "--no-agent-check", "--workdir", pdir, "--json", "--report", report}, eng), ios)
+	if code != exitcode.OK || !strings.Contains(out.String(), `"status":"complete","exit_code":0`) {
+		t.Fatalf("plan: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), "complete (exit 0)") {
+		t.Fatalf("report: %v\n%s", err, b)
+	}
+	if got := trailers(t, pdir, "Converge-Task"); len(got) != 3 {
+		t.Fatalf("plan trailers %v, want one commit per task", got)
+	}
+	cleanTree(t, pdir)
 }
