@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +20,7 @@ import (
 	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/temporal/kinds"
 )
 
 type loopOptions struct {
@@ -48,6 +50,11 @@ type loopOptions struct {
 	changed func(flag string) bool
 	// agents are the agent settings and --no-agent-check.
 	agents *agentFlags
+	// goalFrom is the file Goal was read from, elsewhere (a worker's
+	// loop: where the command ran): protected as GoalFile is.
+	goalFrom string
+	// engine runs the loop here or on a Temporal cluster.
+	engine engineOptions
 }
 
 func newLoopCmd(ios *IOStreams) *cobra.Command {
@@ -77,7 +84,16 @@ Exits: complete 0, blocked 3, limited 4, stalled 5, failed 1, bad input 2,
 an agent CLI whose credentials are refused 6 (checked before the run
 starts, --no-agent-check skips that; never retried mid-run).
 A run killed mid-iteration resumes from its stored state with the next
-converge loop of the same goal and check here; --fresh starts over.`,
+converge loop of the same goal and check here; --fresh starts over.
+
+With --engine temporal the loop runs as a workflow on a Temporal cluster,
+on a converge worker: this command starts it (or attaches to the one
+running on the repository), prints its log and result and exits as
+above; an interrupt detaches, the loop goes on. The worker works in the
+repository itself, at the absolute path of --workdir: it must run on this
+machine or see the repository at that path on a shared filesystem.
+--state is each worker's; --fresh and --predecessor, which read the
+local state store, are refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.confirmSet = cmd.Flags().Changed("confirm")
@@ -108,6 +124,7 @@ converge loop of the same goal and check here; --fresh starts over.`,
 	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each agent and judge run")
 	f.DurationVar(&opts.CheckTimeout, "check-timeout", checkloop.DefaultCheckBudget, "time-box of each mechanical done-check run")
 	opts.agents = addAgentFlags(f)
+	addEngineFlags(f, &opts.engine)
 	return cmd
 }
 
@@ -126,6 +143,12 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	// A misspelt CONVERGE_* variable is refused here as in `converge pr`.
 	if err := ios.checkEnv(); err != nil {
 		return err
+	}
+	if err := opts.engine.check(ios); err != nil {
+		return err
+	}
+	if opts.engine.temporal() {
+		return runLoopTemporal(ctx, ios, opts)
 	}
 	db, err := openStore(ctx, ios, opts.StateDir)
 	if err != nil {
@@ -178,18 +201,10 @@ func (j *loopJob) Resumable(st checkloop.State) bool {
 	return checkloop.Resumable(st) && c.GoalSHA256 == checkloop.GoalDigest(j.s.cfg.Goal) && c.Oracle == j.s.cfg.Oracle && c.Agent == j.s.cfg.Agent
 }
 
-func (j *loopJob) Progress(st checkloop.State) engine.Progress {
-	if st.Terminal != nil {
-		return engine.Progress{Phase: string(st.Terminal.Status), Round: len(st.Iterations)}
-	}
-	return engine.Progress{Phase: "iterating", Round: len(st.Iterations)}
-}
+func (j *loopJob) Progress(st checkloop.State) engine.Progress { return kinds.LoopProgress(st) }
 
 func (j *loopJob) Terminal(st checkloop.State) (engine.Terminal, bool) {
-	if t := st.Terminal; t != nil {
-		return engine.Terminal{Status: string(t.Status), Code: t.ExitCode}, true
-	}
-	return engine.Terminal{}, false
+	return kinds.LoopTerminal(st)
 }
 
 func (j *loopJob) Refuse(ctx context.Context, wouldResume bool) error {
@@ -208,24 +223,36 @@ func (j *loopJob) Begin(ctx context.Context, claim *engine.Claim[checkloop.State
 			out.Report(engine.Event{Kind: "note", Message: "the resumed run takes this command line's bounds: " + strings.Join(moved, ", ")})
 		}
 	} else {
-		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s: %s, at most %d iteration(s); protected: %s", runID, s.ws.Dir(), oracleWords(s.cfg), s.cfg.MaxIterations, clipList(s.cfg.Protect, 8))})
+		out.Report(engine.Event{Kind: "start", Message: loopStartMessage(runID, s)})
 	}
 	reportOrphans(out, claim.Orphans)
 	if p := st.Config.Predecessor; p != nil {
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("predecessor %s ended %s (exit %d) after %d iteration(s); restated in the result and carried in the failed-approaches digest", p.Run, p.Status, p.ExitCode, p.Iterations)})
 	}
-	j.loop = checkloop.NewLoop(runID, checkloop.Deps{
-		Tickets:   j.db,
+	j.loop = newCheckLoop(s, runID, j.db, j.env, &engine.StoreJournal[checkloop.State]{DB: j.db, RunID: runID, Status: checkloop.StatusOf}, out)
+	return st, nil
+}
+
+// newCheckLoop binds the done-check loop of s to one run, as converge
+// loop binds it here and a worker on the Temporal engine (bindLoop): its
+// tickets in tickets, its state in journal, its events to out.
+func newCheckLoop(s *loopSetup, runID string, tickets checkloop.Tickets, env []string, journal engine.Journal[checkloop.State], out engine.Reporter) *checkloop.Loop {
+	return checkloop.NewLoop(runID, checkloop.Deps{
+		Tickets:   tickets,
 		Workspace: s.ws,
 		Agent:     s.body,
 		Judge:     s.judge,
-		AgentEnv:  j.env,
-		CheckEnv:  j.env,
-		Journal:   &engine.StoreJournal[checkloop.State]{DB: j.db, RunID: runID, Status: checkloop.StatusOf},
+		AgentEnv:  env,
+		CheckEnv:  env,
+		Journal:   journal,
 		Reporter:  out,
 		PID:       os.Getpid(),
 	})
-	return st, nil
+}
+
+// loopStartMessage is the event a new run starts with.
+func loopStartMessage(runID string, s *loopSetup) string {
+	return fmt.Sprintf("run %s on %s: %s, at most %d iteration(s); protected: %s", runID, s.ws.Dir(), oracleWords(s.cfg), s.cfg.MaxIterations, clipList(s.cfg.Protect, 8))
 }
 
 func (j *loopJob) Drive(ctx context.Context, st checkloop.State, opt engine.Options) (checkloop.State, error) {
@@ -240,17 +267,22 @@ func (j *loopJob) End(_ context.Context, o engine.Outcome) error {
 	if err, done := localEnd(o, j.final.Terminal != nil, "the same converge loop again"); done {
 		return err
 	}
-	res := checkloop.BuildResult(j.final, time.Now())
-	if j.opts.JSON {
-		b, _ := json.Marshal(map[string]any{"kind": "result", "run": o.RunID, "result": res})
-		fmt.Fprintln(j.ios.Out, string(b))
-	} else {
-		checkloop.WriteSummary(j.ios.Out, res)
-	}
+	printLoopResult(j.ios, j.opts.JSON, o.RunID, j.final)
 	if o.Code != 0 {
 		return &silentExit{code: o.Code}
 	}
 	return nil
+}
+
+// printLoopResult prints a loop run's result, as JSON or its summary.
+func printLoopResult(ios *IOStreams, asJSON bool, runID string, final checkloop.State) {
+	res := checkloop.BuildResult(final, time.Now())
+	if asJSON {
+		b, _ := json.Marshal(map[string]any{"kind": "result", "run": runID, "result": res})
+		fmt.Fprintln(ios.Out, string(b))
+	} else {
+		checkloop.WriteSummary(ios.Out, res)
+	}
 }
 
 // prepareLoop checks the command line and the repository, before any run
@@ -349,9 +381,9 @@ func prepareLoop(ctx context.Context, ios *IOStreams, db *store.Store, opts *loo
 		cfg.Oracle = checkloop.Oracle{Class: checkloop.Judged, Judge: opts.Judge + ": " + opts.JudgeCmd}
 		protect = append(protect, checkloop.CheckNamedFiles(top, opts.JudgeCmd)...)
 	}
-	if opts.GoalFile != "" {
+	if gf := cmp.Or(opts.GoalFile, opts.goalFrom); gf != "" {
 		// The goal is stored verbatim; its file is no iteration's either.
-		protect = append(protect, checkloop.CheckNamedFiles(top, opts.GoalFile)...)
+		protect = append(protect, checkloop.CheckNamedFiles(top, gf)...)
 	}
 	cfg.Protect = dedupeStrings(protect)
 	if opts.Predecessor != "" {
@@ -489,7 +521,7 @@ func dedupeStrings(xs []string) []string {
 }
 
 // loopReporter prints a loop run's progress (UX-1) and appends it to the
-// run's event log.
+// run's event log (db nil: none, a workflow's client).
 type loopReporter struct {
 	mu    sync.Mutex
 	ios   *IOStreams
@@ -508,7 +540,9 @@ func (r *loopReporter) Report(e engine.Event) {
 	if e.Data != nil {
 		data, _ = json.Marshal(e.Data)
 	}
-	_ = r.db.AppendEvent(context.Background(), r.runID, store.Event{Time: e.Time, Kind: e.Kind, Round: e.Round, Message: e.Message, Data: data})
+	if r.db != nil {
+		_ = r.db.AppendEvent(context.Background(), r.runID, store.Event{Time: e.Time, Kind: e.Kind, Round: e.Round, Message: e.Message, Data: data})
+	}
 	if r.json {
 		b, _ := json.Marshal(struct {
 			engine.Event

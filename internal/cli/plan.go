@@ -23,6 +23,7 @@ import (
 	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/temporal/kinds"
 )
 
 // defaultPlanParallel is how many tasks of a parallel group run at once.
@@ -42,6 +43,11 @@ type planOptions struct {
 	Parallel       int
 	// agents are the agent settings and --no-agent-check.
 	agents *agentFlags
+	// engine runs the plan here or on a Temporal cluster.
+	engine engineOptions
+	// data is the plan's content when it was read elsewhere (a worker's
+	// run: where the command ran); nil: read the file.
+	data []byte
 }
 
 func newPlanCmd(ios *IOStreams) *cobra.Command {
@@ -85,7 +91,18 @@ refused 6 (checked before the run starts, --no-agent-check skips that;
 never retried mid-run). A run killed mid-task resumes from
 its stored state with the same converge plan run here; --fresh starts over.
 converge stop RUN stops the agents at once: the tasks in progress end
-BLOCKED, the tree is left clean, exit 3; a stopped run is not resumed.`,
+BLOCKED, the tree is left clean, exit 3; a stopped run is not resumed.
+
+With --engine temporal the plan runs as a workflow on a Temporal cluster,
+on a converge worker: this command reads the plan, starts the workflow
+(or attaches to the one running on the repository), prints its log and
+report and exits as above; an interrupt detaches, the run goes on. The
+worker works in the repository itself, at the absolute path of
+--workdir: it must run on this machine or see the repository at that
+path on a shared filesystem. --state is each worker's (the worktrees of
+parallel groups live under it); --fresh is refused. A run that needs a
+human to put the branch right ends blocked (exit 3) instead of waiting
+to be resumed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usageErr("plan run needs exactly one plan file: converge plan run PLAN.yaml")
@@ -109,6 +126,7 @@ BLOCKED, the tree is left clean, exit 3; a stopped run is not resumed.`,
 	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each implementer and reviewer run")
 	f.IntVar(&opts.Parallel, "parallel", defaultPlanParallel, "at most this many tasks of a parallel group at once, each in a git worktree of its own (1: one at a time, in this work tree)")
 	opts.agents = addAgentFlags(f)
+	addEngineFlags(f, &opts.engine)
 	return cmd
 }
 
@@ -125,6 +143,12 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 	// A misspelt CONVERGE_* variable is refused here as in `converge pr`.
 	if err := ios.checkEnv(); err != nil {
 		return err
+	}
+	if err := opts.engine.check(ios); err != nil {
+		return err
+	}
+	if opts.engine.temporal() {
+		return runPlanTemporal(ctx, ios, opts, file)
 	}
 	s, err := preparePlan(ctx, ios, opts, file)
 	if err != nil {
@@ -183,26 +207,9 @@ func (j *planJob) Resumable(st plan.State) bool {
 	return plan.Resumable(st) && st.Config.Plan.Digest == c.Plan.Digest && st.Config.Agent == c.Agent && st.Config.Reviewer == c.Reviewer
 }
 
-func (j *planJob) Progress(st plan.State) engine.Progress {
-	if st.Terminal != nil {
-		return engine.Progress{Phase: string(st.Terminal.Status)}
-	}
-	ended := 0
-	for _, t := range st.Tasks {
-		if t.Status != "" {
-			ended++
-		}
-	}
-	// The round is the tasks ended so far.
-	return engine.Progress{Phase: "tasks", Round: ended}
-}
+func (j *planJob) Progress(st plan.State) engine.Progress { return kinds.PlanProgress(st) }
 
-func (j *planJob) Terminal(st plan.State) (engine.Terminal, bool) {
-	if t := st.Terminal; t != nil {
-		return engine.Terminal{Status: string(t.Status), Code: t.ExitCode}, true
-	}
-	return engine.Terminal{}, false
-}
+func (j *planJob) Terminal(st plan.State) (engine.Terminal, bool) { return kinds.PlanTerminal(st) }
 
 func (j *planJob) Refuse(ctx context.Context, wouldResume bool) error {
 	return refuseDirty(ctx, j.s.ws.Git, j.s.ws.Dir(), wouldResume,
@@ -229,11 +236,7 @@ func (j *planJob) Begin(ctx context.Context, claim *engine.Claim[plan.State]) (p
 		}
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s resumed with %d of %d task(s) ended; --fresh starts a new run", runID, j.file, s.ws.Dir(), ended, len(st.Tasks))})
 	} else {
-		how := "tasks run one at a time in this work tree"
-		if s.cfg.Parallel > 1 {
-			how = fmt.Sprintf("a parallel group runs up to %d tasks at once, each in a worktree of its own", s.cfg.Parallel)
-		}
-		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s of %s on %s: %d task(s) in %d group(s); implementer %s, reviewer %s; %s", runID, j.file, s.ws.Dir(), len(s.cfg.Plan.Tasks), len(s.cfg.Plan.Groups), s.cfg.Agent, s.cfg.Reviewer, how)})
+		out.Report(engine.Event{Kind: "start", Message: planStartMessage(runID, j.file, s)})
 	}
 	reportOrphans(out, claim.Orphans)
 	// Holding the target's lock proves every earlier run on it dead: what
@@ -243,19 +246,36 @@ func (j *planJob) Begin(ctx context.Context, claim *engine.Claim[plan.State]) (p
 	} else if len(removed) > 0 {
 		out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("removed %d worktree(s) an earlier converge left in %s", len(removed), filepath.Dir(pools[0]))})
 	}
-	j.loop = plan.NewLoop(runID, plan.Deps{
-		Tickets:   j.db,
+	j.loop = newPlanLoop(s, runID, j.db, &engine.StoreJournal[plan.State]{DB: j.db, RunID: runID, Status: plan.StatusOf}, out, pools[0])
+	return st, nil
+}
+
+// newPlanLoop binds the plan executor of s to one run, as converge plan
+// run binds it here and a worker on the Temporal engine (bindPlan): its
+// tickets in tickets, its state in journal, its events to out, the
+// worktrees of its parallel groups in poolDir.
+func newPlanLoop(s *planSetup, runID string, tickets plan.Tickets, journal engine.Journal[plan.State], out engine.Reporter, poolDir string) *plan.Loop {
+	return plan.NewLoop(runID, plan.Deps{
+		Tickets:   tickets,
 		Workspace: s.ws,
 		Agent:     s.agents.get,
 		Reviewer:  s.reviewer,
 		Judge:     s.reviewer,
 		AgentEnv:  agent.ScrubEnv(os.Environ()),
-		Journal:   &engine.StoreJournal[plan.State]{DB: j.db, RunID: runID, Status: plan.StatusOf},
+		Journal:   journal,
 		Reporter:  out,
 		PID:       os.Getpid(),
-		PoolDir:   pools[0],
+		PoolDir:   poolDir,
 	})
-	return st, nil
+}
+
+// planStartMessage is the event a new run of the plan in file starts with.
+func planStartMessage(runID, file string, s *planSetup) string {
+	how := "tasks run one at a time in this work tree"
+	if s.cfg.Parallel > 1 {
+		how = fmt.Sprintf("a parallel group runs up to %d tasks at once, each in a worktree of its own", s.cfg.Parallel)
+	}
+	return fmt.Sprintf("run %s of %s on %s: %d task(s) in %d group(s); implementer %s, reviewer %s; %s", runID, file, s.ws.Dir(), len(s.cfg.Plan.Tasks), len(s.cfg.Plan.Groups), s.cfg.Agent, s.cfg.Reviewer, how)
 }
 
 func (j *planJob) Drive(ctx context.Context, st plan.State, opt engine.Options) (plan.State, error) {
@@ -279,22 +299,31 @@ func (j *planJob) End(_ context.Context, o engine.Outcome) error {
 	if err, done := localEnd(o, j.final.Terminal != nil, "the same converge plan run"); done {
 		return err
 	}
-	res := plan.BuildResult(j.final, time.Now())
-	var md bytes.Buffer
-	plan.WriteReport(&md, res)
-	if j.opts.Report != "" {
-		if err := os.WriteFile(j.opts.Report, md.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("write the report: %w", err)
-		}
-	}
-	if j.opts.JSON {
-		b, _ := json.Marshal(map[string]any{"kind": "result", "run": o.RunID, "result": res})
-		fmt.Fprintln(j.ios.Out, string(b))
-	} else {
-		fmt.Fprintf(j.ios.Out, "\n%s", md.String())
+	if err := printPlanResult(j.ios, j.opts, o.RunID, j.final); err != nil {
+		return err
 	}
 	if o.Code != 0 {
 		return &silentExit{code: o.Code}
+	}
+	return nil
+}
+
+// printPlanResult writes a plan run's tracking report (--report) and
+// prints it, as JSON or markdown.
+func printPlanResult(ios *IOStreams, opts *planOptions, runID string, final plan.State) error {
+	res := plan.BuildResult(final, time.Now())
+	var md bytes.Buffer
+	plan.WriteReport(&md, res)
+	if opts.Report != "" {
+		if err := os.WriteFile(opts.Report, md.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("write the report: %w", err)
+		}
+	}
+	if opts.JSON {
+		b, _ := json.Marshal(map[string]any{"kind": "result", "run": runID, "result": res})
+		fmt.Fprintln(ios.Out, string(b))
+	} else {
+		fmt.Fprintf(ios.Out, "\n%s", md.String())
 	}
 	return nil
 }
@@ -303,9 +332,12 @@ func (j *planJob) End(_ context.Context, o engine.Outcome) error {
 // repository before any run is recorded: bad input is exit 2 with one
 // line (REL-3, AG-T4 pre-flight).
 func preparePlan(ctx context.Context, ios *IOStreams, opts *planOptions, file string) (*planSetup, error) {
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, usageErr("plan file: %v", err)
+	data := opts.data
+	if data == nil {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			return nil, usageErr("plan file: %v", err)
+		}
 	}
 	p, err := plan.Parse(file, data)
 	if err != nil {

@@ -24,14 +24,12 @@ import (
 // order given, that did not end two-stable. The loops run on the
 // workers: an interrupt here detaches, and they go on.
 func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
-	for flag, set := range map[string]bool{
+	if err := refuseWorkerFlags(map[string]bool{
 		"--token": opts.Token != "", "--ca-file": opts.CAFile != "", "--state": opts.StateDir != "",
 		"--keep": opts.Keep, "--fresh": opts.Fresh, "--config": opts.ConfigFile != "",
 		"--app-id": opts.App.ID != "", "--app-key": opts.App.KeyFile != "",
-	} {
-		if set {
-			return usageErr("%s is each worker's with --engine temporal: give it to converge worker, where the loop runs", flag)
-		}
+	}); err != nil {
+		return err
 	}
 	var refs []forge.PRRef
 	for _, u := range opts.URLs {
@@ -92,9 +90,29 @@ func warnNoWorker(ctx context.Context, ios *IOStreams, c client.Client, queue st
 
 // followPR prints a PR workflow's events as they come, then its terminal.
 func followPR(ctx context.Context, ios *IOStreams, c client.Client, run client.WorkflowRun, out *reporter, asJSON bool) error {
+	return followWorkflow(ctx, c, run, out, func(res temporal.Result[prloop.State]) error {
+		t := res.State.Terminal
+		if t == nil {
+			return errors.New("workflow ended with no terminal")
+		}
+		out.mu.Lock()
+		printTerminal(ios, asJSON, res.RunID, t)
+		out.mu.Unlock()
+		if t.ExitCode != exitcode.OK {
+			return &silentExit{code: t.ExitCode}
+		}
+		return nil
+	})
+}
+
+// followWorkflow prints a workflow's events to out as they come (its log
+// query, once a second), then hands its result to end, which prints it
+// as the kind's local command does and makes the exit. An interrupt
+// detaches: the loop goes on on the cluster.
+func followWorkflow[S any](ctx context.Context, c client.Client, run client.WorkflowRun, out engine.Reporter, end func(temporal.Result[S]) error) error {
 	out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("workflow %s (run %s) on the Temporal cluster", run.GetID(), run.GetRunID())})
 	done := make(chan struct{})
-	var res temporal.Result[prloop.State]
+	var res temporal.Result[S]
 	var err error
 	go func() {
 		defer close(done)
@@ -133,15 +151,21 @@ func followPR(ctx context.Context, ios *IOStreams, c client.Client, run client.W
 		}
 		return temporalErr(err)
 	}
-	t := res.State.Terminal
-	if t == nil {
-		return errors.New("workflow ended with no terminal")
+	return end(res)
+}
+
+// refuseWorkerFlags refuses, with one usage line, a flag that is each
+// worker's with --engine temporal (set says which were given).
+func refuseWorkerFlags(set map[string]bool) error {
+	var given []string
+	for flag, ok := range set {
+		if ok {
+			given = append(given, flag)
+		}
 	}
-	out.mu.Lock()
-	printTerminal(ios, asJSON, res.RunID, t)
-	out.mu.Unlock()
-	if t.ExitCode != exitcode.OK {
-		return &silentExit{code: t.ExitCode}
+	if len(given) == 0 {
+		return nil
 	}
-	return nil
+	slices.Sort(given)
+	return usageErr("%s is each worker's with --engine temporal: give it to converge worker, where the loop runs", given[0])
 }

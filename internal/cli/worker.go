@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
@@ -76,6 +77,8 @@ func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
 	w := worker.New(c, opts.engine.TaskQueue, worker.Options{})
 	rt := &workerRuntime{ios: ios, opts: opts}
 	prKind(rt.bindPR).Register(w, &temporal.Activities[kinds.PRParams, kinds.PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{CodeOf: ExitCodeOf})
+	rt.registerLocalKinds(w)
+	defer rt.close()
 	if err := w.Start(); err != nil {
 		return &ExitErr{Code: 7, Err: fmt.Errorf("start worker on %s: %w", opts.engine.TaskQueue, err)}
 	}
@@ -89,6 +92,10 @@ func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
 type workerRuntime struct {
 	ios  *IOStreams
 	opts *workerOptions
+	// db is the state store of this worker's loop and plan tickets
+	// (workerkinds.go), opened on first use.
+	dbMu sync.Mutex
+	db   *store.Store
 }
 
 func prKind(bind kinds.PRBind) *kinds.PRKind {

@@ -35,11 +35,13 @@ func TestREL_2_TemporalReplaysEveryRecordedHistory(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatalf("no recorded histories under %s", historyDir)
 	}
-	pr := kinds.PR(nil)
+	pr, loop, plan := kinds.PR(nil), kinds.Check(nil), kinds.Plan(nil)
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			r := worker.NewWorkflowReplayer()
 			r.RegisterWorkflowWithOptions(pr.Workflow, workflow.RegisterOptions{Name: pr.WorkflowType()})
+			r.RegisterWorkflowWithOptions(loop.Workflow, workflow.RegisterOptions{Name: loop.WorkflowType()})
+			r.RegisterWorkflowWithOptions(plan.Workflow, workflow.RegisterOptions{Name: plan.WorkflowType()})
 			if _, err := os.Stat(f); err != nil {
 				t.Fatal(err)
 			}
