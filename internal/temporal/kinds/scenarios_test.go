@@ -82,6 +82,8 @@ type scenario struct {
 	// localReview turns on the local multi-angle review (PR-S4), which
 	// runs beside the forge poll: background work on both engines.
 	localReview bool
+	// config changes the row's settings from the defaults.
+	config func(c *prloop.Config)
 }
 
 // world is one row's forge, actors and workspace, for one engine.
@@ -340,6 +342,9 @@ func scenarioConfig(row scenario) prloop.Config {
 	c := prloop.DefaultConfig()
 	c.Bot = copilot.New()
 	c.LocalReview = row.localReview
+	if row.config != nil {
+		row.config(&c)
+	}
 	return c
 }
 
@@ -600,6 +605,59 @@ var scenarios = []scenario{
 			if w.replyBatches != 1 || w.resolveBatches != 1 {
 				t.Errorf("%d reply and %d resolve batches, want one each", w.replyBatches, w.resolveBatches)
 			}
+		},
+	},
+	{
+		// Round 2's review finds something new, but one round is all the
+		// run may start (PR-T5).
+		id: "PR-T5_cap-exhausted", want: prloop.ReasonCapExhausted,
+		config: func(c *prloop.Config) { c.MaxIterations = 1 },
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1), reviewWith(finding2)}
+		},
+	},
+	{
+		// Copilot answers every request with an error and there is no
+		// local review: nothing independent can prove the head (PR-O3).
+		id: "PR-O3_blocked-no-independent-review", want: prloop.ReasonNoIndependentReview,
+		world: func(w *world) {
+			failed := func(w *world) {
+				w.ff.AddEvent(w.ref, "copilot_work_started", fakeforge.CopilotShort)
+				w.ff.AddReview(w.ref, fakeforge.Review{Author: fakeforge.CopilotLogin, CommitSHA: w.ff.PR(w.ref).HeadSHA,
+					Body: "Copilot encountered an error and was unable to review this pull request."})
+			}
+			w.reviews = []func(*world){failed, failed, failed, failed, failed}
+			w.silent = true
+		},
+		check: func(t *testing.T, w *world) {
+			if w.requests != 3 {
+				t.Errorf("%d review requests, want the first and two re-requests (no_signal_retries)", w.requests)
+			}
+		},
+	},
+	{
+		// Two findings on overlapping lines ask for changes that exclude
+		// each other: both go to a human before any fix (PR-S7).
+		id: "PR-S7_all-conflicting", want: prloop.ReasonAllConflicting,
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(
+				fakeforge.Finding{Path: "main.go", StartLine: 10, Line: 12, Body: "use a switch here"},
+				fakeforge.Finding{Path: "main.go", StartLine: 12, Line: 14, Body: "return early instead"},
+			)}
+		},
+		check: func(t *testing.T, w *world) {
+			if n := w.ff.Calls("resolve thread"); n != 0 {
+				t.Errorf("%d threads resolved; conflicting findings stay open for a human", n)
+			}
+		},
+	},
+	{
+		// The loop's own changes outgrow the PR many times over: not
+		// converging (PR-T6).
+		id: "PR-T6_convergence-failure", want: prloop.ReasonConvergenceFailure,
+		config: func(c *prloop.Config) { c.DiffMultiplier = 0.01 },
+		world: func(w *world) {
+			w.reviews = []func(*world){reviewWith(finding1), reviewWith(finding2)}
 		},
 	},
 	{
