@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/secure"
@@ -159,6 +161,12 @@ func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PR
 		}
 	}
 	if b.Setup != nil {
+		// Markers are believed only from converge's own login: a worker
+		// acting as another would take the run's own replies for a
+		// human's and answer them again. It refuses the run instead.
+		if want := b.Setup.Config.Self; want != "" && !strings.EqualFold(want, p.selfLogin) {
+			return nil, &ExitErr{Code: exitcode.Auth, Err: fmt.Errorf("this worker acts as %s, but run %s acts as %s: every worker of a fleet must use the same forge identity (token or App)", p.selfLogin, b.RunID, want)}
+		}
 		// Both halves of the run read the settings the workflow recorded.
 		p.Config = b.Setup.Config
 	}
