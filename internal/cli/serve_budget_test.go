@@ -117,7 +117,7 @@ func TestPR_S2_ServeLoopsTakeTheFleetsPollPermits(t *testing.T) {
 		t.Skip("runs a PR loop")
 	}
 	hub := hubtest.Start(t, time.Hour) // Copilot's review never comes
-	_, urls := servePRs(t, hub, 1)
+	_, urls := hubtest.DemoPRs(t, hub, 1)
 	sp := startServe(t, map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author},
 		append([]string{"--api-url", hub.APIURL(), "--ca-file", hub.CAFile(), "--state", t.TempDir(),
 			"--poll-min", "1s", "--poll-max", "1s", "--poll-budget", "10"}, urls...)...)

@@ -240,7 +240,7 @@ const serveTestSecret = "serve-test-secret"
 func newServeWorld(t *testing.T, prs int) *serveWorld {
 	t.Helper()
 	hub := hubtest.Start(t, 100*time.Millisecond)
-	numbers, urls := servePRs(t, hub, prs)
+	numbers, urls := hubtest.DemoPRs(t, hub, prs)
 	// The hook points at serve's address before serve starts: a loop's
 	// first actions may make events at once, which a hook set after the
 	// start would never see. A restart listens on the same address, as a
@@ -324,7 +324,7 @@ func TestPR_S2_ServeDrivesPRsByWebhooks(t *testing.T) {
 		t.Skip("runs PR loops end to end")
 	}
 	hub := hubtest.Start(t, 100*time.Millisecond)
-	numbers, urls := servePRs(t, hub, 3)
+	numbers, urls := hubtest.DemoPRs(t, hub, 3)
 	const secret = "serve-test-secret"
 	env := map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author, "CONVERGE_WEBHOOK_SECRET": secret}
 	addr := freeAddr(t)
@@ -382,31 +382,6 @@ func TestPR_S2_ServeDrivesPRsByWebhooks(t *testing.T) {
 	}
 }
 
-// servePRs seeds the demo repository with n PRs of the demo's change,
-// each with the demo's Copilot script, and returns their numbers and URLs.
-func servePRs(t *testing.T, hub *fakehub.Hub, n int) ([]int, []string) {
-	t.Helper()
-	demo, err := fakehub.SeedDemoWith(t.Context(), hub, fakehub.DemoOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	numbers, urls := []int{demo.Number}, []string{demo.PRURL}
-	for i := 2; i <= n; i++ {
-		num, err := hub.CreatePR(fakehub.DemoOwner, fakehub.DemoRepo, fakehub.NewPR{
-			Head: fmt.Sprintf("%s-%d", fakehub.DemoBranch, i), Title: fmt.Sprintf("Add summary statistics (%d)", i),
-			Files: fakehub.DemoPRFiles(), Message: "Add summary statistics",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := hub.SetCopilotScript(fakehub.DemoOwner, fakehub.DemoRepo, num, fakehub.DemoScript()); err != nil {
-			t.Fatal(err)
-		}
-		numbers, urls = append(numbers, num), append(urls, hub.PRURL(fakehub.DemoOwner, fakehub.DemoRepo, num))
-	}
-	return numbers, urls
-}
-
 // TestSEC_5_ServeAsAnAppMintsPerInstallation: `converge serve` acting as a
 // GitHub App drives three PRs to two-stable, each verdict a `converge`
 // check run on its head (PR-T10), on installation tokens minted for the
@@ -418,7 +393,7 @@ func TestSEC_5_ServeAsAnAppMintsPerInstallation(t *testing.T) {
 		t.Skip("runs PR loops end to end")
 	}
 	hub := hubtest.Start(t, 100*time.Millisecond)
-	numbers, urls := servePRs(t, hub, 3)
+	numbers, urls := hubtest.DemoPRs(t, hub, 3)
 	app, err := hub.CreateApp("converge-app")
 	if err != nil {
 		t.Fatal(err)

@@ -38,7 +38,7 @@ func TestREL_2_FleetOnTemporalFinishesEveryLoopAfterAWorkerIsKilled(t *testing.T
 	hostPort := testutil.TemporalDevServer(t)
 	bin := buildConverge(t)
 	hub := hubtest.Start(t, 100*time.Millisecond)
-	numbers, urls := seedPRs(t, hub, 10)
+	numbers, urls := hubtest.DemoPRs(t, hub, 10)
 	queue := "fleet-" + strings.ReplaceAll(t.Name(), "/", "-")
 	temporalFlags := []string{"--temporal-address", hostPort, "--namespace", testutil.TemporalNamespace, "--task-queue", queue}
 	env := []string{"CONVERGE_TOKEN=" + hub.Tokens().Author}
@@ -317,31 +317,6 @@ func readyTargets(t *testing.T, hub *fakehub.Hub, numbers []int) []string {
 		}
 	}
 	return out
-}
-
-// seedPRs seeds the demo repository with n PRs of the demo's change, each
-// with the demo's Copilot script.
-func seedPRs(t *testing.T, hub *fakehub.Hub, n int) ([]int, []string) {
-	t.Helper()
-	demo, err := fakehub.SeedDemoWith(t.Context(), hub, fakehub.DemoOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	numbers, urls := []int{demo.Number}, []string{demo.PRURL}
-	for i := 2; i <= n; i++ {
-		num, err := hub.CreatePR(fakehub.DemoOwner, fakehub.DemoRepo, fakehub.NewPR{
-			Head: fmt.Sprintf("%s-%d", fakehub.DemoBranch, i), Title: fmt.Sprintf("Add summary statistics (%d)", i),
-			Files: fakehub.DemoPRFiles(), Message: "Add summary statistics",
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := hub.SetCopilotScript(fakehub.DemoOwner, fakehub.DemoRepo, num, fakehub.DemoScript()); err != nil {
-			t.Fatal(err)
-		}
-		numbers, urls = append(numbers, num), append(urls, hub.PRURL(fakehub.DemoOwner, fakehub.DemoRepo, num))
-	}
-	return numbers, urls
 }
 
 var built struct {

@@ -25,7 +25,7 @@ func TestSEC_1_FleetWorkerOfAnotherIdentityRefusesTheRun(t *testing.T) {
 	hostPort := testutil.TemporalDevServer(t)
 	bin := buildConverge(t)
 	hub := hubtest.Start(t, 100*time.Millisecond)
-	numbers, urls := seedPRs(t, hub, 1)
+	numbers, urls := hubtest.DemoPRs(t, hub, 1)
 	queue := "identity-" + t.Name()
 	temporalFlags := []string{"--temporal-address", hostPort, "--namespace", testutil.TemporalNamespace, "--task-queue", queue}
 	worker := func(token, name string) *proc {

@@ -31,7 +31,7 @@ func TestPR_S2_ServeOnTemporalSignalsWorkflowsByWebhooks(t *testing.T) {
 	hostPort := testutil.TemporalDevServer(t)
 	bin := buildConverge(t)
 	hub := hubtest.Start(t, 100*time.Millisecond)
-	numbers, urls := seedPRs(t, hub, 3)
+	numbers, urls := hubtest.DemoPRs(t, hub, 3)
 	const secret = "fleet-serve-secret"
 	addr := freeAddr(t)
 	if err := hub.SetWebhook(fakehub.WebhookConfig{URL: "http://" + addr + "/webhook", Secret: secret}); err != nil {

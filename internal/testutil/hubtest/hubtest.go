@@ -4,6 +4,7 @@ package hubtest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -57,4 +58,29 @@ func Client(t testing.TB, hub *fakehub.Hub, token string) *ghclient.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// DemoPRs seeds the demo repository with n PRs of the demo's change, each
+// with the demo's Copilot script, and returns their numbers and URLs.
+func DemoPRs(t testing.TB, hub *fakehub.Hub, n int) ([]int, []string) {
+	t.Helper()
+	demo, err := fakehub.SeedDemoWith(context.Background(), hub, fakehub.DemoOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	numbers, urls := []int{demo.Number}, []string{demo.PRURL}
+	for i := 2; i <= n; i++ {
+		num, err := hub.CreatePR(fakehub.DemoOwner, fakehub.DemoRepo, fakehub.NewPR{
+			Head: fmt.Sprintf("%s-%d", fakehub.DemoBranch, i), Title: fmt.Sprintf("Add summary statistics (%d)", i),
+			Files: fakehub.DemoPRFiles(), Message: "Add summary statistics",
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hub.SetCopilotScript(fakehub.DemoOwner, fakehub.DemoRepo, num, fakehub.DemoScript()); err != nil {
+			t.Fatal(err)
+		}
+		numbers, urls = append(numbers, num), append(urls, hub.PRURL(fakehub.DemoOwner, fakehub.DemoRepo, num))
+	}
+	return numbers, urls
 }
