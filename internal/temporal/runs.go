@@ -34,7 +34,7 @@ const (
 // id, State the loop's state (the state query while it runs), and the
 // events its log.
 func RunOf(ctx context.Context, c client.Client, workflowID string) (store.Run, []store.Event, error) {
-	d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+	desc, err := c.DescribeWorkflow(ctx, workflowID, "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return store.Run{}, nil, fmt.Errorf("%w: %s", ErrNoRun, workflowID)
@@ -42,7 +42,7 @@ func RunOf(ctx context.Context, c client.Client, workflowID string) (store.Run, 
 	if err != nil {
 		return store.Run{}, nil, fmt.Errorf("describe workflow %s: %w", workflowID, err)
 	}
-	info := d.GetWorkflowExecutionInfo()
+	info := desc.RawResponse.GetWorkflowExecutionInfo()
 	r := store.Run{ID: workflowID, Kind: kindOf(info.GetType().GetName()), Target: targetOf(workflowID), StartedAt: info.GetStartTime().AsTime()}
 	if ct := info.GetCloseTime(); ct != nil && !ct.AsTime().IsZero() {
 		r.EndedAt = ct.AsTime()

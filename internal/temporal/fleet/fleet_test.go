@@ -137,11 +137,11 @@ func TestREL_2_FleetOnTemporalFinishesEveryLoopAfterAWorkerIsKilled(t *testing.T
 func runningOn(t *testing.T, c client.Client, urls []string, pid int) string {
 	t.Helper()
 	for _, u := range urls {
-		d, err := c.DescribeWorkflowExecution(context.Background(), temporal.WorkflowID("pr", u), "")
+		d, err := c.DescribeWorkflow(context.Background(), temporal.WorkflowID("pr", u), "")
 		if err != nil {
 			continue // not started yet
 		}
-		for _, pa := range d.GetPendingActivities() {
+		for _, pa := range d.RawResponse.GetPendingActivities() {
 			// An act running for a while is a fix (an agent, a build, the
 			// tests): it is still running when the kill lands.
 			if pa.GetState() == enums.PENDING_ACTIVITY_STATE_STARTED && strings.HasPrefix(pa.GetLastWorkerIdentity(), fmt.Sprintf("%d@", pid)) &&
