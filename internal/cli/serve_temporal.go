@@ -113,7 +113,8 @@ func (t *temporalFleet) Snapshot() []server.RunInfo {
 
 // start starts every registered PR that has no workflow yet (the server
 // died between keeping and starting it), then those named now; the
-// workflows of the others went on without this process.
+// workflows of the others went on without this process, and are woken
+// once for the events it missed while down.
 func (t *temporalFleet) start(ctx context.Context, refs []forge.PRRef) error {
 	regs, err := t.db.Registrations(ctx)
 	if err != nil {
@@ -133,6 +134,10 @@ func (t *temporalFleet) start(ctx context.Context, refs []forge.PRRef) error {
 			t.mu.Lock()
 			t.live[r] = server.RunInfo{Target: r, Kind: "pr", Phase: "running"}
 			t.mu.Unlock()
+			// What was delivered while no receiver listened is lost
+			// (GitHub does not retry): the loop reads the world now, as
+			// a resumed local loop does, not at its next poll.
+			t.Wake(r)
 		}
 	}
 	for _, r := range refs {
