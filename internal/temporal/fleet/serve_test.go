@@ -58,6 +58,17 @@ func TestPR_S2_ServeOnTemporalSignalsWorkflowsByWebhooks(t *testing.T) {
 	if converged(t, hub, numbers) == len(numbers) {
 		t.Fatal("every PR converged before the kill; the test proves nothing of the restart")
 	}
+	// A review lands while no serve listens: its webhook is lost, and a
+	// loop waiting on a ten-minute poll would miss it. The restart must
+	// make the loops read the world.
+	waitHub(t, hub, w, 5*time.Minute, "a review's webhook lost while serve was down", func() bool {
+		for _, d := range hub.Deliveries() {
+			if d.Event == "pull_request_review" && d.Done && !d.Delivered {
+				return true
+			}
+		}
+		return false
+	})
 	second := serve()
 	waitOutput(t, second, "serving on", time.Minute)
 	waitHub(t, hub, second, 8*time.Minute, "every PR ready", func() bool { return converged(t, hub, numbers) == len(numbers) })
