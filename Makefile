@@ -12,7 +12,7 @@ build:
 # end-to-end command-line scenarios, the fleet on a real Temporal server.
 # The longest packages are named first, so they start first: on two
 # cores the rest run beside them instead of after.
-SLOW_PKGS = ./internal/cli ./internal/temporal/fleet ./internal/agent/opencode ./internal/bench
+SLOW_PKGS = ./internal/cli ./internal/temporal/fleet ./internal/bench
 test:
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory workflowcheck
