@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -395,7 +396,7 @@ func (f *fleet) run(ctx context.Context, rate float64, d time.Duration) (Latency
 		go func() {
 			defer wg.Done()
 			u := fmt.Sprintf("%s/repos/%s/%s/check-runs/%d", f.hub.APIURL(), fleetOwner, fleetRepo, pr.check)
-			err := f.ci.do(ctx, http.MethodPatch, u, map[string]any{"output": map[string]any{"title": "bench", "summary": fmt.Sprintf("step %d", k)}}, nil)
+			err := f.changeCI(ctx, u, k)
 			if err != nil {
 				errMu.Lock()
 				if sendErr == nil {
@@ -617,4 +618,28 @@ func (t *timedLoop) Decide(st prloop.State, obs prloop.Observation) (prloop.Stat
 	next, actions, done := t.Loop.Decide(st, obs)
 	t.decided(step{observed: t.observed, decided: time.Now()})
 	return next, actions, done
+}
+
+// changeCI makes the k-th CI change at u. A request the emulator never
+// answered (a connection it dropped, a handshake a loaded machine could
+// not finish in time) is made again, at most three times: the load is
+// what is measured, not the load generator's connections.
+func (f *fleet) changeCI(ctx context.Context, u string, k int) error {
+	body := map[string]any{"output": map[string]any{"title": "bench", "summary": fmt.Sprintf("step %d", k)}}
+	var err error
+	for try := range 3 {
+		if try > 0 {
+			select {
+			case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		err = f.ci.do(ctx, http.MethodPatch, u, body, nil)
+		var unanswered *url.Error
+		if err == nil || !errors.As(err, &unanswered) || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
 }

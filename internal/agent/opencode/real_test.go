@@ -280,6 +280,10 @@ func TestAG_T1_RealOpenCode_SummaryAtBudgetInTheRunsSession(t *testing.T) {
 	}, func(url, env string) agent.Agent {
 		a := newAgent(t, bin, url)
 		a.opts.Env = append(a.opts.Env, env)
+		// The summary turn answers at once when it comes; a loaded
+		// machine can take more than the default 30 s to start the CLI
+		// again and load the session.
+		a.opts.SummaryBudget = agenttest.LoadedSummaryBudget
 		return a
 	})
 }
