@@ -191,6 +191,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newPlanCmd(ios),
 		newDoctorCmd(ios),
 		newWorkerCmd(ios),
+		newInitCmd(ios),
 	)
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs
