@@ -72,10 +72,14 @@ func runInit(ctx context.Context, ios *IOStreams, opts *initOptions) error {
 	changes, err := scaffold.Init(scaffold.Options{Dir: dir, Force: opts.Force, Action: opts.Action, Sync: opts.Sync})
 	if err != nil {
 		var ee *scaffold.ExistsError
-		if errors.As(err, &ee) {
+		var ie *scaffold.InputError
+		switch {
+		case errors.As(err, &ee):
 			return usageErr("init: %v; nothing was written", err)
+		case errors.As(err, &ie):
+			return usageErr("init: %v", err)
 		}
-		return usageErr("init: %v", err)
+		return fmt.Errorf("init: %w", err)
 	}
 	for _, c := range changes {
 		fmt.Fprintf(ios.Out, "%-9s %s\n", c.What, c.Path)

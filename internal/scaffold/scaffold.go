@@ -112,6 +112,17 @@ func (e *ExistsError) Error() string {
 	return fmt.Sprintf("%s exists and differs from what converge init writes; --force replaces it (or move it away)", e.Path)
 }
 
+// InputError is a problem with what is in the repository (a symbolic
+// link, broken markers, a bad .converge.yaml): bad input, not a failure.
+type InputError struct{ Err error }
+
+func (e *InputError) Error() string { return e.Err.Error() }
+func (e *InputError) Unwrap() error { return e.Err }
+
+func badInput(format string, args ...any) error {
+	return &InputError{fmt.Errorf(format, args...)}
+}
+
 // Init writes the files into o.Dir. It checks every file before writing
 // any, so a refusal writes nothing.
 func Init(o Options) ([]Change, error) {
@@ -152,14 +163,14 @@ func Init(o Options) ([]Change, error) {
 		return nil, err
 	}
 	if !exists && o.Sync {
-		return nil, fmt.Errorf("%s: no review instructions to sync; converge init writes a skeleton", instr)
+		return nil, badInput("%s: no review instructions to sync; converge init without --sync writes a skeleton", instr)
 	}
 	text := cur
 	if !exists {
 		text = ReviewInstructions
 	}
 	if strings.Contains(text, SectionBegin) || strings.Contains(text, SectionEnd) {
-		return nil, fmt.Errorf("%s holds a converge:review-instructions marker; remove it: the markers delimit its copy in %s", instr, prwork.CopilotInstructionsFile)
+		return nil, badInput("%s holds a converge:review-instructions marker; remove it: the markers delimit its copy in %s", instr, prwork.CopilotInstructionsFile)
 	}
 	copilot, _, err := read(o.Dir, prwork.CopilotInstructionsFile)
 	if err != nil {
@@ -167,7 +178,7 @@ func Init(o Options) ([]Change, error) {
 	}
 	next, err := PutSection(copilot, Section(instr, text))
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", prwork.CopilotInstructionsFile, err)
+		return nil, badInput("%s: %w", prwork.CopilotInstructionsFile, err)
 	}
 	for i, c := range plan {
 		if c.What != "unchanged" {
@@ -207,7 +218,7 @@ func instructionsPath(o Options) (string, error) {
 	}
 	f, err := config.ReadFile(fields, filepath.Join(o.Dir, config.FileName))
 	if err != nil {
-		return "", err
+		return "", &InputError{err}
 	}
 	if f != nil {
 		if v, ok := f.Values["review_instructions"]; ok {
@@ -260,7 +271,7 @@ func read(dir, p string) (string, bool, error) {
 			return "", false, err
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return "", false, fmt.Errorf("%s is, or is under, a symbolic link; converge init writes regular files inside the repository only", p)
+			return "", false, badInput("%s is, or is under, a symbolic link; converge init writes regular files inside the repository only", p)
 		}
 	}
 	b, err := os.ReadFile(cur)
@@ -268,7 +279,7 @@ func read(dir, p string) (string, bool, error) {
 		return "", false, err
 	}
 	if bytes.IndexByte(b, 0) >= 0 {
-		return "", false, fmt.Errorf("%s is not a text file", p)
+		return "", false, badInput("%s is not a text file", p)
 	}
 	return string(b), true, nil
 }
@@ -276,7 +287,10 @@ func read(dir, p string) (string, bool, error) {
 func write(dir, p, content string) error {
 	abs := filepath.Join(dir, filepath.FromSlash(p))
 	if err := os.MkdirAll(filepath.Dir(abs), 0o755); err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", p, err)
 	}
-	return os.WriteFile(abs, []byte(content), 0o644)
+	if err := os.WriteFile(abs, []byte(content), 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", p, err)
+	}
+	return nil
 }
