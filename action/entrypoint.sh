@@ -113,9 +113,13 @@ run() {
 		fi
 		export "$var=$INPUT_API_KEY"
 	fi
-	local extra=()
-	read -r -a extra <<<"${INPUT_ARGS:-}"
-	args+=("${extra[@]}")
+	# args: words separated by blanks or newlines, no globbing.
+	local w
+	set -f
+	for w in ${INPUT_ARGS:-}; do
+		args+=("$w")
+	done
+	set +f
 	echo "converge ${args[*]}"
 	exec converge "${args[@]}"
 }

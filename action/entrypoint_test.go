@@ -220,7 +220,7 @@ func TestSEC_5_ActionActsWithItsPushToken(t *testing.T) {
 		"INPUT_AGENT":        "suggest",
 		"INPUT_TOKEN":        hub.Tokens().Author,
 		"INPUT_GITHUB_TOKEN": hub.Tokens().Outsider, // read only: a write with it fails
-		"INPUT_ARGS":         "--dispose-only",
+		"INPUT_ARGS":         "--poll-min 50ms\n--dispose-only", // a YAML block: words on lines
 	})
 	if code != 0 || strings.Contains(out, "::warning") {
 		t.Fatalf("exit %d, want 0 and no warning:\n%s", code, out)

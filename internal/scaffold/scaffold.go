@@ -176,7 +176,11 @@ func Init(o Options) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	next, err := PutSection(copilot, Section(instr, text))
+	section := Section(instr, text)
+	if strings.Contains(section, "<!-- converge:review-memory") {
+		return nil, badInput("%s: its settled review points section (review_memory) has a begin marker without its end, or the reverse; fix or remove the markers", instr)
+	}
+	next, err := PutSection(copilot, section)
 	if err != nil {
 		return nil, badInput("%s: %w", prwork.CopilotInstructionsFile, err)
 	}

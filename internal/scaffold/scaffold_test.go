@@ -114,6 +114,10 @@ func TestPR_M4_InitCopilotSection(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, config.FileName)); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("--sync wrote .converge.yaml")
 	}
+	writeFile(t, dir, prwork.ReviewInstructionsFile, "Be strict.\n\n"+strings.SplitAfter(memory, "\n")[0])
+	if _, err := scaffold.Init(scaffold.Options{Dir: dir, Sync: true}); err == nil || !strings.Contains(err.Error(), "review_memory") {
+		t.Fatalf("a settled section without its end marker copied: %v", err)
+	}
 	for _, bad := range []string{scaffold.SectionEnd + "\n" + scaffold.SectionBegin + "\n", scaffold.SectionBegin + "\n", scaffold.SectionBegin + scaffold.SectionEnd + scaffold.SectionBegin + scaffold.SectionEnd} {
 		if _, err := scaffold.PutSection(bad, "x"); err == nil {
 			t.Errorf("markers %q accepted", bad)
