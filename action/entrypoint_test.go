@@ -219,7 +219,7 @@ func TestSEC_5_ActionActsWithItsPushToken(t *testing.T) {
 		"GITHUB_REF":         "refs/heads/main",
 		"INPUT_AGENT":        "suggest",
 		"INPUT_TOKEN":        hub.Tokens().Author,
-		"INPUT_GITHUB_TOKEN": hub.Tokens().Outsider, // read only: a write with it fails
+		"INPUT_GITHUB_TOKEN": hub.Tokens().Outsider,             // read only: a write with it fails
 		"INPUT_ARGS":         "--poll-min 50ms\n--dispose-only", // a YAML block: words on lines
 	})
 	if code != 0 || strings.Contains(out, "::warning") {
