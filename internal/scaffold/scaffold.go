@@ -172,7 +172,7 @@ func Init(o Options) ([]Change, error) {
 	if strings.Contains(text, SectionBegin) || strings.Contains(text, SectionEnd) {
 		return nil, badInput("%s holds a converge:review-instructions marker; remove it: the markers delimit its copy in %s", instr, prwork.CopilotInstructionsFile)
 	}
-	copilot, _, err := read(o.Dir, prwork.CopilotInstructionsFile)
+	copilot, hadCopilot, err := read(o.Dir, prwork.CopilotInstructionsFile)
 	if err != nil {
 		return nil, err
 	}
@@ -202,7 +202,7 @@ func Init(o Options) ([]Change, error) {
 	c := Change{prwork.CopilotInstructionsFile, "unchanged"}
 	if next != copilot {
 		c.What = "updated"
-		if copilot == "" {
+		if !hadCopilot {
 			c.What = "created"
 		}
 		if err := write(o.Dir, c.Path, next); err != nil {
