@@ -192,6 +192,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newDoctorCmd(ios),
 		newWorkerCmd(ios),
 	)
+	root.AddCommand(newDashboardCmd(ios))
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs
 	root.RunE = func(cmd *cobra.Command, args []string) error {
