@@ -1,6 +1,6 @@
 // converge dashboard. Every stored value is written as a text node or an
 // attribute value, never parsed as markup: PR titles, finding bodies and
-// messages are written by others (no innerHTML anywhere).
+// messages are written by others (no HTML-parsing sink anywhere).
 "use strict";
 
 (function () {
