@@ -80,7 +80,7 @@
   function cost(run) {
     if (run.cost_usd === undefined || run.cost_usd === null) return "not reported";
     const c = "$" + Number(run.cost_usd).toFixed(2);
-    return run.cost_coverage && run.cost_coverage !== "known" ? c + " (" + run.cost_coverage + ")" : c;
+    return run.cost_coverage === "partial" ? c + " (partial: some agents reported no price)" : c;
   }
 
   function terminalCell(run) {
@@ -152,7 +152,8 @@
     if (panel.limit) {
       g.append(svg("line", { class: "limit", "data-limit": panel.limit, x1: L, y1: y(panel.limit), x2: W - R, y2: y(panel.limit) },
         svg("title", null, "3× the PR's lines at start: " + panel.limit)));
-      g.append(svg("text", { x: W - R, y: y(panel.limit) - 3, "text-anchor": "end" }, "3× limit " + panel.limit));
+      const ly = y(panel.limit);
+      g.append(svg("text", { x: W - R, y: ly - 3 < T + 8 ? ly + 11 : ly - 3, "text-anchor": "end" }, "3× limit " + panel.limit));
     }
     panel.series.forEach((s, k) => {
       const cls = "sw" + (k % 7);
