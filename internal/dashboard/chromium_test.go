@@ -199,7 +199,7 @@ func TestUX_2_DashboardInChromium(t *testing.T) {
 	// The running run's page follows the run: a new round appears.
 	if err := chromedp.Do(ctx,
 		chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-			_, err := chromedp.Evaluate[chromedp.Void](`location.hash = '#/run/` + s.Running + `'`)(ctx, tg)
+			_, err := chromedp.Evaluate[chromedp.Void](`location.hash = '#/run/`+s.Running+`'`)(ctx, tg)
 			return err
 		}),
 		chromedp.WaitVisible(chromedp.CSS(`#timeline circle[data-series="threads:open"][data-round="2"]`)),
@@ -241,4 +241,3 @@ func eval[T any](ctx context.Context, t *testing.T, js string) T {
 	}
 	return v
 }
-
