@@ -210,7 +210,11 @@ func TestUX_2_DashboardInChromium(t *testing.T) {
 		t.Fatalf("running run shows %d rounds before it advances, want 2", n)
 	}
 	addRound(t, db, s.Running, 3, seededFinding(3))
-	if err := chromedp.Do(ctx,
+	// The page re-reads within a poll (100 ms) of the store's change; the
+	// bound is for a loaded machine.
+	liveCtx, cancelLive := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelLive()
+	if err := chromedp.Do(liveCtx,
 		chromedp.WaitVisible(chromedp.CSS(`#timeline circle[data-series="threads:open"][data-round="3"]`)),
 	); err != nil {
 		t.Fatalf("the page did not follow the run: %v (browser: %q)", err, errs.list())

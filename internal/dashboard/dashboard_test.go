@@ -210,7 +210,7 @@ func TestUX_2_DashboardStreamChange(t *testing.T) {
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	defer h.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/api/stream?run="+s.Running, nil)
 	resp, err := http.DefaultClient.Do(req)
