@@ -85,7 +85,10 @@ func (b *browserErrors) list() []string {
 func TestUX_2_DashboardInChromium(t *testing.T) {
 	bin := chromium(t)
 	db, s := seedStore(t)
-	h, err := New(db, Options{Addr: "127.0.0.1:0", Poll: 100 * time.Millisecond})
+	// With a token, as off loopback (SEC-4): the page carries the
+	// address's ?token= to every read and to its event stream.
+	const token = "t0ken-9c2e"
+	h, err := New(db, Options{Addr: "127.0.0.1:0", Token: token, Poll: 100 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,7 @@ func TestUX_2_DashboardInChromium(t *testing.T) {
 
 	// The runs list.
 	if err := chromedp.Do(ctx,
-		chromedp.Navigate(base+"/"),
+		chromedp.Navigate(base+"/?token="+token),
 		chromedp.WaitVisible(chromedp.CSS(`#runs tbody tr[data-run]`)),
 	); err != nil {
 		t.Fatalf("runs list: %v (browser: %q)", err, errs.list())

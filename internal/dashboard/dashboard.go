@@ -91,20 +91,33 @@ func New(src Source, opts Options) (*Handler, error) {
 	}
 	files := http.FileServerFS(sub)
 	h.mux = http.NewServeMux()
+	// The page, its script and style hold no data: they are served
+	// without the token, since a browser asks for them without the
+	// page's ?token=; the script then carries it to every data request.
 	h.mux.Handle("GET /{$}", files)
 	h.mux.Handle("GET /app.js", files)
 	h.mux.Handle("GET /style.css", files)
 	h.mux.Handle("GET /favicon.svg", files)
-	h.mux.HandleFunc("GET /api/runs", h.serveRuns)
-	h.mux.HandleFunc("GET /api/runs/{id}", h.serveRun)
-	h.mux.HandleFunc("GET /api/stream", h.serveStream)
+	h.mux.Handle("GET /api/runs", h.auth(h.serveRuns))
+	h.mux.Handle("GET /api/runs/{id}", h.auth(h.serveRun))
+	h.mux.Handle("GET /api/stream", h.auth(h.serveStream))
 	return h, nil
+}
+
+// auth lets a data request through only when authorized.
+func (h *Handler) auth(next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.authorized(w, r) {
+			next(w, r)
+		}
+	})
 }
 
 // Close ends the live streams; the handler still answers other requests.
 func (h *Handler) Close() { h.once.Do(func() { close(h.done) }) }
 
-// ServeHTTP checks the token or the loopback host, then routes.
+// ServeHTTP routes; the data endpoints check the token or the loopback
+// host (auth).
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd := w.Header()
 	// The page builds its DOM from text nodes only; the policy makes an
@@ -113,9 +126,6 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-Content-Type-Options", "nosniff")
 	// A ?token= in the address must not leak to the links' targets.
 	hd.Set("Referrer-Policy", "no-referrer")
-	if !h.authorized(w, r) {
-		return
-	}
 	h.mux.ServeHTTP(w, r)
 }
 

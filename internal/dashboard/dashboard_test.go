@@ -47,14 +47,15 @@ func TestSEC_4_DashboardTokenOffLoopback(t *testing.T) {
 		want         int
 	}{
 		{"no token", "/api/runs", nil, http.StatusUnauthorized},
-		{"no token, page", "/", nil, http.StatusUnauthorized},
+		{"no token, run", "/api/runs/r-20261130-d0d0d0", nil, http.StatusUnauthorized},
 		{"no token, stream", "/api/stream", nil, http.StatusUnauthorized},
 		{"wrong bearer", "/api/runs", map[string]string{"Authorization": "Bearer s3cret-tokeX"}, http.StatusUnauthorized},
 		{"prefix of the token", "/api/runs?token=s3cret", nil, http.StatusUnauthorized},
 		{"wrong scheme", "/api/runs", map[string]string{"Authorization": "Basic s3cret-token"}, http.StatusUnauthorized},
 		{"bearer", "/api/runs", map[string]string{"Authorization": "Bearer s3cret-token", "Host": "dash.example:8766"}, http.StatusOK},
 		{"query token", "/api/runs?token=s3cret-token", map[string]string{"Host": "dash.example:8766"}, http.StatusOK},
-		{"query token, page", "/?token=s3cret-token", nil, http.StatusOK},
+		{"the page itself: no data, no token", "/", nil, http.StatusOK},
+		{"the script: no data, no token", "/app.js", nil, http.StatusOK},
 	} {
 		if got := get(t, h, c.target, c.hdr).Code; got != c.want {
 			t.Errorf("%s: GET %s = %d, want %d", c.name, c.target, got, c.want)
