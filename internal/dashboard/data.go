@@ -4,10 +4,12 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"slices"
 	"strings"
@@ -119,13 +121,48 @@ func listRuns(ctx context.Context, src Source) ([]RunSummary, error) {
 	if err != nil {
 		return nil, err
 	}
+	counts, err := roundCounts(ctx, src, runs)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]RunSummary, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, summarize(r, counts[r.ID]))
+	}
+	return out, nil
+}
+
+// reporter is a Source that lends its SQL handle for read-only reporting
+// (store.Store.DB): the runs list and the stream's poll then read what
+// they need in one or two queries, not a query per run and every run's
+// state twice a second.
+type reporter interface{ DB() *sql.DB }
+
+// roundCounts are the rounds recorded per run.
+func roundCounts(ctx context.Context, src Source, runs []store.Run) (map[string]int, error) {
+	out := map[string]int{}
+	if rp, ok := src.(reporter); ok {
+		rows, err := rp.DB().QueryContext(ctx, `SELECT run_id, count(*) FROM rounds GROUP BY run_id`)
+		if err != nil {
+			return nil, fmt.Errorf("count rounds: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id string
+			var n int
+			if err := rows.Scan(&id, &n); err != nil {
+				return nil, fmt.Errorf("count rounds: %w", err)
+			}
+			out[id] = n
+		}
+		return out, rows.Err()
+	}
 	for _, r := range runs {
 		rounds, err := src.Rounds(ctx, r.ID)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, summarize(r, len(rounds)))
+		out[r.ID] = len(rounds)
 	}
 	return out, nil
 }
@@ -344,17 +381,8 @@ func webURL(target string) string {
 // without a new update time) changes it too.
 func version(ctx context.Context, src Source, run string) (string, error) {
 	h := sha256.New()
-	runs, err := src.ListRuns(ctx, store.ListOptions{})
-	if err != nil {
+	if err := listVersion(ctx, src, h); err != nil {
 		return "", err
-	}
-	for _, r := range runs {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\n", r.ID, r.Status, r.UpdatedAt.Format(time.RFC3339Nano), len(r.Proof))
-		rounds, err := src.Rounds(ctx, r.ID)
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(h, "%d\n", len(rounds)) // the list shows a count of rounds
 	}
 	if run != "" {
 		d, err := runDetail(ctx, src, run)
@@ -367,3 +395,39 @@ func version(ctx context.Context, src Source, run string) (string, error) {
 }
 
 func isNotFound(err error) bool { return errors.Is(err, store.ErrNotFound) }
+
+// listVersion writes what the runs list shows of each run into h: its
+// id, status, update time, proof and count of rounds.
+func listVersion(ctx context.Context, src Source, h io.Writer) error {
+	if rp, ok := src.(reporter); ok {
+		rows, err := rp.DB().QueryContext(ctx, `SELECT r.id, r.status, r.updated_at, length(r.proof),
+			(SELECT count(*) FROM rounds WHERE run_id = r.id) FROM runs r ORDER BY r.rowid`)
+		if err != nil {
+			return fmt.Errorf("read runs: %w", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, status string
+			var updated sql.NullString
+			var proof sql.NullInt64
+			var rounds int
+			if err := rows.Scan(&id, &status, &updated, &proof, &rounds); err != nil {
+				return fmt.Errorf("read runs: %w", err)
+			}
+			fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%d\n", id, status, updated.String, proof.Int64, rounds)
+		}
+		return rows.Err()
+	}
+	runs, err := src.ListRuns(ctx, store.ListOptions{})
+	if err != nil {
+		return err
+	}
+	counts, err := roundCounts(ctx, src, runs)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%d\n", r.ID, r.Status, r.UpdatedAt.Format(time.RFC3339Nano), len(r.Proof), counts[r.ID])
+	}
+	return nil
+}

@@ -235,25 +235,39 @@
     const id = current();
     const p = id ? renderRun(n, id) : renderList(n);
     p.catch((err) => { if (n === seq) showError(err); });
-    return id;
   }
 
-  // listen keeps one event stream for the view: the server sends
-  // "change" when what the view shows changed in the store.
+  // listen keeps one event stream per view. The server sends "change"
+  // with the store's version of what the view shows: at once, then each
+  // time it changes. The view renders on each new version only, so a
+  // page is not rebuilt under the reader's hands for nothing.
   function listen(id) {
     const key = id || "";
     if (stream && streamKey === key) return;
     if (stream) stream.close();
     streamKey = key;
-    stream = new EventSource(api("api/stream", id ? { run: id } : {}));
-    stream.addEventListener("open", () => { live.dataset.state = "live"; live.textContent = "live"; });
-    stream.addEventListener("error", () => { live.dataset.state = "down"; live.textContent = "reconnecting"; });
-    stream.addEventListener("change", () => render());
-    stream.addEventListener("failure", (e) => { live.dataset.state = "down"; live.textContent = "store: " + JSON.parse(e.data).error; });
+    let version = null;
+    const s = new EventSource(api("api/stream", id ? { run: id } : {}));
+    stream = s;
+    s.addEventListener("open", () => { live.dataset.state = "live"; live.textContent = "live"; });
+    s.addEventListener("error", () => {
+      live.dataset.state = "down";
+      live.textContent = "reconnecting";
+      // A stream that never opened (a wrong token, the server gone):
+      // the read says why.
+      if (version === null && s === stream) render();
+    });
+    s.addEventListener("change", (e) => {
+      const v = JSON.parse(e.data).version;
+      if (v === version || s !== stream) return;
+      version = v;
+      render();
+    });
+    s.addEventListener("failure", (e) => { live.dataset.state = "down"; live.textContent = "store: " + JSON.parse(e.data).error; });
   }
 
   function route() {
-    listen(render());
+    listen(current());
   }
 
   window.addEventListener("hashchange", route);
