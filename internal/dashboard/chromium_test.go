@@ -157,7 +157,7 @@ func TestUX_2_DashboardInChromium(t *testing.T) {
 	// The finished run's page: its chart, read from the SVG.
 	if err := chromedp.Do(ctx,
 		chromedp.Click(chromedp.CSS(`#runs tr[data-run="`+s.Done+`"] a`)),
-		chromedp.WaitVisible(chromedp.CSS(`#timeline svg[data-chart="cost"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline[data-run="`+s.Done+`"] svg[data-chart="cost"]`)),
 	); err != nil {
 		t.Fatalf("run page: %v (browser: %q)", err, errs.list())
 	}
@@ -205,7 +205,7 @@ func TestUX_2_DashboardInChromium(t *testing.T) {
 			_, err := chromedp.Evaluate[chromedp.Void](`location.hash = '#/run/`+s.Running+`'`)(ctx, tg)
 			return err
 		}),
-		chromedp.WaitVisible(chromedp.CSS(`#timeline circle[data-series="threads:open"][data-round="2"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline[data-run="`+s.Running+`"] circle[data-series="threads:open"][data-round="2"]`)),
 	); err != nil {
 		t.Fatalf("running run's page: %v (browser: %q)", err, errs.list())
 	}
@@ -218,7 +218,7 @@ func TestUX_2_DashboardInChromium(t *testing.T) {
 	liveCtx, cancelLive := context.WithTimeout(ctx, 30*time.Second)
 	defer cancelLive()
 	if err := chromedp.Do(liveCtx,
-		chromedp.WaitVisible(chromedp.CSS(`#timeline circle[data-series="threads:open"][data-round="3"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#timeline[data-run="`+s.Running+`"] circle[data-series="threads:open"][data-round="3"]`)),
 	); err != nil {
 		t.Fatalf("the page did not follow the run: %v (browser: %q)", err, errs.list())
 	}

@@ -196,8 +196,8 @@
       el("dt", null, "cost"), el("dd", null, cost(r)),
       el("dt", null, "started"), el("dd", null, when(r.started_at)));
     const charts = d.rounds.length
-      ? el("div", { class: "charts", id: "timeline", "data-rounds": d.rounds.length }, panels(d).map((p) => chart(p, d.rounds)))
-      : el("p", { class: "muted", id: "timeline", "data-rounds": 0 }, "No round recorded.");
+      ? el("div", { class: "charts", id: "timeline", "data-run": r.id, "data-rounds": d.rounds.length }, panels(d).map((p) => chart(p, d.rounds)))
+      : el("p", { class: "muted", id: "timeline", "data-run": r.id, "data-rounds": 0 }, "No round recorded.");
     const threads = d.threads.length
       ? el("table", { id: "threads" },
         el("thead", null, el("tr", null, ["finding", "round", "where", "source", "verdict", "disposition", "actions", "summary"].map((h) => el("th", null, h)))),
