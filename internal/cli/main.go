@@ -193,6 +193,7 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newWorkerCmd(ios),
 		newInitCmd(ios),
 	)
+	root.AddCommand(newDashboardCmd(ios))
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs
 	root.RunE = func(cmd *cobra.Command, args []string) error {

@@ -58,8 +58,9 @@ run in the state directory. SIGINT or SIGTERM drains: each loop stops at
 its next step boundary, resumable.
 
 Endpoints: POST /webhook, POST /api/prs, POST /api/repos, GET /api/runs,
-GET /metrics (Prometheus), GET /healthz. Off loopback the API and
-/metrics need ` + envServeToken + ` as a bearer token.
+GET /metrics (Prometheus), GET /healthz, and the dashboard at
+/dashboard/ (see converge dashboard). Off loopback the API, /metrics
+and the dashboard need ` + envServeToken + ` as a bearer token.
 
 Every converge pr flag applies to every loop.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -166,11 +167,16 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	handler, closeDash, err := mountDashboard(srv, f.db, opts.Listen, token)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
 		return usageErr("--listen %s: %v", opts.Listen, err)
 	}
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	hs.RegisterOnShutdown(closeDash)
 	go func() { _ = hs.Serve(ln) }()
 	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSrv()
