@@ -67,6 +67,10 @@ func (h *Hub) restMux() *http.ServeMux {
 	handle("GET "+R+"/commits/{ref}/check-runs", h.withRepo(h.restListCheckRuns))
 	handle("GET "+R+"/collaborators/{login}/permission", h.withRepo(h.restPermission))
 	handle("GET "+R+"/compare/{basehead}", h.withRepo(h.restCompare))
+	// What the gh CLI reads and writes besides (diff.go).
+	handle("GET "+R+"/pulls/{number}/files", h.withPR(h.restPullFiles))
+	handle("GET "+R+"/pulls/{number}/commits", h.withPR(h.restPullCommits))
+	handle("DELETE "+R+"/git/refs/{ref...}", h.withRepo(h.restDeleteRef))
 	return m
 }
 
@@ -86,6 +90,9 @@ type restCtx struct {
 	body    any
 	hdr     http.Header
 	matched bool
+	// raw, when set, is the answer's body as is (a diff), of rawType.
+	raw     []byte
+	rawType string
 }
 
 func (c *restCtx) ctx() context.Context { return c.r.Context() }
@@ -158,7 +165,9 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 		rc.status = http.StatusOK
 	}
 	var body []byte
-	if rc.body != nil {
+	if rc.raw != nil {
+		body = rc.raw
+	} else if rc.body != nil {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
@@ -192,7 +201,9 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-RateLimit-Used", strconv.Itoa(used))
 	hd.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	hd.Set("X-RateLimit-Resource", "core")
-	hd.Set("X-GitHub-Media-Type", "github.v3; format=json")
+	if hd.Get("X-GitHub-Media-Type") == "" {
+		hd.Set("X-GitHub-Media-Type", "github.v3; format=json")
+	}
 	hd.Set("X-GitHub-Enterprise-Version", "3.15.0")
 	if notModified {
 		w.WriteHeader(http.StatusNotModified)
@@ -202,7 +213,11 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rc.status)
 		return
 	}
-	hd.Set("Content-Type", "application/json; charset=utf-8")
+	if rc.raw != nil {
+		hd.Set("Content-Type", rc.rawType)
+	} else {
+		hd.Set("Content-Type", "application/json; charset=utf-8")
+	}
 	w.WriteHeader(rc.status)
 	_, _ = w.Write(body)
 }
@@ -473,7 +488,13 @@ func (h *Hub) restCreatePull(c *restCtx) {
 	})(c)
 }
 
-func (h *Hub) restGetPull(c *restCtx) { c.reply(200, h.pullJSON(c.ctx(), c.p, c.u)) }
+func (h *Hub) restGetPull(c *restCtx) {
+	if m := diffMedia(c.r); m != "" {
+		h.restPullDiff(c, m)
+		return
+	}
+	c.reply(200, h.pullJSON(c.ctx(), c.p, c.u))
+}
 
 func (h *Hub) restPatchPull(c *restCtx) {
 	var in struct {
@@ -931,13 +952,20 @@ func (h *Hub) restCreateIssueComment(c *restCtx) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := h.now()
-	ic := &issueComment{id: h.newIDLocked(), author: c.u, body: in.Body, createdAt: now, updatedAt: now}
-	c.p.issueComments = append(c.p.issueComments, ic)
-	h.nodes[ic.nodeID()] = ic
-	c.p.updatedAt = now
-	h.publishLocked(Event{Kind: "comment", Owner: c.rp.owner, Repo: c.rp.name, Number: c.p.number, Actor: c.u.restLogin})
+	ic := h.addIssueCommentLocked(c.u, c.p, in.Body)
 	c.reply(201, h.issueCommentJSON(c.p, ic))
+}
+
+// addIssueCommentLocked adds a conversation comment to p (REST and
+// GraphQL's addComment).
+func (h *Hub) addIssueCommentLocked(by *user, p *pr, body string) *issueComment {
+	now := h.now()
+	ic := &issueComment{id: h.newIDLocked(), author: by, body: body, createdAt: now, updatedAt: now}
+	p.issueComments = append(p.issueComments, ic)
+	h.nodes[ic.nodeID()] = ic
+	p.updatedAt = now
+	h.publishLocked(Event{Kind: "comment", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: by.restLogin})
+	return ic
 }
 
 func (h *Hub) labelJSON(rp *repo, l *label) map[string]any {
