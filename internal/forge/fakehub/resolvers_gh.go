@@ -76,11 +76,16 @@ func (r *repoRes) PullRequests(args struct {
 	if err != nil {
 		return nil, err
 	}
+	return newPRConn(r.h, ps, s, e, pi), nil
+}
+
+func newPRConn(h *Hub, ps []*pr, s, e int, pi *pageInfo) *prConn {
 	c := &prConn{pi: pi, total: len(ps)}
-	for _, p := range ps[s:e] {
-		c.nodes = append(c.nodes, &prRes{h: r.h, p: p})
+	for i := s; i < e; i++ {
+		c.nodes = append(c.nodes, &prRes{h: h, p: ps[i]})
+		c.edges = append(c.edges, &prEdge{cursor: cursor(i), node: &prRes{h: h, p: ps[i]}})
 	}
-	return c, nil
+	return c
 }
 
 func hasAnyLabel(p *pr, names []string) bool {
@@ -96,9 +101,20 @@ func hasAnyLabel(p *pr, names []string) bool {
 
 type prConn struct {
 	nodes []*prRes
+	edges []*prEdge
 	pi    *pageInfo
 	total int
 }
+
+func (c *prConn) Edges() *[]*prEdge { return &c.edges }
+
+type prEdge struct {
+	cursor string
+	node   *prRes
+}
+
+func (e *prEdge) Cursor() string { return e.cursor }
+func (e *prEdge) Node() *prRes   { return e.node }
 
 func (c *prConn) Nodes() *[]*prRes    { return &c.nodes }
 func (c *prConn) PageInfo() *pageInfo { return c.pi }
@@ -502,3 +518,170 @@ type addReviewPayload struct {
 
 func (a *addReviewPayload) ClientMutationId() *string     { return a.cmid }
 func (a *addReviewPayload) PullRequestReview() *reviewRes { return &reviewRes{h: a.h, rv: a.rv} }
+
+// Pull request: its base branch and the branch's protection.
+
+func (r *prRes) BaseRef(ctx context.Context) *refRes {
+	sha, err := revParse(ctx, r.p.repo.dir, "refs/heads/"+r.p.baseRef)
+	if err != nil {
+		return nil
+	}
+	return &refRes{h: r.h, rp: r.p.repo, name: r.p.baseRef, sha: sha}
+}
+
+// BranchProtectionRule is the emulator's one rule, "require branches to be
+// up to date" (RepoOptions.RequireUpToDate); null without it.
+func (r *refRes) BranchProtectionRule() *protectionRes {
+	if !r.rp.requireUpToDate {
+		return nil
+	}
+	return &protectionRes{rp: r.rp}
+}
+
+type protectionRes struct{ rp *repo }
+
+func (p *protectionRes) ID() graphqlgo.ID                 { return graphqlgo.ID("BPR_fh" + p.rp.nodeID()) }
+func (p *protectionRes) RequiresStrictStatusChecks() bool { return true }
+
+func (n *nodeRes) ToBranchProtectionRule() (*protectionRes, bool) { return nil, false }
+
+// Search: pull requests only, with the qualifiers gh uses (gh pr status,
+// gh search prs): repo:, is:pr|open|closed|merged|draft, state:, author:,
+// assignee: (nobody is assigned), review-requested:, head:, base:, label:;
+// other words must all appear in the title or body. An unknown qualifier
+// is refused rather than ignored, so a query never silently matches more.
+
+func (r *rootResolver) Search(ctx context.Context, args struct {
+	After  *string
+	Before *string
+	First  *int32
+	Last   *int32
+	Query  string
+	Type   string
+}) (*searchConn, error) {
+	h := r.h
+	var ps []*pr
+	if args.Type == "ISSUE" {
+		match, err := h.searchFilter(ctxUser(ctx), args.Query)
+		if err != nil {
+			return nil, err
+		}
+		names := make([]string, 0, len(h.repos))
+		for n := range h.repos {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			for _, p := range h.repos[n].prs {
+				if match(p) {
+					ps = append(ps, p)
+				}
+			}
+		}
+		// Newest first, as GitHub's default "best match" does for
+		// qualifier-only queries.
+		sort.SliceStable(ps, func(i, j int) bool {
+			if !ps[i].createdAt.Equal(ps[j].createdAt) {
+				return ps[i].createdAt.After(ps[j].createdAt)
+			}
+			return ps[i].id > ps[j].id
+		})
+	}
+	s, e, pi, err := paginate(len(ps), pageArgs{After: args.After, Before: args.Before, First: args.First, Last: args.Last}, "search")
+	if err != nil {
+		return nil, err
+	}
+	return &searchConn{c: newPRConn(h, ps, s, e, pi)}, nil
+}
+
+func (h *Hub) searchFilter(viewer *user, q string) (func(*pr) bool, error) {
+	var tests []func(*pr) bool
+	who := func(v string) *user {
+		if v == "@me" {
+			return viewer
+		}
+		return h.userByLogin(strings.TrimSuffix(v, "[bot]"))
+	}
+	for _, tok := range strings.Fields(q) {
+		k, v, ok := strings.Cut(tok, ":")
+		if !ok {
+			w := strings.ToLower(tok)
+			tests = append(tests, func(p *pr) bool {
+				return strings.Contains(strings.ToLower(p.title+"\n"+p.body), w)
+			})
+			continue
+		}
+		switch k {
+		case "repo":
+			tests = append(tests, func(p *pr) bool { return strings.EqualFold(p.repo.fullName(), v) })
+		case "is", "state":
+			switch v {
+			case "pr":
+			case "issue":
+				tests = append(tests, func(*pr) bool { return false })
+			case "open", "closed", "merged":
+				st := strings.ToUpper(v)
+				tests = append(tests, func(p *pr) bool { return p.state == st || (st == "CLOSED" && p.state == "MERGED") })
+			case "draft":
+				tests = append(tests, func(p *pr) bool { return p.draft })
+			default:
+				return nil, unprocessablef("fakehub search does not know %s", tok)
+			}
+		case "author":
+			u := who(v)
+			tests = append(tests, func(p *pr) bool { return u != nil && p.author == u })
+		case "assignee":
+			tests = append(tests, func(*pr) bool { return false })
+		case "review-requested":
+			u := who(v)
+			tests = append(tests, func(p *pr) bool { return u != nil && containsUser(p.requested, u) })
+		case "head":
+			tests = append(tests, func(p *pr) bool { return p.headRef == v })
+		case "base":
+			tests = append(tests, func(p *pr) bool { return p.baseRef == v })
+		case "label":
+			tests = append(tests, func(p *pr) bool { return hasAnyLabel(p, []string{strings.Trim(v, `"`)}) })
+		default:
+			return nil, unprocessablef("fakehub search does not know the qualifier %s", tok)
+		}
+	}
+	return func(p *pr) bool {
+		for _, t := range tests {
+			if !t(p) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+type searchConn struct{ c *prConn }
+
+func (s *searchConn) IssueCount() int32   { return int32(s.c.total) }
+func (s *searchConn) PageInfo() *pageInfo { return s.c.pi }
+func (s *searchConn) Nodes() *[]*searchItem {
+	var out []*searchItem
+	for _, n := range s.c.nodes {
+		out = append(out, &searchItem{p: n})
+	}
+	return &out
+}
+func (s *searchConn) Edges() *[]*searchEdge {
+	var out []*searchEdge
+	for _, e := range s.c.edges {
+		out = append(out, &searchEdge{cursor: e.cursor, node: &searchItem{p: e.node}})
+	}
+	return &out
+}
+
+type searchEdge struct {
+	cursor string
+	node   *searchItem
+}
+
+func (e *searchEdge) Cursor() string    { return e.cursor }
+func (e *searchEdge) Node() *searchItem { return e.node }
+
+type searchItem struct{ p *prRes }
+
+func (i *searchItem) ToPullRequest() (*prRes, bool) { return i.p, true }
