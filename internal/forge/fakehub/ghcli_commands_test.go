@@ -316,6 +316,14 @@ func TestGhCLI_SandboxAnswersGhCommands(t *testing.T) {
 	out = gh.ok(t, tok.Author, "pr", "view", "1", "-R", repo, "--comments")
 	wantContains(t, "gh pr view --comments", out, "author:\tocto-author", "Thanks, fixing.")
 
+	// gh pr close and reopen.
+	for _, x := range []struct{ cmd, want string }{{"close", "CLOSED"}, {"reopen", "OPEN"}} {
+		gh.ok(t, tok.Author, "pr", x.cmd, "1", "-R", repo)
+		if st, err := h.PR("acme", "widget", 1); err != nil || st.State != x.want {
+			t.Errorf("PR 1 after gh pr %s: %+v %v, want %s", x.cmd, st, err, x.want)
+		}
+	}
+
 	// Deleting a PR's head branch closes it.
 	gh.ok(t, tok.Author, "api", "-X", "DELETE", "repos/acme/widget/git/refs/heads/docs/readme")
 	if st, err := h.PR("acme", "widget", 2); err != nil || st.State != "CLOSED" {

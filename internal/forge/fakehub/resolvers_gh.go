@@ -685,3 +685,67 @@ func (e *searchEdge) Node() *searchItem { return e.node }
 type searchItem struct{ p *prRes }
 
 func (i *searchItem) ToPullRequest() (*prRes, bool) { return i.p, true }
+
+// setPRStateLocked closes (open false) an open PR or reopens a closed one,
+// as REST's PATCH state and GraphQL's closePullRequest and
+// reopenPullRequest do; a merged PR stays merged.
+func (h *Hub) setPRStateLocked(p *pr, by *user, open bool) {
+	switch {
+	case !open && p.state == "OPEN":
+		p.state, p.closedAt = "CLOSED", h.now()
+		h.addEventLocked(p, &issueEvent{event: "closed", actor: by})
+		h.publishLocked(Event{Kind: "state", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: by.restLogin, Detail: "closed"})
+	case open && p.state == "CLOSED":
+		p.state, p.closedAt = "OPEN", time.Time{}
+		h.addEventLocked(p, &issueEvent{event: "reopened", actor: by})
+		h.publishLocked(Event{Kind: "state", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: by.restLogin, Detail: "reopened"})
+	}
+}
+
+type prStateInput struct {
+	Input struct {
+		ClientMutationId *string
+		PullRequestId    graphqlgo.ID
+	}
+}
+
+// ClosePullRequest is `gh pr close`.
+func (r *rootResolver) ClosePullRequest(ctx context.Context, args prStateInput) (*prStatePayload, error) {
+	return r.setPRState(ctx, args, false)
+}
+
+// ReopenPullRequest is `gh pr reopen`.
+func (r *rootResolver) ReopenPullRequest(ctx context.Context, args prStateInput) (*prStatePayload, error) {
+	return r.setPRState(ctx, args, true)
+}
+
+func (r *rootResolver) setPRState(ctx context.Context, args prStateInput, open bool) (*prStatePayload, error) {
+	h := r.h
+	u := ctxUser(ctx)
+	p, _ := h.nodes[string(args.Input.PullRequestId)].(*pr)
+	if p == nil {
+		return nil, notFoundf("Could not resolve to a node with the global id of '%s'", args.Input.PullRequestId)
+	}
+	if !u.canWrite() && u != p.author {
+		op := "ClosePullRequest"
+		if open {
+			op = "ReopenPullRequest"
+		}
+		return nil, forbiddenf("%s does not have the correct permissions to execute `%s`", u.login, op)
+	}
+	if open && p.state == "MERGED" {
+		return nil, unprocessablef("Could not open the pull request: it is merged")
+	}
+	h.setPRStateLocked(p, u, open)
+	p.updatedAt = h.now()
+	return &prStatePayload{h: h, p: p, cmid: args.Input.ClientMutationId}, nil
+}
+
+type prStatePayload struct {
+	h    *Hub
+	p    *pr
+	cmid *string
+}
+
+func (a *prStatePayload) ClientMutationId() *string { return a.cmid }
+func (a *prStatePayload) PullRequest() *prRes       { return &prRes{h: a.h, p: a.p} }

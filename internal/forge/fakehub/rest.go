@@ -524,17 +524,9 @@ func (h *Hub) restPatchPull(c *restCtx) {
 	if in.State != nil {
 		switch *in.State {
 		case "closed":
-			if p.state == "OPEN" {
-				p.state, p.closedAt = "CLOSED", h.now()
-				h.addEventLocked(p, &issueEvent{event: "closed", actor: c.u})
-				h.publishLocked(Event{Kind: "state", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: c.u.restLogin, Detail: "closed"})
-			}
+			h.setPRStateLocked(p, c.u, false)
 		case "open":
-			if p.state == "CLOSED" {
-				p.state, p.closedAt = "OPEN", time.Time{}
-				h.addEventLocked(p, &issueEvent{event: "reopened", actor: c.u})
-				h.publishLocked(Event{Kind: "state", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: c.u.restLogin, Detail: "reopened"})
-			}
+			h.setPRStateLocked(p, c.u, true)
 		default:
 			h.mu.Unlock()
 			c.invalid("PullRequest", "state", "invalid", "")
