@@ -338,6 +338,20 @@ func TestGhCLI_SandboxAnswersGhCommands(t *testing.T) {
 		t.Errorf("gh pr list --state closed:\n%s", out)
 	}
 
+	// gh pr merge: the base branch gets the merge commit, the head goes.
+	gh.ok(t, tok.Author, "pr", "merge", "1", "-R", repo, "--merge", "--delete-branch")
+	st, err := h.PR("acme", "widget", 1)
+	if err != nil || st.State != "MERGED" {
+		t.Errorf("PR 1 after gh pr merge: %+v %v, want MERGED", st, err)
+	}
+	h.mu.RLock()
+	mergeSHA, dir := p.mergeSHA, p.repo.dir
+	h.mu.RUnlock()
+	refs, err := readRefs(t.Context(), dir)
+	if err != nil || mergeSHA == "" || refs["main"] != mergeSHA || refs["feature/greet"] != "" {
+		t.Errorf("after gh pr merge --delete-branch: refs %v (%v), merge commit %q", refs, err, mergeSHA)
+	}
+
 	capture.mu.Lock()
 	sent := slices.Clone(capture.sent)
 	capture.mu.Unlock()

@@ -749,3 +749,66 @@ type prStatePayload struct {
 
 func (a *prStatePayload) ClientMutationId() *string { return a.cmid }
 func (a *prStatePayload) PullRequest() *prRes       { return &prRes{h: a.h, p: a.p} }
+
+// MergePullRequest is `gh pr merge` (no auto-merge, no merge queue).
+func (r *rootResolver) MergePullRequest(ctx context.Context, args struct {
+	Input struct {
+		AuthorEmail      *string
+		ClientMutationId *string
+		CommitBody       *string
+		CommitHeadline   *string
+		ExpectedHeadOid  *gqlGitObjectID
+		MergeMethod      string // MERGE by default
+		PullRequestId    graphqlgo.ID
+	}
+}) (*mergePayload, error) {
+	h := r.h
+	in := args.Input
+	u := ctxUser(ctx)
+	p, _ := h.nodes[string(in.PullRequestId)].(*pr)
+	if p == nil {
+		return nil, notFoundf("Could not resolve to a node with the global id of '%s'", in.PullRequestId)
+	}
+	if !u.canWrite() {
+		return nil, forbiddenf("%s does not have the correct permissions to execute `MergePullRequest`", u.login)
+	}
+	method := strings.ToLower(in.MergeMethod)
+	deref := func(s *string) string {
+		if s == nil {
+			return ""
+		}
+		return *s
+	}
+	expect := ""
+	if in.ExpectedHeadOid != nil {
+		expect = string(*in.ExpectedHeadOid)
+	}
+	if _, err := h.mergeLocked(ctx, u, p, method, deref(in.CommitHeadline), deref(in.CommitBody), expect); err != nil {
+		return nil, unprocessablef("%s", err.msg)
+	}
+	// The other PRs on the base learn of the new base tip once this
+	// request has let go of h.mu, as after a REST merge.
+	if !h.closed {
+		rp := p.repo
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			ctx := h.bgCtx()
+			if refs, err := readRefs(ctx, rp.dir); err == nil {
+				h.refsChanged(ctx, rp, refs, u)
+			}
+		}()
+	}
+	return &mergePayload{h: h, p: p, u: u, cmid: in.ClientMutationId}, nil
+}
+
+type mergePayload struct {
+	h    *Hub
+	p    *pr
+	u    *user
+	cmid *string
+}
+
+func (a *mergePayload) Actor() *actorRes          { return actorOf(a.h, a.u) }
+func (a *mergePayload) ClientMutationId() *string { return a.cmid }
+func (a *mergePayload) PullRequest() *prRes       { return &prRes{h: a.h, p: a.p} }

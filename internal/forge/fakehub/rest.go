@@ -551,71 +551,80 @@ func (h *Hub) restMerge(c *restCtx) {
 	if !c.decode(&in) || !c.needWrite() {
 		return
 	}
-	p := c.p
 	ctx := c.ctx()
 	h.mu.Lock()
-	st, base, head, baseRef, headRef, title := p.state, p.baseSHA, p.headSHA, p.baseRef, p.headRef, p.title
+	sha, err := h.mergeLocked(ctx, c.u, c.p, in.MergeMethod, in.CommitTitle, in.CommitMessage, in.SHA)
 	h.mu.Unlock()
-	if st != "OPEN" {
-		c.fail(http.StatusMethodNotAllowed, "Pull Request is not mergeable")
-		return
-	}
-	if in.SHA != "" && in.SHA != head {
-		c.fail(http.StatusConflict, "Head branch was modified. Review and try the merge again.")
-		return
-	}
-	cur, err := revParse(ctx, c.rp.dir, "refs/heads/"+baseRef)
-	if err == nil {
-		base = cur
-	}
-	mi, err := h.mergeState(ctx, c.rp.dir, base, head)
-	if err != nil || mi.conflict {
-		c.fail(http.StatusMethodNotAllowed, "Pull Request is not mergeable")
-		return
-	}
-	h.mu.Lock()
-	strict := c.rp.requireUpToDate
-	h.mu.Unlock()
-	if strict && mi.behind {
-		c.fail(http.StatusMethodNotAllowed, "Head branch is out of date. Review and try the merge again.")
-		return
-	}
-	msg := in.CommitTitle
-	if msg == "" {
-		msg = fmt.Sprintf("Merge pull request #%d from %s/%s", p.number, c.rp.owner, headRef)
-		if in.MergeMethod == "squash" {
-			msg = fmt.Sprintf("%s (#%d)", title, p.number)
-		}
-	}
-	if in.CommitMessage != "" {
-		msg += "\n\n" + in.CommitMessage
-	}
-	args := []string{"commit-tree", mi.tree, "-p", base}
-	if in.MergeMethod == "" || in.MergeMethod == "merge" {
-		args = append(args, "-p", head)
-	}
-	args = append(args, "-m", msg)
-	date := h.now().Format(time.RFC3339)
-	sha, err := runGit(ctx, c.rp.dir, append([]string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, gitIdentity...), nil, args...)
-	if err == nil {
-		_, err = runGit(ctx, c.rp.dir, nil, nil, "update-ref", "refs/heads/"+baseRef, sha, base)
-	}
 	if err != nil {
-		c.fail(http.StatusConflict, "Base branch was modified. Review and try the merge again.")
+		c.fail(err.status, err.msg)
 		return
 	}
-	h.mu.Lock()
-	now := h.now()
-	p.state, p.mergedAt, p.closedAt, p.mergeSHA, p.mergedBy, p.updatedAt = "MERGED", now, now, sha, c.u, now
-	p.baseSHA = base
-	h.addEventLocked(p, &issueEvent{event: "merged", actor: c.u, commitID: sha})
-	h.addEventLocked(p, &issueEvent{event: "closed", actor: c.u, commitID: sha})
-	h.publishLocked(Event{Kind: "state", Owner: c.rp.owner, Repo: c.rp.name, Number: p.number, SHA: sha, Actor: c.u.restLogin, Detail: "merged"})
-	h.mu.Unlock()
 	if refs, err := readRefs(ctx, c.rp.dir); err == nil {
 		h.refsChanged(ctx, c.rp, refs, c.u)
 	}
 	c.reply(200, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// mergeErr is why a merge was refused, with REST's status.
+type mergeErr struct {
+	status int
+	msg    string
+}
+
+// mergeLocked merges p into its base branch as REST's merge and GraphQL's
+// mergePullRequest do (method merge, squash or rebase — the last two as
+// one commit on the base); the caller then re-reads the refs
+// (refsChanged), which it must do without h.mu.
+func (h *Hub) mergeLocked(ctx context.Context, by *user, p *pr, method, title, message, expectHead string) (string, *mergeErr) {
+	rp := p.repo
+	base, head, baseRef, headRef := p.baseSHA, p.headSHA, p.baseRef, p.headRef
+	if p.state != "OPEN" {
+		return "", &mergeErr{http.StatusMethodNotAllowed, "Pull Request is not mergeable"}
+	}
+	if expectHead != "" && expectHead != head {
+		return "", &mergeErr{http.StatusConflict, "Head branch was modified. Review and try the merge again."}
+	}
+	cur, err := revParse(ctx, rp.dir, "refs/heads/"+baseRef)
+	if err == nil {
+		base = cur
+	}
+	mi, err := h.mergeState(ctx, rp.dir, base, head)
+	if err != nil || mi.conflict {
+		return "", &mergeErr{http.StatusMethodNotAllowed, "Pull Request is not mergeable"}
+	}
+	if rp.requireUpToDate && mi.behind {
+		return "", &mergeErr{http.StatusMethodNotAllowed, "Head branch is out of date. Review and try the merge again."}
+	}
+	msg := title
+	if msg == "" {
+		msg = fmt.Sprintf("Merge pull request #%d from %s/%s", p.number, rp.owner, headRef)
+		if method == "squash" {
+			msg = fmt.Sprintf("%s (#%d)", p.title, p.number)
+		}
+	}
+	if message != "" {
+		msg += "\n\n" + message
+	}
+	args := []string{"commit-tree", mi.tree, "-p", base}
+	if method == "" || method == "merge" {
+		args = append(args, "-p", head)
+	}
+	args = append(args, "-m", msg)
+	date := h.now().Format(time.RFC3339)
+	sha, err := runGit(ctx, rp.dir, append([]string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, gitIdentity...), nil, args...)
+	if err == nil {
+		_, err = runGit(ctx, rp.dir, nil, nil, "update-ref", "refs/heads/"+baseRef, sha, base)
+	}
+	if err != nil {
+		return "", &mergeErr{http.StatusConflict, "Base branch was modified. Review and try the merge again."}
+	}
+	now := h.now()
+	p.state, p.mergedAt, p.closedAt, p.mergeSHA, p.mergedBy, p.updatedAt = "MERGED", now, now, sha, by, now
+	p.baseSHA = base
+	h.addEventLocked(p, &issueEvent{event: "merged", actor: by, commitID: sha})
+	h.addEventLocked(p, &issueEvent{event: "closed", actor: by, commitID: sha})
+	h.publishLocked(Event{Kind: "state", Owner: rp.owner, Repo: rp.name, Number: p.number, SHA: sha, Actor: by.restLogin, Detail: "merged"})
+	return sha, nil
 }
 
 func (h *Hub) reviewJSON(rv *review) map[string]any {
