@@ -129,6 +129,7 @@ func TestGhCLI_SandboxAnswersGhCommands(t *testing.T) {
 	}{
 		{tok.CI, "/check-runs", map[string]any{"name": "build", "head_sha": p.headSHA, "conclusion": "success"}},
 		{tok.Author, "/statuses/" + p.headSHA, map[string]any{"state": "success", "context": "lint"}},
+		{tok.Author, "/pulls/2/requested_reviewers", map[string]any{"reviewers": []string{LoginReviewer}}},
 	} {
 		if st, body := do(t, h, x.tok, "POST", h.APIURL()+"/repos/acme/widget"+x.path, x.body); st != 201 {
 			t.Fatalf("POST %s: %d %s", x.path, st, body)
@@ -176,6 +177,17 @@ func TestGhCLI_SandboxAnswersGhCommands(t *testing.T) {
 			wantContains(t, "gh pr status, current branch", cur, "#1  Greet politely [feature/greet]", "Checks passing")
 			if !ok || !strings.Contains(created, "#2  Document Add [docs/readme]") || !strings.Contains(created, "#1  Greet politely [feature/greet]") {
 				t.Errorf("gh pr status, created by you: want #2 and #1 in\n%s", out)
+			}
+			// The reviewer created none and is asked to review #2.
+			out, errOut, err = gh.runIn(t, dir, repo, tok.Reviewer, "pr", "status")
+			if err != nil {
+				t.Fatalf("gh pr status as the reviewer: %v\n%s\n%s", err, out, errOut)
+			}
+			_, created, _ = strings.Cut(out, "Created by you")
+			created, requested, _ := strings.Cut(created, "Requesting a code review from you")
+			if !strings.Contains(created, "You have no open pull requests") || !strings.Contains(requested, "#2  Document Add [docs/readme]") ||
+				strings.Contains(requested, "#1 ") {
+				t.Errorf("gh pr status as the reviewer: want none created, #2 to review, in\n%s", out)
 			}
 		})
 		t.Run("pr diff", func(t *testing.T) {
