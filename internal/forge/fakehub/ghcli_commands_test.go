@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/vektah/gqlparser/v2"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"github.com/convergeloop/converge/internal/testutil/ghschema"
 	"github.com/convergeloop/converge/internal/testutil/httpmock"
@@ -370,6 +371,9 @@ func TestGhCLI_SandboxAnswersGhCommands(t *testing.T) {
 	if len(sent) < 10 {
 		t.Fatalf("captured %d GraphQL requests from gh; the capture is broken", len(sent))
 	}
+	if os.Getenv("FAKEHUB_RECORD_GH") != "" {
+		recordGhQueries(t, sent)
+	}
 	github := ghschema.Load(t)
 	for i, g := range sent {
 		// GitHub ignores variables a document does not declare, and gh's
@@ -384,5 +388,62 @@ func TestGhCLI_SandboxAnswersGhCommands(t *testing.T) {
 	}
 	for _, prob := range httpmock.SchemaProblems(github, sent) {
 		t.Error(prob)
+	}
+}
+
+// ghQueriesFile holds the distinct documents gh 2.23 sent in
+// TestGhCLI_SandboxAnswersGhCommands, so their fidelity is checked where gh
+// is not installed too; FAKEHUB_RECORD_GH=1 rewrites it from a run.
+const ghQueriesFile = "testdata/gh_2.23_queries.json"
+
+func recordGhQueries(t *testing.T, sent []httpmock.SentGraphQL) {
+	t.Helper()
+	var docs []string
+	for _, g := range sent {
+		if !slices.Contains(docs, g.Query) {
+			docs = append(docs, g.Query)
+		}
+	}
+	slices.Sort(docs)
+	b, err := json.MarshalIndent(docs, "", "  ")
+	if err == nil {
+		err = os.MkdirAll("testdata", 0o755)
+	}
+	if err == nil {
+		err = os.WriteFile(ghQueriesFile, append(b, '\n'), 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestGhCLI_RecordedQueriesValidAndServed: every document gh 2.23 sends for
+// the sandbox's commands is valid against GitHub's schema and against the
+// emulator's, without gh.
+func TestGhCLI_RecordedQueriesValidAndServed(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile(ghQueriesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []string
+	if err := json.Unmarshal(b, &docs); err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) < 10 {
+		t.Fatalf("%s holds %d documents", ghQueriesFile, len(docs))
+	}
+	github := ghschema.Load(t)
+	ours, err := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: SchemaSDL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if err := ghschema.ValidateDocument(github, d); err != nil {
+			t.Errorf("not valid against GitHub's schema: %v\n%s", err, d)
+		}
+		if err := ghschema.ValidateDocument(ours, d); err != nil {
+			t.Errorf("not served by the emulator's schema: %v\n%s", err, d)
+		}
 	}
 }
