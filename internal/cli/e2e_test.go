@@ -264,6 +264,10 @@ func TestSandbox_PrintsJSONAndServesGit(t *testing.T) {
 		info.Tokens.Author == "" || info.Tokens.Reviewer == "" || info.Tokens.Outsider == "" || info.Tokens.Copilot == "" || info.Tokens.CI == "" {
 		t.Fatalf("sandbox line misses fields: %s", line)
 	}
+	if info.Repo != fakehub.DemoOwner+"/"+fakehub.DemoRepo || info.PRNumber != 1 || !strings.Contains(info.APIURL, "://"+info.Host+"/") ||
+		info.PRURL != "https://"+info.Host+"/"+info.Repo+"/pull/1" {
+		t.Errorf("sandbox line names host %q, repo %q, PR %d; its URLs say otherwise: %s", info.Host, info.Repo, info.PRNumber, line)
+	}
 
 	ref, err := forge.ParsePRURL(info.PRURL)
 	if err != nil {

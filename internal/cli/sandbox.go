@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -32,6 +33,11 @@ type sandboxInfo struct {
 	PRURL      string        `json:"pr_url"`
 	CAFile     string        `json:"ca_file"`
 	Tokens     sandboxTokens `json:"tokens"`
+	// Host is HOST:PORT, gh's GH_HOST; Repo the seeded OWNER/NAME and
+	// PRNumber its open PR.
+	Host     string `json:"host"`
+	Repo     string `json:"repo"`
+	PRNumber int    `json:"pr_number"`
 }
 
 type sandboxTokens struct {
@@ -53,7 +59,12 @@ func newSandboxCmd(ios *IOStreams) *cobra.Command {
 		Short: "Serve a GitHub emulator with a seeded demo repository and an open PR",
 		Long: `Serve a GitHub emulator on loopback with a seeded demo repository and an
 open pull request, a scripted Copilot reviewer and a CI runner. Prints one
-JSON line with the URLs and tokens, then serves until interrupted.
+JSON line with the URLs and tokens (on a terminal, also how to point gh and
+git at it), then serves until interrupted.
+
+The real gh CLI works against it as an Enterprise host: set GH_HOST,
+GH_ENTERPRISE_TOKEN and SSL_CERT_FILE (the printed ca_file). git ignores
+SSL_CERT_FILE: give it the same file as GIT_SSL_CAINFO.
 
 It listens on loopback only: it hands its tokens to anyone who asks and
 its certificate names only 127.0.0.1 and ::1, so another --addr is
@@ -116,12 +127,16 @@ func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error
 			Author: tok.Author, Reviewer: tok.Reviewer, Outsider: tok.Outsider,
 			Copilot: tok.Copilot, CI: tok.CI,
 		},
+		Host: hub.Host(), Repo: demo.Owner + "/" + demo.Repo, PRNumber: demo.Number,
 	}
 	line, err := json.Marshal(info)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(ios.Out, string(line))
+	if ios.IsTTY {
+		fmt.Fprint(ios.ErrOut, sandboxGuide(info, opts.HTTP))
+	}
 	<-ctx.Done()
 	return nil
 }
@@ -172,4 +187,25 @@ func loopbackAddr(addr string) error {
 		return nil
 	}
 	return usageErr("--addr %s is not a loopback address: the sandbox gives its tokens to anyone who can reach it and its certificate names only 127.0.0.1 and ::1; listen on 127.0.0.1:PORT and tunnel to it (ssh -L) to reach it from elsewhere", addr)
+}
+
+// sandboxGuide tells a person at a terminal how to reach the sandbox with
+// gh, git and converge; stdout stays the one JSON line.
+func sandboxGuide(info sandboxInfo, plainHTTP bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nServing %s with pull request #%d open: %s\n", info.Repo, info.PRNumber, info.PRURL)
+	if plainHTTP {
+		fmt.Fprintf(&b, "Plain http: gh talks to an Enterprise host over https only (run without --http to use gh). In another shell:\n\n")
+		fmt.Fprintf(&b, "  export TOKEN=%s\n", info.Tokens.Author)
+		fmt.Fprintf(&b, "  git -c http.extraHeader=\"Authorization: Bearer $TOKEN\" clone %s\n", info.GitURL)
+		fmt.Fprintf(&b, "  CONVERGE_TOKEN=$TOKEN converge pr %s --api-url %s --poll-min 2s --poll-max 10s\n\n", info.PRURL, info.APIURL)
+	} else {
+		fmt.Fprintf(&b, "In another shell (git ignores SSL_CERT_FILE: it reads GIT_SSL_CAINFO):\n\n")
+		fmt.Fprintf(&b, "  export GH_HOST=%s GH_ENTERPRISE_TOKEN=%s \\\n    SSL_CERT_FILE=%s GIT_SSL_CAINFO=%s\n", info.Host, info.Tokens.Author, info.CAFile, info.CAFile)
+		fmt.Fprintf(&b, "  gh pr view %d -R %s/%s\n", info.PRNumber, info.Host, info.Repo)
+		fmt.Fprintf(&b, "  git -c http.extraHeader=\"Authorization: Bearer $GH_ENTERPRISE_TOKEN\" clone %s\n", info.GitURL)
+		fmt.Fprintf(&b, "  CONVERGE_TOKEN=$GH_ENTERPRISE_TOKEN converge pr %s --api-url %s --ca-file %s --poll-min 2s --poll-max 10s\n\n", info.PRURL, info.APIURL, info.CAFile)
+	}
+	fmt.Fprintf(&b, "The other actors' tokens (reviewer, copilot, ci, outsider) are in the JSON line above. Ctrl-C stops the sandbox.\n")
+	return b.String()
 }

@@ -174,6 +174,7 @@ type gitCache struct {
 	hunks   map[string][]hunk
 	changed map[string]int
 	diffs   map[string]string
+	files   map[string][]prFile // diff.go
 }
 
 // memo returns m[key], computing and storing it on a miss. Answers depend
@@ -237,26 +238,40 @@ type commitInfo struct {
 	committed time.Time
 	authored  time.Time
 	message   string
+	// author and committer as git records them
+	authorName, authorEmail       string
+	committerName, committerEmail string
+}
+
+// commitFormat is git log's format for parseCommit: the message last, as
+// it may hold anything but NUL.
+const commitFormat = "%H%x00%P%x00%cI%x00%aI%x00%an%x00%ae%x00%cn%x00%ce%x00%B"
+
+func parseCommit(rec string) (commitInfo, bool) {
+	f := strings.SplitN(rec, "\x00", 9)
+	if len(f) < 9 {
+		return commitInfo{}, false
+	}
+	ct, _ := time.Parse(time.RFC3339, f[2])
+	at, _ := time.Parse(time.RFC3339, f[3])
+	return commitInfo{sha: f[0], parents: strings.Fields(f[1]), committed: ct.UTC(), authored: at.UTC(),
+		authorName: f[4], authorEmail: f[5], committerName: f[6], committerEmail: f[7],
+		message: strings.TrimRight(f[8], "\n")}, true
 }
 
 // prCommits lists base..head oldest first.
 func (h *Hub) prCommits(ctx context.Context, dir, base, head string) ([]commitInfo, error) {
 	key := dir + "\x00" + base + "\x00" + head
 	return memo(&h.git, &h.git.commits, key, func() ([]commitInfo, error) {
-		out, err := runGit(ctx, dir, nil, nil, "log", "--reverse", "--format=%H%x00%P%x00%cI%x00%aI%x00%B%x1e", base+".."+head)
+		out, err := runGit(ctx, dir, nil, nil, "log", "--reverse", "--format="+commitFormat+"%x1e", base+".."+head)
 		if err != nil {
 			return nil, err
 		}
 		var cs []commitInfo
 		for _, rec := range strings.Split(out, "\x1e") {
-			rec = strings.TrimLeft(rec, "\n")
-			f := strings.SplitN(rec, "\x00", 5)
-			if len(f) < 5 {
-				continue
+			if ci, ok := parseCommit(strings.TrimLeft(rec, "\n")); ok {
+				cs = append(cs, ci)
 			}
-			ct, _ := time.Parse(time.RFC3339, f[2])
-			at, _ := time.Parse(time.RFC3339, f[3])
-			cs = append(cs, commitInfo{sha: f[0], parents: strings.Fields(f[1]), committed: ct.UTC(), authored: at.UTC(), message: strings.TrimRight(f[4], "\n")})
 		}
 		return cs, nil
 	})
@@ -264,17 +279,15 @@ func (h *Hub) prCommits(ctx context.Context, dir, base, head string) ([]commitIn
 
 // commitOne reads one commit's metadata.
 func commitOne(ctx context.Context, dir, sha string) (commitInfo, error) {
-	out, err := runGit(ctx, dir, nil, nil, "log", "-1", "--format=%H%x00%P%x00%cI%x00%aI%x00%B", sha)
+	out, err := runGit(ctx, dir, nil, nil, "log", "-1", "--format="+commitFormat, sha)
 	if err != nil {
 		return commitInfo{}, err
 	}
-	f := strings.SplitN(out, "\x00", 5)
-	if len(f) < 5 {
+	ci, ok := parseCommit(out)
+	if !ok {
 		return commitInfo{}, fmt.Errorf("parse commit %s", sha)
 	}
-	ct, _ := time.Parse(time.RFC3339, f[2])
-	at, _ := time.Parse(time.RFC3339, f[3])
-	return commitInfo{sha: f[0], parents: strings.Fields(f[1]), committed: ct.UTC(), authored: at.UTC(), message: strings.TrimRight(f[4], "\n")}, nil
+	return ci, nil
 }
 
 // changedFiles counts files changed between the merge base and head.
@@ -569,6 +582,9 @@ func (h *Hub) refsChanged(ctx context.Context, rp *repo, refs map[string]string,
 			continue
 		}
 		newHead, newBase := refs[head], refs[base]
+		if newHead == "" && h.headDeleted(ctx, rp, p, by) {
+			continue
+		}
 		force := false
 		if newHead != "" && newHead != oldHead {
 			if _, err := runGit(ctx, rp.dir, nil, nil, "merge-base", "--is-ancestor", oldHead, newHead); err != nil {

@@ -259,15 +259,9 @@ func (h *Hub) createReview(ctx context.Context, by *user, p *pr, event, body, co
 // checkReview validates a review against git, outside the lock, and
 // returns its state, its commit and each comment's diff hunk.
 func (h *Hub) checkReview(ctx context.Context, by *user, p *pr, event, body, commit string, comments []NewComment) (string, string, []string, error) {
-	state := map[string]string{"COMMENT": "COMMENTED", "APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "": "COMMENTED"}[strings.ToUpper(event)]
-	if state == "" {
-		return "", "", nil, fmt.Errorf("event %q is not one of COMMENT, APPROVE, REQUEST_CHANGES", event)
-	}
-	if (state == "APPROVED" || state == "CHANGES_REQUESTED") && by == p.author {
-		return "", "", nil, fmt.Errorf("can not %s your own pull request", strings.ToLower(strings.ReplaceAll(event, "_", " ")))
-	}
-	if state == "CHANGES_REQUESTED" && body == "" {
-		return "", "", nil, fmt.Errorf("body is required when requesting changes")
+	state, err := reviewStateOf(by, p, event, body)
+	if err != nil {
+		return "", "", nil, err
 	}
 	h.mu.RLock()
 	if commit == "" {
@@ -298,6 +292,22 @@ func (h *Hub) checkReview(ctx context.Context, by *user, p *pr, event, body, com
 		hunks = append(hunks, hunk)
 	}
 	return state, commit, hunks, nil
+}
+
+// reviewStateOf is the state a review submitted with event gets, or why
+// GitHub refuses it.
+func reviewStateOf(by *user, p *pr, event, body string) (string, error) {
+	state := map[string]string{"COMMENT": "COMMENTED", "APPROVE": "APPROVED", "REQUEST_CHANGES": "CHANGES_REQUESTED", "": "COMMENTED"}[strings.ToUpper(event)]
+	if state == "" {
+		return "", fmt.Errorf("event %q is not one of COMMENT, APPROVE, REQUEST_CHANGES", event)
+	}
+	if (state == "APPROVED" || state == "CHANGES_REQUESTED") && by == p.author {
+		return "", fmt.Errorf("can not %s your own pull request", strings.ToLower(strings.ReplaceAll(event, "_", " ")))
+	}
+	if state == "CHANGES_REQUESTED" && body == "" {
+		return "", fmt.Errorf("body is required when requesting changes")
+	}
+	return state, nil
 }
 
 // addReviewLocked adds a checked review with all its threads in one change,

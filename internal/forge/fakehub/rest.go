@@ -67,6 +67,10 @@ func (h *Hub) restMux() *http.ServeMux {
 	handle("GET "+R+"/commits/{ref}/check-runs", h.withRepo(h.restListCheckRuns))
 	handle("GET "+R+"/collaborators/{login}/permission", h.withRepo(h.restPermission))
 	handle("GET "+R+"/compare/{basehead}", h.withRepo(h.restCompare))
+	// What the gh CLI reads and writes besides (diff.go).
+	handle("GET "+R+"/pulls/{number}/files", h.withPR(h.restPullFiles))
+	handle("GET "+R+"/pulls/{number}/commits", h.withPR(h.restPullCommits))
+	handle("DELETE "+R+"/git/refs/{ref...}", h.withRepo(h.restDeleteRef))
 	return m
 }
 
@@ -86,6 +90,9 @@ type restCtx struct {
 	body    any
 	hdr     http.Header
 	matched bool
+	// raw, when set, is the answer's body as is (a diff), of rawType.
+	raw     []byte
+	rawType string
 }
 
 func (c *restCtx) ctx() context.Context { return c.r.Context() }
@@ -158,7 +165,9 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 		rc.status = http.StatusOK
 	}
 	var body []byte
-	if rc.body != nil {
+	if rc.raw != nil {
+		body = rc.raw
+	} else if rc.body != nil {
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
@@ -192,7 +201,9 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 	hd.Set("X-RateLimit-Used", strconv.Itoa(used))
 	hd.Set("X-RateLimit-Reset", strconv.FormatInt(reset.Unix(), 10))
 	hd.Set("X-RateLimit-Resource", "core")
-	hd.Set("X-GitHub-Media-Type", "github.v3; format=json")
+	if hd.Get("X-GitHub-Media-Type") == "" {
+		hd.Set("X-GitHub-Media-Type", "github.v3; format=json")
+	}
 	hd.Set("X-GitHub-Enterprise-Version", "3.15.0")
 	if notModified {
 		w.WriteHeader(http.StatusNotModified)
@@ -202,7 +213,11 @@ func (h *Hub) serveREST(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(rc.status)
 		return
 	}
-	hd.Set("Content-Type", "application/json; charset=utf-8")
+	if rc.raw != nil {
+		hd.Set("Content-Type", rc.rawType)
+	} else {
+		hd.Set("Content-Type", "application/json; charset=utf-8")
+	}
 	w.WriteHeader(rc.status)
 	_, _ = w.Write(body)
 }
@@ -473,7 +488,13 @@ func (h *Hub) restCreatePull(c *restCtx) {
 	})(c)
 }
 
-func (h *Hub) restGetPull(c *restCtx) { c.reply(200, h.pullJSON(c.ctx(), c.p, c.u)) }
+func (h *Hub) restGetPull(c *restCtx) {
+	if m := diffMedia(c.r); m != "" {
+		h.restPullDiff(c, m)
+		return
+	}
+	c.reply(200, h.pullJSON(c.ctx(), c.p, c.u))
+}
 
 func (h *Hub) restPatchPull(c *restCtx) {
 	var in struct {
@@ -503,17 +524,9 @@ func (h *Hub) restPatchPull(c *restCtx) {
 	if in.State != nil {
 		switch *in.State {
 		case "closed":
-			if p.state == "OPEN" {
-				p.state, p.closedAt = "CLOSED", h.now()
-				h.addEventLocked(p, &issueEvent{event: "closed", actor: c.u})
-				h.publishLocked(Event{Kind: "state", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: c.u.restLogin, Detail: "closed"})
-			}
+			h.setPRStateLocked(p, c.u, false)
 		case "open":
-			if p.state == "CLOSED" {
-				p.state, p.closedAt = "OPEN", time.Time{}
-				h.addEventLocked(p, &issueEvent{event: "reopened", actor: c.u})
-				h.publishLocked(Event{Kind: "state", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: c.u.restLogin, Detail: "reopened"})
-			}
+			h.setPRStateLocked(p, c.u, true)
 		default:
 			h.mu.Unlock()
 			c.invalid("PullRequest", "state", "invalid", "")
@@ -538,71 +551,80 @@ func (h *Hub) restMerge(c *restCtx) {
 	if !c.decode(&in) || !c.needWrite() {
 		return
 	}
-	p := c.p
 	ctx := c.ctx()
 	h.mu.Lock()
-	st, base, head, baseRef, headRef, title := p.state, p.baseSHA, p.headSHA, p.baseRef, p.headRef, p.title
+	sha, err := h.mergeLocked(ctx, c.u, c.p, in.MergeMethod, in.CommitTitle, in.CommitMessage, in.SHA)
 	h.mu.Unlock()
-	if st != "OPEN" {
-		c.fail(http.StatusMethodNotAllowed, "Pull Request is not mergeable")
-		return
-	}
-	if in.SHA != "" && in.SHA != head {
-		c.fail(http.StatusConflict, "Head branch was modified. Review and try the merge again.")
-		return
-	}
-	cur, err := revParse(ctx, c.rp.dir, "refs/heads/"+baseRef)
-	if err == nil {
-		base = cur
-	}
-	mi, err := h.mergeState(ctx, c.rp.dir, base, head)
-	if err != nil || mi.conflict {
-		c.fail(http.StatusMethodNotAllowed, "Pull Request is not mergeable")
-		return
-	}
-	h.mu.Lock()
-	strict := c.rp.requireUpToDate
-	h.mu.Unlock()
-	if strict && mi.behind {
-		c.fail(http.StatusMethodNotAllowed, "Head branch is out of date. Review and try the merge again.")
-		return
-	}
-	msg := in.CommitTitle
-	if msg == "" {
-		msg = fmt.Sprintf("Merge pull request #%d from %s/%s", p.number, c.rp.owner, headRef)
-		if in.MergeMethod == "squash" {
-			msg = fmt.Sprintf("%s (#%d)", title, p.number)
-		}
-	}
-	if in.CommitMessage != "" {
-		msg += "\n\n" + in.CommitMessage
-	}
-	args := []string{"commit-tree", mi.tree, "-p", base}
-	if in.MergeMethod == "" || in.MergeMethod == "merge" {
-		args = append(args, "-p", head)
-	}
-	args = append(args, "-m", msg)
-	date := h.now().Format(time.RFC3339)
-	sha, err := runGit(ctx, c.rp.dir, append([]string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, gitIdentity...), nil, args...)
-	if err == nil {
-		_, err = runGit(ctx, c.rp.dir, nil, nil, "update-ref", "refs/heads/"+baseRef, sha, base)
-	}
 	if err != nil {
-		c.fail(http.StatusConflict, "Base branch was modified. Review and try the merge again.")
+		c.fail(err.status, err.msg)
 		return
 	}
-	h.mu.Lock()
-	now := h.now()
-	p.state, p.mergedAt, p.closedAt, p.mergeSHA, p.mergedBy, p.updatedAt = "MERGED", now, now, sha, c.u, now
-	p.baseSHA = base
-	h.addEventLocked(p, &issueEvent{event: "merged", actor: c.u, commitID: sha})
-	h.addEventLocked(p, &issueEvent{event: "closed", actor: c.u, commitID: sha})
-	h.publishLocked(Event{Kind: "state", Owner: c.rp.owner, Repo: c.rp.name, Number: p.number, SHA: sha, Actor: c.u.restLogin, Detail: "merged"})
-	h.mu.Unlock()
 	if refs, err := readRefs(ctx, c.rp.dir); err == nil {
 		h.refsChanged(ctx, c.rp, refs, c.u)
 	}
 	c.reply(200, map[string]any{"sha": sha, "merged": true, "message": "Pull Request successfully merged"})
+}
+
+// mergeErr is why a merge was refused, with REST's status.
+type mergeErr struct {
+	status int
+	msg    string
+}
+
+// mergeLocked merges p into its base branch as REST's merge and GraphQL's
+// mergePullRequest do (method merge, squash or rebase — the last two as
+// one commit on the base); the caller then re-reads the refs
+// (refsChanged), which it must do without h.mu.
+func (h *Hub) mergeLocked(ctx context.Context, by *user, p *pr, method, title, message, expectHead string) (string, *mergeErr) {
+	rp := p.repo
+	base, head, baseRef, headRef := p.baseSHA, p.headSHA, p.baseRef, p.headRef
+	if p.state != "OPEN" {
+		return "", &mergeErr{http.StatusMethodNotAllowed, "Pull Request is not mergeable"}
+	}
+	if expectHead != "" && expectHead != head {
+		return "", &mergeErr{http.StatusConflict, "Head branch was modified. Review and try the merge again."}
+	}
+	cur, err := revParse(ctx, rp.dir, "refs/heads/"+baseRef)
+	if err == nil {
+		base = cur
+	}
+	mi, err := h.mergeState(ctx, rp.dir, base, head)
+	if err != nil || mi.conflict {
+		return "", &mergeErr{http.StatusMethodNotAllowed, "Pull Request is not mergeable"}
+	}
+	if rp.requireUpToDate && mi.behind {
+		return "", &mergeErr{http.StatusMethodNotAllowed, "Head branch is out of date. Review and try the merge again."}
+	}
+	msg := title
+	if msg == "" {
+		msg = fmt.Sprintf("Merge pull request #%d from %s/%s", p.number, rp.owner, headRef)
+		if method == "squash" {
+			msg = fmt.Sprintf("%s (#%d)", p.title, p.number)
+		}
+	}
+	if message != "" {
+		msg += "\n\n" + message
+	}
+	args := []string{"commit-tree", mi.tree, "-p", base}
+	if method == "" || method == "merge" {
+		args = append(args, "-p", head)
+	}
+	args = append(args, "-m", msg)
+	date := h.now().Format(time.RFC3339)
+	sha, err := runGit(ctx, rp.dir, append([]string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, gitIdentity...), nil, args...)
+	if err == nil {
+		_, err = runGit(ctx, rp.dir, nil, nil, "update-ref", "refs/heads/"+baseRef, sha, base)
+	}
+	if err != nil {
+		return "", &mergeErr{http.StatusConflict, "Base branch was modified. Review and try the merge again."}
+	}
+	now := h.now()
+	p.state, p.mergedAt, p.closedAt, p.mergeSHA, p.mergedBy, p.updatedAt = "MERGED", now, now, sha, by, now
+	p.baseSHA = base
+	h.addEventLocked(p, &issueEvent{event: "merged", actor: by, commitID: sha})
+	h.addEventLocked(p, &issueEvent{event: "closed", actor: by, commitID: sha})
+	h.publishLocked(Event{Kind: "state", Owner: rp.owner, Repo: rp.name, Number: p.number, SHA: sha, Actor: by.restLogin, Detail: "merged"})
+	return sha, nil
 }
 
 func (h *Hub) reviewJSON(rv *review) map[string]any {
@@ -931,13 +953,20 @@ func (h *Hub) restCreateIssueComment(c *restCtx) {
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	now := h.now()
-	ic := &issueComment{id: h.newIDLocked(), author: c.u, body: in.Body, createdAt: now, updatedAt: now}
-	c.p.issueComments = append(c.p.issueComments, ic)
-	h.nodes[ic.nodeID()] = ic
-	c.p.updatedAt = now
-	h.publishLocked(Event{Kind: "comment", Owner: c.rp.owner, Repo: c.rp.name, Number: c.p.number, Actor: c.u.restLogin})
+	ic := h.addIssueCommentLocked(c.u, c.p, in.Body)
 	c.reply(201, h.issueCommentJSON(c.p, ic))
+}
+
+// addIssueCommentLocked adds a conversation comment to p (REST and
+// GraphQL's addComment).
+func (h *Hub) addIssueCommentLocked(by *user, p *pr, body string) *issueComment {
+	now := h.now()
+	ic := &issueComment{id: h.newIDLocked(), author: by, body: body, createdAt: now, updatedAt: now}
+	p.issueComments = append(p.issueComments, ic)
+	h.nodes[ic.nodeID()] = ic
+	p.updatedAt = now
+	h.publishLocked(Event{Kind: "comment", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: by.restLogin})
+	return ic
 }
 
 func (h *Hub) labelJSON(rp *repo, l *label) map[string]any {

@@ -144,7 +144,6 @@ func try(ctx context.Context, root string, m *mutant) (verdict, detail string) {
 	}
 	test := exec.CommandContext(ctx, "go", args...)
 	test.Dir = scratch
-	test.Env = append(os.Environ(), "CONVERGE_GITHUB_SCHEMA_DIR="+schemaDir(root))
 	b, err := test.CombinedOutput()
 	if err == nil {
 		return "SURVIVED", "go " + strings.Join(args, " ") + " passed"
@@ -201,15 +200,6 @@ func copyTree(ctx context.Context, root, dst string) error {
 		}
 	}
 	return nil
-}
-
-// schemaDir is where the GitHub schema lives beside the project, as the
-// tests find it from the real tree; the scratch copy is elsewhere.
-func schemaDir(root string) string {
-	if d := os.Getenv("CONVERGE_GITHUB_SCHEMA_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join(filepath.Dir(root), "shared", "github")
 }
 
 func dedupe(xs []string) []string {
