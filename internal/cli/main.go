@@ -140,7 +140,7 @@ func Run(ctx context.Context, args []string, ios *IOStreams) int {
 	if ios.Getenv == nil {
 		ios.Getenv = os.Getenv
 	}
-	root := NewRootCmd(ios)
+	root := NewRootCmd(NewFactory(ios))
 	root.SetArgs(args)
 	root.SetIn(ios.In)
 	root.SetOut(ios.Out)
@@ -165,17 +165,10 @@ func oneLine(s string) string {
 	return s
 }
 
-// NewRootCmd builds the command tree.
-func NewRootCmd(ios *IOStreams) *cobra.Command {
-	root := &cobra.Command{
-		Use:           "converge",
-		Short:         "Drive AI coding agents until a pull request is review-clean, proven on the forge",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("%w (see --help)", err)}
-	})
+// NewRootCmd builds the command tree over f.
+func NewRootCmd(f *Factory) *cobra.Command {
+	ios := f.IOStreams
+	root := newRoot()
 	root.AddCommand(
 		newSandboxCmd(ios),
 		newDemoCmd(ios),
@@ -192,6 +185,21 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 		newDoctorCmd(ios),
 		newWorkerCmd(ios),
 	)
+	return root
+}
+
+// newRoot is the root command without its subcommands: flag errors and
+// unknown commands are usage errors (exit 2).
+func newRoot() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "converge",
+		Short:         "Drive AI coding agents until a pull request is review-clean, proven on the forge",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("%w (see --help)", err)}
+	})
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs
 	root.RunE = func(cmd *cobra.Command, args []string) error {
