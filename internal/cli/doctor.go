@@ -35,6 +35,8 @@ type doctorOptions struct {
 	Agents []string
 	// Set holds the agent settings given as flags (--agent-env, …).
 	Set map[string]string
+	// factory builds the agents (nil: the real one).
+	factory *Factory
 }
 
 func newDoctorCmd(ios *IOStreams) *cobra.Command {
@@ -248,7 +250,7 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 			return nil, usageErr("doctor --agent %q: name one of %s", n, strings.Join(backends.Names(), ", "))
 		}
 	}
-	b := newAgentBuilder(ios, ac)
+	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
 	var out []doctorAgent
 	built := map[string]agent.Agent{}
 	anyConfigured := false
