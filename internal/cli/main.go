@@ -185,7 +185,27 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newDoctorCmd(ios),
 		newWorkerCmd(ios),
 	)
+	argsAreUsage(root)
 	return root
+}
+
+// argsAreUsage makes a refused argument of every command under c a usage
+// error (exit 2), as a refused flag is: cobra's own checks (cobra.NoArgs:
+// `converge status extra`) return plain errors.
+func argsAreUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			var ee *ExitErr
+			if err == nil || errors.As(err, &ee) {
+				return err
+			}
+			return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("%w (see --help)", err)}
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
 }
 
 // newRoot is the root command without its subcommands: flag errors and
