@@ -152,7 +152,7 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	if opts.engine.temporal() {
 		return runLoopTemporal(ctx, ios, opts)
 	}
-	db, err := openStore(ctx, ios, opts.StateDir)
+	db, err := opts.factory.orDefault(ios).OpenStore(ctx, opts.StateDir)
 	if err != nil {
 		return err
 	}

@@ -161,7 +161,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 			return err
 		}
 	}
-	db, err := openStore(ctx, ios, opts.StateDir)
+	db, err := opts.factory.orDefault(ios).OpenStore(ctx, opts.StateDir)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/exitcode"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+// The flag tests build each command with a runF that keeps its parsed
+// options, under the real root (whose flag errors are exit 2), with a
+// factory whose makers fail the test: parsing a command line opens no
+// store, builds no forge client or agent and runs nothing (IF-1).
+
+// flagCase is one command line: its arguments after the command's name,
+// the exit code (0: it parses and reaches runF), the words of a usage
+// error, and what the options must hold.
+type flagCase[O any] struct {
+	args  []string
+	code  int
+	want  string
+	check func(*O) bool
+}
+
+// noFactory is a factory whose makers fail t: a flag test runs nothing.
+func noFactory(t *testing.T) *Factory {
+	ios, _, _ := testIO(nil)
+	fail := func(what string) error {
+		t.Errorf("a flag test %s", what)
+		return errors.New(what)
+	}
+	return &Factory{
+		IOStreams: ios,
+		OpenStore: func(context.Context, string) (*store.Store, error) {
+			return nil, fail("opened a state store")
+		},
+		OpenExistingStore: func(context.Context, string, string) (*store.Store, error) {
+			return nil, fail("opened a state store")
+		},
+		Forge: func(ghclient.Options) (*ghclient.Client, error) { return nil, fail("built a forge client") },
+		Agent: func(backends.Config, string, string, string) (agent.Agent, error) {
+			return nil, fail("built an agent")
+		},
+	}
+}
+
+// parseFlags runs the command newCmd builds with args under the root and
+// returns the options runF got (nil when it was not called), the exit
+// code and the error.
+func parseFlags[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra.Command, args []string) (*O, int, error) {
+	t.Helper()
+	var got *O
+	root := newRoot()
+	cmd := newCmd(noFactory(t), func(o *O) error {
+		got = o
+		return nil
+	})
+	root.AddCommand(cmd)
+	argsAreUsage(root)
+	root.SetArgs(append([]string{cmd.Name()}, args...))
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	err := root.ExecuteContext(context.Background())
+	return got, ExitCodeOf(err), err
+}
+
+func testFlags[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra.Command, cases []flagCase[O]) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			got, code, err := parseFlags(t, newCmd, tc.args)
+			if code != tc.code {
+				t.Fatalf("exit %d (%v), want %d", code, err, tc.code)
+			}
+			if tc.code != exitcode.OK {
+				if got != nil {
+					t.Errorf("runF ran on a bad command line: %+v", *got)
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("error %v, want one with %q", err, tc.want)
+				}
+				return
+			}
+			if got == nil {
+				t.Fatal("runF was not called")
+			}
+			if tc.check != nil && !tc.check(got) {
+				t.Errorf("options %s", fmt.Sprintf("%+v", *got))
+			}
+		})
+	}
+}
+
+// usage is a usage error (exit 2) with these words.
+func usage[O any](want string, args ...string) flagCase[O] {
+	return flagCase[O]{args: args, code: exitcode.Usage, want: want}
+}
+
+func TestIF_1_ConfigFlags(t *testing.T) {
+	testFlags(t, newConfigCmd, []flagCase[configOptions]{
+		{check: func(o *configOptions) bool { return o.File == "" && !o.JSON && len(o.Set) == 0 }},
+		{args: []string{"--config", "c.yaml", "--json", "--max-iterations", "7", "--expects-copilot", "--agent-env", "A", "--agent-env", "B"},
+			check: func(o *configOptions) bool {
+				return o.File == "c.yaml" && o.JSON && o.Set["max_iterations"] == "7" && o.Set["expects_copilot"] == "true" && o.Set["agent_env"] == "A,B"
+			}},
+		usage[configOptions]("invalid argument", "--max-iterations", "0"),
+		usage[configOptions]("invalid argument", "--poll-min", "soon"),
+		usage[configOptions]("unknown flag", "--nope"),
+		usage[configOptions]("unknown command", "extra"),
+	})
+}
+
+func TestIF_1_SandboxFlags(t *testing.T) {
+	testFlags(t, newSandboxCmd, []flagCase[sandboxOptions]{
+		{check: func(o *sandboxOptions) bool {
+			return o.StateDir == "" && o.Addr == "127.0.0.1:0" && !o.HTTP && o.CopilotDelay == 3*time.Second && !o.Verbose
+		}},
+		{args: []string{"--state", "s", "--addr", "[::1]:9", "--http", "--copilot-delay", "50ms", "-v"},
+			check: func(o *sandboxOptions) bool {
+				return o.StateDir == "s" && o.Addr == "[::1]:9" && o.HTTP && o.CopilotDelay == 50*time.Millisecond && o.Verbose
+			}},
+		usage[sandboxOptions]("invalid argument", "--copilot-delay", "3"),
+		usage[sandboxOptions]("unknown command", "now"),
+	})
+}
+
+func TestIF_1_DemoFlags(t *testing.T) {
+	testFlags(t, newDemoCmd, []flagCase[demoOptions]{
+		{check: func(o *demoOptions) bool {
+			return o.StateDir == "" && !o.JSON && !o.Keep && o.CopilotDelay == time.Second
+		}},
+		{args: []string{"--state", "d", "--json", "--keep", "--copilot-delay", "0s"},
+			check: func(o *demoOptions) bool { return o.StateDir == "d" && o.JSON && o.Keep && o.CopilotDelay == 0 }},
+		usage[demoOptions]("unknown flag", "--agent", "claude"),
+	})
+}
+
+func TestIF_1_BenchFlags(t *testing.T) {
+	testFlags(t, newBenchCmd, []flagCase[benchOptions]{
+		{check: func(o *benchOptions) bool { return o.Scale == "small" && !o.JSON }},
+		{args: []string{"--scale", "full", "--json"}, check: func(o *benchOptions) bool { return o.Scale == "full" && o.JSON }},
+		usage[benchOptions](`--scale "huge": want small or full`, "--scale", "huge"),
+	})
+}
+
+func TestIF_1_StatusFlags(t *testing.T) {
+	testFlags(t, newStatusCmd, []flagCase[statusOptions]{
+		{check: func(o *statusOptions) bool {
+			return o.StateDir == "" && !o.JSON && o.Limit == 20 && o.engine == engineOptions{Engine: engineLocal}
+		}},
+		{args: []string{"--state", "s", "--json", "--limit", "0", "--engine", "temporal", "--temporal-address", "h:1", "--namespace", "n", "--task-queue", "q"},
+			check: func(o *statusOptions) bool {
+				return o.StateDir == "s" && o.JSON && o.Limit == 0 && o.engine == engineOptions{Engine: engineTemporal, Address: "h:1", Namespace: "n", TaskQueue: "q"}
+			}},
+		usage[statusOptions]("invalid argument", "--limit", "many"),
+		usage[statusOptions]("unknown command", "r-1"),
+	})
+}
+
+// runIDCases are the cases of a command of one run id.
+func runIDCases[O any](name string, check func(*O) bool) []flagCase[O] {
+	return []flagCase[O]{
+		{args: []string{"r-1", "--state", "s"}, check: check},
+		usage[O](name + " needs exactly one run id"),
+		usage[O](name+" needs exactly one run id", "r-1", "r-2"),
+		usage[O]("unknown flag", "r-1", "--nope"),
+	}
+}
+
+func TestIF_1_ProofFlags(t *testing.T) {
+	testFlags(t, newProofCmd, append(runIDCases("proof", func(o *proofOptions) bool {
+		return o.RunID == "r-1" && o.StateDir == "s" && !o.JSON && o.engine.Engine == engineLocal
+	}), flagCase[proofOptions]{args: []string{"r-9", "--json"}, check: func(o *proofOptions) bool { return o.RunID == "r-9" && o.JSON }}))
+}
+
+func TestIF_1_LogFlags(t *testing.T) {
+	testFlags(t, newLogCmd, runIDCases("log", func(o *logOptions) bool {
+		return o.RunID == "r-1" && o.StateDir == "s" && o.engine.Engine == engineLocal
+	}))
+}
+
+func TestIF_1_StopFlags(t *testing.T) {
+	testFlags(t, newStopCmd, runIDCases("stop", func(o *stopOptions) bool {
+		return o.RunID == "r-1" && o.StateDir == "s" && o.engine.Engine == engineLocal
+	}))
+}
