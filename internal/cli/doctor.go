@@ -39,8 +39,9 @@ type doctorOptions struct {
 	factory *Factory
 }
 
-func newDoctorCmd(ios *IOStreams) *cobra.Command {
-	opts := &doctorOptions{}
+func newDoctorCmd(factory *Factory, runF func(*doctorOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &doctorOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Print the build, test and lint commands converge found in a repository, and why; and what it can run",
@@ -69,6 +70,9 @@ doctor guesses from the outside (no credential it knows of) is dropped
 when --check shows the model answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runDoctor(cmd.Context(), ios, opts)
 		},
 	}

@@ -195,3 +195,78 @@ func TestIF_1_StopFlags(t *testing.T) {
 		return o.RunID == "r-1" && o.StateDir == "s" && o.engine.Engine == engineLocal
 	}))
 }
+
+const flagPR = "https://github.com/o/r/pull/1"
+
+func TestIF_1_PRFlags(t *testing.T) {
+	testFlags(t, newPRCmd, []flagCase[prOptions]{
+		{args: []string{flagPR}, check: func(o *prOptions) bool {
+			return strings.Join(o.URLs, " ") == flagPR && o.Agent == "suggest" && o.AgentCmd == "" && o.ReviewAgent == "" && o.JudgeAgent == "" &&
+				o.StateDir == "" && o.APIURL == "" && o.Token == "" && !o.JSON && !o.Keep && !o.Fresh && !o.DryRun && !o.DisposeOnly &&
+				!o.NoAgentCheck && len(o.Set) == 0 && o.App == appOptions{} && o.engine.Engine == engineLocal && o.factory != nil
+		}},
+		{args: []string{flagPR, flagPR + "0", "--agent", "command", "--agent-cmd", "./fix.sh", "--review-agent", "claude", "--judge-agent", "command",
+			"--judge-agent-cmd", "./judge.sh", "--dry-run", "--no-copilot", "--max-iterations", "3", "--agent-env", "A", "--agent-env", "B,C",
+			"--no-agent-check", "--app-id", "1", "--app-key", "k.pem", "--state", "s", "--json", "--keep", "--fresh", "--config", "c.yaml", "--engine", "temporal"},
+			check: func(o *prOptions) bool {
+				return len(o.URLs) == 2 && o.Agent == "command" && o.AgentCmd == "./fix.sh" && o.ReviewAgent == "claude" && o.JudgeAgent == "command" &&
+					o.JudgeAgentCmd == "./judge.sh" && o.DryRun && o.Set["expects_copilot"] == "false" && o.Set["max_iterations"] == "3" &&
+					o.Set["agent_env"] == "A,B,C" && o.NoAgentCheck && o.App == appOptions{ID: "1", KeyFile: "k.pem"} && o.StateDir == "s" &&
+					o.JSON && o.Keep && o.Fresh && o.ConfigFile == "c.yaml" && o.engine.Engine == engineTemporal
+			}},
+		{args: []string{flagPR, "--no-copilot=false", "--allow-untested", "--dispose-only"}, check: func(o *prOptions) bool {
+			return o.Set["expects_copilot"] == "true" && o.Set["allow_untested"] == "true" && o.DisposeOnly
+		}},
+		usage[prOptions]("pr needs a PR URL"),
+		usage[prOptions]("invalid argument", flagPR, "--max-cost", "-1"),
+		usage[prOptions]("invalid argument", flagPR, "--agent-env", "A=1"),
+		usage[prOptions]("invalid argument", flagPR, "--fix-minor=maybe"),
+		usage[prOptions]("unknown flag", flagPR, "--goal", "x"),
+	})
+}
+
+func TestIF_1_ServeFlags(t *testing.T) {
+	testFlags(t, newServeCmd, []flagCase[serveOptions]{
+		{check: func(o *serveOptions) bool {
+			return len(o.pr.URLs) == 0 && o.Listen == "127.0.0.1:8765" && len(o.Watch) == 0 && o.Label == "" && len(o.Authors) == 0 &&
+				o.PollBudget == defaultPollBudget && o.pr.Agent == "suggest" && o.engine.Engine == engineLocal && o.pr.factory != nil
+		}},
+		{args: []string{flagPR, "--listen", ":9", "--watch", "o/a,o/b", "--watch", "o/c", "--watch-label", "l", "--watch-author", "x",
+			"--poll-budget", "5", "--agent", "codex", "--ci-wait", "1m"},
+			check: func(o *serveOptions) bool {
+				return strings.Join(o.pr.URLs, " ") == flagPR && o.Listen == ":9" && strings.Join(o.Watch, " ") == "o/a o/b o/c" && o.Label == "l" &&
+					strings.Join(o.Authors, " ") == "x" && o.PollBudget == 5 && o.pr.Agent == "codex" && o.pr.Set["ci_wait"] == "1m0s"
+			}},
+		usage[serveOptions]("invalid argument", "--poll-budget", "lots"),
+		usage[serveOptions]("unknown flag", "--watch-labels", "l"),
+	})
+}
+
+func TestIF_1_DoctorFlags(t *testing.T) {
+	testFlags(t, newDoctorCmd, []flagCase[doctorOptions]{
+		{check: func(o *doctorOptions) bool {
+			return o.Workdir == "." && o.Host == "github.com" && !o.JSON && !o.Check && len(o.Agents) == 0 && len(o.Set) == 0
+		}},
+		{args: []string{"--workdir", "w", "--host", "ghe.example", "--json", "--check", "--agent", "claude", "--agent", "codex", "--agent-retry-bound", "30s"},
+			check: func(o *doctorOptions) bool {
+				return o.Workdir == "w" && o.Host == "ghe.example" && o.JSON && o.Check && strings.Join(o.Agents, " ") == "claude codex" && o.Set["agent_retry_bound"] == "30s"
+			}},
+		usage[doctorOptions]("invalid argument", "--agent-retry-bound", "0s"),
+		usage[doctorOptions]("unknown command", "claude"),
+	})
+}
+
+func TestIF_1_WorkerFlags(t *testing.T) {
+	testFlags(t, newWorkerCmd, []flagCase[workerOptions]{
+		{check: func(o *workerOptions) bool {
+			return o.engine == engineOptions{Engine: engineTemporal} && o.Token == "" && o.CAFile == "" && o.StateDir == "" && o.App == appOptions{} && o.factory != nil
+		}},
+		{args: []string{"--temporal-address", "h:7233", "--namespace", "n", "--task-queue", "q", "--token", "t", "--ca-file", "ca.pem", "--state", "s", "--app-id", "2", "--app-key", "k", "--app-installation", "3"},
+			check: func(o *workerOptions) bool {
+				return o.engine == engineOptions{Engine: engineTemporal, Address: "h:7233", Namespace: "n", TaskQueue: "q"} && o.Token == "t" &&
+					o.CAFile == "ca.pem" && o.StateDir == "s" && o.App == appOptions{ID: "2", KeyFile: "k", Installation: "3"}
+			}},
+		usage[workerOptions]("unknown flag", "--engine", "local"),
+		usage[workerOptions]("unknown command", "now"),
+	})
+}

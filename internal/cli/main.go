@@ -172,8 +172,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	root.AddCommand(
 		newSandboxCmd(f, nil),
 		newDemoCmd(f, nil),
-		newPRCmd(ios),
-		newServeCmd(ios),
+		newPRCmd(f, nil),
+		newServeCmd(f, nil),
 		newBenchCmd(f, nil),
 		newStatusCmd(f, nil),
 		newProofCmd(f, nil),
@@ -182,8 +182,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newStopCmd(f, nil),
 		newLoopCmd(ios),
 		newPlanCmd(ios),
-		newDoctorCmd(ios),
-		newWorkerCmd(ios),
+		newDoctorCmd(f, nil),
+		newWorkerCmd(f, nil),
 	)
 	argsAreUsage(root)
 	return root

@@ -111,8 +111,9 @@ func (v *fieldFlag) Set(s string) error {
 
 func (v *fieldFlag) Type() string { return v.f.Kind.String() }
 
-func newPRCmd(ios *IOStreams) *cobra.Command {
-	opts := &prOptions{Set: map[string]string{}}
+func newPRCmd(factory *Factory, runF func(*prOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &prOptions{Set: map[string]string{}, factory: factory}
 	cmd := &cobra.Command{
 		Use:   "pr PR_URL [PR_URL...]",
 		Short: "Drive a pull request to a proven two-stable finish",
@@ -136,6 +137,9 @@ defaults; converge config prints them and where each came from.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.URLs = args
+			if runF != nil {
+				return runF(opts)
+			}
 			if opts.DisposeOnly {
 				// PR-M2: success exits 0, any error 2.
 				if err := runPR(cmd.Context(), ios, opts); err != nil {
