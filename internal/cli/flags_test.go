@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/exitcode"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/store"
@@ -269,4 +272,69 @@ func TestIF_1_WorkerFlags(t *testing.T) {
 		usage[workerOptions]("unknown flag", "--engine", "local"),
 		usage[workerOptions]("unknown command", "now"),
 	})
+}
+
+func TestIF_1_LoopFlags(t *testing.T) {
+	testFlags(t, newLoopCmd, []flagCase[loopOptions]{
+		{check: func(o *loopOptions) bool {
+			return o.Goal == "" && o.Agent == "command" && o.MaxIterations == 0 && o.StallAfter == checkloop.DefaultStallIterations &&
+				o.Confirm == checkloop.DefaultConfirm && !o.confirmSet && o.AgentTimeout == agent.DefaultBudget && o.CheckTimeout == checkloop.DefaultCheckBudget &&
+				o.Workdir == "." && o.StateDir == "" && len(o.Protect) == 0 && !o.agents.noCheck && len(o.agents.set) == 0 &&
+				o.engine.Engine == engineLocal && o.factory != nil && !o.changed("max-iterations")
+		}},
+		{args: []string{"--goal", "g", "--check", "go test ./...", "--agent", "claude", "--max-iterations", "5", "--stall-after", "4", "--confirm", "3",
+			"--protect", "a/*", "--protect", "b", "--allow-test-removal", "--max-wall-clock", "1h", "--max-cost", "2.5", "--predecessor", "r-1",
+			"--json", "--state", "s", "--workdir", "w", "--fresh", "--agent-timeout", "1m", "--check-timeout", "2m", "--agent-env", "K", "--no-agent-check"},
+			check: func(o *loopOptions) bool {
+				return o.Goal == "g" && o.Check == "go test ./..." && o.Agent == "claude" && o.MaxIterations == 5 && o.StallAfter == 4 && o.Confirm == 3 &&
+					o.confirmSet && strings.Join(o.Protect, " ") == "a/* b" && o.AllowRemoval && o.MaxWallClock == time.Hour && o.MaxCost == 2.5 &&
+					o.Predecessor == "r-1" && o.JSON && o.StateDir == "s" && o.Workdir == "w" && o.Fresh && o.AgentTimeout == time.Minute &&
+					o.CheckTimeout == 2*time.Minute && o.agents.set["agent_env"] == "K" && o.agents.noCheck && o.changed("max-iterations") && !o.changed("goal-file")
+			}},
+		{args: []string{"--goal-file", "g.md", "--judge", "command", "--judge-cmd", "./judge.sh", "--agent-cmd", "./a.sh"},
+			check: func(o *loopOptions) bool {
+				return o.GoalFile == "g.md" && o.Judge == "command" && o.JudgeCmd == "./judge.sh" && o.AgentCmd == "./a.sh" && !o.confirmSet
+			}},
+		usage[loopOptions]("invalid argument", "--max-iterations", "five"),
+		usage[loopOptions]("invalid argument", "--max-wall-clock", "1"),
+		usage[loopOptions]("invalid argument", "--agent-retry-bound", "-1s"),
+		usage[loopOptions]("unknown command", "fix it"),
+		usage[loopOptions]("unknown flag", "--review-agent", "claude"),
+	})
+}
+
+func TestIF_1_PlanFlags(t *testing.T) {
+	testFlags(t, newPlanCmd, []flagCase[planOptions]{
+		{args: []string{"run", "p.yaml"}, check: func(o *planOptions) bool {
+			return o.File == "p.yaml" && o.Agent == "command" && o.AgentCmd == "" && o.ReviewAgent == "" && !o.JSON && o.Report == "" &&
+				o.StateDir == "" && o.Workdir == "." && !o.Fresh && o.AgentTimeout == agent.DefaultBudget && o.Parallel == defaultPlanParallel &&
+				!o.agents.noCheck && o.engine.Engine == engineLocal && o.factory != nil
+		}},
+		{args: []string{"run", "p.yaml", "--agent", "gemini", "--review-agent", "command", "--review-agent-cmd", "./r.sh", "--json", "--report", "r.md",
+			"--state", "s", "--workdir", "w", "--fresh", "--agent-timeout", "90s", "--parallel", "1", "--agent-env", "X", "--no-agent-check", "--engine", "temporal"},
+			check: func(o *planOptions) bool {
+				return o.File == "p.yaml" && o.Agent == "gemini" && o.ReviewAgent == "command" && o.ReviewAgentCmd == "./r.sh" && o.JSON && o.Report == "r.md" &&
+					o.StateDir == "s" && o.Workdir == "w" && o.Fresh && o.AgentTimeout == 90*time.Second && o.Parallel == 1 &&
+					o.agents.set["agent_env"] == "X" && o.agents.noCheck && o.engine.Engine == engineTemporal
+			}},
+		usage[planOptions]("plan needs a subcommand"),
+		usage[planOptions]("plan run needs exactly one plan file", "run"),
+		usage[planOptions]("plan run needs exactly one plan file", "run", "a.yaml", "b.yaml"),
+		usage[planOptions]("invalid argument", "run", "p.yaml", "--parallel", "all"),
+		usage[planOptions]("unknown flag", "run", "p.yaml", "--check", "true"),
+	})
+}
+
+// TestIF_1_EveryCommandHasFlagTests: each command of the root has its
+// table in this file; a new command gets one (newXCmd(factory, runF)).
+func TestIF_1_EveryCommandHasFlagTests(t *testing.T) {
+	src, err := os.ReadFile("flags_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range NewRootCmd(noFactory(t)).Commands() {
+		if !regexp.MustCompile(`(?im)^func TestIF_1_` + regexp.QuoteMeta(c.Name()) + `Flags\(`).Match(src) {
+			t.Errorf("converge %s has no TestIF_1_%sFlags in flags_test.go", c.Name(), c.Name())
+		}
+	}
 }

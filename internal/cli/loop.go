@@ -59,8 +59,9 @@ type loopOptions struct {
 	factory *Factory
 }
 
-func newLoopCmd(ios *IOStreams) *cobra.Command {
-	opts := &loopOptions{}
+func newLoopCmd(factory *Factory, runF func(*loopOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &loopOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "loop --goal TEXT|--goal-file F --check CMD|--judge AGENT --agent NAME --max-iterations N",
 		Short: "Iterate an agent on this repository until an external done-check passes",
@@ -100,6 +101,9 @@ local state store, are refused.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.confirmSet = cmd.Flags().Changed("confirm")
 			opts.changed = cmd.Flags().Changed
+			if runF != nil {
+				return runF(opts)
+			}
 			return runLoopCmd(cmd.Context(), ios, opts)
 		},
 	}

@@ -167,7 +167,6 @@ func oneLine(s string) string {
 
 // NewRootCmd builds the command tree over f.
 func NewRootCmd(f *Factory) *cobra.Command {
-	ios := f.IOStreams
 	root := newRoot()
 	root.AddCommand(
 		newSandboxCmd(f, nil),
@@ -180,8 +179,8 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newLogCmd(f, nil),
 		newConfigCmd(f, nil),
 		newStopCmd(f, nil),
-		newLoopCmd(ios),
-		newPlanCmd(ios),
+		newLoopCmd(f, nil),
+		newPlanCmd(f, nil),
 		newDoctorCmd(f, nil),
 		newWorkerCmd(f, nil),
 	)

@@ -29,6 +29,8 @@ import (
 const defaultPlanParallel = 4
 
 type planOptions struct {
+	// File is the plan (the argument).
+	File           string
 	Agent          string
 	AgentCmd       string
 	ReviewAgent    string
@@ -51,7 +53,7 @@ type planOptions struct {
 	factory *Factory
 }
 
-func newPlanCmd(ios *IOStreams) *cobra.Command {
+func newPlanCmd(factory *Factory, runF func(*planOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Run a plan of tasks with implementer and reviewer agents",
@@ -60,12 +62,13 @@ func newPlanCmd(ios *IOStreams) *cobra.Command {
 			return usageErr("plan needs a subcommand: converge plan run PLAN.yaml")
 		},
 	}
-	cmd.AddCommand(newPlanRunCmd(ios))
+	cmd.AddCommand(newPlanRunCmd(factory, runF))
 	return cmd
 }
 
-func newPlanRunCmd(ios *IOStreams) *cobra.Command {
-	opts := &planOptions{}
+func newPlanRunCmd(factory *Factory, runF func(*planOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &planOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "run PLAN.yaml",
 		Short: "Execute a plan on this repository: tasks, parallel groups, barriers, reviews",
@@ -111,7 +114,11 @@ to be resumed.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPlanCmd(cmd.Context(), ios, opts, args[0])
+			opts.File = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runPlanCmd(cmd.Context(), ios, opts, opts.File)
 		},
 	}
 	f := cmd.Flags()
