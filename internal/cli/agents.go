@@ -68,31 +68,46 @@ func (ac agentConfig) taskEnv() []string {
 	return agent.WithoutValues(agent.ScrubEnv(os.Environ()), ac.Secrets)
 }
 
-// agentBuilder builds a run's CLI backends with its agentConfig, and
-// remembers each for the pre-flight check (agentChecker).
+// agentBuilder builds a run's agents with its agentConfig (Factory.
+// Agent), and remembers each CLI backend for the pre-flight check
+// (agentChecker).
 type agentBuilder struct {
-	ios    *IOStreams
-	ac     agentConfig
-	mu     sync.Mutex
-	checks []checkTarget
+	f  *Factory
+	ac agentConfig
+	// command builds the command agent (backends.Config.NewCommand);
+	// nil: converge pr's and plan's.
+	command func(name string, argv []string) (agent.Agent, error)
+	mu      sync.Mutex
+	checks  []checkTarget
 }
 
-func newAgentBuilder(ios *IOStreams, ac agentConfig) *agentBuilder {
-	return &agentBuilder{ios: ios, ac: ac}
+func newAgentBuilder(f *Factory, ac agentConfig) *agentBuilder {
+	return &agentBuilder{f: f, ac: ac}
 }
 
-// backend builds the CLI backend cfg names (backends.New, or the test's
-// double in IOStreams.Backend).
+// agent builds the agent name in role (backends.Build), cmd the command
+// agent's command line.
+func (b *agentBuilder) agent(name, cmd, role string) (agent.Agent, error) {
+	return b.build(backends.Config{}, name, cmd, role)
+}
+
+// backend builds the CLI backend cfg names, with cfg's own environment.
 func (b *agentBuilder) backend(cfg backends.Config) (agent.Agent, error) {
+	return b.build(cfg, cfg.Name, "", cfg.Role)
+}
+
+func (b *agentBuilder) build(cfg backends.Config, name, cmd, role string) (agent.Agent, error) {
 	cfg.AgentEnv, cfg.RetryBound, cfg.Secrets = b.ac.Env, b.ac.RetryBound, b.ac.Secrets
-	build := backends.New
-	if b.ios != nil && b.ios.Backend != nil {
-		build = b.ios.Backend
-	}
-	a, err := build(cfg)
+	cfg.NewCommand = b.command
+	a, err := b.f.Agent(cfg, name, cmd, role)
 	if err != nil {
 		return nil, err
 	}
+	if !backends.Known(name) {
+		// The command and suggest agents have no model to check.
+		return a, nil
+	}
+	cfg.Name, cfg.Role = name, role
 	// One backend in two roles (a fixer and its reviewer) is one
 	// identity: checked once.
 	key := backends.ID(a, cfg)

@@ -138,7 +138,7 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 		if err != nil {
 			return nil, nil, err
 		}
-		client, err := ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile, Limiter: opts.limiter}, limits))
+		client, err := opts.factory.orDefault(ios).Forge(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile, Limiter: opts.limiter}, limits))
 		if err != nil {
 			return nil, nil, usageErr("%v", err)
 		}
@@ -155,7 +155,7 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 		full := ref.Owner + "/" + ref.Repo
 		c := byRepo[strings.ToLower(full)]
 		if c == nil {
-			if c, err = ghclient.New(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, App: app, AppRepo: full, CAFile: opts.CAFile, Limiter: opts.limiter}, limits)); err != nil {
+			if c, err = opts.factory.orDefault(ios).Forge(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, App: app, AppRepo: full, CAFile: opts.CAFile, Limiter: opts.limiter}, limits)); err != nil {
 				return nil, nil, usageErr("%v", err)
 			}
 			byRepo[strings.ToLower(full)] = c

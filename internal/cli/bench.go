@@ -14,7 +14,8 @@ type benchOptions struct {
 	Scale string
 }
 
-func newBenchCmd(ios *IOStreams) *cobra.Command {
+func newBenchCmd(factory *Factory, runF func(*benchOptions) error) *cobra.Command {
+	ios := factory.IOStreams
 	opts := &benchOptions{}
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -36,6 +37,9 @@ in make test; --scale full is what BENCHMARKS.md records.`,
 			scale := bench.Scale(opts.Scale)
 			if scale != bench.Small && scale != bench.Full {
 				return usageErr("--scale %q: want small or full", opts.Scale)
+			}
+			if runF != nil {
+				return runF(opts)
 			}
 			progress := func(s string) { fmt.Fprintln(ios.ErrOut, "bench: "+s) }
 			r, err := bench.Run(cmd.Context(), bench.Options{Scale: scale, Progress: progress})

@@ -21,7 +21,8 @@ type configOptions struct {
 	Set  map[string]string
 }
 
-func newConfigCmd(ios *IOStreams) *cobra.Command {
+func newConfigCmd(factory *Factory, runF func(*configOptions) error) *cobra.Command {
+	ios := factory.IOStreams
 	opts := &configOptions{Set: map[string]string{}}
 	cmd := &cobra.Command{
 		Use:   "config",
@@ -34,6 +35,9 @@ its line), or the default. The file is --config FILE, else the
 An unknown key or a bad value is an error naming the file and line.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runConfig(cmd.Context(), ios, opts)
 		},
 	}

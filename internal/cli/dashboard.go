@@ -17,10 +17,13 @@ import (
 type dashboardOptions struct {
 	StateDir string
 	Addr     string
+
+	factory *Factory
 }
 
-func newDashboardCmd(ios *IOStreams) *cobra.Command {
-	opts := &dashboardOptions{}
+func newDashboardCmd(factory *Factory, runF func(*dashboardOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &dashboardOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "dashboard",
 		Short: "Serve a web dashboard of the runs in the state store",
@@ -35,6 +38,9 @@ It binds to loopback by default. Off loopback it needs ` + envServeToken + `:
 open the page with ?token=TOKEN, or send Authorization: Bearer TOKEN.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runDashboard(cmd.Context(), ios, opts)
 		},
 	}
@@ -48,10 +54,11 @@ func runDashboard(ctx context.Context, ios *IOStreams, opts *dashboardOptions) e
 	if !server.IsLoopback(opts.Addr) && token == "" {
 		return usageErr("--addr %s is off loopback: set %s, the token the dashboard then requires", opts.Addr, envServeToken)
 	}
-	db, err := openExistingStore(ctx, ios, opts.StateDir, "")
+	f := opts.factory.orDefault(ios)
+	db, err := f.OpenExistingStore(ctx, opts.StateDir, "")
 	if errors.Is(err, errNoStore) {
 		// Nothing ran yet: the dashboard shows the first run as it starts.
-		db, err = openStore(ctx, ios, opts.StateDir)
+		db, err = f.OpenStore(ctx, opts.StateDir)
 	}
 	if err != nil {
 		return err

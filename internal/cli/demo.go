@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
@@ -24,10 +24,13 @@ type demoOptions struct {
 	JSON         bool
 	Keep         bool
 	CopilotDelay time.Duration
+	// factory builds the forge client and the agent (nil: the real one).
+	factory *Factory
 }
 
-func newDemoCmd(ios *IOStreams) *cobra.Command {
-	opts := &demoOptions{}
+func newDemoCmd(factory *Factory, runF func(*demoOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &demoOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Run the whole loop offline against the built-in GitHub emulator",
@@ -38,6 +41,9 @@ applies the suggestions, runs the tests, commits, pushes, replies to and
 resolves every thread, and prints the proof.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runDemo(cmd.Context(), ios, opts)
 		},
 	}
@@ -81,7 +87,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	token := hub.Tokens().Author
-	client, err := ghclient.New(ghclient.Options{
+	client, err := opts.factory.orDefault(ios).Forge(ghclient.Options{
 		APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: token, CAFile: hub.CAFile(),
 	})
 	if err != nil {
@@ -108,13 +114,17 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 	cfg.ReviewStartWindow = 30 * time.Second
 	cfg.ReviewWaitMax = 2 * time.Minute
 	cfg.CIWaitMax = 2 * time.Minute
+	fixer, err := opts.factory.orDefault(ios).Agent(backends.Config{}, backends.Suggest, "", backends.RoleFix)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
 	term, err := runLoop(ctx, ios, loopParams{
 		Ref:      ref,
 		Forge:    client,
 		CloneURL: hub.GitURL(demo.Owner, demo.Repo),
 		GitEnv:   repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), token, hub.CAFile()),
 		StateDir: dir,
-		Agent:    suggest.New(),
+		Agent:    fixer,
 		Config:   cfg,
 		PollMin:  250 * time.Millisecond,
 		PollMax:  2 * time.Second,

@@ -35,10 +35,13 @@ type doctorOptions struct {
 	Agents []string
 	// Set holds the agent settings given as flags (--agent-env, …).
 	Set map[string]string
+	// factory builds the agents (nil: the real one).
+	factory *Factory
 }
 
-func newDoctorCmd(ios *IOStreams) *cobra.Command {
-	opts := &doctorOptions{}
+func newDoctorCmd(factory *Factory, runF func(*doctorOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &doctorOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Print the build, test and lint commands converge found in a repository, and why; and what it can run",
@@ -67,6 +70,9 @@ doctor guesses from the outside (no credential it knows of) is dropped
 when --check shows the model answered.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runDoctor(cmd.Context(), ios, opts)
 		},
 	}
@@ -248,7 +254,7 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 			return nil, usageErr("doctor --agent %q: name one of %s", n, strings.Join(backends.Names(), ", "))
 		}
 	}
-	b := newAgentBuilder(ios, ac)
+	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
 	var out []doctorAgent
 	built := map[string]agent.Agent{}
 	anyConfigured := false

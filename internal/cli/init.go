@@ -20,7 +20,8 @@ type initOptions struct {
 	Sync   bool
 }
 
-func newInitCmd(ios *IOStreams) *cobra.Command {
+func newInitCmd(factory *Factory, runF func(*initOptions) error) *cobra.Command {
+	ios := factory.IOStreams
 	opts := &initOptions{}
 	cmd := &cobra.Command{
 		Use:   "init [--dir DIR] [--force] [--action] [--sync]",
@@ -40,6 +41,9 @@ are what is copied. --sync only updates Copilot's copy of the review
 instructions, after they were edited.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runInit(cmd.Context(), ios, opts)
 		},
 	}

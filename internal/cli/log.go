@@ -17,10 +17,15 @@ import (
 type logOptions struct {
 	StateDir string
 	engine   engineOptions
+	// RunID is the run whose log to print (the argument).
+	RunID string
+	// factory opens the store (nil: the real one).
+	factory *Factory
 }
 
-func newLogCmd(ios *IOStreams) *cobra.Command {
-	opts := &logOptions{}
+func newLogCmd(factory *Factory, runF func(*logOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &logOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "log RUN",
 		Short: "Print a run's decision log as markdown",
@@ -35,7 +40,11 @@ only the state store; a run still going shows what it has so far.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runLog(cmd.Context(), ios, opts, args[0])
+			opts.RunID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runLog(cmd.Context(), ios, opts, opts.RunID)
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
@@ -54,7 +63,7 @@ func runLog(ctx context.Context, ios *IOStreams, opts *logOptions, id string) er
 		}
 		return writeRunLog(ctx, ios, recs, r)
 	}
-	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
+	db, err := opts.factory.orDefault(ios).OpenExistingStore(ctx, opts.StateDir, id)
 	if err != nil {
 		return err
 	}

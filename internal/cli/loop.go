@@ -55,10 +55,13 @@ type loopOptions struct {
 	goalFrom string
 	// engine runs the loop here or on a Temporal cluster.
 	engine engineOptions
+	// factory opens the store and builds the agents (nil: the real one).
+	factory *Factory
 }
 
-func newLoopCmd(ios *IOStreams) *cobra.Command {
-	opts := &loopOptions{}
+func newLoopCmd(factory *Factory, runF func(*loopOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &loopOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "loop --goal TEXT|--goal-file F --check CMD|--judge AGENT --agent NAME --max-iterations N",
 		Short: "Iterate an agent on this repository until an external done-check passes",
@@ -98,6 +101,9 @@ local state store, are refused.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts.confirmSet = cmd.Flags().Changed("confirm")
 			opts.changed = cmd.Flags().Changed
+			if runF != nil {
+				return runF(opts)
+			}
 			return runLoopCmd(cmd.Context(), ios, opts)
 		},
 	}
@@ -150,7 +156,7 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	if opts.engine.temporal() {
 		return runLoopTemporal(ctx, ios, opts)
 	}
-	db, err := openStore(ctx, ios, opts.StateDir)
+	db, err := opts.factory.orDefault(ios).OpenStore(ctx, opts.StateDir)
 	if err != nil {
 		return err
 	}
@@ -343,8 +349,9 @@ func prepareLoop(ctx context.Context, ios *IOStreams, db *store.Store, opts *loo
 	if err != nil {
 		return nil, err
 	}
-	b := newAgentBuilder(ios, ac)
-	body, err := loopAgent(b, "--agent", opts.Agent, "--agent-cmd", opts.AgentCmd, "command")
+	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
+	b.command = loopCommand
+	body, err := loopAgent(b, "--agent", opts.Agent, "--agent-cmd", opts.AgentCmd, backends.RoleFix)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +382,7 @@ func prepareLoop(ctx context.Context, ios *IOStreams, db *store.Store, opts *loo
 		cfg.Oracle = checkloop.Oracle{Class: checkloop.Mechanical, Command: opts.Check}
 		protect = append(protect, checkloop.CheckNamedFiles(top, opts.Check)...)
 	} else {
-		if judge, err = loopAgent(b, "--judge", opts.Judge, "--judge-cmd", opts.JudgeCmd, "judge-command"); err != nil {
+		if judge, err = loopAgent(b, "--judge", opts.Judge, "--judge-cmd", opts.JudgeCmd, backends.RoleJudge); err != nil {
 			return nil, err
 		}
 		cfg.Oracle = checkloop.Oracle{Class: checkloop.Judged, Judge: opts.Judge + ": " + opts.JudgeCmd}
@@ -402,7 +409,7 @@ func loopAgent(b *agentBuilder, flag, name, cmdFlag, cmdline, role string) (agen
 	if flag == "--agent" && backends.Known(name) {
 		// A CLI agent gets the iteration's prompt (the packet rendered);
 		// the loop, not the agent, runs the check and commits.
-		a, err := b.backend(backends.Config{Name: name})
+		a, err := b.agent(name, "", role)
 		if err != nil {
 			return nil, usageErr("--agent %s: %v", name, err)
 		}
@@ -414,21 +421,28 @@ func loopAgent(b *agentBuilder, flag, name, cmdFlag, cmdline, role string) (agen
 		}
 		return nil, usageErr("unknown %s %q: use command (the loop's children read the context packet on stdin)", flag, name)
 	}
-	if strings.TrimSpace(cmdline) == "" {
+	a, err := b.agent(name, cmdline, role)
+	if errors.Is(err, backends.ErrNoCommand) {
 		example := "./agent.sh"
 		if flag == "--judge" {
 			example = "./judge.sh"
 		}
 		return nil, usageErr("%s command needs %s, e.g. %s '%s'", flag, cmdFlag, cmdFlag, example)
 	}
-	if err := command.Preflight(cmdline); err != nil {
-		return nil, usageErr("%s: %v", cmdFlag, err)
-	}
-	a, err := checkloop.NewCommand(role, []string{"sh", "-c", command.AbsProgram(cmdline)})
 	if err != nil {
 		return nil, usageErr("%s: %v", cmdFlag, err)
 	}
 	return a, nil
+}
+
+// loopCommand is the loop's command agent, whose children read the
+// context packet on stdin (checkloop.Command).
+func loopCommand(name string, argv []string) (agent.Agent, error) {
+	c, err := checkloop.NewCommand(name, argv)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // predecessor reads the run this one follows; it must be a loop run that

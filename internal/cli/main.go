@@ -140,7 +140,7 @@ func Run(ctx context.Context, args []string, ios *IOStreams) int {
 	if ios.Getenv == nil {
 		ios.Getenv = os.Getenv
 	}
-	root := NewRootCmd(ios)
+	root := NewRootCmd(NewFactory(ios))
 	root.SetArgs(args)
 	root.SetIn(ios.In)
 	root.SetOut(ios.Out)
@@ -165,8 +165,53 @@ func oneLine(s string) string {
 	return s
 }
 
-// NewRootCmd builds the command tree.
-func NewRootCmd(ios *IOStreams) *cobra.Command {
+// NewRootCmd builds the command tree over f.
+func NewRootCmd(f *Factory) *cobra.Command {
+	root := newRoot()
+	root.AddCommand(
+		newSandboxCmd(f, nil),
+		newDemoCmd(f, nil),
+		newPRCmd(f, nil),
+		newServeCmd(f, nil),
+		newBenchCmd(f, nil),
+		newStatusCmd(f, nil),
+		newProofCmd(f, nil),
+		newLogCmd(f, nil),
+		newConfigCmd(f, nil),
+		newStopCmd(f, nil),
+		newLoopCmd(f, nil),
+		newPlanCmd(f, nil),
+		newDoctorCmd(f, nil),
+		newWorkerCmd(f, nil),
+		newInitCmd(f, nil),
+		newDashboardCmd(f, nil),
+	)
+	argsAreUsage(root)
+	return root
+}
+
+// argsAreUsage makes a refused argument of every command under c a usage
+// error (exit 2), as a refused flag is: cobra's own checks (cobra.NoArgs:
+// `converge status extra`) return plain errors.
+func argsAreUsage(c *cobra.Command) {
+	if check := c.Args; check != nil {
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			err := check(cmd, args)
+			var ee *ExitErr
+			if err == nil || errors.As(err, &ee) {
+				return err
+			}
+			return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("%w (see --help)", err)}
+		}
+	}
+	for _, sub := range c.Commands() {
+		argsAreUsage(sub)
+	}
+}
+
+// newRoot is the root command without its subcommands: flag errors and
+// unknown commands are usage errors (exit 2).
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "converge",
 		Short:         "Drive AI coding agents until a pull request is review-clean, proven on the forge",
@@ -176,24 +221,6 @@ func NewRootCmd(ios *IOStreams) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("%w (see --help)", err)}
 	})
-	root.AddCommand(
-		newSandboxCmd(ios),
-		newDemoCmd(ios),
-		newPRCmd(ios),
-		newServeCmd(ios),
-		newBenchCmd(ios),
-		newStatusCmd(ios),
-		newProofCmd(ios),
-		newLogCmd(ios),
-		newConfigCmd(ios),
-		newStopCmd(ios),
-		newLoopCmd(ios),
-		newPlanCmd(ios),
-		newDoctorCmd(ios),
-		newWorkerCmd(ios),
-		newInitCmd(ios),
-	)
-	root.AddCommand(newDashboardCmd(ios))
 	// Unknown commands are usage errors (exit 2), not a silent help page.
 	root.Args = cobra.ArbitraryArgs
 	root.RunE = func(cmd *cobra.Command, args []string) error {

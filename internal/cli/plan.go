@@ -16,7 +16,6 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
-	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/plan"
@@ -30,6 +29,8 @@ import (
 const defaultPlanParallel = 4
 
 type planOptions struct {
+	// File is the plan (the argument).
+	File           string
 	Agent          string
 	AgentCmd       string
 	ReviewAgent    string
@@ -48,9 +49,11 @@ type planOptions struct {
 	// data is the plan's content when it was read elsewhere (a worker's
 	// run: where the command ran); nil: read the file.
 	data []byte
+	// factory opens the store and builds the agents (nil: the real one).
+	factory *Factory
 }
 
-func newPlanCmd(ios *IOStreams) *cobra.Command {
+func newPlanCmd(factory *Factory, runF func(*planOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan",
 		Short: "Run a plan of tasks with implementer and reviewer agents",
@@ -59,12 +62,13 @@ func newPlanCmd(ios *IOStreams) *cobra.Command {
 			return usageErr("plan needs a subcommand: converge plan run PLAN.yaml")
 		},
 	}
-	cmd.AddCommand(newPlanRunCmd(ios))
+	cmd.AddCommand(newPlanRunCmd(factory, runF))
 	return cmd
 }
 
-func newPlanRunCmd(ios *IOStreams) *cobra.Command {
-	opts := &planOptions{}
+func newPlanRunCmd(factory *Factory, runF func(*planOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &planOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "run PLAN.yaml",
 		Short: "Execute a plan on this repository: tasks, parallel groups, barriers, reviews",
@@ -110,7 +114,11 @@ to be resumed.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runPlanCmd(cmd.Context(), ios, opts, args[0])
+			opts.File = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runPlanCmd(cmd.Context(), ios, opts, opts.File)
 		},
 	}
 	f := cmd.Flags()
@@ -160,7 +168,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 			return err
 		}
 	}
-	db, err := openStore(ctx, ios, opts.StateDir)
+	db, err := opts.factory.orDefault(ios).OpenStore(ctx, opts.StateDir)
 	if err != nil {
 		return err
 	}
@@ -356,7 +364,7 @@ func preparePlan(ctx context.Context, ios *IOStreams, opts *planOptions, file st
 	if err != nil {
 		return nil, err
 	}
-	b := newAgentBuilder(ios, ac)
+	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
 	agents := &agentSet{cmd: opts.AgentCmd, b: b, built: map[string]agent.Agent{}}
 	if _, err := agents.check(opts.Agent, "--agent"); err != nil {
 		return nil, err
@@ -431,9 +439,9 @@ func (s *agentSet) get(name string) (agent.Agent, error) {
 	)
 	// Each run's model is its Task.Model, a rung of the plan's ladder.
 	if name == "command" {
-		a, err = commandAgent("--agent-cmd", s.cmd, "command")
+		a, err = commandAgent(s.b, "--agent-cmd", s.cmd, backends.RoleFix)
 	} else {
-		a, err = s.b.backend(backends.Config{Name: name})
+		a, err = s.b.agent(name, "", backends.RoleFix)
 	}
 	if err != nil {
 		return nil, err
@@ -446,13 +454,13 @@ func (s *agentSet) get(name string) (agent.Agent, error) {
 func planReviewer(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
 	switch {
 	case name == "command":
-		a, err := commandAgent("--review-agent-cmd", cmdline, "review-command")
+		a, err := commandAgent(b, "--review-agent-cmd", cmdline, backends.RoleReview)
 		if err != nil {
 			return nil, usageErr("--review-agent command: %v", err)
 		}
 		return a, nil
 	case backends.Known(name):
-		a, err := b.backend(backends.Config{Name: name, Role: backends.RoleReview})
+		a, err := b.agent(name, "", backends.RoleReview)
 		if err != nil {
 			return nil, usageErr("--review-agent %s: %v", name, err)
 		}
@@ -461,16 +469,17 @@ func planReviewer(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
 	return nil, usageErr("unknown --review-agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
 }
 
-// commandAgent is a command backend running cmdline with sh -c; its
-// program must exist (AG-T4: pre-flight).
-func commandAgent(flag, cmdline, name string) (agent.Agent, error) {
-	if strings.TrimSpace(cmdline) == "" {
+// commandAgent is a command backend in role running cmdline with sh -c;
+// its program must exist (AG-T4: pre-flight).
+func commandAgent(b *agentBuilder, flag, cmdline, role string) (agent.Agent, error) {
+	a, err := b.agent("command", cmdline, role)
+	if errors.Is(err, backends.ErrNoCommand) {
 		return nil, fmt.Errorf("needs %s, e.g. %s './agent.sh'", flag, flag)
 	}
-	if err := command.Preflight(cmdline); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("%s: %v", flag, err)
 	}
-	return command.New([]string{"sh", "-c", command.AbsProgram(cmdline)}, command.Options{Name: name})
+	return a, nil
 }
 
 // planPoolDirs are the worktree directories of runID and of the other

@@ -15,8 +15,6 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
-	"github.com/convergeloop/converge/internal/agent/command"
-	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -71,6 +69,9 @@ type prOptions struct {
 	apps *appCache
 	// engine runs the loops here or on a Temporal cluster.
 	engine engineOptions
+	// factory builds the forge clients and the agents (nil: the real
+	// one).
+	factory *Factory
 }
 
 // fieldFlag is a config field as a flag: its value is checked by the
@@ -110,8 +111,9 @@ func (v *fieldFlag) Set(s string) error {
 
 func (v *fieldFlag) Type() string { return v.f.Kind.String() }
 
-func newPRCmd(ios *IOStreams) *cobra.Command {
-	opts := &prOptions{Set: map[string]string{}}
+func newPRCmd(factory *Factory, runF func(*prOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &prOptions{Set: map[string]string{}, factory: factory}
 	cmd := &cobra.Command{
 		Use:   "pr PR_URL [PR_URL...]",
 		Short: "Drive a pull request to a proven two-stable finish",
@@ -135,6 +137,9 @@ defaults; converge config prints them and where each came from.`,
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.URLs = args
+			if runF != nil {
+				return runF(opts)
+			}
 			if opts.DisposeOnly {
 				// PR-M2: success exits 0, any error 2.
 				if err := runPR(cmd.Context(), ios, opts); err != nil {
@@ -513,10 +518,10 @@ type prAgents struct {
 // buildPRAgents builds the agents the flags name, each CLI backend with
 // ac. A missing program fails here, before the forge is touched (AG-T4).
 func buildPRAgents(ios *IOStreams, opts *prOptions, ac agentConfig) (*prAgents, error) {
-	b := newAgentBuilder(ios, ac)
+	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
 	out := &prAgents{}
 	var err error
-	if out.fixer, err = pickAgent(b, opts.Agent, opts.AgentCmd); err != nil {
+	if out.fixer, err = pickAgent(b, opts.Agent, opts.AgentCmd, backends.RoleFix); err != nil {
 		return nil, err
 	}
 	if out.reviewer, err = pickReviewer(b, opts); err != nil {
@@ -533,27 +538,25 @@ func buildPRAgents(ios *IOStreams, opts *prOptions, ac agentConfig) (*prAgents, 
 	return out, nil
 }
 
-func pickAgent(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
+// pickAgent builds the --agent in role (the fixer; a command judge).
+func pickAgent(b *agentBuilder, name, cmdline, role string) (agent.Agent, error) {
 	switch name {
 	case "suggest":
-		return suggest.New(), nil
+		return b.agent(name, "", role)
 	case "command":
-		if strings.TrimSpace(cmdline) == "" {
-			return nil, usageErr("--agent command needs --agent-cmd, e.g. --agent-cmd './fix.sh'")
-		}
 		// A missing program fails here, before the forge is touched,
 		// rather than as a failed agent run in round one (AG-T4).
-		if err := command.Preflight(cmdline); err != nil {
-			return nil, usageErr("--agent-cmd: %v", err)
+		a, err := b.agent(name, cmdline, role)
+		if errors.Is(err, backends.ErrNoCommand) {
+			return nil, usageErr("--agent command needs --agent-cmd, e.g. --agent-cmd './fix.sh'")
 		}
-		a, err := command.New([]string{"sh", "-c", command.AbsProgram(cmdline)}, command.Options{})
 		if err != nil {
 			return nil, usageErr("--agent-cmd: %v", err)
 		}
 		return a, nil
 	}
 	if backends.Known(name) {
-		a, err := b.backend(backends.Config{Name: name})
+		a, err := b.agent(name, "", role)
 		if err != nil {
 			return nil, usageErr("--agent %s: %v", name, err)
 		}
@@ -568,7 +571,7 @@ func pickAgent(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
 // touched (AG-T4).
 func pickJudge(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
 	if backends.Known(name) {
-		a, err := b.backend(backends.Config{Name: name, Role: backends.RoleJudge})
+		a, err := b.agent(name, "", backends.RoleJudge)
 		if err != nil {
 			return nil, usageErr("--judge-agent %s: %v", name, err)
 		}
@@ -577,7 +580,7 @@ func pickJudge(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
 	if name != "command" {
 		return nil, usageErr("unknown --judge-agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
 	}
-	a, err := pickAgent(b, "command", cmdline)
+	a, err := pickAgent(b, "command", cmdline, backends.RoleJudge)
 	if err != nil {
 		return nil, usageErr("--judge-agent-cmd: %v", err)
 	}
@@ -622,13 +625,10 @@ func pickReviewer(b *agentBuilder, opts *prOptions) (*review.Reviewer, error) {
 	case "", "suggest":
 		return nil, nil
 	case "command":
-		if strings.TrimSpace(cmdline) == "" {
+		a, err := b.agent(name, cmdline, backends.RoleReview)
+		if errors.Is(err, backends.ErrNoCommand) {
 			return nil, usageErr("--review-agent command needs --review-agent-cmd, e.g. --review-agent-cmd './review.sh'")
 		}
-		if err := command.Preflight(cmdline); err != nil {
-			return nil, usageErr("--review-agent-cmd: %v", err)
-		}
-		a, err := command.New([]string{"sh", "-c", command.AbsProgram(cmdline)}, command.Options{Name: "review-command"})
 		if err != nil {
 			return nil, usageErr("--review-agent-cmd: %v", err)
 		}
@@ -638,7 +638,7 @@ func pickReviewer(b *agentBuilder, opts *prOptions) (*review.Reviewer, error) {
 	}
 	if backends.Known(name) {
 		cfg := backends.Config{Name: name, Role: backends.RoleReview}
-		a, err := b.backend(cfg)
+		a, err := b.agent(name, "", backends.RoleReview)
 		if err != nil {
 			return nil, usageErr("--review-agent %s: %v", name, err)
 		}

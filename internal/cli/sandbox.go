@@ -52,7 +52,8 @@ type sandboxTokens struct {
 // may wipe it but a user's directory is never emptied.
 const sandboxMarker = ".converge-sandbox"
 
-func newSandboxCmd(ios *IOStreams) *cobra.Command {
+func newSandboxCmd(factory *Factory, runF func(*sandboxOptions) error) *cobra.Command {
+	ios := factory.IOStreams
 	opts := &sandboxOptions{}
 	cmd := &cobra.Command{
 		Use:   "sandbox",
@@ -71,6 +72,9 @@ its certificate names only 127.0.0.1 and ::1, so another --addr is
 refused (reach it from elsewhere through a tunnel, e.g. ssh -L).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runSandbox(cmd.Context(), ios, opts)
 		},
 	}

@@ -43,8 +43,9 @@ const (
 	envServeToken    = "CONVERGE_SERVE_TOKEN"
 )
 
-func newServeCmd(ios *IOStreams) *cobra.Command {
-	opts := &serveOptions{pr: prOptions{Set: map[string]string{}}}
+func newServeCmd(factory *Factory, runF func(*serveOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &serveOptions{pr: prOptions{Set: map[string]string{}, factory: factory}}
 	cmd := &cobra.Command{
 		Use:   "serve [PR_URL...]",
 		Short: "Run PR loops as a server: webhooks wake them, restart resumes them",
@@ -65,6 +66,9 @@ and the dashboard need ` + envServeToken + ` as a bearer token.
 Every converge pr flag applies to every loop.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.pr.URLs = args
+			if runF != nil {
+				return runF(opts)
+			}
 			return runServe(cmd.Context(), ios, opts)
 		},
 	}

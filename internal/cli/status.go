@@ -25,15 +25,21 @@ type statusOptions struct {
 	JSON     bool
 	Limit    int
 	engine   engineOptions
+	// factory opens the store (nil: the real one).
+	factory *Factory
 }
 
-func newStatusCmd(ios *IOStreams) *cobra.Command {
-	opts := &statusOptions{}
+func newStatusCmd(factory *Factory, runF func(*statusOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &statusOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "List runs from the state store",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runStatus(cmd.Context(), ios, opts)
 		},
 	}
@@ -148,7 +154,7 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 	if opts.engine.temporal() {
 		return runStatusTemporal(ctx, ios, opts)
 	}
-	db, err := openExistingStore(ctx, ios, opts.StateDir, "")
+	db, err := opts.factory.orDefault(ios).OpenExistingStore(ctx, opts.StateDir, "")
 	if errors.Is(err, errNoStore) {
 		if opts.JSON {
 			fmt.Fprintln(ios.Out, "[]")
@@ -278,10 +284,15 @@ type proofOptions struct {
 	StateDir string
 	JSON     bool
 	engine   engineOptions
+	// RunID is the run whose proof to print (the argument).
+	RunID string
+	// factory opens the store (nil: the real one).
+	factory *Factory
 }
 
-func newProofCmd(ios *IOStreams) *cobra.Command {
-	opts := &proofOptions{}
+func newProofCmd(factory *Factory, runF func(*proofOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &proofOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "proof RUN",
 		Short: "Print a run's stored proof of convergence",
@@ -292,7 +303,11 @@ func newProofCmd(ios *IOStreams) *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runProof(cmd.Context(), ios, opts, args[0])
+			opts.RunID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runProof(cmd.Context(), ios, opts, opts.RunID)
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
@@ -312,7 +327,7 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 			return err
 		}
 	} else {
-		db, err := openExistingStore(ctx, ios, opts.StateDir, id)
+		db, err := opts.factory.orDefault(ios).OpenExistingStore(ctx, opts.StateDir, id)
 		if err != nil {
 			return err
 		}

@@ -13,10 +13,15 @@ import (
 type stopOptions struct {
 	StateDir string
 	engine   engineOptions
+	// RunID is the run to stop (the argument).
+	RunID string
+	// factory opens the store (nil: the real one).
+	factory *Factory
 }
 
-func newStopCmd(ios *IOStreams) *cobra.Command {
-	opts := &stopOptions{}
+func newStopCmd(factory *Factory, runF func(*stopOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &stopOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "stop RUN",
 		Short: "Ask a running loop to end cleanly at its next step",
@@ -34,7 +39,11 @@ with the converge:stop label.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runStop(cmd.Context(), ios, opts, args[0])
+			opts.RunID = args[0]
+			if runF != nil {
+				return runF(opts)
+			}
+			return runStop(cmd.Context(), ios, opts, opts.RunID)
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
@@ -49,7 +58,7 @@ func runStop(ctx context.Context, ios *IOStreams, opts *stopOptions, id string) 
 	if opts.engine.temporal() {
 		return stopWorkflow(ctx, ios, &opts.engine, id)
 	}
-	db, err := openExistingStore(ctx, ios, opts.StateDir, id)
+	db, err := opts.factory.orDefault(ios).OpenExistingStore(ctx, opts.StateDir, id)
 	if err != nil {
 		return err
 	}

@@ -30,10 +30,14 @@ type workerOptions struct {
 	CAFile   string
 	StateDir string
 	App      appOptions
+	// factory builds the forge clients and the agents of every loop
+	// (nil: the real one).
+	factory *Factory
 }
 
-func newWorkerCmd(ios *IOStreams) *cobra.Command {
-	opts := &workerOptions{engine: engineOptions{Engine: engineTemporal}}
+func newWorkerCmd(factory *Factory, runF func(*workerOptions) error) *cobra.Command {
+	ios := factory.IOStreams
+	opts := &workerOptions{engine: engineOptions{Engine: engineTemporal}, factory: factory}
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run loops of a Temporal cluster on this machine (the fleet engine)",
@@ -46,6 +50,9 @@ conventions, a GitHub App), trusted CAs and state directory, and the
 agent CLIs the loops name. Runs until SIGINT or SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			return runWorker(cmd.Context(), ios, opts)
 		},
 	}
@@ -128,6 +135,7 @@ func prOptionsOf(p kinds.PRParams, w *workerOptions) *prOptions {
 		Agent: p.Agent, AgentCmd: p.AgentCmd, ReviewAgent: p.ReviewAgent, ReviewAgentCmd: p.ReviewAgentCmd,
 		JudgeAgent: p.JudgeAgent, JudgeAgentCmd: p.JudgeAgentCmd, Set: set,
 		DryRun: p.DryRun, DisposeOnly: p.DisposeOnly, AllowHostMismatch: p.AllowHostMismatch, NoAgentCheck: p.NoAgentCheck,
+		factory: w.factory,
 	}
 }
 

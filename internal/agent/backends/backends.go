@@ -10,8 +10,8 @@
 //
 // with NAME one of CLAUDE, CODEX, GEMINI, OPENCODE.
 //
-// The built-in suggest agent and the command agent, which need flags of
-// their own, are built by the command line as before.
+// Build builds every agent converge runs, these and the command and
+// suggest agents, from a name, a command line and a role.
 package backends
 
 import (
@@ -62,6 +62,10 @@ type Config struct {
 	// lists it; nil means os.Environ.
 	Getenv  func(string) string
 	Environ func() []string
+	// NewCommand builds Build's command agent from its name and argv;
+	// nil means command.New (converge pr's and plan's protocol). converge
+	// loop's children speak the loop's own.
+	NewCommand func(name string, argv []string) (agent.Agent, error)
 }
 
 var names = []string{"claude", "codex", "gemini", "opencode"}
@@ -84,10 +88,7 @@ func New(cfg Config) (agent.Agent, error) {
 	if model == "" && Known(cfg.Name) {
 		model = getenv("CONVERGE_" + strings.ToUpper(cfg.Name) + "_MODEL")
 	}
-	name := cfg.Name
-	if cfg.Role != "" && cfg.Role != RoleFix {
-		name = cfg.Role + "-" + cfg.Name
-	}
+	name := roleName(cfg.Role, cfg.Name)
 	environ := cfg.Environ
 	if environ == nil {
 		environ = os.Environ

@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+
+	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/backends"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/store"
+)
+
+// Factory is what every command is built with, as gh's cmdutil.Factory:
+// the streams, and the makers of what a run talks to — its state store,
+// its forge client and its agents. A command is newXCmd(f, runF): with a runF it
+// calls runF with its parsed options instead of running, so a test
+// checks a command's flags without running a loop; the run itself takes
+// what it opens from the factory its options carry.
+type Factory struct {
+	IOStreams *IOStreams
+	// OpenStore opens, or creates, the state store in dir ("": the
+	// default) of a command that runs something (openStore).
+	OpenStore func(ctx context.Context, dir string) (*store.Store, error)
+	// OpenExistingStore opens the state store of a read-only command,
+	// never creating one; run names the run it reads, for the error
+	// (openExistingStore).
+	OpenExistingStore func(ctx context.Context, dir, run string) (*store.Store, error)
+	// Forge builds a GitHub client: every forge client of pr, serve,
+	// worker and demo is built here.
+	Forge func(ghclient.Options) (*ghclient.Client, error)
+	// Agent builds every agent of a run (backends.Config.Build): name is
+	// one of backends.Kinds, cmd the command agent's command line, role
+	// backends.RoleFix, RoleReview or RoleJudge; set carries the run's
+	// agent settings (agentBuilder).
+	Agent func(set backends.Config, name, cmd, role string) (agent.Agent, error)
+}
+
+// NewFactory is the real factory over ios. ios.Backend, when set,
+// builds the CLI backends (a test's double).
+func NewFactory(ios *IOStreams) *Factory {
+	return &Factory{
+		IOStreams: ios,
+		OpenStore: func(ctx context.Context, dir string) (*store.Store, error) {
+			return openStore(ctx, ios, dir)
+		},
+		OpenExistingStore: func(ctx context.Context, dir, run string) (*store.Store, error) {
+			return openExistingStore(ctx, ios, dir, run)
+		},
+		Forge: ghclient.New,
+		Agent: func(set backends.Config, name, cmd, role string) (agent.Agent, error) {
+			if ios.Backend != nil && backends.Known(name) {
+				set.Name, set.Role = name, role
+				return ios.Backend(set)
+			}
+			return set.Build(name, cmd, role)
+		},
+	}
+}
+
+// orDefault is f, or the real factory over ios when f is nil: options
+// built in code (a worker's from a workflow's parameters, a test's)
+// carry none.
+func (f *Factory) orDefault(ios *IOStreams) *Factory {
+	if f != nil {
+		return f
+	}
+	return NewFactory(ios)
+}
