@@ -185,6 +185,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newWorkerCmd(f, nil),
 		newInitCmd(f, nil),
 		newDashboardCmd(f, nil),
+		newMCPCmd(f, nil),
 	)
 	argsAreUsage(root)
 	return root
