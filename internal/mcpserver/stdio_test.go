@@ -1,0 +1,70 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/convergeloop/converge/internal/mcpserver"
+)
+
+// tools are the tools converge mcp serves.
+var tools = []string{"dispose_threads", "list_runs", "run_log", "run_proof", "run_status", "start_loop", "start_plan", "start_pr", "stop_run"}
+
+// TestUX_2_ConvergeMCPOverStdio: the real binary's converge mcp answers
+// an MCP client over stdin and stdout: initialize names the server,
+// tools/list lists every tool with its input schema, and list_runs
+// reads the store given with --state.
+func TestUX_2_ConvergeMCPOverStdio(t *testing.T) {
+	t.Parallel()
+	state := t.TempDir()
+	s := seed(t, state)
+	ctx := context.Background()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: exec.Command(buildConverge(t), "mcp", "--state", state)}, nil)
+	if err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	defer cs.Close()
+	hello := cs.InitializeResult()
+	if hello == nil || hello.ServerInfo == nil || hello.ServerInfo.Name != "converge" || hello.Capabilities == nil || hello.Capabilities.Tools == nil {
+		t.Fatalf("initialize: want the converge server with tools, got %+v", hello)
+	}
+
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+		if tool.Description == "" || tool.InputSchema == nil {
+			t.Errorf("tool %s has no description or input schema", tool.Name)
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, tools) {
+		t.Fatalf("tools/list: %v, want %v", names, tools)
+	}
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "list_runs", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("list_runs: %v %s", err, textOf(res))
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var out struct{ Runs []mcpserver.Run }
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range out.Runs {
+		ids = append(ids, r.ID)
+	}
+	if !slices.Equal(ids, []string{s.orphan, s.limited, s.proven}) {
+		t.Errorf("list_runs over stdio: %v", ids)
+	}
+}
