@@ -1,0 +1,69 @@
+//go:build unix
+
+package mcpserver_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestPR_G5_MCPSessionSignalsDoNotStopItsRuns: a run converge mcp started
+// is not the session's: Ctrl-C on the terminal of the client (SIGINT to
+// the process group converge mcp runs in) ends converge mcp, but not the
+// run, which was started in a session of its own; it goes on and
+// completes once its agent is let go.
+func TestPR_G5_MCPSessionSignalsDoNotStopItsRuns(t *testing.T) {
+	t.Parallel()
+	work := t.TempDir()
+	repo := gitRepo(t, map[string]string{"README": "a repository\n"})
+	plan := script(t, work, "plan.yaml", "groups:\n  - name: only\n    tasks:\n      - {id: a, prompt: Write a.txt., files: [a.txt]}\n")
+	hold := script(t, work, "hold", "")
+	impl := script(t, work, "impl.sh", `dir=$(dirname "$0")
+cat >/dev/null
+echo a > a.txt
+touch "$dir/started"
+while [ -f "$dir/hold" ]; do sleep 0.05; done
+echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"wrote a","files_changed":["a.txt"],"implementer_status":"DONE"}'
+`)
+	review := script(t, work, "review.sh", `cat >/dev/null
+echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fine","files_changed":[],"approved":true,"issues":[]}'
+`)
+	state := filepath.Join(work, "state")
+	ctx := context.Background()
+	cmd := exec.Command(buildConverge(t), "mcp", "--state", state)
+	// A group of its own, as a terminal's foreground job: the test can
+	// signal it without signalling itself.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	var out started
+	call(t, cs, "start_plan", map[string]any{"workdir": repo, "plan": plan, "agent_cmd": "sh " + impl, "review_agent_cmd": "sh " + review}, &out)
+	if len(out.Runs) != 1 {
+		t.Fatalf("start_plan: %+v", out)
+	}
+	waitFor(t, "the implementer starts", func() bool {
+		_, err := os.Stat(filepath.Join(work, "started"))
+		return err == nil
+	})
+	must(t, syscall.Kill(-cmd.Process.Pid, syscall.SIGINT))
+	_ = cs.Wait() // converge mcp ended with the session
+
+	must(t, os.Remove(hold))
+	r := ended(t, session(t, state, nil, ""), out.Runs[0].ID)
+	if r.Status != "complete" || *r.ExitCode != 0 {
+		b, _ := os.ReadFile(out.Output)
+		t.Fatalf("the run ended %s (exit %d), want complete: the session's signal reached it\n%s", r.Status, *r.ExitCode, b)
+	}
+	if got := git(t, repo, "show", "HEAD:a.txt"); got != "a\n" {
+		t.Errorf("a.txt at the head: %q", got)
+	}
+}
