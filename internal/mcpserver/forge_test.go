@@ -120,6 +120,7 @@ func TestPR_G5_MCPStartPRRunsAtTheForgeUntilStopped(t *testing.T) {
 
 	var out started
 	call(t, cs, "start_pr", map[string]any{"prs": []string{demo.PRURL}, "agent": "suggest"}, &out)
+	stopOnCleanup(t, out.PID)
 	if len(out.Runs) != 1 || out.Runs[0].Kind != "pr" || out.Runs[0].Target != demo.PRURL || out.Runs[0].ExitCode != nil {
 		t.Fatalf("start_pr: want the running PR run, got %+v", out)
 	}

@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -243,4 +245,19 @@ func mustJSON(t *testing.T, v any) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// stopOnCleanup ends the converge the test started as pid, if a failed
+// test left it running: SIGTERM is its stop, and it ends its agents.
+// Only a process that still runs the test's binary is signalled.
+func stopOnCleanup(t *testing.T, pid int) {
+	t.Cleanup(func() {
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		if err != nil || built.bin == "" || !bytes.HasPrefix(b, []byte(built.bin)) {
+			return
+		}
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Signal(syscall.SIGTERM)
+		}
+	})
 }

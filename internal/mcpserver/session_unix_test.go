@@ -47,6 +47,7 @@ echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary
 	defer cs.Close()
 	var out started
 	call(t, cs, "start_plan", map[string]any{"workdir": repo, "plan": plan, "agent_cmd": "sh " + impl, "review_agent_cmd": "sh " + review}, &out)
+	stopOnCleanup(t, out.PID)
 	if len(out.Runs) != 1 {
 		t.Fatalf("start_plan: %+v", out)
 	}

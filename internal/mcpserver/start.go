@@ -197,10 +197,11 @@ func (s *server) start(ctx context.Context, kind, dir string, args []string, wan
 	case <-ended:
 		code := cmd.ProcessState.ExitCode()
 		out.ExitCode = &code
+		if len(ids) == 0 && code != exitcode.Usage {
+			ids = s.endedRuns(ctx, out.Output, began)
+		}
 		if len(ids) == 0 {
-			if ids = s.endedRuns(ctx, out.Output, began); code == exitcode.Usage || len(ids) == 0 {
-				return out, &commandError{cmd: kind, code: code, msg: errorLine(readTail(out.Output), "")}
-			}
+			return out, &commandError{cmd: kind, code: code, msg: errorLine(readTail(out.Output), "")}
 		}
 	default:
 	}
@@ -276,6 +277,9 @@ func (s *server) endedRuns(ctx context.Context, output string, began time.Time) 
 	b, err := os.ReadFile(output)
 	if err != nil {
 		return nil
+	}
+	if _, err := os.Stat(s.storePath()); err != nil {
+		return nil // it recorded nothing
 	}
 	db, err := store.Open(ctx, s.storePath())
 	if err != nil {

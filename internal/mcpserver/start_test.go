@@ -84,6 +84,7 @@ func TestLOOP_1_MCPStartLoopRunsInTheBackground(t *testing.T) {
 		"workdir": repo, "goal": "make the check pass", "check": "sh check.sh",
 		"agent_cmd": "sh " + agent, "max_iterations": 3,
 	}, &out)
+	stopOnCleanup(t, out.PID)
 	if len(out.Runs) != 1 || out.PID == 0 || out.Output == "" {
 		t.Fatalf("start_loop: want one run, the pid and the output file, got %+v", out)
 	}
@@ -153,6 +154,7 @@ echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary
 	call(t, cs, "start_plan", map[string]any{
 		"workdir": repo, "plan": plan, "agent_cmd": "sh " + impl, "review_agent_cmd": "sh " + review,
 	}, &out)
+	stopOnCleanup(t, out.PID)
 	if len(out.Runs) != 1 || out.Runs[0].Kind != "plan" || out.Runs[0].ExitCode != nil {
 		t.Fatalf("start_plan: want one running plan run, got %+v", out)
 	}

@@ -139,7 +139,8 @@ func (s *server) status(ctx context.Context, limit int) ([]Run, string, error) {
 	return runs, note, nil
 }
 
-// find is the run id of the runs converge status lists (all of them).
+// find is the runs named ids among those converge status lists (all of
+// them), in the order of ids.
 func (s *server) find(ctx context.Context, ids ...string) ([]Run, error) {
 	runs, _, err := s.status(ctx, 0)
 	if err != nil {
