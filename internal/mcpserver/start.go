@@ -92,8 +92,10 @@ func flag(args []string, name, value string) []string {
 	return append(args, "--"+name, value)
 }
 
-// checkArgs refuses extra words that would move a run out of the
-// server's sight: another state store, or another engine.
+// checkArgs refuses extra words that name another state store or engine:
+// a run started here keeps its state in the server's store. (The
+// server's --state, given last, would win silently; --engine temporal
+// would take the run out of the store.)
 func checkArgs(args []string) error {
 	for _, a := range args {
 		name, _, _ := strings.Cut(a, "=")
