@@ -1,14 +1,19 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/convergeloop/converge/internal/cli"
 	"github.com/convergeloop/converge/internal/mcpserver"
 )
 
@@ -66,5 +71,23 @@ func TestUX_2_ConvergeMCPOverStdio(t *testing.T) {
 	}
 	if !slices.Equal(ids, []string{s.orphan, s.limited, s.proven}) {
 		t.Errorf("list_runs over stdio: %v", ids)
+	}
+}
+
+// TestREL_3_ConvergeMCPBadInputIsUsage: converge mcp with an argument, or
+// a state directory it cannot use, is one line and exit 2 (IF-1), before
+// it serves anything.
+func TestREL_3_ConvergeMCPBadInputIsUsage(t *testing.T) {
+	t.Parallel()
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"mcp", "extra"}, {"mcp", "--state", filepath.Join(file, "state")}} {
+		var out, errOut bytes.Buffer
+		code := cli.Run(context.Background(), args, &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Getenv: os.Getenv})
+		if code != 2 || strings.Count(errOut.String(), "\n") != 1 || out.Len() != 0 {
+			t.Errorf("converge %s: exit %d, stdout %q, stderr %q; want exit 2 and one line on stderr", strings.Join(args, " "), code, out.String(), errOut.String())
+		}
 	}
 }
