@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/convergeloop/converge/internal/mcpserver"
+	"github.com/convergeloop/converge/internal/store"
 )
 
 // gitRepo makes a git repository in a new directory with files, committed.
@@ -94,6 +96,14 @@ func TestLOOP_1_MCPStartLoopRunsInTheBackground(t *testing.T) {
 	}
 	if r.ExitCode == nil && (r.Alive == nil || !*r.Alive) {
 		t.Fatalf("start_loop: the run is running but no converge holds it: %+v", r)
+	}
+	// In the store itself, recorded by the converge the tool started.
+	db, err := store.Open(context.Background(), filepath.Join(state, "converge.db"))
+	must(t, err)
+	stored, err := db.GetRun(context.Background(), r.ID)
+	db.Close()
+	if err != nil || stored.Kind != "loop" || stored.Target != r.Target {
+		t.Fatalf("the store does not hold the loop run %s: %+v %v", r.ID, stored, err)
 	}
 
 	r = ended(t, cs, r.ID)
