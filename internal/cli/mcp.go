@@ -37,12 +37,7 @@ stop_run is converge stop; dispose_threads is converge pr --dispose-only.
 Every tool uses --state (default $XDG_STATE_HOME/converge). A started run
 gets this process's environment, the forge token included. Add it to a
 client, e.g. Claude Code: claude mcp add converge -- converge mcp`,
-		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageErr("mcp takes no arguments, got %q: the client speaks to it on stdin and stdout", args[0])
-			}
-			return nil
-		},
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
 				return runF(opts)
