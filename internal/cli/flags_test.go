@@ -359,3 +359,12 @@ func TestIF_1_DashboardFlags(t *testing.T) {
 		usage[dashboardOptions]("unknown command", "extra"),
 	})
 }
+
+func TestIF_1_MCPFlags(t *testing.T) {
+	testFlags(t, newMCPCmd, []flagCase[mcpOptions]{
+		{check: func(o *mcpOptions) bool { return o.StateDir == "" }},
+		{args: []string{"--state", "s"}, check: func(o *mcpOptions) bool { return o.StateDir == "s" }},
+		usage[mcpOptions]("unknown flag", "--stdio"),
+		usage[mcpOptions]("unknown command", "extra"),
+	})
+}
