@@ -62,8 +62,9 @@ marks it usable only when its model answered, quoting the CLI otherwise.
 The backends a run would use are those --agent names and those a
 CONVERGE_<NAME>_BIN or _MODEL variable configures (a run's default agents,
 suggest and command, are no CLI); doctor exits with the IF-1 code of the worst problem among
-them that would stop a run: 6 when a CLI's credentials were refused, 2
-when a CLI is missing, broken or did not answer, 0 otherwise. A backend
+them, the forge token and git that would stop converge pr: 6 when no
+forge token resolves or a CLI's credentials were refused, 2 when git or a
+CLI is missing, broken or did not answer, 0 otherwise. A backend
 nobody configured is only listed (--check asks every installed backend
 when none is configured). A problem
 doctor guesses from the outside (no credential it knows of) is dropped
@@ -216,6 +217,7 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 		}
 		end = &ExitErr{Code: rep.ExitCode, Err: fmt.Errorf("agent %s would stop a run: %s", worst.Name, text.OneLine(why))}
 	}
+	end = doctorWorst(&rep, end)
 
 	if opts.JSON {
 		if err := json.NewEncoder(ios.Out).Encode(rep); err != nil {

@@ -187,6 +187,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newDashboardCmd(f, nil),
 		newMCPCmd(f, nil),
 	)
+	addVersion(root, f.IOStreams)
 	argsAreUsage(root)
 	return root
 }
