@@ -220,7 +220,7 @@ func (j *loopJob) Refuse(ctx context.Context, wouldResume bool) error {
 
 func (j *loopJob) Begin(ctx context.Context, claim *engine.Claim[checkloop.State]) (checkloop.State, error) {
 	s, runID := j.s, claim.RunID
-	out := &loopReporter{ios: j.ios, json: j.opts.JSON, db: j.db, runID: runID}
+	out := &loopReporter{ios: j.ios, json: j.opts.JSON, db: j.db, runID: runID, kind: checkloop.Kind, target: j.Target()}
 	st := checkloop.NewState(runID, s.cfg)
 	if claim.Resumed != nil {
 		st = *claim.Resumed
@@ -542,6 +542,9 @@ type loopReporter struct {
 	json  bool
 	db    *store.Store
 	runID string
+	// kind and target name the run in its NDJSON events.
+	kind, target string
+	line         *runLine // its status line on a terminal
 }
 
 func (r *loopReporter) Report(e engine.Event) {
@@ -558,21 +561,18 @@ func (r *loopReporter) Report(e engine.Event) {
 		_ = r.db.AppendEvent(context.Background(), r.runID, store.Event{Time: e.Time, Kind: e.Kind, Round: e.Round, Message: e.Message, Data: data})
 	}
 	if r.json {
-		b, _ := json.Marshal(struct {
-			engine.Event
-			Run string `json:"run"`
-		}{e, r.runID})
-		fmt.Fprintln(r.ios.Out, string(b))
+		writeEvent(r.ios.Out, e, r.runID, r.kind, r.target, "")
 		return
-	}
-	if e.Kind == "terminal" {
-		return // printed with the result
 	}
 	prefix := "       "
 	if e.Round > 0 {
 		prefix = fmt.Sprintf("iter.%02d", e.Round)
 	}
-	fmt.Fprintf(r.ios.Out, "%s  %-9s %s\n", prefix, e.Kind, e.Message)
+	if r.line == nil {
+		r.line = &runLine{db: r.db, runID: r.runID, label: r.target}
+	}
+	// The terminal is printed with the result.
+	showEvent(r.ios, r.line, e, fmt.Sprintf("%s  %-9s %s", prefix, e.Kind, e.Message))
 }
 
 // checkWorkdir refuses a --workdir that is not a directory with one line

@@ -39,6 +39,7 @@ func TestLOOP_Acceptance(t *testing.T) {
 			env.Setenv("GOPATH", env.WorkDir+"/gopath")
 			env.Setenv("GOTOOLCHAIN", "local")
 			env.Setenv("GOFLAGS", "")
+			checkEvents(env)
 			return nil
 		},
 	})

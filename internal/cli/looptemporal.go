@@ -43,7 +43,7 @@ func runLoopTemporal(ctx context.Context, ios *IOStreams, opts *loopOptions) err
 	if err != nil {
 		return &ExitErr{Code: exitcode.Unreachable, Err: err}
 	}
-	out := &loopReporter{ios: ios, json: opts.JSON, runID: run.GetRunID()}
+	out := &loopReporter{ios: ios, json: opts.JSON, runID: run.GetRunID(), kind: checkloop.Kind, target: localTarget(checkloop.Kind, p.Repo)}
 	return followWorkflow(ctx, c, run, out, func(res temporal.Result[checkloop.State]) error {
 		t := res.State.Terminal
 		if t == nil {

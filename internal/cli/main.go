@@ -54,11 +54,7 @@ func (ios *IOStreams) checkEnv() error {
 
 // System returns the process's streams.
 func System() *IOStreams {
-	tty := false
-	if fi, err := os.Stdout.Stat(); err == nil {
-		tty = fi.Mode()&os.ModeCharDevice != 0
-	}
-	return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTTY: tty, Getenv: os.Getenv}
+	return &IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr, IsTTY: stdoutIsTerminal(), Getenv: os.Getenv}
 }
 
 // ExitErr carries an exit code with the one-line message to print.
@@ -140,6 +136,7 @@ func Run(ctx context.Context, args []string, ios *IOStreams) int {
 	if ios.Getenv == nil {
 		ios.Getenv = os.Getenv
 	}
+	defer liveTerminal(ios)()
 	root := NewRootCmd(NewFactory(ios))
 	root.SetArgs(args)
 	root.SetIn(ios.In)

@@ -226,7 +226,7 @@ func (j *planJob) Refuse(ctx context.Context, wouldResume bool) error {
 
 func (j *planJob) Begin(ctx context.Context, claim *engine.Claim[plan.State]) (plan.State, error) {
 	s, runID := j.s, claim.RunID
-	out := &loopReporter{ios: j.ios, json: j.opts.JSON, db: j.db, runID: runID}
+	out := &loopReporter{ios: j.ios, json: j.opts.JSON, db: j.db, runID: runID, kind: plan.Kind, target: j.Target()}
 	j.out = out
 	pools, err := planPoolDirs(j.workDir, runID, claim.Prior)
 	if err != nil {

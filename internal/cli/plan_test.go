@@ -19,6 +19,7 @@ func planScript(t *testing.T, name string) {
 				env.Setenv(k, "")
 			}
 			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
+			checkEvents(env)
 			return nil
 		},
 	})

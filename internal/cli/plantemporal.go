@@ -62,7 +62,7 @@ func runPlanTemporal(ctx context.Context, ios *IOStreams, opts *planOptions, fil
 	if err != nil {
 		return &ExitErr{Code: exitcode.Unreachable, Err: err}
 	}
-	out := &loopReporter{ios: ios, json: opts.JSON, runID: run.GetRunID()}
+	out := &loopReporter{ios: ios, json: opts.JSON, runID: run.GetRunID(), kind: plan.Kind, target: localTarget(plan.Kind, dir)}
 	return followWorkflow(ctx, c, run, out, func(res temporal.Result[plan.State]) error {
 		t := res.State.Terminal
 		if t == nil {

@@ -392,6 +392,7 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		// stdout carries only the envelope.
 		out.ios = &IOStreams{In: j.ios.In, Out: j.ios.ErrOut, ErrOut: j.ios.ErrOut, Getenv: j.ios.Getenv}
 	}
+	out.kind, out.target = j.kind, j.target
 	if j.shared != nil {
 		out.mu, out.label = j.shared, p.Ref.String()
 	}
@@ -566,7 +567,9 @@ type reporter struct {
 	json  bool
 	db    *store.Store
 	runID string
-	live  bool // a status line is on screen without its newline
+	// kind and target name the run in its NDJSON events.
+	kind, target string
+	line         *runLine // its status line on a terminal
 }
 
 func newReporter(ios *IOStreams, asJSON bool, db *store.Store, runID string) *reporter {
@@ -587,25 +590,8 @@ func (r *reporter) Report(e engine.Event) {
 		_ = r.db.AppendEvent(context.Background(), r.runID, store.Event{Time: e.Time, Kind: e.Kind, Round: e.Round, Message: e.Message, Data: data})
 	}
 	if r.json {
-		var b []byte
-		if r.label != "" {
-			b, _ = json.Marshal(struct {
-				engine.Event
-				PR  string `json:"pr"`
-				Run string `json:"run"`
-			}{e, r.label, r.runID})
-		} else {
-			b, _ = json.Marshal(e)
-		}
-		fmt.Fprintln(r.ios.Out, string(b))
+		writeEvent(r.ios.Out, e, r.runID, r.kind, r.target, r.label)
 		return
-	}
-	if e.Kind == "terminal" {
-		if r.live {
-			fmt.Fprintln(r.ios.Out)
-			r.live = false
-		}
-		return // printed with the proof
 	}
 	prefix := "       "
 	if e.Round > 0 {
@@ -615,23 +601,10 @@ func (r *reporter) Report(e engine.Event) {
 	if r.label != "" {
 		line = r.label + "  " + line
 	}
-	// With several loops on one terminal a shared live line would hide
-	// the others' progress: each event gets its own line.
-	if !r.ios.IsTTY || r.label != "" {
-		fmt.Fprintln(r.ios.Out, line)
-		return
+	if r.line == nil {
+		r.line = &runLine{db: r.db, runID: r.runID, label: cmp.Or(r.label, r.target)}
 	}
-	// On a terminal, waits share one live status line (UX-1) that the
-	// next event overwrites, instead of scrolling a line per poll.
-	if r.live {
-		fmt.Fprint(r.ios.Out, "\r\033[K")
-	}
-	r.live = e.Kind == "wait"
-	if r.live {
-		fmt.Fprintf(r.ios.Out, "%s (%s)", line, e.Time.Local().Format(time.TimeOnly))
-		return
-	}
-	fmt.Fprintln(r.ios.Out, line)
+	showEvent(r.ios, r.line, e, line)
 }
 
 // printTerminal prints the terminal and, at success, the proof (PR-T9).

@@ -63,6 +63,7 @@ func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		go func() {
 			defer wg.Done()
 			out := newReporter(ios, opts.JSON, nil, run.GetRunID())
+			out.kind, out.target = "pr", refs[i].String()
 			if len(runs) > 1 {
 				out.mu, out.label = &mu, refs[i].String()
 			}

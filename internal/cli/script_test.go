@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -20,7 +19,7 @@ func TestMain(m *testing.M) {
 	// build cache instead of compiling and linking again per directory.
 	gobuild.ShareCache()
 	testscript.Main(withBuiltBinary{m}, map[string]func(){
-		"converge": func() { os.Exit(Main()) },
+		"converge": convergeMain,
 	})
 }
 
@@ -47,6 +46,7 @@ func TestScripts(t *testing.T) {
 			}
 			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
 			env.Setenv("GH_CONFIG_DIR", env.WorkDir+"/gh")
+			checkEvents(env)
 			// The go commands converge runs share the host's build cache
 			// (HOME is /no-home here).
 			for _, kv := range gobuild.Env() {

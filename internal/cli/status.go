@@ -27,6 +27,9 @@ type statusOptions struct {
 	engine   engineOptions
 	// factory opens the store (nil: the real one).
 	factory *Factory
+
+	// Follow is the run --follow follows.
+	Follow string
 }
 
 func newStatusCmd(factory *Factory, runF func(*statusOptions) error) *cobra.Command {
@@ -46,6 +49,7 @@ func newStatusCmd(factory *Factory, runF func(*statusOptions) error) *cobra.Comm
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 20, "how many runs, newest first (0: all); a cut list says so")
+	cmd.Flags().StringVar(&opts.Follow, "follow", "", "follow run `RUN` from another terminal: print its events until it ends, then exit with its exit code")
 	addEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
@@ -150,6 +154,9 @@ func writableDir(dir string) error {
 func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 	if err := opts.engine.check(ios); err != nil {
 		return err
+	}
+	if opts.Follow != "" {
+		return followRun(ctx, ios, opts)
 	}
 	if opts.engine.temporal() {
 		return runStatusTemporal(ctx, ios, opts)

@@ -20,7 +20,9 @@ var otherEnv = []string{"CONVERGE_TOKEN", proc.OwnerEnv, "CONVERGE_AGENT_MODEL",
 	// GitHub App auth (SEC-5): the operator's, never a repository's.
 	"CONVERGE_APP_ID", "CONVERGE_APP_KEY", "CONVERGE_APP_INSTALLATION",
 	// converge serve's webhook secret and API token (SEC-4).
-	"CONVERGE_WEBHOOK_SECRET", "CONVERGE_SERVE_TOKEN"}
+	"CONVERGE_WEBHOOK_SECRET", "CONVERGE_SERVE_TOKEN",
+	// Treat stdout as a terminal: live status lines (UX-1).
+	"CONVERGE_FORCE_TTY"}
 
 // toolingEnv are prefixes of the variables converge's own test and
 // release tooling sets; a converge started under them inherits them.

@@ -58,6 +58,13 @@ type Board struct {
 	keys  []string
 	lines map[string]Status
 	drawn int // status lines now on screen, below the cursor's line
+	// partial: the last write left a line without its newline; the block
+	// waits below it until the line ends.
+	partial bool
+	// tick, when set, refreshes the block while it has lines (elapsed
+	// times move on); stop ends the refresher.
+	tick time.Duration
+	stop chan struct{}
 }
 
 // NewBoard is a Board writing to w; now is the clock (nil: time.Now).
@@ -74,6 +81,48 @@ func NewBoard(w io.Writer, mode Mode, now func() time.Time) *Board {
 // Live reports whether the board draws status lines.
 func (b *Board) Live() bool { return b.mode.Live }
 
+// Tick makes the board refresh its block every d while it has lines.
+func (b *Board) Tick(d time.Duration) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.tick = d
+}
+
+// Write writes p above the status block: a Board is the stream's writer
+// for everything else a command prints, so nothing it prints is
+// overwritten by a redraw.
+func (b *Board) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.mode.Live {
+		return b.w.Write(p)
+	}
+	var sb strings.Builder
+	b.erase(&sb)
+	sb.Write(p)
+	if len(p) > 0 {
+		b.partial = p[len(p)-1] != '\n'
+	}
+	b.draw(&sb)
+	_, err := io.WriteString(b.w, sb.String())
+	return len(p), err
+}
+
+// Close stops the refresher; the block stays on screen as it was last
+// drawn, with the cursor below it.
+func (b *Board) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopTicker()
+}
+
+func (b *Board) stopTicker() {
+	if b.stop != nil {
+		close(b.stop)
+		b.stop = nil
+	}
+}
+
 // Println prints one event line above the status block (plainly, when
 // the board is not live).
 func (b *Board) Println(line string) {
@@ -85,6 +134,11 @@ func (b *Board) Println(line string) {
 	}
 	var sb strings.Builder
 	b.erase(&sb)
+	if b.partial {
+		// End the line a plain write left open.
+		sb.WriteString("\n")
+		b.partial = false
+	}
 	sb.WriteString(line)
 	sb.WriteString("\n")
 	b.draw(&sb)
@@ -99,6 +153,10 @@ func (b *Board) Set(key string, s Status) {
 		b.keys = append(b.keys, key)
 	}
 	b.lines[key] = s
+	if b.mode.Live && b.tick > 0 && b.stop == nil {
+		b.stop = make(chan struct{})
+		go b.Run(b.stop, b.tick)
+	}
 	b.redraw()
 }
 
@@ -130,6 +188,9 @@ func (b *Board) Remove(key string) {
 			b.keys = append(b.keys[:i], b.keys[i+1:]...)
 			break
 		}
+	}
+	if len(b.keys) == 0 {
+		b.stopTicker()
 	}
 	b.redraw()
 }
@@ -193,6 +254,9 @@ func (b *Board) erase(sb *strings.Builder) {
 // draw writes every status line, each ending in a newline, so the cursor
 // stays below the block.
 func (b *Board) draw(sb *strings.Builder) {
+	if b.partial {
+		return
+	}
 	for _, k := range b.keys {
 		sb.WriteString(b.render(b.lines[k]))
 		sb.WriteString("\033[K\n")

@@ -2,6 +2,7 @@ package term
 
 import (
 	"bytes"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -118,5 +119,22 @@ func TestElapsed(t *testing.T) {
 		if got := Elapsed(d); got != want {
 			t.Errorf("Elapsed(%s) = %q, want %q", d, got, want)
 		}
+	}
+}
+
+// What a command prints besides the event lines (a proof, a summary)
+// goes through the board too, above the block: a redraw never overwrites
+// it, and a line written in parts is not split by the block.
+func TestUX1_WritesGoAboveTheBlock(t *testing.T) {
+	var out bytes.Buffer
+	b := NewBoard(&out, Detect(true, func(k string) string { return map[string]string{"NO_COLOR": "1"}[k] }), func() time.Time { return t0 })
+	b.Set("a", Status{Label: "o/r#1", Round: 1})
+	out.Reset()
+	fmt.Fprint(b, "proof ")
+	fmt.Fprint(b, "(run r-1)\n")
+	b.Refresh()
+	want := "\r\033[1A\033[Jproof " + "(run r-1)\n" + "o/r#1  round 1\033[K\n" + "\r\033[1A\033[J" + "o/r#1  round 1\033[K\n"
+	if got := out.String(); got != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }
