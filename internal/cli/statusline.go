@@ -100,11 +100,11 @@ func showEvent(ios *IOStreams, rl *runLine, e engine.Event, line string) {
 		b.Remove(rl.runID)
 		return
 	}
-	if line != "" && e.Kind != "wait" {
-		b.Println(line)
+	if e.Kind == "wait" {
+		line = ""
 	}
 	rl.update(e)
-	b.Set(rl.runID, rl.status)
+	b.Event(rl.runID, rl.status, line)
 }
 
 // update reads where the run stands: its stored state when there is one,
@@ -139,6 +139,12 @@ func (rl *runLine) update(e engine.Event) {
 // round (iteration, task), phase, counts, elapsed time and cost.
 func statusOfRun(r store.Run) term.Status {
 	s := term.Status{Label: r.Target, Started: r.StartedAt}
+	switch r.Kind {
+	case checkloop.Kind:
+		s.Unit = "iteration"
+	case plan.Kind:
+		s.Unit = "task"
+	}
 	switch {
 	case r.Kind == checkloop.Kind:
 		var st checkloop.State

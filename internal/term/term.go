@@ -146,9 +146,28 @@ func (b *Board) Println(line string) {
 }
 
 // Set adds or replaces the status line under key, and redraws.
-func (b *Board) Set(key string, s Status) {
+func (b *Board) Set(key string, s Status) { b.Event(key, s, "") }
+
+// Event prints line (when not "") above the block and sets key's status
+// line to s, in one redraw.
+func (b *Board) Event(key string, s Status, line string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if line != "" {
+		if !b.mode.Live {
+			fmt.Fprintln(b.w, line)
+		} else {
+			var sb strings.Builder
+			b.erase(&sb)
+			if b.partial {
+				// End the line a plain write left open.
+				sb.WriteString("\n")
+				b.partial = false
+			}
+			sb.WriteString(line + "\n")
+			io.WriteString(b.w, sb.String())
+		}
+	}
 	if _, ok := b.lines[key]; !ok {
 		b.keys = append(b.keys, key)
 	}

@@ -138,3 +138,17 @@ func TestUX1_WritesGoAboveTheBlock(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }
+
+// An event prints its line and moves its loop's status line in one
+// redraw.
+func TestUX1_EventIsOneRedraw(t *testing.T) {
+	var out bytes.Buffer
+	b := NewBoard(&out, Detect(true, func(k string) string { return map[string]string{"NO_COLOR": "1"}[k] }), func() time.Time { return t0 })
+	b.Set("a", Status{Label: "o/r#1", Round: 1, Phase: "fix"})
+	out.Reset()
+	b.Event("a", Status{Label: "o/r#1", Round: 2, Phase: "review"}, "round 2  round    round 2 on abc")
+	want := "\r\033[1A\033[J" + "round 2  round    round 2 on abc\n" + "o/r#1  round 2  review\033[K\n"
+	if got := out.String(); got != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+}
