@@ -126,3 +126,24 @@ func validateEventLine(schema *jsonschema.Schema, line []byte) error {
 	}
 	return schema.Validate(inst)
 }
+
+// assertEvents fails t unless every line of out, the stdout of an
+// in-process run with --json, is valid against docs/events.schema.json.
+func assertEvents(t interface {
+	Helper()
+	Errorf(string, ...any)
+	Fatal(...any)
+}, out string) {
+	t.Helper()
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	schema, err := c.Compile(filepath.Join("..", "..", EventsSchemaPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+		if err := validateEventLine(schema, []byte(line)); err != nil {
+			t.Errorf("--json line fails %s: %s\n%v", EventsSchemaPath, line, err)
+		}
+	}
+}

@@ -65,6 +65,12 @@ func liveTerminal(ios *IOStreams) func() {
 	b := term.NewBoard(ios.Out, mode, nil)
 	b.Tick(statusRefresh)
 	ios.Out = b
+	if f, ok := ios.ErrOut.(*os.File); ok {
+		if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+			// stderr on the same screen: its lines go above the block too.
+			ios.ErrOut = b.Beside(f)
+		}
+	}
 	return b.Close
 }
 

@@ -561,6 +561,7 @@ func TestLOOP_5_PLAN_1_TemporalCommandsOnARealServer(t *testing.T) {
 	if code != exitcode.OK || !strings.Contains(out.String(), `"status":"complete","exit_code":0`) {
 		t.Fatalf("plan: exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
 	}
+	assertEvents(t, out.String())
 	if b, err := os.ReadFile(report); err != nil || !strings.Contains(string(b), "complete (exit 0)") {
 		t.Fatalf("report: %v\n%s", err, b)
 	}

@@ -385,7 +385,10 @@ func (w *flow[P, D, S, O, A, R]) finish(ctx workflow.Context) (Result[S], error)
 	_ = workflow.ExecuteActivity(w.actx(ctx, w.opt.ObserveTimeout), w.k.activity("end"), EndIn{Run: w.run}).Get(ctx, nil)
 	t, ok := w.k.Terminal(w.in.State)
 	if ok {
-		w.log(engine.Event{Time: workflow.Now(ctx), Kind: "terminal", Message: t.Status})
+		// Its data is the terminal, as the local engine's terminal event
+		// carries it (docs/events.schema.json).
+		w.log(engine.Event{Time: workflow.Now(ctx), Kind: "terminal", Message: t.Status,
+			Data: map[string]any{"status": t.Status, "exit_code": t.Code, "message": t.Status}})
 	}
 	return Result[S]{RunID: w.run.RunID, State: w.in.State, Terminal: t, Steps: w.in.Carry.Steps, Log: w.in.Carry.Log}, nil
 }

@@ -370,3 +370,33 @@ func Elapsed(d time.Duration) string {
 	}
 	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
 }
+
+// Beside is a writer for another stream shown on the same screen (a
+// terminal's stderr): what is written to it goes above the block too, so
+// a redraw does not overwrite it.
+func (b *Board) Beside(w io.Writer) io.Writer { return besideWriter{b: b, w: w} }
+
+type besideWriter struct {
+	b *Board
+	w io.Writer
+}
+
+func (s besideWriter) Write(p []byte) (int, error) {
+	b := s.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.mode.Live || b.drawn == 0 && !b.partial {
+		return s.w.Write(p)
+	}
+	var sb strings.Builder
+	b.erase(&sb)
+	io.WriteString(b.w, sb.String())
+	n, err := s.w.Write(p)
+	sb.Reset()
+	if len(p) > 0 {
+		b.partial = p[len(p)-1] != '\n'
+	}
+	b.draw(&sb)
+	io.WriteString(b.w, sb.String())
+	return n, err
+}

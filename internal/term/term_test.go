@@ -152,3 +152,17 @@ func TestUX1_EventIsOneRedraw(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }
+
+// A line on the other stream of the same screen (stderr) goes above the
+// block as well: erased before it, drawn again after it.
+func TestUX1_StderrGoesAboveTheBlock(t *testing.T) {
+	var screen bytes.Buffer
+	b := NewBoard(&screen, Detect(true, func(k string) string { return map[string]string{"NO_COLOR": "1"}[k] }), func() time.Time { return t0 })
+	b.Set("a", Status{Label: "o/r#1", Round: 1})
+	screen.Reset()
+	fmt.Fprintln(b.Beside(&screen), "converge: warning")
+	want := "\r\033[1A\033[J" + "converge: warning\n" + "o/r#1  round 1\033[K\n"
+	if got := screen.String(); got != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+}
