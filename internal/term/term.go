@@ -305,8 +305,16 @@ func (b *Board) render(s Status) string {
 		}
 		return "\033[" + code + "m" + t + "\033[0m"
 	}
-	// Clip on the plain text, then paint: escapes take no columns.
+	// Clip on the plain text, then paint: escapes take no columns. A
+	// long phase (a wait's reason) is shortened first, so the counts, the
+	// elapsed time and the cost stay.
 	plain := parts(s, b.now(), func(_, t string) string { return t })
+	if over := utf8.RuneCountInString(strings.Join(plain, "  ")) - b.mode.Width; over > 0 && s.Ended == "" && s.Phase != "" {
+		if keep := utf8.RuneCountInString(s.Phase) - over - 1; keep >= 8 {
+			s.Phase = string([]rune(s.Phase)[:keep]) + "…"
+			plain = parts(s, b.now(), func(_, t string) string { return t })
+		}
+	}
 	width, keep := 0, 0
 	for i, p := range plain {
 		w := utf8.RuneCountInString(p)

@@ -166,3 +166,17 @@ func TestUX1_StderrGoesAboveTheBlock(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }
+
+// A long phase (a wait's reason) is shortened before anything is
+// dropped: the counts, elapsed time and cost stay on the line.
+func TestUX1_LongPhaseIsShortenedFirst(t *testing.T) {
+	var out bytes.Buffer
+	mode := Detect(true, func(k string) string { return map[string]string{"NO_COLOR": "1"}[k] })
+	mode.Width = 60
+	b := NewBoard(&out, mode, func() time.Time { return t0.Add(5 * time.Second) })
+	b.Set("a", Status{Label: "o/r#1", Round: 3, Phase: "waiting: awaiting the review bot's review of the head", Counts: []string{"4 finding(s)"}, Started: t0, Cost: "$0.10"})
+	want := "o/r#1  round 3  waiting: awaiting …  4 finding(s)  5s  $0.10\033[K\n"
+	if got := out.String(); got != want {
+		t.Errorf("got\n%q\nwant\n%q", got, want)
+	}
+}
