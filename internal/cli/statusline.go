@@ -209,7 +209,7 @@ func statusOfRun(r store.Run) term.Status {
 	s.Label = shortLabel(r.Target)
 	s.Cost = costOf(usageOfRun(r))
 	if r.Finished() {
-		s.Ended = r.Status
+		s.Ended, s.Until = r.Status, r.EndedAt
 	}
 	return s
 }

@@ -45,6 +45,7 @@ type Status struct {
 	Counts  []string  // e.g. "3 findings", "2/5 threads resolved"
 	Cost    string    // "$0.42", "cost not reported"
 	Started time.Time // for the elapsed time; zero: not shown
+	Until   time.Time // when the loop ended: the elapsed time stops
 	Ended   string    // set once the loop ended: its terminal
 }
 
@@ -356,6 +357,9 @@ func parts(s Status, now time.Time, paint func(code, text string) string) []stri
 		out = append(out, strings.Join(s.Counts, ", "))
 	}
 	if !s.Started.IsZero() {
+		if !s.Until.IsZero() {
+			now = s.Until
+		}
 		out = append(out, paint(dim, Elapsed(now.Sub(s.Started))))
 	}
 	if s.Cost != "" {
