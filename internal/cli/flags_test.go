@@ -168,6 +168,19 @@ func TestIF_1_StatusFlags(t *testing.T) {
 			}},
 		usage[statusOptions]("invalid argument", "--limit", "many"),
 		usage[statusOptions]("unknown command", "r-1"),
+		{args: []string{"--follow", "r-1", "--json", "--state", "s"}, check: func(o *statusOptions) bool {
+			return o.Follow == "r-1" && o.JSON && o.StateDir == "s"
+		}},
+		usage[statusOptions]("flag needs an argument", "--follow"),
+	})
+}
+
+func TestIF_1_VersionFlags(t *testing.T) {
+	testFlags(t, newVersionCmd, []flagCase[versionOptions]{
+		{check: func(o *versionOptions) bool { return !o.JSON }},
+		{args: []string{"--json"}, check: func(o *versionOptions) bool { return o.JSON }},
+		usage[versionOptions]("takes no arguments", "extra"),
+		usage[versionOptions]("unknown flag", "--short"),
 	})
 }
 

@@ -184,7 +184,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 		newDashboardCmd(f, nil),
 		newMCPCmd(f, nil),
 	)
-	addVersion(root, f.IOStreams)
+	addVersion(root, f)
 	argsAreUsage(root)
 	return root
 }

@@ -87,7 +87,8 @@ func (b buildInfo) String() string {
 
 type versionOptions struct{ JSON bool }
 
-func newVersionCmd(ios *IOStreams) *cobra.Command {
+func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command {
+	ios := f.IOStreams
 	opts := &versionOptions{}
 	cmd := &cobra.Command{
 		Use:   "version",
@@ -99,6 +100,9 @@ func newVersionCmd(ios *IOStreams) *cobra.Command {
 			return nil
 		},
 		RunE: func(*cobra.Command, []string) error {
+			if runF != nil {
+				return runF(opts)
+			}
 			b := readBuildInfo()
 			if opts.JSON {
 				return json.NewEncoder(ios.Out).Encode(b)
@@ -113,8 +117,8 @@ func newVersionCmd(ios *IOStreams) *cobra.Command {
 
 // addVersion gives root its --version flag and version subcommand; both
 // print the same line.
-func addVersion(root *cobra.Command, ios *IOStreams) {
+func addVersion(root *cobra.Command, f *Factory) {
 	root.Version = readBuildInfo().String()
 	root.SetVersionTemplate("{{.Version}}\n")
-	root.AddCommand(newVersionCmd(ios))
+	root.AddCommand(newVersionCmd(f, nil))
 }
