@@ -277,12 +277,26 @@ func (b *Board) draw(sb *strings.Builder) {
 	if b.partial {
 		return
 	}
-	for _, k := range b.keys {
+	keys := b.keys
+	more := 0
+	if len(keys) > MaxLines {
+		// A block taller than the screen could not be moved over: the
+		// first loops' lines, then how many more there are.
+		keys, more = keys[:MaxLines-1], len(keys)-(MaxLines-1)
+	}
+	for _, k := range keys {
 		sb.WriteString(b.render(b.lines[k]))
 		sb.WriteString("\033[K\n")
 		b.drawn++
 	}
+	if more > 0 {
+		fmt.Fprintf(sb, "… and %d more loop(s)\033[K\n", more)
+		b.drawn++
+	}
 }
+
+// MaxLines is the most status lines a block shows.
+const MaxLines = 8
 
 // SGR codes of the status line's parts.
 const (

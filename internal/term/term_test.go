@@ -180,3 +180,19 @@ func TestUX1_LongPhaseIsShortenedFirst(t *testing.T) {
 		t.Errorf("got\n%q\nwant\n%q", got, want)
 	}
 }
+
+// Many loops (a server's) do not make a block taller than MaxLines: the
+// first ones, then how many more.
+func TestUX1_BlockHeightIsBounded(t *testing.T) {
+	var out bytes.Buffer
+	b := NewBoard(&out, Detect(true, func(k string) string { return map[string]string{"NO_COLOR": "1"}[k] }), func() time.Time { return t0 })
+	for i := range 12 {
+		b.Set(fmt.Sprint(i), Status{Label: fmt.Sprintf("o/r#%d", i)})
+	}
+	out.Reset()
+	b.Refresh()
+	got := out.String()
+	if !strings.HasPrefix(got, fmt.Sprintf("\r\033[%dA\033[J", MaxLines)) || strings.Count(got, "\n") != MaxLines || !strings.Contains(got, "… and 5 more loop(s)") {
+		t.Errorf("block of 12 loops:\n%q", got)
+	}
+}
