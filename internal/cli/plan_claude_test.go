@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -63,10 +64,13 @@ func TestPLAN_1_RealClaudeCodeImplementsAndReviews(t *testing.T) {
 		"ANTHROPIC_MODEL":     "claude-fakemodel",
 		"HOME":                t.TempDir(),
 	})
-	out, err := cmd.CombinedOutput()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("converge plan run: %v\n%s", err, out)
+		t.Fatalf("converge plan run: %v\n%s%s", err, out, stderr.Bytes())
 	}
+	assertEvents(t, string(out))
 	for _, want := range []string{`"status":"complete","exit_code":0`, `"id":"greet","group":"group-1","status":"DONE"`, `"issues":[{"severity":"minor","summary":"a trailing newline would be nice","file":"greet.txt"}]`} {
 		if !strings.Contains(string(out), want) {
 			t.Fatalf("the result lacks %s:\n%s", want, out)
