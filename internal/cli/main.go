@@ -126,6 +126,9 @@ func Main() int {
 	if len(start.Args) > 1 {
 		args = start.Args[1:]
 	}
+	// Before the interrupt handler takes ErrOut: what it says goes above
+	// the status lines too.
+	defer liveTerminal(ios)()
 	ctx, stop := withInterrupts(context.Background(), ios.ErrOut)
 	defer stop()
 	return Run(ctx, args, ios)
