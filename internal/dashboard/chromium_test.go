@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"image/png"
@@ -190,7 +191,9 @@ func TestUX_2_DashboardInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "dashboard.png")
+	// CONVERGE_TEST_SCREENSHOT_DIR keeps the screenshot for a person
+	// to look at; by default it goes with the test's temporary files.
+	path := filepath.Join(cmp.Or(os.Getenv("CONVERGE_TEST_SCREENSHOT_DIR"), t.TempDir()), "dashboard.png")
 	if err := os.WriteFile(path, shot, 0o600); err != nil {
 		t.Fatal(err)
 	}
