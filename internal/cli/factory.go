@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
@@ -64,4 +65,24 @@ func (f *Factory) orDefault(ios *IOStreams) *Factory {
 		return f
 	}
 	return NewFactory(ios)
+}
+
+// OpenRun opens the existing state store in dir and reads run id from
+// it, for the commands that name one run (status RUN, log, follow): an
+// unknown run is a usage error pointing at converge status. The caller
+// closes the store.
+func (f *Factory) OpenRun(ctx context.Context, dir, id string) (*store.Store, store.Run, error) {
+	db, err := f.OpenExistingStore(ctx, dir, id)
+	if err != nil {
+		return nil, store.Run{}, err
+	}
+	r, err := db.GetRun(ctx, id)
+	if err != nil {
+		db.Close()
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, store.Run{}, usageErr("no run %q in the state store (see converge status)", id)
+		}
+		return nil, store.Run{}, err
+	}
+	return db, r, nil
 }

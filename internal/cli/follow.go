@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
-	"github.com/convergeloop/converge/internal/store"
 )
 
 // followPoll is how often `converge status --follow` reads the store.
@@ -32,18 +30,11 @@ func followRun(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 	if opts.engine.temporal() {
 		return usageErr("status --follow reads the local state store; with --engine temporal the command that started the run follows it")
 	}
-	db, err := opts.factory.orDefault(ios).OpenExistingStore(ctx, opts.StateDir, id)
+	db, r, err := opts.factory.orDefault(ios).OpenRun(ctx, opts.StateDir, id)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	r, err := db.GetRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return usageErr("no run %q in the state store (see converge status)", id)
-	}
-	if err != nil {
-		return err
-	}
 	rl := &runLine{db: db, runID: r.ID, label: r.Target}
 	var seen int64
 	gone := 0

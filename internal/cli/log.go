@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -63,18 +62,11 @@ func runLog(ctx context.Context, ios *IOStreams, opts *logOptions, id string) er
 		}
 		return writeRunLog(ctx, ios, recs, r)
 	}
-	db, err := opts.factory.orDefault(ios).OpenExistingStore(ctx, opts.StateDir, id)
+	db, r, err := opts.factory.orDefault(ios).OpenRun(ctx, opts.StateDir, id)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	r, err := db.GetRun(ctx, id)
-	if errors.Is(err, store.ErrNotFound) {
-		return usageErr("no run %q in the state store (see converge status)", id)
-	}
-	if err != nil {
-		return err
-	}
 	return writeRunLog(ctx, ios, db, r)
 }
 

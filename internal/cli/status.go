@@ -334,18 +334,12 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 			return err
 		}
 	} else {
-		db, err := opts.factory.orDefault(ios).OpenExistingStore(ctx, opts.StateDir, id)
+		db, run, err := opts.factory.orDefault(ios).OpenRun(ctx, opts.StateDir, id)
 		if err != nil {
 			return err
 		}
 		defer db.Close()
-		r, err = db.GetRun(ctx, id)
-		if errors.Is(err, store.ErrNotFound) {
-			return usageErr("no run %q in the state store (see converge status)", id)
-		}
-		if err != nil {
-			return err
-		}
+		r = run
 	}
 	usage := usageOfRun(r)
 	if opts.JSON {
