@@ -32,7 +32,10 @@ func runBin(t *testing.T, env map[string]string, args ...string) (int, string) {
 	if _, err := exec.LookPath(bin); err != nil {
 		t.Fatal("converge is not on PATH (TestMain installs it)")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	// A bound on a hung run, not on a slow one: on a loaded machine a run
+	// with real agent CLIs (a local review's several at once) has taken
+	// over three minutes.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = cleanEnv(env)
