@@ -170,6 +170,12 @@ type Summary struct {
 // answers the summary request with, in SummaryAtBudget.
 const SummaryNextAction = "update the second greeting in the docs too"
 
+// Stall is the delay of a model turn that must not come within any
+// budget a test gives, its retries' doubled budgets included: fakemodel
+// drops it when the run stops. (A minute was not: a run retried at two
+// minutes got the stalled turn's text as its answer.)
+const Stall = time.Hour
+
 // LoadedSummaryBudget is the summary turn's time-box in the tests of
 // SummaryAtBudget: CI's loaded machines have taken more than the
 // product's 30 s to start a Node CLI again on its session, and the
@@ -210,7 +216,7 @@ func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent fun
 			}},
 			fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
 				{Text: "Changing the greeting.", Calls: []fakemodel.ToolCall{s.Edit}},
-				{Text: "never sent", Delay: time.Minute},
+				{Text: "never sent", Delay: Stall},
 			}},
 		)
 		marker = fmt.Sprintf("converge-summary-%d", time.Now().UnixNano())

@@ -152,7 +152,7 @@ func TestAG_B1_RealOpenCode_TokensOfARunStoppedAtItsBudget(t *testing.T) {
 				Usage: fakemodel.Usage{InputTokens: 11, OutputTokens: 3, CacheReadTokens: 7}},
 			{Calls: []fakemodel.ToolCall{{Name: "read", Input: map[string]any{"filePath": dir + "/a.txt"}}},
 				Usage: fakemodel.Usage{InputTokens: 23, OutputTokens: 5}},
-			{Text: "never sent", Delay: time.Minute},
+			{Text: "never sent", Delay: agenttest.Stall},
 		}}
 		srv, url := agenttest.Serve(t, summary, work)
 		a := newAgent(t, bin, url)
