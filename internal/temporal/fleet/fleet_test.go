@@ -56,10 +56,12 @@ func TestREL_2_FleetOnTemporalFinishesEveryLoopAfterAWorkerIsKilled(t *testing.T
 		t.Fatal(err)
 	}
 	defer c.Close()
-	// Mid-round: a PR has converged, and worker a is running a fix of
-	// another (the server names the worker of each attempt).
-	waitHub(t, hub, pr, 10*time.Minute, "a PR ready and a fix running on worker a", func() bool {
-		return converged(t, hub, numbers) >= 1 && runningOn(t, c, urls, a.cmd.Process.Pid) != ""
+	// Mid-round: worker a is running a fix (the server names the worker
+	// of each attempt). Waiting for a PR to have converged first, too,
+	// missed every fix on a loaded machine, where the loops move in step
+	// and the first finish comes after the last fix.
+	waitHub(t, hub, pr, 10*time.Minute, "a fix running on worker a", func() bool {
+		return runningOn(t, c, urls, a.cmd.Process.Pid) != ""
 	})
 	if converged(t, hub, numbers) == len(numbers) {
 		t.Fatal("every PR converged before the kill; the test proves no take-over")
