@@ -22,18 +22,7 @@ func TestPR_G5_MCPSessionSignalsDoNotStopItsRuns(t *testing.T) {
 	t.Parallel()
 	work := t.TempDir()
 	repo := gitRepo(t, map[string]string{"README": "a repository\n"})
-	plan := script(t, work, "plan.yaml", "groups:\n  - name: only\n    tasks:\n      - {id: a, prompt: Write a.txt., files: [a.txt]}\n")
-	hold := script(t, work, "hold", "")
-	impl := script(t, work, "impl.sh", `dir=$(dirname "$0")
-cat >/dev/null
-echo a > a.txt
-touch "$dir/started"
-while [ -f "$dir/hold" ]; do sleep 0.05; done
-echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"wrote a","files_changed":["a.txt"],"implementer_status":"DONE"}'
-`)
-	review := script(t, work, "review.sh", `cat >/dev/null
-echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fine","files_changed":[],"approved":true,"issues":[]}'
-`)
+	plan, hold, impl, review := heldPlan(t, work)
 	state := filepath.Join(work, "state")
 	ctx := context.Background()
 	cmd := exec.Command(buildConverge(t), "mcp", "--state", state)

@@ -146,18 +146,7 @@ func TestPR_G5_MCPStopEndsAPlanRun(t *testing.T) {
 	t.Parallel()
 	work := t.TempDir()
 	repo := gitRepo(t, map[string]string{"README": "a repository\n"})
-	plan := script(t, work, "plan.yaml", "groups:\n  - name: only\n    tasks:\n      - {id: a, prompt: Write a.txt., files: [a.txt]}\n")
-	hold := script(t, work, "hold", "")
-	impl := script(t, work, "impl.sh", `dir=$(dirname "$0")
-cat >/dev/null
-echo a > a.txt
-touch "$dir/started"
-while [ -f "$dir/hold" ]; do sleep 0.05; done
-echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"wrote a","files_changed":["a.txt"],"implementer_status":"DONE"}'
-`)
-	review := script(t, work, "review.sh", `cat >/dev/null
-echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fine","files_changed":[],"approved":true,"issues":[]}'
-`)
+	plan, hold, impl, review := heldPlan(t, work)
 	cs := session(t, filepath.Join(work, "state"), nil, buildConverge(t))
 
 	var out started
@@ -232,4 +221,25 @@ func TestREL_3_MCPStartWithBadInputIsOneToolError(t *testing.T) {
 	if len(list.Runs) != 0 {
 		t.Errorf("refused starts recorded runs: %+v", list.Runs)
 	}
+}
+
+// heldPlan writes into work a one-task plan whose implementer writes
+// a.txt, touches "started" beside itself and then waits while the hold
+// file exists, and a reviewer that approves: a plan run the test can
+// catch with its implementer at work.
+func heldPlan(t *testing.T, work string) (plan, hold, impl, review string) {
+	t.Helper()
+	plan = script(t, work, "plan.yaml", "groups:\n  - name: only\n    tasks:\n      - {id: a, prompt: Write a.txt., files: [a.txt]}\n")
+	hold = script(t, work, "hold", "")
+	impl = script(t, work, "impl.sh", `dir=$(dirname "$0")
+cat >/dev/null
+echo a > a.txt
+touch "$dir/started"
+while [ -f "$dir/hold" ]; do sleep 0.05; done
+echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"wrote a","files_changed":["a.txt"],"implementer_status":"DONE"}'
+`)
+	review = script(t, work, "review.sh", `cat >/dev/null
+echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fine","files_changed":[],"approved":true,"issues":[]}'
+`)
+	return plan, hold, impl, review
 }
