@@ -7,13 +7,47 @@ import (
 	"strings"
 )
 
-// PRRef names one pull request on one host.
+// Kind is which forge a PR lives on. The zero value is GitHub, so a
+// reference stored before converge knew another forge reads back as what
+// it was.
+type Kind string
+
+// The forges converge drives.
+const (
+	GitHub Kind = ""
+	GitLab Kind = "gitlab"
+)
+
+// String names the forge for people and flags: github or gitlab.
+func (k Kind) String() string {
+	if k == GitHub {
+		return "github"
+	}
+	return string(k)
+}
+
+// ParseKind reads a --forge value: github or gitlab.
+func ParseKind(s string) (Kind, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "", "github":
+		return GitHub, nil
+	case "gitlab":
+		return GitLab, nil
+	}
+	return GitHub, fmt.Errorf("unknown forge %q: want github or gitlab", s)
+}
+
+// PRRef names one pull request (on GitLab a merge request) on one host.
 type PRRef struct {
 	Host   string // host[:port] of the web URL, e.g. github.com
 	Scheme string // https, or http for a local emulator
+	// Owner is the repository's owner; on GitLab the project's namespace,
+	// which may hold subgroups ("group/sub").
 	Owner  string
 	Repo   string
-	Number int
+	Number int // the PR number; on GitLab the merge request's iid
+	// Forge is the forge the URL belongs to, told by the URL's shape.
+	Forge Kind `json:",omitempty"`
 }
 
 // String gives the PR's web URL.
@@ -22,41 +56,72 @@ func (r PRRef) String() string {
 	if scheme == "" {
 		scheme = "https"
 	}
+	if r.Forge == GitLab {
+		return fmt.Sprintf("%s://%s/%s/%s/-/merge_requests/%d", scheme, r.Host, r.Owner, r.Repo, r.Number)
+	}
 	return fmt.Sprintf("%s://%s/%s/%s/pull/%d", scheme, r.Host, r.Owner, r.Repo, r.Number)
 }
 
-// FullName is owner/repo.
+// FullName is owner/repo (on GitLab the project's full path).
 func (r PRRef) FullName() string { return r.Owner + "/" + r.Repo }
 
-// ParsePRURL parses https://HOST/OWNER/REPO/pull/N (a trailing path such as
-// /files or a fragment is allowed). Errors say what shape was expected.
+// wantPRURL is what every ParsePRURL error says is wanted.
+const wantPRURL = "want https://HOST/OWNER/REPO/pull/NUMBER or https://HOST/GROUP/PROJECT/-/merge_requests/IID"
+
+// ParsePRURL parses a GitHub pull request URL, https://HOST/OWNER/REPO/pull/N,
+// or a GitLab merge request URL,
+// https://HOST/GROUP[/SUBGROUP...]/PROJECT/-/merge_requests/IID (a
+// trailing path such as /files or a fragment is allowed). Errors say what
+// shape was expected.
 func ParsePRURL(s string) (PRRef, error) {
-	const want = "want https://HOST/OWNER/REPO/pull/NUMBER"
 	u, err := url.Parse(strings.TrimSpace(s))
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		return PRRef{}, fmt.Errorf("malformed PR URL %q: %s", s, want)
+		return PRRef{}, fmt.Errorf("malformed PR URL %q: %s", s, wantPRURL)
 	}
 	parts := strings.Split(strings.Trim(u.Path, "/"), "/")
-	if len(parts) < 4 || parts[2] != "pull" || parts[0] == "" || parts[1] == "" {
-		return PRRef{}, fmt.Errorf("malformed PR URL %q: %s", s, want)
+	var (
+		names []string
+		num   string
+		kind  Kind
+	)
+	if i := indexOf(parts, "-"); i >= 0 && i+1 < len(parts) && parts[i+1] == "merge_requests" {
+		if i < 2 || i+2 >= len(parts) {
+			return PRRef{}, fmt.Errorf("malformed PR URL %q: a merge request URL names a group, a project and a number; %s", s, wantPRURL)
+		}
+		names, num, kind = parts[:i], parts[i+2], GitLab
+	} else {
+		if len(parts) < 4 || parts[2] != "pull" {
+			return PRRef{}, fmt.Errorf("malformed PR URL %q: %s", s, wantPRURL)
+		}
+		names, num = parts[:2], parts[3]
 	}
-	for _, name := range parts[:2] {
+	for _, name := range names {
 		if !isName(name) {
-			return PRRef{}, fmt.Errorf("malformed PR URL %q: %q is not an owner or repository name (letters, digits, '.', '-', '_'); %s", s, name, want)
+			return PRRef{}, fmt.Errorf("malformed PR URL %q: %q is not an owner, group or repository name (letters, digits, '.', '-', '_'); %s", s, name, wantPRURL)
 		}
 	}
-	n, err := strconv.Atoi(parts[3])
+	n, err := strconv.Atoi(num)
 	if err != nil || n <= 0 {
-		return PRRef{}, fmt.Errorf("malformed PR URL %q: %q is not a PR number; %s", s, parts[3], want)
+		return PRRef{}, fmt.Errorf("malformed PR URL %q: %q is not a PR number; %s", s, num, wantPRURL)
 	}
-	return PRRef{Host: u.Host, Scheme: u.Scheme, Owner: parts[0], Repo: parts[1], Number: n}, nil
+	last := len(names) - 1
+	return PRRef{Host: u.Host, Scheme: u.Scheme, Owner: strings.Join(names[:last], "/"), Repo: names[last], Number: n, Forge: kind}, nil
 }
 
-// isName reports a name GitHub allows for an owner or a repository. The
-// path arrives decoded, so without this "o%3Fq" would give an owner whose
-// URL (String) reads back as another PR or none.
+func indexOf(xs []string, x string) int {
+	for i, v := range xs {
+		if v == x {
+			return i
+		}
+	}
+	return -1
+}
+
+// isName reports a name GitHub or GitLab allows for an owner, a group or a
+// repository. The path arrives decoded, so without this "o%3Fq" would give
+// an owner whose URL (String) reads back as another PR or none.
 func isName(s string) bool {
-	if s == "." || s == ".." {
+	if s == "" || s == "." || s == ".." {
 		return false
 	}
 	for _, c := range s {
