@@ -1,0 +1,140 @@
+package gitlab
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/secure"
+)
+
+// What converge needs of a GitLab instance before it has a client: its API
+// endpoints, which host a token may go to (SEC-6), where git clones from,
+// and the token. GitLab.com and self-managed instances are alike: the API
+// lives on the web host under /api/v4 (or under a relative URL root, e.g.
+// https://example.com/gitlab/api/v4), GraphQL at /api/graphql beside it.
+
+// Endpoints are the REST and GraphQL URLs for a merge request: from
+// --api-url when given (an instance's REST root, https://HOST[/ROOT]/api/v4;
+// its origin alone is taken as that), else on the merge request's own host.
+func Endpoints(ref forge.PRRef, apiURLFlag string) (rest, graphql string, err error) {
+	raw := strings.TrimSpace(apiURLFlag)
+	if raw == "" {
+		if ref.Host == "" {
+			return "", "", fmt.Errorf("no host: give a merge request URL or --api-url")
+		}
+		scheme := ref.Scheme
+		if scheme == "" {
+			scheme = "https"
+		}
+		raw = scheme + "://" + ref.Host
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return "", "", fmt.Errorf("invalid --api-url %q: want https://HOST/api/v4 (a self-managed GitLab's API root)", redact(raw))
+	}
+	root := strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/api/v4")
+	base := u.Scheme + "://" + u.Host + root
+	return base + "/api/v4", base + "/api/graphql", nil
+}
+
+// WebHost is the host[:port] the REST URL rest is on: a GitLab instance
+// serves its web pages, API and git on one host.
+func WebHost(rest string) (string, error) {
+	u, err := url.Parse(rest)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("invalid API URL %q", redact(rest))
+	}
+	return u.Host, nil
+}
+
+// SameHost reports whether two host[:port] name one host: case and a
+// default port aside.
+func SameHost(a, b string) bool { return canonHost(a) == canonHost(b) }
+
+func canonHost(h string) string {
+	h = strings.ToLower(strings.TrimSuffix(h, "."))
+	if host, port, err := net.SplitHostPort(h); err == nil && (port == "443" || port == "80") {
+		return host
+	}
+	return h
+}
+
+// CheckHosts refuses, before any request, a merge request on another
+// host than the API at rest serves (SEC-6): the run would otherwise send
+// the API's token toward the merge request's host. allowMismatch is
+// --allow-host-mismatch.
+func CheckHosts(ref forge.PRRef, rest string, allowMismatch bool) error {
+	web, err := WebHost(rest)
+	if err != nil {
+		return err
+	}
+	if allowMismatch || SameHost(ref.Host, web) {
+		return nil
+	}
+	return fmt.Errorf("merge request host %s is not the API's host %s (--api-url): give a merge request URL on %s or an --api-url for %s, or pass --allow-host-mismatch if %s really serves it",
+		ref.Host, web, web, ref.Host, web)
+}
+
+// CloneURL checks the clone URL the API reported for the project (its
+// http_url_to_repo), or derives one beside the API when it reported none,
+// and returns the URL git may be given the token for (SEC-6): on the
+// API's host, without credentials in it, over https (plain http only to a
+// loopback address).
+func CloneURL(rest, reported, projectPath string) (string, error) {
+	api, err := url.Parse(rest)
+	if err != nil || api.Host == "" {
+		return "", fmt.Errorf("invalid API URL %q", redact(rest))
+	}
+	if strings.TrimSpace(reported) == "" {
+		root := strings.TrimSuffix(strings.TrimSuffix(api.Path, "/"), "/api/v4")
+		reported = fmt.Sprintf("%s://%s%s/%s.git", api.Scheme, api.Host, root, projectPath)
+	}
+	u, err := url.Parse(reported)
+	if err != nil || u.Host == "" {
+		return "", fmt.Errorf("the API reported an unusable clone URL %q", redact(reported))
+	}
+	if u.User != nil {
+		return "", fmt.Errorf("the API reported a clone URL with credentials in it (%s); refusing it", u.Redacted())
+	}
+	if !SameHost(u.Host, api.Host) {
+		return "", fmt.Errorf("the API reported clone URL %s on %s, not on %s which the API serves; refusing to send the token there", u.Redacted(), u.Host, api.Host)
+	}
+	if err := secure.CheckTokenURL(u); err != nil {
+		return "", err
+	}
+	return u.String(), nil
+}
+
+// TokenSourceFlag is the source ResolveToken reports for a --token value.
+const TokenSourceFlag = "--token"
+
+// ResolveToken finds converge's GitLab token as glab does, and names where
+// it came from, never the token itself: --token, then CONVERGE_TOKEN (as
+// on GitHub), then GITLAB_TOKEN, then GL_TOKEN. With none it is an
+// authentication error (exit 6) saying what to set.
+func ResolveToken(host, flagToken string, env func(string) string) (token, source string, err error) {
+	if t := strings.TrimSpace(flagToken); t != "" {
+		return t, TokenSourceFlag, nil
+	}
+	if env == nil {
+		env = func(string) string { return "" }
+	}
+	for _, n := range []string{"CONVERGE_TOKEN", "GITLAB_TOKEN", "GL_TOKEN"} {
+		if t := strings.TrimSpace(env(n)); t != "" {
+			return t, n, nil
+		}
+	}
+	return "", "", &forge.Error{Kind: forge.KindAuth, Op: "resolve token",
+		Msg: fmt.Sprintf("no token for %s: set CONVERGE_TOKEN or GITLAB_TOKEN (a personal, project or group access token with the api scope), or pass --token", host)}
+}
+
+// redact drops any userinfo from a URL for an error message.
+func redact(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.User != nil {
+		return u.Redacted()
+	}
+	return raw
+}
