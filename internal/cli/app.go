@@ -134,7 +134,7 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 	}
 	forges, creds := make([]forge.Forge, len(refs)), make([]prCred, len(refs))
 	if app == nil {
-		token, _, err := ghclient.ResolveToken(webHost, opts.Token, ios.Getenv, ghclient.GHAuthToken)
+		token, _, err := siteOf(refs[0]).resolveToken(webHost, opts.Token, ios.Getenv)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -254,6 +254,7 @@ type prSetup struct {
 	file               *config.File
 	pre                *prSettingsT
 	agents             *prAgents
+	site               forgeSite
 	rest, gql, webHost string
 	cas                []string
 	stateDir           string
@@ -297,11 +298,12 @@ func newPRSetup(ios *IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, e
 	if err != nil {
 		return nil, err
 	}
-	rest, gql, err := ghclient.Endpoints(ref, opts.APIURL, ios.Getenv)
+	site := siteOf(ref)
+	rest, gql, err := site.endpoints(ref, opts.APIURL, ios.Getenv)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	webHost, err := ghclient.WebHost(rest)
+	webHost, err := site.webHost(rest)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -326,7 +328,7 @@ func newPRSetup(ios *IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, e
 	}
 	return &prSetup{
 		ios: ios, opts: opts, file: file, pre: pre, agents: agents,
-		rest: rest, gql: gql, webHost: webHost, cas: cas, stateDir: stateDir, checker: checker,
+		site: site, rest: rest, gql: gql, webHost: webHost, cas: cas, stateDir: stateDir, checker: checker,
 		minted: &secure.Secrets{},
 	}, nil
 }
@@ -336,7 +338,10 @@ func (s *prSetup) checkRef(r forge.PRRef) error {
 	if err := checkPRHost(r, s.rest, s.opts.AllowHostMismatch); err != nil {
 		return err
 	}
-	if other, _, err := ghclient.Endpoints(r, s.opts.APIURL, s.ios.Getenv); err != nil || other != s.rest {
+	if r.Forge != s.site.kind {
+		return usageErr("%s is on %s and the first PR on %s; one converge runs PRs of one forge, start another for the rest", r, r.Forge, s.site.kind)
+	}
+	if other, _, err := s.site.endpoints(r, s.opts.APIURL, s.ios.Getenv); err != nil || other != s.rest {
 		return usageErr("%s is on another forge than %s; one converge runs PRs of one forge, start another for the rest", r, s.rest)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/convergeloop/converge/internal/forge"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/secure"
 )
@@ -14,7 +13,7 @@ import (
 // another, the run would otherwise clone from the PR's host with the
 // API's token. allow is --allow-host-mismatch.
 func checkPRHost(ref forge.PRRef, rest string, allow bool) error {
-	if err := ghclient.CheckHosts(ref, rest, allow); err != nil {
+	if err := siteOf(ref).checkHosts(ref, rest, allow); err != nil {
 		return usageErr("%v", err)
 	}
 	return nil
@@ -27,7 +26,7 @@ func checkPRHost(ref forge.PRRef, rest string, allow bool) error {
 // would travel in clear.
 func gitRemote(rest string, ref forge.PRRef, token string, caFiles []string) func(reported string) (string, []string, error) {
 	return func(reported string) (string, []string, error) {
-		u, err := ghclient.CloneURL(rest, reported, ref.Owner, ref.Repo)
+		u, err := siteOf(ref).cloneURL(rest, reported, ref)
 		if err != nil {
 			return "", nil, usageErr("%v", err)
 		}

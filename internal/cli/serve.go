@@ -134,7 +134,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	// ps.minted as they are minted).
 	secrets := []string{secret, token}
 	if opts.pr.App.ID == "" && ios.Getenv("CONVERGE_APP_ID") == "" {
-		t, _, err := ghclient.ResolveToken(ps.webHost, opts.pr.Token, ios.Getenv, ghclient.GHAuthToken)
+		t, _, err := ps.site.resolveToken(ps.webHost, opts.pr.Token, ios.Getenv)
 		if err != nil {
 			return err
 		}
