@@ -52,6 +52,7 @@ query MR($path: ID!, $iid: String!) {
       workInProgress conflicts mergeStatus
       author { id username }
       labels { nodes { title } }
+      reviewers { nodes { id username } }
       approvedBy { nodes { id username } }
       headPipeline { id sha status }
       commitsWithoutMergeCommits(first: 100) { nodes { sha } pageInfo { hasNextPage endCursor } }
@@ -91,12 +92,13 @@ func TestBadDocumentsFail(t *testing.T) {
 	t.Parallel()
 	s := Load(t)
 	for name, doc := range map[string]string{
-		"misspelt field":               `mutation { createNote(input: {noteableId: "gid://gitlab/MergeRequest/1", body: "x"}) { note { id bdy } errors } }`,
-		"misspelt mutation":            `mutation { discussionToggleResolved(input: {id: "gid://gitlab/Discussion/1", resolve: true}) { errors } }`,
-		"wrong argument type":          `mutation { discussionToggleResolve(input: {id: "gid://gitlab/Discussion/1", resolve: "yes"}) { errors } }`,
-		"wrong variable type":          `query($iid: Int!) { project(fullPath: "g/p") { mergeRequest(iid: $iid) { id } } }`,
-		"missing required input field": `mutation { createNote(input: {body: "x"}) { errors } }`,
-		"field absent in this version": `query { currentUser { bot } }`,
+		"misspelt field":                  `mutation { createNote(input: {noteableId: "gid://gitlab/MergeRequest/1", body: "x"}) { note { id bdy } errors } }`,
+		"misspelt mutation":               `mutation { discussionToggleResolved(input: {id: "gid://gitlab/Discussion/1", resolve: true}) { errors } }`,
+		"wrong argument type":             `mutation { discussionToggleResolve(input: {id: "gid://gitlab/Discussion/1", resolve: "yes"}) { errors } }`,
+		"wrong variable type":             `query($iid: Int!) { project(fullPath: "g/p") { mergeRequest(iid: $iid) { id } } }`,
+		"missing required input field":    `mutation { createNote(input: {body: "x"}) { errors } }`,
+		"field absent in this version":    `query { currentUser { bot } }`,
+		"draft is newer than the excerpt": `query { project(fullPath: "g/p") { mergeRequest(iid: "1") { draft } } }`,
 	} {
 		err := ValidateDocument(s, doc)
 		if err == nil {
@@ -115,7 +117,7 @@ scalar Time
 scalar DiscussionID
 type Query { currentUser: User }
 type User { id: ID! username: String! }
-type Discussion { id: ID! resolved: Boolean! createdAt: Time! }
+type Discussion { id: DiscussionID! resolved: Boolean! createdAt: Time! }
 input DiscussionToggleResolveInput { clientMutationId: String id: DiscussionID! resolve: Boolean! }
 type DiscussionToggleResolvePayload { discussion: Discussion errors: [String!]! }
 type Mutation { discussionToggleResolve(input: DiscussionToggleResolveInput!): DiscussionToggleResolvePayload }
@@ -130,6 +132,7 @@ type Mutation { discussionToggleResolve(input: DiscussionToggleResolveInput!): D
 	bad, err := gqlparser.LoadSchema(&ast.Source{Name: "bad.graphql", Input: `
 type Query { currentUser: User }
 type User { id: ID! username: String bot: Boolean! }
+type Discussion { id: ID! }
 `})
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +141,7 @@ type User { id: ID! username: String bot: Boolean! }
 	for _, want := range []string{
 		"User.username: type String, GitLab has String!",
 		"User.bot: not in GitLab's schema",
+		"Discussion.id: type ID!, GitLab has DiscussionID!",
 	} {
 		if !strings.Contains(probs, want) {
 			t.Errorf("problems lack %q:\n%s", want, probs)
