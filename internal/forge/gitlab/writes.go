@@ -190,11 +190,16 @@ func (c *Client) SetCommitStatus(ctx context.Context, ref forge.PRRef, sha strin
 		if m := transitionRE.FindStringSubmatch(ae.message); m != nil && ae.status == http.StatusBadRequest && m[2] == state {
 			return nil
 		}
-		if ae.status == http.StatusNotFound && !strings.Contains(strings.ToLower(ae.message), "project") {
+		if m := strings.ToLower(ae.message); ae.status == http.StatusNotFound && !strings.Contains(m, "project") {
 			// GitLab answers "404 Commit Not Found" for a SHA it lacks: the
 			// request, not the project, is wrong. A bare 404 is told apart
 			// by reading the project.
-			if _, perr := c.do(ctx, http.MethodGet, projectPath(ref), nil, nil); perr == nil {
+			invalid := strings.Contains(m, "commit")
+			if !invalid {
+				_, perr := c.do(ctx, http.MethodGet, projectPath(ref), nil, nil)
+				invalid = perr == nil
+			}
+			if invalid {
 				return c.fail(forge.KindInvalid, op, fmt.Sprintf("commit %s is not in %s", sha, ref.FullName()), err)
 			}
 		}
