@@ -12,17 +12,17 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/convergeloop/converge/internal/secure"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 )
 
-// The transport is the GitHub client's discipline (REL-1, SEC-6) in a
-// smaller form: the GitHub one is bound to GitHub's GraphQL error types and
-// X-Ratelimit headers, and moving its generic half into a shared package
-// was not done in the time this backend had (see the package doc).
+// The transport keeps the GitHub client's discipline (REL-1, SEC-6) with
+// the pieces both share from forgehttp (the host limiter, the credentials
+// rule, Retry-After). The retry loop is GitLab's own: GitHub's reads
+// GitHub's GraphQL error types and X-Ratelimit headers; GitLab answers
+// 429 with Retry-After and RateLimit-Reset.
 
 // DefaultTimeout bounds one HTTP attempt; DefaultMaxWait is the longest
 // rate-limit wait sat out in-process; DefaultMaxConcurrent caps requests
@@ -30,7 +30,7 @@ import (
 const (
 	DefaultTimeout       = 30 * time.Second
 	DefaultMaxWait       = 2 * time.Minute
-	DefaultMaxConcurrent = 4
+	DefaultMaxConcurrent = forgehttp.DefaultMaxConcurrent
 )
 
 // RetryPolicy bounds retries. Zero fields take the defaults.
@@ -88,67 +88,13 @@ func (p RetryPolicy) backoff(n int) time.Duration {
 	return min(d, p.MaxDelay)
 }
 
-// HostLimiter caps requests in flight per host and holds every request to
-// a host whose rate limit is known spent; share one between Clients of one
-// token.
-type HostLimiter struct {
-	max   int
-	mu    sync.Mutex
-	hosts map[string]*hostState
-}
-
-type hostState struct {
-	sem   chan struct{}
-	until time.Time
-}
+// HostLimiter is REL-1's per-host limiter, the same type the GitHub
+// client takes, so one can be shared across a fleet's clients.
+type HostLimiter = forgehttp.HostLimiter
 
 // NewHostLimiter caps each host at max requests (DefaultMaxConcurrent
 // when max <= 0).
-func NewHostLimiter(max int) *HostLimiter {
-	if max <= 0 {
-		max = DefaultMaxConcurrent
-	}
-	return &HostLimiter{max: max, hosts: map[string]*hostState{}}
-}
-
-func (l *HostLimiter) host(h string) *hostState {
-	h = strings.ToLower(h)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.hosts[h]
-	if s == nil {
-		s = &hostState{sem: make(chan struct{}, l.max)}
-		l.hosts[h] = s
-	}
-	return s
-}
-
-func (l *HostLimiter) blockedUntil(host string) time.Time {
-	s := l.host(host)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return s.until
-}
-
-func (l *HostLimiter) block(host string, t time.Time) {
-	s := l.host(host)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t.After(s.until) {
-		s.until = t
-	}
-}
-
-func (l *HostLimiter) acquire(ctx context.Context, host string) (func(), error) {
-	s := l.host(host)
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	var once sync.Once
-	return func() { once.Do(func() { <-s.sem }) }, nil
-}
+func NewHostLimiter(max int) *HostLimiter { return forgehttp.NewHostLimiter(max) }
 
 type ctxKey int
 
@@ -193,42 +139,14 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	r.Header.Del("PRIVATE-TOKEN")
 	r.Header.Del("Authorization")
-	if t.token != "" && credentialsAllowed(req.URL, t.allowed) {
-		if t.graphql != nil && req.URL.Path == t.graphql.Path && sameOrigin(req.URL, t.graphql) {
+	if t.token != "" && forgehttp.CredentialsAllowed(req.URL, t.allowed) {
+		if t.graphql != nil && req.URL.Path == t.graphql.Path && forgehttp.SameOrigin(req.URL, t.graphql) {
 			r.Header.Set("Authorization", "Bearer "+t.token)
 		} else {
 			r.Header.Set("PRIVATE-TOKEN", t.token)
 		}
 	}
 	return t.next.RoundTrip(r)
-}
-
-// credentialsAllowed reports whether the token may go to u: one of the
-// allowed origins, never in clear except to loopback (SEC-6).
-func credentialsAllowed(u *url.URL, allowed []*url.URL) bool {
-	if secure.CheckTokenURL(u) != nil {
-		return false
-	}
-	for _, a := range allowed {
-		if sameOrigin(u, a) {
-			return true
-		}
-	}
-	return false
-}
-
-func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
-}
-
-func port(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	if strings.EqualFold(u.Scheme, "http") {
-		return "80"
-	}
-	return "443"
 }
 
 var errAttemptTimeout = errors.New("request timed out")
@@ -280,7 +198,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, err
 		}
 		if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
-			t.limits.block(req.URL.Host, t.policy.Now().Add(wait))
+			t.limits.Block(req.URL.Host, t.policy.Now().Add(wait), "rate limited (429)")
 			if wait > t.policy.MaxWait {
 				return resp, nil
 			}
@@ -319,7 +237,7 @@ func (t *retryTransport) judge(resp *http.Response, err error, attempt int, writ
 		return rateLimitWait(resp.Header, t.policy.Now(), attempt), true
 	case resp.StatusCode >= 500 && !write:
 		wait := t.policy.backoff(attempt)
-		if d, ok := retryAfter(resp.Header, t.policy.Now()); ok {
+		if d, ok := forgehttp.RetryAfter(resp.Header, t.policy.Now()); ok {
 			wait = max(wait, d)
 		}
 		return wait, true
@@ -330,7 +248,7 @@ func (t *retryTransport) judge(resp *http.Response, err error, attempt int, writ
 // rateLimitWait follows GitLab's headers: Retry-After, else RateLimit-Reset
 // (a Unix time), else a minute, doubling.
 func rateLimitWait(h http.Header, now time.Time, attempt int) time.Duration {
-	if d, ok := retryAfter(h, now); ok {
+	if d, ok := forgehttp.RetryAfter(h, now); ok {
 		return d
 	}
 	if reset, ok := rateReset(h); ok {
@@ -343,20 +261,6 @@ func rateLimitWait(h http.Header, now time.Time, attempt int) time.Duration {
 	return d
 }
 
-func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
-	}
-	return 0, false
-}
-
 func rateReset(h http.Header) (time.Time, bool) {
 	s, err := strconv.ParseInt(strings.TrimSpace(h.Get("RateLimit-Reset")), 10, 64)
 	if err != nil || s <= 0 {
@@ -366,7 +270,7 @@ func rateReset(h http.Header) (time.Time, bool) {
 }
 
 func (t *retryTransport) attempt(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
-	if until := t.limits.blockedUntil(req.URL.Host); until.After(t.policy.Now()) {
+	if until, _ := t.limits.BlockedUntil(req.URL.Host, t.policy.Now()); !until.IsZero() {
 		wait := until.Sub(t.policy.Now())
 		if wait > t.policy.MaxWait {
 			return nil, &hostLimitedError{host: req.URL.Host, until: until}
@@ -375,7 +279,7 @@ func (t *retryTransport) attempt(ctx context.Context, req *http.Request, body []
 			return nil, err
 		}
 	}
-	release, err := t.limits.acquire(ctx, req.URL.Host)
+	release, err := t.limits.Acquire(ctx, req.URL.Host)
 	if err != nil {
 		return nil, err
 	}
