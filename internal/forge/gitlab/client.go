@@ -71,6 +71,8 @@ type Client struct {
 	compares map[string]*compareResult
 	// mrIDs are merge requests' global ids by ref (GraphQL batches).
 	mrIDs map[forge.PRRef]int64
+	// projects are projects read, by host and full path.
+	projects map[string]*project
 
 	viewerMu sync.Mutex
 	viewer   string
@@ -196,7 +198,7 @@ func New(opts Options) (*Client, error) {
 	}
 	return &Client{
 		http: &hc, restURL: restURL, graphqlURL: gqlURL, userAgent: ua, log: log, now: time.Now, token: opts.Token,
-		compares: map[string]*compareResult{}, mrIDs: map[forge.PRRef]int64{},
+		compares: map[string]*compareResult{}, mrIDs: map[forge.PRRef]int64{}, projects: map[string]*project{},
 	}, nil
 }
 

@@ -31,8 +31,8 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 	if err != nil {
 		return nil, c.mapErr(op, err)
 	}
-	var proj project
-	if _, err := c.do(ctx, http.MethodGet, projectPath(ref), nil, &proj); err != nil {
+	proj, err := c.project(ctx, ref)
+	if err != nil {
 		return nil, c.mapErr(op, err)
 	}
 	discussions, _, err := getAll[discussion](ctx, c, mrPath(ref)+"/discussions", 0)
@@ -71,7 +71,7 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 		}
 	}
 
-	pr, err := c.toPullRequest(ref, &mr, &proj)
+	pr, err := c.toPullRequest(ref, &mr, proj)
 	if err != nil {
 		return nil, err
 	}
@@ -99,6 +99,27 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 	c.mu.Unlock()
 	c.log.Debug("gitlab: observed", "mr", ref.String(), "requests", pr.Requests, "threads", len(pr.Threads))
 	return pr, nil
+}
+
+// project reads ref's project once per Client: its path and clone URL
+// change only when it is moved, and a moved project's old path fails the
+// merge request's read first.
+func (c *Client) project(ctx context.Context, ref forge.PRRef) (*project, error) {
+	key := ref.Host + "/" + ref.FullName()
+	c.mu.Lock()
+	p := c.projects[key]
+	c.mu.Unlock()
+	if p != nil {
+		return p, nil
+	}
+	p = new(project)
+	if _, err := c.do(ctx, http.MethodGet, projectPath(ref), nil, p); err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	c.projects[key] = p
+	c.mu.Unlock()
+	return p, nil
 }
 
 // mrGID is a merge request's GraphQL global id: converge's PullRequest.ID.

@@ -22,9 +22,18 @@ const (
 // stubObserve registers a whole merge request's reads; discussionsPage2
 // answers the second page of discussions.
 func stubObserve(reg *httpmock.Registry, discussionsPage2 httpmock.Responder) {
+	stubObserveMR(reg, discussionsPage2, false)
+}
+
+// stubObserveMR: cached, the project is not read again.
+func stubObserveMR(reg *httpmock.Registry, discussionsPage2 httpmock.Responder, cached bool) {
 	stub(reg, "GET", pMR, "", ok(mrJSON()))
+	if cached {
+		goto discussions
+	}
 	stub(reg, "GET", pProject, "", ok(map[string]any{"id": 42, "path_with_namespace": "group/sub/proj",
 		"http_url_to_repo": "https://gitlab.example.com/group/sub/proj.git", "web_url": "https://gitlab.example.com/group/sub/proj", "default_branch": "main"}))
+discussions:
 	reply := noteJSON(102, "DiffNote", "alice", "fixed", 12, false, pos(shaOld, 3))
 	stub(reg, "GET", pMR+"/discussions", "page=1", ok([]any{
 		map[string]any{"id": d1, "individual_note": false, "notes": []any{noteJSON(101, "DiffNote", "bob", "rename this", 5, false, pos(shaOld, 3)), reply}},
@@ -35,7 +44,11 @@ func stubObserve(reg *httpmock.Registry, discussionsPage2 httpmock.Responder) {
 	}
 }
 
-func stubObserveRest(reg *httpmock.Registry) {
+func stubObserveRest(reg *httpmock.Registry) { stubObserveRestOf(reg, false) }
+
+// stubObserveRestOf: cached, the compares (of immutable SHAs) are not
+// read again.
+func stubObserveRestOf(reg *httpmock.Registry, cached bool) {
 	resolved := noteJSON(104, "DiffNote", "bob", "and this", 25, false, pos(shaHead, 5))
 	resolved["resolved"] = true
 	stub(reg, "GET", pMR+"/notes", "sort=asc", ok([]any{
@@ -64,6 +77,9 @@ func stubObserveRest(reg *httpmock.Registry) {
 		map[string]any{"id": 12, "sha": shaHead, "name": "lint", "status": "failed", "description": nil, "target_url": nil, "allow_failure": false},
 		map[string]any{"id": 13, "sha": shaHead, "name": "lint", "status": "success", "description": nil, "target_url": nil, "allow_failure": false},
 	}))
+	if cached {
+		return
+	}
 	// d1 was written on the old head: the compare to the head carries its
 	// line 3 below an added line to 4.
 	stub(reg, "GET", pProject+"/repository/compare", "from="+shaOld, ok(map[string]any{"commits": []any{},
@@ -176,6 +192,17 @@ func TestPR_O1_ObserveReadsTheWholeMR(t *testing.T) {
 	}
 	if strings.Contains(reg.Requests()[0].Header.Get("PRIVATE-TOKEN"), testToken) == false {
 		t.Error("no PRIVATE-TOKEN on the API host")
+	}
+
+	// Observed again, the project and the compares are not read again.
+	stubObserveMR(reg, page2(), true)
+	stubObserveRestOf(reg, true)
+	again, err := c.Observe(context.Background(), testRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Requests != 9 || again.CloneURL != pr.CloneURL || again.Threads[0].Line != 4 || again.Threads[0].Comments[0].DiffHunk != c0.DiffHunk {
+		t.Errorf("second observation: %d requests (want 9), clone %q, thread %+v", again.Requests, again.CloneURL, again.Threads[0])
 	}
 }
 

@@ -259,3 +259,34 @@ func TestDocumentsAreOneOperationEach(t *testing.T) {
 		t.Errorf("resolve doc:\n%s", d)
 	}
 }
+
+func TestSEC_6_HostsAndCloneURL(t *testing.T) {
+	api := "https://gitlab.example.com/api/v4"
+	if err := CheckHosts(testRef, api, false); err != nil {
+		t.Errorf("same host: %v", err)
+	}
+	other := testRef
+	other.Host = "evil.example.com"
+	if err := CheckHosts(other, api, false); err == nil {
+		t.Error("a merge request on another host passed")
+	}
+	if err := CheckHosts(other, api, true); err != nil {
+		t.Errorf("--allow-host-mismatch: %v", err)
+	}
+	cases := []struct {
+		reported, want string
+		ok             bool
+	}{
+		{"https://gitlab.example.com/group/sub/proj.git", "https://gitlab.example.com/group/sub/proj.git", true},
+		{"", "https://gitlab.example.com/group/sub/proj.git", true},
+		{"https://evil.example.com/group/sub/proj.git", "", false},
+		{"https://u:p@gitlab.example.com/group/sub/proj.git", "", false},
+		{"http://gitlab.example.com/group/sub/proj.git", "", false},
+	}
+	for _, c := range cases {
+		got, err := CloneURL(api, c.reported, testRef)
+		if (err == nil) != c.ok || got != c.want {
+			t.Errorf("CloneURL(%q) = %q, %v", c.reported, got, err)
+		}
+	}
+}
