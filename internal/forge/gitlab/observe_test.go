@@ -28,12 +28,10 @@ func stubObserve(reg *httpmock.Registry, discussionsPage2 httpmock.Responder) {
 // stubObserveMR: cached, the project is not read again.
 func stubObserveMR(reg *httpmock.Registry, discussionsPage2 httpmock.Responder, cached bool) {
 	stub(reg, "GET", pMR, "", ok(mrJSON()))
-	if cached {
-		goto discussions
+	if !cached {
+		stub(reg, "GET", pProject, "", ok(map[string]any{"id": 42, "path_with_namespace": "group/sub/proj",
+			"http_url_to_repo": "https://gitlab.example.com/group/sub/proj.git", "web_url": "https://gitlab.example.com/group/sub/proj", "default_branch": "main"}))
 	}
-	stub(reg, "GET", pProject, "", ok(map[string]any{"id": 42, "path_with_namespace": "group/sub/proj",
-		"http_url_to_repo": "https://gitlab.example.com/group/sub/proj.git", "web_url": "https://gitlab.example.com/group/sub/proj", "default_branch": "main"}))
-discussions:
 	reply := noteJSON(102, "DiffNote", "alice", "fixed", 12, false, pos(shaOld, 3))
 	stub(reg, "GET", pMR+"/discussions", "page=1", ok([]any{
 		map[string]any{"id": d1, "individual_note": false, "notes": []any{noteJSON(101, "DiffNote", "bob", "rename this", 5, false, pos(shaOld, 3)), reply}},
