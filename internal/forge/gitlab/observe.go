@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/convergeloop/converge/internal/forge"
 )
 
@@ -31,44 +33,59 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 	if err != nil {
 		return nil, c.mapErr(op, err)
 	}
-	proj, err := c.project(ctx, ref)
-	if err != nil {
-		return nil, c.mapErr(op, err)
-	}
-	discussions, _, err := getAll[discussion](ctx, c, mrPath(ref)+"/discussions", 0)
-	if err != nil {
-		return nil, c.mapErr(op+": discussions", err)
-	}
-	notes, _, err := getAll[note](ctx, c, mrPath(ref)+"/notes?sort=asc&order_by=created_at", 0)
-	if err != nil {
-		return nil, c.mapErr(op+": notes", err)
-	}
-	commits, complete, err := getAll[commit](ctx, c, mrPath(ref)+"/commits", maxCommitPages)
-	if err != nil {
-		return nil, c.mapErr(op+": commits", err)
-	}
-	versions, _, err := getAll[version](ctx, c, mrPath(ref)+"/versions", 0)
-	if err != nil {
-		return nil, c.mapErr(op+": versions", err)
-	}
-	var appr approvals
-	if _, err := c.do(ctx, http.MethodGet, mrPath(ref)+"/approvals", nil, &appr); err != nil {
-		return nil, c.mapErr(op+": approvals", err)
-	}
-	var reviewers []reviewerState
-	if _, err := c.do(ctx, http.MethodGet, mrPath(ref)+"/reviewers", nil, &reviewers); err != nil {
-		return nil, c.mapErr(op+": reviewers", err)
-	}
 	head := mr.SHA
 	if mr.DiffRefs != nil && mr.DiffRefs.HeadSHA != "" {
 		head = mr.DiffRefs.HeadSHA
 	}
-	var statuses []commitStatus
+	// The rest is read in parallel (the host limiter bounds it); the first
+	// read to fail cancels the others and fails the observation.
+	var (
+		proj        *project
+		discussions []discussion
+		notes       []note
+		commits     []commit
+		complete    bool
+		versions    []version
+		appr        approvals
+		reviewers   []reviewerState
+		statuses    []commitStatus
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	read := func(what string, f func() error) {
+		g.Go(func() error {
+			if err := f(); err != nil {
+				return c.mapErr(op+": "+what, err)
+			}
+			return nil
+		})
+	}
+	read("project", func() (err error) { proj, err = c.project(gctx, ref); return })
+	read("discussions", func() (err error) {
+		discussions, _, err = getAll[discussion](gctx, c, mrPath(ref)+"/discussions", 0)
+		return
+	})
+	read("notes", func() (err error) {
+		notes, _, err = getAll[note](gctx, c, mrPath(ref)+"/notes?sort=asc&order_by=created_at", 0)
+		return
+	})
+	read("commits", func() (err error) {
+		commits, complete, err = getAll[commit](gctx, c, mrPath(ref)+"/commits", maxCommitPages)
+		return
+	})
+	read("versions", func() (err error) { versions, _, err = getAll[version](gctx, c, mrPath(ref)+"/versions", 0); return })
+	read("approvals", func() (err error) { _, err = c.do(gctx, http.MethodGet, mrPath(ref)+"/approvals", nil, &appr); return })
+	read("reviewers", func() (err error) {
+		_, err = c.do(gctx, http.MethodGet, mrPath(ref)+"/reviewers", nil, &reviewers)
+		return
+	})
 	if head != "" {
-		statuses, _, err = getAll[commitStatus](ctx, c, projectPath(ref)+"/repository/commits/"+head+"/statuses", 0)
-		if err != nil {
-			return nil, c.mapErr(op+": commit statuses", err)
-		}
+		read("commit statuses", func() (err error) {
+			statuses, _, err = getAll[commitStatus](gctx, c, projectPath(ref)+"/repository/commits/"+head+"/statuses", 0)
+			return
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
 
 	pr, err := c.toPullRequest(ref, &mr, proj)

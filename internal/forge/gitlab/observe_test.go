@@ -211,8 +211,10 @@ func TestPR_O1_MissingDiscussionPageFailsTheObservation(t *testing.T) {
 	reg := httpmock.New(t)
 	stubObserve(reg, msg(http.StatusServiceUnavailable, "503 Service Unavailable"))
 	stub(reg, "GET", pMR+"/discussions", "page=2", msg(http.StatusServiceUnavailable, "503 Service Unavailable"))
+	stubObserveRest(reg) // read in parallel, they may or may not be asked
 	c, _ := newTestClient(t, reg, func(o *Options) { o.Retry.MaxAttempts = 2 })
 	pr, err := c.Observe(context.Background(), testRef)
+	reg.MarkAllUsed()
 	if pr != nil {
 		t.Errorf("a partial observation came back: %+v", pr)
 	}
