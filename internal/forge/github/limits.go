@@ -3,9 +3,9 @@ package github
 import (
 	"context"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
+
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 )
 
 // DefaultTimeout bounds one HTTP attempt (Options.Timeout), and
@@ -21,89 +21,20 @@ const (
 // DefaultMaxConcurrent is how many requests one API host gets at once
 // from converge: GitHub's secondary limit allows 100 concurrent requests,
 // but a fleet of loops sharing a token must stay far below it (REL-1).
-const DefaultMaxConcurrent = 4
+const DefaultMaxConcurrent = forgehttp.DefaultMaxConcurrent
 
 // HostLimiter is REL-1's per-host discipline, shared by every Client
-// that talks to one host: at most Max requests in flight per host, and no
-// request sent while the host's rate limit is known to be spent — the
-// wait the host asked for (retry-after, or the primary limit's reset) is
-// sat out before sending, or, when longer than the client's MaxWait,
-// refused at once without a request, so a spent limit costs nothing
-// until it resets.
-type HostLimiter struct {
-	max int
-
-	mu    sync.Mutex
-	hosts map[string]*hostState
-}
-
-type hostState struct {
-	sem   chan struct{}
-	until time.Time // the host refuses requests until then
-	why   string
-}
+// that talks to one host (and by the GitLab client: forgehttp): at most
+// Max requests in flight per host, and no request sent while the host's
+// rate limit is known to be spent — the wait the host asked for
+// (retry-after, or the primary limit's reset) is sat out before sending,
+// or, when longer than the client's MaxWait, refused at once without a
+// request, so a spent limit costs nothing until it resets.
+type HostLimiter = forgehttp.HostLimiter
 
 // NewHostLimiter caps each host at max concurrent requests
 // (DefaultMaxConcurrent when max <= 0).
-func NewHostLimiter(max int) *HostLimiter {
-	if max <= 0 {
-		max = DefaultMaxConcurrent
-	}
-	return &HostLimiter{max: max, hosts: map[string]*hostState{}}
-}
-
-// Max is the per-host cap.
-func (l *HostLimiter) Max() int { return l.max }
-
-func (l *HostLimiter) host(h string) *hostState {
-	h = strings.ToLower(h)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s := l.hosts[h]
-	if s == nil {
-		s = &hostState{sem: make(chan struct{}, l.max)}
-		l.hosts[h] = s
-	}
-	return s
-}
-
-// InFlight reports the requests now in flight to host, for tests and
-// metrics.
-func (l *HostLimiter) InFlight(host string) int { return len(l.host(host).sem) }
-
-// blockedUntil is when host accepts requests again; zero when it does now.
-func (l *HostLimiter) blockedUntil(host string, now time.Time) (time.Time, string) {
-	s := l.host(host)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !s.until.After(now) {
-		return time.Time{}, ""
-	}
-	return s.until, s.why
-}
-
-// block records that host refuses requests until t (a later block wins).
-func (l *HostLimiter) block(host string, t time.Time, why string) {
-	s := l.host(host)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t.After(s.until) {
-		s.until, s.why = t, why
-	}
-}
-
-// acquire takes one of host's slots, or gives up when ctx ends; release
-// gives it back.
-func (l *HostLimiter) acquire(ctx context.Context, host string) (release func(), err error) {
-	s := l.host(host)
-	select {
-	case s.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-	var once sync.Once
-	return func() { once.Do(func() { <-s.sem }) }, nil
-}
+func NewHostLimiter(max int) *HostLimiter { return forgehttp.NewHostLimiter(max) }
 
 // gate holds a request while its host's rate limit is spent: up to
 // MaxWait in-process (with the policy's ctx-aware sleep, never a bare
@@ -115,7 +46,7 @@ func (t *retryTransport) gate(ctx context.Context, host string) error {
 	}
 	for {
 		now := t.policy.Now()
-		until, why := t.limits.blockedUntil(host, now)
+		until, why := t.limits.BlockedUntil(host, now)
 		if until.IsZero() {
 			return nil
 		}

@@ -13,13 +13,12 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/convergeloop/converge/internal/secure"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 )
 
 // RetryPolicy bounds REL-1's retries. Zero fields take the defaults.
@@ -153,32 +152,10 @@ func (t *authTransport) allows(u *url.URL) bool { return credentialsAllowed(u, t
 // and never in clear. New refused such origins already; this holds for any
 // request built later by hand (SEC-6).
 func credentialsAllowed(u *url.URL, allowed []*url.URL) bool {
-	if secure.CheckTokenURL(u) != nil {
-		return false
-	}
-	for _, a := range allowed {
-		if sameOrigin(u, a) {
-			return true
-		}
-	}
-	return false
+	return forgehttp.CredentialsAllowed(u, allowed)
 }
 
-func sameOrigin(a, b *url.URL) bool {
-	return strings.EqualFold(a.Scheme, b.Scheme) &&
-		strings.EqualFold(a.Hostname(), b.Hostname()) &&
-		port(a) == port(b)
-}
-
-func port(u *url.URL) string {
-	if p := u.Port(); p != "" {
-		return p
-	}
-	if strings.EqualFold(u.Scheme, "http") {
-		return "80"
-	}
-	return "443"
-}
+func sameOrigin(a, b *url.URL) bool { return forgehttp.SameOrigin(a, b) }
 
 // errAttemptTimeout marks one attempt that outlived Options.Timeout, so it
 // is told apart from the caller's own deadline.
@@ -294,7 +271,7 @@ func (t *retryTransport) sleep(ctx context.Context, req *http.Request, attempt i
 // wait too instead of spending attempts on a limit known spent.
 func (t *retryTransport) block(host string, v verdict) {
 	if t.limits != nil {
-		t.limits.block(host, t.policy.Now().Add(v.wait), v.reason)
+		t.limits.Block(host, t.policy.Now().Add(v.wait), v.reason)
 	}
 }
 
@@ -304,7 +281,7 @@ func (t *retryTransport) attempt(ctx context.Context, req *http.Request, body []
 	}
 	release := func() {}
 	if t.limits != nil {
-		r, err := t.limits.acquire(ctx, req.URL.Host)
+		r, err := t.limits.Acquire(ctx, req.URL.Host)
 		if err != nil {
 			return nil, err
 		}
@@ -435,17 +412,7 @@ func (t *retryTransport) rateLimitWait(h http.Header, hit int) time.Duration {
 }
 
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if at, err := http.ParseTime(v); err == nil {
-		return max(at.Sub(now), 0), true
-	}
-	return 0, false
+	return forgehttp.RetryAfter(h, now)
 }
 
 func rateReset(h http.Header) (time.Time, bool) {
@@ -525,52 +492,8 @@ func permanentNetError(err error) bool {
 }
 
 // HTTPClientWithCA returns an HTTP client trusting the system roots plus
-// every PEM file named (--ca-file, SSL_CERT_FILE; empty names are skipped).
-//
-// Go lets SSL_CERT_FILE replace the system bundle; IF-3 says it adds to it,
-// so the distribution bundle is loaded back in when the variable is set.
+// every PEM file named (--ca-file, SSL_CERT_FILE; empty names are
+// skipped); see forgehttp.HTTPClientWithCA.
 func HTTPClientWithCA(caFiles ...string) (*http.Client, error) {
-	var files []string
-	for _, f := range caFiles {
-		if f = strings.TrimSpace(f); f != "" {
-			files = append(files, f)
-		}
-	}
-	base := http.DefaultTransport.(*http.Transport).Clone()
-	if len(files) == 0 {
-		return &http.Client{Transport: base}, nil
-	}
-	pool, err := x509.SystemCertPool()
-	if err != nil || pool == nil {
-		pool = x509.NewCertPool()
-	}
-	if os.Getenv("SSL_CERT_FILE") != "" {
-		for _, f := range systemBundles {
-			if b, err := os.ReadFile(f); err == nil {
-				pool.AppendCertsFromPEM(b)
-				break
-			}
-		}
-	}
-	for _, f := range files {
-		b, err := os.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("read CA file: %w", err)
-		}
-		if !pool.AppendCertsFromPEM(b) {
-			return nil, fmt.Errorf("CA file %s: no PEM certificates found", f)
-		}
-	}
-	base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: base}, nil
-}
-
-// systemBundles are the distribution CA bundles Go itself looks for.
-var systemBundles = []string{
-	"/etc/ssl/certs/ca-certificates.crt",
-	"/etc/pki/tls/certs/ca-bundle.crt",
-	"/etc/ssl/ca-bundle.pem",
-	"/etc/pki/tls/cacert.pem",
-	"/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",
-	"/etc/ssl/cert.pem",
+	return forgehttp.HTTPClientWithCA(caFiles...)
 }
