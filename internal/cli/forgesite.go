@@ -45,7 +45,7 @@ func (s forgeSite) checkHosts(ref forge.PRRef, rest string, allow bool) error {
 // or derives one, so git gets the token only on the API's host (SEC-6).
 func (s forgeSite) cloneURL(rest, reported string, ref forge.PRRef) (string, error) {
 	if s.kind == forge.GitLab {
-		return glclient.CloneURL(rest, reported, ref.FullName())
+		return glclient.CloneURL(rest, reported, ref)
 	}
 	return ghclient.CloneURL(rest, reported, ref.Owner, ref.Repo)
 }

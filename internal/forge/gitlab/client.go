@@ -93,26 +93,6 @@ func TokenFromEnv(env func(string) string) (token, source string) {
 	return "", ""
 }
 
-// APIURLFor is the REST base for ref: apiURLFlag when given (a bare host
-// or origin gets /api/v4), else <scheme>://<ref host>/api/v4.
-func APIURLFor(ref forge.PRRef, apiURLFlag string) (string, error) {
-	if s := strings.TrimSpace(apiURLFlag); s != "" {
-		u, err := parseAPIURL(s)
-		if err != nil {
-			return "", err
-		}
-		return u.String(), nil
-	}
-	if ref.Host == "" {
-		return "", errors.New("no host: give a merge request URL or --api-url")
-	}
-	scheme := ref.Scheme
-	if scheme == "" {
-		scheme = "https"
-	}
-	return scheme + "://" + ref.Host + "/api/v4", nil
-}
-
 func parseAPIURL(raw string) (*url.URL, error) {
 	if !strings.Contains(raw, "://") {
 		raw = "https://" + raw
@@ -151,7 +131,7 @@ func New(opts Options) (*Client, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if opts.APIURL == "" {
-		return nil, errors.New("gitlab: no API URL (APIURLFor derives it from the merge request)")
+		return nil, errors.New("gitlab: no API URL (Endpoints derives it from the merge request)")
 	}
 	restURL, err := parseAPIURL(opts.APIURL)
 	if err != nil {

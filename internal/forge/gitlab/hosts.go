@@ -48,7 +48,9 @@ func CloneURL(apiURL, reported string, ref forge.PRRef) (string, error) {
 		return "", err
 	}
 	if strings.TrimSpace(reported) == "" {
-		reported = fmt.Sprintf("%s://%s/%s.git", api.Scheme, api.Host, ref.FullName())
+		// Beside the API, under the instance's relative URL root if any.
+		root := strings.TrimSuffix(api.Path, "/api/v4")
+		reported = fmt.Sprintf("%s://%s%s/%s.git", api.Scheme, api.Host, root, ref.FullName())
 	}
 	u, err := url.Parse(reported)
 	if err != nil || u.Host == "" {

@@ -2,12 +2,10 @@ package gitlab
 
 import (
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/secure"
 )
 
 // What converge needs of a GitLab instance before it has a client: its API
@@ -50,64 +48,6 @@ func WebHost(rest string) (string, error) {
 	return u.Host, nil
 }
 
-// SameHost reports whether two host[:port] name one host: case and a
-// default port aside.
-func SameHost(a, b string) bool { return canonHost(a) == canonHost(b) }
-
-func canonHost(h string) string {
-	h = strings.ToLower(strings.TrimSuffix(h, "."))
-	if host, port, err := net.SplitHostPort(h); err == nil && (port == "443" || port == "80") {
-		return host
-	}
-	return h
-}
-
-// CheckHosts refuses, before any request, a merge request on another
-// host than the API at rest serves (SEC-6): the run would otherwise send
-// the API's token toward the merge request's host. allowMismatch is
-// --allow-host-mismatch.
-func CheckHosts(ref forge.PRRef, rest string, allowMismatch bool) error {
-	web, err := WebHost(rest)
-	if err != nil {
-		return err
-	}
-	if allowMismatch || SameHost(ref.Host, web) {
-		return nil
-	}
-	return fmt.Errorf("merge request host %s is not the API's host %s (--api-url): give a merge request URL on %s or an --api-url for %s, or pass --allow-host-mismatch if %s really serves it",
-		ref.Host, web, web, ref.Host, web)
-}
-
-// CloneURL checks the clone URL the API reported for the project (its
-// http_url_to_repo), or derives one beside the API when it reported none,
-// and returns the URL git may be given the token for (SEC-6): on the
-// API's host, without credentials in it, over https (plain http only to a
-// loopback address).
-func CloneURL(rest, reported, projectPath string) (string, error) {
-	api, err := url.Parse(rest)
-	if err != nil || api.Host == "" {
-		return "", fmt.Errorf("invalid API URL %q", redact(rest))
-	}
-	if strings.TrimSpace(reported) == "" {
-		root := strings.TrimSuffix(strings.TrimSuffix(api.Path, "/"), "/api/v4")
-		reported = fmt.Sprintf("%s://%s%s/%s.git", api.Scheme, api.Host, root, projectPath)
-	}
-	u, err := url.Parse(reported)
-	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("the API reported an unusable clone URL %q", redact(reported))
-	}
-	if u.User != nil {
-		return "", fmt.Errorf("the API reported a clone URL with credentials in it (%s); refusing it", u.Redacted())
-	}
-	if !SameHost(u.Host, api.Host) {
-		return "", fmt.Errorf("the API reported clone URL %s on %s, not on %s which the API serves; refusing to send the token there", u.Redacted(), u.Host, api.Host)
-	}
-	if err := secure.CheckTokenURL(u); err != nil {
-		return "", err
-	}
-	return u.String(), nil
-}
-
 // TokenSourceFlag is the source ResolveToken reports for a --token value.
 const TokenSourceFlag = "--token"
 
@@ -122,10 +62,11 @@ func ResolveToken(host, flagToken string, env func(string) string) (token, sourc
 	if env == nil {
 		env = func(string) string { return "" }
 	}
-	for _, n := range []string{"CONVERGE_TOKEN", "GITLAB_TOKEN", "GL_TOKEN"} {
-		if t := strings.TrimSpace(env(n)); t != "" {
-			return t, n, nil
-		}
+	if t := strings.TrimSpace(env("CONVERGE_TOKEN")); t != "" {
+		return t, "CONVERGE_TOKEN", nil
+	}
+	if t, src := TokenFromEnv(env); t != "" {
+		return t, src, nil
 	}
 	return "", "", &forge.Error{Kind: forge.KindAuth, Op: "resolve token",
 		Msg: fmt.Sprintf("no token for %s: set CONVERGE_TOKEN or GITLAB_TOKEN (a personal, project or group access token with the api scope), or pass --token", host)}

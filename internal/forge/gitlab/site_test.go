@@ -52,7 +52,7 @@ func TestSEC_6_GitLabEndpointsAndCloneURL(t *testing.T) {
 		{"http://gl.example.com/api/v4", "http://gl.example.com/acme/api.git", "", false},
 		{"http://127.0.0.1:8080/api/v4", "http://127.0.0.1:8080/acme/api.git", "http://127.0.0.1:8080/acme/api.git", true},
 	} {
-		got, err := CloneURL(c.rest, c.reported, "acme/platform/api")
+		got, err := CloneURL(c.rest, c.reported, ref)
 		if (err == nil) != c.ok || got != c.want {
 			t.Fatalf("CloneURL(%q, %q) = %q, %v; want %q ok=%v", c.rest, c.reported, got, err, c.want, c.ok)
 		}

@@ -28,27 +28,6 @@ func TestTokenFromEnv(t *testing.T) {
 	}
 }
 
-func TestAPIURLFor(t *testing.T) {
-	cases := []struct{ flag, want string }{
-		{"", "https://gitlab.example.com/api/v4"},
-		{"https://gl.corp/api/v4/", "https://gl.corp/api/v4"},
-		{"gl.corp", "https://gl.corp/api/v4"},
-		{"http://127.0.0.1:8080", "http://127.0.0.1:8080/api/v4"},
-	}
-	for _, c := range cases {
-		if got, err := APIURLFor(testRef, c.flag); err != nil || got != c.want {
-			t.Errorf("APIURLFor(%q) = %q, %v; want %q", c.flag, got, err, c.want)
-		}
-	}
-	if _, err := APIURLFor(testRef, "https://user:pw@gl.corp"); err == nil {
-		t.Error("credentials in --api-url accepted")
-	}
-	c, err := New(Options{APIURL: "https://gl.corp/gitlab/api/v4"})
-	if err != nil || c.GraphQLURL() != "https://gl.corp/gitlab/api/graphql" {
-		t.Errorf("GraphQL beside a prefixed REST base: %v, %v", c, err)
-	}
-}
-
 // TestSEC_6_TokenOnlyToTheAPIHost: the token goes to the API's origin
 // alone, as PRIVATE-TOKEN (REST) or Bearer (GraphQL); a request elsewhere
 // goes out bare; plain http is refused except to loopback.
