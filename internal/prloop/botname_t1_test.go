@@ -59,6 +59,7 @@ func (duoStub) Read(r forge.Review, pr *forge.PullRequest) (review.Signal, strin
 type duoRun struct {
 	term     *prloop.Terminal
 	log      string
+	events   []string // every event, the log's quiet ones (waits) too
 	forgeOut []string
 }
 
@@ -163,6 +164,9 @@ func runWithDuo(t *testing.T, refuse bool) duoRun {
 	}
 
 	run := duoRun{term: final.Terminal, log: b.String()}
+	for _, e := range rec.Events {
+		run.events = append(run.events, e.Kind+": "+e.Message)
+	}
 	pr := ff.PR(ref)
 	for _, th := range pr.Threads {
 		for _, c := range th.Comments {
@@ -215,6 +219,11 @@ func TestPR_T1_ProofNamesTheReviewBot(t *testing.T) {
 			}
 		}
 		neverCopilot(t, "the decision log", run.log)
+		all := strings.Join(run.events, "\n")
+		if !strings.Contains(all, "awaiting gitlab-duo's review") {
+			t.Errorf("no wait names gitlab-duo:\n%s", all)
+		}
+		neverCopilot(t, "the run's events", all)
 		if len(run.forgeOut) < 2 {
 			t.Fatalf("converge left %d text(s) on the forge, want its replies, summary and status: %q", len(run.forgeOut), run.forgeOut)
 		}

@@ -572,7 +572,7 @@ func (d *step) awaitReview() bool {
 	if !s.Request.Started {
 		next = s.Request.At.Add(c.ReviewStartWindow)
 	}
-	d.waitUntil("awaiting the review bot's review", next)
+	d.waitUntil("awaiting "+botName(c)+"'s review", next)
 	return false
 }
 
