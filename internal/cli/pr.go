@@ -118,9 +118,10 @@ func newPRCmd(factory *Factory, runF func(*prOptions) error) *cobra.Command {
 		Use:   "pr PR_URL [PR_URL...]",
 		Short: "Drive a pull request to a proven two-stable finish",
 		Long: `Drive a pull request until it is review-clean and the forge proves it:
-request the Copilot review, wait for it, fix what trusted reviewers found,
-build and test, commit and push one commit per round, reply to and resolve
-every thread, and stop at two-stable (or another terminal, see exit codes).
+request the forge's review bot (Copilot on GitHub), wait for its review,
+fix what trusted reviewers found, build and test, commit and push one
+commit per round, reply to and resolve every thread, and stop at
+two-stable (or another terminal, see exit codes).
 
 Several PR URLs run as several loops in this one process, on one state
 store, one forge client and one clone cache; every line names its PR, and
@@ -188,7 +189,7 @@ func addPRFlags(f *pflag.FlagSet, opts *prOptions) {
 	}
 	addNoAgentCheck(f, &opts.NoAgentCheck)
 	addAppFlags(f, &opts.App)
-	f.Var(noCopilot{opts.Set}, "no-copilot", "do not expect Copilot: single-iteration mode (the same as --expects-copilot=false)")
+	f.Var(noCopilot{opts.Set}, "no-copilot", "do not expect the forge's review bot (Copilot on GitHub): single-iteration mode (the same as --expects-copilot=false)")
 	f.Lookup("no-copilot").NoOptDefVal = "true"
 }
 

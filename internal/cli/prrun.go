@@ -403,9 +403,13 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 	}
 	reportOrphans(out, claim.Orphans)
 	if p.Reviewer == nil && !p.DisposeOnly {
-		// Pre-flight says it plainly (PR-S4): Copilot is the only
-		// independent review this run can have.
-		out.Report(engine.Event{Kind: "note", Message: "no local review: " + cmp.Or(p.NoReviewWhy, "the "+p.Agent.Name()+" agent cannot review") + "; only a Copilot review of the head can prove two-stable (--review-agent command adds one)"})
+		// Pre-flight says it plainly (PR-S4): the forge's review bot is
+		// the only independent review this run can have.
+		bot := "the review bot"
+		if p.Config.Bot != nil {
+			bot = p.Config.Bot.Name()
+		}
+		out.Report(engine.Event{Kind: "note", Message: "no local review: " + cmp.Or(p.NoReviewWhy, "the "+p.Agent.Name()+" agent cannot review") + "; only a review of the head by " + bot + " can prove two-stable (--review-agent command adds one)"})
 	}
 
 	j.loop, j.ws = newPRLoop(p, j.workDir, runID, out, prloop.StoreJournal(j.db, runID))

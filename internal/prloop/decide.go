@@ -132,13 +132,16 @@ func (d *step) bookkeep() {
 		switch {
 		case o.Result != nil && o.Result.RequestRefused:
 			s.SingleIteration = true
-			s.SingleIterationWhy = "the forge refused the Copilot review request"
+			s.SingleIterationWhy = "the forge refused the " + botName(d.c) + " review request"
 			if o.Result.RefusedReason != "" {
 				s.SingleIterationWhy += ": " + o.Result.RefusedReason
 			}
-		case !d.c.ExpectsBot || d.c.Bot == nil:
+		case d.c.Bot == nil:
 			s.SingleIteration = true
-			s.SingleIterationWhy = "no review bot is expected on this repository (--no-copilot)"
+			s.SingleIterationWhy = "no review bot is configured for this forge"
+		case !d.c.ExpectsBot:
+			s.SingleIteration = true
+			s.SingleIterationWhy = "no " + botName(d.c) + " review is expected on this repository (--no-copilot)"
 		}
 	}
 	if r := o.Result; r != nil {
@@ -569,7 +572,7 @@ func (d *step) awaitReview() bool {
 	if !s.Request.Started {
 		next = s.Request.At.Add(c.ReviewStartWindow)
 	}
-	d.waitUntil("awaiting the review bot's review", next)
+	d.waitUntil("awaiting "+botName(c)+"'s review", next)
 	return false
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -93,13 +94,20 @@ func provenWords(proven string) string {
 	return ": proven by the change, " + defang(text.Clip(text.OneLine(proven), 500))
 }
 
-// commitLink links the fixing commit; GitHub renders the PR commit URL as a
-// link to the change in the PR, and a bare SHA still autolinks elsewhere.
+// commitLink links the fixing commit to the change in the PR, as each
+// forge shows a PR's commit: GitHub at PR/commits/SHA, GitLab at
+// MR/diffs?commit_id=SHA (its MR/commits is only the list). Without a
+// URL a bare SHA still autolinks.
 func commitLink(prURL, sha string) string {
 	if prURL == "" {
 		return sha
 	}
-	return fmt.Sprintf("[%s](%s/commits/%s)", text.ShortSHA(sha), strings.TrimSuffix(prURL, "/"), sha)
+	u := strings.TrimSuffix(prURL, "/")
+	link := u + "/commits/" + sha
+	if ref, err := forge.ParsePRURL(u); err == nil && ref.Forge == forge.GitLab {
+		link = u + "/diffs?commit_id=" + sha
+	}
+	return fmt.Sprintf("[%s](%s)", text.ShortSHA(sha), link)
 }
 
 // abbrev is text.ShortSHA for decide.go, until it calls that itself;

@@ -95,3 +95,20 @@ func TestPR_T1_CIStateExcludesConvergeAndFailsClosed(t *testing.T) {
 		}
 	}
 }
+
+// TestPR_S12_ReplyLinksTheCommitAsTheForgeShowsIt: a reply's link to the
+// fixing commit opens the change in the PR on each forge: GitHub's
+// PR/commits/SHA, GitLab's MR/diffs?commit_id=SHA (subgroups too).
+func TestPR_S12_ReplyLinksTheCommitAsTheForgeShowsIt(t *testing.T) {
+	const sha = "0123456789abcdef0123456789abcdef01234567"
+	for _, tc := range []struct{ pr, want string }{
+		{"https://github.com/o/r/pull/7", "[0123456789ab](https://github.com/o/r/pull/7/commits/" + sha + ")"},
+		{"https://gitlab.com/g/sub/p/-/merge_requests/5", "[0123456789ab](https://gitlab.com/g/sub/p/-/merge_requests/5/diffs?commit_id=" + sha + ")"},
+		{"https://gitlab.example.com/g/p/-/merge_requests/5/", "[0123456789ab](https://gitlab.example.com/g/p/-/merge_requests/5/diffs?commit_id=" + sha + ")"},
+		{"", sha},
+	} {
+		if got := commitLink(tc.pr, sha); got != tc.want {
+			t.Errorf("commitLink(%q) = %q, want %q", tc.pr, got, tc.want)
+		}
+	}
+}

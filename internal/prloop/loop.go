@@ -231,7 +231,7 @@ func (l *Loop) dryAct(round int, a Action) {
 	case ActComment:
 		msg = "would comment on the pull request (" + a.Reason + "):\n" + a.Body
 	case ActRequestReview:
-		msg = "would request the review bot's review"
+		msg = "would request " + botName(l.Config) + "'s review"
 	case ActAddLabel:
 		msg = "would add label " + a.Label
 	case ActRemoveLabel:
@@ -616,12 +616,13 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		switch {
 		case err == nil:
 			res = &ActResult{Requested: true}
-			l.report(engine.Event{Kind: "review", Round: round, Message: "requested copilot review"})
+			l.report(engine.Event{Kind: "review", Round: round, Message: "requested " + botName(l.Config) + " review"})
 		case refusal(err):
-			// Copilot is not available here: single-iteration mode (PR-M3).
+			// The bot is not available here (Copilot not enabled on
+			// GitHub): single-iteration mode (PR-M3).
 			res = &ActResult{RequestRefused: true, RefusedReason: err.Error()}
 			outcome, err = "refused", nil
-			l.report(engine.Event{Kind: "review", Round: round, Message: "copilot review refused; single-iteration mode"})
+			l.report(engine.Event{Kind: "review", Round: round, Message: botName(l.Config) + " review refused; single-iteration mode"})
 		case transient(err):
 			// Never a refusal: Decide asks again after the back-off.
 			l.report(engine.Event{Kind: "review", Round: round, Message: "review request failed, will retry: " + err.Error()})
@@ -760,8 +761,9 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 	return res, nil
 }
 
-// refusal is a definite "Copilot cannot review here" (PR-M3): the forge
-// refused the request as invalid (the bot unknown, Copilot not enabled).
+// refusal is a definite "the review bot cannot review here" (PR-M3): the
+// forge refused the request as invalid (the bot unknown, or not enabled:
+// Copilot on GitHub).
 // Nothing else is: a missing PR is an error, a fault is transient.
 func refusal(err error) bool {
 	return forge.KindOf(err) == forge.KindInvalid

@@ -17,13 +17,13 @@ type verdict struct {
 	ci        string // (2) CI on the head
 	ciOK      bool   //     settled and passed, or no checks where none are expected
 	awaiting  []string
-	// (4) the independent review of the head: Copilot's latest review
-	// (review) or the local multi-angle review (local).
+	// (4) the independent review of the head: the review bot's latest
+	// review (review) or the local multi-angle review (local).
 	review    *forge.Review
 	local     *LocalReviewRecord
 	reviewOK  bool
 	reviewWhy string // why (4) does not hold
-	// latest is Copilot's latest review and signal what it says.
+	// latest is the review bot's latest review and signal what it says.
 	latest    *forge.Review
 	signal    review.Signal
 	signalWhy string
@@ -94,7 +94,7 @@ func (d *step) botUnsettled(r forge.Review, latest *forge.Review) bool {
 	return sig == review.Unsettled
 }
 
-// copilotArm is PR-T1(4) for Copilot: its latest review on the PR is of
+// botArm is PR-T1(4) for the review bot: its latest review on the PR is of
 // the head, was submitted after the loop's last push, and reads clean or
 // with settled findings. A review of an earlier head never counts, even
 // one of a commit that became the head again after a force-push (it is
@@ -102,7 +102,7 @@ func (d *step) botUnsettled(r forge.Review, latest *forge.Review) bool {
 func (d *step) botArm() (ok, latest *forge.Review, sig review.Signal, why string) {
 	latest = latestBot(d.pr, d.c)
 	if latest == nil {
-		return nil, nil, review.NoSignal, "no review by the review bot on the pull request"
+		return nil, nil, review.NoSignal, "no review by " + botName(d.c) + " on the pull request"
 	}
 	if latest.CommitSHA != d.head {
 		return nil, latest, review.NoSignal, fmt.Sprintf("%s's latest review %s is of %s, not the head", d.c.Bot.Name(), latest.ID, text.ShortSHA(latest.CommitSHA))
@@ -155,10 +155,12 @@ func (d *step) succeed(v verdict) {
 	p := d.proof(v)
 	msg := fmt.Sprintf("two-stable on %s after %d round(s)", text.ShortSHA(p.HeadSHA), p.RoundsRun)
 	switch p.ReviewSource {
-	case "copilot":
-		msg += fmt.Sprintf("; Copilot reviewed %s", text.ShortSHA(p.ReviewedCommit))
+	case "none", "":
 	case "local":
 		msg += fmt.Sprintf("; the local multi-angle review of %s came back without structural findings", text.ShortSHA(p.ReviewedCommit))
+	default:
+		// The review bot, by its name (proof sets ReviewSource to it).
+		msg += fmt.Sprintf("; %s reviewed %s", p.ReviewSource, text.ShortSHA(p.ReviewedCommit))
 	}
 	d.end(ReasonTwoStable, msg, p)
 	// PR-S13: cleanup once after success, after the verdict is published.

@@ -21,6 +21,17 @@ type ReviewBot interface {
 	Read(r forge.Review, pr *forge.PullRequest) (review.Signal, string)
 }
 
+// botName names the review bot in what converge writes and prints: its
+// Name ("copilot" on GitHub), or "the review bot" when none is configured.
+// Human-facing text never names a forge's bot by a literal: the same loop
+// drives GitLab, whose bot is another.
+func botName(c Config) string {
+	if c.Bot == nil {
+		return "the review bot"
+	}
+	return c.Bot.Name()
+}
+
 // isBot reports whether login is the configured review bot.
 func isBot(login string, c Config) bool { return c.Bot != nil && c.Bot.Is(login) }
 

@@ -230,7 +230,7 @@ type Finding struct {
 	// so the finding is structural and the round counts toward PR-G4.
 	Borderline bool   `json:"borderline,omitempty"`
 	Unclear    bool   `json:"unclear,omitempty"`
-	Source     string `json:"source"` // copilot | human | bot | local
+	Source     string `json:"source"` // the review bot's Name (copilot) | human | bot | local
 	Author     string `json:"author"`
 	// Reopened: converge resolved this thread earlier and a human reopened
 	// it; the thread's earlier replies are input to the fix (PR-S12).
@@ -637,7 +637,7 @@ type Proof struct {
 	HeadSHA                  string    `json:"head_sha"`
 	ReviewedCommit           string    `json:"reviewed_commit"`
 	ReviewID                 string    `json:"review_id,omitempty"`
-	ReviewSource             string    `json:"review_source"` // copilot | local
+	ReviewSource             string    `json:"review_source"` // the review bot's Name (copilot) | local | none
 	ReviewedAt               time.Time `json:"reviewed_at"`
 	CIState                  string    `json:"ci_state"`
 	OpenThreadsAwaitingReply int       `json:"open_threads_awaiting_reply"`
