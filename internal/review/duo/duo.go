@@ -18,6 +18,15 @@
 //   - https://gitlab.com/gitlab-org/gitlab/-/issues/517386 (how to use:
 //     assign @GitLabDuo as a reviewer, or /assign_reviewer @GitLabDuo)
 //
+// Asking again when Duo is already a reviewer is GitLab's re-request
+// review (the quick action /rerequest_review @GitLabDuo,
+// https://gitlab.com/gitlab-org/gitlab/-/merge_requests/53468; GitLab's
+// RequestReviewService, https://gitlab.com/gitlab-org/gitlab/-/merge_requests/230577):
+// setting reviewer_ids to a list that already holds it asks nothing.
+// GitLab keeps Duo among the reviewers after it finished (state
+// reviewed), so only a reviewer still unreviewed or review_started is a
+// pending request (forge.PullRequest.RequestedReviewers).
+//
 // The bot user is the internal user Users::Internal.duo_code_review_bot,
 // username "GitLabDuo", name "GitLab Duo" (GitLab's source,
 // lib/users/internal.rb). Agent Platform service accounts post "on behalf
