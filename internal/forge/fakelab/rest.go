@@ -625,14 +625,14 @@ func (l *Lab) updateMR(ps params, u *user, m *mr) (int, any) {
 			return 400, badRequest(err.Error())
 		}
 	}
-	for _, lb := range splitLabels(ps.get("add_labels")) {
+	for _, lb := range splitLabels(strings.Join(ps.list("add_labels"), ",")) {
 		l.addLabelLocked(m, u, lb)
 	}
-	for _, lb := range splitLabels(ps.get("remove_labels")) {
+	for _, lb := range splitLabels(strings.Join(ps.list("remove_labels"), ",")) {
 		l.removeLabelLocked(m, u, lb)
 	}
-	if _, ok := ps["labels"]; ok {
-		want := splitLabels(ps.get("labels"))
+	if _, ok := ps["labels"]; ok || ps["labels[]"] != nil {
+		want := splitLabels(strings.Join(ps.list("labels"), ","))
 		for _, have := range append([]string(nil), m.labels...) {
 			if !contains(want, have) {
 				l.removeLabelLocked(m, u, have)
