@@ -30,8 +30,13 @@ type Finding struct {
 	// on the first line containing it. A finding whose anchor is gone is
 	// skipped: it was fixed.
 	Anchor string
-	Body   string
-	// Suggestion, when set, is rendered as a ```suggestion:-0+0 block.
+	// AnchorEnd, when set, makes the finding cover the lines from the
+	// anchor to the first line at or after it containing AnchorEnd: Duo
+	// comments on the first and its suggestion spans them all
+	// (```suggestion:-0+N, GitLab's multi-line suggestion).
+	AnchorEnd string
+	Body      string
+	// Suggestion, when set, is rendered as a ```suggestion block.
 	Suggestion string
 }
 
@@ -168,7 +173,7 @@ func (l *Lab) finishDuoLocked(ctx context.Context, m *mr, duo *user, progress *n
 		if !ok {
 			continue
 		}
-		line := anchorLine(content, f.Anchor)
+		line, end := anchorLines(content, f.Anchor, f.AnchorEnd)
 		if line == 0 {
 			continue
 		}
@@ -177,7 +182,7 @@ func (l *Lab) finishDuoLocked(ctx context.Context, m *mr, duo *user, progress *n
 		if l.duoAlreadySaid(m, duo, pos) {
 			continue
 		}
-		if _, err := l.createDiscussionLocked(m, duo, findingBody(f), pos); err == nil {
+		if _, err := l.createDiscussionLocked(m, duo, findingBody(f, end-line), pos); err == nil {
 			posted++
 		}
 	}
@@ -204,23 +209,34 @@ func (l *Lab) duoAlreadySaid(m *mr, duo *user, pos *Position) bool {
 	return false
 }
 
-func findingBody(f Finding) string {
+func findingBody(f Finding, below int) string {
 	if f.Suggestion == "" {
 		return f.Body
 	}
-	return f.Body + "\n\n```suggestion:-0+0\n" + strings.TrimSuffix(f.Suggestion, "\n") + "\n```"
+	return fmt.Sprintf("%s\n\n```suggestion:-0+%d\n%s\n```", f.Body, below, strings.TrimSuffix(f.Suggestion, "\n"))
 }
 
-func anchorLine(content, anchor string) int {
+// anchorLines finds the 1-based line range of a finding; 0 when absent.
+func anchorLines(content, anchor, anchorEnd string) (int, int) {
 	if anchor == "" {
-		return 0
+		return 0, 0
 	}
-	for i, ln := range strings.Split(content, "\n") {
-		if strings.Contains(ln, anchor) {
-			return i + 1
+	lines := strings.Split(content, "\n")
+	for i, ln := range lines {
+		if !strings.Contains(ln, anchor) {
+			continue
 		}
+		if anchorEnd == "" {
+			return i + 1, i + 1
+		}
+		for j := i; j < len(lines); j++ {
+			if strings.Contains(lines[j], anchorEnd) {
+				return i + 1, j + 1
+			}
+		}
+		return 0, 0
 	}
-	return 0
+	return 0, 0
 }
 
 var hunkRE = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
