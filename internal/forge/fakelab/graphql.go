@@ -106,8 +106,10 @@ func (l *Lab) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 type gid string
 
 func (gid) ImplementsGraphQLType(name string) bool {
-	return name == "DiscussionID" || name == "NoteableID"
+	return name == "DiscussionID" || name == "NoteableID" || name == "NoteID"
 }
+
+func (g gid) MarshalJSON() ([]byte, error) { return json.Marshal(string(g)) }
 
 func (g *gid) UnmarshalGraphQL(input any) error {
 	s, ok := input.(string)
@@ -274,7 +276,7 @@ func (r *noteResolver) Author() *userResolver     { return &userResolver{l: r.l,
 func (r *noteResolver) Body() string              { return r.n.body }
 func (r *noteResolver) CreatedAt() graphqlgo.Time { return graphqlgo.Time{Time: r.n.createdAt} }
 func (r *noteResolver) UpdatedAt() graphqlgo.Time { return graphqlgo.Time{Time: r.n.updatedAt} }
-func (r *noteResolver) ID() graphqlgo.ID          { return graphqlgo.ID(noteGID(r.n)) }
+func (r *noteResolver) ID() gid                   { return gid(noteGID(r.n)) }
 func (r *noteResolver) Resolvable() bool          { return r.n.resolvable }
 func (r *noteResolver) Resolved() bool            { return r.n.resolved }
 func (r *noteResolver) ResolvedBy() *userResolver { return userOrNil(r.l, r.n.resolvedBy) }
@@ -298,12 +300,10 @@ type discussionResolver struct {
 func (r *discussionResolver) CreatedAt() graphqlgo.Time {
 	return graphqlgo.Time{Time: r.d.first().createdAt}
 }
-func (r *discussionResolver) ID() graphqlgo.ID {
-	return graphqlgo.ID("gid://gitlab/Discussion/" + r.d.id)
-}
-func (r *discussionResolver) ReplyID() graphqlgo.ID { return r.ID() }
-func (r *discussionResolver) Resolvable() bool      { return r.d.resolvable() }
-func (r *discussionResolver) Resolved() bool        { return r.d.resolved() }
+func (r *discussionResolver) ID() gid          { return gid("gid://gitlab/Discussion/" + r.d.id) }
+func (r *discussionResolver) ReplyID() gid     { return r.ID() }
+func (r *discussionResolver) Resolvable() bool { return r.d.resolvable() }
+func (r *discussionResolver) Resolved() bool   { return r.d.resolved() }
 func (r *discussionResolver) ResolvedBy() *userResolver {
 	if !r.d.resolved() {
 		return nil
