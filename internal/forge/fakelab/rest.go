@@ -508,7 +508,7 @@ func (l *Lab) mrRoute(r *http.Request, ps params, u *user, m *mr, seg []string, 
 		}
 		left := max(p.opts.ApprovalsRequired-len(m.approvedBy), 0)
 		return 200, map[string]any{"id": m.id, "iid": m.iid, "project_id": p.id, "title": m.title, "state": m.state,
-			"approved":           left == 0 && (p.opts.ApprovalsRequired > 0 || len(m.approvedBy) > 0),
+			"approved":           left == 0, // as GitLab: true once no approval is left to give
 			"approvals_required": p.opts.ApprovalsRequired, "approvals_left": left, "approved_by": by,
 			"user_has_approved": m.approved(u), "user_can_approve": p.canWrite(u) && !m.approved(u)}
 	case what == "approve" && post:
@@ -573,7 +573,7 @@ func (l *Lab) mrApprovalJSON(m *mr, u *user) any {
 	if by == nil {
 		by = []any{}
 	}
-	return map[string]any{"id": m.id, "iid": m.iid, "project_id": m.proj.id, "approved": len(m.approvedBy) > 0, "approved_by": by}
+	return map[string]any{"id": m.id, "iid": m.iid, "project_id": m.proj.id, "approved": len(m.approvedBy) >= m.proj.opts.ApprovalsRequired, "approved_by": by}
 }
 
 func (l *Lab) visibleDiscussions(m *mr) []*discussion {
