@@ -19,18 +19,19 @@ func (l *Lab) serveGit(w http.ResponseWriter, r *http.Request) {
 	l.counts.Git++
 	u := l.authenticate(r)
 	pr := l.projectLocked(path)
+	canRead, canWrite := pr != nil && pr.canRead(u), pr != nil && pr.canWrite(u)
 	l.mu.Unlock()
 	if u == nil {
 		w.Header().Set("WWW-Authenticate", `Basic realm="GitLab"`)
 		http.Error(w, "HTTP Basic: Access denied", http.StatusUnauthorized)
 		return
 	}
-	if pr == nil || !pr.canRead(u) {
+	if !canRead {
 		http.Error(w, "The project you were looking for could not be found or you don't have permission to view it.", http.StatusNotFound)
 		return
 	}
 	push := fakegit.IsPush(r)
-	if push && !pr.canWrite(u) {
+	if push && !canWrite {
 		http.Error(w, "You are not allowed to push code to this project.", http.StatusForbidden)
 		return
 	}
