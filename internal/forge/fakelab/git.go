@@ -38,6 +38,9 @@ func (l *Lab) serveGit(w http.ResponseWriter, r *http.Request) {
 	var before map[string]string
 	if push && r.Method == http.MethodPost {
 		before, _ = fakegit.ReadRefs(r.Context(), pr.dir)
+		l.mu.Lock()
+		l.logWriteLocked(u, "git", "push "+p, nil)
+		l.mu.Unlock()
 	}
 	fakegit.ServeHTTP(w, r, filepath.Join(l.opts.StateDir, "repos"), u.username)
 	if push && r.Method == http.MethodPost {

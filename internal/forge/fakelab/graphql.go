@@ -73,8 +73,12 @@ func (l *Lab) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, msg("429 Too Many Requests"))
 		return
 	}
+	fields := mutationFields(req.Query)
+	if len(fields) > 0 {
+		l.logWriteLocked(u, "graphql", "mutation", fields)
+	}
 	// GitLab caps a request's mutations; converge batches at most 50.
-	if n := strings.Count(req.Query, "createNote(") + strings.Count(req.Query, "discussionToggleResolve("); n > 50 {
+	if n := len(fields); n > 50 {
 		gqlErrors(w, http.StatusOK, fmt.Sprintf("Query has %d mutations, the maximum is 50", n))
 		return
 	}

@@ -103,3 +103,21 @@ func TestGraphQL_BatchedThreadWrites(t *testing.T) {
 		t.Fatalf("outsider resolved: %v", out)
 	}
 }
+
+// Every write lands in the write log: a batch of aliased mutations is
+// one Write with a field per mutation.
+func TestWrites_Logged(t *testing.T) {
+	l, iid := seeded(t, Options{}, ProjectOptions{TestCommand: []string{"true"}})
+	d, _, err := l.OpenDiscussion(testProject, iid, UserReviewer, NewDiscussion{Body: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _ := l.MR(testProject, iid)
+	q := fmt.Sprintf(`mutation { a: createNote(input: {noteableId: "gid://gitlab/MergeRequest/%d", discussionId: "gid://gitlab/Discussion/%s", body: "ok"}) { errors } b: discussionToggleResolve(input: {id: "gid://gitlab/Discussion/%s", resolve: true}) { errors } }`, st.ID, d, d)
+	gql(t, l, l.Tokens().Author, q, nil)
+	gql(t, l, l.Tokens().Author, `{ currentUser { username } }`, nil)
+	ws := l.Writes()
+	if len(ws) != 1 || ws[0].Actor != UserAuthor || strings.Join(ws[0].Fields, ",") != "createNote,discussionToggleResolve" {
+		t.Fatalf("writes %+v", ws)
+	}
+}

@@ -117,6 +117,7 @@ type Lab struct {
 	counts     RequestCounts
 	lagReads   int
 	mergeCache map[string]mergeInfo
+	writes     []Write
 }
 
 // New prepares a lab: state directory, CA, users. Start serves it.

@@ -222,6 +222,9 @@ func (l *Lab) serveREST(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusTooManyRequests, msg("429 Too Many Requests"))
 		return
 	}
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		l.logWriteLocked(u, "rest", r.Method+" "+r.URL.Path, nil)
+	}
 	status, body := l.restLocked(r, ps, u, segments(r), w)
 	if body == nil {
 		body = msg(fmt.Sprintf("%d %s", status, http.StatusText(status)))
