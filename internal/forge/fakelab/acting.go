@@ -111,10 +111,22 @@ func (l *Lab) Unapprove(path string, iid int, username string) error {
 	return l.act(path, iid, username, func(m *mr, u *user) error { return l.unapproveLocked(m, u) })
 }
 
-// RequestChanges submits a review requesting changes as username
-// ("requested changes", reviewer state requested_changes).
-func (l *Lab) RequestChanges(path string, iid int, username string) error {
-	return l.act(path, iid, username, func(m *mr, u *user) error { return l.requestChangesLocked(m, u) })
+// RequestChanges submits a review requesting changes as username, as
+// GitLab's "Submit review" does: the review's summary body (when not
+// empty) as a note, then the "requested changes" system note and the
+// reviewer state requested_changes.
+func (l *Lab) RequestChanges(path string, iid int, username, body string) error {
+	return l.act(path, iid, username, func(m *mr, u *user) error {
+		if m.proj.access(u) < AccessDeveloper {
+			return errForbidden
+		}
+		if body != "" {
+			if _, err := l.topNoteLocked(m, u, body); err != nil {
+				return err
+			}
+		}
+		return l.requestChangesLocked(m, u)
+	})
 }
 
 // AddReviewer requests a review of username, by the MR's author; adding

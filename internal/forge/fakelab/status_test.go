@@ -84,3 +84,26 @@ func TestMR_DetailedMergeStatus(t *testing.T) {
 		}
 	}
 }
+
+// Requesting changes: the summary note, the system note, the reviewer's
+// state, and a withdrawn approval; an outsider may not.
+func TestMR_RequestChanges(t *testing.T) {
+	l, iid := seeded(t, Options{}, ProjectOptions{TestCommand: []string{"true"}})
+	if err := l.AddReviewer(testProject, iid, UserReviewer); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Approve(testProject, iid, UserReviewer); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.RequestChanges(testProject, iid, UserReviewer, "Please add tests."); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := l.MR(testProject, iid)
+	if st.Reviewers[UserReviewer] != "requested_changes" || len(st.ApprovedBy) != 0 ||
+		st.SystemNotes[len(st.SystemNotes)-1] != "requested changes" || st.Discussions[0].Notes[0] != "Please add tests." {
+		t.Fatalf("after request changes %+v", st)
+	}
+	if err := l.RequestChanges(testProject, iid, UserOutsider, ""); err == nil {
+		t.Fatal("outsider requested changes")
+	}
+}
