@@ -1,16 +1,11 @@
 package fakehub
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
+	"github.com/convergeloop/converge/internal/forge/fakegit"
 	"math"
 	"net/http"
-	"net/http/cgi"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -26,144 +21,41 @@ var gitIdentity = []string{
 	"GIT_COMMITTER_NAME=fakehub", "GIT_COMMITTER_EMAIL=noreply@fakehub",
 }
 
-// git runs git in dir with extra env and returns trimmed stdout.
+// The generic git pieces live in fakegit, shared with the GitLab emulator.
+
 func runGit(ctx context.Context, dir string, env []string, stdin []byte, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), env...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	if err != nil {
-		return strings.TrimSpace(out.String()), &gitError{args: args, err: err, stderr: strings.TrimSpace(errb.String())}
-	}
-	return strings.TrimRight(out.String(), "\n"), nil
+	return fakegit.Run(ctx, dir, env, stdin, args...)
 }
 
-type gitError struct {
-	args   []string
-	err    error
-	stderr string
-}
-
-func (e *gitError) Error() string {
-	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.args, " "), e.err, e.stderr)
-}
-
-func (e *gitError) Unwrap() error { return e.err }
-
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
-}
+func exitCode(err error) int { return fakegit.ExitCode(err) }
 
 // initBare creates a bare repository whose HEAD names branch.
 func initBare(ctx context.Context, dir, branch string) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("mkdir repo: %w", err)
-	}
-	if _, err := runGit(ctx, dir, nil, nil, "init", "--bare", "--quiet", "--initial-branch="+branch); err != nil {
-		return err
-	}
-	// Pushes over http need receive-pack; fetches of arbitrary shas help
-	// clients that fetch a PR head by oid.
-	for _, kv := range [][2]string{{"http.receivepack", "true"}, {"uploadpack.allowAnySHA1InWant", "true"}, {"receive.denyDeleteCurrent", "warn"}} {
-		if _, err := runGit(ctx, dir, nil, nil, "config", kv[0], kv[1]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fakegit.InitBare(ctx, dir, branch)
 }
 
 // commitFiles writes files on top of parent (or an empty tree when parent is
 // "") into the bare repository and returns the new commit. A file whose
 // content is the DeleteFile marker is removed.
 func commitFiles(ctx context.Context, dir, parent string, files map[string]string, message string, when time.Time) (string, error) {
-	idx, err := os.CreateTemp("", "fakehub-index-")
-	if err != nil {
-		return "", fmt.Errorf("temp index: %w", err)
-	}
-	idxPath := idx.Name()
-	idx.Close()
-	os.Remove(idxPath)
-	defer os.Remove(idxPath)
-	env := []string{"GIT_INDEX_FILE=" + idxPath}
-	if parent != "" {
-		if _, err := runGit(ctx, dir, env, nil, "read-tree", parent); err != nil {
-			return "", err
-		}
-	}
-	var info strings.Builder
-	for path, content := range files {
-		if content == DeleteFile {
-			if _, err := runGit(ctx, dir, env, nil, "update-index", "--force-remove", "--", path); err != nil {
-				return "", err
-			}
-			continue
-		}
-		sha, err := runGit(ctx, dir, nil, []byte(content), "hash-object", "-w", "--stdin")
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&info, "100644 %s\t%s\n", sha, path)
-	}
-	if info.Len() > 0 {
-		if _, err := runGit(ctx, dir, env, []byte(info.String()), "update-index", "--add", "--index-info"); err != nil {
-			return "", err
-		}
-	}
-	tree, err := runGit(ctx, dir, env, nil, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	args := []string{"commit-tree", tree, "-m", message}
-	if parent != "" {
-		args = append(args, "-p", parent)
-	}
-	date := when.Format(time.RFC3339)
-	cenv := append([]string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, gitIdentity...)
-	return runGit(ctx, dir, cenv, nil, args...)
+	return fakegit.CommitFiles(ctx, dir, parent, files, message, when, gitIdentity)
 }
 
 // DeleteFile as a file's content in CreatePR/PushFiles removes the file.
-const DeleteFile = "\x00fakehub:delete\x00"
+const DeleteFile = fakegit.DeleteFile
 
 func revParse(ctx context.Context, dir, rev string) (string, error) {
-	return runGit(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	return fakegit.RevParse(ctx, dir, rev)
 }
 
 // readRefs maps branch name to sha.
 func readRefs(ctx context.Context, dir string) (map[string]string, error) {
-	out, err := runGit(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
-	if err != nil {
-		return nil, err
-	}
-	refs := map[string]string{}
-	for _, l := range strings.Split(out, "\n") {
-		sha, ref, ok := strings.Cut(l, " ")
-		if ok {
-			refs[strings.TrimPrefix(ref, "refs/heads/")] = sha
-		}
-	}
-	return refs, nil
+	return fakegit.ReadRefs(ctx, dir)
 }
 
 // fileAt reads a file's exact bytes at a commit.
 func fileAt(ctx context.Context, dir, sha, path string) (string, bool) {
-	cmd := exec.CommandContext(ctx, "git", "cat-file", "blob", sha+":"+path)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", false
-	}
-	return string(out), true
+	return fakegit.FileAt(ctx, dir, sha, path)
 }
 
 // gitCache memoises answers that depend only on immutable commit ids.
@@ -493,44 +385,7 @@ func (h *Hub) serveGit(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("Permission to %s/%s.git denied to %s.", owner, name, u.restLogin), http.StatusForbidden)
 		return
 	}
-	env := []string{
-		"GIT_PROJECT_ROOT=" + filepath.Join(h.opts.StateDir, "repos"),
-		"GIT_HTTP_EXPORT_ALL=1",
-		"REMOTE_USER=" + u.restLogin,
-		"GIT_CONFIG_NOSYSTEM=1",
-	}
-	for _, k := range []string{"PATH", "HOME"} {
-		env = append(env, k+"="+os.Getenv(k))
-	}
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
-		http.Error(w, "git not found", http.StatusInternalServerError)
-		return
-	}
-	// net/http/cgi passes no CONTENT_LENGTH for chunked bodies (git sends
-	// those for pushes over http.postBuffer) and http-backend then reads
-	// nothing, so such bodies are spooled to learn their length.
-	if r.ContentLength < 0 && r.Body != nil {
-		f, err := os.CreateTemp("", "fakehub-push-")
-		if err != nil {
-			http.Error(w, "spool body", http.StatusInternalServerError)
-			return
-		}
-		defer os.Remove(f.Name())
-		defer f.Close()
-		n, err := io.Copy(f, r.Body)
-		if err == nil {
-			_, err = f.Seek(0, io.SeekStart)
-		}
-		if err != nil {
-			http.Error(w, "read body", http.StatusBadRequest)
-			return
-		}
-		r.Body, r.ContentLength = f, n
-		r.TransferEncoding = nil
-	}
-	handler := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Env: env, Dir: h.opts.StateDir}
-	handler.ServeHTTP(w, r)
+	fakegit.ServeHTTP(w, r, filepath.Join(h.opts.StateDir, "repos"), u.restLogin)
 	if push && r.Method == http.MethodPost {
 		h.afterPush(owner, name, u)
 	}

@@ -1,22 +1,12 @@
 package fakehub
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/hex"
-	"encoding/pem"
 	"fmt"
-	"math/big"
-	"net"
+	"github.com/convergeloop/converge/internal/forge/fakegit"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 )
 
 // user is one identity. GitHub spells bots differently per surface, so each
@@ -112,53 +102,10 @@ func (h *Hub) authenticate(r *http.Request) *user {
 
 // makeCA creates a throwaway CA and a server certificate for loopback names.
 func (h *Hub) makeCA() error {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca, err := fakegit.NewCA(h.opts.StateDir, "fakehub")
 	if err != nil {
-		return fmt.Errorf("ca key: %w", err)
+		return err
 	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "fakehub test CA", Organization: []string{"converge fakehub"}},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(30 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		return fmt.Errorf("ca cert: %w", err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		return fmt.Errorf("ca cert: %w", err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return fmt.Errorf("server key: %w", err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "localhost"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(30 * 24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		DNSNames:     []string{"localhost"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		return fmt.Errorf("server cert: %w", err)
-	}
-	h.tlsCert = tls.Certificate{Certificate: [][]byte{der, caDER}, PrivateKey: key}
-	h.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
-	h.pool = x509.NewCertPool()
-	h.pool.AddCert(caCert)
-	h.caFile = filepath.Join(h.opts.StateDir, "ca.pem")
-	if err := os.WriteFile(h.caFile, h.caPEM, 0o644); err != nil {
-		return fmt.Errorf("write ca: %w", err)
-	}
+	h.tlsCert, h.caPEM, h.pool, h.caFile = ca.Cert, ca.PEM, ca.Pool, ca.File
 	return nil
 }

@@ -1,0 +1,72 @@
+package fakegit
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var testIdentity = []string{"GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.com"}
+
+// A commit written without a work tree reads back, a conflicting change
+// is seen by MergeTree, and CI runs the test command on the commit.
+func TestCommitMergeAndCI(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "r.git")
+	if err := InitBare(ctx, dir, "main"); err != nil {
+		t.Fatal(err)
+	}
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	base, err := CommitFiles(ctx, dir, "", map[string]string{"a.txt": "one\n", "test.sh": "grep -q one a.txt\n"}, "base", when, testIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := CommitFiles(ctx, dir, base, map[string]string{"a.txt": "left\n"}, "left", when, testIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	right, err := CommitFiles(ctx, dir, base, map[string]string{"a.txt": "right\n", "test.sh": DeleteFile}, "right", when, testIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := FileAt(ctx, dir, left, "a.txt"); got != "left\n" {
+		t.Fatalf("a.txt at left = %q", got)
+	}
+	if _, ok := FileAt(ctx, dir, right, "test.sh"); ok {
+		t.Fatal("test.sh survived DeleteFile")
+	}
+	if _, conflict, err := MergeTree(ctx, dir, left, right); err != nil || !conflict {
+		t.Fatalf("merge left/right: conflict=%v err=%v", conflict, err)
+	}
+	if ok, err := IsAncestor(ctx, dir, base, left); err != nil || !ok {
+		t.Fatalf("base ancestor of left: %v %v", ok, err)
+	}
+	if _, err := Run(ctx, dir, nil, nil, "update-ref", "refs/heads/main", left); err != nil {
+		t.Fatal(err)
+	}
+	refs, err := ReadRefs(ctx, dir)
+	if err != nil || refs["main"] != left {
+		t.Fatalf("refs = %v, %v", refs, err)
+	}
+	if _, err := RunCI(ctx, dir, base, []string{"sh", "test.sh"}); err != nil {
+		t.Fatalf("ci on base: %v", err)
+	}
+	if out, err := RunCI(ctx, dir, left, []string{"sh", "test.sh"}); err == nil || ExitCode(err) != 1 {
+		t.Fatalf("ci on left: %v %s", err, out)
+	}
+	if !strings.Contains(Tail("a\nb\nc\n", 2), "b\nc") {
+		t.Fatal("tail")
+	}
+}
+
+func TestNewCA(t *testing.T) {
+	ca, err := NewCA(t.TempDir(), "fakelab")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ca.Cert.Certificate) != 2 || !strings.Contains(string(ca.PEM), "CERTIFICATE") {
+		t.Fatal("bad CA")
+	}
+}

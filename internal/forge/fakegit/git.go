@@ -1,0 +1,189 @@
+// Package fakegit holds the git pieces the forge emulators (fakehub for
+// GitHub, fakelab for GitLab) share: running git, bare repositories,
+// committing files without a work tree, serving git smart HTTP through
+// git http-backend, a CI runner that runs a repository's test command on
+// a commit, and a throwaway CA for https on loopback.
+package fakegit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Run runs git in dir with extra env (and stdin when not nil) and returns
+// stdout without its trailing newlines.
+func Run(ctx context.Context, dir string, env []string, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C"), env...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	if err != nil {
+		return strings.TrimSpace(out.String()), &Error{Args: args, Err: err, Stderr: strings.TrimSpace(errb.String())}
+	}
+	return strings.TrimRight(out.String(), "\n"), nil
+}
+
+// Error is a failed git command with its stderr.
+type Error struct {
+	Args   []string
+	Err    error
+	Stderr string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("git %s: %v: %s", strings.Join(e.Args, " "), e.Err, e.Stderr)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ExitCode is the exit status of a failed command, -1 when it did not run.
+func ExitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// InitBare creates a bare repository whose HEAD names branch, ready to be
+// served over smart HTTP (pushes allowed, any sha fetchable).
+func InitBare(ctx context.Context, dir, branch string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("mkdir repo: %w", err)
+	}
+	if _, err := Run(ctx, dir, nil, nil, "init", "--bare", "--quiet", "--initial-branch="+branch); err != nil {
+		return err
+	}
+	// Pushes over http need receive-pack; fetches of arbitrary shas help
+	// clients that fetch a PR head by oid.
+	for _, kv := range [][2]string{{"http.receivepack", "true"}, {"uploadpack.allowAnySHA1InWant", "true"}, {"receive.denyDeleteCurrent", "warn"}} {
+		if _, err := Run(ctx, dir, nil, nil, "config", kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteFile as a file's content in CommitFiles removes the file. The
+// value is fakehub's historical marker, kept so both emulators agree.
+const DeleteFile = "\x00fakehub:delete\x00"
+
+// CommitFiles writes files on top of parent (or an empty tree when parent
+// is "") into the bare repository dir and returns the new commit, dated
+// when, with identity (GIT_AUTHOR_NAME=… entries: machines running tests
+// may have none). A file whose content is DeleteFile is removed.
+func CommitFiles(ctx context.Context, dir, parent string, files map[string]string, message string, when time.Time, identity []string) (string, error) {
+	idx, err := os.CreateTemp("", "fakegit-index-")
+	if err != nil {
+		return "", fmt.Errorf("temp index: %w", err)
+	}
+	idxPath := idx.Name()
+	idx.Close()
+	os.Remove(idxPath)
+	defer os.Remove(idxPath)
+	env := []string{"GIT_INDEX_FILE=" + idxPath}
+	if parent != "" {
+		if _, err := Run(ctx, dir, env, nil, "read-tree", parent); err != nil {
+			return "", err
+		}
+	}
+	var info strings.Builder
+	for path, content := range files {
+		if content == DeleteFile {
+			// Mode 0 removes the entry; update-index --force-remove
+			// would want a work tree, which a bare repository lacks.
+			fmt.Fprintf(&info, "0 %s\t%s\n", strings.Repeat("0", 40), path)
+			continue
+		}
+		sha, err := Run(ctx, dir, nil, []byte(content), "hash-object", "-w", "--stdin")
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(&info, "100644 %s\t%s\n", sha, path)
+	}
+	if info.Len() > 0 {
+		if _, err := Run(ctx, dir, env, []byte(info.String()), "update-index", "--add", "--index-info"); err != nil {
+			return "", err
+		}
+	}
+	tree, err := Run(ctx, dir, env, nil, "write-tree")
+	if err != nil {
+		return "", err
+	}
+	args := []string{"commit-tree", tree, "-m", message}
+	if parent != "" {
+		args = append(args, "-p", parent)
+	}
+	date := when.Format(time.RFC3339)
+	cenv := append([]string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, identity...)
+	return Run(ctx, dir, cenv, nil, args...)
+}
+
+// RevParse resolves rev to a commit id.
+func RevParse(ctx context.Context, dir, rev string) (string, error) {
+	return Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+}
+
+// ReadRefs maps branch name to sha.
+func ReadRefs(ctx context.Context, dir string) (map[string]string, error) {
+	out, err := Run(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for _, l := range strings.Split(out, "\n") {
+		sha, ref, ok := strings.Cut(l, " ")
+		if ok {
+			refs[strings.TrimPrefix(ref, "refs/heads/")] = sha
+		}
+	}
+	return refs, nil
+}
+
+// FileAt reads a file's exact bytes at a commit.
+func FileAt(ctx context.Context, dir, sha, path string) (string, bool) {
+	cmd := exec.CommandContext(ctx, "git", "cat-file", "blob", sha+":"+path)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.Output()
+	if err != nil {
+		return "", false
+	}
+	return string(out), true
+}
+
+// IsAncestor reports whether a is an ancestor of (or equal to) b.
+func IsAncestor(ctx context.Context, dir, a, b string) (bool, error) {
+	_, err := Run(ctx, dir, nil, nil, "merge-base", "--is-ancestor", a, b)
+	switch {
+	case err == nil:
+		return true, nil
+	case ExitCode(err) == 1:
+		return false, nil
+	}
+	return false, err
+}
+
+// MergeTree tells whether head merges cleanly into base, and the merged
+// tree when it does.
+func MergeTree(ctx context.Context, dir, base, head string) (tree string, conflict bool, err error) {
+	out, err := Run(ctx, dir, nil, nil, "merge-tree", "--write-tree", "--no-messages", base, head)
+	switch {
+	case err == nil:
+		return strings.SplitN(out, "\n", 2)[0], false, nil
+	case ExitCode(err) == 1:
+		return "", true, nil
+	}
+	return "", false, err
+}

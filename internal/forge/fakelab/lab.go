@@ -1,0 +1,374 @@
+// Package fakelab is a GitLab emulator for tests, the demo and
+// `converge sandbox --forge gitlab`: REST under /api/v4, GraphQL at
+// /api/graphql (served from our own SDL, a subset of GitLab's public
+// schema) and git smart HTTP over real bare repositories, on loopback, with
+// https by default so git and the official Go client talk to it unchanged.
+//
+// The GitLab Duo Code Review bot is scripted and a pipeline runs a real test
+// command on every new head, so a whole review loop can run against it.
+//
+// Every request reads and writes one consistent state: a request holds
+// the lab's lock for its whole handling (the per-request snapshot).
+package fakelab
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	graphqlgo "github.com/graph-gophers/graphql-go"
+
+	"github.com/convergeloop/converge/internal/forge/fakegit"
+)
+
+// Options configure a Lab.
+type Options struct {
+	// StateDir holds the bare repositories and ca.pem; a temporary
+	// directory (removed by Close) when empty.
+	StateDir string
+	// Addr to listen on; default 127.0.0.1:0.
+	Addr string
+	// HTTP serves plain http instead of https.
+	HTTP bool
+	// DuoDelay is how long a requested Duo review takes; default 1s.
+	// Negative means immediately.
+	DuoDelay time.Duration
+	// RateLimit is the requests a token may make per minute; default
+	// 2000 (GitLab.com's authenticated API limit). Negative: unlimited.
+	RateLimit int
+	// Logger receives request and background-work logs; discarded when nil.
+	Logger *slog.Logger
+	// Faults turns seeded API faults on from the start (see Faults).
+	Faults Faults
+	// DiscussionLag turns the lag fault on from the start (see SetDiscussionLag).
+	DiscussionLag int
+}
+
+// Tokens are the lab's per-identity secrets.
+type Tokens struct {
+	Owner    string // lab-owner: owner (50)
+	Author   string // lab-author: opens merge requests, developer (30)
+	Reviewer string // lab-reviewer: maintainer (40), a human reviewer
+	Reporter string // lab-reporter: reporter (20), read only, untrusted
+	Outsider string // outsider: not a member, untrusted
+	Duo      string // GitLabDuo, the Duo Code Review bot
+}
+
+// Usernames of the built-in identities.
+const (
+	UserOwner    = "lab-owner"
+	UserAuthor   = "lab-author"
+	UserReviewer = "lab-reviewer"
+	UserReporter = "lab-reporter"
+	UserOutsider = "outsider"
+	// UserDuo is GitLab's Duo Code Review bot (a bot user, bot:true).
+	UserDuo = "GitLabDuo"
+)
+
+// Access levels of project members, GitLab's numbers.
+const (
+	AccessMinimal    = 5
+	AccessGuest      = 10
+	AccessReporter   = 20
+	AccessDeveloper  = 30
+	AccessMaintainer = 40
+	AccessOwner      = 50
+)
+
+// Lab is one running emulator.
+type Lab struct {
+	opts    Options
+	log     *slog.Logger
+	tempDir bool
+	tokens  Tokens
+	ca      *fakegit.CA
+	schema  *graphqlgo.Schema
+
+	srv    *http.Server
+	host   string
+	scheme string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu guards the model; each request holds it for its whole handling.
+	mu         sync.Mutex
+	users      []*user
+	byToken    map[string]*user
+	projects   []*project
+	nextID     int
+	subs       map[int]chan Event
+	nextSub    int
+	closed     bool
+	rate       map[string]*rateWindow
+	faults     faultState
+	counts     RequestCounts
+	lagReads   int
+	mergeCache map[string]mergeInfo
+	writes     []Write
+}
+
+// New prepares a lab: state directory, CA, users. Start serves it.
+func New(opts Options) (*Lab, error) {
+	if opts.Addr == "" {
+		opts.Addr = "127.0.0.1:0"
+	}
+	if opts.DuoDelay == 0 {
+		opts.DuoDelay = time.Second
+	}
+	if opts.RateLimit == 0 {
+		opts.RateLimit = 2000
+	}
+	l := &Lab{opts: opts, log: opts.Logger, byToken: map[string]*user{}, subs: map[int]chan Event{},
+		rate: map[string]*rateWindow{}, nextID: 100, lagReads: opts.DiscussionLag, mergeCache: map[string]mergeInfo{}}
+	if l.log == nil {
+		l.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if l.opts.StateDir == "" {
+		d, err := os.MkdirTemp("", "fakelab-")
+		if err != nil {
+			return nil, fmt.Errorf("state dir: %w", err)
+		}
+		l.opts.StateDir, l.tempDir = d, true
+	}
+	if err := os.MkdirAll(filepath.Join(l.opts.StateDir, "repos"), 0o755); err != nil {
+		return nil, fmt.Errorf("state dir: %w", err)
+	}
+	l.scheme = "https"
+	if opts.HTTP {
+		l.scheme = "http"
+	}
+	ca, err := fakegit.NewCA(l.opts.StateDir, "fakelab")
+	if err != nil {
+		return nil, err
+	}
+	l.ca = ca
+	l.makeUsers()
+	s, err := graphqlgo.ParseSchema(schemaSDL, &rootResolver{l: l}, graphqlgo.MaxParallelism(1), graphqlgo.UseFieldResolvers())
+	if err != nil {
+		return nil, fmt.Errorf("parse schema: %w", err)
+	}
+	l.schema = s
+	if opts.Faults.Rate > 0 {
+		l.SetFaults(opts.Faults)
+	}
+	return l, nil
+}
+
+// Start listens and serves until Close (or ctx ends).
+func (l *Lab) Start(ctx context.Context) error {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", l.opts.Addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	l.host = ln.Addr().String()
+	l.ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(l.log.Handler(), slog.LevelDebug)}
+	if !l.opts.HTTP {
+		l.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{l.ca.Cert}, MinVersion: tls.VersionTLS12}
+		ln = tls.NewListener(ln, l.srv.TLSConfig)
+	}
+	l.wg.Add(2)
+	go func() {
+		defer l.wg.Done()
+		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			l.log.Error("fakelab serve", "err", err)
+		}
+	}()
+	// Closing when the caller's context ends keeps tests from leaking servers.
+	go func() {
+		defer l.wg.Done()
+		select {
+		case <-ctx.Done():
+			l.shutdown()
+		case <-l.ctx.Done():
+		}
+	}()
+	l.log.Info("fakelab listening", "url", l.URL())
+	return nil
+}
+
+func (l *Lab) shutdown() {
+	l.cancel()
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_ = l.srv.Shutdown(sctx)
+}
+
+// Close stops serving, cancels background work (Duo, pipelines) and waits
+// for it; a temporary state directory is removed.
+func (l *Lab) Close() error {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	if l.cancel != nil {
+		l.shutdown()
+	}
+	l.wg.Wait()
+	l.mu.Lock()
+	for id, ch := range l.subs {
+		close(ch)
+		delete(l.subs, id)
+	}
+	l.mu.Unlock()
+	if l.tempDir {
+		return os.RemoveAll(l.opts.StateDir)
+	}
+	return nil
+}
+
+// URL is scheme://host of the running lab, GitLab's instance URL.
+func (l *Lab) URL() string { return l.scheme + "://" + l.host }
+
+// Host is host:port.
+func (l *Lab) Host() string { return l.host }
+
+// APIURL is the REST v4 base.
+func (l *Lab) APIURL() string { return l.URL() + "/api/v4" }
+
+// GraphQLURL is the GraphQL endpoint.
+func (l *Lab) GraphQLURL() string { return l.URL() + "/api/graphql" }
+
+// GitURL is a project's smart-HTTP clone URL (http_url_to_repo).
+func (l *Lab) GitURL(path string) string { return l.URL() + "/" + path + ".git" }
+
+// MRURL is a merge request's web URL.
+func (l *Lab) MRURL(path string, iid int) string {
+	return fmt.Sprintf("%s/%s/-/merge_requests/%d", l.URL(), path, iid)
+}
+
+// CAFile is the PEM file of the CA that signed the server certificate
+// (GIT_SSL_CAINFO for git).
+func (l *Lab) CAFile() string { return l.ca.File }
+
+// CAPEM is the CA certificate in PEM.
+func (l *Lab) CAPEM() []byte { return l.ca.PEM }
+
+// StateDir is where the bare repositories live.
+func (l *Lab) StateDir() string { return l.opts.StateDir }
+
+// Tokens returns the identities' tokens.
+func (l *Lab) Tokens() Tokens { return l.tokens }
+
+// HTTPClient returns a client that trusts the lab's CA.
+func (l *Lab) HTTPClient() *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{RootCAs: l.ca.Pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
+}
+
+// CertPool trusts the lab's CA.
+func (l *Lab) CertPool() *x509.CertPool { return l.ca.Pool }
+
+// GitEnv is the environment git needs to talk to the lab with token: the
+// CA and the token as basic auth (oauth2:<token>, as GitLab takes it)
+// passed as config through the environment, so nothing lands on disk.
+func (l *Lab) GitEnv(token string) []string {
+	env := []string{
+		"GIT_TERMINAL_PROMPT=0",
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
+		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
+	}
+	if !l.opts.HTTP {
+		env = append(env, "GIT_SSL_CAINFO="+l.ca.File)
+	}
+	if token != "" {
+		env = append(env, "GIT_CONFIG_COUNT=1",
+			"GIT_CONFIG_KEY_0=http.extraHeader",
+			"GIT_CONFIG_VALUE_0=Authorization: Basic "+basic("oauth2", token))
+	}
+	return env
+}
+
+// ServeHTTP routes the three surfaces: REST, GraphQL and git.
+func (l *Lab) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/api/") && l.fault(w, r) {
+		return
+	}
+	l.ServeHTTPUnfaulted(w, r)
+}
+
+// ServeHTTPUnfaulted serves r with no fault drawn.
+func (l *Lab) ServeHTTPUnfaulted(w http.ResponseWriter, r *http.Request) {
+	p := r.URL.Path
+	switch {
+	case p == "/api/graphql" || p == "/api/graphql/":
+		l.serveGraphQL(w, r)
+	case strings.HasPrefix(p, "/api/v4/"):
+		l.serveREST(w, r)
+	case strings.Contains(p, ".git/") || strings.HasSuffix(p, ".git"):
+		l.serveGit(w, r)
+	default:
+		writeJSON(w, http.StatusNotFound, msg("404 Not found"))
+	}
+}
+
+// Event is one change in the lab, for subscribers that want to wake early
+// instead of polling.
+type Event struct {
+	Kind    string // push, mr_opened, note, resolved, unresolved, pipeline, status, label, state, reviewer, approval, duo_started, duo_finished
+	Project string
+	IID     int
+	SHA     string
+	Actor   string
+	Detail  string
+}
+
+// Subscribe delivers every later Event until cancel. Slow subscribers lose
+// events (the channel is buffered) rather than stall the lab.
+func (l *Lab) Subscribe() (<-chan Event, func()) {
+	ch := make(chan Event, 256)
+	l.mu.Lock()
+	id := l.nextSub
+	l.nextSub++
+	l.subs[id] = ch
+	l.mu.Unlock()
+	var once sync.Once
+	return ch, func() {
+		once.Do(func() {
+			l.mu.Lock()
+			if c, ok := l.subs[id]; ok {
+				delete(l.subs, id)
+				close(c)
+			}
+			l.mu.Unlock()
+		})
+	}
+}
+
+func (l *Lab) publishLocked(ev Event) {
+	for _, ch := range l.subs {
+		select {
+		case ch <- ev:
+		default:
+		}
+	}
+}
+
+func (l *Lab) bgCtx() context.Context {
+	if l.ctx != nil {
+		return l.ctx
+	}
+	return context.Background()
+}
+
+func (l *Lab) now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+
+func (l *Lab) newIDLocked() int {
+	l.nextID++
+	return l.nextID
+}

@@ -1,0 +1,16 @@
+package labtest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge/fakelab"
+)
+
+func TestStartAndClient(t *testing.T) {
+	lab := Start(t, time.Millisecond)
+	u, _, err := Client(t, lab, lab.Tokens().Reviewer).Users.CurrentUser()
+	if err != nil || u.Username != fakelab.UserReviewer {
+		t.Fatalf("current user %+v %v", u, err)
+	}
+}
