@@ -248,11 +248,15 @@ func parseGitLabNotice(body []byte) (notice, error) {
 			return notice{}, err
 		}
 		if p.MergeRequest != nil && p.MergeRequest.IID > 0 {
+			// A merge request pipeline names its merge request; its
+			// ref may still read as the target branch, which would wake
+			// every merge request into it.
 			n.numbers = []int{p.MergeRequest.IID}
+			break
 		}
 		n.shas = nonEmpty(a.SHA)
-		// A merge request pipeline runs on refs/merge-requests/IID/head,
-		// a tag pipeline on a tag: neither names a branch.
+		// A detached pipeline runs on refs/merge-requests/IID/head, a
+		// tag pipeline on a tag: neither names a branch.
 		if !a.Tag && !strings.HasPrefix(a.Ref, "refs/") {
 			n.branches = nonEmpty(a.Ref)
 		}
