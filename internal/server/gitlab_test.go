@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -139,6 +140,30 @@ func TestSEC_4_GitLabTokenChecked(t *testing.T) {
 	r.settle()
 	if w := r.loops.Wakes(); !slices.Equal(w, []string{mr1}) {
 		t.Errorf("wakes = %v, want [%s]", w, mr1)
+	}
+
+	// Refusals and acceptances are counted under GitLab's event name.
+	fams, err := r.srv.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, f := range fams {
+		if f.GetName() != "converge_webhook_deliveries_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, lp := range m.GetLabel() {
+				labels[lp.GetName()] = lp.GetValue()
+			}
+			if labels["event"] == "Merge Request Hook" {
+				counts[labels["outcome"]] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	if want := map[string]float64{"unsigned": 2, "bad_signature": 3, "accepted": 1}; !maps.Equal(counts, want) {
+		t.Errorf("deliveries counted %v, want %v", counts, want)
 	}
 
 	none := newGitLabRig(t, []RunInfo{{Target: mr1}}, func(o *Options) { o.Secret = nil })

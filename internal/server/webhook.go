@@ -222,7 +222,8 @@ func (n notice) concerns(ref forge.PRRef) bool {
 
 // prKey names one PR of a notice for the rearm coalescer:
 // "FORGE|HOST|REPO#N", lowercased, HOST empty when the payload named none.
-// Names and hosts hold neither '|' nor '#' (forge.ParsePRURL).
+// A registered target's names and host hold neither '|' nor '#'
+// (forge.ParsePRURL), so a payload naming one with them matches nothing.
 func (n notice) prKey(num int) string {
 	return strings.ToLower(fmt.Sprintf("%s|%s|%s#%d", n.forge, n.host, n.repo, num))
 }
