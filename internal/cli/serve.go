@@ -50,9 +50,12 @@ func newServeCmd(factory *Factory, runF func(*serveOptions) error) *cobra.Comman
 		Use:   "serve [PR_URL...]",
 		Short: "Run PR loops as a server: webhooks wake them, restart resumes them",
 		Long: `Run one PR loop per registered pull request in this process, woken by
-GitHub webhooks (verified with ` + envWebhookSecret + `, deduplicated by
-delivery id) and polling only as a fallback. PRs are registered as
-arguments, with POST /api/prs {"url": ...}, or by watching a repository
+webhooks and polling only as a fallback. POST /webhook receives GitHub's
+webhooks (signed with ` + envWebhookSecret + `) and GitLab's (merge
+request, comment, pipeline and push events, carrying
+` + envWebhookSecret + ` as the webhook's secret token), each
+deduplicated by delivery id. PRs are registered as arguments, with
+POST /api/prs {"url": ...}, or by watching a repository
 (--watch OWNER/REPO, narrowed by --watch-label and --watch-author): its
 open PRs and every PR opened later. A restart resumes every unfinished
 run in the state directory. SIGINT or SIGTERM drains: each loop stops at

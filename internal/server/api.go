@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"mime"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -243,7 +242,7 @@ func (s *Server) registered(ctx context.Context) (map[string]bool, error) {
 	return known, nil
 }
 
-// rearmPR starts a new run on a registered PR ("owner/repo#N") that has
+// rearmPR starts a new run on a registered PR (a notice's prKey) that has
 // a new head, was reopened, or has a new review, line comment or
 // reopened thread while no loop ran on it, when its last run ended
 // two-stable: the verdict it published (the ready label, a check run)
@@ -253,7 +252,11 @@ func (s *Server) registered(ctx context.Context) (map[string]bool, error) {
 // the push's own event. A PR whose loop runs is woken instead, and one
 // never registered is left alone.
 func (s *Server) rearmPR(ctx context.Context, key string) {
-	repo, num, _ := strings.Cut(key, "#")
+	n, num, ok := parsePRKey(key)
+	if !ok {
+		s.log.Error("rearm: malformed key", "pr", key)
+		return
+	}
 	live := map[string]bool{}
 	for _, r := range s.opts.Loops.Snapshot() {
 		live[r.Target] = true
@@ -265,14 +268,14 @@ func (s *Server) rearmPR(ctx context.Context, key string) {
 	}
 	for _, t := range regs {
 		ref, err := forge.ParsePRURL(t)
-		if err != nil || !strings.EqualFold(ref.FullName(), repo) || strconv.Itoa(ref.Number) != num || live[t] {
+		if err != nil || !n.concerns(ref) || ref.Number != num || live[t] {
 			continue
 		}
 		run, err := s.opts.Store.LatestRunFor(ctx, t)
 		if err != nil || !run.Finished() || run.Status != string(prloop.ReasonTwoStable) {
 			continue
 		}
-		s.log.Info("rearm: new head on a finished PR", "target", t)
+		s.log.Info("rearm: news on a finished PR", "target", t)
 		if err := s.opts.Loops.Register(ctx, t); err != nil {
 			s.log.Error("rearm: register", "target", t, "err", err)
 		}

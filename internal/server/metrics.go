@@ -22,7 +22,7 @@ func newMetrics(s *Server) *metrics {
 		reg: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "converge_webhook_deliveries_total",
-			Help: "Webhook deliveries received, by event and outcome (accepted, duplicate, unsigned, bad_signature, malformed, ignored, ping, error).",
+			Help: "Webhook deliveries received, by event and outcome (accepted, duplicate, unsigned, bad_signature, malformed, ignored, ping, error); a GitLab delivery without its token counts as unsigned, one with a wrong token as bad_signature.",
 		}, []string{"event", "outcome"}),
 		wakes: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "converge_wakes_total",
@@ -41,6 +41,8 @@ var followed = map[string]bool{
 	"pull_request": true, "pull_request_review": true, "pull_request_review_comment": true,
 	"pull_request_review_thread": true, "check_run": true, "check_suite": true, "status": true,
 	"push": true, "issue_comment": true, "ping": true,
+	// GitLab's X-Gitlab-Event values.
+	"Merge Request Hook": true, "Note Hook": true, "Pipeline Hook": true, "Push Hook": true,
 }
 
 func (m *metrics) delivery(event, outcome string) {

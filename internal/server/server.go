@@ -1,6 +1,7 @@
 // Package server is converge's server mode: GitHub webhooks verified by
-// HMAC SHA-256 and deduplicated by delivery id (SEC-4) wake the loop of
-// the PR they concern at once, coalescing bursts (PR-S2); a JSON API
+// HMAC SHA-256, and GitLab webhooks by their secret token (GitLab signs
+// nothing), deduplicated by delivery id (SEC-4), wake the loop of the PR
+// or merge request they concern at once, coalescing bursts (PR-S2); a JSON API
 // registers PRs and whole repositories and lists the loops; /metrics
 // speaks Prometheus and /healthz answers load balancers. A Budget hands
 // out fallback poll permits under a fleet-wide request budget.
@@ -101,7 +102,8 @@ type Stats struct {
 type Options struct {
 	Loops Loops
 	Store Store
-	// Secret is the webhook secret; with none, every delivery is refused.
+	// Secret is the webhook secret: GitHub's HMAC key, GitLab's secret
+	// token. With none, every delivery is refused.
 	Secret []byte
 	// Addr is the address the server is bound to. Off loopback the API
 	// and /metrics require Token, and New refuses an empty one.
@@ -128,7 +130,8 @@ type Options struct {
 const DefaultWindow = 50 * time.Millisecond
 
 // keepDeliveries is how long a delivery id is remembered: GitHub
-// redelivers only deliveries of the last three days.
+// redelivers only deliveries of the last three days, and GitLab lists
+// (and resends) only those of the last two.
 const keepDeliveries = 7 * 24 * time.Hour
 
 // pruneEvery spaces the pruning of old delivery ids.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -63,7 +64,13 @@ func Verify(secret, body []byte, signature string) error {
 // notice is what a delivery tells the server: which repository, and which
 // PRs by number, head commit or branch. Nothing else in it is believed.
 type notice struct {
-	repo     string // owner/name
+	// forge is the forge the delivery came from: a GitHub event never
+	// wakes a GitLab merge request of the same path, nor the reverse.
+	forge forge.Kind
+	// host is the forge's host as the payload names it (GitLab's
+	// project.web_url); empty matches a target on any host.
+	host     string
+	repo     string // owner/name; on GitLab the project's full path
 	numbers  []int
 	shas     []string
 	branches []string
@@ -206,6 +213,40 @@ func parseNotice(event string, body []byte) (notice, error) {
 	return n, nil
 }
 
+// concerns reports whether ref is in the notice's repository, on its
+// forge and (when the payload named one) its host.
+func (n notice) concerns(ref forge.PRRef) bool {
+	return ref.Forge == n.forge && strings.EqualFold(ref.FullName(), n.repo) &&
+		(n.host == "" || strings.EqualFold(ref.Host, n.host))
+}
+
+// prKey names one PR of a notice for the rearm coalescer:
+// "FORGE|HOST|REPO#N", lowercased, HOST empty when the payload named none.
+// A registered target's names and host hold neither '|' nor '#'
+// (forge.ParsePRURL), so a payload naming one with them matches nothing.
+func (n notice) prKey(num int) string {
+	return strings.ToLower(fmt.Sprintf("%s|%s|%s#%d", n.forge, n.host, n.repo, num))
+}
+
+// parsePRKey reads a prKey back as the notice that concerns its PR, and
+// the PR's number.
+func parsePRKey(key string) (notice, int, bool) {
+	parts := strings.SplitN(key, "|", 3)
+	if len(parts) != 3 {
+		return notice{}, 0, false
+	}
+	repo, num, ok := strings.Cut(parts[2], "#")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil {
+		return notice{}, 0, false
+	}
+	kind, err := forge.ParseKind(parts[0])
+	if err != nil {
+		return notice{}, 0, false
+	}
+	return notice{forge: kind, host: parts[1], repo: repo}, n, true
+}
+
 func nonEmpty(s string) []string {
 	if s == "" {
 		return nil
@@ -222,7 +263,7 @@ func (n notice) targets(runs []RunInfo, refs *refCache) []string {
 	var out []string
 	for _, r := range runs {
 		ref, ok := refs.get(r.Target)
-		if !ok || !strings.EqualFold(ref.FullName(), n.repo) {
+		if !ok || !n.concerns(ref) {
 			continue
 		}
 		hit := slices.Contains(n.numbers, ref.Number) ||
@@ -265,9 +306,13 @@ func (c *refCache) get(target string) (forge.PRRef, bool) {
 	return *ref, true
 }
 
-// serveWebhook verifies, deduplicates and routes one delivery. Its answer
-// is quick: the wake happens after the coalescing window, in Run.
+// serveWebhook verifies, deduplicates and routes one delivery. A request
+// with X-Gitlab-Event is GitLab's (gitlab.go); any other is GitHub's.
 func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(HeaderGitLabEvent) != "" {
+		s.serveGitLabWebhook(w, r)
+		return
+	}
 	event := r.Header.Get(HeaderEvent)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
@@ -307,9 +352,17 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	s.act(w, r, id, event, n)
+}
+
+// act records a verified delivery's id and, the first time it is seen,
+// wakes the loops its notice concerns, looks through a watched
+// repository again, and rearms a finished PR. Its answer is quick: the
+// wakes happen after the coalescing window, in Run.
+func (s *Server) act(w http.ResponseWriter, r *http.Request, id, event string, n notice) {
 	first, err := s.opts.Store.RecordDelivery(r.Context(), id, event)
 	if err != nil {
-		// Not recorded: GitHub's redelivery may try again.
+		// Not recorded: the forge's redelivery may try again.
 		s.metrics.delivery(event, "error")
 		httpError(w, http.StatusInternalServerError, "record delivery: "+err.Error())
 		return
@@ -328,7 +381,7 @@ func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	if n.rearm {
 		for _, num := range n.numbers {
-			s.rearm.add(fmt.Sprintf("%s#%d", strings.ToLower(n.repo), num))
+			s.rearm.add(n.prKey(num))
 		}
 	}
 	s.metrics.delivery(event, "accepted")
