@@ -117,6 +117,17 @@ type forgeStart struct {
 //
 //	scriptForges[forge.GitLab] = startScriptLab
 //
+// What the rows take for granted of every forge: the demo is the same
+// textstats repository and merge request as fakehub's (SeedDemoWith), its
+// bot's first two reviews raise the demo's findings with the same bodies
+// (the rows find threads by "divides by zero", "Off by one", "stops before
+// the last window") and suggestions, and the third is clean; CI runs
+// `go test ./...` on each head unless NoCI; observe maps the forge into
+// converge's vocabulary (forge.PullRequest, its merge state, the
+// "converge" check context); and converge's client of the forge passes a
+// crash boundary (package crashpoint) around each write, replyWritten
+// naming the one after its reply batch.
+//
 // Until then the table's gitlab run is skipped.
 var scriptForges = map[forge.Kind]func(ts *testscript.TestScript, opts forgeStart) scriptForge{
 	forge.GitHub: startHubForge,
