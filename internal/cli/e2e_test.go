@@ -230,7 +230,7 @@ func runPRWhileIn(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state s
 }
 
 // The human push (PR-T4) and close (PR-T7) scenarios are testscripts:
-// testdata/script/pr_t4_human_push_mid_run.txtar, pr_t7_closed_mid_run.txtar.
+// testdata/bothforges/pr_t4_human_push_mid_run.txtar, pr_t7_closed_mid_run.txtar.
 
 // TestSandbox_PrintsJSONAndServesGit runs `converge sandbox`: it prints its
 // JSON line quickly; git clone with the author token works and a push to

@@ -17,24 +17,25 @@ func init() {
 		if neg || len(args) != 2 {
 			ts.Fatalf("usage: hub every-head-has PATH SUBSTR")
 		}
-		h.everyHeadHas(ts, args[0], args[1])
+		everyHeadHas(ts, h, args[0], args[1])
 	}
 }
 
 // everyHeadHas reads, from a fresh clone, every commit between the head
 // at hub start and the head now.
-func (h *scriptHub) everyHeadHas(ts *testscript.TestScript, path, substr string) {
+func everyHeadHas(ts *testscript.TestScript, r forgeReader, path, substr string) {
 	ctx := context.Background()
-	g, head := h.cloneAtHead(ts)
-	revs, err := g.Run(ctx, "rev-list", h.head+".."+head)
+	g, head := r.cloneAtHead(ts)
+	start := r.startHead()
+	revs, err := g.Run(ctx, "rev-list", start+".."+head)
 	ts.Check(err)
 	n := 0
-	for _, sha := range append(strings.Fields(revs), h.head) {
+	for _, sha := range append(strings.Fields(revs), start) {
 		out, err := g.Run(ctx, "show", sha+":"+path)
 		if err != nil || !strings.Contains(out, substr) {
 			ts.Fatalf("%s at %s does not hold %q", path, sha, substr)
 		}
 		n++
 	}
-	ts.Logf("%d commit(s) from %s to %s hold %q in %s", n, h.head[:7], head[:7], substr, path)
+	ts.Logf("%d commit(s) from %s to %s hold %q in %s", n, start[:7], head[:7], substr, path)
 }

@@ -345,7 +345,7 @@ func hubReplyInThread(ts *testscript.TestScript, neg bool, h *scriptHub, args []
 	if len(args) < 3 || h.token(args[0]) == "" {
 		ts.Fatalf("usage: hub reply-in-thread author|reviewer|outsider SUBSTR BODY")
 	}
-	th := h.threadWith(ts, args[1])
+	th := threadWith(ts, h, args[1])
 	c, err := ghREST(h.hub, h.token(args[0]))
 	ts.Check(err)
 	_, _, err = c.PullRequests.CreateCommentInReplyTo(context.Background(), h.demo.Owner, h.demo.Repo, h.demo.Number,
@@ -357,12 +357,18 @@ func hubThreadOpen(ts *testscript.TestScript, neg bool, h *scriptHub, args []str
 	if len(args) != 1 {
 		ts.Fatalf("usage: hub thread-open SUBSTR")
 	}
-	th := h.threadWith(ts, args[0])
+	checkThreadOpen(ts, neg, h, args[0])
+}
+
+// checkThreadOpen: the thread whose first comment holds substr is not
+// resolved (neg: it is).
+func checkThreadOpen(ts *testscript.TestScript, neg bool, r forgeReader, substr string) {
+	th := threadWith(ts, r, substr)
 	switch {
 	case neg && !th.IsResolved:
-		ts.Fatalf("thread %s (%q) is open, want it resolved", th.ID, args[0])
+		ts.Fatalf("thread %s (%q) is open, want it resolved", th.ID, substr)
 	case !neg && th.IsResolved:
-		ts.Fatalf("thread %s (%q) is resolved, want it open", th.ID, args[0])
+		ts.Fatalf("thread %s (%q) is resolved, want it open", th.ID, substr)
 	}
 }
 
@@ -371,7 +377,7 @@ func hubResolveThreadAs(ts *testscript.TestScript, neg bool, h *scriptHub, args 
 	if len(args) != 2 || h.token(args[0]) == "" {
 		ts.Fatalf("usage: hub resolve-thread-as author|reviewer SUBSTR")
 	}
-	th := h.threadWith(ts, args[1])
+	th := threadWith(ts, h, args[1])
 	c, err := ghclient.New(ghclient.Options{APIURL: h.hub.APIURL(), GraphQLURL: h.hub.GraphQLURL(), Token: h.token(args[0]), CAFile: h.hub.CAFile()})
 	ts.Check(err)
 	ref, err := forge.ParsePRURL(h.demo.PRURL)
@@ -384,19 +390,25 @@ func hubLastReply(ts *testscript.TestScript, neg bool, h *scriptHub, args []stri
 	if len(args) != 2 {
 		ts.Fatalf("usage: hub last-reply SUBSTR WORD")
 	}
-	th := h.threadWith(ts, args[0])
+	checkLastReply(ts, h, args[0], args[1])
+}
+
+// checkLastReply: the last comment of the thread whose first comment
+// holds substr is converge's reply, and it holds word.
+func checkLastReply(ts *testscript.TestScript, r forgeReader, substr, word string) {
+	th := threadWith(ts, r, substr)
 	last := th.Comments[len(th.Comments)-1]
-	if !strings.EqualFold(last.Author, fakehub.LoginAuthor) || !strings.Contains(last.Body, "converge:reply") {
+	if !strings.EqualFold(last.Author, r.authorLogin()) || !strings.Contains(last.Body, "converge:reply") {
 		ts.Fatalf("the last comment in %s is by %s, not converge's reply: %q", th.ID, last.Author, last.Body)
 	}
-	if !strings.Contains(last.Body, args[1]) {
-		ts.Fatalf("converge's last reply in %s does not say %q: %q", th.ID, args[1], last.Body)
+	if !strings.Contains(last.Body, word) {
+		ts.Fatalf("converge's last reply in %s does not say %q: %q", th.ID, word, last.Body)
 	}
 }
 
 // threadWith is the thread whose first comment holds substr.
-func (h *scriptHub) threadWith(ts *testscript.TestScript, substr string) (th forge.Thread) {
-	for _, t := range h.observe(ts).Threads {
+func threadWith(ts *testscript.TestScript, r forgeReader, substr string) (th forge.Thread) {
+	for _, t := range r.observe(ts).Threads {
 		if len(t.Comments) > 0 && strings.Contains(t.Comments[0].Body, substr) {
 			return t
 		}

@@ -5,8 +5,6 @@ import (
 	"strings"
 
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
 // Hub subcommands of the hostile-agent scenarios: what the repository and
@@ -19,20 +17,26 @@ func init() {
 		if len(args) != 1 {
 			ts.Fatalf("usage: hub no-reply-says WORD")
 		}
-		word := strings.ToLower(args[0])
-		var saying []string
-		for _, th := range h.observe(ts).Threads {
-			for _, c := range th.Comments {
-				if strings.EqualFold(c.Author, fakehub.LoginAuthor) && strings.Contains(strings.ToLower(c.Body), word) {
-					saying = append(saying, fmt.Sprintf("%s: %q", th.ID, c.Body))
-				}
+		checkNoReplySays(ts, neg, h, args[0])
+	}
+}
+
+// checkNoReplySays: no reply of converge in any thread holds word (neg:
+// one does).
+func checkNoReplySays(ts *testscript.TestScript, neg bool, r forgeReader, word string) {
+	lower := strings.ToLower(word)
+	var saying []string
+	for _, th := range r.observe(ts).Threads {
+		for _, c := range th.Comments {
+			if strings.EqualFold(c.Author, r.authorLogin()) && strings.Contains(strings.ToLower(c.Body), lower) {
+				saying = append(saying, fmt.Sprintf("%s: %q", th.ID, c.Body))
 			}
 		}
-		switch {
-		case !neg && len(saying) > 0:
-			ts.Fatalf("converge replied %q: %s", args[0], strings.Join(saying, "; "))
-		case neg && len(saying) == 0:
-			ts.Fatalf("no reply of converge holds %q", args[0])
-		}
+	}
+	switch {
+	case !neg && len(saying) > 0:
+		ts.Fatalf("converge replied %q: %s", word, strings.Join(saying, "; "))
+	case neg && len(saying) == 0:
+		ts.Fatalf("no reply of converge holds %q", word)
 	}
 }

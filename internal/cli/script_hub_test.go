@@ -134,10 +134,7 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	switch args[0] {
 	case "request-changes":
-		_, _, err := rev().PullRequests.CreateReview(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequestReviewRequest{
-			Event: new("REQUEST_CHANGES"), Body: new(strings.Join(args[1:], " ")),
-		})
-		ts.Check(err)
+		h.requestChanges(ts, strings.Join(args[1:], " "))
 	case "review-thread":
 		if len(args) < 4 {
 			ts.Fatalf("usage: hub review-thread PATH LINE BODY")
@@ -148,13 +145,7 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		if f, ok := strings.CutPrefix(body, "@"); ok && len(args) == 4 {
 			body = ts.ReadFile(f)
 		}
-		_, _, err = rev().PullRequests.CreateReview(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequestReviewRequest{
-			Event: new("COMMENT"),
-			Comments: []*github.DraftReviewComment{{
-				Path: new(args[1]), Line: new(line), Side: new("RIGHT"), Body: new(body),
-			}},
-		})
-		ts.Check(err)
+		h.threadAs(ts, h.hub.Tokens().Reviewer, args[1], line, body)
 	case "thread-as":
 		tok := h.token(args[1])
 		if len(args) < 5 || tok == "" {
@@ -162,59 +153,36 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		line, err := strconv.Atoi(args[3])
 		ts.Check(err)
-		c, err := ghREST(h.hub, tok)
-		ts.Check(err)
-		_, _, err = c.PullRequests.CreateReview(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequestReviewRequest{
-			Event: new("COMMENT"),
-			Comments: []*github.DraftReviewComment{{
-				Path: new(args[2]), Line: new(line), Side: new("RIGHT"), Body: new(strings.Join(args[4:], " ")),
-			}},
-		})
-		ts.Check(err)
+		h.threadAs(ts, tok, args[2], line, strings.Join(args[4:], " "))
 	case "threads":
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub threads open|outdated-open|resolved N")
 		}
-		want, err := strconv.Atoi(args[2])
-		ts.Check(err)
-		got := 0
-		for _, th := range h.observe(ts).Threads {
-			switch {
-			case args[1] == "open" && !th.IsResolved,
-				args[1] == "outdated-open" && !th.IsResolved && th.IsOutdated,
-				args[1] == "resolved" && th.IsResolved:
-				got++
-			}
-		}
-		if got != want {
-			ts.Fatalf("the forge shows %d %s thread(s), want %d", got, args[1], want)
-		}
+		checkThreads(ts, h, args[1], args[2])
 	case "thread-answered":
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub thread-answered SUBSTR WORD")
 		}
-		h.threadAnswered(ts, args[1], args[2], true)
+		threadAnswered(ts, h, args[1], args[2], true)
 	case "thread-replied":
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub thread-replied SUBSTR WORD")
 		}
-		h.threadAnswered(ts, args[1], args[2], false)
+		threadAnswered(ts, h, args[1], args[2], false)
 	case "thread-replies":
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub thread-replies SUBSTR N")
 		}
 		want, err := strconv.Atoi(args[2])
 		ts.Check(err)
-		if got := h.replies(ts, args[1]); got != want {
+		if got := repliesIn(ts, h, args[1]); got != want {
 			ts.Fatalf("converge replied %d time(s) in the thread %q, want %d", got, args[1], want)
 		}
 	case "merge-state":
 		if len(args) != 2 {
 			ts.Fatalf("usage: hub merge-state STATE")
 		}
-		if got := h.observe(ts).MergeState; string(got) != args[1] {
-			ts.Fatalf("merge state %s, want %s", got, args[1])
-		}
+		checkMergeState(ts, h, args[1])
 	case "head-merges-base":
 		why := h.headMergesBase(ts)
 		switch {
@@ -230,45 +198,12 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		n, err := strconv.Atoi(args[1])
 		ts.Check(err)
-		if h.script == nil {
-			sc := fakehub.DemoScript()
-			h.script = &sc
-		}
-		for len(h.script.Rounds) < n {
-			h.script.Rounds = append(h.script.Rounds, fakehub.CopilotRound{})
-		}
-		r := &h.script.Rounds[n-1]
-		for _, o := range args[2:] {
-			switch k, v, _ := strings.Cut(o, "="); k {
-			case "error":
-				r.Error = true
-			case "none":
-				r.Findings = nil
-			case "delay":
-				r.Delay, err = time.ParseDuration(v)
-				ts.Check(err)
-			default:
-				ts.Fatalf("hub copilot-round: unknown option %q", o)
-			}
-		}
-		ts.Check(h.hub.SetCopilotScript(h.demo.Owner, h.demo.Repo, h.demo.Number, *h.script))
+		h.copilotRound(ts, n, args[2:])
 	case "verdict":
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub verdict LABEL STATE")
 		}
-		pr := h.observe(ts)
-		if !slices.Contains(pr.Labels, args[1]) {
-			ts.Fatalf("the PR lacks label %s: %v", args[1], pr.Labels)
-		}
-		got := ""
-		for _, cx := range pr.Checks.Contexts {
-			if cx.Name == "converge" {
-				got = strings.ToLower(string(cx.Conclusion))
-			}
-		}
-		if got != args[2] {
-			ts.Fatalf("converge's verdict on the head is %q, want %q", got, args[2])
-		}
+		checkVerdict(ts, h, args[1], args[2])
 	case "pr-comment":
 		if len(args) < 2 {
 			ts.Fatalf("usage: hub pr-comment WORD…")
@@ -311,37 +246,17 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		if len(args) != 4 || (args[1] != "base" && args[1] != "head") {
 			ts.Fatalf("usage: hub push base|head PATH FILE")
 		}
-		pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
-		ts.Check(err)
-		branch := pr.BaseRef
-		if args[1] == "head" {
-			branch = pr.HeadRef
-		}
-		_, err = h.hub.PushFiles(h.demo.Owner, h.demo.Repo, branch, map[string]string{args[2]: ts.ReadFile(args[3])}, "chore: "+args[2])
-		ts.Check(err)
-		if args[1] == "head" {
-			// The run starts on this head: it is not a human push mid-run.
-			pr, err = h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
-			ts.Check(err)
-			h.head = pr.HeadSHA
-		}
+		h.push(ts, args[1], map[string]string{args[2]: ts.ReadFile(args[3])}, "chore: "+args[2])
 	case "require-up-to-date":
 		ts.Check(h.hub.SetRequireUpToDate(h.demo.Owner, h.demo.Repo, true))
 	case "writes-by":
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub writes-by author|reviewer N")
 		}
-		login := map[string]string{"author": fakehub.LoginAuthor, "reviewer": fakehub.LoginReviewer}[args[1]]
 		want, err := strconv.Atoi(args[2])
 		ts.Check(err)
-		var got []fakehub.Write
-		for _, w := range h.hub.Writes() {
-			if strings.EqualFold(w.Actor, login) {
-				got = append(got, w)
-			}
-		}
-		if len(got) != want {
-			ts.Fatalf("want %d write(s) by %s, the emulator logged %d: %+v", want, login, len(got), got)
+		if got := h.writesBy(args[1]); len(got) != want {
+			ts.Fatalf("want %d write(s) by %s, the emulator logged %d: %+v", want, args[1], len(got), got)
 		}
 	case "comment-as":
 		tok := ""
@@ -373,46 +288,19 @@ func cmdHub(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		h.await(ts, args[1])
 	case "human-push":
-		pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
-		ts.Check(err)
-		_, err = h.hub.PushFiles(h.demo.Owner, h.demo.Repo, pr.HeadRef, map[string]string{"NOTES.md": "human notes\n"}, "docs: add notes")
-		ts.Check(err)
+		h.humanPush(ts)
 	case "close":
-		c, err := ghREST(h.hub, h.hub.Tokens().Author)
-		ts.Check(err)
-		_, _, err = c.PullRequests.Edit(ctx, h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequest{State: new("closed")})
-		ts.Check(err)
+		h.closePR(ts)
 	case "head-unchanged":
-		pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
-		ts.Check(err)
-		if pr.HeadSHA != h.head {
-			ts.Fatalf("the head moved: %s → %s", h.head, pr.HeadSHA)
-		}
+		checkHeadUnchanged(ts, h)
 	case "head-has":
 		if len(args) != 3 {
 			ts.Fatalf("usage: hub head-has PATH SUBSTR")
 		}
-		has := strings.Contains(h.fileAtHead(ts, args[1]), args[2])
-		switch {
-		case neg && has:
-			ts.Fatalf("%s at the head holds %q, want it not to", args[1], args[2])
-		case !neg && !has:
-			ts.Fatalf("%s at the head does not hold %q", args[1], args[2])
-		}
+		checkHeadHas(ts, neg, h, args[1], args[2])
 		return
 	case "proven":
-		pr := h.observe(ts)
-		why := forgeVerdict(pr, true)
-		if len(args) > 1 && args[1] == "no-ci" {
-			// A repository without CI: only a missing CI is forgiven.
-			why = strings.ReplaceAll(strings.ReplaceAll(why, "; no CI on the head", ""), "no CI on the head", "")
-		}
-		switch {
-		case neg && why == "":
-			ts.Fatalf("the forge proves two-stable, want it not to")
-		case !neg && why != "":
-			ts.Fatalf("the forge does not prove two-stable: %s", why)
-		}
+		checkProven(ts, neg, h, len(args) > 1 && args[1] == "no-ci")
 		return
 	default:
 		ts.Fatalf("hub: unknown subcommand %q", args[0])
@@ -478,10 +366,10 @@ func (h *scriptHub) observe(ts *testscript.TestScript) *forge.PullRequest {
 	return pr
 }
 
-// fileAtHead is path as the PR's head holds it, read from a fresh clone
+// headFile is path as the PR's head holds it, read from a fresh clone
 // with the reviewer's token: what anyone fetching the branch sees.
-func (h *scriptHub) fileAtHead(ts *testscript.TestScript, path string) string {
-	g, head := h.cloneAtHead(ts)
+func headFile(ts *testscript.TestScript, r forgeReader, path string) string {
+	g, head := r.cloneAtHead(ts)
 	out, err := g.Run(context.Background(), "show", head+":"+path)
 	ts.Check(err)
 	return out
@@ -512,8 +400,8 @@ func (h *scriptHub) token(actor string) string {
 // threadAnswered checks at the forge that converge (the author's token)
 // replied with word in the thread whose first comment holds substr and,
 // when resolved is set, that the thread is resolved, after a reply.
-func (h *scriptHub) threadAnswered(ts *testscript.TestScript, substr, word string, resolved bool) {
-	for _, th := range h.observe(ts).Threads {
+func threadAnswered(ts *testscript.TestScript, r forgeReader, substr, word string, resolved bool) {
+	for _, th := range r.observe(ts).Threads {
 		if len(th.Comments) == 0 || !strings.Contains(th.Comments[0].Body, substr) {
 			continue
 		}
@@ -522,11 +410,11 @@ func (h *scriptHub) threadAnswered(ts *testscript.TestScript, substr, word strin
 		}
 		for i := len(th.Comments) - 1; i > 0; i-- {
 			c := th.Comments[i]
-			if strings.EqualFold(c.Author, fakehub.LoginAuthor) && strings.Contains(c.Body, "converge:reply") {
+			if strings.EqualFold(c.Author, r.authorLogin()) && strings.Contains(c.Body, "converge:reply") {
 				if !strings.Contains(c.Body, word) {
 					ts.Fatalf("converge's reply in %s does not say %q: %q", th.ID, word, c.Body)
 				}
-				h.replyBeforeResolve(ts)
+				r.replyBeforeResolve(ts)
 				return
 			}
 		}
@@ -537,14 +425,14 @@ func (h *scriptHub) threadAnswered(ts *testscript.TestScript, substr, word strin
 
 // replies counts converge's replies (the author's token, with its marker)
 // in the thread whose first comment holds substr.
-func (h *scriptHub) replies(ts *testscript.TestScript, substr string) int {
-	for _, th := range h.observe(ts).Threads {
+func repliesIn(ts *testscript.TestScript, r forgeReader, substr string) int {
+	for _, th := range r.observe(ts).Threads {
 		if len(th.Comments) == 0 || !strings.Contains(th.Comments[0].Body, substr) {
 			continue
 		}
 		n := 0
 		for _, c := range th.Comments[1:] {
-			if strings.EqualFold(c.Author, fakehub.LoginAuthor) && strings.Contains(c.Body, "converge:reply") {
+			if strings.EqualFold(c.Author, r.authorLogin()) && strings.Contains(c.Body, "converge:reply") {
 				n++
 			}
 		}
@@ -599,4 +487,199 @@ func (h *scriptHub) headMergesBase(ts *testscript.TestScript) string {
 		}
 	}
 	return "the head's first parent is not a commit of the branch"
+}
+
+// forgeReader is what the scenario checks read of a forge: the PR as the
+// reviewer's token observes it through converge's own backend, a fresh
+// clone, and who converge is there. scriptHub is one; the scenario table's
+// forges (script_forge_test.go) are too, so one check serves `hub` and
+// `forge` alike.
+type forgeReader interface {
+	observe(ts *testscript.TestScript) *forge.PullRequest
+	// cloneAtHead is a fresh clone with every branch fetched, and the PR's
+	// head as the forge shows it now.
+	cloneAtHead(ts *testscript.TestScript) (*repo.Git, string)
+	// startHead is the PR's head when the run under test began.
+	startHead() string
+	// authorLogin is the login converge writes as.
+	authorLogin() string
+	// replyBeforeResolve fails the script when the forge's write log shows
+	// converge resolving a thread before its first reply (PR-S12).
+	replyBeforeResolve(ts *testscript.TestScript)
+}
+
+func (h *scriptHub) startHead() string   { return h.head }
+func (h *scriptHub) authorLogin() string { return fakehub.LoginAuthor }
+
+// requestChanges: the reviewer requests changes with body.
+func (h *scriptHub) requestChanges(ts *testscript.TestScript, body string) {
+	c, err := ghREST(h.hub, h.hub.Tokens().Reviewer)
+	ts.Check(err)
+	_, _, err = c.PullRequests.CreateReview(context.Background(), h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequestReviewRequest{
+		Event: new("REQUEST_CHANGES"), Body: new(body),
+	})
+	ts.Check(err)
+}
+
+// threadAs: the holder of tok opens a review thread on line of path.
+func (h *scriptHub) threadAs(ts *testscript.TestScript, tok, path string, line int, body string) {
+	c, err := ghREST(h.hub, tok)
+	ts.Check(err)
+	_, _, err = c.PullRequests.CreateReview(context.Background(), h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequestReviewRequest{
+		Event: new("COMMENT"),
+		Comments: []*github.DraftReviewComment{{
+			Path: new(path), Line: new(line), Side: new("RIGHT"), Body: new(body),
+		}},
+	})
+	ts.Check(err)
+}
+
+// copilotRound sets Copilot's nth review from now on (1-based) by opts:
+// none, error, delay=D.
+func (h *scriptHub) copilotRound(ts *testscript.TestScript, n int, opts []string) {
+	if h.script == nil {
+		sc := fakehub.DemoScript()
+		h.script = &sc
+	}
+	for len(h.script.Rounds) < n {
+		h.script.Rounds = append(h.script.Rounds, fakehub.CopilotRound{})
+	}
+	r := &h.script.Rounds[n-1]
+	for _, o := range opts {
+		switch k, v, _ := strings.Cut(o, "="); k {
+		case "error":
+			r.Error = true
+		case "none":
+			r.Findings = nil
+		case "delay":
+			d, err := time.ParseDuration(v)
+			ts.Check(err)
+			r.Delay = d
+		default:
+			ts.Fatalf("copilot round: unknown option %q", o)
+		}
+	}
+	ts.Check(h.hub.SetCopilotScript(h.demo.Owner, h.demo.Repo, h.demo.Number, *h.script))
+}
+
+// push: the author pushes files to the PR's base or head branch; a run
+// starts on a head pushed so, which is then no human push mid-run.
+func (h *scriptHub) push(ts *testscript.TestScript, which string, files map[string]string, msg string) {
+	pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
+	ts.Check(err)
+	branch := pr.BaseRef
+	if which == "head" {
+		branch = pr.HeadRef
+	}
+	_, err = h.hub.PushFiles(h.demo.Owner, h.demo.Repo, branch, files, msg)
+	ts.Check(err)
+	if which == "head" {
+		pr, err = h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
+		ts.Check(err)
+		h.head = pr.HeadSHA
+	}
+}
+
+// humanPush: the author pushes a commit without converge's trailer.
+func (h *scriptHub) humanPush(ts *testscript.TestScript) {
+	pr, err := h.hub.PR(h.demo.Owner, h.demo.Repo, h.demo.Number)
+	ts.Check(err)
+	_, err = h.hub.PushFiles(h.demo.Owner, h.demo.Repo, pr.HeadRef, map[string]string{"NOTES.md": "human notes\n"}, "docs: add notes")
+	ts.Check(err)
+}
+
+// closePR: the author closes the PR.
+func (h *scriptHub) closePR(ts *testscript.TestScript) {
+	c, err := ghREST(h.hub, h.hub.Tokens().Author)
+	ts.Check(err)
+	_, _, err = c.PullRequests.Edit(context.Background(), h.demo.Owner, h.demo.Repo, h.demo.Number, &github.PullRequest{State: new("closed")})
+	ts.Check(err)
+}
+
+// writesBy is the emulator's log of write requests (mutations, REST
+// writes, pushes) by actor: author (converge's token) or reviewer.
+func (h *scriptHub) writesBy(actor string) []fakehub.Write {
+	login := map[string]string{"author": fakehub.LoginAuthor, "reviewer": fakehub.LoginReviewer}[actor]
+	var got []fakehub.Write
+	for _, w := range h.hub.Writes() {
+		if strings.EqualFold(w.Actor, login) {
+			got = append(got, w)
+		}
+	}
+	return got
+}
+
+// checkThreads: the forge shows exactly n threads of kind (open,
+// outdated-open, resolved).
+func checkThreads(ts *testscript.TestScript, r forgeReader, kind, n string) {
+	want, err := strconv.Atoi(n)
+	ts.Check(err)
+	got := 0
+	for _, th := range r.observe(ts).Threads {
+		switch {
+		case kind == "open" && !th.IsResolved,
+			kind == "outdated-open" && !th.IsResolved && th.IsOutdated,
+			kind == "resolved" && th.IsResolved:
+			got++
+		}
+	}
+	if got != want {
+		ts.Fatalf("the forge shows %d %s thread(s), want %d", got, kind, want)
+	}
+}
+
+func checkMergeState(ts *testscript.TestScript, r forgeReader, want string) {
+	if got := r.observe(ts).MergeState; string(got) != want {
+		ts.Fatalf("merge state %s, want %s", got, want)
+	}
+}
+
+// checkVerdict: the PR carries label and converge's verdict on the head
+// is state (success, failure, error).
+func checkVerdict(ts *testscript.TestScript, r forgeReader, label, state string) {
+	pr := r.observe(ts)
+	if !slices.Contains(pr.Labels, label) {
+		ts.Fatalf("the PR lacks label %s: %v", label, pr.Labels)
+	}
+	got := ""
+	for _, cx := range pr.Checks.Contexts {
+		if cx.Name == "converge" {
+			got = strings.ToLower(string(cx.Conclusion))
+		}
+	}
+	if got != state {
+		ts.Fatalf("converge's verdict on the head is %q, want %q", got, state)
+	}
+}
+
+func checkHeadUnchanged(ts *testscript.TestScript, r forgeReader) {
+	if head := r.observe(ts).HeadSHA; head != r.startHead() {
+		ts.Fatalf("the head moved: %s → %s", r.startHead(), head)
+	}
+}
+
+// checkHeadHas: path at the PR's head holds substr (neg: it does not).
+func checkHeadHas(ts *testscript.TestScript, neg bool, r forgeReader, path, substr string) {
+	has := strings.Contains(headFile(ts, r, path), substr)
+	switch {
+	case neg && has:
+		ts.Fatalf("%s at the head holds %q, want it not to", path, substr)
+	case !neg && !has:
+		ts.Fatalf("%s at the head does not hold %q", path, substr)
+	}
+}
+
+// checkProven: the forge proves two-stable (neg: it does not); noCI, a
+// repository without CI, forgives only the missing CI.
+func checkProven(ts *testscript.TestScript, neg bool, r forgeReader, noCI bool) {
+	why := forgeVerdict(r.observe(ts), true)
+	if noCI {
+		why = strings.ReplaceAll(strings.ReplaceAll(why, "; no CI on the head", ""), "no CI on the head", "")
+	}
+	switch {
+	case neg && why == "":
+		ts.Fatalf("the forge proves two-stable, want it not to")
+	case !neg && why != "":
+		ts.Fatalf("the forge does not prove two-stable: %s", why)
+	}
 }

@@ -37,23 +37,27 @@ func (w withBuiltBinary) Run() int {
 func TestScripts(t *testing.T) {
 	t.Parallel() // each script has its own emulator and work directory
 	testscript.Run(t, testscript.Params{
-		Dir:  "testdata/script",
-		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){"hub": cmdHub},
-		Setup: func(env *testscript.Env) error {
-			// A clean environment: no tokens leak in from the developer's shell.
-			for _, k := range []string{"CONVERGE_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GITHUB_API_URL"} {
-				env.Setenv(k, "")
-			}
-			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
-			env.Setenv("GH_CONFIG_DIR", env.WorkDir+"/gh")
-			checkEvents(env)
-			// The go commands converge runs share the host's build cache
-			// (HOME is /no-home here).
-			for _, kv := range gobuild.Env() {
-				k, v, _ := strings.Cut(kv, "=")
-				env.Setenv(k, v)
-			}
-			return nil
-		},
+		Dir:   "testdata/script",
+		Cmds:  map[string]func(ts *testscript.TestScript, neg bool, args []string){"hub": cmdHub},
+		Setup: scriptSetup,
 	})
+}
+
+// scriptSetup is the environment of every txtar scenario (TestScripts and
+// the scenario table).
+func scriptSetup(env *testscript.Env) error {
+	// A clean environment: no tokens leak in from the developer's shell.
+	for _, k := range []string{"CONVERGE_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "GH_ENTERPRISE_TOKEN", "GITHUB_ENTERPRISE_TOKEN", "GITHUB_API_URL"} {
+		env.Setenv(k, "")
+	}
+	env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
+	env.Setenv("GH_CONFIG_DIR", env.WorkDir+"/gh")
+	checkEvents(env)
+	// The go commands converge runs share the host's build cache
+	// (HOME is /no-home here).
+	for _, kv := range gobuild.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		env.Setenv(k, v)
+	}
+	return nil
 }

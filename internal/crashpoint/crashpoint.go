@@ -23,13 +23,18 @@ import (
 const (
 	EnvAt  = "CONVERGE_TEST_CRASH_AT"
 	EnvLog = "CONVERGE_TEST_CRASH_LOG"
+	// EnvAtName names the boundary to die at by its name ("forge graphql
+	// BatchReply: after"): the first boundary of that name. A scenario
+	// that crashes at one place on several forges cannot know its number.
+	EnvAtName = "CONVERGE_TEST_CRASH_AT_NAME"
 )
 
 // hook is nil unless one of the variables is set.
-var hook = load(os.Getenv(EnvAt), os.Getenv(EnvLog))
+var hook = withName(load(os.Getenv(EnvAt), os.Getenv(EnvLog)), os.Getenv(EnvAtName))
 
 type matrix struct {
 	at      int    // the boundary to die at; 0: none
+	atName  string // the name of the boundary to die at; "": none
 	logPath string // where boundaries are recorded; "": nowhere
 
 	mu   sync.Mutex
@@ -45,6 +50,18 @@ func load(at, logPath string) *matrix {
 		return nil
 	}
 	return &matrix{at: k, logPath: logPath, kill: killSelf}
+}
+
+// withName arms m, or a new hook, to die at the first boundary named name.
+func withName(m *matrix, name string) *matrix {
+	if name == "" {
+		return m
+	}
+	if m == nil {
+		m = &matrix{kill: killSelf}
+	}
+	m.atName = name
+	return m
 }
 
 func parseAt(v string) (int, error) {
@@ -107,7 +124,7 @@ func (m *matrix) hit(name string) {
 			fmt.Fprintf(m.log, "%d %s\n", m.n, strings.ReplaceAll(name, "\n", " "))
 		}
 	}
-	if m.n == m.at {
+	if m.n == m.at || (m.atName != "" && name == m.atName) {
 		// The lock stays held: nothing else passes a boundary while the
 		// signal is on its way.
 		m.kill()

@@ -65,3 +65,20 @@ func BenchmarkHitUnarmed(b *testing.B) {
 		Hit("engine act reply: before")
 	}
 }
+
+func TestREL2_CrashAtNamedBoundary(t *testing.T) {
+	if withName(nil, "") != nil {
+		t.Fatal("no name armed the hook")
+	}
+	m := withName(nil, "forge x: after")
+	killed := 0
+	m.kill = func() { killed++ }
+	m.hit("forge x: before")
+	if killed != 0 {
+		t.Fatal("died at another boundary")
+	}
+	m.hit("forge x: after")
+	if killed != 1 || m.n != 2 {
+		t.Fatalf("killed %d times after %d boundaries, want once at the second", killed, m.n)
+	}
+}

@@ -101,7 +101,7 @@ func TestPR_EveryIDOfSpecSection1HasATest(t *testing.T) {
 					named[id] = append(named[id], m[1])
 				}
 			}
-		case strings.HasSuffix(p, ".txtar") && strings.Contains(filepath.ToSlash(p), "testdata/script/"):
+		case strings.HasSuffix(p, ".txtar") && (strings.Contains(filepath.ToSlash(p), "testdata/script/") || strings.Contains(filepath.ToSlash(p), "testdata/bothforges/")):
 			f, err := os.Open(p)
 			if err != nil {
 				return err
