@@ -20,6 +20,14 @@ func ParseSuggestion(body string) (lines []string, reason string) {
 	return s.lines, reason
 }
 
+// ParseSuggestionRange is ParseSuggestion that also returns GitLab's
+// relative range (```suggestion:-A+B): the block replaces the above lines
+// before the commented line, that line and the below lines after it.
+func ParseSuggestionRange(body string) (lines []string, above, below int, reason string) {
+	s, reason := parseSuggestion(body)
+	return s.lines, s.above, s.below, reason
+}
+
 // suggestion is one parsed suggestion block: its lines, and the lines
 // above and below the commented line it replaces too, as GitLab's
 // ```suggestion:-A+B fence says (both 0 for ```suggestion).
