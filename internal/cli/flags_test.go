@@ -128,12 +128,13 @@ func TestIF_1_ConfigFlags(t *testing.T) {
 func TestIF_1_SandboxFlags(t *testing.T) {
 	testFlags(t, newSandboxCmd, []flagCase[sandboxOptions]{
 		{check: func(o *sandboxOptions) bool {
-			return o.StateDir == "" && o.Addr == "127.0.0.1:0" && !o.HTTP && o.CopilotDelay == 3*time.Second && !o.Verbose
+			return o.StateDir == "" && o.Addr == "127.0.0.1:0" && !o.HTTP && o.CopilotDelay == 3*time.Second && !o.Verbose && o.Forge == forge.GitHub
 		}},
-		{args: []string{"--state", "s", "--addr", "[::1]:9", "--http", "--copilot-delay", "50ms", "-v"},
+		{args: []string{"--state", "s", "--addr", "[::1]:9", "--http", "--copilot-delay", "50ms", "-v", "--forge", "gitlab"},
 			check: func(o *sandboxOptions) bool {
-				return o.StateDir == "s" && o.Addr == "[::1]:9" && o.HTTP && o.CopilotDelay == 50*time.Millisecond && o.Verbose
+				return o.StateDir == "s" && o.Addr == "[::1]:9" && o.HTTP && o.CopilotDelay == 50*time.Millisecond && o.Verbose && o.Forge == forge.GitLab
 			}},
+		usage[sandboxOptions](`unknown forge "gitea"`, "--forge", "gitea"),
 		usage[sandboxOptions]("invalid argument", "--copilot-delay", "3"),
 		usage[sandboxOptions]("unknown command", "now"),
 	})

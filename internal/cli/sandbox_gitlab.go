@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/exitcode"
@@ -59,7 +60,10 @@ func sandboxGuideGitLab(info sandboxInfo) string {
 		fmt.Fprintf(&b, "  export SSL_CERT_FILE=%s GIT_SSL_CAINFO=%s\n", info.CAFile, info.CAFile)
 	}
 	fmt.Fprintf(&b, "  export GITLAB_TOKEN=%s\n", info.Tokens.Author)
-	fmt.Fprintf(&b, "  git -c http.extraHeader=\"PRIVATE-TOKEN: $GITLAB_TOKEN\" clone %s\n", info.GitURL)
+	// GitLab takes a token as the password of any user name over git.
+	if u, err := url.Parse(info.GitURL); err == nil {
+		fmt.Fprintf(&b, "  git clone %s://oauth2:$GITLAB_TOKEN@%s%s\n", u.Scheme, u.Host, u.Path)
+	}
 	fmt.Fprintf(&b, "  converge pr %s --poll-min 2s --poll-max 10s\n\n", info.PRURL)
 	fmt.Fprintf(&b, "The other actors' tokens (reviewer, owner, reporter, outsider, duo) are in the JSON line above. Ctrl-C stops the sandbox.\n")
 	return b.String()
