@@ -110,15 +110,15 @@ type Lab struct {
 	wg     sync.WaitGroup
 
 	// mu guards the model; each request holds it for its whole handling.
-	mu         sync.Mutex
-	users      []*user
-	byToken    map[string]*user
-	projects   []*project
-	nextID     int
+	mu       sync.Mutex
+	users    []*user
+	byToken  map[string]*user
+	projects []*project
+	nextID   int
 	// clockMu guards lastNow: the lab's clock only moves forward, by at
 	// least a millisecond a reading, so two writes never share a time.
-	clockMu sync.Mutex
-	lastNow time.Time
+	clockMu    sync.Mutex
+	lastNow    time.Time
 	subs       map[int]chan Event
 	nextSub    int
 	closed     bool
