@@ -336,3 +336,35 @@ func TestPR_S14_CommitsBehind(t *testing.T) {
 		t.Errorf("again: %d, %v", n, err)
 	}
 }
+
+// Duo's start shows as duo_review_started for every note only a started
+// review writes: today's progress system note, the older "Hey :wave:"
+// note and every later top-level note by GitLabDuo; its diff notes, its
+// approval (an approved event), and other users' look-alike notes do not.
+func TestPR_S1_DuoStartEvents(t *testing.T) {
+	reg := httpmock.New(t)
+	stub(reg, "GET", pMR+"/notes", "", ok([]any{
+		noteJSON(20, nil, "GitLabDuo", "is reviewing your merge request and will let you know when it's finished", 1, true, nil),
+		noteJSON(21, nil, "GitLabDuo", "Hey :wave: I'm starting to review your merge request and I will let you know when I'm finished.", 2, false, nil),
+		noteJSON(22, "DiffNote", "GitLabDuo", "Rename this.", 3, false, pos(shaHead, 3)),
+		noteJSON(23, nil, "gitlabduo", "I finished my review and found nothing to comment on. Nice work! :tada:", 4, false, nil),
+		noteJSON(24, nil, "GitLabDuo", "approved this merge request", 5, true, nil),
+		noteJSON(25, nil, "alice", "Hey :wave: I'm starting to review your merge request and I will let you know when I'm finished.", 6, false, nil),
+		noteJSON(26, nil, "alice", "is reviewing your merge request", 7, true, nil),
+		noteJSON(27, "DiscussionNote", "GitLabDuo", "a reply in a thread", 8, false, nil),
+	}))
+	stub(reg, "GET", pMR+"/resource_label_events", "", ok([]any{}))
+	c, _ := newTestClient(t, reg)
+	evs, err := c.IssueEvents(context.Background(), testRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, fmt.Sprintf("%d:%s:%s", e.ID, e.Event, e.Actor))
+	}
+	want := []string{"20:duo_review_started:GitLabDuo", "21:duo_review_started:GitLabDuo", "23:duo_review_started:gitlabduo", "24:approved:GitLabDuo"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events %q, want %q", got, want)
+	}
+}
