@@ -289,7 +289,9 @@ func testObserveWholePR(t *testing.T, h Harness) {
 // testReviewsAndThreads: a review shows with its author, state, commit,
 // body and its own comment count; each comment opens a thread at the
 // line it was made on, linked to its review and original commit (PR-O2);
-// reviews are oldest first (PR-O4).
+// reviews are oldest first (PR-O4). On a forge without review objects
+// (Harness.CommentOnlyReviews) the review has no body and no comment-less
+// second review is submitted.
 func testReviewsAndThreads(t *testing.T, h Harness) {
 	f := facts(t, h)
 	u := uniq()
