@@ -33,8 +33,8 @@ func PRFields() []Field {
 		{Key: "max_structural_rounds", Kind: Int, Min: 1, Default: strconv.Itoa(d.MaxStructuralRounds), Help: "consecutive structural rounds before convergence-failure (PR-T6)"},
 		{Key: "idle_timeout", Kind: Duration, Min: 1, Default: dur(d.IdleTimeout), Help: "no activity on the PR for this long ends the run idle-timeout (PR-T3)"},
 		// Waits of a round (PR-S1, PR-S2).
-		{Key: "review_start_window", Kind: Duration, Min: 1, Default: dur(d.ReviewStartWindow), Help: "how long a requested Copilot review may take to start before Copilot's latest review of the head is taken instead"},
-		{Key: "review_wait", Kind: Duration, Min: 1, Default: dur(d.ReviewWaitMax), Help: "longest wait for a requested Copilot review to land"},
+		{Key: "review_start_window", Kind: Duration, Min: 1, Default: dur(d.ReviewStartWindow), Help: "how long a requested review by the forge's bot (Copilot, GitLab Duo) may take to start before its latest review of the head is taken instead"},
+		{Key: "review_wait", Kind: Duration, Min: 1, Default: dur(d.ReviewWaitMax), Help: "longest wait for a requested review by the forge's bot to land"},
 		{Key: "ci_wait", Kind: Duration, Min: 1, Default: dur(d.CIWaitMax), Help: "longest wait for CI to settle on a head"},
 		// Back-offs (PR-S2, REL-1).
 		{Key: "poll_min", Kind: Duration, Min: 0.001, Default: dur(60 * time.Second), Help: "first wait between polls"},
@@ -54,7 +54,7 @@ func PRFields() []Field {
 		{Key: "max_parallel_fixers", Kind: Int, Min: 1, Default: strconv.Itoa(pool.DefaultMax), Help: "fixers of a round that run at once, one per file, each in its own git worktree (AG-P1)"},
 		{Key: "agent_models", Kind: List, Default: "", Help: "the fixer's model escalation ladder, default model first: a second NEEDS_CONTEXT or a BLOCKED re-dispatches on the next (AG-E1); empty: the agent's one configured model"},
 		// What the repository has.
-		{Key: "expects_copilot", Kind: Bool, Default: strconv.FormatBool(d.ExpectsBot), Help: "Copilot reviews this repository; false: single-iteration mode (PR-M3)"},
+		{Key: "expects_copilot", Kind: Bool, Default: strconv.FormatBool(d.ExpectsBot), Help: "the forge's review bot (Copilot on GitHub, GitLab Duo on GitLab) reviews this repository; false: single-iteration mode (PR-M3)"},
 		{Key: "expects_github_checks", Kind: Bool, Default: strconv.FormatBool(!d.ExpectNoChecks), Help: "the repository has CI; false: two-stable does not wait for checks (PR-T1(2))"},
 		{Key: "recap_interval", Kind: Int, Min: 0, Default: strconv.Itoa(d.RecapInterval), Help: "every this many rounds, counted from the forge's history, a judge recaps the run: CONTINUE, REVERT-AND-SHIP or HAND-OFF (PR-G2); 0: never"},
 		{Key: "fix_minor", Kind: Bool, Default: strconv.FormatBool(d.FixMinor), Help: "send minor review points (wording, naming, style) to the fixers too; false: reply that a human decides, and leave them open (PR-S9)"},
