@@ -19,7 +19,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -27,7 +27,9 @@ import (
 type doctorOptions struct {
 	Workdir string
 	Host    string
-	JSON    bool
+	// Forge is whose token to look for: GitHub's variables or GitLab's.
+	Forge forge.Kind
+	JSON  bool
 	// Check makes one live request per backend (agent.Check).
 	Check bool
 	// Agents are the backends a run would use (--agent), beside those
@@ -80,6 +82,7 @@ when --check shows the model answered.`,
 	f := cmd.Flags()
 	f.StringVar(&opts.Workdir, "workdir", ".", "the repository to inspect")
 	f.StringVar(&opts.Host, "host", "github.com", "the forge host whose token to look for")
+	f.Var(forgeFlag{&opts.Forge}, "forge", "the forge whose token to look for: github (GH_TOKEN, gh) or gitlab (GITLAB_TOKEN, GL_TOKEN)")
 	f.BoolVar(&opts.JSON, "json", false, "print JSON")
 	f.BoolVar(&opts.Check, "check", false, "make one minimal read-only request per agent CLI and say whether its model answered")
 	f.StringArrayVar(&opts.Agents, "agent", nil, "a backend a run would use (repeatable): its problems decide the exit code")
@@ -187,7 +190,10 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 		}
 	}
 
-	token, src, err := ghclient.ResolveToken(opts.Host, "", ios.Getenv, ghclient.GHAuthToken)
+	if opts.Forge == forge.GitLab && opts.Host == "github.com" {
+		opts.Host = "gitlab.com" // --host's default is GitHub's
+	}
+	token, src, err := forgeSite{kind: opts.Forge}.resolveToken(opts.Host, "", ios.Getenv)
 	if err != nil {
 		rep.Token = doctorFinding{What: err.Error()}
 	} else {
