@@ -297,8 +297,12 @@ func diffReviewID(author, head string) string { return "diffnotes:" + author + "
 //
 //   - a system note "approved this merge request" by U at t is an APPROVED
 //     review by U of the head of the MR version current at t;
-//     "requested changes" is CHANGES_REQUESTED, "unapproved this merge
-//     request" DISMISSED, likewise. Review.ID is the note's global id.
+//     "requested changes" is CHANGES_REQUESTED likewise. Review.ID is the
+//     note's global id. "unapproved this merge request" is no review of
+//     its own: it turns U's approval before it DISMISSED, as a dismissal
+//     does on GitHub. (Duo withdraws its approval as a new review starts;
+//     read as a review, that withdrawal was Duo's answer to the request
+//     that started it, and every re-request of Duo ended without a signal.)
 //   - U's discussions opened by a DiffNote are grouped by the note's
 //     position.head_sha: one COMMENTED review per (U, head) with ID
 //     "diffnotes:U:head", CommentCount the number of those discussions,
@@ -326,7 +330,11 @@ func synthesizeReviews(notes []note, discussions []discussion, versions []versio
 		case sysRequestedChanges:
 			st = forge.ReviewChangesRequested
 		case sysUnapproved:
-			st = forge.ReviewDismissed
+			if i, ok := lastApproval[n.Author.name()]; ok {
+				out[i].State = forge.ReviewDismissed
+				delete(lastApproval, n.Author.name())
+			}
+			continue
 		default:
 			continue
 		}
