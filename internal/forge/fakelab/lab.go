@@ -118,6 +118,7 @@ type Lab struct {
 	lagReads   int
 	mergeCache map[string]mergeInfo
 	writes     []Write
+	hooks      labHooks // project webhooks (webhooks.go)
 }
 
 // New prepares a lab: state directory, CA, users. Start serves it.
@@ -357,6 +358,7 @@ func (l *Lab) publishLocked(ev Event) {
 		default:
 		}
 	}
+	l.hookLocked(ev)
 }
 
 func (l *Lab) bgCtx() context.Context {
