@@ -707,7 +707,7 @@ func (l *Lab) commitHookJSON(ctx context.Context, p *project, sha string) map[st
 	msg := strings.TrimRight(f[3], "\n") + "\n"
 	title, _, _ := strings.Cut(msg, "\n")
 	return map[string]any{"id": sha, "message": msg, "title": title, "timestamp": f[0],
-		"url": fmt.Sprintf("%s/%s/-/commit/%s", l.URL(), p.path, sha),
+		"url":    fmt.Sprintf("%s/%s/-/commit/%s", l.URL(), p.path, sha),
 		"author": map[string]any{"name": f[1], "email": f[2]}}
 }
 
