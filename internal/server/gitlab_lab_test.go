@@ -1,13 +1,16 @@
 package server
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakelab"
+	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/testutil/labtest"
 )
 
@@ -139,5 +142,41 @@ func TestSEC_4_GitLabEmulatorDeliveriesVerifyEndToEnd(t *testing.T) {
 	}
 	if len(r.loops.Wakes()) != before {
 		t.Errorf("a wrong token woke a loop")
+	}
+}
+
+// TestPR_S2_WatchGitLabProjects: POST /api/repos on a GitLab server takes
+// a project's full path, in subgroups too, and refuses another forge's
+// repository; a GitHub server still wants owner/name.
+func TestPR_S2_WatchGitLabProjects(t *testing.T) {
+	discover := func(o *Options) {
+		o.Discover = func(context.Context, store.RepoWatch) ([]string, error) { return nil, nil }
+	}
+	lab := newRig(t, func(o *Options) { discover(o); o.Forge = forge.GitLab })
+	for _, c := range []struct {
+		body string
+		want int
+	}{
+		{`{"repo":"group/sub/project","forge":"gitlab","label":"converge"}`, http.StatusCreated},
+		{`{"repo":"group/project"}`, http.StatusCreated},
+		{`{"repo":"acme/widget","forge":"github"}`, http.StatusUnprocessableEntity},
+		{`{"repo":"group","forge":"gitlab"}`, http.StatusBadRequest},
+		{`{"repo":"group//project"}`, http.StatusBadRequest},
+		{`{"repo":"a/b","forge":"gitea"}`, http.StatusBadRequest},
+	} {
+		if rec := lab.do(t, "POST", "/api/repos", "", c.body); rec.Code != c.want {
+			t.Errorf("POST /api/repos %s: %d %s, want %d", c.body, rec.Code, rec.Body, c.want)
+		}
+	}
+	ws, err := lab.st.RepoWatches(context.Background())
+	if err != nil || len(ws) != 2 || ws[1].Repo != "group/sub/project" || ws[1].Label != "converge" {
+		t.Errorf("watches = %+v, %v", ws, err)
+	}
+	hub := newRig(t, discover)
+	if rec := hub.do(t, "POST", "/api/repos", "", `{"repo":"group/sub/project"}`); rec.Code != http.StatusBadRequest {
+		t.Errorf("a GitHub server took a three-part repo: %d", rec.Code)
+	}
+	if rec := hub.do(t, "POST", "/api/repos", "", `{"repo":"group/project","forge":"gitlab"}`); rec.Code != http.StatusUnprocessableEntity {
+		t.Errorf("a GitHub server took a GitLab project: %d", rec.Code)
 	}
 }
