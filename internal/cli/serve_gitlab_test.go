@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	gitlab "gitlab.com/gitlab-org/api/client-go"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/forge/fakelab"
+	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/testutil/labtest"
+)
+
+// labDemoMR opens one more merge request like the demo's on the demo
+// project, Duo scripted as on the demo's, and returns its iid.
+func labDemoMR(t *testing.T, lab *fakelab.Lab, i int) int {
+	t.Helper()
+	iid, err := lab.CreateMR(fakelab.DemoProject, fakelab.NewMR{
+		Source: fmt.Sprintf("%s-%d", fakelab.DemoBranch, i), Title: fmt.Sprintf("Add summary statistics (%d)", i),
+		Files: fakehub.DemoPRFiles(), Message: "Add summary statistics",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lab.SetDuoScript(fakelab.DemoProject, iid, fakelab.DemoScript()); err != nil {
+		t.Fatal(err)
+	}
+	return iid
+}
+
+// labStatus is converge's commit status on sha, read at the emulator by
+// the official client; "" when there is none.
+func labStatus(t *testing.T, c *gitlab.Client, sha string) string {
+	t.Helper()
+	sts, _, err := c.Commits.GetCommitStatuses(fakelab.DemoProject, sha, &gitlab.GetCommitStatusesOptions{All: gitlab.Ptr(true)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range sts {
+		if s.Name == prloop.StatusContext {
+			return s.Status
+		}
+	}
+	return ""
+}
+
+// labTwoStable reports whether the emulator shows MR iid finished as
+// two-stable: the ready label, converge's status success on the head, and
+// every thread answered by converge and resolved. why says what is
+// missing.
+func labTwoStable(t *testing.T, lab *fakelab.Lab, c *gitlab.Client, iid int) (ok bool, why string) {
+	t.Helper()
+	st, err := lab.MR(fakelab.DemoProject, iid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(st.Labels, prloop.LabelReady) {
+		return false, fmt.Sprintf("labels %v", st.Labels)
+	}
+	if s := labStatus(t, c, st.HeadSHA); s != "success" {
+		return false, fmt.Sprintf("converge status %q on %.8s", s, st.HeadSHA)
+	}
+	threads := 0
+	for _, d := range st.Discussions {
+		if !d.Resolvable {
+			continue // a plain comment (Duo's summary, converge's own)
+		}
+		threads++
+		replies := 0
+		for _, b := range d.Notes {
+			if len(prloop.ParseMarkers(b)) > 0 {
+				replies++
+			}
+		}
+		if replies != 1 || !d.Resolved {
+			return false, fmt.Sprintf("thread %s: %d converge replies, resolved %v: %q", d.ID, replies, d.Resolved, d.Notes)
+		}
+	}
+	if threads == 0 {
+		return false, "no thread: Duo's findings never came"
+	}
+	return true, ""
+}
+
+// waitLab waits, on the emulator's own events, until ok holds, or the
+// serve process ends.
+func waitLab(t *testing.T, lab *fakelab.Lab, sp *serveProc, limit time.Duration, what string, ok func() (bool, string)) {
+	t.Helper()
+	events, cancel := lab.Subscribe()
+	defer cancel()
+	deadline := time.After(limit)
+	for {
+		done, why := ok()
+		if done {
+			return
+		}
+		select {
+		case <-events:
+		case <-sp.done:
+			t.Fatalf("converge serve exited before %s (%s):\n%s", what, why, sp.out.String())
+		case <-deadline:
+			t.Fatalf("no %s after %s (%s):\n%s", what, limit, why, sp.out.String())
+		}
+	}
+}
+
+// TestPR_S2_ServeDrivesGitLabMRsByWebhooks: `converge serve` on the GitLab
+// emulator, polls ten minutes apart, drives three merge requests to
+// two-stable within the test's time, so the emulator's webhooks (carrying
+// the secret token, SEC-4) woke its loops: one named as an argument, one
+// open when serve started on a watched project (--forge gitlab --watch
+// GROUP/SUB/PROJECT), one opened while it serves (its Merge Request Hook
+// open makes serve look through the project again). Each ends two-stable
+// as the emulator shows it; a push after the verdict makes serve prove
+// the new head (PR-T10); SIGTERM drains and exits 0.
+func TestPR_S2_ServeDrivesGitLabMRsByWebhooks(t *testing.T) {
+	t.Parallel() // its own emulator, state and port
+	if testing.Short() {
+		t.Skip("runs MR loops end to end")
+	}
+	lab := labtest.Start(t, 100*time.Millisecond)
+	demo, err := fakelab.SeedDemo(t.Context(), lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	iids := []int{demo.IID, labDemoMR(t, lab, 2)}
+	addr := freeAddr(t)
+	if _, err := lab.AddHook(fakelab.DemoProject, fakelab.Hook{URL: "http://" + addr + "/webhook", Token: serveTestSecret,
+		PushEvents: true, MergeRequestsEvents: true, NoteEvents: true, PipelineEvents: true}); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"CONVERGE_TOKEN": lab.Tokens().Author, "CONVERGE_WEBHOOK_SECRET": serveTestSecret}
+	sp := startServe(t, env, "--api-url", lab.APIURL(), "--ca-file", lab.CAFile(), "--state", t.TempDir(),
+		"--poll-min", "10m", "--poll-max", "10m", "--listen", addr,
+		"--forge", "gitlab", "--watch", fakelab.DemoProject, demo.MRURL)
+	// Opened while serve runs: only its webhook can bring it in.
+	iids = append(iids, labDemoMR(t, lab, 3))
+
+	reader := labtest.Client(t, lab, lab.Tokens().Reviewer)
+	waitLab(t, lab, sp, 10*time.Minute, "every merge request two-stable at the emulator", func() (bool, string) {
+		for _, iid := range iids {
+			if ok, why := labTwoStable(t, lab, reader, iid); !ok {
+				return false, fmt.Sprintf("!%d: %s", iid, why)
+			}
+		}
+		return true, ""
+	})
+	// Every delivery reached serve and was taken: none refused for its
+	// token or its shape.
+	ds := lab.HookDeliveries()
+	if len(ds) == 0 {
+		t.Fatal("the emulator delivered no webhook")
+	}
+	for _, d := range ds {
+		if d.Done && d.Status != http.StatusAccepted && d.Status != http.StatusOK {
+			t.Errorf("%s %s (!%d): serve answered %d %s", d.Event, d.Action, d.IID, d.Status, d.Err)
+		}
+	}
+
+	// Someone pushes to a merge request converge finished: its verdict
+	// was about the old head, so serve runs it again and proves the new
+	// head (PR-T10). The push comes once serve no longer lists its loop.
+	first := lab.MRURL(fakelab.DemoProject, iids[0])
+	deadline := time.Now().Add(2 * time.Minute)
+	for strings.Contains(getRuns(t, sp.addr), first+`"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve still lists %s's finished loop", first)
+		}
+		select {
+		case <-sp.done:
+			t.Fatalf("converge serve exited:\n%s", sp.out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	head, err := lab.PushFiles(fakelab.DemoProject, fakelab.DemoBranch, fakelab.UserAuthor, map[string]string{"NOTES.md": "a note pushed after the verdict\n"}, "Add notes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitLab(t, lab, sp, 8*time.Minute, "a converge verdict on the new head "+head, func() (bool, string) {
+		s := labStatus(t, reader, head)
+		return s == "success", "status " + s
+	})
+	if err := sp.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-sp.done
+	if sp.err != nil {
+		t.Errorf("serve after SIGTERM: %v\n%s", sp.err, sp.out.String())
+	}
+}
+
+// TestPR_S2_ServeForgeAndWatchNames: serve's forge is --forge, else the
+// first URL's; a URL of another forge is refused; --watch takes a GitLab
+// project's full path on GitLab and owner/name on GitHub.
+func TestPR_S2_ServeForgeAndWatchNames(t *testing.T) {
+	gl, err := forge.ParsePRURL("https://gitlab.example.com/g/sub/p/-/merge_requests/3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gh, err := forge.ParsePRURL("https://github.com/o/r/pull/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		flag string
+		refs []forge.PRRef
+		want forge.Kind
+		err  bool
+	}{
+		{"", nil, forge.GitHub, false},
+		{"gitlab", nil, forge.GitLab, false},
+		{"", []forge.PRRef{gl}, forge.GitLab, false},
+		{"gitlab", []forge.PRRef{gl}, forge.GitLab, false},
+		{"github", []forge.PRRef{gl}, forge.GitHub, true},
+		{"", []forge.PRRef{gl, gh}, forge.GitLab, true},
+		{"gitea", nil, forge.GitHub, true},
+	} {
+		got, err := serveForge(c.flag, c.refs)
+		if (err != nil) != c.err || (err == nil && got != c.want) {
+			t.Errorf("serveForge(%q, %v) = %v, %v", c.flag, c.refs, got, err)
+		}
+		if err != nil && ExitCodeOf(err) != 2 {
+			t.Errorf("serveForge(%q): %v is not a usage error", c.flag, err)
+		}
+	}
+}
