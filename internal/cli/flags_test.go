@@ -17,6 +17,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/store"
 )
@@ -127,12 +128,13 @@ func TestIF_1_ConfigFlags(t *testing.T) {
 func TestIF_1_SandboxFlags(t *testing.T) {
 	testFlags(t, newSandboxCmd, []flagCase[sandboxOptions]{
 		{check: func(o *sandboxOptions) bool {
-			return o.StateDir == "" && o.Addr == "127.0.0.1:0" && !o.HTTP && o.CopilotDelay == 3*time.Second && !o.Verbose
+			return o.StateDir == "" && o.Addr == "127.0.0.1:0" && !o.HTTP && o.CopilotDelay == 3*time.Second && !o.Verbose && o.Forge == forge.GitHub
 		}},
-		{args: []string{"--state", "s", "--addr", "[::1]:9", "--http", "--copilot-delay", "50ms", "-v"},
+		{args: []string{"--state", "s", "--addr", "[::1]:9", "--http", "--copilot-delay", "50ms", "-v", "--forge", "gitlab"},
 			check: func(o *sandboxOptions) bool {
-				return o.StateDir == "s" && o.Addr == "[::1]:9" && o.HTTP && o.CopilotDelay == 50*time.Millisecond && o.Verbose
+				return o.StateDir == "s" && o.Addr == "[::1]:9" && o.HTTP && o.CopilotDelay == 50*time.Millisecond && o.Verbose && o.Forge == forge.GitLab
 			}},
+		usage[sandboxOptions](`unknown forge "gitea"`, "--forge", "gitea"),
 		usage[sandboxOptions]("invalid argument", "--copilot-delay", "3"),
 		usage[sandboxOptions]("unknown command", "now"),
 	})
@@ -141,11 +143,14 @@ func TestIF_1_SandboxFlags(t *testing.T) {
 func TestIF_1_DemoFlags(t *testing.T) {
 	testFlags(t, newDemoCmd, []flagCase[demoOptions]{
 		{check: func(o *demoOptions) bool {
-			return o.StateDir == "" && !o.JSON && !o.Keep && o.CopilotDelay == time.Second
+			return o.StateDir == "" && !o.JSON && !o.Keep && o.CopilotDelay == time.Second && o.Forge == forge.GitHub
 		}},
-		{args: []string{"--state", "d", "--json", "--keep", "--copilot-delay", "0s"},
-			check: func(o *demoOptions) bool { return o.StateDir == "d" && o.JSON && o.Keep && o.CopilotDelay == 0 }},
+		{args: []string{"--state", "d", "--json", "--keep", "--copilot-delay", "0s", "--forge", "GitLab"},
+			check: func(o *demoOptions) bool {
+				return o.StateDir == "d" && o.JSON && o.Keep && o.CopilotDelay == 0 && o.Forge == forge.GitLab
+			}},
 		usage[demoOptions]("unknown flag", "--agent", "claude"),
+		usage[demoOptions](`unknown forge "bitbucket": want github or gitlab`, "--forge", "bitbucket"),
 	})
 }
 

@@ -14,10 +14,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
 type sandboxOptions struct {
+	// Forge is the forge the sandbox emulates.
+	Forge        forge.Kind
 	StateDir     string
 	Addr         string
 	HTTP         bool
@@ -44,8 +47,12 @@ type sandboxTokens struct {
 	Author   string `json:"author"`
 	Reviewer string `json:"reviewer"`
 	Outsider string `json:"outsider"`
-	Copilot  string `json:"copilot"`
-	CI       string `json:"ci"`
+	Copilot  string `json:"copilot,omitempty"`
+	CI       string `json:"ci,omitempty"`
+	// GitLab's: the project's owner, a reporter (read only) and Duo.
+	Owner    string `json:"owner,omitempty"`
+	Reporter string `json:"reporter,omitempty"`
+	Duo      string `json:"duo,omitempty"`
 }
 
 // sandboxMarker marks a state directory as the sandbox's own, so a restart
@@ -57,7 +64,7 @@ func newSandboxCmd(factory *Factory, runF func(*sandboxOptions) error) *cobra.Co
 	opts := &sandboxOptions{}
 	cmd := &cobra.Command{
 		Use:   "sandbox",
-		Short: "Serve a GitHub emulator with a seeded demo repository and an open PR",
+		Short: "Serve a GitHub (or GitLab) emulator with a seeded demo repository and an open PR",
 		Long: `Serve a GitHub emulator on loopback with a seeded demo repository and an
 open pull request, a scripted Copilot reviewer and a CI runner. Prints one
 JSON line with the URLs and tokens (on a terminal, also how to point gh and
@@ -69,7 +76,13 @@ SSL_CERT_FILE: give it the same file as GIT_SSL_CAINFO.
 
 It listens on loopback only: it hands its tokens to anyone who asks and
 its certificate names only 127.0.0.1 and ::1, so another --addr is
-refused (reach it from elsewhere through a tunnel, e.g. ssh -L).`,
+refused (reach it from elsewhere through a tunnel, e.g. ssh -L).
+
+With --forge gitlab it serves a GitLab emulator (REST v4, GraphQL, git)
+instead: a project in a subgroup with an open merge request, GitLab Duo
+Code Review scripted as its review bot, and pipelines running its tests.
+Point converge at the merge request URL with CONVERGE_TOKEN (or
+GITLAB_TOKEN) and SSL_CERT_FILE set to the printed ca_file.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -78,6 +91,7 @@ refused (reach it from elsewhere through a tunnel, e.g. ssh -L).`,
 			return runSandbox(cmd.Context(), ios, opts)
 		},
 	}
+	cmd.Flags().Var(forgeFlag{&opts.Forge}, "forge", "the emulated forge: github, or gitlab (a merge request, GitLab Duo as the review bot)")
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "directory for the emulator's repositories (default: a temporary directory removed on exit)")
 	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:0", "address to listen on: loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT); any other is refused")
 	cmd.Flags().BoolVar(&opts.HTTP, "http", false, "serve plain http instead of https")
@@ -101,6 +115,9 @@ func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: level}))
+	if opts.Forge == forge.GitLab {
+		return runSandboxGitLab(ctx, ios, opts, dir, logger)
+	}
 	hub, err := fakehub.New(fakehub.Options{
 		StateDir:     dir,
 		Addr:         opts.Addr,
@@ -133,13 +150,19 @@ func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error
 		},
 		Host: hub.Host(), Repo: demo.Owner + "/" + demo.Repo, PRNumber: demo.Number,
 	}
+	return serveSandbox(ctx, ios, info, sandboxGuide(info, opts.HTTP))
+}
+
+// serveSandbox prints the sandbox's JSON line (and, on a terminal, the
+// guide) and serves until interrupted.
+func serveSandbox(ctx context.Context, ios *IOStreams, info sandboxInfo, guide string) error {
 	line, err := json.Marshal(info)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(ios.Out, string(line))
 	if ios.IsTTY {
-		fmt.Fprint(ios.ErrOut, sandboxGuide(info, opts.HTTP))
+		fmt.Fprint(ios.ErrOut, guide)
 	}
 	<-ctx.Done()
 	return nil

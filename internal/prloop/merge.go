@@ -735,9 +735,16 @@ func suggestionUndoes(f Finding, hunks []placed) (placed, bool) {
 	if sp.kind != spanLines || f.Outdated {
 		return placed{}, false
 	}
-	repl, reason := suggest.ParseSuggestion(f.Summary)
+	repl, above, below, reason := suggest.ParseSuggestionRange(f.Summary)
 	if reason != "" {
 		return placed{}, false
+	}
+	if above != 0 || below != 0 {
+		// GitLab's relative range, around the one commented line.
+		if sp.start != sp.end {
+			return placed{}, false
+		}
+		sp.start, sp.end = sp.start-above, sp.end+below
 	}
 	for _, p := range hunks {
 		if p.Path != f.Path {

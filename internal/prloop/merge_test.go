@@ -281,6 +281,17 @@ func TestPR_S8_PlaceHunks(t *testing.T) {
 	}
 }
 
+// moved0 is r with its hunk's line 19 added too (unchanged text), so a
+// two-line suggestion over 19-20 reads what the round wrote.
+func moved0(r RoundRecord) RoundRecord {
+	h := r.Hunks[0]
+	h.OldStart, h.OldCount, h.NewStart, h.NewCount = 19, 2, 19, 2
+	h.Removed = append([]string{"\tx := 1"}, h.Removed...)
+	h.Added = append([]string{"\tx := 1"}, h.Added...)
+	r.Hunks = []Hunk{h}
+	return r
+}
+
 func TestPR_S8_SuggestionUndoes(t *testing.T) {
 	modify := RoundRecord{N: 1, CommitSHA: "c1", Hunks: []Hunk{{Path: "main.go", OldStart: 20, OldCount: 1, NewStart: 20, NewCount: 1, Removed: []string{"\treturn nil"}, Added: []string{"\treturn err"}}}}
 	insert := RoundRecord{N: 1, CommitSHA: "c1", Hunks: []Hunk{{Path: "main.go", OldStart: 20, OldCount: 0, NewStart: 21, NewCount: 1, Added: []string{"\tlog.Printf(\"debug\")"}}}}
@@ -316,6 +327,13 @@ func TestPR_S8_SuggestionUndoes(t *testing.T) {
 		{"a deleted brace proves nothing", brace, sug(20, "\tx := open()", "\t}"), false},
 		{"without a suggestion block: cannot tell before fixing", modify, Finding{ID: "T", ThreadID: "T", Path: "main.go", EndLine: 20, Summary: "please go back to return nil", Verdict: VerdictStructural}, false},
 		{"an outdated thread", modify, func() Finding { f := sug(20, "\treturn nil"); f.Outdated = true; return f }(), false},
+		// GitLab's relative range: the comment is on line 19, the
+		// suggestion replaces 19-20 and so restores line 20.
+		{"gitlab -0+1 around the comment restores the line", moved0(modify), func() Finding {
+			f := sug(19, "\tx := 1", "\treturn nil")
+			f.Summary = strings.Replace(f.Summary, "```suggestion\n", "```suggestion:-0+1\n", 1)
+			return f
+		}(), true},
 	} {
 		_, got := suggestionUndoes(tt.f, placeHunks([]RoundRecord{tt.round}, 2))
 		if got != tt.want {

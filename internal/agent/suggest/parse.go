@@ -1,6 +1,9 @@
 package suggest
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // ParseSuggestion extracts the one suggestion block of a comment body, as
 // lines without endings; an empty, non-nil slice means "delete the lines".
@@ -10,6 +13,33 @@ import "strings"
 // blocks are skipped whole, so a suggestion quoted inside one does not
 // count. reason is non-empty when there is not exactly one complete block.
 func ParseSuggestion(body string) (lines []string, reason string) {
+	s, reason := parseSuggestion(body)
+	if reason == "" && (s.above != 0 || s.below != 0) {
+		return nil, ReasonRelativeRange
+	}
+	return s.lines, reason
+}
+
+// ParseSuggestionRange is ParseSuggestion that also returns GitLab's
+// relative range (```suggestion:-A+B): the block replaces the above lines
+// before the commented line, that line and the below lines after it.
+func ParseSuggestionRange(body string) (lines []string, above, below int, reason string) {
+	s, reason := parseSuggestion(body)
+	return s.lines, s.above, s.below, reason
+}
+
+// suggestion is one parsed suggestion block: its lines, and the lines
+// above and below the commented line it replaces too, as GitLab's
+// ```suggestion:-A+B fence says (both 0 for ```suggestion).
+type suggestion struct {
+	lines        []string
+	above, below int
+}
+
+// parseSuggestion is ParseSuggestion that also reads GitLab's relative
+// range, ```suggestion:-A+B: the block replaces the A lines above the
+// commented line, that line and the B lines below it.
+func parseSuggestion(body string) (sg suggestion, reason string) {
 	body = strings.ReplaceAll(body, "\r\n", "\n")
 	src := strings.Split(body, "\n")
 	found := 0
@@ -18,7 +48,8 @@ func ParseSuggestion(body string) (lines []string, reason string) {
 		if !ok {
 			continue
 		}
-		isSuggestion := firstWord(info) == "suggestion"
+		word := firstWord(info)
+		isSuggestion := word == "suggestion" || strings.HasPrefix(word, "suggestion:")
 		var content []string
 		closed := false
 		for i++; i < len(src); i++ {
@@ -32,21 +63,46 @@ func ParseSuggestion(body string) (lines []string, reason string) {
 			continue
 		}
 		if !closed {
-			return nil, ReasonUnterminated
+			return suggestion{}, ReasonUnterminated
 		}
 		found++
 		if content == nil {
 			content = []string{}
 		}
-		lines = content
+		sg.lines = content
+		if sg.above, sg.below, ok = relativeRange(word); !ok {
+			return suggestion{}, ReasonBadRange
+		}
 	}
 	switch {
 	case found == 0:
-		return nil, ReasonNoSuggestion
+		return suggestion{}, ReasonNoSuggestion
 	case found > 1:
-		return nil, ReasonMultipleSuggestions
+		return suggestion{}, ReasonMultipleSuggestions
 	}
-	return lines, ""
+	return sg, ""
+}
+
+// maxRelative bounds a relative range: GitLab allows 100 lines each way.
+const maxRelative = 100
+
+// relativeRange reads the -A+B of a suggestion fence's info word
+// ("suggestion" alone is 0, 0); ok is false for any other shape.
+func relativeRange(word string) (above, below int, ok bool) {
+	rest, found := strings.CutPrefix(word, "suggestion:")
+	if !found {
+		return 0, 0, word == "suggestion"
+	}
+	a, b, found := strings.Cut(strings.TrimPrefix(rest, "-"), "+")
+	if !found || !strings.HasPrefix(rest, "-") {
+		return 0, 0, false
+	}
+	above, err1 := strconv.Atoi(a)
+	below, err2 := strconv.Atoi(b)
+	if err1 != nil || err2 != nil || above < 0 || below < 0 || above > maxRelative || below > maxRelative || a == "" || b == "" || strings.ContainsAny(a+b, "+-") {
+		return 0, 0, false
+	}
+	return above, below, true
 }
 
 func openingFence(line string) (indent int, ch byte, n int, info string, ok bool) {

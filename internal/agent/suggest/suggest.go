@@ -28,6 +28,8 @@ const Name = "suggest"
 const (
 	ReasonNoSuggestion        = "the comment has no ```suggestion block, and the built-in suggest agent applies only those"
 	ReasonMultipleSuggestions = "the comment has more than one ```suggestion block"
+	ReasonBadRange            = "the ```suggestion block's line range is not -A+B (GitLab's relative range)"
+	ReasonRelativeRange       = "the ```suggestion block has a relative line range (-A+B) but the comment is on more than one line"
 	ReasonUnterminated        = "the ```suggestion block is not closed"
 	ReasonNoLines             = "the comment names no line range to replace"
 	ReasonBadPath             = "the comment's file path is not inside the repository"
@@ -149,10 +151,11 @@ type seenLines struct {
 }
 
 func prepare(idx int, f agent.Finding, workdir string, env []string) (edit, string) {
-	lines, reason := ParseSuggestion(f.Body)
+	sg, reason := parseSuggestion(f.Body)
 	if reason != "" {
 		return edit{}, reason
 	}
+	lines := sg.lines
 	if f.EndLine <= 0 {
 		if f.Outdated || f.OriginalCommit != "" {
 			return edit{}, ReasonStale + ": the thread has no current position in the file"
@@ -162,6 +165,23 @@ func prepare(idx int, f agent.Finding, workdir string, env []string) (edit, stri
 	start := f.StartLine
 	if start <= 0 {
 		start = f.EndLine
+	}
+	if sg.above != 0 || sg.below != 0 {
+		// GitLab's ```suggestion:-A+B: the range is relative to the one
+		// commented line, now and as the reviewer saw it.
+		if start != f.EndLine || (f.OrigStart > 0 && f.OrigStart != f.OrigEnd) {
+			return edit{}, ReasonRelativeRange
+		}
+		if start -= sg.above; start < 1 {
+			return edit{}, fmt.Sprintf("%s: %d line(s) above line %d", ReasonOutOfRange, sg.above, f.EndLine)
+		}
+		f.EndLine += sg.below
+		if f.OrigEnd > 0 {
+			f.OrigStart, f.OrigEnd = f.OrigEnd-sg.above, f.OrigEnd+sg.below
+			if f.OrigStart < 1 {
+				return edit{}, fmt.Sprintf("%s: %d line(s) above reviewed line %d", ReasonOutOfRange, sg.above, f.OrigEnd-sg.below)
+			}
+		}
 	}
 	if start > f.EndLine {
 		return edit{}, fmt.Sprintf("%s: start line %d after end line %d", ReasonOutOfRange, start, f.EndLine)

@@ -15,7 +15,14 @@ import (
 // service: a progress note when it starts, edited in place into a summary
 // when it ends (or the no-comments or error text), or one note when the
 // diff holds nothing to review. Its reviewer state goes review_started,
-// then reviewed; Duo never approves nor requests changes.
+// then reviewed.
+//
+// Since gitlab-org/gitlab!254981 (2026) Duo also approves the merge
+// request when a review finds nothing and requests changes when it leaves
+// comments, and a new review first withdraws its earlier approval; its
+// reviewer state then ends approved or requested_changes. An error or a
+// diff with nothing to review does neither. Options.DuoNeverApproves
+// plays the older Duo, which never approved nor requested changes.
 const (
 	DuoStartNote     = "Hey :wave: I'm starting to review your merge request and I will let you know when I'm finished."
 	DuoCleanNote     = "I finished my review and found nothing to comment on. Nice work! :tada:"
@@ -118,6 +125,10 @@ func (l *Lab) startDuoLocked(m *mr, by *user) {
 		return
 	}
 	duo := l.userLocked(UserDuo)
+	if !l.opts.DuoNeverApproves && m.approved(duo) {
+		// A new review withdraws the approval of the last one first.
+		l.duoUnapproveLocked(m, duo)
+	}
 	l.setReviewerStateLocked(m, duo, "review_started")
 	ctx := l.bgCtx()
 	changed, _ := fakegit.Run(ctx, m.proj.dir, nil, nil, "diff", "--name-only", m.version().base, m.headSHA)
@@ -155,8 +166,16 @@ func (l *Lab) startDuoLocked(m *mr, by *user) {
 }
 
 func (l *Lab) finishDuoLocked(ctx context.Context, m *mr, duo *user, progress *note, round DuoRound) {
+	verdict := ""
 	defer func() {
 		l.setReviewerStateLocked(m, duo, "reviewed")
+		switch {
+		case l.opts.DuoNeverApproves:
+		case verdict == "approve":
+			l.duoApproveLocked(m, duo)
+		case verdict == "request_changes":
+			l.duoRequestChangesLocked(m, duo)
+		}
 		l.publishLocked(Event{Kind: "duo_finished", Project: m.proj.path, IID: m.iid, Actor: UserDuo})
 	}()
 	edit := func(body string) {
@@ -186,6 +205,12 @@ func (l *Lab) finishDuoLocked(ctx context.Context, m *mr, duo *user, progress *n
 			posted++
 		}
 	}
+	// Today's Duo judges by what it posted: nothing is an approval, any
+	// comment a change request (its summary text does not matter).
+	verdict = "approve"
+	if posted > 0 {
+		verdict = "request_changes"
+	}
 	switch {
 	case round.Summary != nil:
 		edit(*round.Summary)
@@ -195,6 +220,38 @@ func (l *Lab) finishDuoLocked(ctx context.Context, m *mr, duo *user, progress *n
 		edit(fmt.Sprintf("I've reviewed the changes in this merge request and left %d %s with suggestions.",
 			posted, map[bool]string{true: "comment", false: "comments"}[posted == 1]))
 	}
+}
+
+// duoApproveLocked approves as Duo. Duo is GitLab's internal bot, not a
+// project member, so the members' access check does not apply to it.
+func (l *Lab) duoApproveLocked(m *mr, duo *user) {
+	if m.approved(duo) {
+		return
+	}
+	m.approvedBy = append(m.approvedBy, duo)
+	l.setReviewerStateLocked(m, duo, "approved")
+	l.systemNoteLocked(m, duo, "approved this merge request")
+	l.publishLocked(Event{Kind: "approval", Project: m.proj.path, IID: m.iid, Actor: duo.username, Detail: "approved"})
+}
+
+// duoUnapproveLocked withdraws Duo's approval.
+func (l *Lab) duoUnapproveLocked(m *mr, duo *user) {
+	if err := l.unapproveLocked(m, duo); err != nil {
+		l.log.Error("fakelab duo unapprove", "err", err)
+	}
+}
+
+// duoRequestChangesLocked requests changes as Duo.
+func (l *Lab) duoRequestChangesLocked(m *mr, duo *user) {
+	for i, a := range m.approvedBy {
+		if a == duo {
+			m.approvedBy = append(m.approvedBy[:i], m.approvedBy[i+1:]...)
+			break
+		}
+	}
+	l.setReviewerStateLocked(m, duo, "requested_changes")
+	l.systemNoteLocked(m, duo, "requested changes")
+	l.publishLocked(Event{Kind: "approval", Project: m.proj.path, IID: m.iid, Actor: duo.username, Detail: "requested_changes"})
 }
 
 // duoAlreadySaid skips a comment at a position Duo already commented on,

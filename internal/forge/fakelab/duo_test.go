@@ -10,8 +10,9 @@ import (
 
 // Requesting GitLabDuo as a reviewer: its state goes review_started, it
 // posts its start note, then diff discussions on the current diff_refs,
-// edits the start note into a summary and ends reviewed; it never
-// approves.
+// edits the start note into a summary and, as GitLab's Duo does since
+// gitlab-org/gitlab!254981, requests changes; a clean review approves,
+// and the next review first withdraws that approval.
 func TestDuo_ReviewsWhenRequested(t *testing.T) {
 	l, iid := seeded(t, Options{}, ProjectOptions{TestCommand: []string{"true"}})
 	if err := l.SetDuoScript(testProject, iid, DuoScript{Rounds: []DuoRound{
@@ -29,8 +30,11 @@ func TestDuo_ReviewsWhenRequested(t *testing.T) {
 	}
 	waitEvent(t, events, 10*time.Second, func(e Event) bool { return e.Kind == "duo_finished" })
 	st, _ := l.MR(testProject, iid)
-	if st.Reviewers[UserDuo] != "reviewed" || len(st.ApprovedBy) != 0 {
+	if st.Reviewers[UserDuo] != "requested_changes" || len(st.ApprovedBy) != 0 {
 		t.Fatalf("duo state %v approved %v", st.Reviewers, st.ApprovedBy)
+	}
+	if last := st.SystemNotes[len(st.SystemNotes)-1]; last != "requested changes" {
+		t.Fatalf("system notes %q: want Duo's change request last", st.SystemNotes)
 	}
 	if len(st.Discussions) != 2 {
 		t.Fatalf("discussions %+v", st.Discussions)
@@ -58,6 +62,58 @@ func TestDuo_ReviewsWhenRequested(t *testing.T) {
 	last := st.Discussions[len(st.Discussions)-1]
 	if last.Notes[0] != DuoCleanNote || len(st.Discussions) != 3 {
 		t.Fatalf("clean review %+v", st.Discussions)
+	}
+	if st.Reviewers[UserDuo] != "approved" || len(st.ApprovedBy) != 1 || st.ApprovedBy[0] != UserDuo {
+		t.Fatalf("after a clean review: duo state %v approved by %v", st.Reviewers, st.ApprovedBy)
+	}
+	// Third round: a new review withdraws the approval before it starts.
+	if _, _, err := c.MergeRequests.UpdateMergeRequest(testProject, int64(iid), &gitlab.UpdateMergeRequestOptions{ReviewerIDs: &[]int64{}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.AddReviewer(testProject, iid, UserDuo); err != nil {
+		t.Fatal(err)
+	}
+	st, _ = l.MR(testProject, iid)
+	n := len(st.SystemNotes)
+	if st.Reviewers[UserDuo] != "review_started" || len(st.ApprovedBy) != 0 || st.SystemNotes[n-1] != "unapproved this merge request" {
+		t.Fatalf("a new review: duo state %v approved by %v, system notes %q", st.Reviewers, st.ApprovedBy, st.SystemNotes)
+	}
+	waitEvent(t, events, 10*time.Second, func(e Event) bool { return e.Kind == "duo_finished" })
+	if st, _ = l.MR(testProject, iid); len(st.ApprovedBy) != 1 {
+		t.Fatalf("third clean review: approved by %v", st.ApprovedBy)
+	}
+}
+
+// With DuoNeverApproves Duo behaves as before gitlab-org/gitlab!254981:
+// findings or none, it ends reviewed and neither approves nor requests
+// changes.
+func TestDuo_NeverApprovesOption(t *testing.T) {
+	l, iid := seeded(t, Options{DuoNeverApproves: true}, ProjectOptions{TestCommand: []string{"true"}})
+	if err := l.SetDuoScript(testProject, iid, DuoScript{Rounds: []DuoRound{
+		{Findings: []Finding{{Path: "calc.txt", Anchor: "six", Body: "Six?"}}},
+		{},
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	events, stop := l.Subscribe()
+	defer stop()
+	for round := range 2 {
+		if err := l.act(testProject, iid, UserAuthor, func(m *mr, u *user) error { return l.setReviewersLocked(m, u, nil) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.AddReviewer(testProject, iid, UserDuo); err != nil {
+			t.Fatal(err)
+		}
+		waitEvent(t, events, 10*time.Second, func(e Event) bool { return e.Kind == "duo_finished" })
+		st, _ := l.MR(testProject, iid)
+		if st.Reviewers[UserDuo] != "reviewed" || len(st.ApprovedBy) != 0 {
+			t.Fatalf("round %d: duo state %v approved by %v", round, st.Reviewers, st.ApprovedBy)
+		}
+		for _, sn := range st.SystemNotes {
+			if sn == "requested changes" || sn == "approved this merge request" {
+				t.Fatalf("round %d: system note %q from a Duo that never approves", round, sn)
+			}
+		}
 	}
 }
 

@@ -44,6 +44,12 @@ type Options struct {
 	// DuoDelay is how long a requested Duo review takes; default 1s.
 	// Negative means immediately.
 	DuoDelay time.Duration
+	// DuoNeverApproves plays Duo Code Review as GitLab did before
+	// gitlab-org/gitlab!254981: a review neither approves nor requests
+	// changes. The default is today's Duo: a review that finds nothing
+	// approves, one that comments requests changes, and a new review first
+	// withdraws Duo's earlier approval.
+	DuoNeverApproves bool
 	// RateLimit is the requests a token may make per minute; default
 	// 2000 (GitLab.com's authenticated API limit). Negative: unlimited.
 	RateLimit int
@@ -104,11 +110,15 @@ type Lab struct {
 	wg     sync.WaitGroup
 
 	// mu guards the model; each request holds it for its whole handling.
-	mu         sync.Mutex
-	users      []*user
-	byToken    map[string]*user
-	projects   []*project
-	nextID     int
+	mu       sync.Mutex
+	users    []*user
+	byToken  map[string]*user
+	projects []*project
+	nextID   int
+	// clockMu guards lastNow: the lab's clock only moves forward, by at
+	// least a millisecond a reading, so two writes never share a time.
+	clockMu    sync.Mutex
+	lastNow    time.Time
 	subs       map[int]chan Event
 	nextSub    int
 	closed     bool
@@ -368,7 +378,20 @@ func (l *Lab) bgCtx() context.Context {
 	return context.Background()
 }
 
-func (l *Lab) now() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
+// now is the lab's time at millisecond precision, as GitLab's JSON gives
+// it. Each reading is later than the one before, so the order of writes
+// (Duo's withdrawal, then its progress note, then its approval) shows in
+// their times as it does on a real server, where they are requests apart.
+func (l *Lab) now() time.Time {
+	t := time.Now().UTC().Truncate(time.Millisecond)
+	l.clockMu.Lock()
+	defer l.clockMu.Unlock()
+	if !t.After(l.lastNow) {
+		t = l.lastNow.Add(time.Millisecond)
+	}
+	l.lastNow = t
+	return t
+}
 
 func (l *Lab) newIDLocked() int {
 	l.nextID++

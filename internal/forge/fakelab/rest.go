@@ -322,7 +322,11 @@ func (l *Lab) projectRoute(r *http.Request, ps params, u *user, p *project, seg 
 		if err != nil {
 			return 404, msg("404 Ref Not Found")
 		}
-		return 200, map[string]any{"commits": reverse(cs), "diffs": []any{}, "compare_timeout": false, "compare_same_ref": from == to}
+		diffs, err := l.compareDiffs(p, from, to, ps.get("straight") == "true")
+		if err != nil {
+			return 404, msg("404 Ref Not Found")
+		}
+		return 200, map[string]any{"commits": reverse(cs), "diffs": diffs, "compare_timeout": false, "compare_same_ref": from == to}
 	case len(seg) == 1 && seg[0] == "pipelines" && get:
 		var out []any
 		for i := len(p.pipelines) - 1; i >= 0; i-- {
@@ -951,4 +955,36 @@ func (l *Lab) detailedStatusLocked(m *mr) (string, bool) {
 		}
 	}
 	return "mergeable", false
+}
+
+// compareDiffs are a compare's file diffs as GitLab gives them: each
+// file's unified diff from its first hunk header (no ---/+++ lines),
+// from the merge base of from and to, or from from itself when straight.
+func (l *Lab) compareDiffs(p *project, from, to string, straight bool) ([]any, error) {
+	ctx := l.bgCtx()
+	rng := from + "..." + to
+	if straight {
+		rng = from + ".." + to
+	}
+	names, err := fakegit.Run(ctx, p.dir, nil, nil, "diff", "--no-renames", "--name-status", "-z", rng)
+	if err != nil {
+		return nil, err
+	}
+	out := []any{}
+	fields := strings.Split(names, "\x00")
+	for i := 0; i+1 < len(fields); i += 2 {
+		status, path := fields[i], fields[i+1]
+		d, err := fakegit.Run(ctx, p.dir, nil, nil, "diff", "--no-color", "--no-ext-diff", "-U3", rng, "--", path)
+		if err != nil {
+			return nil, err
+		}
+		if at := strings.Index(d, "\n@@"); at >= 0 {
+			d = d[at+1:] + "\n"
+		} else {
+			d = "" // binary or mode-only
+		}
+		out = append(out, map[string]any{"old_path": path, "new_path": path, "a_mode": "100644", "b_mode": "100644", "diff": d,
+			"new_file": status == "A", "renamed_file": false, "deleted_file": status == "D"})
+	}
+	return out, nil
 }

@@ -220,6 +220,29 @@ func (l *Lab) ForcePush(path, branch, onto, username string, files map[string]st
 	return l.push(path, branch, onto, username, files, message)
 }
 
+// ResetBranch force-moves branch to sha, an earlier commit, as a human's
+// `git push --force` of an older head does.
+func (l *Lab) ResetBranch(path, branch, sha, username string) error {
+	ctx := l.bgCtx()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	p := l.projectLocked(path)
+	u := l.userLocked(username)
+	if p == nil || u == nil {
+		return fmt.Errorf("reset branch: no project %s or user %s", path, username)
+	}
+	full, err := fakegit.RevParse(ctx, p.dir, sha)
+	if err != nil {
+		return fmt.Errorf("reset branch: %w", err)
+	}
+	old, _ := fakegit.ReadRefs(ctx, p.dir)
+	if _, err := fakegit.Run(ctx, p.dir, nil, nil, "update-ref", "refs/heads/"+branch, full); err != nil {
+		return fmt.Errorf("reset branch: %w", err)
+	}
+	l.refsChangedLocked(ctx, p, old, u)
+	return nil
+}
+
 func (l *Lab) push(path, branch, parentRev, username string, files map[string]string, message string) (string, error) {
 	ctx := l.bgCtx()
 	l.mu.Lock()

@@ -39,6 +39,13 @@ type Harness struct {
 	// is eventually consistent): reads that must show a write are retried
 	// for this long. Zero means every read shows every earlier write.
 	Settle time.Duration
+	// CommentOnlyReviews says the forge has no review objects: a review is
+	// only the inline comments a reviewer left on one commit (GitLab, where
+	// the backend groups a reviewer's diff notes by commit). Such a review
+	// has no body and cannot exist without a comment, so the suite submits
+	// no comment-less review and does not compare bodies; every other rule
+	// holds. False (GitHub, fakeforge) keeps the full rules.
+	CommentOnlyReviews bool
 }
 
 // Fixture changes and describes the world around the harness's PR, as a
@@ -50,7 +57,8 @@ type Fixture interface {
 	Facts(ctx context.Context) (Facts, error)
 	// Review submits a COMMENTED review as the reviewer on the current
 	// head, each comment opening its own thread, and returns the review's
-	// id as Observe reports it (Review.ID).
+	// id as Observe reports it (Review.ID). With Harness.CommentOnlyReviews
+	// the body is dropped and comments are required.
 	Review(ctx context.Context, r Review) (string, error)
 	// Comment posts a top-level PR conversation comment as the reviewer.
 	Comment(ctx context.Context, body string) error

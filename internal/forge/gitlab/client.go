@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,10 @@ type Options struct {
 	MaxConcurrent int
 	// Limiter, when set, is shared with other Clients of the same host.
 	Limiter *HostLimiter
+	// DuoLogins are GitLab Duo Code Review's usernames, whose notes are
+	// read as its start (IssueEvents); default DuoUsername. A self-managed
+	// GitLab whose bot user got another name lists it here.
+	DuoLogins []string
 }
 
 // Client talks to one GitLab instance. It is safe for concurrent use.
@@ -73,6 +78,8 @@ type Client struct {
 	mrIDs map[forge.PRRef]int64
 	// projects are projects read, by host and full path.
 	projects map[string]*project
+
+	duoLogins []string
 
 	viewerMu sync.Mutex
 	viewer   string
@@ -176,8 +183,13 @@ func New(opts Options) (*Client, error) {
 	if ua == "" {
 		ua = "converge"
 	}
+	duo := slices.Clone(opts.DuoLogins)
+	if len(duo) == 0 {
+		duo = []string{DuoUsername}
+	}
 	return &Client{
-		http: &hc, restURL: restURL, graphqlURL: gqlURL, userAgent: ua, log: log, now: time.Now, token: opts.Token,
+		duoLogins: duo,
+		http:      &hc, restURL: restURL, graphqlURL: gqlURL, userAgent: ua, log: log, now: time.Now, token: opts.Token,
 		compares: map[string]*compareResult{}, mrIDs: map[forge.PRRef]int64{}, projects: map[string]*project{},
 	}, nil
 }

@@ -69,8 +69,47 @@ func SystemNoteEvent(body string) string {
 	return ""
 }
 
+// DuoStartedEvent is the event IssueEvents reports for a note only a
+// started GitLab Duo Code Review writes; the Duo review bot
+// (internal/review/duo, StartedEvent) waits for it.
+const DuoStartedEvent = "duo_review_started"
+
+// DuoUsername is GitLab Duo Code Review's bot user on every GitLab
+// (Options.DuoLogins names another).
+const DuoUsername = "GitLabDuo"
+
+// duoProgressText is in Duo's progress system note ("is reviewing your
+// merge request and will let you know when it's finished").
+const duoProgressText = "is reviewing your merge request"
+
+func (c *Client) isDuo(login string) bool {
+	for _, d := range c.duoLogins {
+		if strings.EqualFold(d, login) {
+			return true
+		}
+	}
+	return false
+}
+
+// duoStarted says whether n is a note only a started Duo review writes:
+// its progress system note, or any top-level note of its own (its older
+// "Hey :wave: I'm starting to review…" progress note, its summary, its
+// no-findings, nothing-to-review and error notes). The progress note is
+// deleted when the review ends, so the notes after it prove the start
+// too. Duo's diff notes and replies in threads are no start.
+func (c *Client) duoStarted(n *note) bool {
+	if !c.isDuo(n.Author.name()) {
+		return false
+	}
+	if n.System {
+		return strings.Contains(n.Body, duoProgressText)
+	}
+	return n.typ() == ""
+}
+
 // IssueEvents lists the MR's events, oldest first: its system notes (by
-// SystemNoteEvent) and its label events.
+// SystemNoteEvent), its label events, and DuoStartedEvent for every note
+// that proves a Duo review started (duoStarted).
 func (c *Client) IssueEvents(ctx context.Context, ref forge.PRRef) ([]forge.Event, error) {
 	const op = "list issue events"
 	notes, _, err := getAll[note](ctx, c, mrPath(ref)+"/notes?sort=asc&order_by=created_at", 0)
@@ -84,6 +123,10 @@ func (c *Client) IssueEvents(ctx context.Context, ref forge.PRRef) ([]forge.Even
 	var out []forge.Event
 	for i := range notes {
 		n := &notes[i]
+		if c.duoStarted(n) {
+			out = append(out, forge.Event{ID: n.ID, Event: DuoStartedEvent, Actor: n.Author.name(), CreatedAt: n.CreatedAt})
+			continue
+		}
 		if !n.System {
 			continue
 		}

@@ -295,6 +295,15 @@ func accessPermission(level int) forge.Permission {
 // (PR-O5, PR-S1). A login GitLab does not know is KindInvalid wrapping
 // ErrReviewerUnavailable, and nothing is written. The MR is addressed by
 // pr.Ref.
+//
+// Asking again a reviewer GitLab no longer waits on (state reviewed,
+// approved, requested_changes or unapproved: not pending, see
+// pendingReview) really asks again, as GitLab's "re-request review" does:
+// setting reviewer_ids to a list that already holds the reviewer asks
+// nothing, so the backend removes the reviewer and adds it back (two
+// PUTs of reviewer_ids, REST on every GitLab version). That is what starts
+// a new GitLab Duo review on a new head. A reviewer still pending is left
+// alone: it has the request already.
 func (c *Client) RequestReviews(ctx context.Context, pr *forge.PullRequest, userLogins, botLogins []string) error {
 	const op = "request reviews"
 	logins := append(slices.Clone(userLogins), botLogins...)
@@ -313,6 +322,8 @@ func (c *Client) RequestReviews(ctx context.Context, pr *forge.PullRequest, user
 		ids = append(ids, r.ID)
 	}
 	before := len(ids)
+	var again []int64 // reviewers already there, asked again
+	var states map[int64]string
 	for _, l := range logins {
 		u, err := c.userByName(ctx, l)
 		if err != nil {
@@ -325,11 +336,46 @@ func (c *Client) RequestReviews(ctx context.Context, pr *forge.PullRequest, user
 		}
 		if !slices.Contains(ids, u.ID) {
 			ids = append(ids, u.ID)
+			continue
+		}
+		if states == nil {
+			if states, err = c.reviewerStates(ctx, pr.Ref); err != nil {
+				return c.mapErr(op, err)
+			}
+		}
+		if st, ok := states[u.ID]; ok && !pendingReview(st) && !slices.Contains(again, u.ID) {
+			again = append(again, u.ID)
 		}
 	}
-	if len(ids) == before {
-		return nil // all requested already
+	if len(again) > 0 {
+		var without []int64
+		for _, id := range ids[:before] {
+			if !slices.Contains(again, id) {
+				without = append(without, id)
+			}
+		}
+		if without == nil {
+			without = []int64{} // reviewer_ids: [] removes them all
+		}
+		if _, err := c.do(ctx, http.MethodPut, mrPath(pr.Ref), map[string]any{"reviewer_ids": without}, nil); err != nil {
+			return c.mapErr(op, err)
+		}
+	} else if len(ids) == before {
+		return nil // all requested already, and all still pending
 	}
 	_, err := c.do(ctx, http.MethodPut, mrPath(pr.Ref), map[string]any{"reviewer_ids": ids}, nil)
 	return c.mapErr(op, err)
+}
+
+// reviewerStates reads the MR's reviewers' states by user id.
+func (c *Client) reviewerStates(ctx context.Context, ref forge.PRRef) (map[int64]string, error) {
+	var rs []reviewerState
+	if _, err := c.do(ctx, http.MethodGet, mrPath(ref)+"/reviewers", nil, &rs); err != nil {
+		return nil, err
+	}
+	out := map[int64]string{}
+	for _, r := range rs {
+		out[r.User.ID] = r.State
+	}
+	return out, nil
 }

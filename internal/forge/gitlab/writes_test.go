@@ -205,10 +205,16 @@ func TestPR_O5_RequestReviewsKeepsPendingReviewers(t *testing.T) {
 	stub(reg, "GET", pMR, "", ok(mrJSON())) // reviewers bob (2), GitLabDuo (3)
 	stub(reg, "GET", "/api/v4/users", "username=dave", ok([]any{map[string]any{"id": 4, "username": "dave", "state": "active"}}))
 	stub(reg, "GET", "/api/v4/users", "username=bob", ok([]any{map[string]any{"id": 2, "username": "bob", "state": "active"}}))
+	pending := ok([]any{
+		map[string]any{"user": u(2, "bob"), "state": "unreviewed"},
+		map[string]any{"user": u(3, "GitLabDuo"), "state": "review_started"},
+	})
+	stub(reg, "GET", pMR+"/reviewers", "", pending)
 	stub(reg, "PUT", pMR, "", ok(mrJSON()))
-	// Requesting only reviewers already there writes nothing.
+	// Requesting only reviewers already there, still pending, writes nothing.
 	stub(reg, "GET", pMR, "", ok(mrJSON()))
 	stub(reg, "GET", "/api/v4/users", "username=GitLabDuo", ok([]any{map[string]any{"id": 3, "username": "GitLabDuo", "bot": true, "state": "active"}}))
+	stub(reg, "GET", pMR+"/reviewers", "", pending)
 	// An unknown login is refused and nothing is written.
 	stub(reg, "GET", pMR, "", ok(mrJSON()))
 	stub(reg, "GET", "/api/v4/users", "username=ghost", ok([]any{}))
@@ -221,7 +227,7 @@ func TestPR_O5_RequestReviewsKeepsPendingReviewers(t *testing.T) {
 	if err := c.RequestReviews(ctx, pr, []string{"dave", "bob"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	put := reg.Requests()[3]
+	put := reg.Requests()[4]
 	if b := sentJSON(t, put); fmt.Sprint(b["reviewer_ids"]) != "[2 3 4]" {
 		t.Errorf("reviewer_ids sent %v, want [2 3 4]", b["reviewer_ids"])
 	}
@@ -237,6 +243,35 @@ func TestPR_O5_RequestReviewsKeepsPendingReviewers(t *testing.T) {
 	wantKind(t, "a missing MR", err, forge.KindNotFound)
 	if err := c.RequestReviews(ctx, pr, nil, nil); err != nil {
 		t.Errorf("nobody: %v", err)
+	}
+}
+
+// Asking a reviewer that already reviewed asks again, as GitLab's
+// re-request does: the reviewer is removed and added back (two PUTs of
+// reviewer_ids), which is what starts a new Duo review.
+func TestPR_O5_RequestReviewsAsksAReviewerAgain(t *testing.T) {
+	reg := httpmock.New(t)
+	stub(reg, "GET", pMR, "", ok(mrJSON())) // reviewers bob (2), GitLabDuo (3)
+	stub(reg, "GET", "/api/v4/users", "username=GitLabDuo", ok([]any{map[string]any{"id": 3, "username": "GitLabDuo", "bot": true, "state": "active"}}))
+	stub(reg, "GET", pMR+"/reviewers", "", ok([]any{
+		map[string]any{"user": u(2, "bob"), "state": "unreviewed"},
+		map[string]any{"user": u(3, "GitLabDuo"), "state": "approved"},
+	}))
+	stub(reg, "PUT", pMR, "", ok(mrJSON()))
+	stub(reg, "PUT", pMR, "", ok(mrJSON()))
+	c, _ := newTestClient(t, reg)
+	if err := c.RequestReviews(context.Background(), &forge.PullRequest{Ref: testRef}, nil, []string{"GitLabDuo"}); err != nil {
+		t.Fatal(err)
+	}
+	rs := reg.Requests()
+	if len(rs) != 5 {
+		t.Fatalf("%d requests, want 5", len(rs))
+	}
+	if b := sentJSON(t, rs[3]); fmt.Sprint(b["reviewer_ids"]) != "[2]" {
+		t.Errorf("first PUT reviewer_ids %v, want [2] (GitLabDuo removed)", b["reviewer_ids"])
+	}
+	if b := sentJSON(t, rs[4]); fmt.Sprint(b["reviewer_ids"]) != "[2 3]" {
+		t.Errorf("second PUT reviewer_ids %v, want [2 3] (GitLabDuo added back)", b["reviewer_ids"])
 	}
 }
 
@@ -299,5 +334,37 @@ func TestPR_S14_CommitsBehind(t *testing.T) {
 	// Cached: SHAs do not change.
 	if n, err := c.CommitsBehind(context.Background(), testRef, shaBase, shaHead); err != nil || n != 2 {
 		t.Errorf("again: %d, %v", n, err)
+	}
+}
+
+// Duo's start shows as duo_review_started for every note only a started
+// review writes: today's progress system note, the older "Hey :wave:"
+// note and every later top-level note by GitLabDuo; its diff notes, its
+// approval (an approved event), and other users' look-alike notes do not.
+func TestPR_S1_DuoStartEvents(t *testing.T) {
+	reg := httpmock.New(t)
+	stub(reg, "GET", pMR+"/notes", "", ok([]any{
+		noteJSON(20, nil, "GitLabDuo", "is reviewing your merge request and will let you know when it's finished", 1, true, nil),
+		noteJSON(21, nil, "GitLabDuo", "Hey :wave: I'm starting to review your merge request and I will let you know when I'm finished.", 2, false, nil),
+		noteJSON(22, "DiffNote", "GitLabDuo", "Rename this.", 3, false, pos(shaHead, 3)),
+		noteJSON(23, nil, "gitlabduo", "I finished my review and found nothing to comment on. Nice work! :tada:", 4, false, nil),
+		noteJSON(24, nil, "GitLabDuo", "approved this merge request", 5, true, nil),
+		noteJSON(25, nil, "alice", "Hey :wave: I'm starting to review your merge request and I will let you know when I'm finished.", 6, false, nil),
+		noteJSON(26, nil, "alice", "is reviewing your merge request", 7, true, nil),
+		noteJSON(27, "DiscussionNote", "GitLabDuo", "a reply in a thread", 8, false, nil),
+	}))
+	stub(reg, "GET", pMR+"/resource_label_events", "", ok([]any{}))
+	c, _ := newTestClient(t, reg)
+	evs, err := c.IssueEvents(context.Background(), testRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range evs {
+		got = append(got, fmt.Sprintf("%d:%s:%s", e.ID, e.Event, e.Actor))
+	}
+	want := []string{"20:duo_review_started:GitLabDuo", "21:duo_review_started:GitLabDuo", "23:duo_review_started:gitlabduo", "24:approved:GitLabDuo"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events %q, want %q", got, want)
 	}
 }
