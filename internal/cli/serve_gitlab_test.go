@@ -152,16 +152,21 @@ func TestPR_S2_ServeDrivesGitLabMRsByWebhooks(t *testing.T) {
 		}
 		return true, ""
 	})
-	// Every delivery reached serve and was taken: none refused for its
-	// token or its shape.
-	ds := lab.HookDeliveries()
-	if len(ds) == 0 {
-		t.Fatal("the emulator delivered no webhook")
-	}
-	for _, d := range ds {
-		if d.Done && d.Status != http.StatusAccepted && d.Status != http.StatusOK {
-			t.Errorf("%s %s (!%d): serve answered %d %s", d.Event, d.Action, d.IID, d.Status, d.Err)
+	// Every delivery serve answered it took: none refused for its token
+	// or its shape. (Those made before serve listened, a pipeline's end
+	// while the binary built, found no one: GitLab's retries gave up.)
+	answered := 0
+	for _, d := range lab.HookDeliveries() {
+		if d.Status == 0 {
+			continue
 		}
+		answered++
+		if d.Status != http.StatusAccepted && d.Status != http.StatusOK {
+			t.Errorf("%s %s (!%d): serve answered %d", d.Event, d.Action, d.IID, d.Status)
+		}
+	}
+	if answered == 0 {
+		t.Fatal("serve answered no webhook delivery")
 	}
 
 	// Someone pushes to a merge request converge finished: its verdict
