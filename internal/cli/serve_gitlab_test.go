@@ -238,9 +238,9 @@ func TestPR_T10_ServeProvesAGitLabMRHeadPushedAfterItsVerdict(t *testing.T) {
 		// new head, which usually ends two-stable; under load it once
 		// ended blocked-no-independent-review: a requested review makes
 		// Duo withdraw its approval first ("unapproved this merge
-		// request"), and when that note's time is a millisecond past the
-		// request the loop reads it as Duo's answer ("no signal") and
-		// asks again, three times (internal/review/duo, prloop).
+		// request", a DISMISSED review), the loop took that as Duo's
+		// answer (duo.Bot.Read: NoSignal, not Unsettled) and asked again,
+		// three times (internal/review/duo, prloop).
 		t.Skip("flaky: a re-requested Duo review's withdrawn approval may be read as its answer; CONVERGE_TEST_GITLAB_T10=1 runs it")
 	}
 	w := startLabServe(t)
