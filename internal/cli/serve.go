@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/server"
 	"github.com/convergeloop/converge/internal/store"
@@ -25,9 +27,12 @@ import (
 // serveOptions are `converge serve`'s: every `converge pr` flag (each PR
 // it registers runs as `converge pr` would run it) and the server's own.
 type serveOptions struct {
-	pr      prOptions
-	Listen  string
-	Watch   []string // OWNER/REPO, every open PR of it (or those matching Label or Authors)
+	pr     prOptions
+	Listen string
+	Watch  []string // OWNER/REPO (GROUP[/SUB...]/PROJECT on GitLab), every open PR of it (or those matching Label or Authors)
+	// Forge is --forge: the forge --watch names projects of when no PR
+	// URL says; empty means the first URL's, else GitHub.
+	Forge   string
 	Label   string
 	Authors []string
 	// PollBudget is the fleet's fallback polls a minute (serve_budget.go).
@@ -47,17 +52,19 @@ func newServeCmd(factory *Factory, runF func(*serveOptions) error) *cobra.Comman
 	ios := factory.IOStreams
 	opts := &serveOptions{pr: prOptions{Set: map[string]string{}, factory: factory}}
 	cmd := &cobra.Command{
-		Use:   "serve [PR_URL...]",
+		Use:   "serve [PR_URL|MR_URL...]",
 		Short: "Run PR loops as a server: webhooks wake them, restart resumes them",
 		Long: `Run one PR loop per registered pull request in this process, woken by
 webhooks and polling only as a fallback. POST /webhook receives GitHub's
 webhooks (signed with ` + envWebhookSecret + `) and GitLab's (merge
 request, comment, pipeline and push events, carrying
 ` + envWebhookSecret + ` as the webhook's secret token), each
-deduplicated by delivery id. PRs are registered as arguments, with
-POST /api/prs {"url": ...}, or by watching a repository
-(--watch OWNER/REPO, narrowed by --watch-label and --watch-author): its
-open PRs and every PR opened later. A restart resumes every unfinished
+deduplicated by delivery id. PRs (on GitLab merge requests) are
+registered as arguments, with POST /api/prs {"url": ...}, or by watching
+a repository (--watch OWNER/REPO, or --forge gitlab --watch
+GROUP[/SUBGROUP...]/PROJECT, narrowed by --watch-label and
+--watch-author): its open PRs and every PR opened later. One serve
+drives one forge's PRs. A restart resumes every unfinished
 run in the state directory. SIGINT or SIGTERM drains: each loop stops at
 its next step boundary, resumable.
 
@@ -78,7 +85,8 @@ Every converge pr flag applies to every loop.`,
 	f := cmd.Flags()
 	addPRFlags(f, &opts.pr)
 	f.StringVar(&opts.Listen, "listen", "127.0.0.1:8765", "address to serve webhooks, the API and /metrics on")
-	f.StringSliceVar(&opts.Watch, "watch", nil, "OWNER/REPO whose open PRs to drive (repeatable)")
+	f.StringSliceVar(&opts.Watch, "watch", nil, "OWNER/REPO (with --forge gitlab GROUP[/SUB...]/PROJECT) whose open PRs to drive (repeatable)")
+	f.StringVar(&opts.Forge, "forge", "", "github or gitlab: the forge to serve (default: the first URL's, else github)")
 	f.StringVar(&opts.Label, "watch-label", "", "with --watch: only PRs with this label")
 	f.StringSliceVar(&opts.Authors, "watch-author", nil, "with --watch: only PRs by these authors (repeatable)")
 	addServeBudgetFlags(f, opts)
@@ -107,13 +115,21 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 		}
 		refs = append(refs, ref)
 	}
+	kind, err := serveForge(opts.Forge, refs)
+	if err != nil {
+		return err
+	}
 	for _, w := range opts.Watch {
-		if o, r, ok := strings.Cut(w, "/"); !ok || o == "" || r == "" || strings.Contains(r, "/") {
-			return usageErr("--watch %q: want OWNER/REPO", w)
+		if err := server.CheckWatchRepo(kind, w); err != nil {
+			return usageErr("--watch: %v", err)
 		}
 	}
-	// The forge is the first PR's, or --api-url's (github.com by default).
+	// The forge is the first PR's, or --api-url's (github.com or
+	// gitlab.com by default).
 	first := forge.PRRef{Host: "github.com"}
+	if kind == forge.GitLab {
+		first = forge.PRRef{Host: "gitlab.com", Scheme: "https", Forge: forge.GitLab}
+	}
 	if len(refs) > 0 {
 		first = refs[0]
 	}
@@ -168,7 +184,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 
 	srv, err := server.New(server.Options{
 		Loops: eng, Store: eng.store(), Secret: []byte(secret), Addr: opts.Listen, Token: token,
-		Discover: f.discover, Budget: f.polls,
+		Discover: f.discover, Forge: kind, Budget: f.polls,
 		Logger: slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
@@ -430,8 +446,34 @@ func (f *fleet) Snapshot() []server.RunInfo {
 	return out
 }
 
+// serveForge is the forge serve drives: --forge, which every URL must be
+// on, else the first URL's, else GitHub.
+func serveForge(flag string, refs []forge.PRRef) (forge.Kind, error) {
+	kind, err := forge.ParseKind(flag)
+	if err != nil {
+		return kind, usageErr("--forge: %v", err)
+	}
+	if flag == "" && len(refs) > 0 {
+		kind = refs[0].Forge
+	}
+	for _, r := range refs {
+		if r.Forge != kind {
+			return kind, usageErr("%s is on %s, not %s; one converge serve drives one forge's PRs, start another for the rest", r, r.Forge, kind)
+		}
+	}
+	return kind, nil
+}
+
+// mrLister lists a GitLab project's open merge requests.
+type mrLister interface {
+	OpenMRs(ctx context.Context, projectFullPath string) ([]glclient.OpenMR, error)
+}
+
 // discover lists the open PRs of a watched repository that match it.
 func (f *fleet) discover(ctx context.Context, w store.RepoWatch) ([]string, error) {
+	if f.ps.site.kind == forge.GitLab {
+		return f.discoverMRs(ctx, w)
+	}
 	owner, repo, _ := strings.Cut(w.Repo, "/")
 	c, err := f.lister(ctx, owner, repo)
 	if err != nil {
@@ -462,4 +504,36 @@ func (f *fleet) lister(ctx context.Context, owner, repo string) (*ghclient.Clien
 		return nil, fmt.Errorf("the forge client cannot list pull requests")
 	}
 	return c, nil
+}
+
+// discoverMRs lists the open merge requests of a watched GitLab project
+// that match it.
+func (f *fleet) discoverMRs(ctx context.Context, w store.RepoWatch) ([]string, error) {
+	i := strings.LastIndex(w.Repo, "/")
+	if i <= 0 {
+		return nil, fmt.Errorf("watch %q: want GROUP[/SUB...]/PROJECT", w.Repo)
+	}
+	ref := forge.PRRef{Host: f.ps.webHost, Owner: w.Repo[:i], Repo: w.Repo[i+1:], Number: 1, Forge: forge.GitLab}
+	if u, err := url.Parse(f.ps.rest); err == nil {
+		ref.Scheme = u.Scheme
+	}
+	forges, _, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values, f.ps.minted)
+	if err != nil {
+		return nil, err
+	}
+	c, ok := forges[0].(mrLister)
+	if !ok {
+		return nil, fmt.Errorf("the forge client cannot list merge requests")
+	}
+	mrs, err := c.OpenMRs(ctx, w.Repo)
+	if err != nil {
+		return nil, err
+	}
+	var urls []string
+	for _, m := range mrs {
+		if server.WatchMatches(w, m.Author, m.Labels) {
+			urls = append(urls, m.URL)
+		}
+	}
+	return urls, nil
 }

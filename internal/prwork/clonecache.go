@@ -224,7 +224,7 @@ func dropClone(ctx context.Context, root, clone string, live func(run string) bo
 // the clones it removed. A run of a removed clone that later needs it
 // clones again.
 func PruneClones(ctx context.Context, root string, live func(run string) bool) ([]string, error) {
-	clones, err := filepath.Glob(filepath.Join(root, "clones", "*", "*", "*"))
+	clones, err := cachedClones(filepath.Join(root, "clones"))
 	if err != nil {
 		return nil, err
 	}
@@ -245,4 +245,56 @@ func PruneClones(ctx context.Context, root string, live func(run string) bool) (
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// cachedClones lists the clone directories under dir (<root>/clones): a
+// GitLab project's path has subgroups, so a clone is not always three
+// levels down (<host>/<owner>/<repo>); a directory holding a clone is
+// never one itself, lest pruning it remove the clone inside. A directory
+// three levels down that is no clone and holds none (a clone that never
+// finished) is listed too, as before.
+func cachedClones(dir string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if !d.IsDir() || p == dir {
+			return nil
+		}
+		rel, _ := filepath.Rel(dir, p)
+		depth := len(strings.Split(rel, string(filepath.Separator)))
+		if depth < 3 {
+			return nil
+		}
+		if hasClone(p) {
+			out = append(out, p)
+			return filepath.SkipDir
+		}
+		if depth == 3 && !holdsClone(p) {
+			out = append(out, p)
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return out, err
+}
+
+// holdsClone reports whether a clone is anywhere under dir.
+func holdsClone(dir string) bool {
+	found := false
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || found {
+			return filepath.SkipDir
+		}
+		if d.IsDir() && p != dir && hasClone(p) {
+			found = true
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return found
 }

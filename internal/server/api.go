@@ -89,13 +89,27 @@ func (s *Server) servePostRepo(w http.ResponseWriter, r *http.Request) {
 		Repo    string   `json:"repo"`
 		Label   string   `json:"label"`
 		Authors []string `json:"authors"`
+		// Forge is "github" or "gitlab"; empty means the server's.
+		Forge string `json:"forge"`
 	}
 	if !decodeBody(w, r, &in) {
 		return
 	}
-	owner, name, ok := strings.Cut(in.Repo, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		httpError(w, http.StatusBadRequest, fmt.Sprintf("repo %q: want owner/name", in.Repo))
+	kind := s.opts.Forge
+	if in.Forge != "" {
+		k, err := forge.ParseKind(in.Forge)
+		if err != nil {
+			httpError(w, http.StatusBadRequest, err.Error())
+			return
+		}
+		if k != s.opts.Forge {
+			httpError(w, http.StatusUnprocessableEntity, fmt.Sprintf("this server drives %s; start another for %s", s.opts.Forge, k))
+			return
+		}
+		kind = k
+	}
+	if err := CheckWatchRepo(kind, in.Repo); err != nil {
+		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	watch := store.RepoWatch{Repo: in.Repo, Label: in.Label, Authors: in.Authors}
@@ -194,6 +208,27 @@ func (s *Server) discoverWatch(ctx context.Context, wt store.RepoWatch) {
 		}
 		known[target] = true
 	}
+}
+
+// CheckWatchRepo checks a watched repository's name: OWNER/REPO on
+// GitHub, GROUP[/SUBGROUP...]/PROJECT on GitLab.
+func CheckWatchRepo(kind forge.Kind, repo string) error {
+	parts := strings.Split(repo, "/")
+	for _, p := range parts {
+		if p == "" {
+			parts = nil
+		}
+	}
+	if kind == forge.GitLab {
+		if len(parts) < 2 {
+			return fmt.Errorf("repo %q: want GROUP[/SUBGROUP...]/PROJECT", repo)
+		}
+		return nil
+	}
+	if len(parts) != 2 {
+		return fmt.Errorf("repo %q: want owner/name", repo)
+	}
+	return nil
 }
 
 // WatchMatches reports whether an open PR by author carrying labels

@@ -25,6 +25,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -117,6 +118,10 @@ type Options struct {
 	// Discover lists the web URLs of the open PRs a watched repository
 	// holds that match its watch; without it POST /api/repos answers 501.
 	Discover func(ctx context.Context, w store.RepoWatch) ([]string, error)
+	// Forge is the forge Discover lists: POST /api/repos takes a GitHub
+	// owner/name, or a GitLab group[/sub...]/project, and refuses a
+	// repository of another forge. The zero value is GitHub.
+	Forge forge.Kind
 	// Stats feeds /metrics; nil reports no forge or agent figures.
 	Stats func() Stats
 	// Budget, when set, reports its available permits on /metrics.

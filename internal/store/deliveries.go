@@ -64,7 +64,7 @@ func (s *Store) PruneDeliveries(ctx context.Context, age time.Duration) (int, er
 // carrying Label, or opened by one of Authors (either matches; both empty
 // means every open PR).
 type RepoWatch struct {
-	Repo      string // owner/name
+	Repo      string // owner/name; on GitLab the project's full path, group[/sub...]/name
 	Label     string
 	Authors   []string
 	CreatedAt time.Time
@@ -72,8 +72,8 @@ type RepoWatch struct {
 
 // PutRepoWatch adds w, or replaces the watch of the same repository.
 func (s *Store) PutRepoWatch(ctx context.Context, w RepoWatch) error {
-	if strings.Count(w.Repo, "/") != 1 || strings.HasPrefix(w.Repo, "/") || strings.HasSuffix(w.Repo, "/") {
-		return fmt.Errorf("put repo watch: %q is not owner/name", w.Repo)
+	if !strings.Contains(w.Repo, "/") || strings.HasPrefix(w.Repo, "/") || strings.HasSuffix(w.Repo, "/") || strings.Contains(w.Repo, "//") {
+		return fmt.Errorf("put repo watch: %q is not owner/name (or a GitLab group/.../project)", w.Repo)
 	}
 	authors := w.Authors
 	if authors == nil {

@@ -128,6 +128,7 @@ type Lab struct {
 	lagReads   int
 	mergeCache map[string]mergeInfo
 	writes     []Write
+	hooks      labHooks // project webhooks (webhooks.go)
 }
 
 // New prepares a lab: state directory, CA, users. Start serves it.
@@ -367,6 +368,7 @@ func (l *Lab) publishLocked(ev Event) {
 		default:
 		}
 	}
+	l.hookLocked(ev)
 }
 
 func (l *Lab) bgCtx() context.Context {

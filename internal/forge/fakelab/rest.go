@@ -296,6 +296,8 @@ func (l *Lab) projectRoute(r *http.Request, ps params, u *user, p *project, seg 
 	switch {
 	case len(seg) == 0 && get:
 		return 200, l.projectJSON(p)
+	case len(seg) >= 1 && seg[0] == "hooks":
+		return l.hooksRoute(r, ps, u, p, seg[1:])
 	case len(seg) == 3 && seg[0] == "members" && seg[1] == "all" && get:
 		id, _ := strconv.Atoi(seg[2])
 		m := l.userByID(id)
