@@ -27,9 +27,11 @@ type DemoOptions struct {
 }
 
 // DemoScript is Duo's script on the demo MR: the GitHub demo's Copilot
-// findings, round by round (two, then one, then a clean review).
+// findings, round by round (two, then one, then a clean review), with
+// today's Duo verdicts (a change request after comments, an approval
+// after a clean review: DuoScript.Verdicts).
 func DemoScript() DuoScript {
-	var s DuoScript
+	s := DuoScript{Verdicts: true}
 	for _, r := range fakehub.DemoScript().Rounds {
 		var fs []Finding
 		for _, f := range r.Findings {

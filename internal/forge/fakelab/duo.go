@@ -62,6 +62,12 @@ type DuoRound struct {
 // it finds nothing.
 type DuoScript struct {
 	Rounds []DuoRound
+	// Verdicts: Duo approves the merge request after a review that left
+	// no comment and requests changes after one that left some, and a new
+	// review first withdraws its approval, as GitLab Duo does since
+	// gitlab-org/gitlab!254981 (duo_verdicts.go). Without it Duo neither
+	// approves nor requests changes, as before that change.
+	Verdicts bool
 }
 
 // Text returns a pointer to s, for DuoRound.Summary.
@@ -118,6 +124,9 @@ func (l *Lab) startDuoLocked(m *mr, by *user) {
 		return
 	}
 	duo := l.userLocked(UserDuo)
+	if script != nil && script.Verdicts {
+		l.duoWithdrawLocked(m, duo)
+	}
 	l.setReviewerStateLocked(m, duo, "review_started")
 	ctx := l.bgCtx()
 	changed, _ := fakegit.Run(ctx, m.proj.dir, nil, nil, "diff", "--name-only", m.version().base, m.headSHA)
@@ -186,6 +195,7 @@ func (l *Lab) finishDuoLocked(ctx context.Context, m *mr, duo *user, progress *n
 			posted++
 		}
 	}
+	l.duoVerdictLocked(m, duo, posted)
 	switch {
 	case round.Summary != nil:
 		edit(*round.Summary)
