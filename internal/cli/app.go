@@ -10,7 +10,9 @@ import (
 
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/secure"
 )
@@ -128,6 +130,9 @@ func (c *appCache) load(load func() (*ghclient.App, error)) (*ghclient.App, erro
 // command before anything is recorded (exit 6), and every token the App
 // mints added to minted; else the token's one client for all.
 func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef, limits config.Values, minted *secure.Secrets) ([]forge.Forge, []prCred, error) {
+	if siteOf(refs[0]).kind == forge.GitLab {
+		return gitlabAuth(ios, opts, rest, webHost, refs, limits)
+	}
 	app, err := opts.apps.load(func() (*ghclient.App, error) { return opts.App.load(ios, rest, opts.CAFile, minted) })
 	if err != nil {
 		return nil, nil, err
@@ -166,6 +171,41 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 			return nil, nil, err
 		}
 		forges[i], creds[i] = c, prCred{app: app}
+	}
+	return forges, creds, nil
+}
+
+// gitlabAuth is prAuth on GitLab: one client on the token for every merge
+// request. GitLab has no Apps; a project, group or personal access token
+// acts as converge (SEC-5's App is GitHub's).
+func gitlabAuth(ios *IOStreams, opts *prOptions, rest, webHost string, refs []forge.PRRef, limits config.Values) ([]forge.Forge, []prCred, error) {
+	if opts.App.ID != "" || ios.Getenv("CONVERGE_APP_ID") != "" {
+		return nil, nil, usageErr("--app-id is GitHub's: on GitLab converge acts with a token (CONVERGE_TOKEN, GITLAB_TOKEN or --token)")
+	}
+	token, _, err := siteOf(refs[0]).resolveToken(webHost, opts.Token, ios.Getenv)
+	if err != nil {
+		return nil, nil, err
+	}
+	var cas []string
+	if opts.CAFile != "" {
+		cas = append(cas, opts.CAFile)
+	}
+	hc, err := forgehttp.HTTPClientWithCA(cas...)
+	if err != nil {
+		return nil, nil, usageErr("--ca-file: %v", err)
+	}
+	o := glclient.Options{APIURL: rest, Token: token, HTTPClient: hc, Limiter: opts.limiter}
+	o.Timeout = limits.Duration("forge_timeout")
+	o.Retry.BaseDelay = limits.Duration("forge_backoff")
+	o.MaxConcurrent = limits.Int("forge_concurrency")
+	o.Retry.MaxWait = min(ghclient.DefaultMaxWait, limits.Duration("fault_budget"))
+	client, err := opts.factory.orDefault(ios).GitLab(o)
+	if err != nil {
+		return nil, nil, usageErr("%v", err)
+	}
+	forges, creds := make([]forge.Forge, len(refs)), make([]prCred, len(refs))
+	for i := range refs {
+		forges[i], creds[i] = client, prCred{Token: token}
 	}
 	return forges, creds, nil
 }

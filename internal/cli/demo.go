@@ -13,6 +13,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/forge/fakelab"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
@@ -24,8 +25,13 @@ type demoOptions struct {
 	JSON         bool
 	Keep         bool
 	CopilotDelay time.Duration
+	// Forge is the emulator the demo runs on.
+	Forge forge.Kind
 	// factory builds the forge client and the agent (nil: the real one).
 	factory *Factory
+	// atForge, in tests, reads the GitLab emulator after the loop and
+	// before it closes, so the outcome is checked at the forge.
+	atForge func(*fakelab.Lab, fakelab.DemoInfo)
 }
 
 func newDemoCmd(factory *Factory, runF func(*demoOptions) error) *cobra.Command {
@@ -33,12 +39,18 @@ func newDemoCmd(factory *Factory, runF func(*demoOptions) error) *cobra.Command 
 	opts := &demoOptions{factory: factory}
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Run the whole loop offline against the built-in GitHub emulator",
+		Short: "Run the whole loop offline against a built-in GitHub or GitLab emulator",
 		Long: `Start the GitHub emulator in-process with a small Go repository whose
 pull request has real defects, and drive it to a proven two-stable finish:
 the scripted Copilot reviewer finds the defects over two rounds, converge
 applies the suggestions, runs the tests, commits, pushes, replies to and
-resolves every thread, and prints the proof.`,
+resolves every thread, and prints the proof.
+
+With --forge gitlab the same repository is a merge request on the GitLab
+emulator, without GitLab Duo: converge's local review of each head (an
+offline reviewer that knows the demo's defects) is the independent review,
+and the loop fixes what it finds until a head reviews clean and its
+pipeline passes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -51,6 +63,7 @@ resolves every thread, and prints the proof.`,
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the state directory and worktree")
 	cmd.Flags().DurationVar(&opts.CopilotDelay, "copilot-delay", time.Second, "how long the scripted Copilot takes to review")
+	cmd.Flags().Var(forgeFlag{&opts.Forge}, "forge", "the emulated forge: github (Copilot reviews) or gitlab (the local review is the independent reviewer)")
 	return cmd
 }
 
@@ -65,6 +78,9 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 		if !opts.Keep {
 			defer os.RemoveAll(tmp)
 		}
+	}
+	if opts.Forge == forge.GitLab {
+		return runDemoGitLab(ctx, ios, opts, dir)
 	}
 	hub, err := fakehub.New(fakehub.Options{
 		StateDir:     dir + "/forge",
@@ -118,7 +134,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
-	term, err := runLoop(ctx, ios, loopParams{
+	return demoLoop(ctx, ios, opts, client, loopParams{
 		Ref:      ref,
 		Forge:    client,
 		CloneURL: hub.GitURL(demo.Owner, demo.Repo),
@@ -135,9 +151,14 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 		Author:   "converge",
 		Email:    "converge@users.noreply.github.com",
 	})
+}
+
+// demoLoop runs the demo's loop and then reads the forge once more: the
+// proof must match what the forge shows.
+func demoLoop(ctx context.Context, ios *IOStreams, opts *demoOptions, f forge.Forge, p loopParams) error {
+	term, err := runLoop(ctx, ios, p)
 	if term != nil && term.Proof != nil && !opts.JSON {
-		// Read the forge once more: the proof must match what it shows.
-		pr, oerr := client.Observe(ctx, ref)
+		pr, oerr := f.Observe(ctx, p.Ref)
 		if oerr == nil {
 			fmt.Fprintf(ios.Out, "forge check: emulator head %s, proof head %s, match=%v\n", pr.HeadSHA, term.Proof.HeadSHA, pr.HeadSHA == term.Proof.HeadSHA)
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -25,9 +26,11 @@ type Factory struct {
 	// never creating one; run names the run it reads, for the error
 	// (openExistingStore).
 	OpenExistingStore func(ctx context.Context, dir, run string) (*store.Store, error)
-	// Forge builds a GitHub client: every forge client of pr, serve,
+	// Forge builds a GitHub client: every GitHub client of pr, serve,
 	// worker and demo is built here.
 	Forge func(ghclient.Options) (*ghclient.Client, error)
+	// GitLab builds a GitLab client, as Forge does GitHub's.
+	GitLab func(glclient.Options) (*glclient.Client, error)
 	// Agent builds every agent of a run (backends.Config.Build): name is
 	// one of backends.Kinds, cmd the command agent's command line, role
 	// backends.RoleFix, RoleReview or RoleJudge; set carries the run's
@@ -46,7 +49,8 @@ func NewFactory(ios *IOStreams) *Factory {
 		OpenExistingStore: func(ctx context.Context, dir, run string) (*store.Store, error) {
 			return openExistingStore(ctx, ios, dir, run)
 		},
-		Forge: ghclient.New,
+		Forge:  ghclient.New,
+		GitLab: glclient.New,
 		Agent: func(set backends.Config, name, cmd, role string) (agent.Agent, error) {
 			if ios.Backend != nil && backends.Known(name) {
 				set.Name, set.Role = name, role

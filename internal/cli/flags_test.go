@@ -17,6 +17,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/store"
 )
@@ -141,11 +142,14 @@ func TestIF_1_SandboxFlags(t *testing.T) {
 func TestIF_1_DemoFlags(t *testing.T) {
 	testFlags(t, newDemoCmd, []flagCase[demoOptions]{
 		{check: func(o *demoOptions) bool {
-			return o.StateDir == "" && !o.JSON && !o.Keep && o.CopilotDelay == time.Second
+			return o.StateDir == "" && !o.JSON && !o.Keep && o.CopilotDelay == time.Second && o.Forge == forge.GitHub
 		}},
-		{args: []string{"--state", "d", "--json", "--keep", "--copilot-delay", "0s"},
-			check: func(o *demoOptions) bool { return o.StateDir == "d" && o.JSON && o.Keep && o.CopilotDelay == 0 }},
+		{args: []string{"--state", "d", "--json", "--keep", "--copilot-delay", "0s", "--forge", "GitLab"},
+			check: func(o *demoOptions) bool {
+				return o.StateDir == "d" && o.JSON && o.Keep && o.CopilotDelay == 0 && o.Forge == forge.GitLab
+			}},
 		usage[demoOptions]("unknown flag", "--agent", "claude"),
+		usage[demoOptions](`unknown forge "bitbucket": want github or gitlab`, "--forge", "bitbucket"),
 	})
 }
 

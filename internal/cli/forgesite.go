@@ -58,3 +58,25 @@ func (s forgeSite) resolveToken(host, flag string, getenv func(string) string) (
 	}
 	return ghclient.ResolveToken(host, flag, getenv, ghclient.GHAuthToken)
 }
+
+// forgeFlag is a --forge flag: github or gitlab, refused at parse time
+// otherwise (IF-1: exit 2 with the allowed values).
+type forgeFlag struct{ kind *forge.Kind }
+
+func (f forgeFlag) String() string {
+	if f.kind == nil {
+		return forge.GitHub.String()
+	}
+	return f.kind.String()
+}
+
+func (f forgeFlag) Set(s string) error {
+	k, err := forge.ParseKind(s)
+	if err != nil {
+		return err
+	}
+	*f.kind = k
+	return nil
+}
+
+func (forgeFlag) Type() string { return "forge" }

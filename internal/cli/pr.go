@@ -25,12 +25,16 @@ import (
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/review/copilot"
+	"github.com/convergeloop/converge/internal/review/duo"
 	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/store"
 )
 
 type prOptions struct {
-	URLs     []string // one loop per PR, all in this process
+	URLs []string // one loop per PR, all in this process
+	// kind is the forge the PRs are on (the first PR's; all must agree),
+	// set when the run's setup is made.
+	kind     forge.Kind
 	APIURL   string
 	CAFile   string
 	Token    string
@@ -295,6 +299,7 @@ func newPRSetup(ios *IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, e
 	if err != nil {
 		return nil, err
 	}
+	opts.kind = ref.Forge
 	pre, err := prSettings(opts, ios, file, agents.reviewer)
 	if err != nil {
 		return nil, err
@@ -469,8 +474,14 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 	cfg.RecapInterval = v.Int("recap_interval")
 	cfg.SyncBase = v.Bool("sync_base")
 	cfg.ReviewMemory = v.Bool("review_memory")
-	// GitHub's review bot is Copilot (PR-O2, PR-O5).
-	cfg.Bot, cfg.TrustedBots = copilot.New(), v.List("trusted_bots")
+	// The forge's review bot: Copilot on GitHub, Duo on GitLab (PR-O2,
+	// PR-O5). The default trusted bots are Copilot's logins; on GitLab
+	// they are Duo's instead, since a GitLab user may be named like a
+	// Copilot login and must not be trusted as a bot.
+	cfg.Bot, cfg.TrustedBots = reviewBotFor(opts.kind), v.List("trusted_bots")
+	if opts.kind == forge.GitLab && slices.Equal(cfg.TrustedBots, copilot.DefaultAllowlist()) {
+		cfg.TrustedBots = duo.DefaultAllowlist()
+	}
 	if reviewer != nil {
 		angles, err := review.ParseAngles(v.String("review_angles"))
 		if err != nil {

@@ -364,3 +364,9 @@ func readableFiles(ctx context.Context, dir, base, head string) int {
 	}
 	return n
 }
+
+// AnchorLines is the 1-based line range of a finding's anchor in content;
+// 0, 0 when absent (the demo's offline reviewer reads a head with it).
+func AnchorLines(content string, f Finding) (int, int) {
+	return anchorLines(content, f.Anchor, f.AnchorEnd)
+}
