@@ -735,9 +735,13 @@ func suggestionUndoes(f Finding, hunks []placed) (placed, bool) {
 	if sp.kind != spanLines || f.Outdated {
 		return placed{}, false
 	}
-	repl, reason := suggest.ParseSuggestion(f.Summary)
+	repl, above, below, reason := suggest.ParseSuggestionSpan(f.Summary)
 	if reason != "" {
 		return placed{}, false
+	}
+	if above > 0 || below > 0 {
+		// GitLab's suggestion:-A+B replaces lines around the comment's.
+		sp.start, sp.end = max(sp.end-above, 1), sp.end+below
 	}
 	for _, p := range hunks {
 		if p.Path != f.Path {

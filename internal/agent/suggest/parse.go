@@ -1,6 +1,9 @@
 package suggest
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // ParseSuggestion extracts the one suggestion block of a comment body, as
 // lines without endings; an empty, non-nil slice means "delete the lines".
@@ -10,6 +13,17 @@ import "strings"
 // blocks are skipped whole, so a suggestion quoted inside one does not
 // count. reason is non-empty when there is not exactly one complete block.
 func ParseSuggestion(body string) (lines []string, reason string) {
+	lines, _, _, reason = ParseSuggestionSpan(body)
+	return lines, reason
+}
+
+// ParseSuggestionSpan is ParseSuggestion that also reads GitLab's
+// multi-line suggestion, info string "suggestion:-A+B": the block
+// replaces the commented line with A lines above it and B below
+// (https://docs.gitlab.com/user/project/merge_requests/reviews/suggestions/).
+// A GitHub block ("suggestion") has both 0: its lines are the comment's
+// own line range.
+func ParseSuggestionSpan(body string) (lines []string, above, below int, reason string) {
 	body = strings.ReplaceAll(body, "\r\n", "\n")
 	src := strings.Split(body, "\n")
 	found := 0
@@ -18,7 +32,7 @@ func ParseSuggestion(body string) (lines []string, reason string) {
 		if !ok {
 			continue
 		}
-		isSuggestion := firstWord(info) == "suggestion"
+		a, b, isSuggestion := suggestionInfo(firstWord(info))
 		var content []string
 		closed := false
 		for i++; i < len(src); i++ {
@@ -32,21 +46,48 @@ func ParseSuggestion(body string) (lines []string, reason string) {
 			continue
 		}
 		if !closed {
-			return nil, ReasonUnterminated
+			return nil, 0, 0, ReasonUnterminated
 		}
 		found++
 		if content == nil {
 			content = []string{}
 		}
-		lines = content
+		lines, above, below = content, a, b
 	}
 	switch {
 	case found == 0:
-		return nil, ReasonNoSuggestion
+		return nil, 0, 0, ReasonNoSuggestion
 	case found > 1:
-		return nil, ReasonMultipleSuggestions
+		return nil, 0, 0, ReasonMultipleSuggestions
 	}
-	return lines, ""
+	return lines, above, below, ""
+}
+
+// maxSpan bounds the lines a GitLab suggestion may reach above or below
+// its line, as GitLab does (100 each way).
+const maxSpan = 100
+
+// suggestionInfo reads a fence's first word: "suggestion" (GitHub's and
+// GitLab's single line) or GitLab's "suggestion:-A+B".
+func suggestionInfo(word string) (above, below int, ok bool) {
+	if word == "suggestion" {
+		return 0, 0, true
+	}
+	rest, found := strings.CutPrefix(word, "suggestion:-")
+	if !found {
+		return 0, 0, false
+	}
+	a, b, found := strings.Cut(rest, "+")
+	if !found {
+		return 0, 0, false
+	}
+	above, errA := strconv.Atoi(a)
+	below, errB := strconv.Atoi(b)
+	if errA != nil || errB != nil || above < 0 || below < 0 || above > maxSpan || below > maxSpan ||
+		strings.HasPrefix(a, "+") || strings.HasPrefix(b, "+") || strings.HasPrefix(b, "-") {
+		return 0, 0, false
+	}
+	return above, below, true
 }
 
 func openingFence(line string) (indent int, ch byte, n int, info string, ok bool) {

@@ -149,7 +149,7 @@ type seenLines struct {
 }
 
 func prepare(idx int, f agent.Finding, workdir string, env []string) (edit, string) {
-	lines, reason := ParseSuggestion(f.Body)
+	lines, above, below, reason := ParseSuggestionSpan(f.Body)
 	if reason != "" {
 		return edit{}, reason
 	}
@@ -162,6 +162,19 @@ func prepare(idx int, f agent.Finding, workdir string, env []string) (edit, stri
 	start := f.StartLine
 	if start <= 0 {
 		start = f.EndLine
+	}
+	// A GitLab suggestion names its lines around the commented one (the
+	// thread's line, EndLine): they are the lines it replaces, now and as
+	// the reviewer saw them.
+	if above > 0 || below > 0 {
+		if f.EndLine-above < 1 {
+			return edit{}, fmt.Sprintf("%s: the suggestion starts %d line(s) above line %d", ReasonOutOfRange, above, f.EndLine)
+		}
+		start = f.EndLine - above
+		f.EndLine += below
+		if f.OrigEnd > 0 {
+			f.OrigStart, f.OrigEnd = max(f.OrigEnd-above, 1), f.OrigEnd+below
+		}
 	}
 	if start > f.EndLine {
 		return edit{}, fmt.Sprintf("%s: start line %d after end line %d", ReasonOutOfRange, start, f.EndLine)
