@@ -313,6 +313,7 @@ func (c *Client) RequestReviews(ctx context.Context, pr *forge.PullRequest, user
 		ids = append(ids, r.ID)
 	}
 	before := len(ids)
+	var again []int64 // named reviewers who finished: asked anew
 	for _, l := range logins {
 		u, err := c.userByName(ctx, l)
 		if err != nil {
@@ -325,10 +326,24 @@ func (c *Client) RequestReviews(ctx context.Context, pr *forge.PullRequest, user
 		}
 		if !slices.Contains(ids, u.ID) {
 			ids = append(ids, u.ID)
+		} else if done, err := c.reviewFinished(ctx, pr.Ref, u.ID); err != nil {
+			return c.mapErr(op, err)
+		} else if done {
+			again = append(again, u.ID)
 		}
 	}
-	if len(ids) == before {
-		return nil // all requested already
+	if len(ids) == before && len(again) == 0 {
+		return nil // all requested already, none of them finished
+	}
+	if len(again) > 0 {
+		// GitLab keeps a reviewer who finished (GitLab Duo among them)
+		// and asks nothing when reviewer_ids already holds them: a new
+		// review is asked by removing them, then adding them again
+		// (rerequest.go).
+		kept := slices.DeleteFunc(slices.Clone(ids), func(id int64) bool { return slices.Contains(again, id) })
+		if _, err := c.do(ctx, http.MethodPut, mrPath(pr.Ref), map[string]any{"reviewer_ids": emptyIfNil(kept)}, nil); err != nil {
+			return c.mapErr(op, err)
+		}
 	}
 	_, err := c.do(ctx, http.MethodPut, mrPath(pr.Ref), map[string]any{"reviewer_ids": ids}, nil)
 	return c.mapErr(op, err)

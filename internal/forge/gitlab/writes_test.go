@@ -205,10 +205,14 @@ func TestPR_O5_RequestReviewsKeepsPendingReviewers(t *testing.T) {
 	stub(reg, "GET", pMR, "", ok(mrJSON())) // reviewers bob (2), GitLabDuo (3)
 	stub(reg, "GET", "/api/v4/users", "username=dave", ok([]any{map[string]any{"id": 4, "username": "dave", "state": "active"}}))
 	stub(reg, "GET", "/api/v4/users", "username=bob", ok([]any{map[string]any{"id": 2, "username": "bob", "state": "active"}}))
+	pending := ok([]any{map[string]any{"user": u(2, "bob"), "state": "unreviewed"}, map[string]any{"user": u(3, "GitLabDuo"), "state": "review_started"}})
+	stub(reg, "GET", pMR+"/reviewers", "", pending)
 	stub(reg, "PUT", pMR, "", ok(mrJSON()))
-	// Requesting only reviewers already there writes nothing.
+	// Requesting only reviewers already there, their reviews pending,
+	// writes nothing.
 	stub(reg, "GET", pMR, "", ok(mrJSON()))
 	stub(reg, "GET", "/api/v4/users", "username=GitLabDuo", ok([]any{map[string]any{"id": 3, "username": "GitLabDuo", "bot": true, "state": "active"}}))
+	stub(reg, "GET", pMR+"/reviewers", "", pending)
 	// An unknown login is refused and nothing is written.
 	stub(reg, "GET", pMR, "", ok(mrJSON()))
 	stub(reg, "GET", "/api/v4/users", "username=ghost", ok([]any{}))
@@ -221,7 +225,7 @@ func TestPR_O5_RequestReviewsKeepsPendingReviewers(t *testing.T) {
 	if err := c.RequestReviews(ctx, pr, []string{"dave", "bob"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	put := reg.Requests()[3]
+	put := reg.Requests()[4]
 	if b := sentJSON(t, put); fmt.Sprint(b["reviewer_ids"]) != "[2 3 4]" {
 		t.Errorf("reviewer_ids sent %v, want [2 3 4]", b["reviewer_ids"])
 	}
@@ -299,5 +303,30 @@ func TestPR_S14_CommitsBehind(t *testing.T) {
 	// Cached: SHAs do not change.
 	if n, err := c.CommitsBehind(context.Background(), testRef, shaBase, shaHead); err != nil || n != 2 {
 		t.Errorf("again: %d, %v", n, err)
+	}
+}
+
+// PR-O5 on GitLab: a reviewer who finished (GitLab Duo after its review)
+// is asked anew by removing it from the reviewers and adding it again.
+func TestPR_O5_RequestReviewsAsksAFinishedReviewerAgain(t *testing.T) {
+	reg := httpmock.New(t)
+	stub(reg, "GET", pMR, "", ok(mrJSON())) // reviewers bob (2), GitLabDuo (3)
+	stub(reg, "GET", "/api/v4/users", "username=GitLabDuo", ok([]any{map[string]any{"id": 3, "username": "GitLabDuo", "bot": true, "state": "active"}}))
+	stub(reg, "GET", pMR+"/reviewers", "", ok([]any{map[string]any{"user": u(2, "bob"), "state": "unreviewed"}, map[string]any{"user": u(3, "GitLabDuo"), "state": "reviewed"}}))
+	stub(reg, "PUT", pMR, "", ok(mrJSON()))
+	stub(reg, "PUT", pMR, "", ok(mrJSON()))
+	c, _ := newTestClient(t, reg)
+	if err := c.RequestReviews(context.Background(), &forge.PullRequest{Ref: testRef}, nil, []string{"GitLabDuo"}); err != nil {
+		t.Fatal(err)
+	}
+	reqs := reg.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("%d requests, want 5", len(reqs))
+	}
+	if b := sentJSON(t, reqs[3]); fmt.Sprint(b["reviewer_ids"]) != "[2]" {
+		t.Errorf("first PUT reviewer_ids %v, want [2] (Duo removed)", b["reviewer_ids"])
+	}
+	if b := sentJSON(t, reqs[4]); fmt.Sprint(b["reviewer_ids"]) != "[2 3]" {
+		t.Errorf("second PUT reviewer_ids %v, want [2 3] (Duo added again)", b["reviewer_ids"])
 	}
 }
