@@ -112,8 +112,9 @@ type forgeStart struct {
 // needs to reach the forge; `forge start` sets BOT and REPLY_WRITTEN), and
 // stops it all when the script ends (ts.Defer).
 //
-// GitLab's slot: its adapter (over internal/forge/fakelab, observing
-// through internal/forge/gitlab) registers itself in an init func:
+// GitLab's adapter (script_lab_test.go, over internal/forge/fakelab,
+// observing through internal/forge/gitlab) registers itself in an init
+// func:
 //
 //	scriptForges[forge.GitLab] = startScriptLab
 //
@@ -126,9 +127,8 @@ type forgeStart struct {
 // converge's vocabulary (forge.PullRequest, its merge state, the
 // "converge" check context); and converge's client of the forge passes a
 // crash boundary (package crashpoint) around each write, replyWritten
-// naming the one after its reply batch.
-//
-// Until then the table's gitlab run is skipped.
+// naming the one after its reply batch. A forge without an adapter has
+// its run of the table skipped.
 var scriptForges = map[forge.Kind]func(ts *testscript.TestScript, opts forgeStart) scriptForge{
 	forge.GitHub: startHubForge,
 }

@@ -179,6 +179,7 @@ func New(opts Options) (*Client, error) {
 		limits:  limits,
 		log:     log,
 	}
+	hc.Transport = crashWrites(hc.Transport) // REL-2's crash matrix; nothing unless a test arms it
 	ua := opts.UserAgent
 	if ua == "" {
 		ua = "converge"
