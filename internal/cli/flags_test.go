@@ -258,6 +258,9 @@ func TestIF_1_ServeFlags(t *testing.T) {
 				return strings.Join(o.pr.URLs, " ") == flagPR && o.Listen == ":9" && strings.Join(o.Watch, " ") == "o/a o/b o/c" && o.Label == "l" &&
 					strings.Join(o.Authors, " ") == "x" && o.PollBudget == 5 && o.pr.Agent == "codex" && o.pr.Set["ci_wait"] == "1m0s"
 			}},
+		{args: []string{"--forge", "gitlab", "--watch", "g/sub/p"}, check: func(o *serveOptions) bool {
+			return o.Forge == "gitlab" && strings.Join(o.Watch, " ") == "g/sub/p"
+		}},
 		usage[serveOptions]("invalid argument", "--poll-budget", "lots"),
 		usage[serveOptions]("unknown flag", "--watch-labels", "l"),
 	})
