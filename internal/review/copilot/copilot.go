@@ -134,7 +134,7 @@ var noSignalPhrases = []string{
 // statedCount is the count a review body states in its own words (not in
 // a fence or a quote). A current non-zero count beats a zero (PR-O4).
 func statedCount(body string) (int, bool) {
-	text := ownText(body)
+	text := review.OwnText(body)
 	n, ok := 0, false
 	for _, m := range statedCountRE.FindAllStringSubmatch(text, -1) {
 		v := m[1] + m[2] + m[3]
@@ -149,7 +149,7 @@ func statedCount(body string) (int, bool) {
 // isErrorReview reports a body that is Copilot saying it could not review
 // (an error, a quota, unavailability) rather than a review.
 func isErrorReview(body string) bool {
-	text := ownText(body)
+	text := review.OwnText(body)
 	for _, p := range noSignalPhrases {
 		if strings.Contains(text, p) {
 			return true
@@ -177,7 +177,7 @@ func (Bot) Read(r forge.Review, pr *forge.PullRequest) (review.Signal, string) {
 	if n == 0 && isErrorReview(r.Body) {
 		return review.NoSignal, "Copilot reported an error, a quota or unavailability"
 	}
-	if m := reviewedFilesRE.FindStringSubmatch(ownText(r.Body)); m != nil && m[1] == "0" && n == 0 {
+	if m := reviewedFilesRE.FindStringSubmatch(review.OwnText(r.Body)); m != nil && m[1] == "0" && n == 0 {
 		return review.NoSignal, "Copilot reviewed none of the changed files"
 	}
 	rooted := reviewThreads(r, pr)
@@ -201,28 +201,3 @@ func reviewThreads(r forge.Review, pr *forge.PullRequest) int {
 	return n
 }
 
-// ownText drops the lines of a review body that are not the review's own
-// words: fenced blocks and `>` quotes may carry another review's text
-// (PR-O4), so neither an error phrase nor a count inside them counts.
-func ownText(body string) string {
-	var out []string
-	fence := ""
-	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {
-		t := strings.TrimSpace(line)
-		if fence != "" {
-			if strings.HasPrefix(t, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fence = t[:3]
-			continue
-		}
-		if strings.HasPrefix(t, ">") {
-			continue
-		}
-		out = append(out, line)
-	}
-	return strings.ToLower(strings.Join(out, "\n"))
-}

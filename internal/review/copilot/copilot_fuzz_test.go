@@ -62,7 +62,7 @@ func FuzzPR_O3_CopilotBody(f *testing.F) {
 		// Unless an unclosed fence in body swallows it, a could-not-review
 		// line is the review's own words.
 		withErr := body + "\n\nCopilot wasn't able to review any files in this pull request."
-		if s := read(withErr); s == review.Clean && strings.Contains(ownText(withErr), "wasn't able to review") {
+		if s := read(withErr); s == review.Clean && strings.Contains(review.OwnText(withErr), "wasn't able to review") {
 			t.Fatalf("%q with a could-not-review line read clean", body)
 		}
 	})

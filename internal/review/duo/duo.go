@@ -109,6 +109,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/review"
+	"github.com/convergeloop/converge/internal/text"
 )
 
 // Name is the bot's name: in findings and reports, and how a PR loop's
@@ -236,7 +237,7 @@ func (b Bot) Read(r forge.Review, pr *forge.PullRequest) (review.Signal, string)
 	case forge.ReviewChangesRequested:
 		g := b.commentGroup(r.CommitSHA, pr)
 		if g == nil {
-			return review.Unsettled, fmt.Sprintf("GitLab Duo requested changes on %s, and none of its comments on it is visible", short(r.CommitSHA))
+			return review.Unsettled, fmt.Sprintf("GitLab Duo requested changes on %s, and none of its comments on it is visible", text.ShortSHA(r.CommitSHA))
 		}
 		return b.readComments(*g, pr)
 	case forge.ReviewCommented:
@@ -260,7 +261,7 @@ func (b Bot) readComments(r forge.Review, pr *forge.PullRequest) (review.Signal,
 		}
 	}
 	if rooted != r.CommentCount {
-		return review.Unsettled, fmt.Sprintf("GitLab Duo's review of %s has %d comment(s), %d thread(s) visible", short(r.CommitSHA), r.CommentCount, rooted)
+		return review.Unsettled, fmt.Sprintf("GitLab Duo's review of %s has %d comment(s), %d thread(s) visible", text.ShortSHA(r.CommitSHA), r.CommentCount, rooted)
 	}
 	return review.Findings, ""
 }
@@ -281,18 +282,18 @@ func (b Bot) commentGroup(sha string, pr *forge.PullRequest) *forge.Review {
 // it finished and found nothing.
 func (b Bot) readApproval(r forge.Review, pr *forge.PullRequest) (review.Signal, string) {
 	if g := b.commentGroup(r.CommitSHA, pr); g != nil && g.CommentCount > 0 {
-		return review.NoSignal, fmt.Sprintf("GitLab Duo approved %s and commented on it %d time(s)", short(r.CommitSHA), g.CommentCount)
+		return review.NoSignal, fmt.Sprintf("GitLab Duo approved %s and commented on it %d time(s)", text.ShortSHA(r.CommitSHA), g.CommentCount)
 	}
 	for _, t := range pr.Threads {
 		if len(t.Comments) > 0 && b.Is(t.Comments[0].Author) && t.Comments[0].OriginalCommit == r.CommitSHA {
-			return review.NoSignal, fmt.Sprintf("GitLab Duo approved %s and opened thread %s on it", short(r.CommitSHA), t.ID)
+			return review.NoSignal, fmt.Sprintf("GitLab Duo approved %s and opened thread %s on it", text.ShortSHA(r.CommitSHA), t.ID)
 		}
 	}
 	note := b.reviewNote(r, pr)
 	if note == nil {
 		return review.Unsettled, "GitLab Duo approved, and its note saying what it found is not visible"
 	}
-	text := ownText(note.Body)
+	text := review.OwnText(note.Body)
 	for _, p := range noSignalPhrases {
 		if strings.Contains(text, p) {
 			return review.NoSignal, "GitLab Duo's note reports an error, a quota or nothing to review"
@@ -326,36 +327,4 @@ func (b Bot) reviewNote(r forge.Review, pr *forge.PullRequest) *forge.IssueComme
 		}
 	}
 	return note
-}
-
-// ownText is a note's own words, lower case: fenced blocks and `>`
-// quotes may carry another review's text (PR-O4).
-func ownText(body string) string {
-	var out []string
-	fence := ""
-	for _, line := range strings.Split(strings.ReplaceAll(body, "\r\n", "\n"), "\n") {
-		t := strings.TrimSpace(line)
-		if fence != "" {
-			if strings.HasPrefix(t, fence) {
-				fence = ""
-			}
-			continue
-		}
-		if strings.HasPrefix(t, "```") || strings.HasPrefix(t, "~~~") {
-			fence = t[:3]
-			continue
-		}
-		if strings.HasPrefix(t, ">") {
-			continue
-		}
-		out = append(out, line)
-	}
-	return strings.ToLower(strings.Join(out, "\n"))
-}
-
-func short(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }

@@ -149,7 +149,7 @@ func FuzzPR_O3_DuoNote(f *testing.F) {
 			return s
 		}
 		if read(body) == review.Clean {
-			text := ownText(body)
+			text := review.OwnText(body)
 			if !strings.HasPrefix(strings.TrimSpace(text), cleanLine) {
 				t.Fatalf("%q read clean without opening with the no-findings line", body)
 			}
