@@ -1,37 +1,16 @@
 package github
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 
-	"github.com/convergeloop/converge/internal/crashpoint"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 )
 
-// crashWrites puts REL-2's crash boundaries (package crashpoint) before
-// and after every write to the forge: a REST request that is not a GET
-// or HEAD, and a GraphQL mutation. It wraps the retrying transport, so a
-// write retried after a fault is one boundary pair. Without the hook it
-// is next itself.
+// crashWrites puts REL-2's crash boundaries before and after every write
+// to the forge, named by writeName (forgehttp.CrashWrites); next itself
+// unless a test arms the hook.
 func crashWrites(next http.RoundTripper) http.RoundTripper {
-	if !crashpoint.Armed() {
-		return next
-	}
-	return crashTransport{next}
-}
-
-type crashTransport struct{ next http.RoundTripper }
-
-func (t crashTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	name, write := writeName(req)
-	if !write {
-		return t.next.RoundTrip(req)
-	}
-	crashpoint.Hit("forge " + name + ": before")
-	resp, err := t.next.RoundTrip(req)
-	// Past here the forge may hold the write whatever the answer says.
-	crashpoint.Hit("forge " + name + ": after")
-	return resp, err
+	return forgehttp.CrashWrites(next, writeName)
 }
 
 // writeName names a write request (the method and path, or the GraphQL
@@ -41,19 +20,7 @@ func writeName(req *http.Request) (string, bool) {
 	case kindGraphQLQuery:
 		return "", false
 	case kindGraphQLMutation:
-		op := "mutation"
-		if req.GetBody != nil {
-			if body, err := req.GetBody(); err == nil {
-				var r struct {
-					OperationName string `json:"operationName"`
-				}
-				if b, err := io.ReadAll(body); err == nil && json.Unmarshal(b, &r) == nil && r.OperationName != "" {
-					op = r.OperationName
-				}
-				body.Close()
-			}
-		}
-		return "graphql " + op, true
+		return "graphql " + forgehttp.GraphQLOperation(req), true
 	}
 	if req.Method == http.MethodGet || req.Method == http.MethodHead {
 		return "", false
