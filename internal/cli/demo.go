@@ -115,15 +115,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 
 	events, cancel := hub.Subscribe()
 	defer cancel()
-	wake := make(chan struct{}, 1)
-	go func() {
-		for range events {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	wake := wakeOn(events)
 
 	cfg := prloop.DefaultConfig()
 	cfg.Bot, cfg.TrustedBots = copilot.New(), copilot.DefaultAllowlist()
@@ -164,4 +156,20 @@ func demoLoop(ctx context.Context, ios *IOStreams, opts *demoOptions, f forge.Fo
 		}
 	}
 	return err
+}
+
+// wakeOn is a loop's wake channel fed by an emulator's events: any
+// number of events while the loop works is one wake (the loop reads the
+// whole forge anyway). It ends when events is closed.
+func wakeOn[E any](events <-chan E) chan struct{} {
+	wake := make(chan struct{}, 1)
+	go func() {
+		for range events {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return wake
 }

@@ -60,15 +60,7 @@ func runDemoGitLab(ctx context.Context, ios *IOStreams, opts *demoOptions, dir s
 	}
 	events, cancel := lab.Subscribe()
 	defer cancel()
-	wake := make(chan struct{}, 1)
-	go func() {
-		for range events {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		}
-	}()
+	wake := wakeOn(events)
 
 	cfg := prloop.DefaultConfig()
 	cfg.Bot, cfg.ExpectsBot, cfg.LocalReview = nil, false, true
