@@ -276,9 +276,11 @@ type Describer interface {
 }
 
 // CLIVersion is the first line bin prints for --version, "" when it
-// prints none within 20 s or fails.
+// prints none within a minute or fails. The bound is for a hung CLI, not a
+// slow one: a node CLI's start on a loaded machine took over 20 s, and
+// doctor then called a working CLI broken.
 func CLIVersion(ctx context.Context, bin string, env []string) string {
-	res, err := proc.Run(ctx, proc.Spec{Argv: []string{bin, "--version"}, Env: env, Budget: 20 * time.Second, Grace: time.Second, MaxOutput: 4 << 10})
+	res, err := proc.Run(ctx, proc.Spec{Argv: []string{bin, "--version"}, Env: env, Budget: time.Minute, Grace: time.Second, MaxOutput: 4 << 10})
 	if err != nil || res.TimedOut || res.ExitCode != 0 {
 		return ""
 	}
