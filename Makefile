@@ -29,7 +29,7 @@ test:
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory workflowcheck
 	@set -e; \
-	$(GO) test $(RACE) -count=1 -parallel 6 -timeout 25m -skip '$(LATE_CLI)' $(CLI_PKG) > .test-cli.log 2>&1 & cli=$$!; \
+	$(GO) test $(RACE) -count=1 -parallel 6 -timeout 40m -skip '$(LATE_CLI)' $(CLI_PKG) > .test-cli.log 2>&1 & cli=$$!; \
 	rest=0; $(GO) test $(RACE) -count=1 -parallel 4 -timeout 25m $(SLOW_PKGS) $$($(GO) list ./... | grep -vx "$$($(GO) list $(CLI_PKG))") || rest=$$?; \
 	late=0; $(GO) test $(RACE) -count=1 -parallel 4 -timeout 20m -run '$(LATE_CLI)' $(CLI_PKG) || late=$$?; \
 	clirc=0; wait $$cli || clirc=$$?; cat .test-cli.log; rm -f .test-cli.log; \
