@@ -200,4 +200,3 @@ func reviewThreads(r forge.Review, pr *forge.PullRequest) int {
 	}
 	return n
 }
-
