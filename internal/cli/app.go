@@ -194,11 +194,7 @@ func gitlabAuth(ios *IOStreams, opts *prOptions, rest, webHost string, refs []fo
 	if err != nil {
 		return nil, nil, usageErr("--ca-file: %v", err)
 	}
-	o := glclient.Options{APIURL: rest, Token: token, HTTPClient: hc, Limiter: opts.limiter}
-	o.Timeout = limits.Duration("forge_timeout")
-	o.Retry.BaseDelay = limits.Duration("forge_backoff")
-	o.MaxConcurrent = limits.Int("forge_concurrency")
-	o.Retry.MaxWait = min(ghclient.DefaultMaxWait, limits.Duration("fault_budget"))
+	o := gitlabLimits(glclient.Options{APIURL: rest, Token: token, HTTPClient: hc, Limiter: opts.limiter}, limits)
 	client, err := opts.factory.orDefault(ios).GitLab(o)
 	if err != nil {
 		return nil, nil, usageErr("%v", err)
