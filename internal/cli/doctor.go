@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -265,6 +266,7 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
 	var out []doctorAgent
 	built := map[string]agent.Agent{}
+	describe := map[int]func() agent.Description{}
 	anyConfigured := false
 	for _, name := range backends.Names() {
 		up := strings.ToUpper(name)
@@ -286,17 +288,37 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 			a.Program = p.Binary()
 		}
 		if d, ok := ag.(agent.Describer); ok {
-			a.Description, a.described = d.Describe(ctx), true
+			a.described = true
+			describe[len(out)] = func() agent.Description { return d.Describe(ctx) }
 		} else {
-			a.Description = describeFallback(ctx, ios, a.Program, model, ac)
+			program := a.Program
+			describe[len(out)] = func() agent.Description { return describeFallback(ctx, ios, program, model, ac) }
+		}
+		out = append(out, a)
+	}
+	// A description runs the CLI's --version, and some CLIs take seconds
+	// of CPU to answer it (Gemini CLI about five): all run at once.
+	var wg sync.WaitGroup
+	for i, f := range describe {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i].Description = f()
+		}()
+	}
+	wg.Wait()
+	for i := range out {
+		a := &out[i]
+		if _, ok := describe[i]; !ok {
+			continue
 		}
 		if a.Version == "" && a.Problem == "" {
-			a.Problem = fmt.Sprintf("%s --version answered nothing: is %s the %s CLI? (set %s to its path)", cmp.Or(a.Program, name), cmp.Or(a.Program, "it"), name, bin)
+			up := strings.ToUpper(a.Name)
+			a.Problem = fmt.Sprintf("%s --version answered nothing: is %s the %s CLI? (set %s to its path)", cmp.Or(a.Program, a.Name), cmp.Or(a.Program, "it"), a.Name, "CONVERGE_"+up+"_BIN")
 		}
 		if a.Problem != "" {
 			a.Code = exitcode.Usage
 		}
-		out = append(out, a)
 	}
 	env := ac.taskEnv()
 	for i := range out {
