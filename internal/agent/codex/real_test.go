@@ -539,7 +539,7 @@ func TestAG_B1_RealCodex_StoppedAtBudgetCountsServedTokens(t *testing.T) {
 				{Match: "budget-finding", Turns: []fakemodel.Turn{
 					{Text: "Editing.", Calls: []fakemodel.ToolCall{{Shell: "printf 'hello converge\\n' > greet.txt"}},
 						Usage: fakemodel.Usage{InputTokens: 1200, OutputTokens: 120, CacheReadTokens: 300}},
-					{Text: "never sent", Delay: time.Minute},
+					{Text: "never sent", Delay: agenttest.Stall},
 				}},
 			}
 			budget := 5 * time.Second
@@ -553,7 +553,7 @@ func TestAG_B1_RealCodex_StoppedAtBudgetCountsServedTokens(t *testing.T) {
 					t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
 				}
 				stalled := slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 1 })
-				if !stalled && try < 3 {
+				if !stalled && try < agenttest.StallTries {
 					t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
 					budget *= 2
 					continue

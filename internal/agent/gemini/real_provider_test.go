@@ -352,7 +352,7 @@ func TestAG_B1_RealGemini_StoppedAtBudgetCountsEveryServedToken(t *testing.T) {
 					Usage: fakemodel.Usage{InputTokens: 100, OutputTokens: 10}},
 				{Text: "Looking further.", Calls: []fakemodel.ToolCall{{Shell: "true"}},
 					Usage: fakemodel.Usage{InputTokens: 200, OutputTokens: 20, CacheReadTokens: 50}},
-				{Text: "never sent", Delay: time.Minute},
+				{Text: "never sent", Delay: agenttest.Stall},
 			}})
 		a := newAgent(t, bin, url)
 		a.opts.SummaryBudget = time.Minute
@@ -362,7 +362,7 @@ func TestAG_B1_RealGemini_StoppedAtBudgetCountsEveryServedToken(t *testing.T) {
 			t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
 		}
 		stalled := slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 2 })
-		if !stalled && try < 3 {
+		if !stalled && try < agenttest.StallTries {
 			t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
 			budget *= 2
 			continue

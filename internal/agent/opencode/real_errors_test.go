@@ -166,7 +166,7 @@ func TestAG_B1_RealOpenCode_TokensOfARunStoppedAtItsBudget(t *testing.T) {
 			t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
 		}
 		stalled := slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 2 })
-		if !stalled && try < 4 {
+		if !stalled && try < agenttest.StallTries {
 			t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
 			budget *= 2
 			continue
