@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -36,6 +37,11 @@ type gqlRequest struct {
 
 // errNotAvailable is GitLab's answer for what the user may not see or do.
 const errNotAvailable = "The resource that you are attempting to access does not exist or you don't have permission to perform this action"
+
+// errNotAvailableErr is errNotAvailable as the error a resolver returns.
+//
+//lint:ignore ST1005 GitLab's own message, capitalized as GitLab sends it
+var errNotAvailableErr = errors.New(errNotAvailable)
 
 func gqlErrors(w http.ResponseWriter, status int, msgs ...string) {
 	var es []any
@@ -161,11 +167,11 @@ func (r *rootResolver) CreateNote(ctx context.Context, args createNoteArgs) (*cr
 	in := args.Input
 	typ, id := in.NoteableID.parts()
 	if u == nil || typ != "MergeRequest" {
-		return nil, fmt.Errorf(errNotAvailable)
+		return nil, errNotAvailableErr
 	}
 	m := l.mrByID(id)
 	if m == nil || !m.proj.canRead(u) {
-		return nil, fmt.Errorf(errNotAvailable)
+		return nil, errNotAvailableErr
 	}
 	out := &createNotePayload{ClientMutationID: in.ClientMutationID, Errors: []string{}}
 	var n *note
@@ -174,7 +180,7 @@ func (r *rootResolver) CreateNote(ctx context.Context, args createNoteArgs) (*cr
 		dt, did := in.DiscussionID.parts()
 		d := l.findDiscussion(m, did)
 		if dt != "Discussion" || d == nil {
-			return nil, fmt.Errorf(errNotAvailable)
+			return nil, errNotAvailableErr
 		}
 		n, err = l.replyLocked(m, u, d, in.Body)
 	} else {
@@ -206,14 +212,14 @@ func (r *rootResolver) DiscussionToggleResolve(ctx context.Context, args toggleA
 	l, u := r.l, ctxUser(ctx)
 	typ, id := args.Input.ID.parts()
 	if u == nil || typ != "Discussion" {
-		return nil, fmt.Errorf(errNotAvailable)
+		return nil, errNotAvailableErr
 	}
 	m, d := l.discussionByID(id)
 	if d == nil || !m.proj.canRead(u) || !d.resolvable() {
-		return nil, fmt.Errorf(errNotAvailable)
+		return nil, errNotAvailableErr
 	}
 	if err := l.resolveLocked(m, u, d, args.Input.Resolve); err != nil {
-		return nil, fmt.Errorf(errNotAvailable)
+		return nil, errNotAvailableErr
 	}
 	return &togglePayload{ClientMutationID: args.Input.ClientMutationID, Discussion: &discussionResolver{l: l, m: m, d: d}, Errors: []string{}}, nil
 }

@@ -172,7 +172,7 @@ func TestPR_S2_LabWebhooksAsGitLabSendsThem(t *testing.T) {
 			if e.ObjectAttributes.OldRev == mr0.HeadSHA {
 				sawOldrev = true
 			}
-			if e.Changes.Labels.Current != nil && len(e.Changes.Labels.Current) == 1 && e.Changes.Labels.Current[0].Title == "ready" {
+			if len(e.Changes.Labels.Current) == 1 && e.Changes.Labels.Current[0].Title == "ready" {
 				sawLabels = true
 			}
 		case *gitlab.MergeCommentEvent:
