@@ -266,7 +266,7 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
 	var out []doctorAgent
 	built := map[string]agent.Agent{}
-	describe := map[int]func() agent.Description{}
+	var describe []func() agent.Description // out[i]'s, nil when it has none
 	anyConfigured := false
 	for _, name := range backends.Names() {
 		up := strings.ToUpper(name)
@@ -280,7 +280,7 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 			if a.Installed {
 				a.Code = exitcode.Usage
 			}
-			out = append(out, a)
+			out, describe = append(out, a), append(describe, nil)
 			continue
 		}
 		built[name] = ag
@@ -289,10 +289,10 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 		}
 		if d, ok := ag.(agent.Describer); ok {
 			a.described = true
-			describe[len(out)] = func() agent.Description { return d.Describe(ctx) }
+			describe = append(describe, func() agent.Description { return d.Describe(ctx) })
 		} else {
 			program := a.Program
-			describe[len(out)] = func() agent.Description { return describeFallback(ctx, ios, program, model, ac) }
+			describe = append(describe, func() agent.Description { return describeFallback(ctx, ios, program, model, ac) })
 		}
 		out = append(out, a)
 	}
@@ -300,6 +300,9 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 	// of CPU to answer it (Gemini CLI about five): all run at once.
 	var wg sync.WaitGroup
 	for i, f := range describe {
+		if f == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -309,7 +312,7 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 	wg.Wait()
 	for i := range out {
 		a := &out[i]
-		if _, ok := describe[i]; !ok {
+		if describe[i] == nil {
 			continue
 		}
 		if a.Version == "" && a.Problem == "" {
