@@ -10,6 +10,9 @@ import (
 
 var _ agent.Describer = (*Agent)(nil)
 
+// noRelaunch keeps Gemini CLI in the process it was started in.
+const noRelaunch = "GEMINI_CLI_NO_RELAUNCH=true"
+
 // Describe says, for converge doctor, how a run of the backend would go:
 // the CLI's version, the model and where it comes from, where the
 // credential comes from (a variable's or a file's name, never a value),
@@ -17,8 +20,11 @@ var _ agent.Describer = (*Agent)(nil)
 func (a *Agent) Describe(ctx context.Context) agent.Description {
 	env := a.Env(agent.Task{})
 	p := providerOf(env, "")
+	// Gemini CLI starts itself again with a larger heap before it does
+	// anything, --version included; a version needs no heap, and the
+	// second start is most of the five CPU-seconds the answer costs.
 	d := agent.Description{
-		Version:    agent.CLIVersion(ctx, a.bin, env),
+		Version:    agent.CLIVersion(ctx, a.bin, append(env, noRelaunch)),
 		Credential: p.Credential,
 		Problem:    p.Problem,
 	}
