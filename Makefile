@@ -23,7 +23,11 @@ build:
 #    package took 37 minutes alone on 2 vCPUs, 27 without (every package
 #    it drives is raced in phase 1). Its timeout is a bound on a hang.
 CLI_PKG = ./internal/cli
-SLOW_PKGS = ./internal/temporal/fleet ./internal/bench
+# Started first (go test starts packages in the order given, two at a
+# time on 2 vCPUs): the longest, so that no one of them runs alone at the
+# end (OpenCode's real-CLI tests and prwork's real-git tests took 5 and 3
+# minutes of wall time).
+SLOW_PKGS = ./internal/agent/opencode ./internal/temporal/fleet ./internal/prwork ./internal/bench ./internal/agent/gemini
 test:
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory workflowcheck
