@@ -2,7 +2,7 @@
 // cache.
 //
 // The end-to-end tests run `go test ./...` of a seeded repository many
-// times: converge runs the repository's tests in each fresh worktree, and
+// times (without its vet pass: see ShareCache): converge runs the repository's tests in each fresh worktree, and
 // the emulator's CI runs them in a fresh checkout of every pushed head.
 // Without -trimpath the compiler records each directory's absolute path,
 // so the same sources in another temporary directory are compiled, vetted
@@ -24,12 +24,24 @@ import (
 // ShareCache adds -trimpath to GOFLAGS in this process's environment, so
 // every go command started from it (directly or through converge and the
 // emulator's CI, which pass GOFLAGS on) shares the build cache.
+//
+// It adds -vet=off too (go test's flag; GOFLAGS applies a flag only to
+// the commands that know it). go test runs a vet pass over every package
+// whose sources changed, and every head a scenario pushes changes them:
+// about a third of each run's CPU on a 2-vCPU machine. No scenario is
+// about vet; the seeded repositories' tests are what their runs check.
 func ShareCache() {
 	flags := strings.Fields(os.Getenv("GOFLAGS"))
-	if slices.ContainsFunc(flags, func(f string) bool { return strings.HasPrefix(f, "-trimpath") }) {
-		return
+	has := func(name string) bool {
+		return slices.ContainsFunc(flags, func(f string) bool { return strings.HasPrefix(f, name) })
 	}
-	os.Setenv("GOFLAGS", strings.Join(append(flags, "-trimpath"), " "))
+	if !has("-trimpath") {
+		flags = append(flags, "-trimpath")
+	}
+	if !has("-vet") {
+		flags = append(flags, "-vet=off")
+	}
+	os.Setenv("GOFLAGS", strings.Join(flags, " "))
 }
 
 var goCache = sync.OnceValue(func() string {
