@@ -1,4 +1,4 @@
-package fleet
+package fleet_test
 
 import "github.com/convergeloop/converge/internal/testutil/gobuild"
 
