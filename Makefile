@@ -3,7 +3,7 @@ GO ?= go
 # The race detector needs cgo and a C compiler; without them tests still run.
 RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null && echo -race)
 
-.PHONY: build test lint workflowcheck demo soak crash mutants fuzz fuzz-smoke fuzz-run
+.PHONY: build test lint workflowcheck demo soak crash mutants fuzz fuzz-smoke fuzz-run fuzz-one
 
 build:
 	$(GO) build -o bin/converge ./cmd/converge
@@ -134,16 +134,22 @@ fuzz-smoke:
 
 # One line per target: its last progress line (time, execs, corpus). A
 # run that ends in "context deadline exceeded" without writing a failing
-# input is that coordinator race (a clean stop), not a finding.
+# input is that coordinator race (a clean stop), not a finding. FUZZ_JOBS
+# targets at a time: each run is mostly the go command's and the
+# coordinator's start, on one core.
+FUZZ_JOBS ?= 2
 fuzz-run:
+	@printf '%s\n' $(FUZZ_TARGETS) | xargs -P $(FUZZ_JOBS) -I{} $(MAKE) --no-print-directory fuzz-one FUZZ_TARGET={} FUZZ_RUN_TIME=$(FUZZ_RUN_TIME)
+
+fuzz-one:
 	@set -e; out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
-	for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; name=$${t##*:}; note=; \
-		if ! $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_RUN_TIME) $$pkg >"$$out" 2>&1; then \
-			if ! grep -q 'context deadline exceeded' "$$out" || grep -q 'Failing input written' "$$out"; then \
-				cat "$$out"; echo "FAIL fuzz $$name ($$pkg)"; exit 1; \
-			fi; \
-			note=" [ended by the fuzztime deadline race, no failing input]"; \
+	t=$(FUZZ_TARGET); pkg=$${t%%:*}; name=$${t##*:}; note=; \
+	if ! $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZ_RUN_TIME) $$pkg >"$$out" 2>&1; then \
+		if ! grep -q 'context deadline exceeded' "$$out" || grep -q 'Failing input written' "$$out"; then \
+			cat "$$out"; echo "FAIL fuzz $$name ($$pkg)"; exit 1; \
 		fi; \
-		echo "ok   $$name ($$pkg): $$(grep '^fuzz: elapsed' "$$out" | tail -1 | sed 's/^fuzz: //')$$note"; \
-	done
+		note=" [ended by the fuzztime deadline race, no failing input]"; \
+	fi; \
+	last=$$(grep '^fuzz: elapsed' "$$out" | tail -1 | sed 's/^fuzz: //'); \
+	if [ -z "$$last$$note" ]; then cat "$$out"; echo "FAIL fuzz $$name ($$pkg): it did not fuzz (no such target?)"; exit 1; fi; \
+	echo "ok   $$name ($$pkg): $$last$$note"
