@@ -168,13 +168,26 @@ func sweepClone(ctx context.Context, root, clone string, live func(run string) b
 // was made again since) is removed as well.
 func removeWorktree(ctx context.Context, g *repo.Git, dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		_, err := g.Run(ctx, "worktree", "prune")
-		return err
+		return pruneWorktrees(ctx, g)
 	}
 	if _, err := g.Run(ctx, "worktree", "remove", "--force", "--force", dir); err != nil {
 		if rerr := os.RemoveAll(dir); rerr != nil {
 			return errors.Join(err, rerr)
 		}
+		return pruneWorktrees(ctx, g)
+	}
+	// A remove that succeeded has dropped git's record of dir itself.
+	return nil
+}
+
+// pruneWorktrees drops clone g's records of worktrees whose directory is
+// gone. A clone with no record at all (the common case: each run's
+// worktree is removed with git) has nothing to prune, and the git
+// process that would say so is skipped: process starts are most of what
+// a run costs on a small machine.
+func pruneWorktrees(ctx context.Context, g *repo.Git) error {
+	if !repo.HasWorktreeRecords(gitDirOf(g.Dir)) {
+		return nil
 	}
 	_, err := g.Run(ctx, "worktree", "prune")
 	return err
@@ -204,7 +217,7 @@ func dropClone(ctx context.Context, root, clone string, live func(run string) bo
 		return false, err
 	}
 	if hasClone(clone) {
-		if _, err := (&repo.Git{Dir: clone}).Run(ctx, "worktree", "prune"); err != nil {
+		if err := pruneWorktrees(ctx, &repo.Git{Dir: clone}); err != nil {
 			return false, fmt.Errorf("prune worktrees: %w", err)
 		}
 		if worktreesIn(ctx, clone) != 0 {
