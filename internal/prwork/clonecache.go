@@ -63,7 +63,14 @@ func ensureClone(ctx context.Context, dir, url string, env []string, cred *repo.
 		return fmt.Errorf("make clone dir: %w", err)
 	}
 	g := &repo.Git{Dir: filepath.Dir(dir), Env: env, Cred: cred}
-	if _, err := g.Run(ctx, "clone", "--bare", "--quiet", "--no-tags", "--", url, dir); err != nil {
+	// maintenance.auto=false in the clone's own config: git otherwise
+	// starts `git maintenance run --auto` after every fetch and commit
+	// in it and its worktrees, a process each time that nearly always
+	// finds nothing to do, and process starts are much of what a run
+	// costs on a small machine. The clone is converge's scratch, so no
+	// one else's git is affected; its hygiene is kept by one such run
+	// when a run lets go of a clone that stays (keepTidy).
+	if _, err := g.Run(ctx, "clone", "--bare", "--quiet", "--no-tags", "--config", "maintenance.auto=false", "--", url, dir); err != nil {
 		_ = os.RemoveAll(dir)
 		return err
 	}
@@ -191,6 +198,14 @@ func pruneWorktrees(ctx context.Context, g *repo.Git) error {
 	}
 	_, err := g.Run(ctx, "worktree", "prune")
 	return err
+}
+
+// keepTidy lets git repack or collect clone's garbage when its own
+// thresholds (gc.auto and the like) say so, as it would have after each
+// fetch and commit but for maintenance.auto=false (ensureClone). A
+// failure is ignored, as git ignores that of its automatic run.
+func keepTidy(ctx context.Context, clone string) {
+	_, _ = (&repo.Git{Dir: clone}).Run(ctx, "maintenance", "run", "--auto", "--quiet")
 }
 
 // worktreesIn counts the worktrees git lists in clone besides the clone
