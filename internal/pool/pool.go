@@ -510,10 +510,32 @@ func Sweep(ctx context.Context, target *repo.Git, dirs ...string) ([]string, err
 			return removed, fmt.Errorf("pool: sweep: %w", err)
 		}
 	}
-	if _, err := target.Run(ctx, "worktree", "prune"); err != nil {
-		return removed, fmt.Errorf("pool: sweep: %w", err)
+	if hasRecords(paths[0]) {
+		if _, err := target.Run(ctx, "worktree", "prune"); err != nil {
+			return removed, fmt.Errorf("pool: sweep: %w", err)
+		}
 	}
 	return removed, nil
+}
+
+// hasRecords reports whether the repository whose main worktree git
+// lists as main may hold a record of a linked worktree, so that a prune
+// may have something to do. git lists as main its common directory, less
+// a trailing /.git: so that directory is main or main/.git, and both are
+// looked at; when neither is a git directory, where the records are is
+// not known, and the answer is yes. Skipping a prune with nothing to
+// prune saves a git process, which is much of what a sweep costs.
+func hasRecords(main string) bool {
+	known := false
+	for _, dir := range []string{main, filepath.Join(main, ".git")} {
+		if repo.HasWorktreeRecords(dir) {
+			return true
+		}
+		if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {
+			known = true
+		}
+	}
+	return !known
 }
 
 // removeOwn removes what a pool run makes in its Dir (the task-*

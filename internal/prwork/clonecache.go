@@ -63,7 +63,14 @@ func ensureClone(ctx context.Context, dir, url string, env []string, cred *repo.
 		return fmt.Errorf("make clone dir: %w", err)
 	}
 	g := &repo.Git{Dir: filepath.Dir(dir), Env: env, Cred: cred}
-	if _, err := g.Run(ctx, "clone", "--bare", "--quiet", "--no-tags", "--", url, dir); err != nil {
+	// maintenance.auto=false in the clone's own config: git otherwise
+	// starts `git maintenance run --auto` after every fetch and commit
+	// in it and its worktrees, a process each time that nearly always
+	// finds nothing to do, and process starts are much of what a run
+	// costs on a small machine. The clone is converge's scratch, so no
+	// one else's git is affected; its hygiene is kept by one such run
+	// when a run lets go of a clone that stays (keepTidy).
+	if _, err := g.Run(ctx, "clone", "--bare", "--quiet", "--no-tags", "--config", "maintenance.auto=false", "--", url, dir); err != nil {
 		_ = os.RemoveAll(dir)
 		return err
 	}
@@ -168,16 +175,37 @@ func sweepClone(ctx context.Context, root, clone string, live func(run string) b
 // was made again since) is removed as well.
 func removeWorktree(ctx context.Context, g *repo.Git, dir string) error {
 	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
-		_, err := g.Run(ctx, "worktree", "prune")
-		return err
+		return pruneWorktrees(ctx, g)
 	}
 	if _, err := g.Run(ctx, "worktree", "remove", "--force", "--force", dir); err != nil {
 		if rerr := os.RemoveAll(dir); rerr != nil {
 			return errors.Join(err, rerr)
 		}
+		return pruneWorktrees(ctx, g)
+	}
+	// A remove that succeeded has dropped git's record of dir itself.
+	return nil
+}
+
+// pruneWorktrees drops clone g's records of worktrees whose directory is
+// gone. A clone with no record at all (the common case: each run's
+// worktree is removed with git) has nothing to prune, and the git
+// process that would say so is skipped: process starts are most of what
+// a run costs on a small machine.
+func pruneWorktrees(ctx context.Context, g *repo.Git) error {
+	if !repo.HasWorktreeRecords(gitDirOf(g.Dir)) {
+		return nil
 	}
 	_, err := g.Run(ctx, "worktree", "prune")
 	return err
+}
+
+// keepTidy lets git repack or collect clone's garbage when its own
+// thresholds (gc.auto and the like) say so, as it would have after each
+// fetch and commit but for maintenance.auto=false (ensureClone). A
+// failure is ignored, as git ignores that of its automatic run.
+func keepTidy(ctx context.Context, clone string) {
+	_, _ = (&repo.Git{Dir: clone}).Run(ctx, "maintenance", "run", "--auto", "--quiet")
 }
 
 // worktreesIn counts the worktrees git lists in clone besides the clone
@@ -204,7 +232,7 @@ func dropClone(ctx context.Context, root, clone string, live func(run string) bo
 		return false, err
 	}
 	if hasClone(clone) {
-		if _, err := (&repo.Git{Dir: clone}).Run(ctx, "worktree", "prune"); err != nil {
+		if err := pruneWorktrees(ctx, &repo.Git{Dir: clone}); err != nil {
 			return false, fmt.Errorf("prune worktrees: %w", err)
 		}
 		if worktreesIn(ctx, clone) != 0 {

@@ -295,6 +295,12 @@ func (w *GitWorkspace) Cleanup(ctx context.Context) error {
 	}
 	if removed {
 		w.clone = nil
+		return nil
+	}
+	// The clone stays for other runs: this one's fetches and commits
+	// in it started no maintenance (ensureClone), so it runs once here.
+	if hasClone(w.clone.Dir) {
+		keepTidy(ctx, w.clone.Dir)
 	}
 	return nil
 }

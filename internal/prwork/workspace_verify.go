@@ -593,11 +593,19 @@ const maxGitFile = 1 << 20
 
 func readGitState(ctx context.Context, g *repo.Git) (gitState, error) {
 	var s gitState
-	head, err := g.Run(ctx, safeGit("rev-parse", "--verify", "HEAD")...)
+	// One git for the common and the git directory and HEAD: the options
+	// print a line each before --verify's one revision, which fails the
+	// whole command, as alone, when HEAD does not resolve. Anything but
+	// three lines is an error too, never a guess.
+	out, err := g.Run(ctx, safeGit("rev-parse", "--git-common-dir", "--git-dir", "--verify", "HEAD")...)
 	if err != nil {
 		return s, fmt.Errorf("read git state: %w", err)
 	}
-	s.head = strings.TrimSpace(head)
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 3 {
+		return s, fmt.Errorf("read git state: git rev-parse printed %d lines, not 3", len(lines))
+	}
+	s.head = strings.TrimSpace(lines[2])
 	if sym, err := g.Run(ctx, safeGit("symbolic-ref", "--quiet", "HEAD")...); err == nil {
 		s.symref = strings.TrimSpace(sym)
 	}
@@ -618,11 +626,7 @@ func readGitState(ctx context.Context, g *repo.Git) (gitState, error) {
 	}
 	s.files = map[string]string{}
 	var dirs []string
-	for _, what := range []string{"--git-common-dir", "--git-dir"} {
-		p, err := g.Run(ctx, safeGit("rev-parse", what)...)
-		if err != nil {
-			return s, fmt.Errorf("read git state: %w", err)
-		}
+	for _, p := range lines[:2] {
 		if p = strings.TrimSpace(p); !filepath.IsAbs(p) {
 			p = filepath.Join(g.Dir, p)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,9 +67,26 @@ func (g *Git) RemoveWorktree(ctx context.Context, path string) error {
 		if _, statErr := os.Stat(path); !os.IsNotExist(statErr) {
 			return err
 		}
+		// The directory was gone already: only a prune drops git's
+		// record of it.
+		_, err := g.Run(ctx, "worktree", "prune")
+		return err
 	}
-	_, err := g.Run(ctx, "worktree", "prune")
-	return err
+	// A remove that succeeded has dropped git's record itself; a prune
+	// would be one more git process for nothing.
+	return nil
+}
+
+// HasWorktreeRecords reports whether the git directory commonDir (a
+// repository's common directory) may hold a record of a linked worktree:
+// whether its worktrees directory has any entry, or cannot be read. When
+// it has none, `git worktree prune` has nothing to prune.
+func HasWorktreeRecords(commonDir string) bool {
+	entries, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	return len(entries) > 0
 }
 
 // Checkout switches the working tree to ref (a branch, or any commit-ish,
