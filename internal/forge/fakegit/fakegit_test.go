@@ -2,6 +2,7 @@ package fakegit
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,5 +69,64 @@ func TestNewCA(t *testing.T) {
 	}
 	if len(ca.Cert.Certificate) != 2 || !strings.Contains(string(ca.PEM), "CERTIFICATE") {
 		t.Fatal("bad CA")
+	}
+}
+
+// RevParse and FileAt remember only what they found: a commit missing from
+// one repository is found once it is written there, a repository created
+// afresh at the same dir starts over, and refs are always resolved anew.
+func TestObjectMemo(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a.git"), filepath.Join(root, "b.git")
+	for _, d := range []string{a, b} {
+		if err := InitBare(ctx, d, "main"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	files := map[string]string{"f.txt": "x\n"}
+	sha, err := CommitFiles(ctx, b, "", files, "c", when, testIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RevParse(ctx, a, sha); err == nil {
+		t.Fatalf("%s found in a before it was written there", sha)
+	}
+	if _, ok := FileAt(ctx, a, sha, "f.txt"); ok {
+		t.Fatal("f.txt found in a before it was written there")
+	}
+	// The same inputs make the same commit in a.
+	if got, err := CommitFiles(ctx, a, "", files, "c", when, testIdentity); err != nil || got != sha {
+		t.Fatalf("commit in a = %s, %v; want %s", got, err, sha)
+	}
+	for range 2 {
+		if got, err := RevParse(ctx, a, sha); err != nil || got != sha {
+			t.Fatalf("RevParse(a, %s) = %s, %v", sha, got, err)
+		}
+		if got, ok := FileAt(ctx, a, sha, "f.txt"); !ok || got != "x\n" {
+			t.Fatalf("FileAt(a, f.txt) = %q, %v", got, ok)
+		}
+	}
+	if _, err := RevParse(ctx, a, "refs/heads/main"); err == nil {
+		t.Fatal("main resolved before it was set")
+	}
+	if _, err := Run(ctx, a, nil, nil, "update-ref", "refs/heads/main", sha); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := RevParse(ctx, a, "refs/heads/main"); err != nil || got != sha {
+		t.Fatalf("RevParse(a, main) = %s, %v", got, err)
+	}
+	if err := os.RemoveAll(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := InitBare(ctx, a, "main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RevParse(ctx, a, sha); err == nil {
+		t.Fatal("commit remembered across a repository created afresh")
+	}
+	if _, ok := FileAt(ctx, a, sha, "f.txt"); ok {
+		t.Fatal("file remembered across a repository created afresh")
 	}
 }

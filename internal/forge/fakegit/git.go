@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -59,6 +60,7 @@ func ExitCode(err error) int {
 // InitBare creates a bare repository whose HEAD names branch, ready to be
 // served over smart HTTP (pushes allowed, any sha fetchable).
 func InitBare(ctx context.Context, dir, branch string) error {
+	forget(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("mkdir repo: %w", err)
 	}
@@ -130,9 +132,21 @@ func CommitFiles(ctx context.Context, dir, parent string, files map[string]strin
 	return Run(ctx, dir, cenv, nil, args...)
 }
 
-// RevParse resolves rev to a commit id.
+// RevParse resolves rev to a commit id. That a full commit id names a
+// commit is remembered: the emulators never delete objects.
 func RevParse(ctx context.Context, dir, rev string) (string, error) {
-	return Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	if !fullSHA(rev) {
+		return Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	}
+	key := dir + "\x00" + rev
+	if v, ok := objCache.get(&objCache.commits, key); ok {
+		return v, nil
+	}
+	out, err := Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	if err == nil {
+		objCache.put(&objCache.commits, key, out)
+	}
+	return out, err
 }
 
 // ReadRefs maps branch name to sha.
@@ -151,8 +165,24 @@ func ReadRefs(ctx context.Context, dir string) (map[string]string, error) {
 	return refs, nil
 }
 
-// FileAt reads a file's exact bytes at a commit.
+// FileAt reads a file's exact bytes at a commit. What a full commit id
+// holds never changes, so found files are remembered.
 func FileAt(ctx context.Context, dir, sha, path string) (string, bool) {
+	if !fullSHA(sha) {
+		return fileAt(ctx, dir, sha, path)
+	}
+	key := dir + "\x00" + sha + ":" + path
+	if v, ok := objCache.get(&objCache.files, key); ok {
+		return v, true
+	}
+	v, ok := fileAt(ctx, dir, sha, path)
+	if ok {
+		objCache.put(&objCache.files, key, v)
+	}
+	return v, ok
+}
+
+func fileAt(ctx context.Context, dir, sha, path string) (string, bool) {
 	cmd := exec.CommandContext(ctx, "git", "cat-file", "blob", sha+":"+path)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
@@ -186,4 +216,65 @@ func MergeTree(ctx context.Context, dir, base, head string) (tree string, confli
 		return "", true, nil
 	}
 	return "", false, err
+}
+
+// fullSHA tells a full object id (SHA-1 or SHA-256, lower-case hex, as the
+// emulators hand them out) from anything git would have to resolve.
+func fullSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// objCache remembers positive answers about immutable objects in the
+// emulators' bare repositories, keyed by repository dir. Objects are never
+// deleted there (no gc, prune or repack runs; pushes skip gc --auto), and
+// InitBare forgets a dir in case a repository is created there afresh.
+// Failures are never remembered.
+var objCache = &objMemo{}
+
+// objMemoMax bounds each map; a full map is emptied rather than grown.
+const objMemoMax = 1 << 12
+
+type objMemo struct {
+	mu      sync.Mutex
+	commits map[string]string // dir NUL sha -> commit id
+	files   map[string]string // dir NUL sha:path -> content
+}
+
+func (c *objMemo) get(m *map[string]string, key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := (*m)[key]
+	return v, ok
+}
+
+func (c *objMemo) put(m *map[string]string, key, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *m == nil || len(*m) >= objMemoMax {
+		*m = map[string]string{}
+	}
+	(*m)[key] = v
+}
+
+// forget drops what is remembered about the repository at dir.
+func forget(dir string) {
+	prefix := dir + "\x00"
+	c := objCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range []map[string]string{c.commits, c.files} {
+		for k := range m {
+			if strings.HasPrefix(k, prefix) {
+				delete(m, k)
+			}
+		}
+	}
 }
