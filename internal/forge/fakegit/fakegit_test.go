@@ -72,7 +72,7 @@ func TestNewCA(t *testing.T) {
 	}
 }
 
-// RevParse and FileAt remember only what they found: a commit missing from
+// RevParse, FileAt and RunAt remember only what they found: a commit missing from
 // one repository is found once it is written there, a repository created
 // afresh at the same dir starts over, and refs are always resolved anew.
 func TestObjectMemo(t *testing.T) {
@@ -96,6 +96,9 @@ func TestObjectMemo(t *testing.T) {
 	if _, ok := FileAt(ctx, a, sha, "f.txt"); ok {
 		t.Fatal("f.txt found in a before it was written there")
 	}
+	if _, err := RunAt(ctx, a, []string{sha}, "log", "--format=%H", sha); err == nil {
+		t.Fatal("log of a commit not written yet")
+	}
 	// The same inputs make the same commit in a.
 	if got, err := CommitFiles(ctx, a, "", files, "c", when, testIdentity); err != nil || got != sha {
 		t.Fatalf("commit in a = %s, %v; want %s", got, err, sha)
@@ -106,6 +109,9 @@ func TestObjectMemo(t *testing.T) {
 		}
 		if got, ok := FileAt(ctx, a, sha, "f.txt"); !ok || got != "x\n" {
 			t.Fatalf("FileAt(a, f.txt) = %q, %v", got, ok)
+		}
+		if got, err := RunAt(ctx, a, []string{sha}, "log", "--format=%H", sha); err != nil || got != sha {
+			t.Fatalf("RunAt(a, log %s) = %s, %v", sha, got, err)
 		}
 	}
 	if _, err := RevParse(ctx, a, "refs/heads/main"); err == nil {
@@ -128,5 +134,8 @@ func TestObjectMemo(t *testing.T) {
 	}
 	if _, ok := FileAt(ctx, a, sha, "f.txt"); ok {
 		t.Fatal("file remembered across a repository created afresh")
+	}
+	if _, err := RunAt(ctx, a, []string{sha}, "log", "--format=%H", sha); err == nil {
+		t.Fatal("log remembered across a repository created afresh")
 	}
 }

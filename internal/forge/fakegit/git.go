@@ -149,6 +149,27 @@ func RevParse(ctx context.Context, dir, rev string) (string, error) {
 	return out, err
 }
 
+// RunAt runs git like Run, for an answer that depends only on the objects
+// named by shas (commits, and what they reach). When every one is a full
+// commit id, a successful answer is remembered per dir and args: objects
+// never change, and the emulators never delete them.
+func RunAt(ctx context.Context, dir string, shas []string, args ...string) (string, error) {
+	for _, sha := range shas {
+		if !fullSHA(sha) {
+			return Run(ctx, dir, nil, nil, args...)
+		}
+	}
+	key := dir + "\x00" + strings.Join(args, "\x00")
+	if v, ok := objCache.get(&objCache.outs, key); ok {
+		return v, nil
+	}
+	out, err := Run(ctx, dir, nil, nil, args...)
+	if err == nil {
+		objCache.put(&objCache.outs, key, out)
+	}
+	return out, err
+}
+
 // ReadRefs maps branch name to sha.
 func ReadRefs(ctx context.Context, dir string) (map[string]string, error) {
 	out, err := Run(ctx, dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)", "refs/heads/")
@@ -246,6 +267,7 @@ type objMemo struct {
 	mu      sync.Mutex
 	commits map[string]string // dir NUL sha -> commit id
 	files   map[string]string // dir NUL sha:path -> content
+	outs    map[string]string // dir NUL args -> RunAt's output
 }
 
 func (c *objMemo) get(m *map[string]string, key string) (string, bool) {
@@ -270,7 +292,7 @@ func forget(dir string) {
 	c := objCache
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, m := range []map[string]string{c.commits, c.files} {
+	for _, m := range []map[string]string{c.commits, c.files, c.outs} {
 		for k := range m {
 			if strings.HasPrefix(k, prefix) {
 				delete(m, k)
