@@ -123,6 +123,31 @@ func TestObjectMemo(t *testing.T) {
 	if got, err := RevParse(ctx, a, "refs/heads/main"); err != nil || got != sha {
 		t.Fatalf("RevParse(a, main) = %s, %v", got, err)
 	}
+	// A branch is read afresh each time: moved, packed, symbolic.
+	next, err := CommitFiles(ctx, a, sha, map[string]string{"g.txt": "y\n"}, "d", when, testIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, a, nil, nil, "update-ref", "refs/heads/main", next); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := RevParse(ctx, a, "refs/heads/main"); err != nil || got != next {
+		t.Fatalf("RevParse(a, main) after moving it = %s, %v; want %s", got, err, next)
+	}
+	if _, err := Run(ctx, a, nil, nil, "symbolic-ref", "refs/heads/alias", "refs/heads/main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, a, nil, nil, "pack-refs", "--all"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"refs/heads/main", "refs/heads/alias"} {
+		if got, err := RevParse(ctx, a, ref); err != nil || got != next {
+			t.Fatalf("RevParse(a, %s) packed = %s, %v; want %s", ref, got, err, next)
+		}
+	}
+	if _, err := RevParse(ctx, a, "refs/heads/../heads/main"); err == nil {
+		t.Fatal("a malformed ref name resolved")
+	}
 	if err := os.RemoveAll(a); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -132,9 +133,13 @@ func CommitFiles(ctx context.Context, dir, parent string, files map[string]strin
 	return Run(ctx, dir, cenv, nil, args...)
 }
 
-// RevParse resolves rev to a commit id. That a full commit id names a
-// commit is remembered: the emulators never delete objects.
+// RevParse resolves rev to a commit id. A branch is read from its loose
+// ref file when it has one, and that a full commit id names a commit is
+// remembered: the emulators never delete objects.
 func RevParse(ctx context.Context, dir, rev string) (string, error) {
+	if sha, ok := looseBranch(dir, rev); ok {
+		rev = sha
+	}
 	if !fullSHA(rev) {
 		return Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
 	}
@@ -237,6 +242,46 @@ func MergeTree(ctx context.Context, dir, base, head string) (tree string, confli
 		return "", true, nil
 	}
 	return "", false, err
+}
+
+// looseBranch reads a branch ref (refs/heads/…, plainly named) from its
+// loose ref file, as git would before looking in packed-refs; false when
+// there is no such file or it holds anything but an object id (a symbolic
+// ref), so git is asked instead. Git replaces ref files by rename, so a
+// read sees the old or the new id, as git rev-parse would.
+func looseBranch(dir, ref string) (string, bool) {
+	name, ok := strings.CutPrefix(ref, "refs/heads/")
+	if !ok || !plainRefName(name) {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "refs", "heads", filepath.FromSlash(name)))
+	if err != nil {
+		return "", false
+	}
+	sha, ok := strings.CutSuffix(string(b), "\n")
+	if !ok || !fullSHA(sha) {
+		return "", false
+	}
+	return sha, true
+}
+
+// plainRefName is a branch name of letters, digits, '-', '_', '.' and '/'
+// that git check-ref-format accepts; names outside that are left to git.
+func plainRefName(name string) bool {
+	if name == "" || strings.HasSuffix(name, ".lock") {
+		return false
+	}
+	for _, c := range strings.Split(name, "/") {
+		if c == "" || c[0] == '.' || strings.HasSuffix(c, ".") || strings.HasSuffix(c, ".lock") || strings.Contains(c, "..") {
+			return false
+		}
+		for i := 0; i < len(c); i++ {
+			if b := c[i]; !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.') {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // fullSHA tells a full object id (SHA-1 or SHA-256, lower-case hex, as the
