@@ -2,6 +2,7 @@ package fakegit
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -68,5 +69,98 @@ func TestNewCA(t *testing.T) {
 	}
 	if len(ca.Cert.Certificate) != 2 || !strings.Contains(string(ca.PEM), "CERTIFICATE") {
 		t.Fatal("bad CA")
+	}
+}
+
+// RevParse, FileAt and RunAt remember only what they found: a commit missing from
+// one repository is found once it is written there, a repository created
+// afresh at the same dir starts over, and refs are always resolved anew.
+func TestObjectMemo(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	a, b := filepath.Join(root, "a.git"), filepath.Join(root, "b.git")
+	for _, d := range []string{a, b} {
+		if err := InitBare(ctx, d, "main"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	when := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	files := map[string]string{"f.txt": "x\n"}
+	sha, err := CommitFiles(ctx, b, "", files, "c", when, testIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RevParse(ctx, a, sha); err == nil {
+		t.Fatalf("%s found in a before it was written there", sha)
+	}
+	if _, ok := FileAt(ctx, a, sha, "f.txt"); ok {
+		t.Fatal("f.txt found in a before it was written there")
+	}
+	if _, err := RunAt(ctx, a, []string{sha}, "log", "--format=%H", sha); err == nil {
+		t.Fatal("log of a commit not written yet")
+	}
+	// The same inputs make the same commit in a.
+	if got, err := CommitFiles(ctx, a, "", files, "c", when, testIdentity); err != nil || got != sha {
+		t.Fatalf("commit in a = %s, %v; want %s", got, err, sha)
+	}
+	for range 2 {
+		if got, err := RevParse(ctx, a, sha); err != nil || got != sha {
+			t.Fatalf("RevParse(a, %s) = %s, %v", sha, got, err)
+		}
+		if got, ok := FileAt(ctx, a, sha, "f.txt"); !ok || got != "x\n" {
+			t.Fatalf("FileAt(a, f.txt) = %q, %v", got, ok)
+		}
+		if got, err := RunAt(ctx, a, []string{sha}, "log", "--format=%H", sha); err != nil || got != sha {
+			t.Fatalf("RunAt(a, log %s) = %s, %v", sha, got, err)
+		}
+	}
+	if _, err := RevParse(ctx, a, "refs/heads/main"); err == nil {
+		t.Fatal("main resolved before it was set")
+	}
+	if _, err := Run(ctx, a, nil, nil, "update-ref", "refs/heads/main", sha); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := RevParse(ctx, a, "refs/heads/main"); err != nil || got != sha {
+		t.Fatalf("RevParse(a, main) = %s, %v", got, err)
+	}
+	// A branch is read afresh each time: moved, packed, symbolic.
+	next, err := CommitFiles(ctx, a, sha, map[string]string{"g.txt": "y\n"}, "d", when, testIdentity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, a, nil, nil, "update-ref", "refs/heads/main", next); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := RevParse(ctx, a, "refs/heads/main"); err != nil || got != next {
+		t.Fatalf("RevParse(a, main) after moving it = %s, %v; want %s", got, err, next)
+	}
+	if _, err := Run(ctx, a, nil, nil, "symbolic-ref", "refs/heads/alias", "refs/heads/main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, a, nil, nil, "pack-refs", "--all"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range []string{"refs/heads/main", "refs/heads/alias"} {
+		if got, err := RevParse(ctx, a, ref); err != nil || got != next {
+			t.Fatalf("RevParse(a, %s) packed = %s, %v; want %s", ref, got, err, next)
+		}
+	}
+	if _, err := RevParse(ctx, a, "refs/heads/../heads/main"); err == nil {
+		t.Fatal("a malformed ref name resolved")
+	}
+	if err := os.RemoveAll(a); err != nil {
+		t.Fatal(err)
+	}
+	if err := InitBare(ctx, a, "main"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RevParse(ctx, a, sha); err == nil {
+		t.Fatal("commit remembered across a repository created afresh")
+	}
+	if _, ok := FileAt(ctx, a, sha, "f.txt"); ok {
+		t.Fatal("file remembered across a repository created afresh")
+	}
+	if _, err := RunAt(ctx, a, []string{sha}, "log", "--format=%H", sha); err == nil {
+		t.Fatal("log remembered across a repository created afresh")
 	}
 }

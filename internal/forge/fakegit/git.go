@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -59,6 +61,7 @@ func ExitCode(err error) int {
 // InitBare creates a bare repository whose HEAD names branch, ready to be
 // served over smart HTTP (pushes allowed, any sha fetchable).
 func InitBare(ctx context.Context, dir, branch string) error {
+	forget(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("mkdir repo: %w", err)
 	}
@@ -130,9 +133,46 @@ func CommitFiles(ctx context.Context, dir, parent string, files map[string]strin
 	return Run(ctx, dir, cenv, nil, args...)
 }
 
-// RevParse resolves rev to a commit id.
+// RevParse resolves rev to a commit id. A branch is read from its loose
+// ref file when it has one, and that a full commit id names a commit is
+// remembered: the emulators never delete objects.
 func RevParse(ctx context.Context, dir, rev string) (string, error) {
-	return Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	if sha, ok := looseBranch(dir, rev); ok {
+		rev = sha
+	}
+	if !fullSHA(rev) {
+		return Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	}
+	key := dir + "\x00" + rev
+	if v, ok := objCache.get(&objCache.commits, key); ok {
+		return v, nil
+	}
+	out, err := Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	if err == nil {
+		objCache.put(&objCache.commits, key, out)
+	}
+	return out, err
+}
+
+// RunAt runs git like Run, for an answer that depends only on the objects
+// named by shas (commits, and what they reach). When every one is a full
+// commit id, a successful answer is remembered per dir and args: objects
+// never change, and the emulators never delete them.
+func RunAt(ctx context.Context, dir string, shas []string, args ...string) (string, error) {
+	for _, sha := range shas {
+		if !fullSHA(sha) {
+			return Run(ctx, dir, nil, nil, args...)
+		}
+	}
+	key := dir + "\x00" + strings.Join(args, "\x00")
+	if v, ok := objCache.get(&objCache.outs, key); ok {
+		return v, nil
+	}
+	out, err := Run(ctx, dir, nil, nil, args...)
+	if err == nil {
+		objCache.put(&objCache.outs, key, out)
+	}
+	return out, err
 }
 
 // ReadRefs maps branch name to sha.
@@ -151,8 +191,24 @@ func ReadRefs(ctx context.Context, dir string) (map[string]string, error) {
 	return refs, nil
 }
 
-// FileAt reads a file's exact bytes at a commit.
+// FileAt reads a file's exact bytes at a commit. What a full commit id
+// holds never changes, so found files are remembered.
 func FileAt(ctx context.Context, dir, sha, path string) (string, bool) {
+	if !fullSHA(sha) {
+		return fileAt(ctx, dir, sha, path)
+	}
+	key := dir + "\x00" + sha + ":" + path
+	if v, ok := objCache.get(&objCache.files, key); ok {
+		return v, true
+	}
+	v, ok := fileAt(ctx, dir, sha, path)
+	if ok {
+		objCache.put(&objCache.files, key, v)
+	}
+	return v, ok
+}
+
+func fileAt(ctx context.Context, dir, sha, path string) (string, bool) {
 	cmd := exec.CommandContext(ctx, "git", "cat-file", "blob", sha+":"+path)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
@@ -186,4 +242,106 @@ func MergeTree(ctx context.Context, dir, base, head string) (tree string, confli
 		return "", true, nil
 	}
 	return "", false, err
+}
+
+// looseBranch reads a branch ref (refs/heads/…, plainly named) from its
+// loose ref file, as git would before looking in packed-refs; false when
+// there is no such file or it holds anything but an object id (a symbolic
+// ref), so git is asked instead. Git replaces ref files by rename, so a
+// read sees the old or the new id, as git rev-parse would.
+func looseBranch(dir, ref string) (string, bool) {
+	name, ok := strings.CutPrefix(ref, "refs/heads/")
+	if !ok || !plainRefName(name) {
+		return "", false
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "refs", "heads", filepath.FromSlash(name)))
+	if err != nil {
+		return "", false
+	}
+	sha, ok := strings.CutSuffix(string(b), "\n")
+	if !ok || !fullSHA(sha) {
+		return "", false
+	}
+	return sha, true
+}
+
+// plainRefName is a branch name of letters, digits, '-', '_', '.' and '/'
+// that git check-ref-format accepts; names outside that are left to git.
+func plainRefName(name string) bool {
+	if name == "" || strings.HasSuffix(name, ".lock") {
+		return false
+	}
+	for _, c := range strings.Split(name, "/") {
+		if c == "" || c[0] == '.' || strings.HasSuffix(c, ".") || strings.HasSuffix(c, ".lock") || strings.Contains(c, "..") {
+			return false
+		}
+		for i := 0; i < len(c); i++ {
+			if b := c[i]; !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// fullSHA tells a full object id (SHA-1 or SHA-256, lower-case hex, as the
+// emulators hand them out) from anything git would have to resolve.
+func fullSHA(s string) bool {
+	if len(s) != 40 && len(s) != 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// objCache remembers positive answers about immutable objects in the
+// emulators' bare repositories, keyed by repository dir. Objects are never
+// deleted there (no gc, prune or repack runs; pushes skip gc --auto), and
+// InitBare forgets a dir in case a repository is created there afresh.
+// Failures are never remembered.
+var objCache = &objMemo{}
+
+// objMemoMax bounds each map; a full map is emptied rather than grown.
+const objMemoMax = 1 << 12
+
+type objMemo struct {
+	mu      sync.Mutex
+	commits map[string]string // dir NUL sha -> commit id
+	files   map[string]string // dir NUL sha:path -> content
+	outs    map[string]string // dir NUL args -> RunAt's output
+}
+
+func (c *objMemo) get(m *map[string]string, key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := (*m)[key]
+	return v, ok
+}
+
+func (c *objMemo) put(m *map[string]string, key, v string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *m == nil || len(*m) >= objMemoMax {
+		*m = map[string]string{}
+	}
+	(*m)[key] = v
+}
+
+// forget drops what is remembered about the repository at dir.
+func forget(dir string) {
+	prefix := dir + "\x00"
+	c := objCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range []map[string]string{c.commits, c.files, c.outs} {
+		for k := range m {
+			if strings.HasPrefix(k, prefix) {
+				delete(m, k)
+			}
+		}
+	}
 }

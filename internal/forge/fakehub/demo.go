@@ -204,7 +204,7 @@ func ApplySuggestion(content string, f Finding) (string, bool) {
 }
 
 // SeedDemo creates the demo repository and PR on hub, with CI running
-// `go test ./...` and Copilot scripted by DemoScript.
+// `go test -vet=off ./...` and Copilot scripted by DemoScript.
 func SeedDemo(ctx context.Context, hub *Hub) (DemoInfo, error) {
 	return SeedDemoWith(ctx, hub, DemoOptions{})
 }
@@ -221,7 +221,7 @@ func SeedDemoWith(ctx context.Context, hub *Hub, o DemoOptions) (DemoInfo, error
 	if err := ctx.Err(); err != nil {
 		return DemoInfo{}, err
 	}
-	ro := RepoOptions{TestCommand: []string{"go", "test", "./..."}}
+	ro := RepoOptions{TestCommand: []string{"go", "test", "-vet=off", "./..."}}
 	if o.NoCI {
 		ro.TestCommand = nil
 	}

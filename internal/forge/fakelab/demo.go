@@ -41,7 +41,7 @@ func DemoScript() DuoScript {
 }
 
 // SeedDemo creates the demo project (the GitHub demo's small Go module,
-// pipelines running `go test ./...`) and its merge request, with Duo
+// pipelines running `go test -vet=off ./...`) and its merge request, with Duo
 // scripted by DemoScript.
 func SeedDemo(ctx context.Context, l *Lab) (DemoInfo, error) {
 	return SeedDemoWith(ctx, l, DemoOptions{})
@@ -52,7 +52,7 @@ func SeedDemoWith(ctx context.Context, l *Lab, o DemoOptions) (DemoInfo, error) 
 	if err := ctx.Err(); err != nil {
 		return DemoInfo{}, err
 	}
-	po := ProjectOptions{TestCommand: []string{"go", "test", "./..."}}
+	po := ProjectOptions{TestCommand: []string{"go", "test", "-vet=off", "./..."}}
 	if o.NoCI {
 		po.TestCommand = nil
 	}

@@ -795,7 +795,7 @@ func (l *Lab) jobJSON(p *project, pl *pipeline, j *job) map[string]any {
 
 // commits lists a revision range newest first in GitLab's commit shape.
 func (l *Lab) commits(p *project, rng string) ([]any, error) {
-	out, err := fakegit.Run(l.bgCtx(), p.dir, nil, nil, "log", "--format=%H%x00%P%x00%cI%x00%aI%x00%an%x00%ae%x00%cn%x00%ce%x00%B%x1e", rng)
+	out, err := fakegit.RunAt(l.bgCtx(), p.dir, rangeEnds(rng), "log", "--format=%H%x00%P%x00%cI%x00%aI%x00%an%x00%ae%x00%cn%x00%ce%x00%B%x1e", rng)
 	if err != nil {
 		return nil, err
 	}
@@ -817,6 +817,18 @@ func (l *Lab) commits(p *project, rng string) ([]any, error) {
 			"web_url": fmt.Sprintf("%s/%s/-/commit/%s", l.URL(), p.path, f[0])})
 	}
 	return cs, nil
+}
+
+// rangeEnds are the revisions of a range as commits builds them (a..b or
+// a^!), or the whole range when it is neither.
+func rangeEnds(rng string) []string {
+	if a, b, ok := strings.Cut(rng, ".."); ok {
+		return []string{a, b}
+	}
+	if a, ok := strings.CutSuffix(rng, "^!"); ok {
+		return []string{a}
+	}
+	return []string{rng}
 }
 
 func (l *Lab) positionJSON(pos *Position) any {
@@ -966,7 +978,8 @@ func (l *Lab) compareDiffs(p *project, from, to string, straight bool) ([]any, e
 	if straight {
 		rng = from + ".." + to
 	}
-	names, err := fakegit.Run(ctx, p.dir, nil, nil, "diff", "--no-renames", "--name-status", "-z", rng)
+	ends := []string{from, to}
+	names, err := fakegit.RunAt(ctx, p.dir, ends, "diff", "--no-renames", "--name-status", "-z", rng)
 	if err != nil {
 		return nil, err
 	}
@@ -974,7 +987,7 @@ func (l *Lab) compareDiffs(p *project, from, to string, straight bool) ([]any, e
 	fields := strings.Split(names, "\x00")
 	for i := 0; i+1 < len(fields); i += 2 {
 		status, path := fields[i], fields[i+1]
-		d, err := fakegit.Run(ctx, p.dir, nil, nil, "diff", "--no-color", "--no-ext-diff", "-U3", rng, "--", path)
+		d, err := fakegit.RunAt(ctx, p.dir, ends, "diff", "--no-color", "--no-ext-diff", "-U3", rng, "--", path)
 		if err != nil {
 			return nil, err
 		}
