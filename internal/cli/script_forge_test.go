@@ -123,7 +123,7 @@ type forgeStart struct {
 // bot's first two reviews raise the demo's findings with the same bodies
 // (the rows find threads by "divides by zero", "Off by one", "stops before
 // the last window") and suggestions, and the third is clean; CI runs
-// `go test ./...` on each head unless NoCI; observe maps the forge into
+// `go test -vet=off ./...` on each head unless NoCI; observe maps the forge into
 // converge's vocabulary (forge.PullRequest, its merge state, the
 // "converge" check context); and converge's client of the forge passes a
 // crash boundary (package crashpoint) around each write, replyWritten
