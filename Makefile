@@ -21,7 +21,8 @@ build:
 #    scenarios start thousands of processes (git above all, the converge
 #    binary, its supervisors, go test, agent CLIs); instrumented, the
 #    package took 37 minutes alone on 2 vCPUs, 27 without (every package
-#    it drives is raced in phase 1). Its timeout is a bound on a hang.
+#    it drives is raced in phase 1); 21 since (BENCHMARKS.md, "make test
+#    on 2 vCPUs"). Its timeout is a bound on a hang.
 CLI_PKG = ./internal/cli
 # Started first (go test starts packages in the order given, two at a
 # time on 2 vCPUs): the longest, so that no one of them runs alone at the
