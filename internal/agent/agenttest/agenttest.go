@@ -184,6 +184,26 @@ const Stall = time.Hour
 // CLI starts, so it waits for the machine: six tries from 6 s reach 192 s.
 const StallTries = 6
 
+// UntilStalled calls run with budget, then with twice it, for at most
+// StallTries budgets, until run reports that the CLI reached the model
+// turn that stalls (the one a test's budget must stop); t fails when no
+// budget was enough. A CLI starting on a loaded machine may spend a small
+// budget before its first request, and what such tests measure is the
+// stop, not how soon the CLI starts.
+func UntilStalled(t *testing.T, budget time.Duration, run func(budget time.Duration) (stalled bool)) {
+	t.Helper()
+	for try := 1; ; try++ {
+		if run(budget) {
+			return
+		}
+		if try == StallTries {
+			t.Fatalf("the CLI never reached the stalled turn, in %d budgets up to %s", try, budget)
+		}
+		t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
+		budget *= 2
+	}
+}
+
 // LoadedSummaryBudget is the summary turn's time-box in the tests of
 // SummaryAtBudget: CI's loaded machines have taken more than the
 // product's 30 s to start a Node CLI again on its session, and the
@@ -202,7 +222,7 @@ const LoadedSummaryBudget = 2 * time.Minute
 //
 // The run must reach the stalled turn before its budget, which a CLI
 // starting on a loaded machine may not: then the run is tried again with
-// twice the budget, at most three times, so the budget can stay small.
+// twice the budget (UntilStalled), so the budget can stay small.
 func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent func(url, env string) agent.Agent) {
 	t.Helper()
 	partial := `{"status":"partial","next_action":"` + SummaryNextAction + `","needs_extension_minutes":4,` +
@@ -215,7 +235,7 @@ func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent fun
 		err         error
 		a           agent.Agent
 	)
-	for try := 1; ; try++ {
+	UntilStalled(t, budget, func(budget time.Duration) bool {
 		dir = Repo(t, map[string]string{s.File: "hello world\n"})
 		var url string
 		srv, url = Serve(t,
@@ -235,13 +255,8 @@ func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent fun
 		if err != nil {
 			t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
 		}
-		stalled := slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 1 })
-		if stalled || try == StallTries {
-			break
-		}
-		t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
-		budget *= 2
-	}
+		return slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 1 })
+	})
 	if left := ProcessesWithEnv(marker); len(left) > 0 {
 		t.Errorf("processes of the run still alive: %v", left)
 	}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -165,10 +166,14 @@ func TestAG_B1_RealClaude_StoppedRunCountsEveryServedToken(t *testing.T) {
 	// What is measured is the tokens, not how soon the CLI starts: on a
 	// loaded machine it may not reach the stalled turn within a short
 	// budget, so the budget doubles until it does.
-	budget := 20 * time.Second
-	for try := 1; ; try++ {
+	var (
+		srv *fakemodel.Server
+		res agent.Result
+	)
+	agenttest.UntilStalled(t, 20*time.Second, func(budget time.Duration) bool {
 		dir := repo(t, "a.go", "package a\n")
-		srv, url := agenttest.Serve(t, fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
+		var url string
+		srv, url = agenttest.Serve(t, fakemodel.Script{Match: "edge-cases", Turns: []fakemodel.Turn{
 			{Text: "Reading.", Calls: []fakemodel.ToolCall{{Name: "Read", Input: map[string]any{"file_path": filepath.Join(dir, "a.go")}}},
 				Usage: fakemodel.Usage{InputTokens: 1000, OutputTokens: 70, CacheReadTokens: 300}},
 			{Calls: []fakemodel.ToolCall{{Name: "Grep", Input: map[string]any{"pattern": "package", "path": dir}}},
@@ -176,7 +181,8 @@ func TestAG_B1_RealClaude_StoppedRunCountsEveryServedToken(t *testing.T) {
 			{Text: "never sent", Delay: agenttest.Stall},
 		}})
 		a := newAgent(t, bin, url)
-		res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases",
+		var err error
+		res, err = a.Run(context.Background(), agent.Task{Kind: agent.TaskKindReview, Workdir: dir, Angle: "edge-cases",
 			Diff: "+package a\n", Budget: budget})
 		if err != nil {
 			t.Fatalf("run: %v", err)
@@ -184,27 +190,16 @@ func TestAG_B1_RealClaude_StoppedRunCountsEveryServedToken(t *testing.T) {
 		if res.Record.Reason != agent.ReasonBudgetExceeded {
 			t.Errorf("record = %+v, want stopped at the budget", res.Record)
 		}
-		third := false
-		for _, r := range srv.Requests() {
-			third = third || (r.Script == 0 && r.Turn == 2)
-		}
-		if !third && try < agenttest.StallTries {
-			t.Logf("the CLI did not reach its third turn in %s; trying again with %s", budget, 2*budget)
-			budget *= 2
-			continue
-		}
-		if !third {
-			t.Fatal("the run was stopped before it asked for its third turn, every time")
-		}
-		u := res.Usage
-		want := agent.Usage{InputTokens: 3000, OutputTokens: 160, CacheReadTokens: 700, Turns: 2}
-		if u != want {
-			t.Errorf("usage = %+v\nwant   %+v (fakemodel's two served turns)", u, want)
-		}
-		if s := srv.Served(); s.InputTokens != int(u.InputTokens) || s.OutputTokens != int(u.OutputTokens) || s.CacheReadTokens != int(u.CacheReadTokens) {
-			t.Errorf("usage = %+v, fakemodel served %+v", u, s)
-		}
-		return
+		// The third turn is the one that stalls.
+		return slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 0 && r.Turn == 2 })
+	})
+	u := res.Usage
+	want := agent.Usage{InputTokens: 3000, OutputTokens: 160, CacheReadTokens: 700, Turns: 2}
+	if u != want {
+		t.Errorf("usage = %+v\nwant   %+v (fakemodel's two served turns)", u, want)
+	}
+	if s := srv.Served(); s.InputTokens != int(u.InputTokens) || s.OutputTokens != int(u.OutputTokens) || s.CacheReadTokens != int(u.CacheReadTokens) {
+		t.Errorf("usage = %+v, fakemodel served %+v", u, s)
 	}
 }
 

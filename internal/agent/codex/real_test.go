@@ -542,31 +542,30 @@ func TestAG_B1_RealCodex_StoppedAtBudgetCountsServedTokens(t *testing.T) {
 					{Text: "never sent", Delay: agenttest.Stall},
 				}},
 			}
-			budget := 5 * time.Second
-			for try := 1; ; try++ {
-				srv, url := agenttest.Serve(t, scripts...)
+			var (
+				srv *fakemodel.Server
+				res agent.Result
+			)
+			agenttest.UntilStalled(t, 5*time.Second, func(budget time.Duration) bool {
+				var url string
+				srv, url = agenttest.Serve(t, scripts...)
 				a := loggedIn(t, bin, url, "sk-budget").agent(t, bin)
 				a.opts.SummaryBudget = 20 * time.Second
-				res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: repo(t, "greet.txt", "hello world\n"), Budget: budget,
+				var err error
+				res, err = a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: repo(t, "greet.txt", "hello world\n"), Budget: budget,
 					Findings: []agent.Finding{{ID: "budget-finding", Path: "greet.txt", EndLine: 1, Body: "Say hello to converge."}}})
 				if err != nil {
 					t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
 				}
-				stalled := slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 1 })
-				if !stalled && try < agenttest.StallTries {
-					t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
-					budget *= 2
-					continue
-				}
-				agenttest.CheckWire(t, srv)
-				if res.Record.NextAction != c.next {
-					t.Errorf("record = %+v, want next action %q", res.Record, c.next)
-				}
-				want := served(srv, scripts...)
-				if res.Usage != want || want.TotalTokens() < 1620 {
-					t.Errorf("usage = %+v, want what fakemodel served: %+v", res.Usage, want)
-				}
-				return
+				return slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 1 })
+			})
+			agenttest.CheckWire(t, srv)
+			if res.Record.NextAction != c.next {
+				t.Errorf("record = %+v, want next action %q", res.Record, c.next)
+			}
+			want := served(srv, scripts...)
+			if res.Usage != want || want.TotalTokens() < 1620 {
+				t.Errorf("usage = %+v, want what fakemodel served: %+v", res.Usage, want)
 			}
 		})
 	}

@@ -339,10 +339,14 @@ func TestAG_T4_RealGemini_FailingEndpointNamedWithinTheRetryBound(t *testing.T) 
 func TestAG_B1_RealGemini_StoppedAtBudgetCountsEveryServedToken(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
-	budget := 20 * time.Second
-	for try := 1; ; try++ {
+	var (
+		srv *fakemodel.Server
+		res agent.Result
+	)
+	agenttest.UntilStalled(t, 20*time.Second, func(budget time.Duration) bool {
 		dir := agenttest.Repo(t, map[string]string{"a.txt": "x\n"})
-		srv, url := agenttest.Serve(t,
+		var url string
+		srv, url = agenttest.Serve(t,
 			fakemodel.Script{Match: agent.SummaryRequest, FromMatch: true, Turns: []fakemodel.Turn{
 				{Text: "Stopped.\n" + `{"status":"partial","next_action":"finish a.txt","needs_extension_minutes":2,"summary":"half done","files_changed":[]}`,
 					Usage: fakemodel.Usage{InputTokens: 400, OutputTokens: 40, CacheReadTokens: 300}},
@@ -356,27 +360,19 @@ func TestAG_B1_RealGemini_StoppedAtBudgetCountsEveryServedToken(t *testing.T) {
 			}})
 		a := newAgent(t, bin, url)
 		a.opts.SummaryBudget = time.Minute
-		res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: budget,
+		var err error
+		res, err = a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: budget,
 			Findings: []agent.Finding{{ID: "budget-finding", Body: "fix a.txt"}}})
 		if err != nil {
 			t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
 		}
-		stalled := slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 2 })
-		if !stalled && try < agenttest.StallTries {
-			t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
-			budget *= 2
-			continue
-		}
-		if !stalled {
-			t.Fatalf("the CLI never reached the stalled turn; stderr: %s", res.Stderr)
-		}
-		if !slices.Contains(res.Record.Concerns, agent.SummaryConcern) {
-			t.Errorf("record %+v, want the summary turn's", res.Record)
-		}
-		want := usageOf(srv.Served())
-		if res.Usage != want || want != (agent.Usage{InputTokens: 700, CacheReadTokens: 350, OutputTokens: 70}) {
-			t.Errorf("usage %+v, want every token served: %+v", res.Usage, want)
-		}
-		return
+		return slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 2 })
+	})
+	if !slices.Contains(res.Record.Concerns, agent.SummaryConcern) {
+		t.Errorf("record %+v, want the summary turn's", res.Record)
+	}
+	want := usageOf(srv.Served())
+	if res.Usage != want || want != (agent.Usage{InputTokens: 700, CacheReadTokens: 350, OutputTokens: 70}) {
+		t.Errorf("usage %+v, want every token served: %+v", res.Usage, want)
 	}
 }

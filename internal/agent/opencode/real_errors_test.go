@@ -144,11 +144,14 @@ func TestAG_B1_RealOpenCode_TokensOfARunStoppedAtItsBudget(t *testing.T) {
 	summary := fakemodel.Script{Match: agent.SummaryRequest, FromMatch: true, Turns: []fakemodel.Turn{
 		{Text: "Stopping.\n" + partial, Usage: fakemodel.Usage{InputTokens: 1000, OutputTokens: 100}},
 	}}
-	// OpenCode takes seconds of CPU to start; under make test's load it
-	// never reached the stalled turn in 15 or 30 s, and each try costs a
-	// start.
-	budget := time.Minute
-	for try := 1; ; try++ {
+	// A minute: OpenCode takes seconds of CPU to start; under make
+	// test's load it never reached the stalled turn in 15 or 30 s, and
+	// each try costs a start.
+	var (
+		srv *fakemodel.Server
+		res agent.Result
+	)
+	agenttest.UntilStalled(t, time.Minute, func(budget time.Duration) bool {
 		dir := agenttest.Repo(t, map[string]string{"a.txt": "x\n"})
 		work := fakemodel.Script{Match: "tokens-finding", Turns: []fakemodel.Turn{
 			{Calls: []fakemodel.ToolCall{{Name: "read", Input: map[string]any{"filePath": dir + "/a.txt"}}},
@@ -157,48 +160,41 @@ func TestAG_B1_RealOpenCode_TokensOfARunStoppedAtItsBudget(t *testing.T) {
 				Usage: fakemodel.Usage{InputTokens: 23, OutputTokens: 5}},
 			{Text: "never sent", Delay: agenttest.Stall},
 		}}
-		srv, url := agenttest.Serve(t, summary, work)
+		var url string
+		srv, url = agenttest.Serve(t, summary, work)
 		a := newAgent(t, bin, url)
 		// What is measured is the tokens, not how soon the summary turn
 		// answers: on a loaded machine the CLI's start alone can take
 		// the default summary budget's 30 s.
 		a.opts.SummaryBudget = 3 * time.Minute
-		res, err := a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: budget,
+		var err error
+		res, err = a.Run(context.Background(), agent.Task{Kind: agent.TaskKindFix, Workdir: dir, Budget: budget,
 			Findings: []agent.Finding{{ID: "tokens-finding", Body: "read a.txt"}}})
 		if err != nil {
 			t.Fatalf("run: %v\nstderr: %s", err, res.Stderr)
 		}
-		stalled := slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 2 })
-		if !stalled && try < agenttest.StallTries {
-			t.Logf("the CLI did not reach the stalled turn in %s; trying again with %s", budget, 2*budget)
-			budget *= 2
+		return slices.ContainsFunc(srv.Requests(), func(r fakemodel.Request) bool { return r.Script == 1 && r.Turn == 2 })
+	})
+	// What fakemodel served the run's steps: every reply it sent but
+	// the title's (a side request, whose tokens OpenCode reports in
+	// no event).
+	var served agent.Usage
+	for _, r := range srv.Requests() {
+		if r.Side || r.Usage == (fakemodel.Usage{}) {
 			continue
 		}
-		if !stalled {
-			t.Fatalf("the CLI never reached the stalled turn; stderr: %s", res.Stderr)
-		}
-		// What fakemodel served the run's steps: every reply it sent but
-		// the title's (a side request, whose tokens OpenCode reports in
-		// no event).
-		var served agent.Usage
-		for _, r := range srv.Requests() {
-			if r.Side || r.Usage == (fakemodel.Usage{}) {
-				continue
-			}
-			served.InputTokens += int64(r.Usage.InputTokens)
-			served.OutputTokens += int64(r.Usage.OutputTokens)
-			served.CacheReadTokens += int64(r.Usage.CacheReadTokens)
-			served.Turns++
-		}
-		got := res.Usage
-		if got.InputTokens != served.InputTokens || got.OutputTokens != served.OutputTokens ||
-			got.CacheReadTokens != served.CacheReadTokens || got.Turns != served.Turns || served.Turns != 3 {
-			t.Errorf("usage = %+v, want what fakemodel served: %+v", got, served)
-		}
-		if res.Record.Status != agent.StatusPartial || !slices.Contains(res.Record.Concerns, agent.SummaryConcern) {
-			t.Errorf("record = %+v, want the summary's partial record", res.Record)
-		}
-		return
+		served.InputTokens += int64(r.Usage.InputTokens)
+		served.OutputTokens += int64(r.Usage.OutputTokens)
+		served.CacheReadTokens += int64(r.Usage.CacheReadTokens)
+		served.Turns++
+	}
+	got := res.Usage
+	if got.InputTokens != served.InputTokens || got.OutputTokens != served.OutputTokens ||
+		got.CacheReadTokens != served.CacheReadTokens || got.Turns != served.Turns || served.Turns != 3 {
+		t.Errorf("usage = %+v, want what fakemodel served: %+v", got, served)
+	}
+	if res.Record.Status != agent.StatusPartial || !slices.Contains(res.Record.Concerns, agent.SummaryConcern) {
+		t.Errorf("record = %+v, want the summary's partial record", res.Record)
 	}
 }
 
