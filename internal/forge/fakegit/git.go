@@ -143,15 +143,9 @@ func RevParse(ctx context.Context, dir, rev string) (string, error) {
 	if !fullSHA(rev) {
 		return Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
 	}
-	key := dir + "\x00" + rev
-	if v, ok := objCache.get(&objCache.commits, key); ok {
-		return v, nil
-	}
-	out, err := Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
-	if err == nil {
-		objCache.put(&objCache.commits, key, out)
-	}
-	return out, err
+	return objCache.remember(&objCache.commits, dir+"\x00"+rev, func() (string, error) {
+		return Run(ctx, dir, nil, nil, "rev-parse", "--verify", "--quiet", rev+"^{commit}")
+	})
 }
 
 // RunAt runs git like Run, for an answer that depends only on the objects
@@ -164,15 +158,9 @@ func RunAt(ctx context.Context, dir string, shas []string, args ...string) (stri
 			return Run(ctx, dir, nil, nil, args...)
 		}
 	}
-	key := dir + "\x00" + strings.Join(args, "\x00")
-	if v, ok := objCache.get(&objCache.outs, key); ok {
-		return v, nil
-	}
-	out, err := Run(ctx, dir, nil, nil, args...)
-	if err == nil {
-		objCache.put(&objCache.outs, key, out)
-	}
-	return out, err
+	return objCache.remember(&objCache.outs, dir+"\x00"+strings.Join(args, "\x00"), func() (string, error) {
+		return Run(ctx, dir, nil, nil, args...)
+	})
 }
 
 // ReadRefs maps branch name to sha.
@@ -197,16 +185,16 @@ func FileAt(ctx context.Context, dir, sha, path string) (string, bool) {
 	if !fullSHA(sha) {
 		return fileAt(ctx, dir, sha, path)
 	}
-	key := dir + "\x00" + sha + ":" + path
-	if v, ok := objCache.get(&objCache.files, key); ok {
-		return v, true
-	}
-	v, ok := fileAt(ctx, dir, sha, path)
-	if ok {
-		objCache.put(&objCache.files, key, v)
-	}
-	return v, ok
+	v, err := objCache.remember(&objCache.files, dir+"\x00"+sha+":"+path, func() (string, error) {
+		if v, ok := fileAt(ctx, dir, sha, path); ok {
+			return v, nil
+		}
+		return "", errNoFile
+	})
+	return v, err == nil
 }
+
+var errNoFile = errors.New("no such file at the commit")
 
 func fileAt(ctx context.Context, dir, sha, path string) (string, bool) {
 	cmd := exec.CommandContext(ctx, "git", "cat-file", "blob", sha+":"+path)
@@ -313,6 +301,19 @@ type objMemo struct {
 	commits map[string]string // dir NUL sha -> commit id
 	files   map[string]string // dir NUL sha:path -> content
 	outs    map[string]string // dir NUL args -> RunAt's output
+}
+
+// remember answers from m when it holds key, else with compute, whose
+// answer is kept only when it succeeded.
+func (c *objMemo) remember(m *map[string]string, key string, compute func() (string, error)) (string, error) {
+	if v, ok := c.get(m, key); ok {
+		return v, nil
+	}
+	v, err := compute()
+	if err == nil {
+		c.put(m, key, v)
+	}
+	return v, err
 }
 
 func (c *objMemo) get(m *map[string]string, key string) (string, bool) {
