@@ -15,6 +15,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/testutil/gobuild"
 )
 
 // The helpers here play the other actors on the emulator with their own
@@ -64,6 +65,11 @@ func cleanEnv(env map[string]string) []string {
 		}
 		out = append(out, kv)
 	}
+	// The go command keeps this machine's build cache (GOCACHE, and the
+	// GOFLAGS that share it) when a test gives converge a HOME of its own:
+	// otherwise every done-check's go test under it compiled the
+	// standard library again, three quarters of a real-agent test's CPU.
+	out = append(out, gobuild.Env()...)
 	for k, v := range env {
 		out = append(out, k+"="+v)
 	}

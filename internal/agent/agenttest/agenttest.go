@@ -164,6 +164,17 @@ type Summary struct {
 	// turn cannot edit (the tools offered, the sandbox in its body), and
 	// returns what it found wrong.
 	ReadOnly func(r fakemodel.Request) string
+	// Usage, when set, checks the stopped run's usage against what
+	// fakemodel served: the edit's step and the summary turn carry
+	// tokens of every kind (SummaryUsage).
+	Usage func(t *testing.T, res agent.Result, srv *fakemodel.Server)
+}
+
+// SummaryUsage is what fakemodel serves each model turn of
+// SummaryAtBudget's run that answers: the edit's step, then the summary.
+var SummaryUsage = []fakemodel.Usage{
+	{InputTokens: 11, OutputTokens: 3, CacheReadTokens: 7},
+	{InputTokens: 1000, OutputTokens: 100},
 }
 
 // SummaryNextAction is the next action of the partial record the model
@@ -240,10 +251,10 @@ func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent fun
 		var url string
 		srv, url = Serve(t,
 			fakemodel.Script{Match: agent.SummaryRequest, FromMatch: true, Turns: []fakemodel.Turn{
-				{Text: "Stopping as asked.\n" + partial},
+				{Text: "Stopping as asked.\n" + partial, Usage: SummaryUsage[1]},
 			}},
 			fakemodel.Script{Match: "greet-finding", Turns: []fakemodel.Turn{
-				{Text: "Changing the greeting.", Calls: []fakemodel.ToolCall{s.Edit}},
+				{Text: "Changing the greeting.", Calls: []fakemodel.ToolCall{s.Edit}, Usage: SummaryUsage[0]},
 				{Text: "never sent", Delay: Stall},
 			}},
 		)
@@ -312,6 +323,9 @@ func SummaryAtBudget(t *testing.T, budget time.Duration, s Summary, newAgent fun
 	}
 	if next, ok := task.Extended(rec); !ok || next.Budget != 4*time.Minute {
 		t.Errorf("Extended = %v, %v; want an extension of 4m", next.Budget, ok)
+	}
+	if s.Usage != nil {
+		s.Usage(t, res, srv)
 	}
 }
 

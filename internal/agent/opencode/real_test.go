@@ -41,6 +41,7 @@ type user struct {
 func newUser(t *testing.T) *user {
 	t.Helper()
 	home := t.TempDir()
+	startedBefore(t, home)
 	return &user{home: home, environ: []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + home,
 		"GH_TOKEN=" + forgeToken, "GITHUB_TOKEN=" + forgeToken,
@@ -48,6 +49,29 @@ func newUser(t *testing.T) *user {
 		// too, so it passes.
 		"OPENCODE_DISABLE_MODELS_FETCH=1",
 	}}
+}
+
+// startedBefore makes home a machine where OpenCode has run before. At
+// its first start OpenCode installs its plugin package into its global
+// config directory from the npm registry, in the background, and does
+// so again while the directory has no node_modules or its package.json
+// names a package its package-lock.json does not. Every test's HOME is
+// new: each run downloaded the package (there is no network to count on
+// here) and paid seconds of CPU for it.
+func startedBefore(t *testing.T, home string) {
+	t.Helper()
+	dir := filepath.Join(home, ".config", "opencode")
+	if err := os.MkdirAll(filepath.Join(dir, "node_modules"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, content := range map[string]string{
+		"package.json":      `{"dependencies": {"@opencode-ai/plugin": "*"}}`,
+		"package-lock.json": `{"packages": {"": {"dependencies": {"@opencode-ai/plugin": "*"}}}}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // config writes the user's global OpenCode config.
@@ -261,8 +285,9 @@ func TestRealOpenCode_StoppedAtBudget(t *testing.T) {
 
 // At the budget OpenCode is stopped, then told to summarize: its session,
 // continued for one turn that may not edit or run commands, answers with
-// the record (AG-T1).
-func TestAG_T1_RealOpenCode_SummaryAtBudgetInTheRunsSession(t *testing.T) {
+// the record (AG-T1). The run's usage (AG-B1) is exactly what fakemodel
+// served: the edit's step and the summary turn, cache reads included.
+func TestAG_T1_AG_B1_RealOpenCode_SummaryAtBudgetInTheRunsSessionCountsServedTokens(t *testing.T) {
 	bin := realCLI(t)
 	t.Parallel()
 	// A minute: under make test's load OpenCode never reached the
@@ -278,6 +303,25 @@ func TestAG_T1_RealOpenCode_SummaryAtBudgetInTheRunsSession(t *testing.T) {
 				}
 			}
 			return ""
+		},
+		Usage: func(t *testing.T, res agent.Result, srv *fakemodel.Server) {
+			// Every reply fakemodel sent but the title's (a side
+			// request, whose tokens OpenCode reports in no event).
+			var served agent.Usage
+			for _, r := range srv.Requests() {
+				if r.Side || r.Usage == (fakemodel.Usage{}) {
+					continue
+				}
+				served.InputTokens += int64(r.Usage.InputTokens)
+				served.OutputTokens += int64(r.Usage.OutputTokens)
+				served.CacheReadTokens += int64(r.Usage.CacheReadTokens)
+				served.Turns++
+			}
+			got := res.Usage
+			if got.InputTokens != served.InputTokens || got.OutputTokens != served.OutputTokens ||
+				got.CacheReadTokens != served.CacheReadTokens || got.Turns != served.Turns || served.Turns != len(agenttest.SummaryUsage) {
+				t.Errorf("usage = %+v, want what fakemodel served: %+v", got, served)
+			}
 		},
 	}, func(url, env string) agent.Agent {
 		a := newAgent(t, bin, url)

@@ -35,6 +35,12 @@ func TestSEC_1_FleetWorkerOfAnotherIdentityRefusesTheRun(t *testing.T) {
 	waitOutput(t, a, "worker on task queue", time.Minute)
 	pr := start(t, bin, nil, append(append([]string{"pr", "--engine", "temporal", "--api-url", hub.APIURL(), "--poll-min", "1s", "--poll-max", "5s"}, temporalFlags...), urls...)...)
 	waitOutput(t, a, "bound pr", time.Minute)
+	// The run acts as a's login once the workflow has recorded a's
+	// binding, which a round's start shows. Before that nothing was
+	// written as anyone, and a worker of another identity that binds
+	// the run first rightly runs it as itself: killing a as soon as it
+	// printed "bound pr" let that happen on a loaded machine.
+	waitOutput(t, pr, "round 1 on ", 2*time.Minute)
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
