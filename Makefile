@@ -21,13 +21,13 @@ build:
 #    scenarios start thousands of processes (git above all, the converge
 #    binary, its supervisors, go test, agent CLIs); instrumented, the
 #    package took 37 minutes alone on 2 vCPUs, 27 without (every package
-#    it drives is raced in phase 1); 21 since (BENCHMARKS.md, "make test
+#    it drives is raced in phase 1); 14 at 77c3924 (BENCHMARKS.md, "make test
 #    on 2 vCPUs"). Its timeout is a bound on a hang.
 CLI_PKG = ./internal/cli
 # Started first (go test starts packages in the order given, two at a
 # time on 2 vCPUs): the longest, so that no one of them runs alone at the
-# end (OpenCode's real-CLI tests and prwork's real-git tests took 5 and 3
-# minutes of wall time).
+# end (OpenCode's real-CLI tests, the fleet and prwork's real-git tests took
+# about 2.6 minutes of wall time each at 77c3924).
 SLOW_PKGS = ./internal/agent/opencode ./internal/temporal/fleet ./internal/prwork ./internal/bench ./internal/agent/gemini
 test:
 	$(GO) vet ./...
