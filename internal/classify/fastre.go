@@ -5,6 +5,7 @@ import (
 	"regexp/syntax"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -16,8 +17,15 @@ import (
 // a rule edited later stays right); otherwise it runs the regexp as
 // written. Its answers are the regexp's answers, only sooner
 // (TestPR_S5_PrefilterIsExact).
+//
+// The pattern is compiled and its literals derived on first use, not
+// while the package initialises: every converge process links this
+// package, and most (a supervisor, `converge status`, the start that
+// re-execs itself to hide a token) never classify a comment.
 type fastRegexp struct {
-	*regexp.Regexp
+	pattern string
+	once    sync.Once
+	re      *regexp.Regexp
 	// lits: every match contains one of them. nil when the pattern gives
 	// no such set (it can match the empty string, or a class too wide):
 	// then the regexp always runs.
@@ -27,13 +35,27 @@ type fastRegexp struct {
 	byFirst *[256][]string
 }
 
-// compiled is every fastRegexp of the package, for the test that holds
-// each to its regexp; written only while the package initialises.
+// compiled is every fastRegexp of the package, for the tests that hold
+// each to its regexp and compile each; written only while the package
+// initialises.
 var compiled []*fastRegexp
 
 func mustCompile(pattern string) *fastRegexp {
-	re := regexp.MustCompile(pattern)
-	parsed, err := syntax.Parse(pattern, syntax.Perl)
+	r := &fastRegexp{pattern: pattern}
+	compiled = append(compiled, r)
+	return r
+}
+
+// regexp is the compiled pattern; a pattern that does not compile
+// panics here, and TestPR_S5_PrefilterIsExact compiles every one.
+func (r *fastRegexp) regexp() *regexp.Regexp {
+	r.once.Do(r.compile)
+	return r.re
+}
+
+func (r *fastRegexp) compile() {
+	re := regexp.MustCompile(r.pattern)
+	parsed, err := syntax.Parse(r.pattern, syntax.Perl)
 	if err != nil {
 		panic(err) // MustCompile above accepted it
 	}
@@ -41,16 +63,17 @@ func mustCompile(pattern string) *fastRegexp {
 	if !ok {
 		lits = nil
 	}
-	r := &fastRegexp{Regexp: re, lits: lits}
-	compiled = append(compiled, r)
+	r.re, r.lits = re, lits
 	if len(lits) > manyLiterals {
 		r.byFirst = new([256][]string)
 		for _, l := range lits {
 			r.byFirst[l[0]] = append(r.byFirst[l[0]], l)
 		}
 	}
-	return r
 }
+
+// String is the pattern, as regexp.Regexp's.
+func (r *fastRegexp) String() string { return r.pattern }
 
 // manyLiterals: above it, one pass over the input beats a search per
 // literal.
@@ -58,6 +81,7 @@ const manyLiterals = 4
 
 // mayMatch is false only when s cannot hold a match.
 func (r *fastRegexp) mayMatch(s string) bool {
+	r.once.Do(r.compile)
 	if r.lits == nil {
 		return true
 	}
@@ -83,32 +107,32 @@ func (r *fastRegexp) FindString(s string) string {
 	if !r.mayMatch(s) {
 		return ""
 	}
-	return r.Regexp.FindString(s)
+	return r.re.FindString(s)
 }
 
 func (r *fastRegexp) MatchString(s string) bool {
-	return r.mayMatch(s) && r.Regexp.MatchString(s)
+	return r.mayMatch(s) && r.re.MatchString(s)
 }
 
 func (r *fastRegexp) FindAllString(s string, n int) []string {
 	if !r.mayMatch(s) {
 		return nil
 	}
-	return r.Regexp.FindAllString(s, n)
+	return r.re.FindAllString(s, n)
 }
 
 func (r *fastRegexp) FindAllStringSubmatch(s string, n int) [][]string {
 	if !r.mayMatch(s) {
 		return nil
 	}
-	return r.Regexp.FindAllStringSubmatch(s, n)
+	return r.re.FindAllStringSubmatch(s, n)
 }
 
 func (r *fastRegexp) ReplaceAllString(src, repl string) string {
 	if !r.mayMatch(src) {
 		return src
 	}
-	return r.Regexp.ReplaceAllString(src, repl)
+	return r.re.ReplaceAllString(src, repl)
 }
 
 // maxClassRunes bounds a character class turned into single-rune literals;

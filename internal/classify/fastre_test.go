@@ -35,7 +35,7 @@ func TestPR_S5_PrefilterIsExact(t *testing.T) {
 		}
 		for _, m := range sampleMatches(re.Simplify(), 400) {
 			for _, s := range []string{m, " " + m + " ", "x. " + m + "\n", "`" + m + "`"} {
-				if r.Regexp.MatchString(s) {
+				if r.regexp().MatchString(s) {
 					samples++
 				}
 				checkRuledOut(t, r, s)
@@ -61,8 +61,8 @@ func TestPR_S5_PrefilterIsExact(t *testing.T) {
 // match (the property the methods rely on).
 func checkRuledOut(t *testing.T, r *fastRegexp, s string) {
 	t.Helper()
-	if !r.mayMatch(s) && r.Regexp.MatchString(s) {
-		t.Fatalf("%s on %q: the prefilter (%q) rules out a match %q", r, s, r.lits, r.Regexp.FindString(s))
+	if !r.mayMatch(s) && r.regexp().MatchString(s) {
+		t.Fatalf("%s on %q: the prefilter (%q) rules out a match %q", r, s, r.lits, r.regexp().FindString(s))
 	}
 }
 
@@ -81,19 +81,19 @@ func FuzzPR_S5_PrefilterIsExact(f *testing.F) {
 
 func checkExact(t *testing.T, r *fastRegexp, s string) {
 	t.Helper()
-	if got, want := r.FindString(s), r.Regexp.FindString(s); got != want {
+	if got, want := r.FindString(s), r.regexp().FindString(s); got != want {
 		t.Fatalf("%s on %q: FindString %q, regexp %q", r, s, got, want)
 	}
-	if got, want := r.MatchString(s), r.Regexp.MatchString(s); got != want {
+	if got, want := r.MatchString(s), r.regexp().MatchString(s); got != want {
 		t.Fatalf("%s on %q: MatchString %v, regexp %v", r, s, got, want)
 	}
-	if got, want := r.FindAllString(s, -1), r.Regexp.FindAllString(s, -1); !slices.Equal(got, want) {
+	if got, want := r.FindAllString(s, -1), r.regexp().FindAllString(s, -1); !slices.Equal(got, want) {
 		t.Fatalf("%s on %q: FindAllString %q, regexp %q", r, s, got, want)
 	}
-	if got, want := r.ReplaceAllString(s, "_"), r.Regexp.ReplaceAllString(s, "_"); got != want {
+	if got, want := r.ReplaceAllString(s, "_"), r.regexp().ReplaceAllString(s, "_"); got != want {
 		t.Fatalf("%s on %q: ReplaceAllString %q, regexp %q", r, s, got, want)
 	}
-	got, want := r.FindAllStringSubmatch(s, -1), r.Regexp.FindAllStringSubmatch(s, -1)
+	got, want := r.FindAllStringSubmatch(s, -1), r.regexp().FindAllStringSubmatch(s, -1)
 	if len(got) != len(want) {
 		t.Fatalf("%s on %q: FindAllStringSubmatch %q, regexp %q", r, s, got, want)
 	}

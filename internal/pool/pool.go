@@ -519,8 +519,8 @@ func Sweep(ctx context.Context, target *repo.Git, dirs ...string) ([]string, err
 }
 
 // hasRecords reports whether the repository whose main worktree git
-// lists as main may hold a record of a linked worktree, so that a prune
-// may have something to do. git lists as main its common directory, less
+// lists as main may hold a record of a linked worktree that a prune
+// would drop (repo.MayPruneWorktrees). git lists as main its common directory, less
 // a trailing /.git: so that directory is main or main/.git, and both are
 // looked at; when neither is a git directory, where the records are is
 // not known, and the answer is yes. Skipping a prune with nothing to
@@ -528,7 +528,7 @@ func Sweep(ctx context.Context, target *repo.Git, dirs ...string) ([]string, err
 func hasRecords(main string) bool {
 	known := false
 	for _, dir := range []string{main, filepath.Join(main, ".git")} {
-		if repo.HasWorktreeRecords(dir) {
+		if repo.MayPruneWorktrees(dir) {
 			return true
 		}
 		if _, err := os.Stat(filepath.Join(dir, "HEAD")); err == nil {

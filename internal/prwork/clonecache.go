@@ -188,12 +188,13 @@ func removeWorktree(ctx context.Context, g *repo.Git, dir string) error {
 }
 
 // pruneWorktrees drops clone g's records of worktrees whose directory is
-// gone. A clone with no record at all (the common case: each run's
-// worktree is removed with git) has nothing to prune, and the git
-// process that would say so is skipped: process starts are most of what
-// a run costs on a small machine.
+// gone. A clone with no such record (the common case: each run's
+// worktree is removed with git, and the others in a shared clone are
+// live) has nothing to prune, and the git process that would say so is
+// skipped: process starts are most of what a run costs on a small
+// machine.
 func pruneWorktrees(ctx context.Context, g *repo.Git) error {
-	if !repo.HasWorktreeRecords(gitDirOf(g.Dir)) {
+	if !repo.MayPruneWorktrees(gitDirOf(g.Dir)) {
 		return nil
 	}
 	_, err := g.Run(ctx, "worktree", "prune")

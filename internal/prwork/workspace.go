@@ -520,10 +520,12 @@ func (w *GitWorkspace) atHead(ctx context.Context, pr *forge.PullRequest) error 
 	if err != nil {
 		return err
 	}
-	if !made {
-		if err := w.fetch(ctx, pr); err != nil {
-			return err
-		}
+	if made {
+		// A worktree just added at the head is the head, clean.
+		return nil
+	}
+	if err := w.fetch(ctx, pr); err != nil {
+		return err
 	}
 	return w.reset(ctx, pr.HeadSHA)
 }

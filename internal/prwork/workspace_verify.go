@@ -318,9 +318,13 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 			}
 		}
 	}
-	ours, err := w.stagedDiff(ctx, from)
-	if err != nil {
-		return nil, err
+	// Nothing has written to the worktree since whole was read: against
+	// the head, ours is whole.
+	ours := whole
+	if from != pr.HeadSHA {
+		if ours, err = w.stagedDiff(ctx, from); err != nil {
+			return nil, err
+		}
 	}
 	for _, v := range violations {
 		// A change no fixer's files account for is not kept either; one
@@ -340,12 +344,16 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 			w.vs.note(p + " was changed outside every fixer's worktree; undone")
 		}
 	}
-	if err := w.restorePaths(ctx, from, undo); err != nil {
-		return nil, err
-	}
-	change, err := w.stagedDiff(ctx, from)
-	if err != nil {
-		return nil, err
+	// What is left once undone is the change to prove; when nothing was
+	// undone, it is ours as read.
+	change := ours
+	if len(undo) > 0 {
+		if err := w.restorePaths(ctx, from, undo); err != nil {
+			return nil, err
+		}
+		if change, err = w.stagedDiff(ctx, from); err != nil {
+			return nil, err
+		}
 	}
 	undo = map[string]bool{}
 	for _, r := range runs {

@@ -77,16 +77,42 @@ func (g *Git) RemoveWorktree(ctx context.Context, path string) error {
 	return nil
 }
 
-// HasWorktreeRecords reports whether the git directory commonDir (a
-// repository's common directory) may hold a record of a linked worktree:
-// whether its worktrees directory has any entry, or cannot be read. When
-// it has none, `git worktree prune` has nothing to prune.
-func HasWorktreeRecords(commonDir string) bool {
-	entries, err := os.ReadDir(filepath.Join(commonDir, "worktrees"))
+// MayPruneWorktrees reports whether `git worktree prune` may find
+// something to prune in the git directory commonDir (a repository's
+// common directory): a record of a linked worktree that is not a
+// directory, is not locked and has no readable gitdir file, or names a
+// worktree that is gone, or two records of one worktree. It answers as
+// git's own test does, and yes whenever it cannot tell (a record it
+// cannot read, a relative path): skipping the prune is only ever a
+// saving, never the difference between a record kept and one dropped.
+func MayPruneWorktrees(commonDir string) bool {
+	dir := filepath.Join(commonDir, "worktrees")
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return !errors.Is(err, fs.ErrNotExist)
 	}
-	return len(entries) > 0
+	seen := map[string]bool{}
+	for _, e := range entries {
+		rec := filepath.Join(dir, e.Name())
+		if !e.IsDir() {
+			return true
+		}
+		if _, err := os.Lstat(filepath.Join(rec, "locked")); err == nil {
+			continue
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return true
+		}
+		b, err := os.ReadFile(filepath.Join(rec, "gitdir"))
+		path := strings.TrimSpace(string(b))
+		if err != nil || path == "" || !filepath.IsAbs(path) || seen[path] {
+			return true
+		}
+		seen[path] = true
+		if _, err := os.Stat(path); err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Checkout switches the working tree to ref (a branch, or any commit-ish,
