@@ -31,9 +31,39 @@ func lockClone(dir string) (unlock func()) {
 	mu := m.(*sync.Mutex)
 	mu.Lock()
 	release := lockFile(dir + ".converge-lock")
+	dropHalfAddedWorktrees(dir)
 	return func() {
 		release()
 		mu.Unlock()
+	}
+}
+
+// dropHalfAddedWorktrees removes from clone the records of worktrees
+// that a git killed mid-`worktree add` left. git writes a new record's
+// HEAD as the null object id first and points it at the commit only
+// afterwards; killed in between (a converge SIGKILLed takes its git with
+// it), it leaves a record whose HEAD names no object, which `git worktree
+// prune` keeps (git locks a record while adding it) and which fails every
+// later fetch into the clone: the fetch's connectivity check walks every
+// worktree's HEAD ("did not send all necessary objects"). Called only
+// under the clone's lock: every converge that adds a worktree to a clone
+// holds that lock, so no such record is one being added now. The
+// directory the record names is its run's, removed with the run's
+// worktree or swept with its fixers'.
+func dropHalfAddedWorktrees(clone string) {
+	records := filepath.Join(gitDirOf(clone), "worktrees")
+	entries, err := os.ReadDir(records)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		head, err := os.ReadFile(filepath.Join(records, e.Name(), "HEAD"))
+		if err != nil {
+			continue
+		}
+		if id := strings.TrimSpace(string(head)); id != "" && strings.Trim(id, "0") == "" {
+			_ = os.RemoveAll(filepath.Join(records, e.Name()))
+		}
 	}
 }
 
