@@ -243,8 +243,6 @@ func hubPushAndForceBack(ts *testscript.TestScript, neg bool, h *scriptHub, args
 	dir := ts.MkAbs(fmt.Sprintf("hub-clone-%d", h.clones))
 	g, err := repo.Clone(ctx, h.hub.GitURL(h.demo.Owner, h.demo.Repo), dir, env)
 	ts.Check(err)
-	_, err = g.Run(ctx, "fetch", "origin", "+refs/heads/*:refs/remotes/origin/*")
-	ts.Check(err)
 	_, err = g.Run(ctx, "checkout", "-q", "-B", "work", x)
 	ts.Check(err)
 	ts.Check(os.WriteFile(filepath.Join(dir, "EXPERIMENT.md"), []byte("trying something\n"), 0o644))

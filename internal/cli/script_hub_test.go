@@ -386,8 +386,6 @@ func (h *scriptHub) cloneAtHead(ts *testscript.TestScript) (*repo.Git, string) {
 	env := append(os.Environ(), h.hub.GitEnv(h.hub.Tokens().Reviewer)...)
 	g, err := repo.Clone(ctx, h.hub.GitURL(h.demo.Owner, h.demo.Repo), ts.MkAbs(fmt.Sprintf("hub-clone-%d", h.clones)), env)
 	ts.Check(err)
-	_, err = g.Run(ctx, "fetch", "origin", "+refs/heads/*:refs/remotes/origin/*")
-	ts.Check(err)
 	return g, pr.HeadSHA
 }
 

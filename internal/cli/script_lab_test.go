@@ -128,8 +128,6 @@ func (f *labForge) cloneAtHead(ts *testscript.TestScript) (*repo.Git, string) {
 	env := append(os.Environ(), f.lab.GitEnv(f.lab.Tokens().Reviewer)...)
 	g, err := repo.Clone(ctx, f.lab.GitURL(f.demo.Project), ts.MkAbs(fmt.Sprintf("lab-clone-%d", f.clones)), env)
 	ts.Check(err)
-	_, err = g.Run(ctx, "fetch", "origin", "+refs/heads/*:refs/remotes/origin/*")
-	ts.Check(err)
 	return g, st.HeadSHA
 }
 

@@ -85,9 +85,6 @@ func workVerdict(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, startHea
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Run(ctx, "fetch", "--quiet", "origin", "+refs/heads/*:refs/remotes/origin/*"); err != nil {
-		t.Fatal(err)
-	}
 	var why []string
 	head := pr.HeadSHA
 	if head == startHead {

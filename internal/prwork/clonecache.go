@@ -49,18 +49,19 @@ func hasClone(dir string) bool {
 }
 
 // ensureClone makes dir a bare clone of url unless it already holds a
-// clone. Under the clone's lock. A bare clone has no checkout: the cache
-// costs the repository's objects once, whatever the number of runs.
-func ensureClone(ctx context.Context, dir, url string, env []string, cred *repo.Credential) error {
+// clone, and reports whether it made one. Under the clone's lock. A bare
+// clone has no checkout: the cache costs the repository's objects once,
+// whatever the number of runs.
+func ensureClone(ctx context.Context, dir, url string, env []string, cred *repo.Credential) (cloned bool, err error) {
 	if hasClone(dir) {
-		return nil
+		return false, nil
 	}
 	// What a clone killed half-way left is no clone.
 	if err := os.RemoveAll(dir); err != nil {
-		return fmt.Errorf("clear a half-made clone: %w", err)
+		return false, fmt.Errorf("clear a half-made clone: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
-		return fmt.Errorf("make clone dir: %w", err)
+		return false, fmt.Errorf("make clone dir: %w", err)
 	}
 	g := &repo.Git{Dir: filepath.Dir(dir), Env: env, Cred: cred}
 	// maintenance.auto=false in the clone's own config: git otherwise
@@ -72,9 +73,9 @@ func ensureClone(ctx context.Context, dir, url string, env []string, cred *repo.
 	// when a run lets go of a clone that stays (keepTidy).
 	if _, err := g.Run(ctx, "clone", "--bare", "--quiet", "--no-tags", "--config", "maintenance.auto=false", "--", url, dir); err != nil {
 		_ = os.RemoveAll(dir)
-		return err
+		return false, err
 	}
-	return nil
+	return true, nil
 }
 
 // runsDir holds the registrations of the runs that use clone: inside its

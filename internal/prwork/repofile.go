@@ -18,12 +18,17 @@ import (
 func ReadBaseFile(ctx context.Context, root, cloneURL string, gitEnv []string, cred *repo.Credential, pr *forge.PullRequest, path string) (data []byte, found bool, err error) {
 	dir := cloneDir(root, pr.Ref)
 	defer lockClone(dir)()
-	if err := ensureClone(ctx, dir, cloneURL, gitEnv, cred); err != nil {
+	cloned, err := ensureClone(ctx, dir, cloneURL, gitEnv, cred)
+	if err != nil {
 		return nil, false, err
 	}
 	g := &repo.Git{Dir: dir, Env: gitEnv, Cred: cred}
 	base := "refs/remotes/origin/" + pr.BaseRef
-	if _, err := gitLocked(ctx, dir, g, "fetch", "--quiet", "origin", "+refs/heads/"+pr.BaseRef+":"+base); err != nil {
+	if cloned {
+		// A bare clone made just now holds the forge's branches as its
+		// own: the base as a fetch would bring it a moment later.
+		base = "refs/heads/" + pr.BaseRef
+	} else if _, err := gitLocked(ctx, dir, g, "fetch", "--quiet", "origin", "+refs/heads/"+pr.BaseRef+":"+base); err != nil {
 		return nil, false, fmt.Errorf("fetch %s: %w", pr.BaseRef, err)
 	}
 	// ls-tree tells a missing file from a failing git.

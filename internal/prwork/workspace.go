@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
@@ -89,6 +90,9 @@ type GitWorkspace struct {
 	// made counts the worktrees the run made: one more for each step
 	// after a wait that needed the files (WorktreesMade).
 	made int
+	// fetchedFor is the observation the clone was last fetched for
+	// (fetchLocked); nil after the clone was made anew.
+	fetchedFor atomic.Pointer[fetchedObservation]
 	// baselines are the test runs of heads, by SHA (AG-T5): a head is
 	// tested once per run, and a pushed fix's own run is its head's.
 	baselines map[string]testRun
@@ -148,8 +152,13 @@ func (w *GitWorkspace) openClone(ctx context.Context, pr *forge.PullRequest) err
 // openCloneLocked is openClone's clone and registration, under the
 // clone's lock.
 func (w *GitWorkspace) openCloneLocked(ctx context.Context, dir string) error {
-	if err := ensureClone(ctx, dir, w.CloneURL, w.GitEnv, w.GitCred); err != nil {
+	cloned, err := ensureClone(ctx, dir, w.CloneURL, w.GitEnv, w.GitCred)
+	if err != nil {
 		return err
+	}
+	if cloned {
+		// A clone made anew has fetched for no observation.
+		w.fetchedFor.Store(nil)
 	}
 	if err := register(dir, w.RunID); err != nil {
 		return err
@@ -254,13 +263,33 @@ func (w *GitWorkspace) fetch(ctx context.Context, pr *forge.PullRequest) error {
 	return w.fetchLocked(ctx, pr)
 }
 
+// fetchLocked fetches the PR's base and head into the clone, once per
+// observation: the steps of one observation (Prepare and the first fix,
+// a local review and the fix after it) share a fetch. A second fetch for
+// the same observation could only bring what the forge did after it was
+// made, which the next observation shows and fetches; every worktree is
+// put at the observation's head either way. A new observation (a new
+// value, as every Observe makes) always fetches.
 func (w *GitWorkspace) fetchLocked(ctx context.Context, pr *forge.PullRequest) error {
+	this := fetchedObservation{pr, pr.BaseRef, pr.BaseSHA, pr.HeadRef, pr.HeadSHA}
+	if last := w.fetchedFor.Load(); last != nil && *last == this {
+		return nil
+	}
 	if _, err := gitLocked(ctx, w.clone.Dir, w.clone, "fetch", "--quiet", "origin",
 		"+refs/heads/"+pr.BaseRef+":refs/remotes/origin/"+pr.BaseRef,
 		"+refs/heads/"+pr.HeadRef+":refs/remotes/origin/"+pr.HeadRef); err != nil {
 		return fmt.Errorf("fetch: %w", err)
 	}
+	w.fetchedFor.Store(&this)
 	return nil
+}
+
+// fetchedObservation is an observation a fetch was for: the value, and
+// what it said of the refs fetched (a caller that changed them in place
+// asks for another fetch).
+type fetchedObservation struct {
+	pr                                 *forge.PullRequest
+	baseRef, baseSHA, headRef, headSHA string
 }
 
 // Cleanup removes what the run made (PR-G6): its worktree, what is left

@@ -2,6 +2,7 @@ package prwork_test
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -121,4 +122,80 @@ func calcPR(t *testing.T) (*fakehub.Hub, int, forge.PRRef) {
 		t.Fatal(err)
 	}
 	return hub, n, ref
+}
+
+// TestPR_O1_OneFetchPerObservation: the steps that work on one
+// observation share its fetch (Prepare, then a fix of the same
+// observation, which here pushes nothing), and a new observation fetches
+// again, so a human's push since is what the next fix starts from.
+func TestPR_O1_OneFetchPerObservation(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	hub, n, ref := calcPR(t)
+	tok := hub.Tokens().Author
+	client := hubtest.Client(t, hub, tok)
+	pr, err := client.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := calcWorkspace(hub, tok, t.TempDir(), "r-fetch")
+	gitRequests := func() int { return hub.RequestCount().Git }
+	before := gitRequests()
+	if _, err := ws.Prepare(ctx, pr); err != nil {
+		t.Fatal(err)
+	}
+	if gitRequests() == before {
+		t.Fatal("Prepare fetched nothing from the forge")
+	}
+	// A finding the suggestion agent has nothing to apply to: no push.
+	unfixable := []prloop.Finding{{ID: "T-x", ThreadID: "T-x", Path: "calc.go", StartLine: 5, EndLine: 5, Summary: "Consider a better name."}}
+	before = gitRequests()
+	res, err := ws.Fix(ctx, pr, 1, unfixable)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.CommitSHA != "" {
+		t.Fatalf("the fix pushed %s; the test needs one that pushes nothing", res.CommitSHA)
+	}
+	if got := gitRequests() - before; got != 0 {
+		t.Errorf("a fix of the observation Prepare fetched for made %d git request(s), want none", got)
+	}
+	if err := ws.ReleaseWorktree(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	human, err := hub.PushFiles("acme", "calc", "feature/half", map[string]string{"NOTES.md": "a human's note\n"}, "docs: a note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr2, err := client.Observe(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pr2.HeadSHA != human {
+		t.Fatalf("observed head %s, want the human's %s", pr2.HeadSHA, human)
+	}
+	before = gitRequests()
+	green := []prloop.Finding{{ID: "T-green", ThreadID: "T-green", Path: "calc.go", StartLine: 8, EndLine: 8, Summary: suggestion("// Half halves n, rounding toward zero.")}}
+	res, err = ws.Fix(ctx, pr2, 2, green)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gitRequests() == before || res.CommitSHA == "" {
+		t.Fatalf("the fix of a new observation: %d git requests, commit %q", gitRequests()-before, res.CommitSHA)
+	}
+	st, _ := hub.PR("acme", "calc", n)
+	if st.HeadSHA != res.CommitSHA {
+		t.Fatalf("PR head %s, want the pushed fix %s", st.HeadSHA, res.CommitSHA)
+	}
+	g := &repo.Git{Dir: t.TempDir(), Env: append(os.Environ(), hub.GitEnv(tok)...)}
+	if _, err := g.Run(ctx, "init", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Run(ctx, "fetch", "-q", hub.GitURL("acme", "calc"), res.CommitSHA); err != nil {
+		t.Fatal(err)
+	}
+	if parent, err := g.Run(ctx, "rev-parse", res.CommitSHA+"^"); err != nil || strings.TrimSpace(parent) != human {
+		t.Fatalf("the fix's parent is %q (%v), want the human's push %s", parent, err, human)
+	}
 }

@@ -601,21 +601,23 @@ const maxGitFile = 1 << 20
 
 func readGitState(ctx context.Context, g *repo.Git) (gitState, error) {
 	var s gitState
-	// One git for the common and the git directory and HEAD: the options
-	// print a line each before --verify's one revision, which fails the
-	// whole command, as alone, when HEAD does not resolve. Anything but
-	// three lines is an error too, never a guess.
-	out, err := g.Run(ctx, safeGit("rev-parse", "--git-common-dir", "--git-dir", "--verify", "HEAD")...)
+	// One git for the common and the git directory, HEAD's commit and
+	// the ref HEAD names (as symbolic-ref would name it; "HEAD" when it is
+	// detached): the options print a line each, then each revision. After
+	// "--" a revision that does not resolve fails the whole command, never
+	// read as a file's name. Anything but those five lines is an error
+	// too, never a guess.
+	out, err := g.Run(ctx, safeGit("rev-parse", "--git-common-dir", "--git-dir", "HEAD", "--symbolic-full-name", "HEAD", "--")...)
 	if err != nil {
 		return s, fmt.Errorf("read git state: %w", err)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if len(lines) != 3 {
-		return s, fmt.Errorf("read git state: git rev-parse printed %d lines, not 3", len(lines))
+	if len(lines) != 5 || lines[4] != "--" {
+		return s, fmt.Errorf("read git state: git rev-parse printed %d lines, not 5", len(lines))
 	}
 	s.head = strings.TrimSpace(lines[2])
-	if sym, err := g.Run(ctx, safeGit("symbolic-ref", "--quiet", "HEAD")...); err == nil {
-		s.symref = strings.TrimSpace(sym)
+	if sym := strings.TrimSpace(lines[3]); sym != "HEAD" {
+		s.symref = sym
 	}
 	refs, err := g.Run(ctx, safeGit("for-each-ref", "--format=%(refname) %(objectname)")...)
 	if err != nil {

@@ -1,8 +1,9 @@
 // Package fakegit holds the git pieces the forge emulators (fakehub for
 // GitHub, fakelab for GitLab) share: running git, bare repositories,
-// committing files without a work tree, serving git smart HTTP through
-// git http-backend, a CI runner that runs a repository's test command on
-// a commit, and a throwaway CA for https on loopback.
+// committing files without a work tree, serving git smart HTTP (as git
+// http-backend would, one process fewer), a CI runner that runs a
+// repository's test command on a commit, and a throwaway CA for https on
+// loopback.
 package fakegit
 
 import (
@@ -10,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -69,11 +71,18 @@ func InitBare(ctx context.Context, dir, branch string) error {
 		return err
 	}
 	// Pushes over http need receive-pack; fetches of arbitrary shas help
-	// clients that fetch a PR head by oid.
-	for _, kv := range [][2]string{{"http.receivepack", "true"}, {"uploadpack.allowAnySHA1InWant", "true"}, {"receive.denyDeleteCurrent", "warn"}} {
-		if _, err := Run(ctx, dir, nil, nil, "config", kv[0], kv[1]); err != nil {
-			return err
-		}
+	// clients that fetch a PR head by oid. Appended to the config git
+	// init just wrote (what three `git config` runs would write).
+	f, err := os.OpenFile(filepath.Join(dir, "config"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("repo config: %w", err)
+	}
+	_, err = f.WriteString("[http]\n\treceivepack = true\n[uploadpack]\n\tallowAnySHA1InWant = true\n[receive]\n\tdenyDeleteCurrent = warn\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("repo config: %w", err)
 	}
 	return nil
 }
@@ -84,53 +93,62 @@ const DeleteFile = "\x00fakehub:delete\x00"
 
 // CommitFiles writes files on top of parent (or an empty tree when parent
 // is "") into the bare repository dir and returns the new commit, dated
-// when, with identity (GIT_AUTHOR_NAME=… entries: machines running tests
-// may have none). A file whose content is DeleteFile is removed.
+// when, with identity (all four GIT_AUTHOR_NAME=…, GIT_AUTHOR_EMAIL=…,
+// GIT_COMMITTER_NAME=… and GIT_COMMITTER_EMAIL=… entries: machines
+// running tests may have none). A file whose content is DeleteFile is
+// removed; a file written is an ordinary file (mode 100644).
+//
+// The objects are written here, as git writes loose objects, not by a
+// git per file, tree and commit (hash-object, update-index, write-tree,
+// commit-tree): they are byte for byte what those would write, so the
+// commit id is the same (TestCommitFilesWritesWhatGitWrites). git runs
+// only to list the parent's files, once per parent this process did not
+// write itself.
 func CommitFiles(ctx context.Context, dir, parent string, files map[string]string, message string, when time.Time, identity []string) (string, error) {
-	idx, err := os.CreateTemp("", "fakegit-index-")
-	if err != nil {
-		return "", fmt.Errorf("temp index: %w", err)
-	}
-	idxPath := idx.Name()
-	idx.Close()
-	os.Remove(idxPath)
-	defer os.Remove(idxPath)
-	env := []string{"GIT_INDEX_FILE=" + idxPath}
-	if parent != "" {
-		if _, err := Run(ctx, dir, env, nil, "read-tree", parent); err != nil {
-			return "", err
-		}
-	}
-	var info strings.Builder
-	for path, content := range files {
-		if content == DeleteFile {
-			// Mode 0 removes the entry; update-index --force-remove
-			// would want a work tree, which a bare repository lacks.
-			fmt.Fprintf(&info, "0 %s\t%s\n", strings.Repeat("0", 40), path)
-			continue
-		}
-		sha, err := Run(ctx, dir, nil, []byte(content), "hash-object", "-w", "--stdin")
-		if err != nil {
-			return "", err
-		}
-		fmt.Fprintf(&info, "100644 %s\t%s\n", sha, path)
-	}
-	if info.Len() > 0 {
-		if _, err := Run(ctx, dir, env, []byte(info.String()), "update-index", "--add", "--index-info"); err != nil {
-			return "", err
-		}
-	}
-	tree, err := Run(ctx, dir, env, nil, "write-tree")
+	author, committer, err := identityLines(identity, when)
 	if err != nil {
 		return "", err
 	}
-	args := []string{"commit-tree", tree, "-m", message}
+	entries := map[string]treeEntry{}
 	if parent != "" {
-		args = append(args, "-p", parent)
+		if parent, entries, err = listFiles(ctx, dir, parent); err != nil {
+			return "", err
+		}
 	}
-	date := when.Format(time.RFC3339)
-	cenv := append([]string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, identity...)
-	return Run(ctx, dir, cenv, nil, args...)
+	for path, content := range files {
+		if content == DeleteFile {
+			delete(entries, path)
+			continue
+		}
+		if !validTreePath(path) {
+			return "", fmt.Errorf("commit files: invalid path %q", path)
+		}
+		sha, err := writeObject(dir, "blob", []byte(content))
+		if err != nil {
+			return "", err
+		}
+		entries[path] = treeEntry{mode: "100644", sha: sha}
+	}
+	tree, err := writeTree(dir, entries)
+	if err != nil {
+		return "", err
+	}
+	var c strings.Builder
+	fmt.Fprintf(&c, "tree %s\n", tree)
+	if parent != "" {
+		fmt.Fprintf(&c, "parent %s\n", parent)
+	}
+	fmt.Fprintf(&c, "author %s\ncommitter %s\n\n%s", author, committer, message)
+	if message != "" && !strings.HasSuffix(message, "\n") {
+		c.WriteByte('\n')
+	}
+	sha, err := writeObject(dir, "commit", []byte(c.String()))
+	if err != nil {
+		return "", err
+	}
+	objCache.put(&objCache.commits, dir+"\x00"+sha, sha)
+	objCache.putFiles(dir, sha, entries)
+	return sha, nil
 }
 
 // RevParse resolves rev to a commit id. A branch is read from its loose
@@ -298,9 +316,28 @@ const objMemoMax = 1 << 12
 
 type objMemo struct {
 	mu      sync.Mutex
-	commits map[string]string // dir NUL sha -> commit id
-	files   map[string]string // dir NUL sha:path -> content
-	outs    map[string]string // dir NUL args -> RunAt's output
+	commits map[string]string               // dir NUL sha -> commit id
+	files   map[string]string               // dir NUL sha:path -> content
+	outs    map[string]string               // dir NUL args -> RunAt's output
+	trees   map[string]map[string]treeEntry // dir NUL commit -> its files (never changed)
+}
+
+// getFiles is a copy of the files of commit sha in dir, when known.
+func (c *objMemo) getFiles(dir, sha string) (map[string]treeEntry, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	files, ok := c.trees[dir+"\x00"+sha]
+	return maps.Clone(files), ok
+}
+
+// putFiles remembers the files of commit sha in dir (a copy).
+func (c *objMemo) putFiles(dir, sha string, files map[string]treeEntry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.trees == nil || len(c.trees) >= objMemoMax {
+		c.trees = map[string]map[string]treeEntry{}
+	}
+	c.trees[dir+"\x00"+sha] = maps.Clone(files)
 }
 
 // remember answers from m when it holds key, else with compute, whose
@@ -343,6 +380,11 @@ func forget(dir string) {
 			if strings.HasPrefix(k, prefix) {
 				delete(m, k)
 			}
+		}
+	}
+	for k := range c.trees {
+		if strings.HasPrefix(k, prefix) {
+			delete(c.trees, k)
 		}
 	}
 }

@@ -1,14 +1,14 @@
 package fakegit
 
 import (
+	"compress/gzip"
 	"io"
 	"net/http"
-	"net/http/cgi"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
-	"sync"
 )
 
 // IsPush reports whether a smart-HTTP request belongs to a push.
@@ -18,15 +18,52 @@ func IsPush(r *http.Request) bool {
 		r.URL.Query().Get("service") == "git-receive-pack"
 }
 
-// ServeHTTP hands a smart-HTTP request to git http-backend, serving the
-// repositories under projectRoot (the request path, relative to it, names
-// the repository) as remoteUser. The caller authenticates and authorises
-// first, and re-reads refs after a push (a POST that IsPush).
+// ServeHTTP serves git's smart HTTP protocol for the repositories under
+// projectRoot (the request path, relative to it, names the repository)
+// as remoteUser. The caller authenticates and authorises first, and
+// re-reads refs after a push (a POST that IsPush).
+//
+// It does what git http-backend does for the smart protocol (the only
+// one git clients use with a smart server), without http-backend's
+// process between the request and git: a fetch or a push starts one git,
+// `upload-pack` or `receive-pack --stateless-rpc`, not two. The wire is
+// git's own either way; what this writes is only the HTTP around it, as
+// http-backend.c writes it: the service line before a v0 advertisement,
+// the content types, the no-cache headers, a gzipped request inflated.
 func ServeHTTP(w http.ResponseWriter, r *http.Request, projectRoot, remoteUser string) {
-	env := []string{
-		"GIT_PROJECT_ROOT=" + projectRoot,
-		"GIT_HTTP_EXPORT_ALL=1",
-		"REMOTE_USER=" + remoteUser,
+	repoPath, service, advertise, ok := smartRoute(r)
+	if !ok {
+		http.Error(w, "Not Found", http.StatusNotFound)
+		return
+	}
+	dir, ok := repoDir(projectRoot, repoPath)
+	if !ok {
+		http.Error(w, "Not Found", http.StatusNotFound)
+		return
+	}
+	switch {
+	case advertise && r.Method != http.MethodGet:
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	case !advertise && r.Method != http.MethodPost:
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	case !advertise && r.Header.Get("Content-Type") != "application/x-git-"+service+"-request":
+		http.Error(w, "Unsupported Media Type", http.StatusUnsupportedMediaType)
+		return
+	}
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		http.Error(w, "git not found", http.StatusInternalServerError)
+		return
+	}
+	args := []string{service, "--stateless-rpc"}
+	if advertise {
+		args = append(args, "--advertise-refs")
+	}
+	cmd := exec.CommandContext(r.Context(), gitPath, append(args, ".")...)
+	cmd.Dir = dir
+	cmd.Env = []string{
 		"GIT_CONFIG_NOSYSTEM=1",
 		// The repositories are the emulator's own and short-lived: a
 		// push need not start gc --auto after receive-pack. This env
@@ -36,75 +73,93 @@ func ServeHTTP(w http.ResponseWriter, r *http.Request, projectRoot, remoteUser s
 		"GIT_CONFIG_KEY_0=receive.autogc", "GIT_CONFIG_VALUE_0=false",
 		"GIT_CONFIG_KEY_1=gc.auto", "GIT_CONFIG_VALUE_1=0",
 		"HOME=" + os.Getenv("HOME"),
+		"PATH=" + os.Getenv("PATH"),
+		// As http-backend names the pusher in what receive-pack writes.
+		"GIT_COMMITTER_NAME=" + remoteUser,
+		"GIT_COMMITTER_EMAIL=" + remoteUser + "@http." + remoteHost(r),
 	}
-	gitPath, err := exec.LookPath("git")
-	if err != nil {
-		http.Error(w, "git not found", http.StatusInternalServerError)
-		return
+	if proto := r.Header.Get("Git-Protocol"); proto != "" {
+		cmd.Env = append(cmd.Env, "GIT_PROTOCOL="+proto)
 	}
-	path, args := gitPath, []string{"http-backend"}
-	if xp, ok := backendExecPath(gitPath); ok {
-		// What "git http-backend" would do, less one exec: run
-		// git-http-backend from git's exec path with the env git
-		// gives its dashed commands (GIT_EXEC_PATH set, the exec
-		// path first on PATH, so upload-pack and receive-pack run
-		// from there as before).
-		path, args = filepath.Join(xp, "git-http-backend"), nil
-		env = append(env, "GIT_EXEC_PATH="+xp, "PATH="+xp+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if !advertise {
+		body := io.Reader(r.Body)
+		if enc := r.Header.Get("Content-Encoding"); enc == "gzip" || enc == "x-gzip" {
+			zr, err := gzip.NewReader(r.Body)
+			if err != nil {
+				http.Error(w, "Bad Request: "+err.Error(), http.StatusBadRequest)
+				return
+			}
+			defer zr.Close()
+			body = zr
+		}
+		cmd.Stdin = body
+	}
+	cmd.Stderr = os.Stderr
+	h := w.Header()
+	h.Set("Expires", "Fri, 01 Jan 1980 00:00:00 GMT")
+	h.Set("Pragma", "no-cache")
+	h.Set("Cache-Control", "no-cache, max-age=0, must-revalidate")
+	if advertise {
+		h.Set("Content-Type", "application/x-git-"+service+"-advertisement")
 	} else {
-		env = append(env, "PATH="+os.Getenv("PATH"))
+		h.Set("Content-Type", "application/x-git-"+service+"-result")
 	}
-	// net/http/cgi passes no CONTENT_LENGTH for chunked bodies (git sends
-	// those for pushes over http.postBuffer) and http-backend then reads
-	// nothing, so such bodies are spooled to learn their length.
-	if r.ContentLength < 0 && r.Body != nil {
-		f, err := os.CreateTemp("", "fakegit-push-")
-		if err != nil {
-			http.Error(w, "spool body", http.StatusInternalServerError)
-			return
-		}
-		defer os.Remove(f.Name())
-		defer f.Close()
-		n, err := io.Copy(f, r.Body)
-		if err == nil {
-			_, err = f.Seek(0, io.SeekStart)
-		}
-		if err != nil {
-			http.Error(w, "read body", http.StatusBadRequest)
-			return
-		}
-		r.Body, r.ContentLength = f, n
-		r.TransferEncoding = nil
+	w.WriteHeader(http.StatusOK)
+	if advertise && !strings.Contains(r.Header.Get("Git-Protocol"), "version=2") {
+		line := "# service=git-" + service + "\n"
+		io.WriteString(w, pktLen(len(line)+4)+line+"0000")
 	}
-	handler := &cgi.Handler{Path: path, Args: args, Env: env, Dir: projectRoot}
-	handler.ServeHTTP(w, r)
+	cmd.Stdout = w
+	// As with http-backend, a git that fails after the headers ends the
+	// body early; the client reports what git wrote on the wire.
+	_ = cmd.Run()
 }
 
-var execPaths sync.Map // git binary path -> execPath
-
-type execPath struct {
-	dir string
-	ok  bool
-}
-
-// backendExecPath is the exec path of the git at gitPath (git --exec-path,
-// asked once per binary) when git-http-backend is there to run directly.
-func backendExecPath(gitPath string) (string, bool) {
-	if v, ok := execPaths.Load(gitPath); ok {
-		e := v.(execPath)
-		return e.dir, e.ok
-	}
-	var e execPath
-	cmd := exec.Command(gitPath, "--exec-path")
-	// The env http-backend would get (none of this process's
-	// GIT_EXEC_PATH), so the answer is the path it would run from.
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"), "GIT_CONFIG_NOSYSTEM=1"}
-	if out, err := cmd.Output(); err == nil {
-		e.dir = strings.TrimSpace(string(out))
-		if fi, err := os.Stat(filepath.Join(e.dir, "git-http-backend")); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			e.ok = filepath.IsAbs(e.dir)
+// smartRoute splits a smart-HTTP request path into the repository's path
+// and the service it asks for; advertise is the GET of info/refs.
+func smartRoute(r *http.Request) (repoPath, service string, advertise, ok bool) {
+	p := r.URL.Path
+	for _, svc := range []string{"upload-pack", "receive-pack"} {
+		if rest, found := strings.CutSuffix(p, "/git-"+svc); found {
+			return rest, svc, false, true
 		}
 	}
-	execPaths.Store(gitPath, e)
-	return e.dir, e.ok
+	if rest, found := strings.CutSuffix(p, "/info/refs"); found {
+		switch q := r.URL.Query().Get("service"); q {
+		case "git-upload-pack", "git-receive-pack":
+			return rest, strings.TrimPrefix(q, "git-"), true, true
+		}
+	}
+	return "", "", false, false
+}
+
+// repoDir is the repository directory a request's path names under root,
+// never outside it; with ".git" added when the path lacks it, as
+// http-backend finds a repository.
+func repoDir(root, repoPath string) (string, bool) {
+	clean := path.Clean("/" + repoPath)
+	if clean == "/" {
+		return "", false
+	}
+	dir := filepath.Join(root, filepath.FromSlash(clean))
+	for _, d := range []string{dir, dir + ".git"} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// pktLen is a pkt-line's four hex digits of length.
+func pktLen(n int) string {
+	const hex = "0123456789abcdef"
+	return string([]byte{hex[n>>12&15], hex[n>>8&15], hex[n>>4&15], hex[n&15]})
+}
+
+func remoteHost(r *http.Request) string {
+	host := r.RemoteAddr
+	if i := strings.LastIndex(host, ":"); i >= 0 {
+		host = host[:i]
+	}
+	return strings.Trim(host, "[]")
 }

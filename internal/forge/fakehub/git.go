@@ -350,7 +350,7 @@ func mapRange(hs []hunk, start, end int) (newStart, newEnd int, ok bool) {
 	return start + shift, end + shift, true
 }
 
-// serveGit hands smart-HTTP to git http-backend after checking the token;
+// serveGit hands smart-HTTP to git (fakegit.ServeHTTP) after checking the token;
 // pushes need write access and re-read the refs afterwards.
 func (h *Hub) serveGit(w http.ResponseWriter, r *http.Request) {
 	u := h.authenticate(r)

@@ -9,7 +9,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge/fakegit"
 )
 
-// serveGit hands smart HTTP to git http-backend after checking the token
+// serveGit hands smart HTTP to git (fakegit.ServeHTTP) after checking the token
 // (basic auth, any username, the token as password); pushes need the
 // developer role and move merge requests afterwards.
 func (l *Lab) serveGit(w http.ResponseWriter, r *http.Request) {
