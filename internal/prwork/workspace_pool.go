@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -85,7 +87,10 @@ func (w *GitWorkspace) applyFixers(ctx context.Context, pr *forge.PullRequest, r
 	// The run holds its PR's lock, so fixer worktrees already in its
 	// directory are a killed process's: gone before new ones are made.
 	unlock := lockClone(w.clone.Dir)
-	swept, err := pool.Sweep(ctx, w.worktree, dir)
+	var swept []string
+	if mayHoldFixers(w.clone.Dir, dir) {
+		swept, err = pool.Sweep(ctx, w.worktree, dir)
+	}
 	unlock()
 	if err != nil {
 		return nil, nil, err
@@ -143,6 +148,17 @@ func (w *GitWorkspace) applyFixers(ctx context.Context, pr *forge.PullRequest, r
 		}
 	}
 	return out, runs, nil
+}
+
+// mayHoldFixers reports whether the fixers' directory dir of a run may
+// hold what a killed run left for pool.Sweep: the directory itself, or
+// git's record of a worktree in it. Without either a sweep finds nothing
+// (and costs a git): every run ends by removing both.
+func mayHoldFixers(clone, dir string) bool {
+	if _, err := os.Lstat(dir); !errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	return repo.MayHaveWorktreesUnder(gitDirOf(clone), dir)
 }
 
 // dispatch runs one fixer on fs in tree. Its change is kept only when it

@@ -115,6 +115,39 @@ func MayPruneWorktrees(commonDir string) bool {
 	return false
 }
 
+// MayHaveWorktreesUnder reports whether the repository whose common git
+// directory is commonDir may hold a record of a linked worktree inside
+// dir: a record whose gitdir file names a path under dir (as given, or
+// with its parent's symbolic links resolved), and yes whenever it cannot
+// tell (a record it cannot read, a relative path).
+func MayHaveWorktreesUnder(commonDir, dir string) bool {
+	records := filepath.Join(commonDir, "worktrees")
+	entries, err := os.ReadDir(records)
+	if err != nil {
+		return !errors.Is(err, fs.ErrNotExist)
+	}
+	dirs := []string{filepath.Clean(dir)}
+	if parent, err := filepath.EvalSymlinks(filepath.Dir(dir)); err == nil {
+		dirs = append(dirs, filepath.Join(parent, filepath.Base(dir)))
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			return true
+		}
+		b, err := os.ReadFile(filepath.Join(records, e.Name(), "gitdir"))
+		path := strings.TrimSpace(string(b))
+		if err != nil || path == "" || !filepath.IsAbs(path) {
+			return true
+		}
+		for _, d := range dirs {
+			if rel, err := filepath.Rel(d, filepath.Clean(path)); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Checkout switches the working tree to ref (a branch, or any commit-ish,
 // detached).
 func (g *Git) Checkout(ctx context.Context, ref string) error {

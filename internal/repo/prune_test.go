@@ -71,3 +71,54 @@ func TestPR_G6_MayPruneWorktreesAnswersAsGit(t *testing.T) {
 	}
 	check("a record without its gitdir file", true)
 }
+
+// TestPR_G6_MayHaveWorktreesUnderFindsEveryRecordInTheDirectory: a record
+// of a worktree inside the directory is found whether the worktree is
+// live, gone, or gone and locked (what a killed run leaves, which only a
+// sweep removes); records elsewhere are not; a record it cannot read is a
+// yes; named through a symbolic link to its parent, the directory is
+// still found.
+func TestPR_G6_MayHaveWorktreesUnderFindsEveryRecordInTheDirectory(t *testing.T) {
+	f := newFixture(t)
+	common := filepath.Join(f.work.Dir, ".git")
+	root := t.TempDir()
+	mine, other := filepath.Join(root, "run.fixers"), filepath.Join(root, "other")
+	check := func(state string, want bool) {
+		t.Helper()
+		if got := repo.MayHaveWorktreesUnder(common, mine); got != want {
+			t.Fatalf("%s: MayHaveWorktreesUnder = %v, want %v", state, got, want)
+		}
+	}
+	check("no worktree yet", false)
+	git(t, f.work, "worktree", "add", "--quiet", "--detach", filepath.Join(other, "wt"), "HEAD")
+	git(t, f.work, "worktree", "add", "--quiet", "--detach", mine+"-not-mine", "HEAD")
+	check("worktrees elsewhere only", false)
+	task := filepath.Join(mine, "task-1", "wt")
+	git(t, f.work, "worktree", "add", "--quiet", "--detach", task, "HEAD")
+	check("a live worktree inside", true)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	if got := repo.MayHaveWorktreesUnder(common, filepath.Join(link, "run.fixers")); !got {
+		t.Fatal("through a symbolic link to its parent: MayHaveWorktreesUnder = false")
+	}
+	git(t, f.work, "worktree", "lock", task)
+	if err := os.RemoveAll(mine); err != nil {
+		t.Fatal(err)
+	}
+	check("a locked worktree inside, its directory gone", true)
+	git(t, f.work, "worktree", "unlock", task)
+	check("the same, unlocked", true)
+	git(t, f.work, "worktree", "prune")
+	check("after the prune", false)
+
+	records, err := os.ReadDir(filepath.Join(common, "worktrees"))
+	if err != nil || len(records) == 0 {
+		t.Fatalf("worktree records: %v %v", records, err)
+	}
+	if err := os.WriteFile(filepath.Join(common, "worktrees", records[0].Name(), "gitdir"), []byte("relative/.git\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check("a record it cannot place", true)
+}
