@@ -2,6 +2,7 @@ package fakegit
 
 import (
 	"compress/gzip"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -107,7 +108,7 @@ func ServeHTTP(w http.ResponseWriter, r *http.Request, projectRoot, remoteUser s
 	w.WriteHeader(http.StatusOK)
 	if advertise && !strings.Contains(r.Header.Get("Git-Protocol"), "version=2") {
 		line := "# service=git-" + service + "\n"
-		io.WriteString(w, pktLen(len(line)+4)+line+"0000")
+		fmt.Fprintf(w, "%04x%s0000", len(line)+4, line)
 	}
 	cmd.Stdout = w
 	// As with http-backend, a git that fails after the headers ends the
@@ -148,12 +149,6 @@ func repoDir(root, repoPath string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// pktLen is a pkt-line's four hex digits of length.
-func pktLen(n int) string {
-	const hex = "0123456789abcdef"
-	return string([]byte{hex[n>>12&15], hex[n>>8&15], hex[n>>4&15], hex[n&15]})
 }
 
 func remoteHost(r *http.Request) string {

@@ -13,7 +13,7 @@ import (
 // commitFilesWithGit is what CommitFiles did before it wrote objects
 // itself, one git per step: the oracle its commits must equal.
 func commitFilesWithGit(ctx context.Context, dir, parent string, files map[string]string, message string, when time.Time, identity []string) (string, error) {
-	idxPath := filepath.Join(t0dir(dir), fmt.Sprintf("index-%d", time.Now().UnixNano()))
+	idxPath := filepath.Join(filepath.Dir(dir), fmt.Sprintf("index-%d", time.Now().UnixNano()))
 	defer os.Remove(idxPath)
 	env := []string{"GIT_INDEX_FILE=" + idxPath}
 	if parent != "" {
@@ -50,8 +50,6 @@ func commitFilesWithGit(ctx context.Context, dir, parent string, files map[strin
 	cenv := append([]string{"GIT_AUTHOR_DATE=" + date, "GIT_COMMITTER_DATE=" + date}, identity...)
 	return Run(ctx, dir, cenv, nil, args...)
 }
-
-func t0dir(dir string) string { return filepath.Dir(dir) }
 
 // CommitFiles writes the very commit git's own plumbing writes for the
 // same files, message, date and identity (same id, so the emulators'
