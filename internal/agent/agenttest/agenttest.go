@@ -41,6 +41,22 @@ func RealCLI(t testing.TB, envVar, name, npmPackage string) string {
 	return bin
 }
 
+// realRuns holds a place for each real-CLI test of this test binary
+// running now.
+var realRuns = make(chan struct{}, 2)
+
+// Parallel marks t parallel, then waits until fewer than two other tests
+// that called it are running; t keeps its place until it and its cleanups
+// end. A Bun or Node CLI runs JIT and garbage-collector threads beside its
+// main one, and more of them at once cost more CPU for the same runs:
+// OpenCode's tests took 222 CPU-seconds four at a time on 2 vCPUs and 165
+// two at a time, in about the same wall time (BENCHMARKS.md).
+func Parallel(t *testing.T) {
+	t.Parallel()
+	realRuns <- struct{}{}
+	t.Cleanup(func() { <-realRuns })
+}
+
 // Repo is a new git repository holding files (path → content).
 func Repo(t testing.TB, files map[string]string) string {
 	t.Helper()

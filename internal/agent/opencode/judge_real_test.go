@@ -17,7 +17,7 @@ import (
 // denied: a judge edits nothing).
 func TestRealOpenCode_JudgeVerdictsParsedAndValidated(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	agenttest.JudgeVerdicts(t, agenttest.JudgeCase{
 		Agent: func(t *testing.T, url string) agent.Agent { return newAgent(t, bin, url) },
 		Name:  "opencode",

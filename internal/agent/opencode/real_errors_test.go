@@ -47,7 +47,7 @@ func cliErrorOf(t *testing.T, a *Agent, kind string) *agent.CLIError {
 // OpenCode's message (the API's own), not at the budget.
 func TestAG_T4_RealOpenCode_RejectedKeyIsAnAuthFailureInItsWords(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	srv, url := agenttest.Serve(t)
 	srv.Refuse = func(string, *http.Request) (int, string) { return 401, refusal }
 	a := newAgent(t, bin, url)
@@ -67,7 +67,7 @@ func TestAG_T4_RealOpenCode_RejectedKeyIsAnAuthFailureInItsWords(t *testing.T) {
 // OpenCode's words, before any request.
 func TestAG_T4_RealOpenCode_MissingKeyIsAnAuthFailure(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	srv, url := agenttest.Serve(t)
 	u := newUser(t)
 	u.config(t, anthropicAt(url))
@@ -88,7 +88,7 @@ func TestAG_T4_RealOpenCode_MissingKeyIsAnAuthFailure(t *testing.T) {
 // the base URL once the retry bound (5 s) has passed without an answer.
 func TestAG_T4_RealOpenCode_UnreachableEndpointNamedAfterTheRetryBound(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +116,7 @@ func TestAG_T4_RealOpenCode_UnreachableEndpointNamedAfterTheRetryBound(t *testin
 // ends FailEndpoint naming the base URL, quoting the API's message.
 func TestAG_T4_RealOpenCode_FailingEndpointNamedAfterTheRetryBound(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	srv, url := agenttest.Serve(t)
 	srv.Refuse = func(string, *http.Request) (int, string) { return 503, "fakemodel is overloaded" }
 	a := newAgent(t, bin, url)
@@ -139,7 +139,7 @@ func TestAG_T4_RealOpenCode_FailingEndpointNamedAfterTheRetryBound(t *testing.T)
 // when the key is rejected.
 func TestAG_T4_RealOpenCode_CheckIsUsableWhenTheModelAnswers(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	srv, url := agenttest.Serve(t, fakemodel.Script{Turns: []fakemodel.Turn{{Text: "OK"}}})
 	a := newAgent(t, bin, url)
 	res, err := agent.Check(context.Background(), a, nil, 0)

@@ -31,7 +31,7 @@ import (
 // check run reaches the model with that key.
 func TestAG_B1_RealOpenCode_KeyFromOpencodeAuthLogin(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	srv, url := agenttest.Serve(t, fakemodel.Script{Turns: []fakemodel.Turn{{Text: "OK"}}})
 	u := newUser(t)
 	u.config(t, anthropicAt(url))
@@ -137,7 +137,7 @@ func (p *prompted) String() string {
 // that provider's tool calls; the forge token still does not pass.
 func TestAG_B1_RealOpenCode_CustomProviderKeyFromItsEnvReference(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	dir := agenttest.Repo(t, map[string]string{"greet.txt": "hello world\n"})
 	file := filepath.Join(dir, "greet.txt")
 	status, _ := json.Marshal(map[string]any{

@@ -157,7 +157,7 @@ func modelsAsked(srv *fakemodel.Server) []string {
 // file, reports its record and the usage of every step.
 func TestAG_B1_RealOpenCode_FixWithTheDefaultModel(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	srv := fixRun(t, bin, "")
 	if m := modelsAsked(srv); len(m) != 1 || m[0] == "" || m[0] == "claude-sonnet-4-5" {
 		t.Errorf("models asked %q, want OpenCode's own choice", m)
@@ -168,7 +168,7 @@ func TestAG_B1_RealOpenCode_FixWithTheDefaultModel(t *testing.T) {
 // model pinned (-m provider/model) asks for that model.
 func TestAG_B1_RealOpenCode_FixWithAPinnedModel(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	srv := fixRun(t, bin, "anthropic/claude-sonnet-4-5")
 	if m := modelsAsked(srv); !slices.Equal(m, []string{"claude-sonnet-4-5"}) {
 		t.Errorf("models asked %q, want the pinned claude-sonnet-4-5", m)
@@ -227,7 +227,7 @@ func fixRun(t *testing.T, bin, model string) *fakemodel.Server {
 
 func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	dir := agenttest.Repo(t, map[string]string{"a.go": "package a\n"})
 	answer := `[]`
 	file := filepath.Join(dir, "a.go")
@@ -273,7 +273,7 @@ func TestRealOpenCode_ReviewAnswersWithArray(t *testing.T) {
 
 func TestRealOpenCode_StoppedAtBudget(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	agenttest.StoppedAtBudget(t, 5*time.Second, 0, func(url, env string) agent.Agent {
 		a := newAgent(t, bin, url)
 		a.opts.Env = append(a.opts.Env, env)
@@ -289,7 +289,7 @@ func TestRealOpenCode_StoppedAtBudget(t *testing.T) {
 // served: the edit's step and the summary turn, cache reads included.
 func TestAG_T1_AG_B1_RealOpenCode_SummaryAtBudgetInTheRunsSessionCountsServedTokens(t *testing.T) {
 	bin := realCLI(t)
-	t.Parallel()
+	agenttest.Parallel(t)
 	// A minute: under make test's load OpenCode never reached the
 	// stalled turn in 15 or 30 s, and each try costs a start.
 	agenttest.SummaryAtBudget(t, time.Minute, agenttest.Summary{
