@@ -1,9 +1,9 @@
 # converge — build, test, lint.
 GO ?= go
-# The race detector needs cgo and a C compiler; without them tests still run.
+# The race detector needs cgo and a C compiler (make race).
 RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null && echo -race)
 
-.PHONY: build test lint workflowcheck demo soak crash mutants fuzz fuzz-smoke fuzz-run fuzz-one
+.PHONY: build test race lint workflowcheck demo soak crash mutants fuzz fuzz-smoke fuzz-run fuzz-one
 
 build:
 	$(GO) build -o bin/converge ./cmd/converge
@@ -12,17 +12,21 @@ build:
 # end-to-end command-line scenarios, the fleet on a real Temporal server.
 # Two phases, one after the other, because the machine is CPU-bound:
 #
-# 1. every package but cli, raced. The real agent CLIs' tests (Claude
-#    Code, Codex, Gemini CLI, OpenCode, each a Node program taking
-#    seconds of CPU to start) run here; beside the cli package, at a
-#    load average of 20-25 on 2 vCPUs, OpenCode did not reach its first
-#    model request in two minutes and their budgets were missed.
-# 2. the cli package, without the race detector. Its end-to-end
-#    scenarios start thousands of processes (git above all, the converge
-#    binary, its supervisors, go test, agent CLIs); instrumented, the
-#    package took 37 minutes alone on 2 vCPUs, 27 without (every package
-#    it drives is raced in phase 1); 14 at 77c3924 (BENCHMARKS.md, "make test
-#    on 2 vCPUs"). Its timeout is a bound on a hang.
+# 1. every package but cli. The real agent CLIs' tests (Claude Code,
+#    Codex, Gemini CLI, OpenCode, each a Node program taking seconds of
+#    CPU to start) run here; beside the cli package, at a load average
+#    of 20-25 on 2 vCPUs, OpenCode did not reach its first model request
+#    in two minutes and their budgets were missed.
+# 2. the cli package. Its end-to-end scenarios start thousands of
+#    processes (git above all, the converge binary, its supervisors, go
+#    test, agent CLIs). Its timeout is a bound on a hang.
+#
+# Without the race detector: `make race` runs phase 1 under it, and CI
+# runs it after make test. From a cold build cache, as on a fresh CI
+# machine, the raced build of every package is 330 CPU-seconds beside the
+# plain one vet and the cli package need anyway, and the race detector's
+# runtime about 100 more: with it make test took 21m12s there, over its
+# 20 minutes (BENCHMARKS.md, "make test from a cold build cache").
 CLI_PKG = ./internal/cli
 # Started first, longest first (go test starts packages in the order
 # given, three at a time), so that no long one runs alone at the
@@ -33,6 +37,7 @@ SLOW_PKGS = ./internal/agent/opencode ./internal/temporal/fleet ./internal/prwor
 	./internal/forge/github ./internal/mcpserver ./internal/agent/codex ./internal/agent/gemini \
 	./internal/bench ./internal/agent/claude ./internal/forge/fakehub \
 	./internal/census ./internal/proc ./internal/forge/gitlab ./internal/classify ./action
+PHASE1_PKGS = $(SLOW_PKGS) $$($(GO) list ./... | grep -vx "$$($(GO) list $(CLI_PKG))")
 # -p 3: three packages at a time, not two. Phase 1's packages wait on
 # subprocesses, servers and timers; two at a time left the 2 vCPUs 11.5%
 # idle, three only in its last minute or so: with OpenCode's tests two at
@@ -43,9 +48,18 @@ SLOW_PKGS = ./internal/agent/opencode ./internal/temporal/fleet ./internal/prwor
 test:
 	$(GO) vet ./...
 	$(MAKE) --no-print-directory workflowcheck
-	$(GO) test $(RACE) -vet=off -count=1 -p 3 -parallel 4 -timeout 30m $(SLOW_PKGS) $$($(GO) list ./... | grep -vx "$$($(GO) list $(CLI_PKG))")
+	$(GO) test -vet=off -count=1 -p 3 -parallel 4 -timeout 30m $(PHASE1_PKGS)
 	$(GO) test -vet=off -count=1 -parallel 6 -timeout 60m $(CLI_PKG)
 	$(MAKE) --no-print-directory fuzz-smoke
+
+# Phase 1 of make test under the race detector (the cli package's
+# scenarios run the test binary itself as converge, thousands of times:
+# raced, the package took 37 minutes instead of 27 on 2 vCPUs at
+# a3a7438). It needs cgo and a C compiler, and fails without them rather
+# than run without the detector.
+race:
+	@[ -n "$(RACE)" ] || { echo "make race: the race detector needs cgo and a C compiler (CGO_ENABLED=1 and gcc); install gcc or set CGO_ENABLED=1"; exit 2; }
+	$(GO) test $(RACE) -vet=off -count=1 -p 3 -parallel 4 -timeout 30m $(PHASE1_PKGS)
 
 lint:
 	gofmt -l . | (! grep .) || (echo "gofmt: files above need formatting" && exit 1)
