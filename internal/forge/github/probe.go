@@ -44,10 +44,14 @@ import (
 // contract says. The first observation of a PR is a whole read (nothing
 // to compare with); the probe starts with the second.
 //
-// An ETag is valid for the next probe when it was taken no later than the
+// An ETag is valid for the next probe when it was taken just before the
 // whole read kept with it: a change in between makes the next probe read
-// whole again, never miss. So a whole read asked for without a probe
-// keeps the ETags the last probe took.
+// whole again. A whole read asked for without a probe drops the ETags:
+// kept, they would stand for the PR as it was before whatever that read
+// saw, and a PR that changes and changes back (Copilot requested, then
+// its review posted and the request gone, all within one second of
+// updated_at) answers 304 to them, so the probe would hand back a read
+// without the review for up to probeMaxAge.
 
 // probeMaxAge bounds how long probes may stand in for a whole read, so a
 // change no endpoint shows is seen within it even while nothing acts.
@@ -113,9 +117,9 @@ func (c *Client) probe(ctx context.Context, ref forge.PRRef) (hit *forge.PullReq
 		return nil, nil
 	}
 	if !forge.ProbeAllowed(ctx) {
-		// A whole read asked for: no probe. The ETags kept were taken
-		// before this read too, so they stay valid for the next probe.
-		return nil, e.etags
+		// A whole read asked for: no probe, and no ETags kept with it
+		// (see above); the next probe takes them again.
+		return nil, nil
 	}
 	etags = map[string]string{}
 	unchanged := true

@@ -75,9 +75,15 @@ func TestPR_O1_UnchangedPollCostsOneRequestAndNoPoints(t *testing.T) {
 	if cost := hub.CountsFor(fakehub.LoginAuthor).Sub(before); cost.GraphQLQuery != 1 || cost.RESTGet != 0 {
 		t.Fatalf("plain Observe cost %+v: want one GraphQL read and no probe", cost)
 	}
-	// The probe's ETag survives a whole read taken after it.
+	// A plain Observe drops the probe's ETags: they stand for the PR as
+	// it was before what that read saw (TestPR_O1_ProbeNeverHidesAReviewAfterAWholeRead).
+	// The next poll takes them again with a whole read; the one after is
+	// a probe again.
+	if pr, cost := observeCost(t, hub, c, ref); pr.Unchanged || cost.GraphQLQuery != 1 || cost.RESTGet != 1 {
+		t.Fatalf("after a plain Observe: unchanged %v, cost %+v: want the ETag taken and a whole read", pr.Unchanged, cost)
+	}
 	if pr, cost := observeCost(t, hub, c, ref); !pr.Unchanged || cost.Requests() != 1 {
-		t.Fatalf("after a plain Observe: unchanged %v, cost %+v", pr.Unchanged, cost)
+		t.Fatalf("then: unchanged %v, cost %+v: want the probe's 304", pr.Unchanged, cost)
 	}
 }
 

@@ -1,0 +1,69 @@
+package github_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/testutil/hubtest"
+)
+
+// TestPR_O1_ProbeNeverHidesAReviewAfterAWholeRead: a whole read made
+// without a probe while Copilot works (after an act, as the loop does),
+// then Copilot's review and the end of its request within the same
+// second: the PR's REST answer is again byte for byte the one the last
+// probe's ETag was taken on (updated_at has one-second granularity, and
+// the request is gone again). The next probe must read whole and see the
+// review, not answer 304 with the read that has none. It did, for up to
+// probeMaxAge: the fleet's test hung on it under the race detector.
+func TestPR_O1_ProbeNeverHidesAReviewAfterAWholeRead(t *testing.T) {
+	hub, c, ref := emulatorPR(t)
+	ctx := context.Background()
+	if err := hub.SetCopilotScript("acme", "widget", ref.Number, fakehub.CopilotScript{Rounds: []fakehub.CopilotRound{{}}}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := hub.PR("acme", "widget", ref.Number)
+	ci := hubtest.Client(t, hub, hub.Tokens().CI)
+	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := observeCost(t, hub, c, ref)
+	observeCost(t, hub, c, ref) // takes the ETag
+	if err := c.RequestReviews(ctx, first, nil, []string{"copilot-pull-request-reviewer[bot]"}); err != nil {
+		t.Fatal(err)
+	}
+	whole, err := c.Observe(ctx, ref) // a whole read, no probe, while Copilot works
+	if err != nil {
+		t.Fatal(err)
+	}
+	// On a loaded machine the review may already be in this read, or land
+	// a second later (updated_at then moves): the A-B-A needs all of it
+	// within one second. TestPR_O1_UnchangedPollCostsOneRequestAndNoPoints
+	// holds the rule itself whatever the timing.
+	t.Logf("whole read while Copilot works: %d reviews", len(whole.Reviews))
+	waitReviews(t, hub, ref.Number, 1)
+	pr, cost := observeCost(t, hub, c, ref)
+	if pr.Unchanged || len(pr.Reviews) != 1 {
+		t.Fatalf("after the review: unchanged %v, %d reviews, cost %+v: want a whole read with the review", pr.Unchanged, len(pr.Reviews), cost)
+	}
+}
+
+// waitReviews waits, on the emulator's events, until PR n has want reviews.
+func waitReviews(t *testing.T, hub *fakehub.Hub, n, want int) {
+	t.Helper()
+	events, cancel := hub.Subscribe()
+	defer cancel()
+	deadline := time.After(time.Minute)
+	for {
+		if st, err := hub.PR("acme", "widget", n); err == nil && st.Reviews >= want {
+			return
+		}
+		select {
+		case <-events:
+		case <-deadline:
+			t.Fatalf("PR %d: no %d reviews at the forge after a minute", n, want)
+		}
+	}
+}
