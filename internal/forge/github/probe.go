@@ -154,6 +154,17 @@ func (c *Client) probe(ctx context.Context, ref forge.PRRef) (hit *forge.PullReq
 	return &pr, nil
 }
 
+// dropETags makes the next probe of ref read whole (and take its ETags
+// again), after a write whose answer the PR's REST representation may
+// not show.
+func (c *Client) dropETags(ref forge.PRRef) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.probes[ref]; e != nil {
+		e.etags = nil
+	}
+}
+
 // conditionalGet sends one GET with If-None-Match: prev (when any) and
 // reports the ETag now, whether the answer was 304, and its Date.
 func (c *Client) conditionalGet(ctx context.Context, path, prev string) (etag string, notModified bool, date time.Time, err error) {

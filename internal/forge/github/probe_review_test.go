@@ -67,3 +67,30 @@ func waitReviews(t *testing.T, hub *fakehub.Hub, n, want int) {
 		}
 	}
 }
+
+// TestPR_O1_ProbeNeverHidesAReviewItRequested: the probe's ETag taken,
+// converge requests Copilot's review, Copilot answers and leaves within
+// the second: the PR's REST answer is the one the ETag was taken on. The
+// next probe must read whole. (The fleet's test hung on this, unraced.)
+func TestPR_O1_ProbeNeverHidesAReviewItRequested(t *testing.T) {
+	hub, c, ref := emulatorPR(t)
+	ctx := context.Background()
+	if err := hub.SetCopilotScript("acme", "widget", ref.Number, fakehub.CopilotScript{Rounds: []fakehub.CopilotRound{{}}}); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := hub.PR("acme", "widget", ref.Number)
+	ci := hubtest.Client(t, hub, hub.Tokens().CI)
+	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := observeCost(t, hub, c, ref)
+	observeCost(t, hub, c, ref) // takes the ETag
+	if err := c.RequestReviews(ctx, first, nil, []string{"copilot-pull-request-reviewer[bot]"}); err != nil {
+		t.Fatal(err)
+	}
+	waitReviews(t, hub, ref.Number, 1)
+	pr, cost := observeCost(t, hub, c, ref)
+	if pr.Unchanged || len(pr.Reviews) != 1 {
+		t.Fatalf("after the review: unchanged %v, %d reviews, cost %+v: want a whole read with the review", pr.Unchanged, len(pr.Reviews), cost)
+	}
+}
