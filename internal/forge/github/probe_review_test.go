@@ -7,6 +7,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
+	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
@@ -19,21 +20,8 @@ import (
 // review, not answer 304 with the read that has none. It did, for up to
 // probeMaxAge: the fleet's test hung on it under the race detector.
 func TestPR_O1_ProbeNeverHidesAReviewAfterAWholeRead(t *testing.T) {
-	hub, c, ref := emulatorPR(t)
+	hub, c, ref := copilotRequestedAfterAProbe(t)
 	ctx := context.Background()
-	if err := hub.SetCopilotScript("acme", "widget", ref.Number, fakehub.CopilotScript{Rounds: []fakehub.CopilotRound{{}}}); err != nil {
-		t.Fatal(err)
-	}
-	st, _ := hub.PR("acme", "widget", ref.Number)
-	ci := hubtest.Client(t, hub, hub.Tokens().CI)
-	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
-		t.Fatal(err)
-	}
-	first, _ := observeCost(t, hub, c, ref)
-	observeCost(t, hub, c, ref) // takes the ETag
-	if err := c.RequestReviews(ctx, first, nil, []string{"copilot-pull-request-reviewer[bot]"}); err != nil {
-		t.Fatal(err)
-	}
 	whole, err := c.Observe(ctx, ref) // a whole read, no probe, while Copilot works
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +61,19 @@ func waitReviews(t *testing.T, hub *fakehub.Hub, n, want int) {
 // the second: the PR's REST answer is the one the ETag was taken on. The
 // next probe must read whole. (The fleet's test hung on this, unraced.)
 func TestPR_O1_ProbeNeverHidesAReviewItRequested(t *testing.T) {
+	hub, c, ref := copilotRequestedAfterAProbe(t)
+	waitReviews(t, hub, ref.Number, 1)
+	pr, cost := observeCost(t, hub, c, ref)
+	if pr.Unchanged || len(pr.Reviews) != 1 {
+		t.Fatalf("after the review: unchanged %v, %d reviews, cost %+v: want a whole read with the review", pr.Unchanged, len(pr.Reviews), cost)
+	}
+}
+
+// copilotRequestedAfterAProbe is a PR with settled CI and a clean scripted
+// Copilot round, observed until the probe holds its ETag, then Copilot's
+// review requested through the client.
+func copilotRequestedAfterAProbe(t *testing.T) (*fakehub.Hub, *ghclient.Client, forge.PRRef) {
+	t.Helper()
 	hub, c, ref := emulatorPR(t)
 	ctx := context.Background()
 	if err := hub.SetCopilotScript("acme", "widget", ref.Number, fakehub.CopilotScript{Rounds: []fakehub.CopilotRound{{}}}); err != nil {
@@ -88,9 +89,5 @@ func TestPR_O1_ProbeNeverHidesAReviewItRequested(t *testing.T) {
 	if err := c.RequestReviews(ctx, first, nil, []string{"copilot-pull-request-reviewer[bot]"}); err != nil {
 		t.Fatal(err)
 	}
-	waitReviews(t, hub, ref.Number, 1)
-	pr, cost := observeCost(t, hub, c, ref)
-	if pr.Unchanged || len(pr.Reviews) != 1 {
-		t.Fatalf("after the review: unchanged %v, %d reviews, cost %+v: want a whole read with the review", pr.Unchanged, len(pr.Reviews), cost)
-	}
+	return hub, c, ref
 }
