@@ -188,6 +188,9 @@ func observation(ctx context.Context, dir string) (Side, error) {
 	if err := w.ciSettled(ctx); err != nil {
 		return s, err
 	}
+	// An idle PR's last change is seconds old at least when it is polled;
+	// the probe keeps no ETag dated within a second or two of one.
+	w.hub.AdvanceClock(time.Minute)
 	pctx := forge.WithProbe(ctx)
 	for range 2 {
 		if _, err := w.client.Observe(pctx, w.ref); err != nil {

@@ -129,6 +129,8 @@ type Hub struct {
 
 	apps     *apps // GitHub Apps (app.go)
 	appsOnce sync.Once
+
+	clock hubClock
 }
 
 // New prepares a hub: state directory, CA and tokens. Start serves it.
@@ -331,6 +333,9 @@ func (h *Hub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer func() {
 		h.log.Debug("fakehub request", "method", r.Method, "path", r.URL.Path, "status", rec.status, "dur", time.Since(start))
 	}()
+	// GitHub dates every answer by its own clock, the one its timestamps
+	// use; net/http would date it by the wall clock.
+	w.Header().Set("Date", h.now().Format(http.TimeFormat))
 	p := r.URL.Path
 	if h.inOutage() && strings.HasPrefix(p, "/api/") {
 		writeJSON(rec, http.StatusServiceUnavailable, map[string]any{"message": "Service Unavailable", "documentation_url": docURL})
@@ -457,7 +462,47 @@ func (h *Hub) publishLocked(ev Event) {
 	h.hookLocked(ev)
 }
 
-func (h *Hub) now() time.Time { return time.Now().UTC().Truncate(time.Second) }
+// now is the hub's clock, by GitHub's granularity: every timestamp it
+// writes and every answer's Date.
+func (h *Hub) now() time.Time {
+	h.clock.mu.Lock()
+	defer h.clock.mu.Unlock()
+	t := time.Now().Add(h.clock.shift)
+	if !h.clock.frozen.IsZero() {
+		t = h.clock.frozen
+	}
+	return t.UTC().Truncate(time.Second)
+}
+
+// hubClock moves the hub's clock for tests (AdvanceClock, FreezeClock).
+type hubClock struct {
+	mu     sync.Mutex
+	shift  time.Duration
+	frozen time.Time
+}
+
+// AdvanceClock moves the hub's clock forward by d: a test lets time pass
+// (as it does between the polls of an idle PR) without waiting for it.
+func (h *Hub) AdvanceClock(d time.Duration) {
+	h.clock.mu.Lock()
+	defer h.clock.mu.Unlock()
+	if !h.clock.frozen.IsZero() {
+		h.clock.frozen = h.clock.frozen.Add(d)
+		return
+	}
+	h.clock.shift += d
+}
+
+// FreezeClock stops the hub's clock where it is until AdvanceClock moves
+// it: every change from now on falls within one second, as GitHub's
+// second-granular timestamps see changes made fast enough.
+func (h *Hub) FreezeClock() {
+	h.clock.mu.Lock()
+	defer h.clock.mu.Unlock()
+	if h.clock.frozen.IsZero() {
+		h.clock.frozen = time.Now().Add(h.clock.shift)
+	}
+}
 
 // newIDLocked hands out increasing database ids shared by all objects, as
 // GitHub's are increasing per kind.

@@ -381,3 +381,9 @@ func TestPR_M3_RefusalTellsFromTransientAgainstEmulator(t *testing.T) {
 		t.Errorf("NoCopilot repository: %v, want a refusal", err)
 	}
 }
+
+// letTimePass moves the hub's clock on, as the seconds between an idle
+// PR's polls do: an ETag the probe takes after it is dated well past the
+// PR's last change, so it may stand for the PR
+// (TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept).
+func letTimePass(hub *fakehub.Hub) { hub.AdvanceClock(3 * time.Second) }

@@ -101,6 +101,7 @@ func TestPR_O1_IdleLoopPollCostsOneFreeRequest(t *testing.T) {
 	if err := hubtest.Client(t, hub, hub.Tokens().CI).SetCommitStatus(context.Background(), ref, st0.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
 		t.Fatal(err)
 	}
+	letTimePass(hub)
 	now := time.Now()
 	st := prloop.State{Phase: prloop.PhaseAwaitReview, Round: 1, StartedAt: now, InitialHead: st0.HeadSHA, LastLoopSHA: st0.HeadSHA,
 		HeadSeen: st0.HeadSHA, HeadSeenAt: now, LastActivityAt: now, InitialDiffLines: 1,

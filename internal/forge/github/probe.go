@@ -1,7 +1,9 @@
 package github
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -46,16 +48,29 @@ import (
 //
 // An ETag is valid for the next probe when it was taken just before the
 // whole read kept with it: a change in between makes the next probe read
-// whole again. A whole read asked for without a probe drops the ETags:
-// kept, they would stand for the PR as it was before whatever that read
-// saw, and a PR that changes and changes back (Copilot requested, then
-// its review posted and the request gone, all within one second of
-// updated_at) answers 304 to them, so the probe would hand back a read
-// without the review for up to probeMaxAge.
+// whole again. But the PR's answer shows reviews only through updated_at,
+// which has one-second granularity: a review posted in the same second as
+// the change before it leaves the answer byte for byte as it was (the
+// fleet's test hung on this: Copilot requested, its review posted and the
+// request gone, all within one second, and the probe handed back a read
+// without the review for up to probeMaxAge). So an ETag on the PR is kept
+// only when its answer's Date is etagSettle past its updated_at: every
+// later change then moves updated_at to a later second. Both times are
+// GitHub's clock, so no skew of ours counts; a missing one proves nothing.
+//
+// Two more rules hold even if GitHub did not move updated_at on a review
+// request or a review: a whole read asked for without a probe keeps no
+// ETags (they would stand for the PR as it was before what that read
+// saw), and requesting a review drops them (RequestReviews).
 
 // probeMaxAge bounds how long probes may stand in for a whole read, so a
 // change no endpoint shows is seen within it even while nothing acts.
 const probeMaxAge = 15 * time.Minute
+
+// etagSettle is how long after the PR's updated_at its ETag may stand for
+// it: past one second of updated_at's granularity, with a second more for
+// the time between GitHub reading the PR and dating the answer.
+const etagSettle = 2 * time.Second
 
 // probeEntry is the last whole read of one PR and the ETags taken just
 // before it, by witness URL.
@@ -126,7 +141,12 @@ func (c *Client) probe(ctx context.Context, ref forge.PRRef) (hit *forge.PullReq
 	var date time.Time
 	for i, w := range witnesses(ref, e.pr) {
 		prev := e.etags[w.path]
-		tag, notModified, at, err := c.conditionalGet(ctx, w.path, prev)
+		var body prStamp
+		into := any(nil)
+		if i == 0 {
+			into = &body
+		}
+		tag, notModified, at, err := c.conditionalGet(ctx, w.path, prev, into)
 		if err != nil {
 			c.log.Debug("github: change probe failed; reading whole", "pr", ref.String(), "err", err)
 			return nil, nil
@@ -135,6 +155,9 @@ func (c *Client) probe(ctx context.Context, ref forge.PRRef) (hit *forge.PullReq
 		if !notModified {
 			unchanged = false
 			if i == 0 {
+				if !body.settled(at) {
+					delete(etags, w.path)
+				}
 				// A changed PR (maybe a new head) makes the last head's
 				// CI witnesses moot.
 				break
@@ -165,9 +188,21 @@ func (c *Client) dropETags(ref forge.PRRef) {
 	}
 }
 
+// prStamp is what the probe reads of the PR's REST answer.
+type prStamp struct {
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// settled reports whether an ETag on the answer, dated date, proves every
+// later change to the PR: fail closed when either time is missing.
+func (s prStamp) settled(date time.Time) bool {
+	return !s.UpdatedAt.IsZero() && !date.IsZero() && date.Sub(s.UpdatedAt) >= etagSettle
+}
+
 // conditionalGet sends one GET with If-None-Match: prev (when any) and
-// reports the ETag now, whether the answer was 304, and its Date.
-func (c *Client) conditionalGet(ctx context.Context, path, prev string) (etag string, notModified bool, date time.Time, err error) {
+// reports the ETag now, whether the answer was 304, and its Date. A 200's
+// JSON body is decoded into into, when not nil.
+func (c *Client) conditionalGet(ctx context.Context, path, prev string, into any) (etag string, notModified bool, date time.Time, err error) {
 	req, err := c.rest.NewRequest(ctx, http.MethodGet, path, nil)
 	if err != nil {
 		return "", false, date, err
@@ -178,7 +213,12 @@ func (c *Client) conditionalGet(ctx context.Context, path, prev string) (etag st
 	// The body is read to its end (and dropped), so the connection goes
 	// back to the pool: unread, it is closed and the next probe pays a
 	// new TLS handshake.
-	resp, err := c.rest.Do(req, io.Discard)
+	var body bytes.Buffer
+	var sink io.Writer = io.Discard
+	if into != nil {
+		sink = &body
+	}
+	resp, err := c.rest.Do(req, sink)
 	if resp != nil {
 		date, _ = http.ParseTime(resp.Header.Get("Date"))
 	}
@@ -187,6 +227,11 @@ func (c *Client) conditionalGet(ctx context.Context, path, prev string) (etag st
 	}
 	if err != nil {
 		return "", false, date, err
+	}
+	if into != nil {
+		if err := json.Unmarshal(body.Bytes(), into); err != nil {
+			return "", false, date, fmt.Errorf("decode %s: %w", path, err)
+		}
 	}
 	return resp.Header.Get("ETag"), false, date, nil
 }

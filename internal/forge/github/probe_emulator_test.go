@@ -36,6 +36,7 @@ func TestPR_O1_UnchangedPollCostsOneRequestAndNoPoints(t *testing.T) {
 	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
 		t.Fatal(err)
 	}
+	letTimePass(hub)
 
 	first, cost := observeCost(t, hub, c, ref)
 	if first.Unchanged || cost.GraphQLQuery != 1 || cost.RESTGet != 0 {
@@ -59,6 +60,7 @@ func TestPR_O1_UnchangedPollCostsOneRequestAndNoPoints(t *testing.T) {
 	if err := rev.AddLabels(ctx, ref, "needs-work"); err != nil {
 		t.Fatal(err)
 	}
+	letTimePass(hub)
 	pr, cost := observeCost(t, hub, c, ref)
 	if pr.Unchanged || cost.GraphQLQuery != 1 || !hasLabel(pr, "needs-work") {
 		t.Fatalf("after a label: unchanged %v, labels %v, cost %+v: want a whole read that sees it", pr.Unchanged, pr.Labels, cost)
@@ -99,6 +101,7 @@ func TestPR_O1_ProbeWatchesUnfinishedCI(t *testing.T) {
 	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusPending, Context: "ci/test"}); err != nil {
 		t.Fatal(err)
 	}
+	letTimePass(hub)
 	observeCost(t, hub, c, ref)
 	observeCost(t, hub, c, ref)
 	observeCost(t, hub, c, ref) // the CI witnesses take their ETags

@@ -84,10 +84,46 @@ func copilotRequestedAfterAProbe(t *testing.T) (*fakehub.Hub, *ghclient.Client, 
 	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
 		t.Fatal(err)
 	}
+	letTimePass(hub)
 	first, _ := observeCost(t, hub, c, ref)
 	observeCost(t, hub, c, ref) // takes the ETag
 	if err := c.RequestReviews(ctx, first, nil, []string{"copilot-pull-request-reviewer[bot]"}); err != nil {
 		t.Fatal(err)
 	}
 	return hub, c, ref
+}
+
+// TestPR_O1_ProbeNeverHidesAReviewWithinTheSecondOfItsETag: another actor
+// (a human reviewer) requests Copilot's review after the probe took its
+// ETag and the loop read whole, and Copilot answers and leaves, all within
+// the second of the PR's last change (the hub's clock is frozen): the PR's
+// REST answer is again the one the ETag was taken on. converge made no
+// write to drop the ETag on; the ETag, dated within a second of updated_at,
+// must not have been kept.
+func TestPR_O1_ProbeNeverHidesAReviewWithinTheSecondOfItsETag(t *testing.T) {
+	hub, c, ref := emulatorPR(t)
+	ctx := context.Background()
+	if err := hub.SetCopilotScript("acme", "widget", ref.Number, fakehub.CopilotScript{Rounds: []fakehub.CopilotRound{{}}}); err != nil {
+		t.Fatal(err)
+	}
+	hub.FreezeClock()
+	st, _ := hub.PR("acme", "widget", ref.Number)
+	ci := hubtest.Client(t, hub, hub.Tokens().CI)
+	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
+		t.Fatal(err)
+	}
+	observeCost(t, hub, c, ref)
+	read, _ := observeCost(t, hub, c, ref) // the probe's answer, and a whole read
+	if len(read.Reviews) != 0 {
+		t.Fatalf("before the request: %d reviews", len(read.Reviews))
+	}
+	rev := hubtest.Client(t, hub, hub.Tokens().Reviewer)
+	if err := rev.RequestReviews(ctx, read, nil, []string{"copilot-pull-request-reviewer[bot]"}); err != nil {
+		t.Fatal(err)
+	}
+	waitReviews(t, hub, ref.Number, 1)
+	pr, cost := observeCost(t, hub, c, ref)
+	if pr.Unchanged || len(pr.Reviews) != 1 {
+		t.Fatalf("after the review: unchanged %v, %d reviews, cost %+v: want a whole read with the review", pr.Unchanged, len(pr.Reviews), cost)
+	}
 }

@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
@@ -23,7 +24,10 @@ func TestPR_O1_ProbeStandsInForAWholeReadOnlyAWhile(t *testing.T) {
 		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
 	}
 	const pulls = "/api/v3/repos/octo/hello/pulls/7"
-	reg.REST("GET", pulls, httpmock.StringResponse(http.StatusOK, "{}", "ETag", `W/"a"`))
+	// GitHub dates the answer two seconds after the PR's last change: its
+	// ETag may stand for the PR (see TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept).
+	const date = "Wed, 04 Mar 2026 05:00:02 GMT"
+	reg.REST("GET", pulls, httpmock.StringResponse(http.StatusOK, `{"updated_at":"2026-03-04T05:00:00Z"}`, "ETag", `W/"a"`, "Date", date))
 	for range 3 {
 		reg.REST("GET", pulls, httpmock.StringResponse(http.StatusNotModified, "", "ETag", `W/"a"`))
 	}
@@ -49,5 +53,48 @@ func TestPR_O1_ProbeStandsInForAWholeReadOnlyAWhile(t *testing.T) {
 	observe(true)
 	if got := reg.Requests()[3].Header.Get("If-None-Match"); got != `W/"a"` {
 		t.Errorf("the probe sent If-None-Match %q, want the ETag it was given", got)
+	}
+}
+
+// TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept: an answer dated within
+// etagSettle of the PR's updated_at may not show a review posted later in
+// that second, so its ETag is not kept: the next poll reads whole and
+// takes the ETag again, and only a settled one lets a poll answer 304.
+// A missing Date or updated_at proves nothing either.
+func TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept(t *testing.T) {
+	reg := httpmock.New(t)
+	fix := observeFixture(nil, page(false, ""))
+	fix["repository"].(map[string]any)["pullRequest"].(map[string]any)["headCommit"] = map[string]any{"nodes": []any{map[string]any{"commit": map[string]any{
+		"oid": "bbbb", "statusCheckRollup": map[string]any{"state": "SUCCESS", "contexts": map[string]any{"nodes": []any{
+			map[string]any{"__typename": "CheckRun", "name": "build", "status": "COMPLETED", "conclusion": "SUCCESS"}}}}}}}}
+	for range 4 {
+		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
+	}
+	const pulls = "/api/v3/repos/octo/hello/pulls/7"
+	const body = `{"updated_at":"2026-03-04T05:00:00Z"}`
+	reg.REST("GET", pulls, httpmock.StringResponse(http.StatusOK, body, "ETag", `W/"a"`, "Date", "Wed, 04 Mar 2026 05:00:01 GMT"))
+	reg.REST("GET", pulls, httpmock.StringResponse(http.StatusOK, "{}", "ETag", `W/"a"`, "Date", "Wed, 04 Mar 2026 05:00:09 GMT"))
+	reg.REST("GET", pulls, httpmock.StringResponse(http.StatusOK, body, "ETag", `W/"a"`, "Date", "Wed, 04 Mar 2026 05:00:02 GMT"))
+	reg.REST("GET", pulls, httpmock.StringResponse(http.StatusNotModified, "", "ETag", `W/"a"`))
+	c, _ := newTestClient(t, reg)
+	c.now = func() time.Time { return time.Date(2026, 3, 4, 5, 0, 3, 0, time.UTC) }
+	ctx := forge.WithProbe(context.Background())
+	for i, want := range []bool{false, false, false, false, true} {
+		pr, err := c.Observe(ctx, testRef)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pr.Unchanged != want {
+			t.Fatalf("poll %d: unchanged %v, want %v", i, pr.Unchanged, want)
+		}
+	}
+	var sent []string
+	for _, r := range reg.Requests() {
+		if r.Path == pulls {
+			sent = append(sent, r.Header.Get("If-None-Match"))
+		}
+	}
+	if want := []string{"", "", "", `W/"a"`}; !slices.Equal(sent, want) {
+		t.Errorf("the probes sent If-None-Match %q, want %q: only the ETag dated 2 s after updated_at kept", sent, want)
 	}
 }
