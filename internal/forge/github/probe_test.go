@@ -16,10 +16,7 @@ import (
 // PR is read whole again, whatever the probe said.
 func TestPR_O1_ProbeStandsInForAWholeReadOnlyAWhile(t *testing.T) {
 	reg := httpmock.New(t)
-	fix := observeFixture(nil, page(false, ""))
-	fix["repository"].(map[string]any)["pullRequest"].(map[string]any)["headCommit"] = map[string]any{"nodes": []any{map[string]any{"commit": map[string]any{
-		"oid": "bbbb", "statusCheckRollup": map[string]any{"state": "SUCCESS", "contexts": map[string]any{"nodes": []any{
-			map[string]any{"__typename": "CheckRun", "name": "build", "status": "COMPLETED", "conclusion": "SUCCESS"}}}}}}}}
+	fix := settledCIFixture()
 	for range 3 {
 		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
 	}
@@ -63,10 +60,7 @@ func TestPR_O1_ProbeStandsInForAWholeReadOnlyAWhile(t *testing.T) {
 // A missing Date or updated_at proves nothing either.
 func TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept(t *testing.T) {
 	reg := httpmock.New(t)
-	fix := observeFixture(nil, page(false, ""))
-	fix["repository"].(map[string]any)["pullRequest"].(map[string]any)["headCommit"] = map[string]any{"nodes": []any{map[string]any{"commit": map[string]any{
-		"oid": "bbbb", "statusCheckRollup": map[string]any{"state": "SUCCESS", "contexts": map[string]any{"nodes": []any{
-			map[string]any{"__typename": "CheckRun", "name": "build", "status": "COMPLETED", "conclusion": "SUCCESS"}}}}}}}}
+	fix := settledCIFixture()
 	for range 4 {
 		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
 	}
@@ -97,4 +91,14 @@ func TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept(t *testing.T) {
 	if want := []string{"", "", "", `W/"a"`}; !slices.Equal(sent, want) {
 		t.Errorf("the probes sent If-None-Match %q, want %q: only the ETag dated 2 s after updated_at kept", sent, want)
 	}
+}
+
+// settledCIFixture is a PR observation whose head's one check finished:
+// the probe asks the PR alone.
+func settledCIFixture() map[string]any {
+	fix := observeFixture(nil, page(false, ""))
+	fix["repository"].(map[string]any)["pullRequest"].(map[string]any)["headCommit"] = map[string]any{"nodes": []any{map[string]any{"commit": map[string]any{
+		"oid": "bbbb", "statusCheckRollup": map[string]any{"state": "SUCCESS", "contexts": map[string]any{"nodes": []any{
+			map[string]any{"__typename": "CheckRun", "name": "build", "status": "COMPLETED", "conclusion": "SUCCESS"}}}}}}}}
+	return fix
 }
