@@ -517,9 +517,9 @@ func (c *Client) RequestReviews(ctx context.Context, pr *forge.PullRequest, user
 		return c.fail(forge.KindInvalid, op, "no pull request node id to request reviews on", nil)
 	}
 	prID := pr.ID
-	// Whatever comes of the request, the reviewer may answer within the
-	// second the request moves updated_at to, and leave the PR's REST
-	// answer as it was: the probe's ETags cannot tell, so they go.
+	// Whatever comes of the request, the reviewer's answer may leave the
+	// PR's REST answer as it was (were GitHub not to move updated_at on a
+	// request or a review; probe.go): the probe's ETags go.
 	c.dropETags(pr.Ref)
 	input := map[string]any{"pullRequestId": prID, "union": true}
 	if len(userLogins) > 0 {

@@ -93,6 +93,50 @@ func TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept(t *testing.T) {
 	}
 }
 
+// TestPR_O1_RequestingAReviewDropsTheETags: with a settled ETag kept,
+// converge requests a review; the next probe asks without the ETag and
+// reads whole. This holds beside the settle rule: should GitHub move
+// neither updated_at nor anything else of the PR's answer on a request or
+// a review, the review would still be read.
+func TestPR_O1_RequestingAReviewDropsTheETags(t *testing.T) {
+	reg := httpmock.New(t)
+	fix := settledCIFixture()
+	for range 3 {
+		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
+	}
+	reg.GraphQL("RequestReviewsByLogin", httpmock.GraphQLData(map[string]any{"requestReviewsByLogin": map[string]any{"clientMutationId": nil}}))
+	const pulls = "/api/v3/repos/octo/hello/pulls/7"
+	settled := httpmock.StringResponse(http.StatusOK, `{"updated_at":"2026-03-04T05:00:00Z"}`, "ETag", `W/"a"`, "Date", "Wed, 04 Mar 2026 05:00:09 GMT")
+	reg.REST("GET", pulls, settled)
+	reg.REST("GET", pulls, settled)
+	c, _ := newTestClient(t, reg)
+	c.now = func() time.Time { return time.Date(2026, 3, 4, 5, 0, 10, 0, time.UTC) }
+	ctx := forge.WithProbe(context.Background())
+	var pr *forge.PullRequest
+	for range 2 { // a whole read, then the ETag taken and a whole read
+		var err error
+		if pr, err = c.Observe(ctx, testRef); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.RequestReviews(ctx, pr, nil, []string{"copilot-pull-request-reviewer[bot]"}); err != nil {
+		t.Fatal(err)
+	}
+	after, err := c.Observe(ctx, testRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, r := range reg.Requests() {
+		if r.Path == pulls {
+			sent = append(sent, r.Header.Get("If-None-Match"))
+		}
+	}
+	if want := []string{"", ""}; after.Unchanged || !slices.Equal(sent, want) {
+		t.Errorf("after the request: unchanged %v, the probes sent If-None-Match %q, want %q: the request drops the ETag", after.Unchanged, sent, want)
+	}
+}
+
 // settledCIFixture is a PR observation whose head's one check finished:
 // the probe asks the PR alone.
 func settledCIFixture() map[string]any {
