@@ -381,7 +381,7 @@ func TestREL2_PRLoopsDrainedThenResumedByANewManager(t *testing.T) {
 	}
 	ctx := context.Background()
 	workDir := filepath.Join(state, "work")
-	revive := map[string]engine.Reviver{"pr": prReviver(ios, db, workDir, params)}
+	revive := map[string]engine.Reviver{"pr": prReviver(ios, db, workDir, nil, params)}
 	m := engine.NewManager(engine.Config{Store: db, WorkDir: workDir, CodeOf: ExitCodeOf, Revive: revive})
 	ref, err := forge.ParsePRURL(demo.PRURL)
 	if err != nil {

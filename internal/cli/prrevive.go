@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
@@ -14,8 +15,10 @@ import (
 // its PR's URL; params makes the loop's parameters for that PR as for one
 // registered anew, and the PR passes pre-flight again, since the world may
 // have moved while nothing ran. Dry runs and disposals are other kinds and
-// never resume.
-func prReviver(ios *IOStreams, db *store.Store, workDir string, params func(ctx context.Context, ref forge.PRRef) (loopParams, error)) engine.Reviver {
+// never resume. shared is the print lock of loops that share one output
+// (serve's): a revived loop's lines then name its PR, and a run that ends
+// in an error says so, as a registered one does.
+func prReviver(ios *IOStreams, db *store.Store, workDir string, shared *sync.Mutex, params func(ctx context.Context, ref forge.PRRef) (loopParams, error)) engine.Reviver {
 	return func(ctx context.Context, r store.Run) (engine.Spec, error) {
 		ref, err := forge.ParsePRURL(r.Target)
 		if err != nil {
@@ -29,6 +32,6 @@ func prReviver(ios *IOStreams, db *store.Store, workDir string, params func(ctx 
 		if err := preflight(ctx, &p); err != nil {
 			return engine.Spec{}, err
 		}
-		return engine.NewSpec(newPRJob(ios, db, workDir, p, nil)), nil
+		return engine.NewSpec(newPRJob(ios, db, workDir, p, shared)), nil
 	}
 }

@@ -319,7 +319,7 @@ func (f *fleet) open(ctx context.Context, secrets []string) error {
 	f.db = db
 	f.m = engine.NewManager(engine.Config{
 		Store: db, WorkDir: filepath.Join(f.stateDir, "work"), CodeOf: ExitCodeOf,
-		Revive: map[string]engine.Reviver{"pr": prReviver(f.ios, db, filepath.Join(f.stateDir, "work"), f.params)},
+		Revive: map[string]engine.Reviver{"pr": prReviver(f.ios, db, filepath.Join(f.stateDir, "work"), &f.shared, f.params)},
 		Polls:  f.pollGate(), Prune: f.prune,
 	})
 	return nil

@@ -76,6 +76,18 @@ func startServe(t *testing.T, env map[string]string, args ...string) *serveProc 
 	}
 }
 
+// dump is a hung serve's output, with every goroutine's stack: SIGQUIT
+// makes the Go runtime print them and exit.
+func (sp *serveProc) dump() string {
+	if sp.cmd.Process.Signal(syscall.SIGQUIT) == nil {
+		select {
+		case <-sp.done:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	return sp.out.String()
+}
+
 // freeAddr is a loopback address no one listens on now, for a serve
 // whose webhook URL must be known before it starts.
 func freeAddr(t *testing.T) string {
@@ -117,7 +129,8 @@ func waitConverged(t *testing.T, hub *fakehub.Hub, sp *serveProc, numbers []int,
 		case <-sp.done:
 			t.Fatalf("converge serve exited with %d of %d PRs converged:\n%s", converged(t, hub, numbers), want, sp.out.String())
 		case <-deadline:
-			t.Fatalf("%d of %d PRs converged after %s:\n%s", converged(t, hub, numbers), want, limit, sp.out.String())
+			n := converged(t, hub, numbers)
+			t.Fatalf("%d of %d PRs converged after %s:\n%s", n, want, limit, sp.dump())
 		}
 	}
 }
@@ -135,7 +148,7 @@ func waitFor(t *testing.T, hub *fakehub.Hub, sp *serveProc, limit time.Duration,
 		case <-sp.done:
 			t.Fatalf("converge serve exited before %s:\n%s", what, sp.out.String())
 		case <-deadline:
-			t.Fatalf("no %s after %s:\n%s", what, limit, sp.out.String())
+			t.Fatalf("no %s after %s:\n%s", what, limit, sp.dump())
 		}
 	}
 }
