@@ -31,3 +31,13 @@ func withOwner(env []string) []string {
 
 // Owner is this process's OwnerEnv value.
 func Owner() string { return owner() }
+
+// Identity names the process pid for as long as it runs: its pid and,
+// where the process table tells it, its start time. A later process given
+// the same pid (pids wrap, within minutes on a busy machine) has another.
+func Identity(pid int) string { return ownerOf(pid) }
+
+// IdentityLive reports whether the process id (from Identity) names still
+// runs: its pid is taken by a live process that started when id says.
+// Where this platform cannot tell, it is taken for alive.
+func IdentityLive(id string) bool { return ownerLive(id) }

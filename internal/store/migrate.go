@@ -115,6 +115,9 @@ CREATE INDEX tickets_run ON tickets(run_id, n);
 	deliveriesSchema,
 	// 5: converge serve's registered PRs, kept before their loops start.
 	registrationsSchema,
+	// 6: a lock's holder as a process identity (pid and start time): a
+	// dead holder's pid, reused by another process, kept the lock live.
+	`ALTER TABLE locks ADD COLUMN process TEXT NOT NULL DEFAULT '';`,
 }
 
 // SchemaVersion is the schema version this build writes.
