@@ -15,11 +15,7 @@ import (
 // last whole read only while it is younger than probeMaxAge; past it the
 // PR is read whole again, whatever the probe said.
 func TestPR_O1_ProbeStandsInForAWholeReadOnlyAWhile(t *testing.T) {
-	reg := httpmock.New(t)
-	fix := settledCIFixture()
-	for range 3 {
-		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
-	}
+	reg := settledCIReads(t, 3)
 	const pulls = "/api/v3/repos/octo/hello/pulls/7"
 	// GitHub dates the answer two seconds after the PR's last change: its
 	// ETag may stand for the PR (see TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept).
@@ -59,11 +55,7 @@ func TestPR_O1_ProbeStandsInForAWholeReadOnlyAWhile(t *testing.T) {
 // takes the ETag again, and only a settled one lets a poll answer 304.
 // A missing Date or updated_at proves nothing either.
 func TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept(t *testing.T) {
-	reg := httpmock.New(t)
-	fix := settledCIFixture()
-	for range 4 {
-		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
-	}
+	reg := settledCIReads(t, 4)
 	const pulls = "/api/v3/repos/octo/hello/pulls/7"
 	const body = `{"updated_at":"2026-03-04T05:00:00Z"}`
 	reg.REST("GET", pulls, httpmock.StringResponse(http.StatusOK, body, "ETag", `W/"a"`, "Date", "Wed, 04 Mar 2026 05:00:01 GMT"))
@@ -99,11 +91,7 @@ func TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept(t *testing.T) {
 // neither updated_at nor anything else of the PR's answer on a request or
 // a review, the review would still be read.
 func TestPR_O1_RequestingAReviewDropsTheETags(t *testing.T) {
-	reg := httpmock.New(t)
-	fix := settledCIFixture()
-	for range 3 {
-		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
-	}
+	reg := settledCIReads(t, 3)
 	reg.GraphQL("RequestReviewsByLogin", httpmock.GraphQLData(map[string]any{"requestReviewsByLogin": map[string]any{"clientMutationId": nil}}))
 	const pulls = "/api/v3/repos/octo/hello/pulls/7"
 	settled := httpmock.StringResponse(http.StatusOK, `{"updated_at":"2026-03-04T05:00:00Z"}`, "ETag", `W/"a"`, "Date", "Wed, 04 Mar 2026 05:00:09 GMT")
@@ -137,8 +125,19 @@ func TestPR_O1_RequestingAReviewDropsTheETags(t *testing.T) {
 	}
 }
 
-// settledCIFixture is a PR observation whose head's one check finished:
-// the probe asks the PR alone.
+// settledCIReads is a registry answering n whole reads of a PR whose
+// head's one check finished: the probe asks the PR alone.
+func settledCIReads(t *testing.T, n int) *httpmock.Registry {
+	t.Helper()
+	reg := httpmock.New(t)
+	fix := settledCIFixture()
+	for range n {
+		reg.GraphQL("PullRequestObservation", httpmock.GraphQLData(fix))
+	}
+	return reg
+}
+
+// settledCIFixture is a PR observation whose head's one check finished.
 func settledCIFixture() map[string]any {
 	fix := observeFixture(nil, page(false, ""))
 	fix["repository"].(map[string]any)["pullRequest"].(map[string]any)["headCommit"] = map[string]any{"nodes": []any{map[string]any{"commit": map[string]any{
