@@ -285,7 +285,9 @@ func (s *Server) registered(ctx context.Context) (map[string]bool, error) {
 // terminal published needs-attention, which such news does not make less
 // true, and a human push is a yield (PR-T4) that must not be undone by
 // the push's own event. A PR whose loop runs is woken instead, and one
-// never registered is left alone.
+// never registered is left alone. A registered PR whose last run is
+// unfinished while no loop of this server drives it (refused at its claim,
+// or ended by an error) is registered again on any such news: it resumes.
 func (s *Server) rearmPR(ctx context.Context, key string) {
 	n, num, ok := parsePRKey(key)
 	if !ok {
@@ -307,10 +309,20 @@ func (s *Server) rearmPR(ctx context.Context, key string) {
 			continue
 		}
 		run, err := s.opts.Store.LatestRunFor(ctx, t)
-		if err != nil || !run.Finished() || run.Status != string(prloop.ReasonTwoStable) {
+		switch {
+		case err != nil:
 			continue
+		case !run.Finished():
+			// Unfinished, and no loop of this server drives it: it was
+			// refused at its claim or ended by an error before its end was
+			// recorded. Registering resumes it (or is refused again, and
+			// says why, while another process drives it).
+			s.log.Info("rearm: news on a PR whose unfinished run no loop drives", "target", t, "run", run.ID)
+		case run.Status != string(prloop.ReasonTwoStable):
+			continue
+		default:
+			s.log.Info("rearm: news on a finished PR", "target", t)
 		}
-		s.log.Info("rearm: news on a finished PR", "target", t)
 		if err := s.opts.Loops.Register(ctx, t); err != nil {
 			s.log.Error("rearm: register", "target", t, "err", err)
 		}

@@ -599,3 +599,28 @@ func TestPR_T10_ServeRearmsAFinishedPROnANewHead(t *testing.T) {
 		t.Errorf("after a reopened thread registered %v, want %v", got, []string{stale, other, finished})
 	}
 }
+
+// TestREL_2_ServeResumesAnUnfinishedRunNoLoopDrives: a registered PR whose
+// last run is unfinished while no loop of the server drives it (its
+// resumed run was refused at its claim, or ended by an error before its
+// end was recorded) is registered again by the next news on it, so its
+// run resumes; without that it waited for the next restart of serve.
+func TestREL_2_ServeResumesAnUnfinishedRunNoLoopDrives(t *testing.T) {
+	orphaned := "https://github.com/acme/widget/pull/21"
+	r := newRig(t, nil)
+	ctx := context.Background()
+	if err := r.st.PutRegistration(ctx, orphaned); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.st.CreateRun(ctx, store.Run{ID: "r-21", Kind: "pr", Target: orphaned}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"action":"submitted","review":{"state":"commented"},"pull_request":{"number":21},"repository":{"full_name":"acme/widget"}}`
+	if code := r.deliver(t, "pull_request_review", "d-21", testSecret, body); code != http.StatusAccepted {
+		t.Fatalf("review delivery: %d", code)
+	}
+	r.settle()
+	if got := r.loops.Registered(); !slices.Equal(got, []string{orphaned}) {
+		t.Errorf("registered %v, want the PR whose unfinished run no loop drives: %s", got, orphaned)
+	}
+}
