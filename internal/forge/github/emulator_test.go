@@ -387,3 +387,13 @@ func TestPR_M3_RefusalTellsFromTransientAgainstEmulator(t *testing.T) {
 // PR's last change, so it may stand for the PR
 // (TestPR_O1_AnETagWithinASecondOfAChangeIsNotKept).
 func letTimePass(hub *fakehub.Hub) { hub.AdvanceClock(3 * time.Second) }
+
+// ciSucceeds sets a success status on the PR's head, as CI would.
+func ciSucceeds(t *testing.T, hub *fakehub.Hub, ref forge.PRRef) {
+	t.Helper()
+	st, _ := hub.PR("acme", "widget", ref.Number)
+	ci := hubtest.Client(t, hub, hub.Tokens().CI)
+	if err := ci.SetCommitStatus(context.Background(), ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
+		t.Fatal(err)
+	}
+}

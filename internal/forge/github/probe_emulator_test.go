@@ -31,11 +31,7 @@ func observeCost(t *testing.T, hub *fakehub.Hub, c forge.Forge, ref forge.PRRef)
 func TestPR_O1_UnchangedPollCostsOneRequestAndNoPoints(t *testing.T) {
 	hub, c, ref := emulatorPR(t)
 	ctx := context.Background()
-	st, _ := hub.PR("acme", "widget", ref.Number)
-	ci := hubtest.Client(t, hub, hub.Tokens().CI)
-	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
-		t.Fatal(err)
-	}
+	ciSucceeds(t, hub, ref)
 	letTimePass(hub)
 
 	first, cost := observeCost(t, hub, c, ref)

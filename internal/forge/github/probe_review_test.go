@@ -79,11 +79,7 @@ func copilotRequestedAfterAProbe(t *testing.T) (*fakehub.Hub, *ghclient.Client, 
 	if err := hub.SetCopilotScript("acme", "widget", ref.Number, fakehub.CopilotScript{Rounds: []fakehub.CopilotRound{{}}}); err != nil {
 		t.Fatal(err)
 	}
-	st, _ := hub.PR("acme", "widget", ref.Number)
-	ci := hubtest.Client(t, hub, hub.Tokens().CI)
-	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
-		t.Fatal(err)
-	}
+	ciSucceeds(t, hub, ref)
 	letTimePass(hub)
 	first, _ := observeCost(t, hub, c, ref)
 	observeCost(t, hub, c, ref) // takes the ETag
@@ -107,11 +103,7 @@ func TestPR_O1_ProbeNeverHidesAReviewWithinTheSecondOfItsETag(t *testing.T) {
 		t.Fatal(err)
 	}
 	hub.FreezeClock()
-	st, _ := hub.PR("acme", "widget", ref.Number)
-	ci := hubtest.Client(t, hub, hub.Tokens().CI)
-	if err := ci.SetCommitStatus(ctx, ref, st.HeadSHA, forge.CommitStatus{State: forge.StatusSuccess, Context: "ci/test"}); err != nil {
-		t.Fatal(err)
-	}
+	ciSucceeds(t, hub, ref)
 	observeCost(t, hub, c, ref)
 	read, _ := observeCost(t, hub, c, ref) // the probe's answer, and a whole read
 	if len(read.Reviews) != 0 {
