@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -71,6 +72,16 @@ type Spec struct {
 	// Abort, when closed, stops the process as the budget does (SIGTERM,
 	// then SIGKILL after the grace); Result.Aborted says it did.
 	Abort <-chan struct{}
+	// MaxRead bounds the bytes read from the process's output, both
+	// streams together; zero means none. A process that writes more is a
+	// flood: it is stopped at once (SIGKILL, no grace: a process that
+	// floods is not asked to print more) and Result.Flooded says so. The
+	// tail kept is MaxOutput's, as ever.
+	MaxRead int64
+	// ExtraFiles are inherited as descriptors 3, 4, … (as exec.Cmd's),
+	// for what must reach the process on a descriptor and nowhere else:
+	// git's credential (SEC-8). Only Direct runs take them.
+	ExtraFiles []*os.File
 }
 
 // Clock makes timers. NewTimer returns a channel that receives once d
@@ -100,7 +111,9 @@ type Result struct {
 	// Interrupted is ctx's error when ctx ended the run.
 	Interrupted error
 	// Aborted: Spec.Abort stopped the run.
-	Aborted  bool
+	Aborted bool
+	// Flooded: the process wrote more than Spec.MaxRead and was killed.
+	Flooded  bool
 	Duration time.Duration
 }
 
@@ -146,10 +159,21 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 		le := &lineWriter{next: stderr, mu: mu, fn: s.OnLine, stderr: !s.Combined}
 		outW, errW, lines = lo, le, []*lineWriter{lo, le}
 	}
+	var flood *floodGate
+	if s.MaxRead > 0 {
+		flood = newFloodGate(s.MaxRead)
+		outW, errW = flood.wrap(outW), flood.wrap(errW)
+	}
 	cmd := exec.Command(s.Argv[0], s.Argv[1:]...)
 	cmd.Dir = s.Dir
 	cmd.Env = withOwner(s.Env)
 	setProcessGroup(cmd)
+	if len(s.ExtraFiles) > 0 {
+		if !s.Direct {
+			return res, fmt.Errorf("run %s: extra descriptors are for direct runs only", s.Argv[0])
+		}
+		cmd.ExtraFiles = s.ExtraFiles
+	}
 	var sup *supervisor
 	if !s.Direct {
 		if sup, err = supervise(cmd); err != nil {
@@ -181,6 +205,10 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
+	var flooded <-chan struct{}
+	if flood != nil {
+		flooded = flood.over
+	}
 	var budget <-chan time.Time
 	if s.Budget > 0 {
 		c, stopTimer := clock.NewTimer(s.Budget)
@@ -200,6 +228,11 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	case <-s.Abort:
 		res.Aborted = true
 		waitErr = stop(fam, done, clock, grace)
+	case <-flooded:
+		res.Flooded = true
+		fam.stopping(true)
+		waitErr = <-done
+		fam.reaped = true
 	}
 	// What the leader left is killed before its output is read to the
 	// end: a background process holding the pipes would otherwise keep
@@ -408,4 +441,46 @@ func (w *lineWriter) flush() {
 	if len(w.buf) > 0 || w.cut {
 		w.emit()
 	}
+}
+
+// floodGate counts what a process writes on both streams and closes over
+// once more than max bytes came: the bytes past the bound are dropped
+// unread, so a flood costs no more memory or CPU than the bound.
+type floodGate struct {
+	mu   sync.Mutex
+	left int64
+	over chan struct{}
+	shut bool
+}
+
+func newFloodGate(max int64) *floodGate {
+	return &floodGate{left: max, over: make(chan struct{})}
+}
+
+func (g *floodGate) wrap(w io.Writer) io.Writer { return &floodWriter{g: g, next: w} }
+
+type floodWriter struct {
+	g    *floodGate
+	next io.Writer
+}
+
+func (w *floodWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	w.g.mu.Lock()
+	keep := int64(len(p))
+	if keep > w.g.left {
+		keep = w.g.left
+	}
+	w.g.left -= keep
+	if keep < int64(len(p)) && !w.g.shut {
+		w.g.shut = true
+		close(w.g.over)
+	}
+	w.g.mu.Unlock()
+	if keep > 0 {
+		if _, err := w.next.Write(p[:keep]); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

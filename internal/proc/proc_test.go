@@ -143,3 +143,25 @@ func TestOnLinePassesALastLineWithoutNewline(t *testing.T) {
 		t.Errorf("lines = %q", got)
 	}
 }
+
+// A process that writes past MaxRead is killed at once, its Result says
+// Flooded, and what was kept is the bound's worth at most.
+func TestSEC_7_AFloodIsStopped(t *testing.T) {
+	res, err := Run(context.Background(), Spec{
+		Argv:    []string{"sh", "-c", "yes flood; sleep 100"},
+		MaxRead: 1 << 20, Budget: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Flooded || res.TimedOut {
+		t.Fatalf("flooded=%v timed out=%v, want flooded", res.Flooded, res.TimedOut)
+	}
+	if len(res.Stdout)+int(res.StdoutDropped) > 1<<20 {
+		t.Fatalf("read %d bytes past the 1 MiB bound", len(res.Stdout)+int(res.StdoutDropped))
+	}
+	calm, err := Run(context.Background(), Spec{Argv: []string{"sh", "-c", "echo calm"}, MaxRead: 1 << 20})
+	if err != nil || calm.Flooded || calm.Stdout != "calm\n" {
+		t.Fatalf("a calm process: %+v %v", calm, err)
+	}
+}
