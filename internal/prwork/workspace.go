@@ -30,6 +30,7 @@ import (
 	"github.com/convergeloop/converge/internal/repo"
 	localreview "github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/text"
+	"github.com/convergeloop/converge/internal/verify"
 )
 
 // GitWorkspace is the Workspace on a real git clone under the state
@@ -76,6 +77,11 @@ type GitWorkspace struct {
 	// AllowUntested lets a fix be pushed when no test command is found;
 	// without it such a fix is handed off "no test command" (PR-V4).
 	AllowUntested bool
+	// Bounds are what one round may push (PR-V3): a fixer whose change
+	// takes the round over one is undone and its findings handed off,
+	// naming the bound. A zero field is its default
+	// (verify.DefaultBounds), one below zero no bound.
+	Bounds verify.Bounds
 	// TestsMayGo says which tests the round's findings ask to remove: a
 	// candidate may lose those from its census (PR-V4). Nil: a test a
 	// finding names and asks to remove or skip (verify.TestMayGo).

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -167,26 +169,26 @@ func (w *GitWorkspace) applyVerified(ctx context.Context, pr *forge.PullRequest,
 	if err != nil {
 		return nil, fmt.Errorf("read the pull request's own change: %w", err)
 	}
-	failed, err := w.verifyChange(ctx, pr, pr.HeadSHA, nil, fs, outcomes, runs, prDiff)
+	failed, handOff, err := w.verifyChange(ctx, pr, pr.HeadSHA, nil, fs, outcomes, runs, prDiff)
 	if err != nil {
 		return nil, err
 	}
-	if len(failed) == 0 {
-		return outcomes, nil
-	}
-
-	// Re-dispatch once, on the verified part of the round, with the reason.
+	// Re-dispatch once, on the verified part of the round, with the
+	// reason; a change over a bound is handed off at once (PR-V3).
 	var again []prloop.Finding
 	w.vs.mu.Lock()
 	for _, f := range fs {
-		if why, ok := failed[f.ID]; ok {
+		if why, ok := failed[f.ID]; ok && !handOff[f.ID] {
 			again = append(again, f)
 			w.vs.rejected[f.ID] = why
 		}
 	}
 	w.vs.mu.Unlock()
+	if len(again) == 0 {
+		return outcomes, nil
+	}
 	w.logf("converge could not verify the fix of %d finding(s); dispatching them once more with the reason: %s",
-		len(again), text.Clip(joinReasons(failed), 400))
+		len(again), text.Clip(joinReasons(failed, handOff), 400))
 	kept, err := w.checkpoint(ctx)
 	if err != nil {
 		return nil, err
@@ -199,7 +201,7 @@ func (w *GitWorkspace) applyVerified(ctx context.Context, pr *forge.PullRequest,
 	if err != nil {
 		return nil, err
 	}
-	failed2, err := w.verifyChange(ctx, pr, kept, [][]verify.FileDiff{keptDiff}, fs, outs2, runs2, prDiff)
+	failed2, _, err := w.verifyChange(ctx, pr, kept, [][]verify.FileDiff{keptDiff}, fs, outs2, runs2, prDiff)
 	if err != nil {
 		return nil, err
 	}
@@ -234,10 +236,14 @@ func cmpOr(ss ...string) string {
 	return ""
 }
 
-func joinReasons(m map[string]string) string {
+// joinReasons are the reasons of m but those of skip's findings, each
+// once.
+func joinReasons(m map[string]string, skip map[string]bool) string {
 	ids := make([]string, 0, len(m))
 	for id := range m {
-		ids = append(ids, id)
+		if !skip[id] {
+			ids = append(ids, id)
+		}
 	}
 	sort.Strings(ids)
 	parts := make([]string, 0, len(ids))
@@ -267,12 +273,15 @@ func (w *GitWorkspace) flushNotes() {
 // finding's lines from the head to from): PR-V3 on the whole change
 // since the head, with every finding of the round (fs) as what may ask
 // for a protected change, undoing the change of every fixer that broke it, then
-// PR-V1 on each finding a fixer reported complete. It returns the
-// findings that failed, with why; their outcomes are blocked, and the
-// change of a fixer none of whose findings passed is undone too.
+// PR-V1 on each finding a fixer reported complete. The change of a
+// fixer that takes the round over one of its bounds (Bounds) is undone
+// too, and its findings are handed off, never re-dispatched (handOff).
+// It returns the findings that failed, with why; their outcomes are
+// blocked, and the change of a fixer none of whose findings passed is
+// undone too.
 func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, from string, mapped [][]verify.FileDiff,
-	fs []prloop.Finding, outcomes map[string]agent.FindingOutcome, runs []fixerRun, prDiff []verify.FileDiff) (map[string]string, error) {
-	failed := map[string]string{}
+	fs []prloop.Finding, outcomes map[string]agent.FindingOutcome, runs []fixerRun, prDiff []verify.FileDiff) (failed map[string]string, handOff map[string]bool, err error) {
+	failed, handOff = map[string]string{}, map[string]bool{}
 	explained := map[string]string{}
 	for _, r := range runs {
 		for p, why := range r.explained {
@@ -283,7 +292,7 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 	}
 	whole, err := w.stagedDiff(ctx, pr.HeadSHA)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var vfs []verify.Finding
 	for _, f := range fs {
@@ -323,7 +332,29 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 	ours := whole
 	if from != pr.HeadSHA {
 		if ours, err = w.stagedDiff(ctx, from); err != nil {
-			return nil, err
+			return nil, nil, err
+		}
+	}
+	// The bounds of what a round may push (PR-V3), on the whole change
+	// since the head: the fixers over them are undone and handed off.
+	over, err := w.overBounds(ctx, whole, ours, runs, violated)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, i := range slices.Sorted(maps.Keys(over)) {
+		r := runs[i]
+		violated[r.id] = true
+		why := "the change was undone: " + over[i].Why
+		w.logf("fixer of %s: %s (PR-V3)", r.id, why)
+		w.vs.note(fmt.Sprintf("fixer of %s: %s", r.id, why))
+		for _, p := range r.files {
+			undo[p] = true
+		}
+		for _, f := range r.findings {
+			if outcomes[f.ID].Status == agent.StatusComplete {
+				failed[f.ID] = why
+				handOff[f.ID] = true
+			}
 		}
 	}
 	for _, v := range violations {
@@ -349,10 +380,10 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 	change := ours
 	if len(undo) > 0 {
 		if err := w.restorePaths(ctx, from, undo); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if change, err = w.stagedDiff(ctx, from); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	undo = map[string]bool{}
@@ -374,7 +405,7 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 			if w.Verifier != nil {
 				v := w.askVerifier(ctx, f, vf, from, change)
 				if err := ctx.Err(); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				if !v.Addressed {
 					why := "the verifier judge did not confirm the fix: " + v.Why
@@ -400,12 +431,89 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 		}
 	}
 	if err := w.restorePaths(ctx, from, undo); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for id, why := range failed {
 		outcomes[id] = agent.FindingOutcome{FindingID: id, Status: agent.StatusBlocked, Reason: why}
 	}
-	return failed, nil
+	return failed, handOff, nil
+}
+
+// overBounds measures the round's change since the head (whole; ours
+// is what this pass changed, from its start) against w.Bounds: by the
+// index of runs, the fixers whose part is to be undone, with why. What
+// an earlier pass of the round kept counts, and is never undone here; a
+// file of no fixer's is undone anyway, and does not count.
+func (w *GitWorkspace) overBounds(ctx context.Context, whole, ours []verify.FileDiff, runs []fixerRun, violated map[string]bool) (map[int]verify.Violation, error) {
+	if len(whole) == 0 {
+		return nil, nil
+	}
+	sizes, err := w.binarySizes(ctx, whole)
+	if err != nil {
+		return nil, err
+	}
+	added := map[string]int64{}
+	for _, d := range whole {
+		added[d.Path()] = verify.AddedBytes(d, sizes[d.Path()])
+	}
+	parts := make([][]verify.Sized, len(runs))
+	inPart := map[string]bool{}
+	for i, r := range runs {
+		if !r.applied || violated[r.id] {
+			continue
+		}
+		for _, p := range r.files {
+			if n, ok := added[p]; ok {
+				parts[i] = append(parts[i], verify.Sized{Path: p, Bytes: n})
+				inPart[p] = true
+			}
+		}
+	}
+	var fixed []verify.Sized
+	for _, d := range whole {
+		if p := d.Path(); !inPart[p] && verify.File(ours, p) == nil {
+			fixed = append(fixed, verify.Sized{Path: p, Bytes: added[p]})
+		}
+	}
+	return verify.Bound(fixed, parts, w.Bounds), nil
+}
+
+// binarySizes are the sizes, as staged, of the binary files change
+// adds or changes: a diff carries none of their bytes.
+func (w *GitWorkspace) binarySizes(ctx context.Context, change []verify.FileDiff) (map[string]int64, error) {
+	var paths []string
+	for _, d := range change {
+		if d.Binary && !d.Deleted() {
+			paths = append(paths, d.Path())
+		}
+	}
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	tree, err := w.worktree.Run(ctx, "write-tree")
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	out, err := w.worktree.Run(ctx, append([]string{"ls-tree", "-r", "-l", "-z", "--full-tree", strings.TrimSpace(tree), "--"}, paths...)...)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	sizes := map[string]int64{}
+	for rec := range strings.SplitSeq(out, "\x00") {
+		// "<mode> <type> <object> <size>\t<path>"
+		meta, p, ok := strings.Cut(rec, "\t")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(meta)
+		if len(f) != 4 {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[3], 10, 64); err == nil {
+			sizes[p] = n
+		}
+	}
+	return sizes, nil
 }
 
 // changedByRun reports whether an applied run of runs changed d's file.

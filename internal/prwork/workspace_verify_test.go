@@ -4,6 +4,7 @@ package prwork
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -292,5 +293,74 @@ func TestPR_V3_WhatTheTestsWriteIsNotCommitted(t *testing.T) {
 	}
 	if got := gitOut(t, "--git-dir", bare, "show", res.CommitSHA+":notes.txt"); got != "one\nTWO\nthree" {
 		t.Errorf("notes.txt committed as %q, want the verified fix only", got)
+	}
+}
+
+// boundRecord is a complete record that fixed notes.txt and gives a
+// plausible reason for each of files.
+func boundRecord(files ...string) string {
+	reasons := make([]string, 0, len(files))
+	for _, f := range files {
+		reasons = append(reasons, `"`+f+`":"the fix needs this data"`)
+	}
+	return `{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["notes.txt"],"file_reasons":{` + strings.Join(reasons, ",") + `}}`
+}
+
+// TestPR_V3_ChangeOverABoundIsNotPushed: a fixer that fixes the line and
+// adds, with a plausible reason, a 2 MiB binary file (over the 1 MiB a
+// file may gain) or 201 files (over the 200 a round may touch): its
+// change is undone, nothing reaches the remote, and the finding is
+// handed off at once, its reason naming the bound and its setting.
+func TestPR_V3_ChangeOverABoundIsNotPushed(t *testing.T) {
+	t.Parallel()
+	var many []string
+	for i := range 201 {
+		many = append(many, fmt.Sprintf("data/%03d.txt", i))
+	}
+	for _, tc := range []struct {
+		name, script, want string
+	}{
+		{"a file over 1 MiB", `head -c 2097152 /dev/urandom > data.bin
+echo '` + boundRecord("data.bin") + `'`, "over the 1 MiB bound for one file (max_file_bytes)"},
+		{"201 files", `mkdir data
+i=0; while [ $i -lt 201 ]; do echo row > data/$(printf %03d $i).txt; i=$((i+1)); done
+echo '` + boundRecord(many...) + `'`, "the round's change touches 202 files, over the bound of 200 (max_push_files)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			head, bare, fix := notesPR(t)
+			res, a, _ := fix(`cat > /dev/null
+sed -i 's/^two$/TWO/' notes.txt
+` + tc.script)
+			if got := remoteHead(t, bare); got != head {
+				t.Fatalf("the remote's head moved to %s, want the PR's head %s: nothing pushed", got, head)
+			}
+			if res.CommitSHA != "" || len(res.Addressed) != 0 || len(res.Blocked) != 1 {
+				t.Fatalf("%+v; want nothing pushed and the finding handed off", res)
+			}
+			if why := res.Blocked[0].Reason; !strings.Contains(why, tc.want) || !strings.Contains(why, "undone") {
+				t.Errorf("hand-off reason %q does not name the bound: want %q", why, tc.want)
+			}
+			if n := a.runs.Load(); n != 1 {
+				t.Errorf("the fixer ran %d times, want 1: a change over a bound is handed off, not dispatched again", n)
+			}
+		})
+	}
+}
+
+// TestPR_V3_ChangeWithinTheBoundsIsPushed: the same fixer adding a
+// 100 KiB file with a reason stays within every bound and is pushed.
+func TestPR_V3_ChangeWithinTheBoundsIsPushed(t *testing.T) {
+	t.Parallel()
+	_, bare, fix := notesPR(t)
+	res, _, _ := fix(`cat > /dev/null
+sed -i 's/^two$/TWO/' notes.txt
+head -c 102400 /dev/urandom > data.bin
+echo '` + boundRecord("data.bin") + `'`)
+	if len(res.Addressed) != 1 || res.CommitSHA == "" || remoteHead(t, bare) != res.CommitSHA {
+		t.Fatalf("%+v; want the fix addressed and pushed", res)
+	}
+	if files := gitOut(t, "--git-dir", bare, "ls-tree", "--name-only", res.CommitSHA); !strings.Contains(files, "data.bin") {
+		t.Errorf("the pushed tree lacks the small file: %s", files)
 	}
 }
