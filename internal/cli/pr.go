@@ -28,6 +28,7 @@ import (
 	"github.com/convergeloop/converge/internal/review/duo"
 	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/store"
+	"github.com/convergeloop/converge/internal/verify"
 )
 
 type prOptions struct {
@@ -518,6 +519,14 @@ func (s *prSettingsT) apply(p *loopParams) {
 	p.AgentBudget, p.TestBudget = v.Duration("agent_timeout"), v.Duration("test_timeout")
 	p.MaxFixers, p.AgentModels = v.Int("max_parallel_fixers"), v.List("agent_models")
 	p.TestCmd, p.AllowUntested = nil, v.Bool("allow_untested")
+	// PR-V3: 0 in the settings is no bound.
+	noBound := func(n int) int {
+		if n == 0 {
+			return -1
+		}
+		return n
+	}
+	p.Bounds = verify.Bounds{PushBytes: int64(noBound(v.Int("max_push_bytes"))), FileBytes: int64(noBound(v.Int("max_file_bytes"))), PushFiles: noBound(v.Int("max_push_files"))}
 	if c := v.String("test_cmd"); c != "" {
 		p.TestCmd = []string{"sh", "-c", c}
 	}

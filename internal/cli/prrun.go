@@ -29,6 +29,7 @@ import (
 	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/temporal/kinds"
+	"github.com/convergeloop/converge/internal/verify"
 )
 
 // loopParams is everything one PR loop run needs, however it was started
@@ -96,6 +97,9 @@ type loopParams struct {
 	// (AG-T1, AG-T5); zero means the defaults.
 	AgentBudget time.Duration
 	TestBudget  time.Duration
+	// Bounds are what one round may push (PR-V3); zero fields are the
+	// defaults, below zero no bound.
+	Bounds verify.Bounds
 	// MaxFixers bounds the fixers of a round that run at once (AG-P1);
 	// AgentModels is the fixer's model escalation ladder (AG-E1).
 	MaxFixers   int
@@ -441,6 +445,7 @@ func newPRLoop(p loopParams, workDir, runID string, out engine.Reporter, journal
 		Models:     p.AgentModels,
 	}
 	ws.AllowUntested = p.AllowUntested // PR-V4
+	ws.Bounds = p.Bounds               // PR-V3
 	// --keep keeps the worktree for a person to look at, even while the
 	// loop waits (PR-G6).
 	ws.KeepWorktree = p.Keep

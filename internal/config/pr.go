@@ -15,6 +15,7 @@ import (
 	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/review/copilot"
+	"github.com/convergeloop/converge/internal/verify"
 )
 
 // PRFields are the PR loop's tunables (PR-M4): the one place where every
@@ -50,6 +51,10 @@ func PRFields() []Field {
 		{Key: "test_timeout", Kind: Duration, Min: 1, Default: dur(prwork.DefaultTestBudget), Help: "time-box of one build/test run; a run stopped at it counts as failing"},
 		{Key: "test_cmd", Kind: String, Default: "", Help: "test command (default: discovered from the repository, REPO-C1)"},
 		{Key: "allow_untested", Kind: Bool, Default: "false", Help: "push fixes although no test command is found; false: such fixes are handed off \"no test command\" (PR-V4)"},
+		// What one round may push (PR-V3).
+		{Key: "max_push_bytes", Kind: Int, Min: 0, Default: strconv.FormatInt(verify.DefaultPushBytes, 10), Help: "bytes a round's change may add in all (a text file by its added lines, a binary file by its size); a fixer whose change takes the round over it is undone and its findings handed off naming the bound (PR-V3); 0: no bound"},
+		{Key: "max_file_bytes", Kind: Int, Min: 0, Default: strconv.FormatInt(verify.DefaultFileBytes, 10), Help: "bytes a round's change may add to one file; a fixer's change over it is undone and its findings handed off naming the bound (PR-V3); 0: no bound"},
+		{Key: "max_push_files", Kind: Int, Min: 0, Default: strconv.Itoa(verify.DefaultPushFiles), Help: "files a round's change may touch; a fixer whose change takes the round over it is undone and its findings handed off naming the bound (PR-V3); 0: no bound"},
 		// Fixers (AG-P1, AG-E1).
 		{Key: "max_parallel_fixers", Kind: Int, Min: 1, Default: strconv.Itoa(pool.DefaultMax), Help: "fixers of a round that run at once, one per file, each in its own git worktree (AG-P1)"},
 		{Key: "agent_models", Kind: List, Default: "", Help: "the fixer's model escalation ladder, default model first: a second NEEDS_CONTEXT or a BLOCKED re-dispatches on the next (AG-E1); empty: the agent's one configured model"},
