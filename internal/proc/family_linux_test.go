@@ -47,7 +47,7 @@ func TestAG_T1_StopReachesWhatLeftTheGroup(t *testing.T) {
 	script := "setsid " + stubborn(own) + " &\n" +
 		stubborn(stay) + " &\n" +
 		"trap '' TERM; while :; do sleep 0.05; done"
-	r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script},
+	r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script}, Trusted: true,
 		Budget: 3 * time.Second, Grace: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -76,7 +76,7 @@ func TestAG_T1_WhatTheProcessLeftIsGoneWhenRunReturns(t *testing.T) {
 		script.WriteString(stubborn(f) + " &\n")
 	}
 	script.WriteString("for f in " + strings.Join(files, " ") + "; do while [ ! -s $f ]; do sleep 0.01; done; done\n")
-	if _, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script.String()}, Budget: 20 * time.Second}); err != nil {
+	if _, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script.String()}, Budget: 20 * time.Second, Trusted: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, pid := range readPids(t, files...) {

@@ -78,10 +78,27 @@ type Spec struct {
 	// floods is not asked to print more) and Result.Flooded says so. The
 	// tail kept is MaxOutput's, as ever.
 	MaxRead int64
+	// Trusted runs converge's own binary (a detached run, a test
+	// server): supervised, not contained. Agents and build/test runs of
+	// their changes never are (SEC-7, see Policy).
+	Trusted bool
+	// ReadOnly: a contained run sees its Dir but cannot write it (review
+	// and judge runs).
+	ReadOnly bool
+	// Writable are places beside Dir a contained run may write (a test
+	// report's directory).
+	Writable []string
+	// Home is a contained run's HOME, a directory of the caller's that
+	// several runs may share (an agent CLI's session, resumed); empty
+	// means a fresh empty one, removed when the run ends.
+	Home string
 	// ExtraFiles are inherited as descriptors 3, 4, … (as exec.Cmd's),
 	// for what must reach the process on a descriptor and nowhere else:
 	// git's credential (SEC-8). Only Direct runs take them.
 	ExtraFiles []*os.File
+
+	// jail, when set, is the containment itself (Available's probe).
+	jail *jail
 }
 
 // Clock makes timers. NewTimer returns a channel that receives once d
@@ -176,7 +193,15 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	var sup *supervisor
 	if !s.Direct {
-		if sup, err = supervise(cmd); err != nil {
+		j, cleanup, err := s.jail, func() {}, error(nil)
+		if j == nil {
+			j, cleanup, err = contain(s)
+		}
+		if err != nil {
+			return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
+		}
+		defer cleanup()
+		if sup, err = supervise(cmd, j); err != nil {
 			return res, fmt.Errorf("run %s: %w", s.Argv[0], err)
 		}
 	}
@@ -251,6 +276,9 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	}
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
+	}
+	if sup.killed() {
+		res.ExitCode = -1
 	}
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {

@@ -95,12 +95,32 @@ type supervisor struct {
 	closing sync.Once
 	mu      sync.Mutex
 	backup  *time.Timer // kills a supervisor that outlives its kill
+	jailed  bool
+	rest    *bufio.Reader // a jailed supervisor's status after "started"
+}
+
+// killed reports, once the supervisor has exited, whether a jailed one
+// said the process was killed rather than exited.
+func (s *supervisor) killed() bool {
+	if s == nil || s.rest == nil {
+		return false
+	}
+	line, _ := s.rest.ReadString('\n')
+	_ = s.status.Close()
+	s.rest = nil
+	return strings.TrimSpace(line) == "killed"
 }
 
 // supervise makes cmd start a supervisor that runs what cmd named, or
 // returns nil when Runs are not supervised (or cmd cannot start anyway,
 // so that Start reports why as it always did).
-func supervise(cmd *exec.Cmd) (*supervisor, error) {
+//
+// With a jail the supervisor is the init of the run's own namespaces
+// and builds the jail before it starts the process (SEC-7, see Policy).
+func supervise(cmd *exec.Cmd, j *jail) (*supervisor, error) {
+	if j != nil && !supervising.Load() {
+		return nil, ErrNoSandbox
+	}
 	if !supervising.Load() || cmd.Err != nil {
 		return nil, nil
 	}
@@ -127,6 +147,12 @@ func supervise(cmd *exec.Cmd) (*supervisor, error) {
 	// Files 3 and 4 of the supervisor.
 	cmd.ExtraFiles = []*os.File{controlR, statusW}
 	cmd.SysProcAttr.Pdeathsig = deathSignal
+	if j != nil {
+		if err := jailCmd(cmd, j); err != nil {
+			return nil, err
+		}
+		s.jailed = true
+	}
 	return s, nil
 }
 
@@ -141,8 +167,15 @@ func (s *supervisor) started() error {
 		_ = f.Close()
 	}
 	s.child = nil
-	line, _ := bufio.NewReader(s.status).ReadString('\n')
-	_ = s.status.Close()
+	r := bufio.NewReader(s.status)
+	line, _ := r.ReadString('\n')
+	if s.jailed {
+		// The status pipe stays open: its last line says whether the
+		// process was killed (exitAs).
+		s.rest = r
+	} else {
+		_ = s.status.Close()
+	}
 	switch word, rest, _ := strings.Cut(strings.TrimSpace(line), " "); word {
 	case "started":
 		return nil
@@ -213,23 +246,39 @@ func runSupervisor(tag, path string, argv []string) int {
 	signal.Notify(signals, syscall.SIGTERM, deathSignal)
 	// Go set the parent-death signal at the fork; it is set again here,
 	// where the check that the parent still lives follows it: a converge
-	// that died before sends no signal.
+	// that died before sends no signal. In a jail the parent is outside
+	// the namespace (its pid reads 0); the control pipe, whose EOF is
+	// read from the start, stands for the check there.
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(deathSignal), 0, 0, 0)
-	if strconv.Itoa(os.Getppid()) != parent {
+	j, err := readJail()
+	if err != nil {
+		_, _ = io.WriteString(status, "error "+err.Error()+"\n")
+		return 126
+	}
+	if j == nil && strconv.Itoa(os.Getppid()) != parent {
 		_, _ = io.WriteString(status, "error converge ended before the process started\n")
 		return 126
 	}
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		_, _ = io.WriteString(status, "error supervisor: "+err.Error()+"\n")
-		return 126
-	}
-	p, err := os.StartProcess(path, argv, &os.ProcAttr{
+	attr := &os.ProcAttr{
 		Env:   append(os.Environ(), OwnerEnv+"="+tag),
 		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
 		// The process dies with the supervisor too: converge kills a
 		// supervisor that does not end in time.
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	})
+	}
+	start := os.StartProcess
+	if j != nil {
+		if err := j.build(); err != nil {
+			_, _ = io.WriteString(status, "error "+strings.ReplaceAll(err.Error(), "\n", " ")+"\n")
+			return 126
+		}
+		attr.Env, attr.Dir, start = j.environ(attr.Env), j.Dir, startJailed
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		_, _ = io.WriteString(status, "error supervisor: "+err.Error()+"\n")
+		return 126
+	}
+	p, err := start(path, argv, attr)
 	if err != nil {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
@@ -240,7 +289,9 @@ func runSupervisor(tag, path string, argv []string) int {
 		return 127
 	}
 	_, _ = io.WriteString(status, "started\n")
-	_ = status.Close()
+	if j == nil {
+		_ = status.Close()
+	}
 	// The process holds stdin now: when it closes it, converge's writer
 	// sees the pipe break, as without the supervisor.
 	_ = os.Stdin.Close()
@@ -316,14 +367,14 @@ func runSupervisor(tag, path string, argv []string) int {
 		case <-bound:
 			// What is left is stuck in the kernel, where it runs no
 			// code of its own.
-			return exitAs(ws, done)
+			return exitAs(ws, done, j != nil, status)
 		case <-gone:
 			select {
 			case ws = <-exited:
 				done = true
 			default:
 			}
-			return exitAs(ws, done)
+			return exitAs(ws, done, j != nil, status)
 		}
 	}
 }
@@ -331,9 +382,17 @@ func runSupervisor(tag, path string, argv []string) int {
 // exitAs is the code the supervisor exits with for a process that ended
 // as ws says; one killed by a signal (or never seen to end) makes the
 // supervisor kill itself, so that converge sees a process killed.
-func exitAs(ws syscall.WaitStatus, done bool) int {
+//
+// A jail's supervisor is its namespace's init, which no signal of its own
+// kills: it says so on the status pipe instead, and converge takes its
+// exit for a kill (supervisor.killed).
+func exitAs(ws syscall.WaitStatus, done, jailed bool, status *os.File) int {
 	if done && ws.Exited() {
 		return ws.ExitStatus()
+	}
+	if jailed {
+		_, _ = io.WriteString(status, "killed\n")
+		return 128 + int(syscall.SIGKILL)
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}

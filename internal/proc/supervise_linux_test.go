@@ -77,7 +77,7 @@ func TestAG_K1_TimeBoxUnderTheSupervisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := "setsid " + stubborn(esc) + " &\nsh " + agent
-	r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script},
+	r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script}, Trusted: true,
 		Budget: time.Second, Grace: 2 * time.Second})
 	if err != nil || !r.TimedOut || !strings.Contains(r.Stdout, "record") {
 		t.Fatalf("result %+v, %v; want stopped at the budget with the record printed in the grace", r, err)
@@ -138,7 +138,7 @@ func TestAG_K1_SupervisorKillsWhatTheProcessLeft(t *testing.T) {
 	script := "setsid " + stubborn(esc) + " &\n" +
 		"( " + stubborn(orphan) + " & ) \n" +
 		"for f in " + esc + " " + orphan + "; do while [ ! -s $f ]; do sleep 0.01; done; done"
-	r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script}, Budget: 20 * time.Second})
+	r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", script}, Trusted: true, Budget: 20 * time.Second})
 	if err != nil || r.ExitCode != 0 {
 		t.Fatalf("result %+v, %v", r, err)
 	}

@@ -1,0 +1,362 @@
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Containment (SEC-7). Every Run that is neither Direct (converge's own
+// git) nor Trusted (converge's own binary) is an agent or a build/test run
+// of an agent's change, and runs contained, in its supervisor (see
+// Supervise):
+//
+//   - its own PID namespace, whose init is the supervisor: the process sees
+//     and can signal nothing but its own tree, cannot signal its init
+//     (the kernel drops an in-namespace SIGKILL to init), and all of it dies
+//     with its init, whatever it does to its parent;
+//   - its own mount view: the whole filesystem read-only; the user's home,
+//     /root, /home, /tmp, /var/tmp, /dev/shm, /run/user and the paths of
+//     Policy.Hide (converge's state directory, with the clone cache and
+//     every run's worktree) covered by empty filesystems; its Dir and
+//     Spec.Writable bound back writable; a scratch HOME of its own at the
+//     home's path; a private /tmp; the git directories of its Dir visible
+//     read-only, so that what converge's own git reads of them (config,
+//     hooks, the worktree's link) is not the agent's to write; the tool
+//     directories under the home (PATH entries, Go's and Cargo's caches)
+//     visible through a copy-on-write layer whose writes die with the run;
+//     a fresh /proc;
+//   - its own user namespace, mapping only the user converge runs as, with
+//     no capability left: it cannot undo any of the above;
+//   - resource limits: file size and processes (Limits).
+//
+// The network is left as it is: models are remote.
+//
+// Where the kernel offers none of that (no user namespaces, no /proc),
+// Available says why; a Run that must be contained is then refused
+// (ErrNoSandbox) unless the policy is Unsafe (--unsafe-no-sandbox).
+
+// Policy is the process-wide containment of Runs.
+type Policy struct {
+	// Unsafe runs agents and their builds uncontained, as the user
+	// (--unsafe-no-sandbox).
+	Unsafe bool
+	// Require refuses, rather than runs uncontained, a run that cannot be
+	// contained (converge's commands set it; a test binary that never
+	// calls Supervise runs its processes as before).
+	Require bool
+	// Hide are paths made invisible to contained runs beyond the defaults:
+	// the state directory (its clone cache and worktrees with it).
+	Hide []string
+	// Expose are paths inside hidden ones a contained run still sees
+	// through a copy-on-write layer; nil means ToolPaths(os.Environ()).
+	Expose []string
+	Limits Limits
+}
+
+// Limits bound a contained run's resources; zero means the default.
+type Limits struct {
+	// FileSize bounds one file the run writes (RLIMIT_FSIZE).
+	FileSize int64
+	// Processes bounds the run's processes and threads (RLIMIT_NPROC in
+	// its own user namespace; root is not bound by it, see ARCHITECTURE).
+	Processes int64
+}
+
+// DefaultLimits are a contained run's bounds unless the policy names
+// others: a build writes large objects, and a compiler many threads.
+var DefaultLimits = Limits{FileSize: 2 << 30, Processes: 4096}
+
+var (
+	policyMu sync.RWMutex
+	policy   Policy
+)
+
+// SetPolicy sets the containment of every later Run of this process.
+func SetPolicy(p Policy) {
+	policyMu.Lock()
+	defer policyMu.Unlock()
+	policy = p
+}
+
+// CurrentPolicy is what SetPolicy last set.
+func CurrentPolicy() Policy {
+	policyMu.RLock()
+	defer policyMu.RUnlock()
+	return policy
+}
+
+// ErrNoSandbox is a Run that must be contained where containment is not
+// available.
+var ErrNoSandbox = errors.New("agents run contained (SEC-7) and this machine cannot contain them")
+
+// jail is what the supervisor is told to build: every path resolved by
+// converge, before the supervisor covers any of them.
+type jail struct {
+	Dir       string   `json:"dir"`
+	ReadOnly  bool     `json:"readonly,omitempty"` // Dir is not writable
+	Writable  []string `json:"writable,omitempty"`
+	Hide      []string `json:"hide"`
+	Expose    []string `json:"expose,omitempty"`
+	GitDirs   []string `json:"gitdirs,omitempty"`
+	Home      string   `json:"home"`    // the user's home, where Scratch is mounted
+	Scratch   string   `json:"scratch"` // the run's scratch HOME on the host
+	FileSize  int64    `json:"fsize"`
+	Processes int64    `json:"nproc"`
+}
+
+// defaultHidden are the places every contained run is kept out of: the
+// users' homes (dotfiles, tokens, other tools' logins) and the shared
+// temporary directories (other runs' files).
+var defaultHidden = []string{"/root", "/home", "/tmp", "/var/tmp", "/dev/shm", "/run/user"}
+
+// newJail resolves what a contained run of s sees. scratch is its HOME.
+func newJail(s Spec, p Policy, scratch string) (*jail, error) {
+	dir := s.Dir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		dir = wd
+	}
+	dir, err := realPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	j := &jail{Dir: dir, ReadOnly: s.ReadOnly, Scratch: scratch}
+	home, _ := os.UserHomeDir()
+	if home != "" {
+		if h, err := realPath(home); err == nil {
+			j.Home = h
+		}
+	}
+	hide := append(slices.Clone(defaultHidden), p.Hide...)
+	if j.Home != "" {
+		hide = append(hide, j.Home)
+	}
+	j.Hide = topmost(resolveAll(hide))
+	for _, w := range s.Writable {
+		if r, err := realPath(w); err == nil {
+			j.Writable = append(j.Writable, r)
+		}
+	}
+	expose := p.Expose
+	if expose == nil {
+		expose = ToolPaths(os.Environ())
+	}
+	for _, e := range resolveAll(expose) {
+		if under(e, j.Hide) && !under(e, []string{dir}) {
+			j.Expose = append(j.Expose, e)
+		}
+	}
+	j.Expose = topmost(j.Expose)
+	j.GitDirs = gitDirs(dir)
+	lim := p.Limits
+	if lim.FileSize <= 0 {
+		lim.FileSize = DefaultLimits.FileSize
+	}
+	if lim.Processes <= 0 {
+		lim.Processes = DefaultLimits.Processes
+	}
+	j.FileSize, j.Processes = lim.FileSize, lim.Processes
+	return j, nil
+}
+
+// ToolPaths are the directories under the home a build or an agent CLI
+// needs to run at all: the PATH entries there (with the prefix a bin or
+// shims directory belongs to, node_modules/.bin's package tree, pyenv's
+// root), and Go's and Cargo's module and build caches.
+func ToolPaths(environ []string) []string {
+	get := func(k string) string {
+		for i := len(environ) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(environ[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	home := get("HOME")
+	var out []string
+	for _, e := range filepath.SplitList(get("PATH")) {
+		if e == "" || !filepath.IsAbs(e) {
+			continue
+		}
+		out = append(out, toolRoot(e, home))
+	}
+	cache := get("XDG_CACHE_HOME")
+	if cache == "" && home != "" {
+		cache = filepath.Join(home, ".cache")
+	}
+	gopath := get("GOPATH")
+	if gopath == "" && home != "" {
+		gopath = filepath.Join(home, "go")
+	}
+	for _, p := range []string{get("GOCACHE"), get("GOMODCACHE"), gopath, get("CARGO_HOME"), get("RUSTUP_HOME"), get("PYENV_ROOT"), get("NVM_DIR"), get("npm_config_prefix")} {
+		if p != "" && filepath.IsAbs(p) {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	if cache != "" {
+		out = append(out, filepath.Join(cache, "go-build"))
+	}
+	if home != "" {
+		for _, d := range []string{".cargo", ".rustup"} {
+			out = append(out, filepath.Join(home, d))
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// toolRoot is the directory a PATH entry's programs need beside them.
+func toolRoot(entry, home string) string {
+	entry = filepath.Clean(entry)
+	base, parent := filepath.Base(entry), filepath.Dir(entry)
+	switch {
+	case base == ".bin" && filepath.Base(parent) == "node_modules":
+		return filepath.Dir(parent)
+	case base == "bin" || base == "shims":
+		// ~/bin and ~/.local/bin hold programs, not a prefix: their
+		// siblings are the user's own files.
+		if parent == home || parent == filepath.Join(home, ".local") {
+			return entry
+		}
+		if filepath.Base(parent) == "pyenv-virtualenv" {
+			return filepath.Dir(filepath.Dir(parent))
+		}
+		return parent
+	}
+	return entry
+}
+
+// gitDirs are the git directories of the tree dir is in: a .git
+// directory, or a linked worktree's own directory and its common one.
+func gitDirs(dir string) []string {
+	for d := dir; ; d = filepath.Dir(d) {
+		dotgit := filepath.Join(d, ".git")
+		fi, err := os.Lstat(dotgit)
+		if err == nil {
+			if fi.IsDir() {
+				return []string{dotgit}
+			}
+			if !fi.Mode().IsRegular() {
+				return nil
+			}
+			b, err := os.ReadFile(dotgit)
+			if err != nil {
+				return nil
+			}
+			gd, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+			if !ok {
+				return nil
+			}
+			gd = strings.TrimSpace(gd)
+			if !filepath.IsAbs(gd) {
+				gd = filepath.Join(d, gd)
+			}
+			out := []string{gd}
+			if c, err := os.ReadFile(filepath.Join(gd, "commondir")); err == nil {
+				cd := strings.TrimSpace(string(c))
+				if !filepath.IsAbs(cd) {
+					cd = filepath.Join(gd, cd)
+				}
+				out = append(out, filepath.Clean(cd))
+			}
+			return resolveAll(out)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// realPath is p absolute with its symbolic links resolved: the
+// supervisor mounts on what the kernel sees.
+func realPath(p string) (string, error) {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(a)
+}
+
+// resolveAll resolves the paths that exist and drops the rest.
+func resolveAll(ps []string) []string {
+	var out []string
+	for _, p := range ps {
+		if r, err := realPath(p); err == nil {
+			out = append(out, r)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// topmost drops the paths under another of ps.
+func topmost(ps []string) []string {
+	slices.Sort(ps)
+	var out []string
+	for _, p := range ps {
+		if !under(p, out) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// under reports whether p is one of roots or inside one.
+func under(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// contain is the jail a non-Direct Run of s starts in, nil for one run
+// uncontained, and what removes its scratch home after.
+func contain(s Spec) (*jail, func(), error) {
+	p := CurrentPolicy()
+	if s.Trusted || p.Unsafe {
+		return nil, func() {}, nil
+	}
+	if err := Available(); err != nil {
+		if p.Require {
+			return nil, nil, fmt.Errorf("%w: %v", ErrNoSandbox, err)
+		}
+		return nil, func() {}, nil
+	}
+	home, cleanup := s.Home, func() {}
+	if home == "" {
+		tmp, err := os.MkdirTemp("", "converge-home-")
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox: scratch home: %w", err)
+		}
+		home, cleanup = tmp, func() { _ = os.RemoveAll(tmp) }
+	}
+	j, err := newJail(s, p, home)
+	if err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return j, cleanup, nil
+}
+
+var (
+	availableOnce sync.Once
+	availableErr  error
+)
+
+// Available is nil when contained runs can start here, or why not: the
+// first call starts one (a user, mount and PID namespace, the mounts,
+// the dropped capabilities), later calls say what it found.
+func Available() error {
+	availableOnce.Do(func() { availableErr = probe() })
+	return availableErr
+}

@@ -1,0 +1,319 @@
+package proc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// jailEnv carries the jail to the supervisor, which removes it before it
+// starts the process. It holds paths and limits, never a secret.
+const jailEnv = "_CONVERGE_JAIL"
+
+// cowRoot is where, inside the jail, the copy-on-write layers of the
+// exposed tool directories keep what the run writes.
+const cowRoot = "/dev/shm/.converge-cow"
+
+// jailCmd makes the supervisor cmd starts the init of a new user, mount
+// and PID namespace, told to build j.
+func jailCmd(cmd *exec.Cmd, j *jail) error {
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool {
+		return strings.HasPrefix(kv, jailEnv+"=")
+	}), jailEnv+"="+string(b))
+	a := cmd.SysProcAttr
+	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
+	// Only converge's own user is mapped: the run is that user in there
+	// (root stays root, but with no capability, see dropPrivileges).
+	uid, gid := os.Getuid(), os.Getgid()
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	a.GidMappingsEnableSetgroups = false
+	// An ordinary user loses the namespace's capabilities at the
+	// supervisor's exec; it needs these two to build the jail (mounts;
+	// the bounding set and securebits), and gives them up before the
+	// process starts.
+	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
+	return nil
+}
+
+// readJail is the jail the supervisor was told to build, or nil; the
+// variable is gone from its environment after.
+func readJail() (*jail, error) {
+	v, ok := os.LookupEnv(jailEnv)
+	if !ok {
+		return nil, nil
+	}
+	_ = os.Unsetenv(jailEnv)
+	var j jail
+	if err := json.Unmarshal([]byte(v), &j); err != nil {
+		return nil, fmt.Errorf("sandbox: %w", err)
+	}
+	return &j, nil
+}
+
+// build makes the jail's mount view and limits in the supervisor, the
+// init of its namespaces, before it starts the process. The order
+// matters: every place to show again is opened before anything is
+// covered, and the whole tree is made read-only after every mount but
+// before the writable places are opened up again.
+func (j *jail) build() error {
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("sandbox: private mounts: %w", err)
+	}
+	type bind struct {
+		fd     int
+		target string
+		kind   int // what the target becomes
+	}
+	const (
+		writable = iota
+		readonly
+		cow
+	)
+	var binds []bind
+	open := func(p string, kind int) error {
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: %s: %w", p, err)
+		}
+		binds = append(binds, bind{fd: fd, target: p, kind: kind})
+		return nil
+	}
+	dirKind := writable
+	if j.ReadOnly {
+		dirKind = readonly
+	}
+	if err := open(j.Dir, dirKind); err != nil {
+		return err
+	}
+	for _, w := range j.Writable {
+		if err := open(w, writable); err != nil {
+			return err
+		}
+	}
+	for _, g := range j.GitDirs {
+		if err := open(g, readonly); err != nil {
+			return err
+		}
+	}
+	for _, e := range j.Expose {
+		if err := open(e, cow); err != nil {
+			return err
+		}
+	}
+	if j.Home != "" && j.Scratch != "" {
+		fd, err := unix.Open(j.Scratch, unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		if err != nil {
+			return fmt.Errorf("sandbox: scratch home: %w", err)
+		}
+		binds = append(binds, bind{fd: fd, target: j.Home, kind: writable})
+	}
+	for _, h := range j.Hide {
+		if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1g"); err != nil {
+			return fmt.Errorf("sandbox: cover %s: %w", h, err)
+		}
+	}
+	// Parents before children: a worktree under the home is bound after
+	// the scratch home that covers it.
+	slices.SortStableFunc(binds, func(a, b bind) int {
+		return strings.Count(a.target, "/") - strings.Count(b.target, "/")
+	})
+	var reopen []string // the mounts opened up again once all is read-only
+	for _, h := range []string{"/tmp", "/dev/shm"} {
+		if slices.Contains(j.Hide, h) {
+			reopen = append(reopen, h)
+		}
+	}
+	for i, b := range binds {
+		if err := os.MkdirAll(b.target, 0o755); err != nil {
+			return fmt.Errorf("sandbox: %s: %w", b.target, err)
+		}
+		src := "/proc/self/fd/" + strconv.Itoa(b.fd)
+		if b.kind == cow {
+			up := filepath.Join(cowRoot, strconv.Itoa(i))
+			if err := os.MkdirAll(up+"/up", 0o755); err == nil && os.MkdirAll(up+"/work", 0o755) == nil {
+				opts := "lowerdir=" + src + ",upperdir=" + up + "/up,workdir=" + up + "/work"
+				if err := unix.Mount("overlay", b.target, "overlay", 0, opts); err == nil {
+					reopen = append(reopen, b.target)
+					continue
+				}
+			}
+			// No overlay here: the tools are seen read-only.
+		}
+		if err := unix.Mount(src, b.target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("sandbox: bind %s: %w", b.target, err)
+		}
+		if b.kind == writable {
+			reopen = append(reopen, b.target)
+		}
+	}
+	for _, b := range binds {
+		_ = unix.Close(b.fd)
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("sandbox: mount /proc: %w", err)
+	}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
+		return fmt.Errorf("sandbox: read-only mounts (mount_setattr, Linux 5.12): %w", err)
+	}
+	for _, p := range reopen {
+		if err := unix.MountSetattr(unix.AT_FDCWD, p, 0, &unix.MountAttr{Attr_clr: unix.MOUNT_ATTR_RDONLY}); err != nil {
+			return fmt.Errorf("sandbox: writable %s: %w", p, err)
+		}
+	}
+	for _, l := range []struct {
+		res int
+		max int64
+	}{{unix.RLIMIT_FSIZE, j.FileSize}, {unix.RLIMIT_NPROC, j.Processes}} {
+		if l.max <= 0 {
+			continue
+		}
+		if err := unix.Setrlimit(l.res, &unix.Rlimit{Cur: uint64(l.max), Max: uint64(l.max)}); err != nil {
+			return fmt.Errorf("sandbox: limit: %w", err)
+		}
+	}
+	// The supervisor's memory and /proc entries are not the process's
+	// to read.
+	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	return nil
+}
+
+// environ is the process's environment in the jail: a TMPDIR the jail
+// hides is its private /tmp.
+func (j *jail) environ(env []string) []string {
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok && under(v, j.Hide) && !under(v, j.Writable) {
+			env[i] = "TMPDIR=/tmp"
+		}
+	}
+	return env
+}
+
+// The securebits that keep uid 0 from gaining capabilities at exec
+// (linux/securebits.h), each locked.
+const (
+	secbitNoRoot              = 1 << 0
+	secbitNoRootLocked        = 1 << 1
+	secbitNoSetuidFixup       = 1 << 2
+	secbitNoSetuidFixupLocked = 1 << 3
+	secbitKeepCapsLocked      = 1 << 5
+	secbitNoAmbientRaise      = 1 << 6
+	secbitNoAmbientRaiseLock  = 1 << 7
+)
+
+// startJailed starts the process from a thread that has given up every
+// capability for good, so that the process has none: whatever user it
+// is, it cannot unmount, remount or trace its way out of the jail, nor
+// signal its init. Credentials are per thread, and a child takes the
+// forking thread's, so the thread stays locked (and dies with the
+// goroutine) rather than go back to the runtime's pool.
+func startJailed(path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+	type started struct {
+		p   *os.Process
+		err error
+	}
+	c := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread()
+		if err := dropPrivileges(); err != nil {
+			c <- started{err: err}
+			return
+		}
+		p, err := os.StartProcess(path, argv, attr)
+		c <- started{p, err}
+		if err == nil {
+			// The process's parent-death signal follows this thread:
+			// it must live as long as the supervisor does.
+			select {}
+		}
+	}()
+	s := <-c
+	return s.p, s.err
+}
+
+// dropPrivileges empties this thread's capability sets (bounding,
+// ambient, inheritable, permitted, effective) and locks securebits so
+// that no exec gives any back; no_new_privs closes setuid binaries.
+func dropPrivileges() error {
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	for c := 0; ; c++ {
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			if errors.Is(err, unix.EINVAL) && c > 0 {
+				break // past the last capability
+			}
+			return fmt.Errorf("sandbox: bounding set: %w", err)
+		}
+	}
+	bits := secbitNoRoot | secbitNoRootLocked | secbitNoSetuidFixup | secbitNoSetuidFixupLocked |
+		secbitKeepCapsLocked | secbitNoAmbientRaise | secbitNoAmbientRaiseLock
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, uintptr(bits), 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: securebits: %w", err)
+	}
+	_ = unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("sandbox: capabilities: %w", err)
+	}
+	return nil
+}
+
+// probe starts one contained run of true in a directory of its own.
+func probe() error {
+	if !supervising.Load() {
+		return errors.New("converge's supervisor is not in this process (proc.Supervise was not called)")
+	}
+	bin, err := exec.LookPath("true")
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "converge-probe-")
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Mkdir(filepath.Join(dir, "home"), 0o700); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "work"), 0o700); err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	j, err := newJail(Spec{Dir: filepath.Join(dir, "work")}, CurrentPolicy(), filepath.Join(dir, "home"))
+	if err != nil {
+		return fmt.Errorf("probe: %w", err)
+	}
+	res, err := Run(context.Background(), Spec{Argv: []string{bin}, Dir: filepath.Join(dir, "work"), Budget: time.Minute, jail: j})
+	switch {
+	case err != nil:
+		return unwrapRun(err)
+	case res.ExitCode != 0:
+		return fmt.Errorf("a contained run of true exited %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+	return nil
+}
+
+// unwrapRun is err without Run's "run PROGRAM: " prefix.
+func unwrapRun(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
+}

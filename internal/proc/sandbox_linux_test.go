@@ -1,0 +1,265 @@
+package proc_test
+
+import (
+	"context"
+
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/proc"
+	"github.com/convergeloop/converge/internal/proc/proctest"
+)
+
+// The SEC-7 tests run as whoever runs the test binary; run as root they
+// also run the whole suite again as nobody (TestSEC_7_AsAnUnprivilegedUser),
+// since what contains a root run (capabilities dropped, securebits) and
+// an ordinary user's (a user namespace) differ.
+
+// contained runs script contained in dir, with the policy hiding hide.
+func contained(t *testing.T, dir, script string, edit ...func(*proc.Spec)) proc.Result {
+	t.Helper()
+	s := proc.Spec{Argv: []string{"sh", "-c", script}, Dir: dir, Budget: time.Minute, Grace: time.Second, Env: os.Environ()}
+	for _, f := range edit {
+		f(&s)
+	}
+	r, err := proc.Run(context.Background(), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// requireSandbox fails the test where the kernel offers no containment:
+// converge then refuses agents, and these tests would prove nothing.
+func requireSandbox(t *testing.T) {
+	t.Helper()
+	if err := proc.Available(); err != nil {
+		t.Fatalf("containment is not available here: %v", err)
+	}
+}
+
+// hiding sets a policy that hides state for the test's length.
+func hiding(t *testing.T, state ...string) {
+	t.Helper()
+	old := proc.CurrentPolicy()
+	proc.SetPolicy(proc.Policy{Hide: state, Limits: proc.Limits{FileSize: 1 << 20, Processes: 256}})
+	t.Cleanup(func() { proc.SetPolicy(old) })
+}
+
+// worktree is a directory the run may write, with a secret beside it in
+// a state directory it must not see.
+func worktree(t *testing.T) (state, wt string) {
+	t.Helper()
+	state = t.TempDir()
+	wt = filepath.Join(state, "work", "wt")
+	if err := os.MkdirAll(wt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "converge.db"), []byte("token=s3cr3t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(state, "work", "other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(state, "work", "other", "f"), []byte("another run's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return state, wt
+}
+
+func TestSEC_7_AContainedRunSeesAndSignalsOnlyItsOwnTree(t *testing.T) {
+	requireSandbox(t)
+	me := strconv.Itoa(os.Getpid())
+	r := contained(t, t.TempDir(), `ls /proc | grep -E '^[0-9]+$' | tr '\n' ' '; echo; kill -0 `+me+` 2>&1 && echo signalled-converge; kill -9 1 2>&1; kill -9 $PPID; echo alive`)
+	if !strings.Contains(r.Stdout, "alive") {
+		t.Fatalf("the run did not finish: %+v", r)
+	}
+	pids := strings.Fields(strings.SplitN(r.Stdout, "\n", 2)[0])
+	if len(pids) == 0 || len(pids) > 6 {
+		t.Errorf("the run sees %d processes (%v); want its own few", len(pids), pids)
+	}
+	if strings.Contains(r.Stdout, "signalled-converge") {
+		t.Errorf("the run could signal converge (pid %s)", me)
+	}
+}
+
+func TestSEC_7_AContainedRunWritesOnlyItsWorktreeAndSeesNoState(t *testing.T) {
+	requireSandbox(t)
+	state, wt := worktree(t)
+	hiding(t, state)
+	outside := t.TempDir() // beside the state, not hidden by the policy
+	if err := os.Chmod(outside, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	home, _ := os.UserHomeDir()
+	r := contained(t, wt, strings.Join([]string{
+		`echo mine > ` + filepath.Join(wt, "mine"),
+		`echo home > "$HOME/.converge-test-home-write"`,
+		`cat ` + filepath.Join(state, "converge.db") + ` && echo READ-STATE`,
+		`cat ` + filepath.Join(state, "work", "other", "f") + ` && echo READ-OTHER`,
+		`echo x > ` + filepath.Join(outside, "escaped") + ` && echo WROTE-OUTSIDE`,
+		`echo x > /etc/converge-escaped && echo WROTE-ETC`,
+		`ls -A "$HOME"`,
+		`echo done`,
+	}, "; "))
+	if !strings.Contains(r.Stdout, "done") {
+		t.Fatalf("the run did not finish: %+v", r)
+	}
+	for _, bad := range []string{"READ-STATE", "READ-OTHER", "WROTE-OUTSIDE", "WROTE-ETC", "s3cr3t"} {
+		if strings.Contains(r.Stdout, bad) {
+			t.Errorf("%s: %s", bad, r.Stdout)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join(wt, "mine")); err != nil || string(b) != "mine\n" {
+		t.Errorf("the run's own write to its worktree: %q %v", b, err)
+	}
+	for _, p := range []string{filepath.Join(outside, "escaped"), "/etc/converge-escaped"} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s exists on the machine", p)
+			_ = os.Remove(p)
+		}
+	}
+	if home != "" {
+		if _, err := os.Stat(filepath.Join(home, ".converge-test-home-write")); err == nil {
+			t.Errorf("the run wrote into the user's home")
+			_ = os.Remove(filepath.Join(home, ".converge-test-home-write"))
+		}
+	}
+}
+
+func TestSEC_7_AContainedRunCannotWriteItsGitDirectory(t *testing.T) {
+	requireSandbox(t)
+	state, wt := worktree(t)
+	hiding(t, state)
+	if out, err := exec.Command("git", "init", "-q", wt).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	cfg := filepath.Join(wt, ".git", "config")
+	before, _ := os.ReadFile(cfg)
+	r := contained(t, wt, `printf '[core]\n\thooksPath = /tmp/h\n' >> .git/config && echo WROTE-CONFIG; mkdir -p .git/hooks && echo x > .git/hooks/pre-commit && echo WROTE-HOOK; echo f > f && git status --porcelain; echo done`)
+	if !strings.Contains(r.Stdout, "done") || !strings.Contains(r.Stdout, "?? f") {
+		t.Fatalf("the run did not finish, or its git did not see its file: %+v", r)
+	}
+	after, _ := os.ReadFile(cfg)
+	if string(after) != string(before) || strings.Contains(r.Stdout, "WROTE-") {
+		t.Errorf("the run wrote its repository's git directory: %s", r.Stdout)
+	}
+	if _, err := os.Stat(filepath.Join(wt, ".git", "hooks", "pre-commit")); err == nil {
+		t.Errorf("the run planted a hook")
+	}
+}
+
+func TestSEC_7_NothingOfAContainedRunOutlivesIt(t *testing.T) {
+	requireSandbox(t)
+	marker := "converge-escapee-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	// It detaches every way it can, ignores every signal it may, kills
+	// its parent and tries its init, then the run's leader exits.
+	script := `trap '' TERM INT HUP; (setsid sh -c 'trap "" TERM INT HUP; exec -a ` + marker + ` sleep 300' &) ; (sh -c '(exec -a ` + marker + ` sleep 300 &) ' &); kill -9 $PPID 1 2>/dev/null; sleep 0.2; echo detached`
+	r := contained(t, t.TempDir(), script)
+	if !strings.Contains(r.Stdout, "detached") {
+		t.Fatalf("the run did not get to detach: %+v", r)
+	}
+	left := func() []int {
+		var pids []int
+		for _, p := range proc.Processes() {
+			b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cmdline")
+			if strings.Contains(string(b), marker) && !p.Zombie {
+				pids = append(pids, p.PID)
+			}
+		}
+		return pids
+	}
+	if pids := left(); len(pids) > 0 {
+		t.Fatalf("processes of the run outlived it: %v", pids)
+	}
+}
+
+func TestSEC_7_AContainedRunIsBoundInFileSize(t *testing.T) {
+	requireSandbox(t)
+	state, wt := worktree(t)
+	hiding(t, state) // 1 MiB files
+	r := contained(t, wt, `head -c 3145728 /dev/zero > big 2>/dev/null; echo "exit=$?"`)
+	fi, err := os.Stat(filepath.Join(wt, "big"))
+	if err == nil && fi.Size() > 1<<20 {
+		t.Fatalf("the run wrote a %d-byte file past its 1 MiB bound: %s", fi.Size(), r.Stdout)
+	}
+}
+
+func TestSEC_7_ToolsUnderTheHomeStillRun(t *testing.T) {
+	requireSandbox(t)
+	home, err := os.UserHomeDir()
+	if err != nil || home == "" || home == "/" {
+		t.Skip("no home")
+	}
+	// A tool directory on PATH under a hidden home is exposed (a
+	// copy-on-write layer); the rest of the home is not.
+	tools, err := os.MkdirTemp(home, ".converge-tools-")
+	if err != nil {
+		t.Skipf("home not writable: %v", err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(tools) })
+	if err := os.MkdirAll(filepath.Join(tools, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools, "bin", "hello-tool"), []byte("#!/bin/sh\necho hello from the tool\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(home, ".converge-test-secret")
+	if err := os.WriteFile(secret, []byte("s3cr3t"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Remove(secret) })
+	env := append(os.Environ(), "PATH="+filepath.Join(tools, "bin")+":"+os.Getenv("PATH"))
+	old := proc.CurrentPolicy()
+	proc.SetPolicy(proc.Policy{Expose: proc.ToolPaths(env)})
+	t.Cleanup(func() { proc.SetPolicy(old) })
+	r := contained(t, t.TempDir(), `hello-tool; echo x > `+filepath.Join(tools, "bin", "planted")+`; cat `+secret+` && echo READ-SECRET; echo done`, func(s *proc.Spec) { s.Env = env })
+	if !strings.Contains(r.Stdout, "hello from the tool") || !strings.Contains(r.Stdout, "done") {
+		t.Fatalf("the tool did not run: %+v", r)
+	}
+	if strings.Contains(r.Stdout, "READ-SECRET") {
+		t.Errorf("the run read a dotfile of the home")
+	}
+	if _, err := os.Stat(filepath.Join(tools, "bin", "planted")); err == nil {
+		t.Errorf("the run wrote into the real tool directory")
+	}
+}
+
+// TestSEC_7_AsAnUnprivilegedUser runs this package's SEC-7 tests again as
+// nobody, when run as root: both must be contained.
+func TestSEC_7_AsAnUnprivilegedUser(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("runs as root only: it starts the tests again as nobody")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) is needed to run as nobody: %v", err)
+	}
+	bin := proctest.CopyExecutable(t, os.Args[0])
+	home := proctest.WorldDir(t)
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin,
+		"-test.run", "^TestSEC_7_", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "HOME="+home, "TMPDIR="+home)
+	cmd.Dir = home
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: TestSEC_7_AContainedRunWritesOnlyItsWorktreeAndSeesNoState") {
+		t.Fatalf("as nobody, the tests did not run:\n%s", out)
+	}
+	t.Logf("as nobody:\n%s", lastLines(string(out), 12))
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
