@@ -21,10 +21,12 @@ import (
 )
 
 type demoOptions struct {
-	StateDir     string
-	JSON         bool
-	Keep         bool
-	CopilotDelay time.Duration
+	StateDir string
+	// UnsafeNoSandbox runs the demo's builds and tests uncontained (SEC-7).
+	UnsafeNoSandbox bool
+	JSON            bool
+	Keep            bool
+	CopilotDelay    time.Duration
 	// Forge is the emulator the demo runs on.
 	Forge forge.Kind
 	// factory builds the forge client and the agent (nil: the real one).
@@ -60,6 +62,7 @@ pipeline passes.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default: a temporary directory removed on exit)")
+	addSandboxFlag(cmd.Flags(), &opts.UnsafeNoSandbox)
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
 	cmd.Flags().BoolVar(&opts.Keep, "keep", false, "keep the state directory and worktree")
 	cmd.Flags().DurationVar(&opts.CopilotDelay, "copilot-delay", time.Second, "how long the scripted Copilot takes to review")
@@ -78,6 +81,9 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 		if !opts.Keep {
 			defer os.RemoveAll(tmp)
 		}
+	}
+	if err := containAgents(ios, opts.UnsafeNoSandbox, dir); err != nil {
+		return err
 	}
 	if opts.Forge == forge.GitLab {
 		return runDemoGitLab(ctx, ios, opts, dir)

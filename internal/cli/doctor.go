@@ -96,13 +96,15 @@ when --check shows the model answered.`,
 
 // doctorReport is what doctor found; its JSON is the --json output.
 type doctorReport struct {
-	Repository string         `json:"repository"`
-	Git        string         `json:"git"` // "" when the directory is not in a git repository
-	Commands   []doctorCmd    `json:"commands"`
-	Agents     []doctorAgent  `json:"agents"`
-	Token      doctorFinding  `json:"token"`
-	GitVersion doctorFinding  `json:"git_version"`
-	Override   *doctorFinding `json:"override,omitempty"`
+	Repository string        `json:"repository"`
+	Git        string        `json:"git"` // "" when the directory is not in a git repository
+	Commands   []doctorCmd   `json:"commands"`
+	Agents     []doctorAgent `json:"agents"`
+	Token      doctorFinding `json:"token"`
+	GitVersion doctorFinding `json:"git_version"`
+	// Sandbox is whether agents can run contained here (SEC-7).
+	Sandbox  doctorFinding  `json:"sandbox"`
+	Override *doctorFinding `json:"override,omitempty"`
 	// ExitCode is doctor's: the IF-1 code of the worst problem of the
 	// agents a run would use.
 	ExitCode int `json:"exit_code"`
@@ -201,6 +203,7 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 		rep.Token = doctorFinding{OK: true, What: fmt.Sprintf("%s: from %s", opts.Host, src)}
 	}
 
+	rep.Sandbox = sandboxFinding()
 	ac, err := agentSettings(ios, opts.Set, file)
 	if err != nil {
 		return err
@@ -245,6 +248,7 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 		fmt.Fprintf(tw, "override\t%s\n", rep.Override.What)
 	}
 	fmt.Fprintf(tw, "git\t%s\n", rep.GitVersion.What)
+	fmt.Fprintf(tw, "sandbox\t%s\n", rep.Sandbox.What)
 	for _, a := range rep.Agents {
 		writeDoctorAgent(tw, a)
 	}

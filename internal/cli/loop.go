@@ -24,28 +24,30 @@ import (
 )
 
 type loopOptions struct {
-	Goal          string
-	GoalFile      string
-	Check         string
-	Judge         string
-	JudgeCmd      string
-	Agent         string
-	AgentCmd      string
-	Protect       []string
-	MaxIterations int
-	StallAfter    int
-	Confirm       int
-	AllowRemoval  bool
-	confirmSet    bool
-	MaxWallClock  time.Duration
-	MaxCost       float64
-	Predecessor   string
-	JSON          bool
-	StateDir      string
-	Workdir       string
-	Fresh         bool
-	AgentTimeout  time.Duration
-	CheckTimeout  time.Duration
+	// UnsafeNoSandbox runs the body, judges and checks uncontained (SEC-7).
+	UnsafeNoSandbox bool
+	Goal            string
+	GoalFile        string
+	Check           string
+	Judge           string
+	JudgeCmd        string
+	Agent           string
+	AgentCmd        string
+	Protect         []string
+	MaxIterations   int
+	StallAfter      int
+	Confirm         int
+	AllowRemoval    bool
+	confirmSet      bool
+	MaxWallClock    time.Duration
+	MaxCost         float64
+	Predecessor     string
+	JSON            bool
+	StateDir        string
+	Workdir         string
+	Fresh           bool
+	AgentTimeout    time.Duration
+	CheckTimeout    time.Duration
 	// changed reports a flag given on the command line (nil: none).
 	changed func(flag string) bool
 	// agents are the agent settings and --no-agent-check.
@@ -125,6 +127,7 @@ local state store, are refused.`,
 	f.StringVar(&opts.Predecessor, "predecessor", "", "the run this one follows: its end is restated and its failed approaches carried")
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events and the result as JSON")
 	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	addSandboxFlag(f, &opts.UnsafeNoSandbox)
 	f.StringVar(&opts.Workdir, "workdir", ".", "the repository to work in")
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run of the same goal and check can resume")
 	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each agent and judge run")
@@ -155,6 +158,9 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	}
 	if opts.engine.temporal() {
 		return runLoopTemporal(ctx, ios, opts)
+	}
+	if err := containAgents(ios, opts.UnsafeNoSandbox, opts.StateDir); err != nil {
+		return err
 	}
 	db, err := opts.factory.orDefault(ios).OpenStore(ctx, opts.StateDir)
 	if err != nil {

@@ -29,6 +29,8 @@ import (
 const defaultPlanParallel = 4
 
 type planOptions struct {
+	// UnsafeNoSandbox runs implementers and reviewers uncontained (SEC-7).
+	UnsafeNoSandbox bool
 	// File is the plan (the argument).
 	File           string
 	Agent          string
@@ -129,6 +131,7 @@ to be resumed.`,
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events and the report as JSON")
 	f.StringVar(&opts.Report, "report", "", "also write the tracking report, as markdown, to this file")
 	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	addSandboxFlag(f, &opts.UnsafeNoSandbox)
 	f.StringVar(&opts.Workdir, "workdir", ".", "the repository to work in")
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run of the same plan can resume")
 	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each implementer and reviewer run")
@@ -157,6 +160,9 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 	}
 	if opts.engine.temporal() {
 		return runPlanTemporal(ctx, ios, opts, file)
+	}
+	if err := containAgents(ios, opts.UnsafeNoSandbox, opts.StateDir); err != nil {
+		return err
 	}
 	s, err := preparePlan(ctx, ios, opts, file)
 	if err != nil {

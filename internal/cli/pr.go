@@ -33,6 +33,8 @@ import (
 
 type prOptions struct {
 	URLs []string // one loop per PR, all in this process
+	// UnsafeNoSandbox runs agents uncontained (SEC-7).
+	UnsafeNoSandbox bool
 	// kind is the forge the PRs are on (the first PR's; all must agree),
 	// set when the run's setup is made.
 	kind     forge.Kind
@@ -174,6 +176,7 @@ func addPRFlags(f *pflag.FlagSet, opts *prOptions) {
 	f.StringVar(&opts.Agent, "agent", "suggest", "fixer agent: suggest (apply ```suggestion blocks), command, claude, codex, gemini or opencode")
 	f.StringVar(&opts.AgentCmd, "agent-cmd", "", "with --agent command: the program to run (task JSON on stdin, status record on stdout)")
 	f.StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
+	addSandboxFlag(f, &opts.UnsafeNoSandbox)
 	f.BoolVar(&opts.JSON, "json", false, "print NDJSON events instead of lines")
 	f.BoolVar(&opts.Keep, "keep", false, "keep the run's worktree and clone (PR-G6)")
 	f.BoolVar(&opts.DryRun, "dry-run", false, "write nothing to the forge or the branch: run once on the existing threads (and the local review) and print what each step would do")
@@ -218,6 +221,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	}
 	if opts.engine.temporal() {
 		return runPRTemporal(ctx, ios, opts)
+	}
+	if err := containAgents(ios, opts.UnsafeNoSandbox, opts.StateDir); err != nil {
+		return err
 	}
 	var refs []forge.PRRef
 	for _, u := range opts.URLs {

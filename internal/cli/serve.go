@@ -104,6 +104,11 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	if err := opts.engine.check(ios); err != nil {
 		return err
 	}
+	if !opts.engine.temporal() {
+		if err := containAgents(ios, opts.pr.UnsafeNoSandbox, opts.pr.StateDir); err != nil {
+			return err
+		}
+	}
 	if (opts.Label != "" || len(opts.Authors) > 0) && len(opts.Watch) == 0 {
 		return usageErr("--watch-label and --watch-author narrow --watch: name the repository with --watch OWNER/REPO")
 	}

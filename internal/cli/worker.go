@@ -25,11 +25,13 @@ import (
 // CAs and state directory (clone cache). A loop's own settings come with
 // its workflow; secrets never do.
 type workerOptions struct {
-	engine   engineOptions
-	Token    string
-	CAFile   string
-	StateDir string
-	App      appOptions
+	// UnsafeNoSandbox runs the workers' agents uncontained (SEC-7).
+	UnsafeNoSandbox bool
+	engine          engineOptions
+	Token           string
+	CAFile          string
+	StateDir        string
+	App             appOptions
 	// factory builds the forge clients and the agents of every loop
 	// (nil: the real one).
 	factory *Factory
@@ -61,6 +63,7 @@ agent CLIs the loops name. Runs until SIGINT or SIGTERM.`,
 	f.StringVar(&opts.Token, "token", "", "forge token (default: CONVERGE_TOKEN, then the gh conventions)")
 	f.StringVar(&opts.CAFile, "ca-file", "", "extra trusted CA certificates (PEM), for the API and git")
 	f.StringVar(&opts.StateDir, "state", "", "state directory: the clone cache (default $XDG_STATE_HOME/converge)")
+	addSandboxFlag(f, &opts.UnsafeNoSandbox)
 	addAppFlags(f, &opts.App)
 	return cmd
 }
@@ -76,6 +79,9 @@ func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
 		opts.StateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
 	}
 	if err := writableDir(opts.StateDir); err != nil {
+		return err
+	}
+	if err := containAgents(ios, opts.UnsafeNoSandbox, opts.StateDir); err != nil {
 		return err
 	}
 	c, err := opts.engine.dial(ctx)
