@@ -140,6 +140,9 @@ const (
 	// ReasonBudgetExceeded: the run was stopped at its budget before it
 	// printed a valid status record (AG-T1).
 	ReasonBudgetExceeded = "budget-exceeded"
+	// ReasonOutputFlood: the run wrote more output than a run may
+	// (Cmd.MaxRead) and was stopped at once.
+	ReasonOutputFlood = "output-flood"
 )
 
 // StatusRecord is the last line an agent prints (IF-5). ParseStatus is the

@@ -11,7 +11,8 @@ import (
 // FailureOf tells whether a fix run that returned (r, err) happened by the
 // protocol or could not run (AG-T4): an error from Run, output without a
 // valid status record (a crash or a non-zero exit without one included),
-// or a run stopped at its budget before printing one. Anything else — a
+// a run stopped at its budget before printing one, or one stopped for
+// flooding its output (ReasonOutputFlood). Anything else — a
 // valid record of any status — is nil: the record is the agent's answer.
 // name is the backend's Name(); the stderr tail is redacted again, as the
 // failure is printed and stored.
@@ -23,6 +24,9 @@ func FailureOf(name string, r Result, err error) *RunFailure {
 		what = cli.Error()
 	case err != nil:
 		what = strings.Join(strings.Fields(err.Error()), " ")
+	case r.Record.Reason == ReasonOutputFlood:
+		// Its last line is a piece of the flood, no clue.
+		what = r.Record.Summary
 	case r.Record.Reason == ReasonUnparseable, r.Record.Reason == ReasonBudgetExceeded:
 		what = r.Record.Summary
 		if what == "" {

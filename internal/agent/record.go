@@ -12,6 +12,8 @@ import (
 func ProcessRecord(res CmdResult, budget time.Duration) StatusRecord {
 	rec := StatusRecord{FilesChanged: []string{}}
 	switch {
+	case res.Flooded:
+		return res.Record // FloodRecord
 	case res.TimedOut:
 		rec.Status, rec.Reason = StatusPartial, ReasonBudgetExceeded
 		rec.Summary = fmt.Sprintf("stopped at the %s budget", budget)

@@ -20,6 +20,14 @@ const DefaultGrace = proc.DefaultGrace
 // bounds memory for chatty agents.
 const OutputTail = 256 << 10
 
+// DefaultMaxRead bounds the output an agent run may write, stdout and
+// stderr together: an agent that writes more (a loop printing, a binary
+// dumped to the terminal) is stopped at once, its record blocked with
+// reason output-flood, rather than read until its budget ends (REL-3).
+// No agent's answer comes near it: a run keeps only OutputTail of each
+// stream.
+const DefaultMaxRead int64 = 64 << 20
+
 // Cmd is a subprocess to run under a time-box.
 type Cmd struct {
 	Argv  []string
@@ -50,6 +58,9 @@ type Cmd struct {
 	// RetryBound is how long a Watch's Retry may go on; zero means
 	// DefaultRetryBound.
 	RetryBound time.Duration
+	// MaxRead bounds the bytes the run may write, both streams together;
+	// zero means DefaultMaxRead, below zero no bound.
+	MaxRead int64
 }
 
 // CmdResult is what RunWithBudget observed.
@@ -62,7 +73,10 @@ type CmdResult struct {
 	Stderr     string // last OutputTail bytes
 	ExitCode   int    // -1 when ended by a signal
 	TimedOut   bool   // stopped at the budget
-	Duration   time.Duration
+	// Flooded: the run wrote more than Cmd.MaxRead and was killed at
+	// once; the Record is then blocked with reason output-flood.
+	Flooded  bool
+	Duration time.Duration
 	// Failure is the CLI's own error that stopped the run (Cmd.Watch);
 	// the Record is then blocked with reason cli-error.
 	Failure *CLIError
@@ -99,10 +113,18 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 	if parse == nil {
 		parse = ParseStatus
 	}
+	maxRead := c.MaxRead
+	switch {
+	case maxRead == 0:
+		maxRead = DefaultMaxRead
+	case maxRead < 0:
+		maxRead = 0 // proc's "none"
+	}
 
 	spec := proc.Spec{
 		Argv: c.Argv, Dir: c.Dir, Env: env, Stdin: c.Stdin,
 		Budget: budget, Grace: grace, MaxOutput: OutputTail, Clock: c.Clock, StdoutHead: c.StdoutHead,
+		MaxRead: maxRead,
 	}
 	var w *watch
 	if c.Watch != nil {
@@ -125,6 +147,7 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 		Stderr:   p.Stderr,
 		ExitCode: p.ExitCode,
 		TimedOut: p.TimedOut,
+		Flooded:  p.Flooded,
 		Duration: p.Duration,
 	}
 	if p.StdoutDropped > 0 {
@@ -134,6 +157,11 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 		return res, fmt.Errorf("run agent %s: %w", c.Argv[0], errors.Unwrap(err))
 	}
 
+	if p.Flooded {
+		// Whatever it printed last is cut off mid-flood: no record.
+		res.Record = FloodRecord(maxRead)
+		return res, nil
+	}
 	if w != nil {
 		if f := w.finish(); f != nil {
 			res.Failure = f
@@ -163,6 +191,21 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 		return res, fmt.Errorf("run agent %s: %w", c.Argv[0], p.Interrupted)
 	}
 	return res, nil
+}
+
+// FloodRecord is the record of a run stopped for writing more than max
+// bytes of output: blocked, reason output-flood.
+func FloodRecord(max int64) StatusRecord {
+	return StatusRecord{Status: StatusBlocked, Reason: ReasonOutputFlood,
+		Summary: fmt.Sprintf("the agent wrote more than %s of output; stopped", bytesWords(max)), FilesChanged: []string{}}
+}
+
+// bytesWords is n in MiB when it is a whole number of them, else in bytes.
+func bytesWords(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // ReasonCLIError is the reason of a run's record when the CLI itself

@@ -151,3 +151,51 @@ func TestRunWithBudgetStartFailure(t *testing.T) {
 		t.Error("want an error for empty argv")
 	}
 }
+
+// TestAG_T1_OutputFloodStopsTheRun: an agent that floods its output (yes
+// on stdout, or on stderr, both streams counted together) is stopped as
+// soon as it passes the bound, long before its budget: the run is not a
+// timeout and no error; its record is blocked with reason output-flood,
+// the summary naming the bound, and FailureOf makes it a failure of the
+// run (AG-T4), never a hand-off of a finding on an agent's say.
+func TestAG_T1_OutputFloodStopsTheRun(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		body    string
+		max     int64
+		summary string
+	}{
+		{"stdout, the default bound", "yes", 0, "the agent wrote more than 64 MiB of output; stopped"},
+		{"stderr, a bound of 1 MiB", "yes >&2", 1 << 20, "the agent wrote more than 1 MiB of output; stopped"},
+		{"both streams together", "yes & yes >&2; wait", 2 << 20, "the agent wrote more than 2 MiB of output; stopped"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			res, err := RunWithBudget(context.Background(), Cmd{Argv: script(t, tc.body), Budget: time.Minute, MaxRead: tc.max})
+			if err != nil {
+				t.Fatalf("err = %v, want none", err)
+			}
+			if el := time.Since(start); el > 20*time.Second {
+				t.Errorf("the flood ran %s, want it stopped promptly", el)
+			}
+			if !res.Flooded || res.TimedOut {
+				t.Errorf("flooded %v, timed out %v: want a flood, not a timeout", res.Flooded, res.TimedOut)
+			}
+			if res.Record.Status != StatusBlocked || res.Record.Reason != ReasonOutputFlood || res.Record.Summary != tc.summary {
+				t.Errorf("record = %+v, want blocked %s %q", res.Record, ReasonOutputFlood, tc.summary)
+			}
+			if len(res.Stdout) > OutputTail || len(res.Stderr) > OutputTail {
+				t.Errorf("kept %d and %d bytes, more than the tail", len(res.Stdout), len(res.Stderr))
+			}
+			f := FailureOf("fixer", Result{Record: res.Record, Output: res.Stdout, Stderr: res.Stderr}, nil)
+			if f == nil || !strings.Contains(f.Error(), tc.summary) || strings.Contains(f.Error(), "deadline") {
+				t.Errorf("FailureOf = %v, want the run's failure naming the flood", f)
+			}
+		})
+	}
+	// Under the bound is no flood.
+	res, err := RunWithBudget(context.Background(), Cmd{Argv: script(t, "head -c 100000 /dev/zero | tr '\\0' x; echo; echo '"+recordLine+"'"), Budget: time.Minute, MaxRead: 1 << 20})
+	if err != nil || res.Flooded || res.Record.Status != StatusComplete {
+		t.Errorf("a run within the bound: %+v, %v", res.Record, err)
+	}
+}

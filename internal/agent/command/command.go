@@ -202,6 +202,8 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 func reviewRecord(res agent.CmdResult, budget time.Duration) agent.StatusRecord {
 	rec := agent.StatusRecord{FilesChanged: []string{}}
 	switch {
+	case res.Flooded:
+		return res.Record // agent.FloodRecord
 	case res.TimedOut:
 		rec.Status, rec.Reason = agent.StatusPartial, agent.ReasonBudgetExceeded
 		rec.Summary = fmt.Sprintf("stopped at the %s budget", budget)

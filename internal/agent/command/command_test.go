@@ -216,3 +216,31 @@ printf '{"status":"complete","next_action":"","needs_extension_minutes":0,"summa
 		}
 	}
 }
+
+// TestAG_T1_CommandOutputFloodIsStopped: a command agent that floods
+// stdout (yes) ends promptly, blocked with reason output-flood, whether
+// it fixes or reviews; agent.FailureOf makes it the run's failure.
+func TestAG_T1_CommandOutputFloodIsStopped(t *testing.T) {
+	for _, kind := range []string{agent.TaskKindFix, agent.TaskKindReview} {
+		t.Run(kind, func(t *testing.T) {
+			a := newAgent(t, "cat >/dev/null; yes", Options{Name: "flooder"})
+			tk := task(t, time.Minute)
+			tk.Kind = kind
+			start := time.Now()
+			res, err := a.Run(context.Background(), tk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if el := time.Since(start); el > 20*time.Second {
+				t.Errorf("returned after %s, want it stopped promptly", el)
+			}
+			want := "the agent wrote more than 64 MiB of output; stopped"
+			if res.Record.Status != agent.StatusBlocked || res.Record.Reason != agent.ReasonOutputFlood || res.Record.Summary != want {
+				t.Fatalf("record = %+v, want blocked output-flood %q", res.Record, want)
+			}
+			if f := agent.FailureOf(a.Name(), res, nil); f == nil || !strings.Contains(f.Error(), "agent flooder could not run: "+want) {
+				t.Errorf("FailureOf = %v", f)
+			}
+		})
+	}
+}
