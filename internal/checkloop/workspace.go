@@ -72,7 +72,7 @@ func (w *GitWorkspace) Snapshot(ctx context.Context) (string, string, error) {
 	if err := copyFile(filepath.Join(gitDir, "index"), idx); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", "", fmt.Errorf("snapshot: %w", err)
 	}
-	g := &repo.Git{Dir: w.Git.Dir, Env: append(append([]string{}, w.Git.Env...), "GIT_INDEX_FILE="+idx)}
+	g := w.Git.WithEnv("GIT_INDEX_FILE=" + idx)
 	if _, err := g.Run(ctx, "add", "-A", "--", "."); err != nil {
 		return "", "", fmt.Errorf("snapshot: %w", err)
 	}

@@ -435,9 +435,9 @@ func (p *run[T]) snapshotCommit(ctx context.Context, parent string, wave int) (s
 	if err != nil {
 		return "", err
 	}
-	g := &repo.Git{Dir: p.target.Dir, Env: append(slices.Clone(p.target.Env),
+	g := p.target.WithEnv(
 		"GIT_AUTHOR_NAME="+repo.DefaultAuthorName, "GIT_AUTHOR_EMAIL="+repo.DefaultAuthorEmail,
-		"GIT_COMMITTER_NAME="+repo.DefaultAuthorName, "GIT_COMMITTER_EMAIL="+repo.DefaultAuthorEmail)}
+		"GIT_COMMITTER_NAME="+repo.DefaultAuthorName, "GIT_COMMITTER_EMAIL="+repo.DefaultAuthorEmail)
 	out, err := g.Run(ctx, "commit-tree", tree, "-p", parent, "-m", fmt.Sprintf("pool: waves 1-%d combined", wave))
 	if err != nil {
 		return "", fmt.Errorf("pool: %w", err)

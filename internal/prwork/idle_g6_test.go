@@ -3,7 +3,6 @@ package prwork_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prloop/prlooptest"
 	"github.com/convergeloop/converge/internal/prwork"
+	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 
@@ -58,15 +58,12 @@ func heldOnDisk(root string, gitEnv []string) string {
 			continue
 		}
 		n++
-		cmd := exec.Command("git", "-C", c, "rev-parse", "--is-bare-repository")
-		cmd.Env = gitEnv
-		if out, err := cmd.Output(); err != nil || strings.TrimSpace(string(out)) != "true" {
+		g := &repo.Git{Dir: c, Env: gitEnv}
+		if out, err := g.Run(context.Background(), "rev-parse", "--is-bare-repository"); err != nil || strings.TrimSpace(out) != "true" {
 			held = append(held, "a clone with a checkout: "+c)
 		}
-		cmd = exec.Command("git", "-C", c, "worktree", "list", "--porcelain")
-		cmd.Env = gitEnv
-		if out, err := cmd.Output(); err != nil || strings.Count(string(out), "worktree ") != 1 {
-			held = append(held, "worktrees in the clone: "+strings.TrimSpace(string(out)))
+		if out, err := g.Run(context.Background(), "worktree", "list", "--porcelain"); err != nil || strings.Count(out, "worktree ") != 1 {
+			held = append(held, "worktrees in the clone: "+strings.TrimSpace(out))
 		}
 	}
 	if n > 1 {
@@ -120,22 +117,23 @@ func demoRun(t testing.TB, park bool) (*waitProbe, []string, *prwork.GitWorkspac
 func pushed(t testing.TB, hub *fakehub.Hub, demo fakehub.DemoInfo, ws *prwork.GitWorkspace, from, to string) []string {
 	t.Helper()
 	dir := t.TempDir()
+	// ws.GitEnv carries the token for repo.Git only: no other process
+	// can be started with it (SEC-8).
+	g := &repo.Git{Dir: dir, Env: ws.GitEnv}
+	ctx := context.Background()
 	for _, args := range [][]string{
 		{"init", "--quiet", "--bare", dir},
-		{"-C", dir, "fetch", "--quiet", hub.GitURL(demo.Owner, demo.Repo), "+refs/heads/*:refs/heads/*"},
+		{"fetch", "--quiet", hub.GitURL(demo.Owner, demo.Repo), "+refs/heads/*:refs/heads/*"},
 	} {
-		cmd := exec.Command("git", args...)
-		cmd.Env = ws.GitEnv
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
+		if _, err := g.Run(ctx, args...); err != nil {
+			t.Fatalf("git %v: %v", args, err)
 		}
 	}
-	cmd := exec.Command("git", "-C", dir, "log", "--reverse", "--format=%s %T", from+".."+to)
-	out, err := cmd.Output()
+	out, err := g.Run(ctx, "log", "--reverse", "--format=%s %T", from+".."+to)
 	if err != nil {
 		t.Fatalf("git log: %v", err)
 	}
-	return strings.Split(strings.TrimSpace(string(out)), "\n")
+	return strings.Split(strings.TrimSpace(out), "\n")
 }
 
 // TestPR_G6_IdleLoopHoldsNoWorktreeOrClone (`converge serve`: idle loops

@@ -40,7 +40,7 @@ type GitWorkspace struct {
 	Root     string   // <state>/work: clones and worktrees live here
 	RunID    string   // names the run's worktree
 	CloneURL string   // the repository's git URL
-	GitEnv   []string // credentials and CAs, via the environment only (IF-2)
+	GitEnv   []string // CA and token (repo.AuthEnvFor), for repo.Git only (SEC-8)
 	// GitCred, when set, gives fetches and pushes a token current as
 	// each starts (a GitHub App's, SEC-5); GitEnv then carries none.
 	GitCred *repo.Credential
@@ -202,7 +202,12 @@ func (w *GitWorkspace) useWorktree(ctx context.Context, pr *forge.PullRequest) (
 	if _, err := gitLocked(ctx, dir, w.clone, "worktree", "add", "--quiet", "--detach", wt, pr.HeadSHA); err != nil {
 		return false, fmt.Errorf("add worktree: %w", err)
 	}
-	w.worktree = &repo.Git{Dir: wt, Env: w.GitEnv, Cred: w.GitCred}
+	// Pinned to its git directory as git just made it: a fixer that
+	// rewrites the worktree's .git file cannot point converge's git at a
+	// repository of its own (SEC-8).
+	if w.worktree, err = (&repo.Git{Dir: wt, Env: w.GitEnv, Cred: w.GitCred}).PinWorktree(ctx); err != nil {
+		return false, fmt.Errorf("add worktree: %w", err)
+	}
 	w.made++
 	return true, nil
 }

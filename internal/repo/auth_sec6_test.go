@@ -36,15 +36,13 @@ func TestSEC6_GitAuthEnvRefusesPlainHTTP(t *testing.T) {
 			if err != nil && strings.Contains(err.Error(), testToken) {
 				t.Errorf("error carries the token: %v", err)
 			}
-			hasHeader := strings.Contains(strings.Join(env, "\n"), "extraHeader")
-			if hasHeader != tt.ok {
-				t.Errorf("header present = %v, want %v: %q", hasHeader, tt.ok, env)
+			if repo.HasToken(env) != tt.ok {
+				t.Errorf("token present = %v, want %v", !tt.ok, tt.ok)
 			}
-			// The unchecked form never hands git a header it would send in
+			// The unchecked form never hands git a token it would send in
 			// clear either; it only stays silent about it.
-			loose := strings.Join(repo.AuthEnvFor(tt.remote, testToken), "\n")
-			if strings.Contains(loose, "extraHeader") != tt.ok {
-				t.Errorf("AuthEnvFor header present = %v, want %v:\n%s", !tt.ok, tt.ok, loose)
+			if repo.HasToken(repo.AuthEnvFor(tt.remote, testToken)) != tt.ok {
+				t.Errorf("AuthEnvFor token present = %v, want %v", !tt.ok, tt.ok)
 			}
 		})
 	}

@@ -22,7 +22,8 @@ import (
 const testToken = "ghs_TeStToKeN0123456789abcdefXYZ"
 
 // gitHTTPServer serves the bare repositories under root through git's own
-// smart-HTTP backend, demanding the Authorization header AuthEnv sends.
+// smart-HTTP backend, demanding the Authorization header git sends with
+// AuthEnvFor's credential; without it, a 401 asks git for one.
 func gitHTTPServer(t *testing.T, root string, tls bool) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
 	out, err := exec.Command("git", "--exec-path").Output()
@@ -89,7 +90,7 @@ func assertNoSecret(t *testing.T, dir string) {
 	}
 }
 
-func TestIF2_GitCredentialsOnlyInEnv(t *testing.T) {
+func TestIF2_GitCredentialsNeverOnDisk(t *testing.T) {
 	ctx := context.Background()
 	env := isolatedEnv(t)
 	root := t.TempDir()
@@ -107,8 +108,8 @@ func TestIF2_GitCredentialsOnlyInEnv(t *testing.T) {
 		name string
 		auth []string
 	}{
-		{"unscoped", repo.AuthEnv(testToken)},
 		{"scoped", repo.AuthEnvFor(url, testToken)},
+		{"scoped-user", repo.AuthEnvForUser(url, "x-access-token", testToken)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "clone")
@@ -145,16 +146,19 @@ func TestIF2_ScopedHeaderStaysOnItsHost(t *testing.T) {
 	root := t.TempDir()
 	bareRepo(t, root, "o/r.git", env)
 	srv, _ := gitHTTPServer(t, root, false)
-	// The token is scoped to another host: this server must not get it.
-	auth := repo.AuthEnvFor("https://github.example.com/o/r.git", testToken)
-	if _, err := repo.Clone(ctx, srv.URL+"/o/r.git", filepath.Join(t.TempDir(), "c"), append(env, auth...)); err == nil {
-		t.Fatal("a header scoped to another host was sent")
+	// The token is scoped to another host, or to another port of this
+	// one: this server must not get it.
+	for _, other := range []string{"https://github.example.com/o/r.git", "http://127.0.0.1:1/o/r.git"} {
+		auth := repo.AuthEnvFor(other, testToken)
+		if _, err := repo.Clone(ctx, srv.URL+"/o/r.git", filepath.Join(t.TempDir(), "c"), append(env, auth...)); err == nil {
+			t.Fatalf("a credential scoped to %s was sent to %s", other, srv.URL)
+		}
 	}
 }
 
 func TestSEC3_GitErrorsCarryNoCredentials(t *testing.T) {
 	ctx := context.Background()
-	env := append(isolatedEnv(t), repo.AuthEnv(testToken)...)
+	env := append(isolatedEnv(t), repo.AuthEnvFor("http://127.0.0.1:1/o/r.git", testToken)...)
 	g := &repo.Git{Dir: t.TempDir(), Env: env}
 	// A URL with userinfo, as a user might have configured, and a header
 	// git could echo: neither may reach the error.
@@ -185,44 +189,38 @@ func TestIF3_GitTrustsTheCAFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := srv.URL + "/o/r.git"
-	if _, err := repo.Clone(ctx, url, filepath.Join(t.TempDir(), "untrusted"), append(env, repo.AuthEnv(testToken)...)); err == nil {
+	if _, err := repo.Clone(ctx, url, filepath.Join(t.TempDir(), "untrusted"), append(env, repo.AuthEnvFor(url, testToken)...)); err == nil {
 		t.Fatal("clone trusted an unknown CA")
 	}
-	if _, err := repo.Clone(ctx, url, filepath.Join(t.TempDir(), "a"), append(env, repo.AuthEnv(testToken, ca)...)); err != nil {
+	if _, err := repo.Clone(ctx, url, filepath.Join(t.TempDir(), "a"), append(env, repo.AuthEnvFor(url, testToken, ca)...)); err != nil {
 		t.Fatalf("clone with GIT_SSL_CAINFO: %v", err)
-	}
-	if _, err := repo.Clone(ctx, url, filepath.Join(t.TempDir(), "b"), append(env, repo.AuthEnvFor(url, testToken, ca)...)); err != nil {
-		t.Fatalf("clone with scoped sslCAInfo: %v", err)
 	}
 	bundle := filepath.Join(t.TempDir(), "bundle.pem")
 	if err := repo.CABundle(bundle, ca); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := repo.Clone(ctx, url, filepath.Join(t.TempDir(), "c"), append(env, repo.AuthEnv(testToken, bundle)...)); err != nil {
+	if _, err := repo.Clone(ctx, url, filepath.Join(t.TempDir(), "c"), append(env, repo.AuthEnvFor(url, testToken, bundle)...)); err != nil {
 		t.Fatalf("clone with a CA bundle: %v", err)
 	}
 }
 
 func TestAuthEnvShape(t *testing.T) {
-	env := repo.AuthEnv(testToken, "/ca.pem")
-	joined := strings.Join(env, "\n")
-	for _, want := range []string{
-		"GIT_SSL_CAINFO=/ca.pem",
-		"GIT_CONFIG_COUNT=2",
-		"GIT_CONFIG_KEY_1=http.extraHeader",
-		"GIT_CONFIG_VALUE_1=Authorization: Basic " + repo.BasicAuth(testToken),
-	} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("AuthEnv lacks %q:\n%s", want, joined)
+	env := repo.AuthEnvFor("https://ghe.example.com:8443/o/r.git", testToken, "/ca.pem")
+	if len(env) != 2 || env[0] != "GIT_SSL_CAINFO=/ca.pem" {
+		t.Fatalf("AuthEnvFor = %q, want the CA and one credential entry", env)
+	}
+	if !repo.HasToken(env) {
+		t.Error("AuthEnvFor's entries carry no token")
+	}
+	if got := repo.AuthEnvFor("https://ghe.example.com/o/r.git", ""); len(got) != 0 {
+		t.Errorf("AuthEnvFor without a token = %q, want nothing", got)
+	}
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "GIT_CONFIG") || strings.Contains(kv, "extraHeader") {
+			t.Errorf("AuthEnvFor carries git config: %q", kv)
 		}
 	}
-	if got := repo.AuthEnv(""); len(got) != 0 {
-		t.Errorf("AuthEnv(\"\") = %v, want nothing", got)
-	}
-	scoped := strings.Join(repo.AuthEnvFor("https://ghe.example.com:8443/o/r.git", testToken), "\n")
-	if !strings.Contains(scoped, "GIT_CONFIG_KEY_1=http.https://ghe.example.com:8443/.extraHeader") {
-		t.Errorf("AuthEnvFor not scoped:\n%s", scoped)
-	}
 	// That agents and build/test never see these entries is
-	// agent.ScrubEnv's job: TestSEC2_AgentEnvHasNoGitCredentials (cli).
+	// agent.ScrubEnv's job: TestSEC2_AgentEnvHasNoGitCredentials (cli);
+	// that no process can: TestSEC_8_CredentialEntryStartsNoProcess.
 }

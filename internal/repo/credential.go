@@ -13,12 +13,15 @@ import (
 // (clone, fetch, push, ls-remote) starts, and once more, naming the
 // refused token, when the forge refuses it (revoked, or the clocks
 // disagree). The token reaches that one git process as AuthEnvFor's
-// header, through its environment only (IF-2): never a file, never the
-// repository's config, never another command's environment.
+// does (SEC-8): through a credential helper scoped to Remote's origin,
+// fed on an inherited descriptor; never an environment, argv, a file,
+// the repository's config, or another command.
 type Credential struct {
-	// Remote is the URL the token is for; the header is scoped to its
+	// Remote is the URL the token is for; the helper is scoped to its
 	// origin, and a remote git would reach in clear gets none (SEC-6).
 	Remote string
+	// User is the credential's user name; "" is GitHubUser.
+	User string
 	// Token is the token to use now. refused, when not empty, is the
 	// token the forge has just refused: Token must not hand it out again.
 	Token func(ctx context.Context, refused string) (string, error)
@@ -33,18 +36,19 @@ var networked = map[string]bool{"clone": true, "fetch": true, "push": true, "ls-
 // read; with a helper's credential, "Authentication failed".
 var authRefused = regexp.MustCompile(`could not read (?:Username|Password)|Authentication failed|returned error: 401`)
 
-// credEnv is the environment entries carrying c's token for a command
-// with args, and the token; none for a command that does not reach the
-// remote.
-func (c *Credential) credEnv(ctx context.Context, args []string, refused string) ([]string, string, error) {
+// credAuth is c's token for a command with args, as a gitAuth; nil for
+// a command that does not reach the remote.
+func (c *Credential) credAuth(ctx context.Context, args []string, refused string) (*gitAuth, error) {
 	if c == nil || c.Token == nil || !networked[subcommand(args)] {
-		return nil, "", nil
+		return nil, nil
 	}
 	tok, err := c.Token(ctx, refused)
 	if err != nil {
-		return nil, "", fmt.Errorf("git %s: credentials for %s: %w", subcommand(args), safeRemote(c.Remote), err)
+		return nil, fmt.Errorf("git %s: credentials for %s: %w", subcommand(args), safeRemote(c.Remote), err)
 	}
-	return AuthEnvFor(c.Remote, tok), tok, nil
+	// nil for a remote git would reach in clear (SEC-6): no helper, and
+	// nothing to retry.
+	return authFor(c.Remote, c.User, tok), nil
 }
 
 // safeRemote is a remote URL without its userinfo.

@@ -2,9 +2,12 @@
 // library, so behaviour matches what users and CI see) and discovers a
 // repository's own build, test and lint commands (REPO-C1).
 //
-// Credentials reach git only through the environment (IF-2): see AuthEnv.
-// Nothing in this package writes a token into a remote URL or a config
-// file, and errors never carry one.
+// Every git it runs is pinned (SEC-8): no hooks, no fsmonitor, no user's
+// or system's config, no external diff or textconv driver (see Git).
+// A forge token reaches only the one git command that talks to the
+// remote, through a credential helper fed on an inherited descriptor
+// (AuthEnvFor, Credential): never an environment, argv, a remote URL or
+// a file, and errors never carry one.
 package repo
 
 import (
@@ -14,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -21,7 +25,6 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/proc"
-	"github.com/convergeloop/converge/internal/secure"
 )
 
 // DefaultGitTimeout time-boxes a git command whose context has no
@@ -39,21 +42,96 @@ const gitGrace = 5 * time.Second
 // remote helpers and ssh it started, and time-boxed by the context's
 // deadline or DefaultGitTimeout.
 //
-// Every command runs with the process environment, then the defaults
-// below, then Env (later entries win):
+// Every command runs with the process environment (less the variables
+// that carry git config), then the defaults below, then Env (later
+// entries win), then the pins:
 //   - GIT_TERMINAL_PROMPT=0 and GCM_INTERACTIVE=never: a missing or
 //     rejected credential fails at once instead of waiting for a human.
 //   - LC_ALL=C: messages we match (push rejections) stay in English.
+//   - GIT_CONFIG_GLOBAL=/dev/null and GIT_CONFIG_NOSYSTEM=1, and
+//     -c core.hooksPath=/dev/null -c core.fsmonitor=false
+//     -c credential.helper= (SEC-8): the only config is the repository's
+//     own and converge's; no hook, fsmonitor or stored credential runs.
+//     diff, log and show get --no-ext-diff --no-textconv.
+//   - GitDir and WorkTree, when set, as --git-dir and --work-tree: a .git
+//     file an agent rewrote in the work tree cannot point git elsewhere.
 //
-// System and global git config are kept on purpose: they carry proxies,
-// CA settings and URL rewrites that the user's own git needs on this
-// machine. Identity does not come from them: Commit sets it explicitly.
+// Identity never comes from config: Commit sets it explicitly.
 type Git struct {
 	Dir string
+	// Env is added to git's environment; AuthEnvFor's entries carry a CA
+	// and a token, which Git hands to the network commands only (SEC-8).
 	Env []string
 	// Cred, when set, is the token of the network commands, asked for as
 	// each starts (credential.go); Env then carries none.
 	Cred *Credential
+	// GitDir and WorkTree pin the repository of a linked worktree to
+	// what git said when converge made it (AddWorktree, PinWorktree).
+	GitDir, WorkTree string
+}
+
+// WithEnv is a copy of g whose Env has env added.
+func (g *Git) WithEnv(env ...string) *Git {
+	c := *g
+	c.Env = append(append([]string{}, g.Env...), env...)
+	return &c
+}
+
+// PinWorktree is g pinned (GitDir, WorkTree) to the repository git finds
+// in g.Dir now: call it when converge has just made the worktree, before
+// any agent has worked in it. At a work tree's top it reads the .git file
+// or directory there, as git does; elsewhere it asks git.
+func (g *Git) PinWorktree(ctx context.Context) (*Git, error) {
+	c := *g
+	if dir, err := filepath.Abs(g.Dir); err == nil {
+		if gd, ok := gitDirAt(dir); ok {
+			c.GitDir, c.WorkTree = gd, dir
+			return &c, nil
+		}
+	}
+	probe := *g
+	probe.GitDir, probe.WorkTree = "", ""
+	out, err := probe.Run(ctx, "rev-parse", "--absolute-git-dir", "--show-toplevel")
+	if err != nil {
+		return nil, err
+	}
+	f := strings.Split(strings.TrimSpace(out), "\n")
+	if len(f) != 2 || f[0] == "" || f[1] == "" {
+		return nil, fmt.Errorf("git rev-parse in %s: unexpected answer %q", g.Dir, out)
+	}
+	c.GitDir, c.WorkTree = f[0], f[1]
+	return &c, nil
+}
+
+// gitDirAt is the git directory of the work tree whose top is dir: its
+// .git directory, or where its .git file points ("gitdir: PATH", relative
+// to dir).
+func gitDirAt(dir string) (string, bool) {
+	dotgit := filepath.Join(dir, ".git")
+	fi, err := os.Lstat(dotgit)
+	switch {
+	case err != nil:
+		return "", false
+	case fi.IsDir():
+		return dotgit, true
+	case !fi.Mode().IsRegular() || fi.Size() > 4096:
+		return "", false
+	}
+	b, err := os.ReadFile(dotgit)
+	if err != nil {
+		return "", false
+	}
+	p, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+	if !ok || p == "" || strings.ContainsAny(p, "\n\x00") {
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, p)
+	}
+	if _, err := os.Stat(filepath.Join(p, "HEAD")); err != nil {
+		return "", false
+	}
+	return filepath.Clean(p), true
 }
 
 // Error is a failed git command. Its message names the subcommand and the
@@ -97,32 +175,85 @@ func (g *Git) Run(ctx context.Context, args ...string) (string, error) {
 }
 
 func (g *Git) run(ctx context.Context, stdin []byte, args ...string) (string, error) {
-	auth, tok, err := g.Cred.credEnv(ctx, args, "")
+	env, static := splitAuth(g.environ())
+	auth, err := g.Cred.credAuth(ctx, args, "")
 	if err != nil {
 		return "", err
 	}
-	out, err := g.runEnv(ctx, stdin, auth, args)
+	if g.Cred == nil && networked[subcommand(args)] {
+		auth = static
+	}
+	out, err := g.runAuth(ctx, stdin, env, auth, args)
 	var ge *Error
-	if tok == "" || !errors.As(err, &ge) || !authRefused.MatchString(ge.Stderr) {
+	if auth == nil || g.Cred == nil || !errors.As(err, &ge) || !authRefused.MatchString(ge.Stderr) {
 		return out, err
 	}
 	// Refused though current by our clock: revoked, or the clocks
 	// disagree. One new token, one more try, as the API does after a 401;
 	// a refused command changed nothing at the remote.
-	auth, fresh, ferr := g.Cred.credEnv(ctx, args, tok)
-	if ferr != nil || fresh == tok {
+	fresh, ferr := g.Cred.credAuth(ctx, args, auth.token)
+	if ferr != nil || fresh == nil || fresh.token == auth.token {
 		return out, err
 	}
-	return g.runEnv(ctx, stdin, auth, args)
+	return g.runAuth(ctx, stdin, env, fresh, args)
 }
 
-// runEnv runs git once with auth added to its environment.
-func (g *Git) runEnv(ctx context.Context, stdin []byte, auth []string, args []string) (string, error) {
-	env := append(g.environ(), auth...)
+// pinnedEnv are the environment entries every git gets last (SEC-8).
+var pinnedEnv = []string{"GIT_CONFIG_GLOBAL=" + os.DevNull, "GIT_CONFIG_NOSYSTEM=1"}
+
+// pinnedArgs are the options every git gets first (SEC-8); an empty
+// credential.helper drops every helper config named before.
+var pinnedArgs = []string{"-c", "core.hooksPath=" + os.DevNull, "-c", "core.fsmonitor=false", "-c", "credential.helper="}
+
+// argv is git's whole command line for args, with auth's helper options.
+func (g *Git) argv(args []string, helper []string) []string {
+	argv := append([]string{"git"}, pinnedArgs...)
+	argv = append(argv, helper...)
+	if g.GitDir != "" {
+		argv = append(argv, "--git-dir="+g.GitDir)
+	}
+	if g.WorkTree != "" {
+		argv = append(argv, "--work-tree="+g.WorkTree)
+	}
+	return append(argv, noDrivers(args)...)
+}
+
+// noDrivers adds --no-ext-diff and --no-textconv to a diff, log or show:
+// a diff converge reads never runs a program the repository's config
+// names for it.
+func noDrivers(args []string) []string {
+	i := subcommandAt(args)
+	if i < 0 {
+		return args
+	}
+	switch args[i] {
+	case "diff", "log", "show":
+	default:
+		return args
+	}
+	out := append([]string{}, args[:i+1]...)
+	out = append(out, "--no-ext-diff", "--no-textconv")
+	return append(out, args[i+1:]...)
+}
+
+// runAuth runs git once with env, giving it auth's token (nil: none) on
+// descriptor 3 through a credential helper.
+func (g *Git) runAuth(ctx context.Context, stdin []byte, env []string, auth *gitAuth, args []string) (string, error) {
+	var helper []string
+	var extra []*os.File
+	if auth != nil {
+		h, f, err := credentialArgs(auth)
+		if err != nil {
+			return "", &Error{Subcommand: subcommand(args), ExitCode: -1, Err: err}
+		}
+		defer f.Close()
+		helper, extra = h, []*os.File{f}
+	}
 	spec := proc.Spec{
-		Argv: append([]string{"git"}, args...), Dir: g.Dir, Env: env, Stdin: stdin,
+		Argv: g.argv(args, helper), Dir: g.Dir, Env: env, Stdin: stdin,
 		Grace: gitGrace, MaxOutput: -1, // git's output is read whole
-		Direct: true, // see proc.Spec.Direct
+		Direct:     true, // see proc.Spec.Direct
+		ExtraFiles: extra,
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		spec.Budget = DefaultGitTimeout
@@ -138,7 +269,7 @@ func (g *Git) runEnv(ctx context.Context, stdin []byte, auth []string, args []st
 	case p.ExitCode == 0:
 		return p.Stdout, nil
 	}
-	clean := redactorFor(env)
+	clean := redactorFor(env, auth)
 	return clean(p.Stdout), &Error{
 		Subcommand: subcommand(args),
 		ExitCode:   p.ExitCode,
@@ -157,13 +288,38 @@ func redactedErr(err error, clean func(string) string) error {
 	return errors.New(clean(err.Error()))
 }
 
+// environ is git's environment: this process's, less what carries git
+// config (SEC-8: config sources are pinned), the defaults, Env, the pins.
 func (g *Git) environ() []string {
-	env := append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "LC_ALL=C")
-	return append(env, g.Env...)
+	var env []string
+	for _, kv := range os.Environ() {
+		if !configVar(kv) {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "GIT_TERMINAL_PROMPT=0", "GCM_INTERACTIVE=never", "LC_ALL=C")
+	env = append(env, g.Env...)
+	return append(env, pinnedEnv...)
+}
+
+// configVar reports whether kv, of this process's environment, gives git
+// config: GIT_CONFIG_PARAMETERS, GIT_CONFIG_COUNT/KEY_n/VALUE_n, or a
+// config file of its own.
+func configVar(kv string) bool {
+	k, _, _ := strings.Cut(kv, "=")
+	return strings.HasPrefix(k, "GIT_CONFIG")
 }
 
 // subcommand is the first argument that is not a global option.
 func subcommand(args []string) string {
+	if i := subcommandAt(args); i >= 0 {
+		return args[i]
+	}
+	return ""
+}
+
+// subcommandAt is subcommand's index in args; -1 when there is none.
+func subcommandAt(args []string) int {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
@@ -171,19 +327,23 @@ func subcommand(args []string) string {
 			i++
 		case strings.HasPrefix(a, "-"):
 		default:
-			return a
+			return i
 		}
 	}
-	return ""
+	return -1
 }
 
 var urlUserinfo = regexp.MustCompile(`([a-zA-Z][a-zA-Z0-9+.-]*://)[^/@\s]+@`)
 
-// redactorFor removes credentials from git output: userinfo in URLs and
-// any secret carried by the Authorization header in env, the command's
-// whole environment (a Credential's token included).
-func redactorFor(env []string) func(string) string {
+// redactorFor removes credentials from git output: userinfo in URLs,
+// auth's token in every form, and any secret an Authorization header in
+// env carries (a caller's own GIT_CONFIG_* header).
+func redactorFor(env []string, auth *gitAuth) func(string) string {
 	secrets := envSecrets(env)
+	if auth != nil {
+		secrets = append(secrets, auth.token, basicAuth(auth.user, auth.token))
+	}
+	sort.Slice(secrets, func(i, j int) bool { return len(secrets[i]) > len(secrets[j]) })
 	return func(s string) string {
 		s = urlUserinfo.ReplaceAllString(s, "${1}***@")
 		for _, sec := range secrets {
@@ -193,8 +353,8 @@ func redactorFor(env []string) func(string) string {
 	}
 }
 
-// envSecrets finds the credentials AuthEnv put in an environment, longest
-// first.
+// envSecrets finds the credentials an http.extraHeader set through
+// GIT_CONFIG_VALUE_n carries in env.
 func envSecrets(env []string) []string {
 	var out []string
 	for _, kv := range env {
@@ -218,99 +378,7 @@ func envSecrets(env []string) []string {
 			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 	return out
-}
-
-// AuthEnv returns environment entries that give git a forge token and
-// trusted CAs without writing either to disk (IF-2, IF-3): the token goes
-// in an http.extraHeader set through GIT_CONFIG_COUNT/KEY/VALUE, in the
-// Basic form GitHub accepts for git over HTTPS ("x-access-token:TOKEN").
-// An empty token adds no header. caFiles[0], when given, becomes
-// GIT_SSL_CAINFO; git takes a single CA file, so several must be joined
-// first (see CABundle). The header goes to whatever host the command
-// talks to: prefer AuthEnvFor when the remote is known.
-//
-// The GIT_CONFIG_* entries replace any the caller's environment set.
-func AuthEnv(token string, caFiles ...string) []string {
-	return authEnv("", token, caFiles)
-}
-
-// AuthEnvFor is AuthEnv with the header scoped to remoteURL's scheme and
-// host, so that a redirect or a submodule on another host never receives
-// the token. A remote that is neither https nor http to a loopback address
-// gets no header (SEC-6); GitAuthEnv reports that as an error instead.
-func AuthEnvFor(remoteURL, token string, caFiles ...string) []string {
-	scope := urlScope(remoteURL)
-	if scope == "" {
-		// No scheme (scp-style ssh): an http header has no use there, and
-		// unscoped it would reach every host.
-		token = ""
-	}
-	return authEnv(scope, token, caFiles)
-}
-
-func authEnv(scope, token string, caFiles []string) []string {
-	var kv [][2]string
-	key := func(name string) string {
-		if scope == "" {
-			return "http." + name
-		}
-		return "http." + scope + "." + name
-	}
-	var env []string
-	if token != "" {
-		// An empty helper list keeps stored credentials (another account's,
-		// perhaps) out of the exchange.
-		kv = append(kv, [2]string{"credential.helper", ""})
-		// A remote git would reach in clear gets no header at all: the
-		// fetch then fails for want of credentials instead of leaking them
-		// (SEC-6). GitAuthEnv says so up front.
-		if scope == "" || secure.CheckTokenURLString(scope) == nil {
-			kv = append(kv, [2]string{key("extraHeader"), "Authorization: Basic " + BasicAuth(token)})
-		}
-	}
-	// The CA goes in GIT_SSL_CAINFO even when scoped: git 2.39 with
-	// libcurl-gnutls was seen ignoring http.sslCAInfo from GIT_CONFIG_*
-	// and -c, while honouring the variable.
-	if len(caFiles) > 0 && caFiles[0] != "" {
-		env = append(env, "GIT_SSL_CAINFO="+caFiles[0])
-	}
-	if len(kv) > 0 {
-		env = append(env, "GIT_CONFIG_COUNT="+strconv.Itoa(len(kv)))
-		for i, p := range kv {
-			env = append(env, fmt.Sprintf("GIT_CONFIG_KEY_%d=%s", i, p[0]), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, p[1]))
-		}
-	}
-	return env
-}
-
-// urlScope reduces a remote URL to scheme://host[:port]/ for http.<url>.*
-// config matching.
-func urlScope(raw string) string {
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return ""
-	}
-	host, _, _ := strings.Cut(rest, "/")
-	if i := strings.LastIndex(host, "@"); i >= 0 {
-		host = host[i+1:]
-	}
-	return scheme + "://" + host + "/"
-}
-
-// BasicAuth is the credential of the Authorization header AuthEnv sends.
-func BasicAuth(token string) string {
-	return base64.StdEncoding.EncodeToString([]byte("x-access-token:" + token))
-}
-
-// Secrets lists the forms in which token can appear in output, for a
-// redactor (SEC-3): the token and the header credential derived from it.
-func Secrets(token string) []string {
-	if token == "" {
-		return nil
-	}
-	return []string{token, BasicAuth(token)}
 }
 
 // CABundle writes to dst one PEM file holding the system's CA roots (when

@@ -22,12 +22,15 @@ type Local struct {
 
 // OpenLocal opens the git repository dir is in, at its top level, on the
 // branch HEAD names; its commits are converge's until UseRepoIdentity.
+// Its Git is pinned to the repository's git directory as found now.
 func OpenLocal(ctx context.Context, dir string) (Local, error) {
-	top, err := (&Git{Dir: dir}).Run(ctx, "rev-parse", "--show-toplevel")
+	g, err := (&Git{Dir: dir}).PinWorktree(ctx)
 	if err != nil {
 		return Local{}, fmt.Errorf("%s is not in a git repository: %w", dir, err)
 	}
-	l := Local{Git: &Git{Dir: strings.TrimSpace(top)}}
+	// Pinned to the git directory found before any agent ran (SEC-8).
+	g.Dir = g.WorkTree
+	l := Local{Git: g}
 	if b, err := l.Git.Run(ctx, "symbolic-ref", "-q", "--short", "HEAD"); err == nil {
 		l.Branch = strings.TrimSpace(b)
 	}

@@ -23,7 +23,7 @@ var ErrNonFastForward = errors.New("push rejected: not a fast-forward")
 
 // Clone clones url into dir (whose parent is created) and returns a Git
 // for it. env is kept on the returned Git for later fetches and pushes;
-// pass AuthEnv's entries there, never a token in url (IF-2).
+// pass AuthEnvFor's entries there, never a token in url (IF-2, SEC-8).
 func Clone(ctx context.Context, url, dir string, env []string) (*Git, error) {
 	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
 		return nil, fmt.Errorf("clone: %w", err)
@@ -45,7 +45,8 @@ func (g *Git) Fetch(ctx context.Context, remote string, refspecs ...string) erro
 
 // AddWorktree checks out ref in a new worktree at path: detached when
 // newBranch is "", else on a new local branch newBranch (which must not
-// exist). The returned Git works in the new worktree with g's Env.
+// exist). The returned Git works in the new worktree with g's Env, pinned
+// to its git directory (PinWorktree).
 func (g *Git) AddWorktree(ctx context.Context, path, ref, newBranch string) (*Git, error) {
 	args := []string{"worktree", "add", "--quiet"}
 	if newBranch == "" {
@@ -56,7 +57,7 @@ func (g *Git) AddWorktree(ctx context.Context, path, ref, newBranch string) (*Gi
 	if _, err := g.Run(ctx, args...); err != nil {
 		return nil, err
 	}
-	return &Git{Dir: path, Env: g.Env, Cred: g.Cred}, nil
+	return (&Git{Dir: path, Env: g.Env, Cred: g.Cred}).PinWorktree(ctx)
 }
 
 // RemoveWorktree removes the worktree at path, discarding its changes and
@@ -275,9 +276,8 @@ func (g *Git) Commit(ctx context.Context, opts CommitOptions) (string, error) {
 	if ce == "" {
 		ce = ae
 	}
-	cg := &Git{Dir: g.Dir, Env: append(append([]string{}, g.Env...),
-		"GIT_AUTHOR_NAME="+an, "GIT_AUTHOR_EMAIL="+ae,
-		"GIT_COMMITTER_NAME="+cn, "GIT_COMMITTER_EMAIL="+ce)}
+	cg := g.WithEnv("GIT_AUTHOR_NAME="+an, "GIT_AUTHOR_EMAIL="+ae,
+		"GIT_COMMITTER_NAME="+cn, "GIT_COMMITTER_EMAIL="+ce)
 	if !opts.Date.IsZero() {
 		d := opts.Date.Format(time.RFC3339)
 		cg.Env = append(cg.Env, "GIT_AUTHOR_DATE="+d, "GIT_COMMITTER_DATE="+d)
