@@ -151,6 +151,36 @@ type CLIRun struct {
 	// endpoint after RetryBound (zero means DefaultRetryBound).
 	Watch      func(stderr bool, line string) Signal
 	RetryBound time.Duration
+	// Home are where the CLI keeps its configuration, login and sessions
+	// (HomePaths): the only places outside the worktree its contained run
+	// writes (SEC-7), so that a login it refreshes stays refreshed and a
+	// session the summary turn resumes is still there.
+	Home []string
+}
+
+// HomePaths are the paths of a CLI's own state: dirs (made when missing,
+// so that what the CLI writes there outlives its contained run) and files,
+// each absolute or relative to env's HOME.
+func HomePaths(env []string, dirs, files []string) []string {
+	home := EnvValue(env, "HOME")
+	abs := func(p string) string {
+		if p == "" || filepath.IsAbs(p) || home == "" {
+			return p
+		}
+		return filepath.Join(home, p)
+	}
+	var out []string
+	for _, d := range dirs {
+		if d = abs(d); filepath.IsAbs(d) && os.MkdirAll(d, 0o700) == nil {
+			out = append(out, d)
+		}
+	}
+	for _, f := range files {
+		if f = abs(f); filepath.IsAbs(f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // CLIOutput is what an agent CLI's output says, as RunCLI needs it.
@@ -207,6 +237,8 @@ func RunCLI(ctx context.Context, t Task, r CLIRun) (Result, error) {
 		StdoutHead: sessionHead,
 		Watch:      r.Watch,
 		RetryBound: r.RetryBound,
+		Writable:   r.Home,
+		ReadOnly:   review,
 	})
 	o := r.Read(res.Stdout)
 	if fail := cmp.Or(res.Failure, o.Failure); fail != nil && err == nil {
@@ -327,6 +359,8 @@ func summarize(ctx context.Context, t Task, r CLIRun, stdout string) (res CmdRes
 		Budget: cmp.Or(r.SummaryBudget, SummaryBudget(t.EffectiveBudget())),
 		Grace:  r.Grace,
 		Parse:  r.Record,
+		// The summary turn edits nothing.
+		Writable: r.Home, ReadOnly: true,
 	})
 	if err != nil {
 		// Not started, or ctx ended it: no record came.

@@ -61,6 +61,12 @@ type Cmd struct {
 	// MaxRead bounds the bytes the run may write, both streams together;
 	// zero means DefaultMaxRead, below zero no bound.
 	MaxRead int64
+	// Writable are the places beside Dir the contained run may write
+	// (SEC-7): its CLI's own configuration, login and sessions (Home).
+	Writable []string
+	// ReadOnly: the contained run may not write Dir (review and judge
+	// runs read, never edit).
+	ReadOnly bool
 }
 
 // CmdResult is what RunWithBudget observed.
@@ -124,7 +130,7 @@ func RunWithBudget(ctx context.Context, c Cmd) (CmdResult, error) {
 	spec := proc.Spec{
 		Argv: c.Argv, Dir: c.Dir, Env: env, Stdin: c.Stdin,
 		Budget: budget, Grace: grace, MaxOutput: OutputTail, Clock: c.Clock, StdoutHead: c.StdoutHead,
-		MaxRead: maxRead,
+		MaxRead: maxRead, Writable: c.Writable, ReadOnly: c.ReadOnly,
 	}
 	var w *watch
 	if c.Watch != nil {

@@ -140,8 +140,16 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 		hide = append(hide, j.Home)
 	}
 	j.Hide = topmost(resolveAll(hide))
-	for _, w := range s.Writable {
-		if r, err := realPath(w); err == nil {
+	writable := s.Writable
+	// A HOME of the run's own (not the user's: a caller's directory, a
+	// test's) is the run's to write, as the scratch one would be.
+	if h := envValue(s.Env, "HOME"); h != "" && filepath.IsAbs(h) {
+		if r, err := realPath(h); err == nil && r != j.Home {
+			writable = append(writable, r)
+		}
+	}
+	for _, w := range writable {
+		if r, err := realPath(w); err == nil && r != dir && !slices.Contains(j.Writable, r) {
 			j.Writable = append(j.Writable, r)
 		}
 	}
@@ -359,4 +367,14 @@ var (
 func Available() error {
 	availableOnce.Do(func() { availableErr = probe() })
 	return availableErr
+}
+
+// envValue is k's value in env (the last entry wins, as in exec), or "".
+func envValue(env []string, k string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -79,7 +79,8 @@ func (j *jail) build() error {
 	type bind struct {
 		fd     int
 		target string
-		kind   int // what the target becomes
+		kind   int  // what the target becomes
+		file   bool // a file (a CLI's state file), not a directory
 	}
 	const (
 		writable = iota
@@ -88,11 +89,15 @@ func (j *jail) build() error {
 	)
 	var binds []bind
 	open := func(p string, kind int) error {
-		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+		fd, err := unix.Open(p, unix.O_PATH|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("sandbox: %s: %w", p, err)
 		}
-		binds = append(binds, bind{fd: fd, target: p, kind: kind})
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fmt.Errorf("sandbox: %s: %w", p, err)
+		}
+		binds = append(binds, bind{fd: fd, target: p, kind: kind, file: st.Mode&unix.S_IFMT != unix.S_IFDIR})
 		return nil
 	}
 	dirKind := writable
@@ -141,6 +146,18 @@ func (j *jail) build() error {
 		}
 	}
 	for i, b := range binds {
+		if b.file {
+			if err := mountPointFile(b.target); err != nil {
+				return err
+			}
+			if err := unix.Mount("/proc/self/fd/"+strconv.Itoa(b.fd), b.target, "", unix.MS_BIND, ""); err != nil {
+				return fmt.Errorf("sandbox: bind %s: %w", b.target, err)
+			}
+			if b.kind == writable {
+				reopen = append(reopen, b.target)
+			}
+			continue
+		}
 		if err := os.MkdirAll(b.target, 0o755); err != nil {
 			return fmt.Errorf("sandbox: %s: %w", b.target, err)
 		}
@@ -316,4 +333,17 @@ func unwrapRun(err error) error {
 		return u
 	}
 	return err
+}
+
+// mountPointFile makes an empty file at p to bind a file on, unless one
+// is there.
+func mountPointFile(p string) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("sandbox: %s: %w", p, err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_RDONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("sandbox: %s: %w", p, err)
+	}
+	return f.Close()
 }

@@ -211,6 +211,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "claude", Name: a.opts.Name,
 		Argv: a.Args(t), Env: env,
+		Home:  agent.HomePaths(env, []string{envOf(env).configDir()}, []string{".claude.json"}),
 		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
 		Watch: w.line, RetryBound: a.opts.RetryBound,
 		Record: func(stdout string) agent.StatusRecord { return ParseStream(stdout).Record() },

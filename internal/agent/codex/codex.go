@@ -284,6 +284,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "codex", Name: a.opts.Name,
 		Argv: a.Args(t), Env: env,
+		Home:  agent.HomePaths(env, []string{codexHome(env)}, nil),
 		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
 		Watch: w.line, RetryBound: a.opts.RetryBound,
 		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },

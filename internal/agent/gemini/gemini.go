@@ -38,6 +38,7 @@ package gemini
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 
 	"github.com/convergeloop/converge/internal/agent"
@@ -165,6 +166,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "gemini", Name: a.opts.Name,
 		Argv: a.SessionArgs(t, session), Env: env,
+		Home:  agent.HomePaths(env, []string{filepath.Join(home, ".gemini")}, []string{filepath.Join(home, ".env")}),
 		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
 		Watch: watcher(endpoint), RetryBound: a.opts.RetryBound,
 		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },

@@ -44,6 +44,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -281,6 +282,7 @@ func (a *Agent) Run(ctx context.Context, t agent.Task) (agent.Result, error) {
 	return agent.RunCLI(ctx, t, agent.CLIRun{
 		Backend: "opencode", Name: a.opts.Name,
 		Argv: a.Args(t), Env: s.env,
+		Home:  agent.HomePaths(s.env, opencodeHome(s.env), nil),
 		Grace: a.opts.Grace, Secrets: a.opts.Secrets, SummaryBudget: a.opts.SummaryBudget,
 		Watch: w.line, RetryBound: a.opts.RetryBound,
 		Record: func(stdout string) agent.StatusRecord { return ParseEvents(stdout).Record() },
@@ -384,4 +386,22 @@ func (e Events) Record() agent.StatusRecord {
 		rec.Summary += " (opencode: " + strings.Join(strings.Fields(e.Failure), " ") + ")"
 	}
 	return rec
+}
+
+// opencodeHome are OpenCode's own directories in env (XDG's, each
+// defaulting under HOME): its configuration, its login and sessions, its
+// state and its cache.
+func opencodeHome(env []string) []string {
+	dir := func(xdg, def string) string {
+		if d := agent.EnvValue(env, xdg); d != "" {
+			return filepath.Join(d, "opencode")
+		}
+		return filepath.Join(def, "opencode")
+	}
+	return []string{
+		dir("XDG_CONFIG_HOME", ".config"),
+		dir("XDG_DATA_HOME", filepath.Join(".local", "share")),
+		dir("XDG_STATE_HOME", filepath.Join(".local", "state")),
+		dir("XDG_CACHE_HOME", ".cache"),
+	}
 }
