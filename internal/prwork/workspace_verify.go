@@ -2,6 +2,7 @@ package prwork
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -290,7 +291,44 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 			}
 		}
 	}
+	violated := map[string]bool{}
+	// overrule undoes (with undo) the change of each fixer of over, and
+	// hands its findings off with why (PR-V3's bounds).
+	overrule := func(over map[int]verify.Violation, undo map[string]bool) {
+		for _, i := range slices.Sorted(maps.Keys(over)) {
+			r := runs[i]
+			violated[r.id] = true
+			why := "the change was undone: " + over[i].Why
+			w.logf("fixer of %s: %s (PR-V3)", r.id, why)
+			w.vs.note(fmt.Sprintf("fixer of %s: %s", r.id, why))
+			for _, p := range r.files {
+				undo[p] = true
+			}
+			for _, f := range r.findings {
+				if outcomes[f.ID].Status == agent.StatusComplete {
+					failed[f.ID] = why
+					handOff[f.ID] = true
+				}
+			}
+		}
+	}
 	whole, err := w.stagedDiff(ctx, pr.HeadSHA)
+	if errors.Is(err, verify.ErrTooLarge) {
+		// Too large to read line by line: the fixers over a bound by
+		// their files' growth alone are undone first; the rest is read
+		// as ever (and still too large, an error: no proof on half a
+		// diff).
+		over, berr := w.overBoundsBySize(ctx, pr.HeadSHA, runs, violated)
+		if berr != nil {
+			return nil, nil, berr
+		}
+		gone := map[string]bool{}
+		overrule(over, gone)
+		if err := w.restorePaths(ctx, from, gone); err != nil {
+			return nil, nil, err
+		}
+		whole, err = w.stagedDiff(ctx, pr.HeadSHA)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -300,7 +338,6 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 	}
 	violations := verify.Preserve(verify.Round{Change: whole, PR: prDiff, Findings: vfs, Explained: explained})
 	undo := map[string]bool{}
-	violated := map[string]bool{}
 	for _, r := range runs {
 		if !r.applied {
 			continue
@@ -341,22 +378,7 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, i := range slices.Sorted(maps.Keys(over)) {
-		r := runs[i]
-		violated[r.id] = true
-		why := "the change was undone: " + over[i].Why
-		w.logf("fixer of %s: %s (PR-V3)", r.id, why)
-		w.vs.note(fmt.Sprintf("fixer of %s: %s", r.id, why))
-		for _, p := range r.files {
-			undo[p] = true
-		}
-		for _, f := range r.findings {
-			if outcomes[f.ID].Status == agent.StatusComplete {
-				failed[f.ID] = why
-				handOff[f.ID] = true
-			}
-		}
-	}
+	overrule(over, undo)
 	for _, v := range violations {
 		// A change no fixer's files account for is not kept either; one
 		// from before from (an earlier pass of the round) is not this
@@ -478,6 +500,59 @@ func (w *GitWorkspace) overBounds(ctx context.Context, whole, ours []verify.File
 	return verify.Bound(fixed, parts, w.Bounds), nil
 }
 
+// overBoundsBySize is overBounds for a change too large to read line by
+// line: each file of the staged change since head counts by how much it
+// grew (its size after less its size before, a floor of what it adds),
+// and what no fixer changed counts but is never undone.
+func (w *GitWorkspace) overBoundsBySize(ctx context.Context, head string, runs []fixerRun, violated map[string]bool) (map[int]verify.Violation, error) {
+	names, err := w.worktree.Run(ctx, "diff", "--cached", "--name-only", "-z", "--no-renames", head, "--")
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	var paths []string
+	for p := range strings.SplitSeq(names, "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	tree, err := w.worktree.Run(ctx, "write-tree")
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	now, err := w.treeSizes(ctx, strings.TrimSpace(tree), paths)
+	if err != nil {
+		return nil, err
+	}
+	was, err := w.treeSizes(ctx, head, paths)
+	if err != nil {
+		return nil, err
+	}
+	added := map[string]int64{}
+	for _, p := range paths {
+		added[p] = max(0, now[p]-was[p])
+	}
+	parts := make([][]verify.Sized, len(runs))
+	inPart := map[string]bool{}
+	for i, r := range runs {
+		if !r.applied || violated[r.id] {
+			continue
+		}
+		for _, p := range r.files {
+			if n, ok := added[p]; ok {
+				parts[i] = append(parts[i], verify.Sized{Path: p, Bytes: n})
+				inPart[p] = true
+			}
+		}
+	}
+	var fixed []verify.Sized
+	for _, p := range paths {
+		if !inPart[p] {
+			fixed = append(fixed, verify.Sized{Path: p, Bytes: added[p]})
+		}
+	}
+	return verify.Bound(fixed, parts, w.Bounds), nil
+}
+
 // binarySizes are the sizes, as staged, of the binary files change
 // adds or changes: a diff carries none of their bytes.
 func (w *GitWorkspace) binarySizes(ctx context.Context, change []verify.FileDiff) (map[string]int64, error) {
@@ -494,7 +569,16 @@ func (w *GitWorkspace) binarySizes(ctx context.Context, change []verify.FileDiff
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
-	out, err := w.worktree.Run(ctx, append([]string{"ls-tree", "-r", "-l", "-z", "--full-tree", strings.TrimSpace(tree), "--"}, paths...)...)
+	return w.treeSizes(ctx, strings.TrimSpace(tree), paths)
+}
+
+// treeSizes are the sizes of the blobs at paths in tree (a tree or a
+// commit); a path tree lacks has none.
+func (w *GitWorkspace) treeSizes(ctx context.Context, tree string, paths []string) (map[string]int64, error) {
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	out, err := w.worktree.Run(ctx, append([]string{"ls-tree", "-r", "-l", "-z", "--full-tree", tree, "--"}, paths...)...)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}

@@ -308,7 +308,9 @@ func boundRecord(files ...string) string {
 
 // TestPR_V3_ChangeOverABoundIsNotPushed: a fixer that fixes the line and
 // adds, with a plausible reason, a 2 MiB binary file (over the 1 MiB a
-// file may gain) or 201 files (over the 200 a round may touch): its
+// file may gain), a 70 MB text file (past the diff converge reads line
+// by line: measured by its size) or 201 files (over the 200 a round may
+// touch): its
 // change is undone, nothing reaches the remote, and the finding is
 // handed off at once, its reason naming the bound and its setting.
 func TestPR_V3_ChangeOverABoundIsNotPushed(t *testing.T) {
@@ -322,6 +324,8 @@ func TestPR_V3_ChangeOverABoundIsNotPushed(t *testing.T) {
 	}{
 		{"a file over 1 MiB", `head -c 2097152 /dev/urandom > data.bin
 echo '` + boundRecord("data.bin") + `'`, "over the 1 MiB bound for one file (max_file_bytes)"},
+		{"a text file past what a diff is read for", `head -c 70000000 /dev/zero | tr '\0' 'x' | fold -w 100 > data.txt
+echo '` + boundRecord("data.txt") + `'`, "over the 1 MiB bound for one file (max_file_bytes)"},
 		{"201 files", `mkdir data
 i=0; while [ $i -lt 201 ]; do echo row > data/$(printf %03d $i).txt; i=$((i+1)); done
 echo '` + boundRecord(many...) + `'`, "the round's change touches 202 files, over the bound of 200 (max_push_files)"},
