@@ -280,8 +280,9 @@ type Describer interface {
 // slow one: a node CLI's start on a loaded machine took over 20 s, and
 // doctor then called a working CLI broken.
 func CLIVersion(ctx context.Context, bin string, env []string) string {
-	res, err := proc.Run(ctx, proc.Spec{Argv: []string{bin, "--version"}, Env: env, Budget: time.Minute, Grace: time.Second, MaxOutput: 4 << 10})
-	if err != nil || res.TimedOut || res.ExitCode != 0 {
+	// A version is a line: a CLI that floods is stopped at once.
+	res, err := proc.Run(ctx, proc.Spec{Argv: []string{bin, "--version"}, Env: env, Budget: time.Minute, Grace: time.Second, MaxOutput: 4 << 10, MaxRead: 1 << 20})
+	if err != nil || res.TimedOut || res.Flooded || res.ExitCode != 0 {
 		return ""
 	}
 	line, _, _ := strings.Cut(strings.TrimSpace(res.Stdout), "\n")

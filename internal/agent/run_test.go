@@ -199,3 +199,16 @@ func TestAG_T1_OutputFloodStopsTheRun(t *testing.T) {
 		t.Errorf("a run within the bound: %+v, %v", res.Record, err)
 	}
 }
+
+// TestAG_T1_CLIVersionFloodIsStopped: a CLI whose --version floods is
+// stopped at once, no version, not after the minute a hung one gets.
+func TestAG_T1_CLIVersionFloodIsStopped(t *testing.T) {
+	argv := script(t, "yes")
+	start := time.Now()
+	if v := CLIVersion(context.Background(), argv[1], nil); v != "" {
+		t.Errorf("version %q, want none", v)
+	}
+	if el := time.Since(start); el > 20*time.Second {
+		t.Errorf("took %s, want it stopped promptly", el)
+	}
+}
