@@ -77,7 +77,7 @@ func runDemoGitLab(ctx context.Context, ios *IOStreams, opts *demoOptions, dir s
 		Ref:      ref,
 		Forge:    client,
 		CloneURL: gitURL,
-		GitEnv:   repo.AuthEnvFor(gitURL, token, lab.CAFile()),
+		GitEnv:   repo.AuthEnvForUser(gitURL, repo.GitLabUser, token, lab.CAFile()),
 		StateDir: dir,
 		Agent:    fixer,
 		Reviewer: &review.Reviewer{Agent: demoReviewer{}, Budget: time.Minute},

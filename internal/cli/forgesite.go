@@ -4,6 +4,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
+	"github.com/convergeloop/converge/internal/repo"
 )
 
 // forgeSite answers, for one forge kind, what a run needs before it has
@@ -12,6 +13,16 @@ import (
 // Each answer is the forge's own package's; this only picks the package,
 // so no command spells out a forge's rules.
 type forgeSite struct{ kind forge.Kind }
+
+// gitUser is the user name git's credential carries with the token
+// (SEC-8): GitLab takes oauth2 with every kind of token, GitHub
+// x-access-token.
+func (s forgeSite) gitUser() string {
+	if s.kind == forge.GitLab {
+		return repo.GitLabUser
+	}
+	return repo.GitHubUser
+}
 
 // siteOf is the site of the forge ref is on.
 func siteOf(ref forge.PRRef) forgeSite { return forgeSite{kind: ref.Forge} }

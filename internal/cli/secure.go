@@ -23,14 +23,16 @@ func checkPRHost(ref forge.PRRef, rest string, allow bool) error {
 // its pre-flight observation into git's remote and credentials (SEC-6,
 // IF-2): the API's URL, or one derived on the API's host when it gave
 // none, never the PR URL's host; and refused, not used, when the token
-// would travel in clear.
+// would travel in clear. The token is in repo.AuthEnvFor's entry, which
+// only repo.Git reads and hands to git's network commands through a
+// credential helper (SEC-8); no process can be started with it.
 func gitRemote(rest string, ref forge.PRRef, token string, caFiles []string) func(reported string) (string, []string, error) {
 	return func(reported string) (string, []string, error) {
 		u, err := siteOf(ref).cloneURL(rest, reported, ref)
 		if err != nil {
 			return "", nil, usageErr("%v", err)
 		}
-		env, err := repo.GitAuthEnv(u, token, caFiles...)
+		env, err := repo.GitAuthEnvUser(u, siteOf(ref).gitUser(), token, caFiles...)
 		if err != nil {
 			return "", nil, usageErr("%v", err)
 		}

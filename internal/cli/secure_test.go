@@ -121,15 +121,23 @@ func TestSEC6_GitRemoteFollowsTheAPI(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || u != tc.want || !strings.Contains(strings.Join(env, "\n"), "http.https://ghe.example.com/.extraHeader") {
-			t.Errorf("%q: %q %q %v", tc.reported, u, env, err)
+		if scope, user := repo.TokenScope(env); err != nil || u != tc.want || scope != "https://ghe.example.com/" || user != repo.GitHubUser {
+			t.Errorf("%q: %q, token for %q as %q, %v", tc.reported, u, scope, user, err)
 		}
+	}
+	// GitLab's git takes the token as oauth2's password.
+	lab := forgeRef(t, "https://gitlab.example.com/g/p/-/merge_requests/1")
+	_, env, err := gitRemote("https://gitlab.example.com/api/v4", lab, "tok", nil)("https://gitlab.example.com/g/p.git")
+	if scope, user := repo.TokenScope(env); err != nil || scope != "https://gitlab.example.com/" || user != repo.GitLabUser {
+		t.Errorf("GitLab: token for %q as %q, %v", scope, user, err)
 	}
 }
 
 // TestSEC2_AgentEnvHasNoGitCredentials: git gets its credentials through
-// GIT_CONFIG_* variables (IF-2); the environment built for agents drops
-// them, whichever way they got into converge's own.
+// a credential helper on a descriptor (SEC-8), from an entry no process
+// can be started with (repo.AuthEnvFor); the environment built for
+// agents drops that entry and GIT_CONFIG_* variables, whichever way they
+// got into converge's own.
 func TestSEC2_AgentEnvHasNoGitCredentials(t *testing.T) {
 	const tok = "ghp_GITcredGITcred0123456789"
 	environ := append(os.Environ(), repo.AuthEnvFor("https://ghe.example.com/o/r.git", tok, "/ca.pem")...)

@@ -160,6 +160,15 @@ func HasToken(env []string) bool {
 	return a != nil
 }
 
+// TokenScope is the origin (scheme://host[:port]/) and the user name of
+// the token AuthEnvFor put in env; "" and "" when it holds none.
+func TokenScope(env []string) (scope, user string) {
+	if _, a := splitAuth(env); a != nil {
+		return a.scope, a.user
+	}
+	return "", ""
+}
+
 // credentialArgs are the -c options that make git ask a's helper, and
 // the descriptor the helper reads: the caller passes it as the process's
 // first extra file (descriptor 3) and closes it after.
