@@ -36,12 +36,19 @@ func containAgents(ios *IOStreams, unsafe bool, stateDir string) error {
 		// MCP), and hiding more is never less safe.
 		hide = append(slices.Clone(hide), abs)
 	}
+	var writable []string
+	for _, w := range filepath.SplitList(ios.Getenv("CONVERGE_SANDBOX_WRITABLE")) {
+		if !filepath.IsAbs(w) {
+			return usageErr("CONVERGE_SANDBOX_WRITABLE: %q is not an absolute path; name each directory agents may write from /", w)
+		}
+		writable = append(writable, w)
+	}
 	if unsafe {
 		proc.SetPolicy(proc.Policy{Unsafe: true, Hide: hide})
 		fmt.Fprintf(ios.ErrOut, "converge: warning: agents and their builds run uncontained (--%s): they can read this machine's tokens and dotfiles, and outlive converge\n", unsafeNoSandbox)
 		return nil
 	}
-	proc.SetPolicy(proc.Policy{Require: true, Hide: hide})
+	proc.SetPolicy(proc.Policy{Require: true, Hide: hide, Writable: writable})
 	if err := proc.Available(); err != nil {
 		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("agents run contained (SEC-7) and this machine cannot contain them: %v; allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns) or pass --%s", err, unsafeNoSandbox)}
 	}

@@ -22,7 +22,10 @@ var otherEnv = []string{"CONVERGE_TOKEN", proc.OwnerEnv, "CONVERGE_AGENT_MODEL",
 	// converge serve's webhook secret and API token (SEC-4).
 	"CONVERGE_WEBHOOK_SECRET", "CONVERGE_SERVE_TOKEN",
 	// Treat stdout as a terminal: live status lines (UX-1).
-	"CONVERGE_FORCE_TTY"}
+	"CONVERGE_FORCE_TTY",
+	// Directories contained agents may write besides their worktree
+	// (SEC-7): a log directory of the user's own agent command.
+	"CONVERGE_SANDBOX_WRITABLE"}
 
 // toolingEnv are prefixes of the variables converge's own test and
 // release tooling sets; a converge started under them inherits them.

@@ -55,7 +55,10 @@ type Policy struct {
 	// Expose are paths inside hidden ones a contained run still sees
 	// through a copy-on-write layer; nil means ToolPaths(os.Environ()).
 	Expose []string
-	Limits Limits
+	// Writable are places every contained run may write besides its Dir
+	// (CONVERGE_SANDBOX_WRITABLE: a log directory of the user's agent).
+	Writable []string
+	Limits   Limits
 }
 
 // Limits bound a contained run's resources; zero means the default.
@@ -97,16 +100,18 @@ var ErrNoSandbox = errors.New("agents run contained (SEC-7) and this machine can
 // jail is what the supervisor is told to build: every path resolved by
 // converge, before the supervisor covers any of them.
 type jail struct {
-	Dir       string   `json:"dir"`
-	ReadOnly  bool     `json:"readonly,omitempty"` // Dir is not writable
-	Writable  []string `json:"writable,omitempty"`
-	Hide      []string `json:"hide"`
-	Expose    []string `json:"expose,omitempty"`
-	GitDirs   []string `json:"gitdirs,omitempty"`
-	Home      string   `json:"home"`    // the user's home, where Scratch is mounted
-	Scratch   string   `json:"scratch"` // the run's scratch HOME on the host
-	FileSize  int64    `json:"fsize"`
-	Processes int64    `json:"nproc"`
+	Dir      string   `json:"dir"`
+	ReadOnly bool     `json:"readonly,omitempty"` // Dir is not writable
+	Writable []string `json:"writable,omitempty"`
+	Hide     []string `json:"hide"`
+	Expose   []string `json:"expose,omitempty"`
+	GitDirs  []string `json:"gitdirs,omitempty"`
+	// ReadOnlyPaths are shown read-only where a hidden place holds them.
+	ReadOnlyPaths []string `json:"ro,omitempty"`
+	Home          string   `json:"home"`    // the user's home, where Scratch is mounted
+	Scratch       string   `json:"scratch"` // the run's scratch HOME on the host
+	FileSize      int64    `json:"fsize"`
+	Processes     int64    `json:"nproc"`
 }
 
 // defaultHidden are the places every contained run is kept out of: the
@@ -140,11 +145,22 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 		hide = append(hide, j.Home)
 	}
 	j.Hide = topmost(resolveAll(hide))
-	writable := s.Writable
+	// What the policy hides by name (the state directory) is never shown
+	// again, whatever names it or a place around it.
+	sensitive := resolveAll(p.Hide)
+	shown := func(r string) bool {
+		for _, h := range sensitive {
+			if under(r, []string{h}) || under(h, []string{r}) {
+				return false
+			}
+		}
+		return true
+	}
+	writable := append(slices.Clone(s.Writable), p.Writable...)
 	// A HOME of the run's own (not the user's: a caller's directory, a
 	// test's) is the run's to write, as the scratch one would be.
 	if h := envValue(s.Env, "HOME"); h != "" && filepath.IsAbs(h) {
-		if r, err := realPath(h); err == nil && r != j.Home {
+		if r, err := realPath(h); err == nil && r != j.Home && shown(r) {
 			writable = append(writable, r)
 		}
 	}
@@ -158,8 +174,36 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 		expose = ToolPaths(os.Environ())
 	}
 	for _, e := range resolveAll(expose) {
-		if under(e, j.Hide) && !under(e, []string{dir}) {
+		if under(e, j.Hide) && !under(e, []string{dir}) && shown(e) {
 			j.Expose = append(j.Expose, e)
+		}
+	}
+	// The program itself, when it is a path a hidden place holds (an
+	// agent command of the user's in /tmp or the home), and what lies
+	// beside it, read-only.
+	if len(s.Argv) > 0 && filepath.IsAbs(s.Argv[0]) {
+		if prog, err := realPath(s.Argv[0]); err == nil && under(prog, j.Hide) && !under(prog, append([]string{dir}, j.Writable...)) && shown(filepath.Dir(prog)) {
+			j.ReadOnlyPaths = append(j.ReadOnlyPaths, filepath.Dir(prog))
+		}
+	}
+	// What the run's environment names by path (a credentials file of
+	// its model's provider, a configuration directory) it may read: the
+	// caller chose to give it those variables.
+	env := s.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "HOME", "PWD", "OLDPWD", "TMPDIR", OwnerEnv:
+			continue
+		}
+		if !filepath.IsAbs(v) || strings.ContainsRune(v, filepath.ListSeparator) {
+			continue
+		}
+		if r, err := realPath(v); err == nil && under(r, j.Hide) && !under(r, append([]string{dir}, j.Writable...)) && !slices.Contains(j.ReadOnlyPaths, r) && shown(r) {
+			j.ReadOnlyPaths = append(j.ReadOnlyPaths, r)
 		}
 	}
 	j.Expose = topmost(j.Expose)

@@ -22,6 +22,9 @@ import (
 // starts the process. It holds paths and limits, never a secret.
 const jailEnv = "_CONVERGE_JAIL"
 
+// rootAlias is the id root is in a jail.
+const rootAlias = 1000
+
 // cowRoot is where, inside the jail, the copy-on-write layers of the
 // exposed tool directories keep what the run writes.
 const cowRoot = "/dev/shm/.converge-cow"
@@ -38,11 +41,22 @@ func jailCmd(cmd *exec.Cmd, j *jail) error {
 	}), jailEnv+"="+string(b))
 	a := cmd.SysProcAttr
 	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
-	// Only converge's own user is mapped: the run is that user in there
-	// (root stays root, but with no capability, see dropPrivileges).
+	// Only converge's own user is mapped: the run is that user in there.
+	// Root is mapped to an ordinary id (rootAlias): the run owns what
+	// root owns, as before, but is not root to the programs it runs,
+	// which then do in there what they do for a user (Codex's own
+	// bubblewrap maps its user in a namespace of its own, which a root
+	// without CAP_SETFCAP may not; Claude Code refuses root).
 	uid, gid := os.Getuid(), os.Getgid()
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	inUID, inGID := uid, gid
+	if uid == 0 {
+		inUID = rootAlias
+	}
+	if gid == 0 {
+		inGID = rootAlias
+	}
+	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: inUID, HostID: uid, Size: 1}}
+	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: inGID, HostID: gid, Size: 1}}
 	a.GidMappingsEnableSetgroups = false
 	// An ordinary user loses the namespace's capabilities at the
 	// supervisor's exec; it needs these two to build the jail (mounts;
@@ -112,7 +126,7 @@ func (j *jail) build() error {
 			return err
 		}
 	}
-	for _, g := range j.GitDirs {
+	for _, g := range append(slices.Clone(j.ReadOnlyPaths), j.GitDirs...) {
 		if err := open(g, readonly); err != nil {
 			return err
 		}
@@ -145,6 +159,9 @@ func (j *jail) build() error {
 			reopen = append(reopen, h)
 		}
 	}
+	// The run's own /proc stays writable: a tool that makes a namespace
+	// of its own (Codex's bubblewrap) writes its maps there.
+	reopen = append(reopen, "/proc")
 	for i, b := range binds {
 		if b.file {
 			if err := mountPointFile(b.target); err != nil {

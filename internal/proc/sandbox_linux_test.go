@@ -263,3 +263,23 @@ func lastLines(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// A file the run's environment names (a provider's credentials) is
+// readable, unless it is in the state directory, which nothing shows.
+func TestSEC_7_WhatTheEnvironmentNamesIsReadableButNeverTheState(t *testing.T) {
+	requireSandbox(t)
+	state, wt := worktree(t)
+	hiding(t, state)
+	creds := filepath.Join(proctest.WorldDir(t), "service-account.json")
+	if err := os.WriteFile(creds, []byte("creds-ok"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "GOOGLE_APPLICATION_CREDENTIALS="+creds, "XDG_STATE_HOME="+state, "STATE_DB="+filepath.Join(state, "converge.db"))
+	r := contained(t, wt, `cat "$GOOGLE_APPLICATION_CREDENTIALS"; echo; cat "$STATE_DB" && echo READ-STATE; ls "$XDG_STATE_HOME"; echo done`, func(s *proc.Spec) { s.Env = env })
+	if !strings.Contains(r.Stdout, "creds-ok") || !strings.Contains(r.Stdout, "done") {
+		t.Fatalf("the named credentials were not readable: %+v", r)
+	}
+	if strings.Contains(r.Stdout, "READ-STATE") || strings.Contains(r.Stdout, "s3cr3t") || strings.Contains(r.Stdout, "converge.db") {
+		t.Fatalf("the state directory showed through a variable naming it: %s", r.Stdout)
+	}
+}
