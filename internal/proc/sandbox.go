@@ -66,13 +66,17 @@ type Limits struct {
 	// FileSize bounds one file the run writes (RLIMIT_FSIZE).
 	FileSize int64
 	// Processes bounds the run's processes and threads (RLIMIT_NPROC in
-	// its own user namespace; root is not bound by it, see ARCHITECTURE).
+	// its own user namespace, and its pids control group where one can be
+	// made: the kernel exempts root from RLIMIT_NPROC).
 	Processes int64
+	// Memory bounds the run's memory, in bytes, where a memory control
+	// group can be made (root, or a delegated cgroup v2 subtree).
+	Memory int64
 }
 
 // DefaultLimits are a contained run's bounds unless the policy names
 // others: a build writes large objects, and a compiler many threads.
-var DefaultLimits = Limits{FileSize: 2 << 30, Processes: 4096}
+var DefaultLimits = Limits{FileSize: 2 << 30, Processes: 4096, Memory: 8 << 30}
 
 var (
 	policyMu sync.RWMutex
@@ -112,6 +116,7 @@ type jail struct {
 	Scratch       string   `json:"scratch"` // the run's scratch HOME on the host
 	FileSize      int64    `json:"fsize"`
 	Processes     int64    `json:"nproc"`
+	Memory        int64    `json:"mem"`
 }
 
 // defaultHidden are the places every contained run is kept out of: the
@@ -215,7 +220,10 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 	if lim.Processes <= 0 {
 		lim.Processes = DefaultLimits.Processes
 	}
-	j.FileSize, j.Processes = lim.FileSize, lim.Processes
+	if lim.Memory <= 0 {
+		lim.Memory = DefaultLimits.Memory
+	}
+	j.FileSize, j.Processes, j.Memory = lim.FileSize, lim.Processes, lim.Memory
 	return j, nil
 }
 

@@ -283,3 +283,42 @@ func TestSEC_7_WhatTheEnvironmentNamesIsReadableButNeverTheState(t *testing.T) {
 		t.Fatalf("the state directory showed through a variable naming it: %s", r.Stdout)
 	}
 }
+
+// A fork bomb stops at the run's process bound: its pids group where one
+// can be made (root), RLIMIT_NPROC in its own user namespace otherwise.
+func TestSEC_7_AContainedRunIsBoundInProcesses(t *testing.T) {
+	requireSandbox(t)
+	old := proc.CurrentPolicy()
+	proc.SetPolicy(proc.Policy{Limits: proc.Limits{Processes: 64}})
+	t.Cleanup(func() { proc.SetPolicy(old) })
+	r := contained(t, t.TempDir(), `perl -e '$| = 1; my @k; for (1..200) { my $p = fork(); last unless defined $p; if ($p == 0) { sleep 30; exit 0 } push @k, $p } print "started=" . scalar(@k) . "\n"; kill "KILL", @k; '; echo done`)
+	var started int
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, "started="); ok {
+			started, _ = strconv.Atoi(strings.TrimSpace(v))
+		}
+	}
+	if !strings.Contains(r.Stdout, "done") || started == 0 {
+		t.Fatalf("the run did not get to fork: %+v", r)
+	}
+	if started > 64 {
+		t.Fatalf("the run started %d processes past its bound of 64", started)
+	}
+}
+
+// Memory is bounded where a memory control group can be made (root
+// here): a run that holds more is killed, not the machine's.
+func TestSEC_7_AContainedRunIsBoundInMemory(t *testing.T) {
+	requireSandbox(t)
+	if os.Getuid() != 0 {
+		t.Skip("memory is bounded by a control group converge can make as root (or in a delegated cgroup v2 subtree)")
+	}
+	old := proc.CurrentPolicy()
+	proc.SetPolicy(proc.Policy{Limits: proc.Limits{Memory: 32 << 20}})
+	t.Cleanup(func() { proc.SetPolicy(old) })
+	// awk holds a record whole: 128 MiB without a newline.
+	r := contained(t, t.TempDir(), `head -c 134217728 /dev/zero | tr '\0' a | awk '{ n = length($0) } END { print "held=" n }'`)
+	if strings.Contains(r.Stdout, "held=134217728") {
+		t.Fatalf("the run held 128 MiB past its 32 MiB bound: %+v", r)
+	}
+}

@@ -96,13 +96,20 @@ type supervisor struct {
 	mu      sync.Mutex
 	backup  *time.Timer // kills a supervisor that outlives its kill
 	jailed  bool
+	limits  Limits
+	group   *runGroup     // a jailed run's control groups, or nil
 	rest    *bufio.Reader // a jailed supervisor's status after "started"
 }
 
 // killed reports, once the supervisor has exited, whether a jailed one
 // said the process was killed rather than exited.
 func (s *supervisor) killed() bool {
-	if s == nil || s.rest == nil {
+	if s == nil {
+		return false
+	}
+	s.group.remove()
+	s.group = nil
+	if s.rest == nil {
 		return false
 	}
 	line, _ := s.rest.ReadString('\n')
@@ -152,6 +159,7 @@ func supervise(cmd *exec.Cmd, j *jail) (*supervisor, error) {
 			return nil, err
 		}
 		s.jailed = true
+		s.limits = Limits{Processes: j.Processes, Memory: j.Memory}
 	}
 	return s, nil
 }
@@ -167,6 +175,18 @@ func (s *supervisor) started() error {
 		_ = f.Close()
 	}
 	s.child = nil
+	if s.jailed {
+		// A jail's supervisor is put in the run's control groups, then
+		// told to go on.
+		s.group = newRunGroup(s.limits)
+		if err := s.group.add(s.cmd.Process.Pid); err != nil {
+			s.group.remove()
+			s.group = nil
+		}
+		if _, err := s.control.Write([]byte{'g'}); err != nil {
+			return errors.New("the supervisor ended before it started the process")
+		}
+	}
 	r := bufio.NewReader(s.status)
 	line, _ := r.ReadString('\n')
 	if s.jailed {
@@ -195,6 +215,8 @@ func (s *supervisor) abandon() {
 	if s == nil {
 		return
 	}
+	s.group.remove()
+	s.group = nil
 	for _, f := range s.child {
 		_ = f.Close()
 	}
@@ -268,6 +290,13 @@ func runSupervisor(tag, path string, argv []string) int {
 	}
 	start := os.StartProcess
 	if j != nil {
+		// converge moves this supervisor into the run's control groups,
+		// then says go: what it starts is born in them.
+		var b [1]byte
+		if n, _ := control.Read(b[:]); n != 1 {
+			_, _ = io.WriteString(status, "error converge ended before the process started\n")
+			return 126
+		}
 		if err := j.build(); err != nil {
 			_, _ = io.WriteString(status, "error "+strings.ReplaceAll(err.Error(), "\n", " ")+"\n")
 			return 126
