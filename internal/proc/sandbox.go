@@ -110,6 +110,9 @@ type jail struct {
 	Hide     []string `json:"hide"`
 	Expose   []string `json:"expose,omitempty"`
 	GitDirs  []string `json:"gitdirs,omitempty"`
+	// Sensitive are covered again wherever a place shown around them
+	// would show them (the state directory).
+	Sensitive []string `json:"sensitive,omitempty"`
 	// ReadOnlyPaths are shown read-only where a hidden place holds them.
 	ReadOnlyPaths []string `json:"ro,omitempty"`
 	Home          string   `json:"home"`    // the user's home, where Scratch is mounted
@@ -151,49 +154,68 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 	}
 	j.Hide = topmost(resolveAll(hide))
 	// What the policy hides by name (the state directory) is never shown
-	// again, whatever names it or a place around it.
+	// again: nothing inside it is, and the supervisor covers it again
+	// under whatever place around it is shown (Sensitive). Only the run's
+	// own Dir, the places converge gives it (Spec.Writable) and its git
+	// directories, which are in the state, are shown from inside it.
 	sensitive := resolveAll(p.Hide)
-	shown := func(r string) bool {
+	j.Sensitive = sensitive
+	inside := func(r string) bool {
 		for _, h := range sensitive {
-			if under(r, []string{h}) || under(h, []string{r}) {
-				return false
+			if under(r, []string{h}) {
+				return true
 			}
 		}
-		return true
+		return false
 	}
-	writable := append(slices.Clone(s.Writable), p.Writable...)
-	// A HOME of the run's own (not the user's: a caller's directory, a
-	// test's) is the run's to write, as the scratch one would be.
-	if h := envValue(s.Env, "HOME"); h != "" && filepath.IsAbs(h) {
-		if r, err := realPath(h); err == nil && r != j.Home && shown(r) {
-			writable = append(writable, r)
-		}
-	}
-	for _, w := range writable {
+	shown := append([]string{dir}, s.Writable...)
+	for _, w := range s.Writable {
 		if r, err := realPath(w); err == nil && r != dir && !slices.Contains(j.Writable, r) {
 			j.Writable = append(j.Writable, r)
 		}
+	}
+	// The policy's places (CONVERGE_SANDBOX_WRITABLE) and a HOME of the
+	// run's own (not the user's: a caller's directory, a test's) are the
+	// run's to write, as the scratch one would be.
+	writable := slices.Clone(p.Writable)
+	if h := envValue(s.Env, "HOME"); h != "" && filepath.IsAbs(h) {
+		writable = append(writable, h)
+	}
+	for _, w := range writable {
+		if r, err := realPath(w); err == nil && r != j.Home && r != dir && !inside(r) && !slices.Contains(j.Writable, r) {
+			j.Writable = append(j.Writable, r)
+		}
+	}
+	shown = append(shown, j.Writable...)
+	readable := func(r string) bool {
+		return under(r, j.Hide) && !under(r, shown) && !inside(r) && !slices.Contains(j.ReadOnlyPaths, r)
 	}
 	expose := p.Expose
 	if expose == nil {
 		expose = ToolPaths(os.Environ())
 	}
 	for _, e := range resolveAll(expose) {
-		if under(e, j.Hide) && !under(e, []string{dir}) && shown(e) {
+		if under(e, j.Hide) && !under(e, []string{dir}) && !inside(e) {
 			j.Expose = append(j.Expose, e)
 		}
 	}
-	// The program itself, when it is a path a hidden place holds (an
-	// agent command of the user's in /tmp or the home), and what lies
-	// beside it, read-only.
-	if len(s.Argv) > 0 && filepath.IsAbs(s.Argv[0]) {
-		if prog, err := realPath(s.Argv[0]); err == nil && under(prog, j.Hide) && !under(prog, append([]string{dir}, j.Writable...)) && shown(filepath.Dir(prog)) {
-			j.ReadOnlyPaths = append(j.ReadOnlyPaths, filepath.Dir(prog))
+	// What the command line names by path (the agent command of the
+	// user's, in /tmp or the home: the program and what lies beside it),
+	// and what the run's environment names (a credentials file of its
+	// model's provider, a configuration directory), it may read: the
+	// caller chose to give it those.
+	for _, word := range pathWords(s.Argv) {
+		r, err := realPath(word)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(r); err == nil && !fi.IsDir() {
+			r = filepath.Dir(r)
+		}
+		if readable(r) {
+			j.ReadOnlyPaths = append(j.ReadOnlyPaths, r)
 		}
 	}
-	// What the run's environment names by path (a credentials file of
-	// its model's provider, a configuration directory) it may read: the
-	// caller chose to give it those variables.
 	env := s.Env
 	if env == nil {
 		env = os.Environ()
@@ -207,7 +229,7 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 		if !filepath.IsAbs(v) || strings.ContainsRune(v, filepath.ListSeparator) {
 			continue
 		}
-		if r, err := realPath(v); err == nil && under(r, j.Hide) && !under(r, append([]string{dir}, j.Writable...)) && !slices.Contains(j.ReadOnlyPaths, r) && shown(r) {
+		if r, err := realPath(v); err == nil && readable(r) {
 			j.ReadOnlyPaths = append(j.ReadOnlyPaths, r)
 		}
 	}
@@ -429,4 +451,20 @@ func envValue(env []string, k string) string {
 		}
 	}
 	return ""
+}
+
+// pathWords are the absolute paths among argv's words and, for a shell's
+// script (sh -c 'sh /tmp/agent.sh'), among the script's words.
+func pathWords(argv []string) []string {
+	var out []string
+	for _, a := range argv {
+		for _, w := range strings.FieldsFunc(a, func(r rune) bool {
+			return r == ' ' || r == '\t' || r == '\n' || r == '\'' || r == '"' || r == ';' || r == '|' || r == '&' || r == '(' || r == ')' || r == '<' || r == '>' || r == '='
+		}) {
+			if filepath.IsAbs(w) {
+				out = append(out, filepath.Clean(w))
+			}
+		}
+	}
+	return out
 }

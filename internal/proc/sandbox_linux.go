@@ -100,6 +100,7 @@ func (j *jail) build() error {
 		writable = iota
 		readonly
 		cow
+		cover // the state, under a place shown around it
 	)
 	var binds []bind
 	open := func(p string, kind int) error {
@@ -148,6 +149,17 @@ func (j *jail) build() error {
 			return fmt.Errorf("sandbox: cover %s: %w", h, err)
 		}
 	}
+	// The state shows nowhere: under a place shown around it, it is
+	// covered again, and what converge gives the run from inside it (its
+	// worktree, its git directories) is bound after, on top.
+	for _, sens := range j.Sensitive {
+		for _, b := range binds {
+			if b.target != sens && under(sens, []string{b.target}) {
+				binds = append(binds, bind{fd: -1, target: sens, kind: cover})
+				break
+			}
+		}
+	}
 	// Parents before children: a worktree under the home is bound after
 	// the scratch home that covers it.
 	slices.SortStableFunc(binds, func(a, b bind) int {
@@ -163,6 +175,15 @@ func (j *jail) build() error {
 	// of its own (Codex's bubblewrap) writes its maps there.
 	reopen = append(reopen, "/proc")
 	for i, b := range binds {
+		if b.kind == cover {
+			if err := os.MkdirAll(b.target, 0o755); err != nil {
+				return fmt.Errorf("sandbox: %s: %w", b.target, err)
+			}
+			if err := unix.Mount("tmpfs", b.target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1m"); err != nil {
+				return fmt.Errorf("sandbox: cover %s: %w", b.target, err)
+			}
+			continue
+		}
 		if b.file {
 			if err := mountPointFile(b.target); err != nil {
 				return err
@@ -198,7 +219,9 @@ func (j *jail) build() error {
 		}
 	}
 	for _, b := range binds {
-		_ = unix.Close(b.fd)
+		if b.fd >= 0 {
+			_ = unix.Close(b.fd)
+		}
 	}
 	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("sandbox: mount /proc: %w", err)

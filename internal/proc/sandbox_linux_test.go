@@ -322,3 +322,29 @@ func TestSEC_7_AContainedRunIsBoundInMemory(t *testing.T) {
 		t.Fatalf("the run held 128 MiB past its 32 MiB bound: %+v", r)
 	}
 }
+
+// A place made writable around the state (CONVERGE_SANDBOX_WRITABLE on a
+// parent of it) shows the place, never the state; a script the command
+// line names is readable.
+func TestSEC_7_TheStateShowsUnderNoPlaceAroundIt(t *testing.T) {
+	requireSandbox(t)
+	state, wt := worktree(t)
+	parent := filepath.Dir(state)
+	old := proc.CurrentPolicy()
+	proc.SetPolicy(proc.Policy{Hide: []string{state}, Writable: []string{parent}})
+	t.Cleanup(func() { proc.SetPolicy(old) })
+	script := filepath.Join(proctest.WorldDir(t), "agent.sh")
+	if err := os.WriteFile(script, []byte("echo script-ran\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := contained(t, wt, `sh `+script+`; echo x > `+filepath.Join(parent, "log")+` && echo WROTE-PARENT; cat `+filepath.Join(state, "converge.db")+` && echo READ-STATE; echo y > mine; echo done`)
+	if !strings.Contains(r.Stdout, "done") || !strings.Contains(r.Stdout, "script-ran") || !strings.Contains(r.Stdout, "WROTE-PARENT") {
+		t.Fatalf("the named script, the writable place or the worktree failed: %+v", r)
+	}
+	if strings.Contains(r.Stdout, "READ-STATE") || strings.Contains(r.Stdout, "s3cr3t") {
+		t.Fatalf("the state showed under a writable place around it: %s", r.Stdout)
+	}
+	if _, err := os.Stat(filepath.Join(wt, "mine")); err != nil {
+		t.Fatalf("the worktree inside the state was not the run's: %v", err)
+	}
+}
