@@ -277,9 +277,7 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	if cmd.ProcessState != nil {
 		res.ExitCode = cmd.ProcessState.ExitCode()
 	}
-	if sup.killed() {
-		res.ExitCode = -1
-	}
+	sup.ended()
 	var exitErr *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &exitErr) {
 		return res, fmt.Errorf("run %s: %w", s.Argv[0], waitErr)

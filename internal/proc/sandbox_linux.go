@@ -1,12 +1,15 @@
 package proc
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -29,8 +32,18 @@ const rootAlias = 1000
 // exposed tool directories keep what the run writes.
 const cowRoot = "/dev/shm/.converge-cow"
 
-// jailCmd makes the supervisor cmd starts the init of a new user, mount
-// and PID namespace, told to build j.
+// jailArg is argv[1] of a jail's init, which the supervisor starts in
+// the run's own namespaces (runJail).
+const jailArg = "__jail"
+
+// jailCmd tells the supervisor cmd starts to run its process in j.
+//
+// The supervisor itself stays where converge is, and starts the jail's
+// init (converge's binary again) in a new user, mount and PID namespace.
+// Two steps, not one: converge is not dumpable (SEC-2), so what it forks
+// has /proc files only root may open, and the new namespace's id maps
+// are written there by the parent; the supervisor, a fresh exec, is
+// dumpable, and writes its child's.
 func jailCmd(cmd *exec.Cmd, j *jail) error {
 	b, err := json.Marshal(j)
 	if err != nil {
@@ -39,31 +52,159 @@ func jailCmd(cmd *exec.Cmd, j *jail) error {
 	cmd.Env = append(slices.DeleteFunc(cmd.Env, func(kv string) bool {
 		return strings.HasPrefix(kv, jailEnv+"=")
 	}), jailEnv+"="+string(b))
-	a := cmd.SysProcAttr
-	a.Cloneflags |= syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID
-	// Only converge's own user is mapped: the run is that user in there.
-	// Root is mapped to an ordinary id (rootAlias): the run owns what
-	// root owns, as before, but is not root to the programs it runs,
-	// which then do in there what they do for a user (Codex's own
-	// bubblewrap maps its user in a namespace of its own, which a root
-	// without CAP_SETFCAP may not; Claude Code refuses root).
-	uid, gid := os.Getuid(), os.Getgid()
-	inUID, inGID := uid, gid
-	if uid == 0 {
-		inUID = rootAlias
-	}
-	if gid == 0 {
-		inGID = rootAlias
-	}
-	a.UidMappings = []syscall.SysProcIDMap{{ContainerID: inUID, HostID: uid, Size: 1}}
-	a.GidMappings = []syscall.SysProcIDMap{{ContainerID: inGID, HostID: gid, Size: 1}}
-	a.GidMappingsEnableSetgroups = false
-	// An ordinary user loses the namespace's capabilities at the
-	// supervisor's exec; it needs these two to build the jail (mounts;
-	// the bounding set and securebits), and gives them up before the
-	// process starts.
-	a.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 	return nil
+}
+
+// jailStart is how the supervisor starts its process in the jail: the
+// jail's init, in its namespaces, told to build raw and start the
+// process; relay is where the init says it did.
+func jailStart(attr *os.ProcAttr, raw string) (start func(string, []string, *os.ProcAttr) (*os.Process, error), relay *os.File, err error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	start = func(path string, argv []string, attr *os.ProcAttr) (*os.Process, error) {
+		defer w.Close()
+		a := *attr
+		// The marker makes the start the jail's init (Supervise), not a
+		// command line.
+		a.Env = append(slices.Clone(attr.Env), jailEnv+"="+raw, supervisorEnv+"=jail")
+		a.Files = append(slices.Clone(attr.Files), w)
+		uid, gid := os.Getuid(), os.Getgid()
+		inUID, inGID := uid, gid
+		if uid == 0 {
+			inUID = rootAlias
+		}
+		if gid == 0 {
+			inGID = rootAlias
+		}
+		a.Sys = &syscall.SysProcAttr{
+			Setpgid: true, Pdeathsig: syscall.SIGKILL,
+			Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID,
+			// Only converge's own user is mapped: the run is that user in
+			// there. Root is mapped to an ordinary id (rootAlias): the run
+			// owns what root owns, as before, but is not root to the
+			// programs it runs, which then do in there what they do for a
+			// user (Codex's own bubblewrap maps its user in a namespace of
+			// its own, which a root without CAP_SETFCAP may not; Claude Code
+			// refuses root).
+			UidMappings:                []syscall.SysProcIDMap{{ContainerID: inUID, HostID: uid, Size: 1}},
+			GidMappings:                []syscall.SysProcIDMap{{ContainerID: inGID, HostID: gid, Size: 1}},
+			GidMappingsEnableSetgroups: false,
+			// An ordinary user would lose the namespace's capabilities at
+			// the init's exec; it needs these two to build the jail
+			// (mounts; the bounding set and securebits), and gives them
+			// up before the process starts.
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
+		}
+		return os.StartProcess(selfExe, append([]string{os.Args[0], jailArg, path}, argv...), &a)
+	}
+	return start, r, nil
+}
+
+// jailKilled reads, once the jail's init has exited, whether it said the
+// process was killed: the init of a namespace cannot die by its own
+// signal, so it says so and exits.
+func jailKilled(relay *os.File) bool {
+	if relay == nil {
+		return false
+	}
+	line, _ := bufio.NewReader(relay).ReadString('\n')
+	return strings.TrimSpace(line) == "killed"
+}
+
+// runJail is the jail's init, PID 1 of the run's namespaces: it builds the
+// jail, starts the process in it with no capability, says so on file 3,
+// and exits with the process's code once it has ended (at once, when it
+// ended untold: the namespace dies with its init, and all the process
+// left with it; after the rest, when the supervisor passed on a SIGTERM,
+// so that they have their grace).
+func runJail(path string, argv []string) int {
+	relay := os.NewFile(3, "relay")
+	if relay == nil {
+		return 126
+	}
+	syscall.CloseOnExec(3)
+	say := func(line string) { _, _ = io.WriteString(relay, strings.ReplaceAll(line, "\n", " ")+"\n") }
+	signals := make(chan os.Signal, 4)
+	signal.Notify(signals, syscall.SIGTERM)
+	j, err := readJail()
+	if err != nil || j == nil {
+		say(fmt.Sprintf("error sandbox: %v", cmpErr(err, "no jail")))
+		return 126
+	}
+	if err := j.build(); err != nil {
+		say("error " + err.Error())
+		return 126
+	}
+	p, err := startJailed(path, argv, &os.ProcAttr{
+		Env:   j.environ(os.Environ()),
+		Dir:   j.Dir,
+		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			say("errno " + strconv.Itoa(int(errno)))
+		} else {
+			say("error " + err.Error())
+		}
+		return 127
+	}
+	say("started")
+	_ = os.Stdin.Close()
+	exited := make(chan syscall.WaitStatus, 1)
+	gone := make(chan struct{})
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			pid, err := syscall.Wait4(-1, &ws, 0, nil)
+			switch {
+			case errors.Is(err, syscall.EINTR):
+			case err != nil:
+				close(gone)
+				return
+			case pid == p.Pid:
+				exited <- ws
+			}
+		}
+	}()
+	var (
+		ws       syscall.WaitStatus
+		stopping bool
+	)
+	end := func() int {
+		if ws.Exited() {
+			return ws.ExitStatus()
+		}
+		say("killed")
+		return 128 + int(syscall.SIGKILL)
+	}
+	for {
+		select {
+		case <-signals:
+			stopping = true
+			_ = syscall.Kill(-1, syscall.SIGTERM)
+		case ws = <-exited:
+			if !stopping {
+				return end()
+			}
+		case <-gone:
+			select {
+			case ws = <-exited:
+			default:
+			}
+			return end()
+		}
+	}
+}
+
+func cmpErr(err error, def string) string {
+	if err != nil {
+		return err.Error()
+	}
+	return def
 }
 
 // readJail is the jail the supervisor was told to build, or nil; the

@@ -77,6 +77,9 @@ func Supervise() {
 		if len(os.Args) >= 4 && os.Args[1] == supervisorArg {
 			os.Exit(runSupervisor(tag, os.Args[2], os.Args[3:]))
 		}
+		if len(os.Args) >= 4 && os.Args[1] == jailArg {
+			os.Exit(runJail(os.Args[2], os.Args[3:]))
+		}
 	}
 	if _, err := os.Stat(selfExe); err == nil {
 		supervising.Store(true)
@@ -97,25 +100,17 @@ type supervisor struct {
 	backup  *time.Timer // kills a supervisor that outlives its kill
 	jailed  bool
 	limits  Limits
-	group   *runGroup     // a jailed run's control groups, or nil
-	rest    *bufio.Reader // a jailed supervisor's status after "started"
+	group   *runGroup // a jailed run's control groups, or nil
 }
 
-// killed reports, once the supervisor has exited, whether a jailed one
-// said the process was killed rather than exited.
-func (s *supervisor) killed() bool {
+// ended removes a jailed run's control groups once its supervisor has
+// exited.
+func (s *supervisor) ended() {
 	if s == nil {
-		return false
+		return
 	}
 	s.group.remove()
 	s.group = nil
-	if s.rest == nil {
-		return false
-	}
-	line, _ := s.rest.ReadString('\n')
-	_ = s.status.Close()
-	s.rest = nil
-	return strings.TrimSpace(line) == "killed"
 }
 
 // supervise makes cmd start a supervisor that runs what cmd named, or
@@ -187,15 +182,8 @@ func (s *supervisor) started() error {
 			return errors.New("the supervisor ended before it started the process")
 		}
 	}
-	r := bufio.NewReader(s.status)
-	line, _ := r.ReadString('\n')
-	if s.jailed {
-		// The status pipe stays open: its last line says whether the
-		// process was killed (exitAs).
-		s.rest = r
-	} else {
-		_ = s.status.Close()
-	}
+	line, _ := bufio.NewReader(s.status).ReadString('\n')
+	_ = s.status.Close()
 	switch word, rest, _ := strings.Cut(strings.TrimSpace(line), " "); word {
 	case "started":
 		return nil
@@ -268,16 +256,11 @@ func runSupervisor(tag, path string, argv []string) int {
 	signal.Notify(signals, syscall.SIGTERM, deathSignal)
 	// Go set the parent-death signal at the fork; it is set again here,
 	// where the check that the parent still lives follows it: a converge
-	// that died before sends no signal. In a jail the parent is outside
-	// the namespace (its pid reads 0); the control pipe, whose EOF is
-	// read from the start, stands for the check there.
+	// that died before sends no signal.
 	_ = unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(deathSignal), 0, 0, 0)
-	j, err := readJail()
-	if err != nil {
-		_, _ = io.WriteString(status, "error "+err.Error()+"\n")
-		return 126
-	}
-	if j == nil && strconv.Itoa(os.Getppid()) != parent {
+	jail, jailed := os.LookupEnv(jailEnv)
+	_ = os.Unsetenv(jailEnv)
+	if strconv.Itoa(os.Getppid()) != parent {
 		_, _ = io.WriteString(status, "error converge ended before the process started\n")
 		return 126
 	}
@@ -289,7 +272,8 @@ func runSupervisor(tag, path string, argv []string) int {
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	start := os.StartProcess
-	if j != nil {
+	var relay *os.File // the jail's init's word on its start and end
+	if jailed {
 		// converge moves this supervisor into the run's control groups,
 		// then says go: what it starts is born in them.
 		var b [1]byte
@@ -297,17 +281,31 @@ func runSupervisor(tag, path string, argv []string) int {
 			_, _ = io.WriteString(status, "error converge ended before the process started\n")
 			return 126
 		}
-		if err := j.build(); err != nil {
+		var err error
+		if start, relay, err = jailStart(attr, jail); err != nil {
 			_, _ = io.WriteString(status, "error "+strings.ReplaceAll(err.Error(), "\n", " ")+"\n")
 			return 126
 		}
-		attr.Env, attr.Dir, start = j.environ(attr.Env), j.Dir, startJailed
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		_, _ = io.WriteString(status, "error supervisor: "+err.Error()+"\n")
 		return 126
 	}
 	p, err := start(path, argv, attr)
+	if err == nil && relay != nil {
+		// The jail's init says whether it built the jail and started the
+		// process, as a supervisor says it to converge.
+		line, _ := bufio.NewReader(relay).ReadString('\n')
+		if line = strings.TrimSpace(line); line != "started" {
+			_ = p.Kill()
+			_, _ = p.Wait()
+			if line == "" {
+				line = "error the sandbox's init ended before it started the process"
+			}
+			_, _ = io.WriteString(status, line+"\n")
+			return 126
+		}
+	}
 	if err != nil {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
@@ -318,9 +316,7 @@ func runSupervisor(tag, path string, argv []string) int {
 		return 127
 	}
 	_, _ = io.WriteString(status, "started\n")
-	if j == nil {
-		_ = status.Close()
-	}
+	_ = status.Close()
 	// The process holds stdin now: when it closes it, converge's writer
 	// sees the pipe break, as without the supervisor.
 	_ = os.Stdin.Close()
@@ -396,14 +392,14 @@ func runSupervisor(tag, path string, argv []string) int {
 		case <-bound:
 			// What is left is stuck in the kernel, where it runs no
 			// code of its own.
-			return exitAs(ws, done, j != nil, status)
+			return exitAs(ws, done && !jailKilled(relay))
 		case <-gone:
 			select {
 			case ws = <-exited:
 				done = true
 			default:
 			}
-			return exitAs(ws, done, j != nil, status)
+			return exitAs(ws, done && !jailKilled(relay))
 		}
 	}
 }
@@ -411,17 +407,9 @@ func runSupervisor(tag, path string, argv []string) int {
 // exitAs is the code the supervisor exits with for a process that ended
 // as ws says; one killed by a signal (or never seen to end) makes the
 // supervisor kill itself, so that converge sees a process killed.
-//
-// A jail's supervisor is its namespace's init, which no signal of its own
-// kills: it says so on the status pipe instead, and converge takes its
-// exit for a kill (supervisor.killed).
-func exitAs(ws syscall.WaitStatus, done, jailed bool, status *os.File) int {
+func exitAs(ws syscall.WaitStatus, done bool) int {
 	if done && ws.Exited() {
 		return ws.ExitStatus()
-	}
-	if jailed {
-		_, _ = io.WriteString(status, "killed\n")
-		return 128 + int(syscall.SIGKILL)
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
