@@ -70,6 +70,12 @@ func cleanEnv(env map[string]string) []string {
 	// otherwise every done-check's go test under it compiled the
 	// standard library again, three quarters of a real-agent test's CPU.
 	out = append(out, gobuild.Env()...)
+	// The agents these tests script write their logs beside their
+	// scripts, in the test's temporary directories: contained (SEC-7),
+	// they may, as a user's agent may write where the user says.
+	// Containment itself is proven where nothing is made writable
+	// (internal/proc, sec7_hostile_test.go).
+	out = append(out, "CONVERGE_SANDBOX_WRITABLE="+os.TempDir())
 	for k, v := range env {
 		out = append(out, k+"="+v)
 	}

@@ -52,6 +52,10 @@ func scriptSetup(env *testscript.Env) error {
 	}
 	env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
 	env.Setenv("GH_CONFIG_DIR", env.WorkDir+"/gh")
+	// The scripted agents write their logs in $WORK (SEC-7: contained,
+	// they may write only where they are told they may; the state, in
+	// $WORK too, never shows).
+	env.Setenv("CONVERGE_SANDBOX_WRITABLE", env.WorkDir)
 	checkEvents(env)
 	// The go commands converge runs share the host's build cache
 	// (HOME is /no-home here).
