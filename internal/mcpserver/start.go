@@ -325,7 +325,8 @@ func (s *server) disposeThreads(ctx context.Context, _ *mcp.CallToolRequest, in 
 	// A disposal is short: it runs as converge's own subprocess, and a
 	// cancelled call stops it as Ctrl-C would (its replies are
 	// idempotent, REL-2).
-	res, err := proc.Run(ctx, proc.Spec{Argv: argv, Env: s.cfg.Env, MaxOutput: -1})
+	// converge's own binary: supervised, not contained (SEC-7).
+	res, err := proc.Run(ctx, proc.Spec{Argv: argv, Env: s.cfg.Env, MaxOutput: -1, Trusted: true})
 	if err != nil {
 		return nil, disposeOut{}, fmt.Errorf("start converge pr --dispose-only: %w", err)
 	}

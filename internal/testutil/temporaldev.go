@@ -150,6 +150,8 @@ func startTemporal(t testing.TB, bin, dir, logPath string, deadline time.Time) (
 			Combined:  true,
 			MaxOutput: 4 << 10, // the whole output is in the log file
 			Grace:     5 * time.Second,
+			// The test's own server, not an agent's run (SEC-7).
+			Trusted: true,
 			OnLine: func(_ bool, line string) {
 				_, _ = io.WriteString(logFile, line+"\n")
 			},
