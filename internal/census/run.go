@@ -81,6 +81,8 @@ func Run(ctx context.Context, s Spec) (Result, error) {
 	p, err := proc.Run(ctx, proc.Spec{
 		Argv: plan.Argv, Dir: s.Dir, Env: env,
 		Budget: s.Budget, Grace: grace, MaxOutput: capture, Combined: true,
+		// A contained run (SEC-7) writes its report where it is read.
+		Writable: []string{reportDir},
 	})
 	r := Result{ExitCode: p.ExitCode, TimedOut: p.TimedOut, Duration: p.Duration, Argv: plan.Argv}
 	human := p.Stdout
