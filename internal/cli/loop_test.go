@@ -35,6 +35,8 @@ func TestLOOP_Acceptance(t *testing.T) {
 				env.Setenv(k, "")
 			}
 			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
+			// The scripted agents write their logs in $WORK (SEC-7).
+			env.Setenv("CONVERGE_SANDBOX_WRITABLE", env.WorkDir)
 			env.Setenv("GOCACHE", cache)
 			env.Setenv("GOPATH", env.WorkDir+"/gopath")
 			env.Setenv("GOTOOLCHAIN", "local")

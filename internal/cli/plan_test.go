@@ -19,6 +19,8 @@ func planScript(t *testing.T, name string) {
 				env.Setenv(k, "")
 			}
 			env.Setenv("XDG_STATE_HOME", env.WorkDir+"/state")
+			// The scripted agents write their logs in $WORK (SEC-7).
+			env.Setenv("CONVERGE_SANDBOX_WRITABLE", env.WorkDir)
 			checkEvents(env)
 			return nil
 		},

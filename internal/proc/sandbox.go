@@ -188,7 +188,7 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 	}
 	shown = append(shown, j.Writable...)
 	readable := func(r string) bool {
-		return under(r, j.Hide) && !under(r, shown) && !inside(r) && !slices.Contains(j.ReadOnlyPaths, r)
+		return under(r, j.Hide) && !under(r, shown) && !under(r, j.Expose) && !inside(r) && !slices.Contains(j.ReadOnlyPaths, r)
 	}
 	expose := p.Expose
 	if expose == nil {

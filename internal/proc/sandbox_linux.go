@@ -92,10 +92,11 @@ func jailStart(attr *os.ProcAttr, raw string) (start func(string, []string, *os.
 			GidMappings:                []syscall.SysProcIDMap{{ContainerID: inGID, HostID: gid, Size: 1}},
 			GidMappingsEnableSetgroups: false,
 			// An ordinary user would lose the namespace's capabilities at
-			// the init's exec; it needs these two to build the jail
-			// (mounts; the bounding set and securebits), and gives them
-			// up before the process starts.
-			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP},
+			// the init's exec; it needs these to build the jail (mounts;
+			// the bounding set and securebits; what overlayfs does in its
+			// work directory), and gives them up before the process
+			// starts.
+			AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_MKNOD, unix.CAP_DAC_OVERRIDE, unix.CAP_FOWNER, unix.CAP_CHOWN},
 		}
 		return os.StartProcess(selfExe, append([]string{os.Args[0], jailArg, path}, argv...), &a)
 	}
@@ -273,8 +274,25 @@ func (j *jail) build() error {
 			return err
 		}
 	}
-	for _, e := range j.Expose {
-		if err := open(e, cow); err != nil {
+	// The tools' copy-on-write layers are made where the tools are, while
+	// they are still in view, their writes kept in a private /dev/shm;
+	// what is bound back later is the layer.
+	if len(j.Expose) > 0 {
+		if err := unix.Mount("tmpfs", "/dev/shm", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=1g"); err != nil {
+			return fmt.Errorf("sandbox: cover /dev/shm: %w", err)
+		}
+	}
+	for i, e := range j.Expose {
+		kind := readonly
+		up := filepath.Join(cowRoot, strconv.Itoa(i))
+		if os.MkdirAll(up+"/up", 0o755) == nil && os.MkdirAll(up+"/work", 0o755) == nil {
+			opts := "lowerdir=" + e + ",upperdir=" + up + "/up,workdir=" + up + "/work"
+			if unix.Mount("overlay", e, "overlay", 0, opts) == nil {
+				kind = cow
+			}
+		}
+		// Without an overlay here, the tools are seen read-only.
+		if err := open(e, kind); err != nil {
 			return err
 		}
 	}
@@ -286,6 +304,9 @@ func (j *jail) build() error {
 		binds = append(binds, bind{fd: fd, target: j.Home, kind: writable})
 	}
 	for _, h := range j.Hide {
+		if h == "/dev/shm" && len(j.Expose) > 0 {
+			continue // covered above
+		}
 		if err := unix.Mount("tmpfs", h, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=1g"); err != nil {
 			return fmt.Errorf("sandbox: cover %s: %w", h, err)
 		}
@@ -315,7 +336,7 @@ func (j *jail) build() error {
 	// The run's own /proc stays writable: a tool that makes a namespace
 	// of its own (Codex's bubblewrap) writes its maps there.
 	reopen = append(reopen, "/proc")
-	for i, b := range binds {
+	for _, b := range binds {
 		if b.kind == cover {
 			if err := os.MkdirAll(b.target, 0o755); err != nil {
 				return fmt.Errorf("sandbox: %s: %w", b.target, err)
@@ -341,21 +362,10 @@ func (j *jail) build() error {
 			return fmt.Errorf("sandbox: %s: %w", b.target, err)
 		}
 		src := "/proc/self/fd/" + strconv.Itoa(b.fd)
-		if b.kind == cow {
-			up := filepath.Join(cowRoot, strconv.Itoa(i))
-			if err := os.MkdirAll(up+"/up", 0o755); err == nil && os.MkdirAll(up+"/work", 0o755) == nil {
-				opts := "lowerdir=" + src + ",upperdir=" + up + "/up,workdir=" + up + "/work"
-				if err := unix.Mount("overlay", b.target, "overlay", 0, opts); err == nil {
-					reopen = append(reopen, b.target)
-					continue
-				}
-			}
-			// No overlay here: the tools are seen read-only.
-		}
 		if err := unix.Mount(src, b.target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("sandbox: bind %s: %w", b.target, err)
 		}
-		if b.kind == writable {
+		if b.kind == writable || b.kind == cow {
 			reopen = append(reopen, b.target)
 		}
 	}

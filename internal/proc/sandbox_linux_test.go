@@ -218,9 +218,12 @@ func TestSEC_7_ToolsUnderTheHomeStillRun(t *testing.T) {
 	old := proc.CurrentPolicy()
 	proc.SetPolicy(proc.Policy{Expose: proc.ToolPaths(env)})
 	t.Cleanup(func() { proc.SetPolicy(old) })
-	r := contained(t, t.TempDir(), `hello-tool; echo x > `+filepath.Join(tools, "bin", "planted")+`; cat `+secret+` && echo READ-SECRET; echo done`, func(s *proc.Spec) { s.Env = env })
+	r := contained(t, t.TempDir(), `hello-tool; echo x > `+filepath.Join(tools, "bin", "planted")+` && echo WROTE-COW; cat `+secret+` && echo READ-SECRET; echo done`, func(s *proc.Spec) { s.Env = env })
 	if !strings.Contains(r.Stdout, "hello from the tool") || !strings.Contains(r.Stdout, "done") {
 		t.Fatalf("the tool did not run: %+v", r)
+	}
+	if !strings.Contains(r.Stdout, "WROTE-COW") {
+		t.Errorf("a tool directory was not writable through its copy-on-write layer (a build cache must be): %s", r.Stderr)
 	}
 	if strings.Contains(r.Stdout, "READ-SECRET") {
 		t.Errorf("the run read a dotfile of the home")
