@@ -46,7 +46,19 @@ func (s *syncBuffer) String() string {
 // testIO returns streams backed by buffers and an environment of env only.
 func testIO(env map[string]string) (*IOStreams, *syncBuffer, *syncBuffer) {
 	out, errOut := &syncBuffer{}, &syncBuffer{}
-	return &IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut, Getenv: func(k string) string { return env[k] }}, out, errOut
+	getenv := func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		if k == "CONVERGE_SANDBOX_WRITABLE" {
+			// The scripted agents write their logs in the test's
+			// temporary directories (SEC-7), as in cleanEnv; one value
+			// for every in-process run, as the policy is the process's.
+			return os.TempDir()
+		}
+		return ""
+	}
+	return &IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut, Getenv: getenv}, out, errOut
 }
 
 // startHub runs the emulator in-process with the demo repository seeded.

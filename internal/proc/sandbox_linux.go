@@ -314,7 +314,14 @@ func (j *jail) build() error {
 	// The state shows nowhere: under a place shown around it, it is
 	// covered again, and what converge gives the run from inside it (its
 	// worktree, its git directories) is bound after, on top.
-	for _, sens := range j.Sensitive {
+	// The same for every hidden place: binds are not recursive (a
+	// recursive one would copy the cover on its own source back on top),
+	// so a place shown around a hidden one shows it, until it is covered.
+	// (The paths were resolved by converge: here, under the covers, they
+	// no longer resolve.)
+	hidden := append(slices.Clone(j.Sensitive), j.Hide...)
+	slices.Sort(hidden)
+	for _, sens := range slices.Compact(hidden) {
 		for _, b := range binds {
 			if b.target != sens && under(sens, []string{b.target}) {
 				binds = append(binds, bind{fd: -1, target: sens, kind: cover})
@@ -362,7 +369,7 @@ func (j *jail) build() error {
 			return fmt.Errorf("sandbox: %s: %w", b.target, err)
 		}
 		src := "/proc/self/fd/" + strconv.Itoa(b.fd)
-		if err := unix.Mount(src, b.target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		if err := unix.Mount(src, b.target, "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("sandbox: bind %s: %w", b.target, err)
 		}
 		if b.kind == writable || b.kind == cow {

@@ -332,7 +332,14 @@ func TestSEC_7_AContainedRunIsBoundInMemory(t *testing.T) {
 func TestSEC_7_TheStateShowsUnderNoPlaceAroundIt(t *testing.T) {
 	requireSandbox(t)
 	state, wt := worktree(t)
-	parent := filepath.Dir(state)
+	// The state's parent, and the whole temporary directory (itself a
+	// place every run is kept out of).
+	for _, parent := range []string{filepath.Dir(state), os.TempDir()} {
+		t.Run(filepath.Base(parent), func(t *testing.T) { stateUnder(t, state, wt, parent) })
+	}
+}
+
+func stateUnder(t *testing.T, state, wt, parent string) {
 	old := proc.CurrentPolicy()
 	proc.SetPolicy(proc.Policy{Hide: []string{state}, Writable: []string{parent}})
 	t.Cleanup(func() { proc.SetPolicy(old) })
@@ -350,4 +357,32 @@ func TestSEC_7_TheStateShowsUnderNoPlaceAroundIt(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(wt, "mine")); err != nil {
 		t.Fatalf("the worktree inside the state was not the run's: %v", err)
 	}
+}
+
+// At its budget a contained run is told to stop (SIGTERM, passed on by
+// its jail's init to everything in it) and has its grace to say its last
+// word; a child deaf to SIGTERM is killed at the grace's end, and Run
+// returns with all of it gone (AG-T1 in the jail).
+func TestSEC_7_AContainedRunGetsItsGraceAtTheBudget(t *testing.T) {
+	requireSandbox(t)
+	mark := "converge-grace-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	r := contained(t, t.TempDir(), `trap 'echo record-at-term; exit 0' TERM; (trap "" TERM; exec bash -c "exec -a `+mark+` sleep 600") & while :; do sleep 0.05; done`,
+		func(s *proc.Spec) { s.Budget, s.Grace = 500*time.Millisecond, 2*time.Second })
+	if !r.TimedOut || !strings.Contains(r.Stdout, "record-at-term") {
+		t.Fatalf("want stopped at the budget with the record printed in the grace: %+v", r)
+	}
+	if left := markedLeft(mark); len(left) > 0 {
+		t.Fatalf("the deaf child %v outlived the run", left)
+	}
+}
+
+func markedLeft(mark string) []int {
+	var pids []int
+	for _, p := range proc.Processes() {
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/cmdline")
+		if strings.Contains(string(b), mark) && !p.Zombie {
+			pids = append(pids, p.PID)
+		}
+	}
+	return pids
 }
