@@ -87,7 +87,7 @@ func agk1KillMidRun(t *testing.T, under string) {
 	// The binary go build makes of cmd/converge, not this test binary
 	// standing in for it: its main is what must start the supervisors.
 	cmd := exec.Command(buildConverge(t), "loop", "--goal", "no TODO left", "--check", "sh check.sh",
-		"--agent-cmd", "sh "+filepath.Join(dir, "agent.sh"), "--max-iterations", "3")
+		"--agent-cmd", "sh "+filepath.Join(dir, "agent.sh"), "--max-iterations", "3", uncontainedForPIDs)
 	cmd.Dir = repoDir
 	cmd.Env = append(cleanEnv(nil), "XDG_STATE_HOME="+t.TempDir())
 	var out syncBuffer

@@ -116,7 +116,7 @@ func killMidAgent(t *testing.T, fixer, marker string) killedRun {
 	state := t.TempDir()
 	args := func(agentCmd string) []string {
 		return append(prArgs(hub, demo, state), "--agent", "command", "--agent-cmd", agentCmd,
-			"--review-agent", "suggest", "--agent-timeout", "5m")
+			"--review-agent", "suggest", "--agent-timeout", "5m", uncontainedForPIDs)
 	}
 
 	cmd := exec.Command("converge", args(agent)...)

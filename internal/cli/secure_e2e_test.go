@@ -130,7 +130,7 @@ func TestSEC2_AgentCannotReadTokenFromConvergeProcess(t *testing.T) {
 			}
 			state := t.TempDir()
 			args := append([]string{"pr", demo.PRURL, "--state", state, "--poll-min", "50ms", "--poll-max", "500ms",
-				"--max-iterations", "1", "--agent", "command", "--agent-cmd", script}, tc.args(tok)...)
+				"--max-iterations", "1", "--agent", "command", "--agent-cmd", script, uncontainedForPIDs}, tc.args(tok)...)
 			rctx, rcancel := context.WithTimeout(ctx, 2*time.Minute)
 			defer rcancel()
 			cmd := exec.CommandContext(rctx, bin, args...)

@@ -40,6 +40,14 @@ n=$(( $(cat "$log/n" 2>/dev/null || echo 0) + 1 ))
 echo $n > "$log/n"
 `
 
+// uncontainedForPIDs: the tests that read the pids a scripted agent
+// writes run it uncontained (--unsafe-no-sandbox): in its jail (SEC-7) an
+// agent sees its namespace's pids, which name other processes here. They
+// prove the uncontained path's own lines (AG-K1's supervisor, REL-2's
+// reaping, SEC-2's hidden token), which --unsafe-no-sandbox still keeps;
+// the jail's are proven in internal/proc and sec7_hostile_test.go.
+const uncontainedForPIDs = "--unsafe-no-sandbox"
+
 // timeboxRecord writes the attempt line, $! being the child the variant
 // started, and hangs.
 const timeboxRecord = `echo "$n $$ $! $(awk '{print $5}' /proc/$$/stat) $(date +%s%N)" >> "$log/attempts"
@@ -196,7 +204,7 @@ func runTimebox(t *testing.T, script string) *timeboxRun {
 		t.Fatal(err)
 	}
 	args := append(prArgs(hub, demo, t.TempDir()), "--agent", "command", "--agent-cmd", path,
-		"--review-agent", "suggest", "--agent-timeout", timeboxBudget.String())
+		"--review-agent", "suggest", "--agent-timeout", timeboxBudget.String(), uncontainedForPIDs)
 	r.code, r.out = runBin(t, authorEnv(hub), args...)
 	r.end = time.Now()
 	t.Cleanup(r.killLeftovers)
