@@ -120,8 +120,23 @@ run() {
 		args+=("$w")
 	done
 	set +f
+	allow_user_namespaces
 	echo "converge ${args[*]}"
 	exec converge "${args[@]}"
+}
+
+# allow_user_namespaces lets converge contain its agents (SEC-7) on a
+# runner whose AppArmor keeps unprivileged users out of user namespaces
+# (GitHub's Ubuntu 24.04 images): the runner is the action's own machine,
+# and its passwordless sudo may lift that for the job. Where it cannot,
+# converge says why and refuses agents (exit 2) unless args carries
+# --unsafe-no-sandbox.
+allow_user_namespaces() {
+	local knob=/proc/sys/kernel/apparmor_restrict_unprivileged_userns
+	[ -r "$knob" ] && [ "$(cat "$knob")" = 1 ] || return 0
+	if sudo -n sysctl -q -w kernel.apparmor_restrict_unprivileged_userns=0 2>/dev/null; then
+		echo "converge: allowed unprivileged user namespaces for this job, to contain the agents"
+	fi
 }
 
 case ${1:-run} in
