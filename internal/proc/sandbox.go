@@ -188,6 +188,11 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 	}
 	shown = append(shown, j.Writable...)
 	readable := func(r string) bool {
+		for _, h := range j.Hide {
+			if under(h, []string{r}) {
+				return false // a hidden place whole ("/tmp"), or around one
+			}
+		}
 		return under(r, j.Hide) && !under(r, shown) && !under(r, j.Expose) && !inside(r) && !slices.Contains(j.ReadOnlyPaths, r)
 	}
 	expose := p.Expose

@@ -335,8 +335,10 @@ func (j *jail) build() error {
 		return strings.Count(a.target, "/") - strings.Count(b.target, "/")
 	})
 	var reopen []string // the mounts opened up again once all is read-only
+	// The private /tmp and /dev/shm are the run's, unless something else
+	// was bound on them (then what was bound decides).
 	for _, h := range []string{"/tmp", "/dev/shm"} {
-		if slices.Contains(j.Hide, h) {
+		if slices.Contains(j.Hide, h) && !slices.ContainsFunc(binds, func(b bind) bool { return b.target == h }) {
 			reopen = append(reopen, h)
 		}
 	}
