@@ -30,6 +30,10 @@ func TestMain(m *testing.M) {
 	// the binary does; a re-executed test binary becomes the supervisor.
 	proc.Supervise()
 	gobuild.ShareCache()
+	// The runs the server starts have scripted agents that write their
+	// logs in the tests' temporary directories: contained (SEC-7), they
+	// may, as the cli tests' do.
+	_ = os.Setenv("CONVERGE_SANDBOX_WRITABLE", os.TempDir())
 	code := m.Run()
 	if built.dir != "" {
 		os.RemoveAll(built.dir)

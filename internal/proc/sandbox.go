@@ -234,7 +234,17 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 		if !filepath.IsAbs(v) || strings.ContainsRune(v, filepath.ListSeparator) {
 			continue
 		}
-		if r, err := realPath(v); err == nil && readable(r) {
+		r, err := realPath(v)
+		if err != nil {
+			continue
+		}
+		// A credentials file may name others beside it (Google's
+		// external account names its subject token): its directory,
+		// unless that is a hidden place whole (the home).
+		if fi, err := os.Stat(r); err == nil && !fi.IsDir() && readable(filepath.Dir(r)) {
+			r = filepath.Dir(r)
+		}
+		if readable(r) {
 			j.ReadOnlyPaths = append(j.ReadOnlyPaths, r)
 		}
 	}

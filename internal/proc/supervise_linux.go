@@ -373,6 +373,13 @@ func runSupervisor(tag, path string, argv []string) int {
 			switch {
 			case sig == deathSignal:
 				kill()
+			case tick == nil && relay != nil:
+				// The jail's init passes it on to everything in the jail,
+				// having marked itself stopping first: told here at once,
+				// it could see its process die of the signal before its
+				// own came, and end the rest without their grace.
+				stopping = true
+				_ = syscall.Kill(p.Pid, syscall.SIGTERM)
 			case tick == nil:
 				stopping = true
 				fam.look()
