@@ -106,11 +106,11 @@ func jailStart(attr *os.ProcAttr, raw string) (start func(string, []string, *os.
 // jailKilled reads, once the jail's init has exited, whether it said the
 // process was killed: the init of a namespace cannot die by its own
 // signal, so it says so and exits.
-func jailKilled(relay *os.File) bool {
+func jailKilled(relay *bufio.Reader) bool {
 	if relay == nil {
 		return false
 	}
-	line, _ := bufio.NewReader(relay).ReadString('\n')
+	line, _ := relay.ReadString('\n')
 	return strings.TrimSpace(line) == "killed"
 }
 

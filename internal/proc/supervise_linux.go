@@ -272,7 +272,7 @@ func runSupervisor(tag, path string, argv []string) int {
 		Sys: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	start := os.StartProcess
-	var relay *os.File // the jail's init's word on its start and end
+	var relay *bufio.Reader // the jail's init's word on its start and end
 	if jailed {
 		// converge moves this supervisor into the run's control groups,
 		// then says go: what it starts is born in them.
@@ -282,10 +282,12 @@ func runSupervisor(tag, path string, argv []string) int {
 			return 126
 		}
 		var err error
-		if start, relay, err = jailStart(attr, jail); err != nil {
+		var pipe *os.File
+		if start, pipe, err = jailStart(attr, jail); err != nil {
 			_, _ = io.WriteString(status, "error "+strings.ReplaceAll(err.Error(), "\n", " ")+"\n")
 			return 126
 		}
+		relay = bufio.NewReader(pipe)
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		_, _ = io.WriteString(status, "error supervisor: "+err.Error()+"\n")
@@ -295,7 +297,9 @@ func runSupervisor(tag, path string, argv []string) int {
 	if err == nil && relay != nil {
 		// The jail's init says whether it built the jail and started the
 		// process, as a supervisor says it to converge.
-		line, _ := bufio.NewReader(relay).ReadString('\n')
+		// One reader for both of the init's lines: they may come in one
+		// read.
+		line, _ := relay.ReadString('\n')
 		if line = strings.TrimSpace(line); line != "started" {
 			_ = p.Kill()
 			_, _ = p.Wait()
