@@ -109,7 +109,7 @@ type jail struct {
 	Writable []string `json:"writable,omitempty"`
 	Hide     []string `json:"hide"`
 	Expose   []string `json:"expose,omitempty"`
-	GitDirs  []string `json:"gitdirs,omitempty"`
+	GitDirs  []string `json:"gitdirs,omitempty"` // read-only parts of them
 	// Sensitive are covered again wherever a place shown around them
 	// would show them (the state directory).
 	Sensitive []string `json:"sensitive,omitempty"`
@@ -249,7 +249,23 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 		}
 	}
 	j.Expose = topmost(j.Expose)
-	j.GitDirs = gitDirs(dir)
+	// Its git directories are the run's to commit in (objects, refs,
+	// logs, its worktree's HEAD and index: agents commit, and PR-V2 undoes
+	// it), but not what converge's own git would run or follow from them:
+	// the repository's config and hooks, info (attributes name filters),
+	// every worktree's links (commondir, gitdir: another run's too) stay
+	// read-only (SEC-8).
+	gitdirs := gitDirs(dir)
+	for _, g := range gitdirs {
+		if !under(g, []string{dir}) && !slices.Contains(j.Writable, g) {
+			j.Writable = append(j.Writable, g)
+		}
+		for _, name := range []string{"config", "config.worktree", "commondir", "gitdir", "hooks", "info", "worktrees", "modules"} {
+			if _, err := os.Lstat(filepath.Join(g, name)); err == nil {
+				j.GitDirs = append(j.GitDirs, filepath.Join(g, name))
+			}
+		}
+	}
 	lim := p.Limits
 	if lim.FileSize <= 0 {
 		lim.FileSize = DefaultLimits.FileSize

@@ -144,9 +144,9 @@ func TestSEC_7_AContainedRunCannotWriteItsGitDirectory(t *testing.T) {
 	}
 	cfg := filepath.Join(wt, ".git", "config")
 	before, _ := os.ReadFile(cfg)
-	r := contained(t, wt, `printf '[core]\n\thooksPath = /tmp/h\n' >> .git/config && echo WROTE-CONFIG; mkdir -p .git/hooks && echo x > .git/hooks/pre-commit && echo WROTE-HOOK; echo f > f && git status --porcelain; echo done`)
-	if !strings.Contains(r.Stdout, "done") || !strings.Contains(r.Stdout, "?? f") {
-		t.Fatalf("the run did not finish, or its git did not see its file: %+v", r)
+	r := contained(t, wt, `printf '[core]\n\thooksPath = /tmp/h\n' >> .git/config && echo WROTE-CONFIG; mkdir -p .git/hooks && echo x > .git/hooks/pre-commit && echo WROTE-HOOK; mkdir -p .git/info && echo '* filter=x' > .git/info/attributes && echo WROTE-ATTRIBUTES; echo f > f && git status --porcelain; git add f && git -c user.name=a -c user.email=a@b commit -qm agent && echo COMMITTED; echo done`)
+	if !strings.Contains(r.Stdout, "done") || !strings.Contains(r.Stdout, "?? f") || !strings.Contains(r.Stdout, "COMMITTED") {
+		t.Fatalf("the run did not finish, or its git did not see its file or could not commit it: %+v", r)
 	}
 	after, _ := os.ReadFile(cfg)
 	if string(after) != string(before) || strings.Contains(r.Stdout, "WROTE-") {
@@ -388,4 +388,57 @@ func markedLeft(mark string) []int {
 		}
 	}
 	return pids
+}
+
+// In a linked worktree (converge pr's), the run commits (objects, refs,
+// its HEAD and index), but its worktree's links and another worktree's,
+// the repository's config and hooks stay as they are: converge's own git
+// follows and runs them (SEC-8).
+func TestSEC_7_ALinkedWorktreesGitLinksAreNotTheRunsToWrite(t *testing.T) {
+	requireSandbox(t)
+	state := t.TempDir()
+	hiding(t, state)
+	clone := filepath.Join(state, "work", "clones", "r.git")
+	git := func(dir string, args ...string) {
+		t.Helper()
+		c := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
+		if out, err := c.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if out, err := exec.Command("git", "init", "-q", clone).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v %s", err, out)
+	}
+	git(clone, "commit", "-q", "--allow-empty", "-m", "base")
+	wt, other := filepath.Join(state, "work", "wt", "mine"), filepath.Join(state, "work", "wt", "other")
+	git(clone, "worktree", "add", "-q", "-b", "mine", wt)
+	git(clone, "worktree", "add", "-q", "-b", "other", other)
+	before := map[string]string{}
+	for _, f := range []string{"config", "worktrees/mine/commondir", "worktrees/mine/gitdir", "worktrees/other/commondir", "worktrees/other/HEAD"} {
+		b, _ := os.ReadFile(filepath.Join(clone, ".git", f))
+		before[f] = string(b)
+	}
+	r := contained(t, wt, strings.Join([]string{
+		`g=$(git rev-parse --git-dir); c=$(git rev-parse --git-common-dir)`,
+		`echo /tmp/evil > "$g/commondir" && echo WROTE-COMMONDIR`,
+		`echo /tmp/evil > "$g/gitdir" && echo WROTE-GITDIR`,
+		`echo /tmp/evil > "$c/worktrees/other/commondir" && echo WROTE-OTHERS`,
+		`echo 0000 > "$c/worktrees/other/HEAD" && echo WROTE-OTHER-HEAD`,
+		`git config core.hooksPath /tmp/h 2>/dev/null && echo WROTE-CONFIG`,
+		`echo f > f && git add f && git -c user.name=a -c user.email=a@b commit -qm agent && echo COMMITTED`,
+		`echo done`,
+	}, "; "))
+	if !strings.Contains(r.Stdout, "done") || !strings.Contains(r.Stdout, "COMMITTED") {
+		t.Fatalf("the run did not finish, or could not commit in its worktree: %+v", r)
+	}
+	for _, bad := range []string{"WROTE-COMMONDIR", "WROTE-GITDIR", "WROTE-OTHERS", "WROTE-OTHER-HEAD", "WROTE-CONFIG"} {
+		if strings.Contains(r.Stdout, bad) {
+			t.Errorf("%s: %s", bad, r.Stdout)
+		}
+	}
+	for f, was := range before {
+		if b, _ := os.ReadFile(filepath.Join(clone, ".git", f)); string(b) != was {
+			t.Errorf("the run changed %s", f)
+		}
+	}
 }
