@@ -46,10 +46,14 @@ git config --show-origin --list 2>/dev/null | loot gitconfig
 mkdir -p "$HOME/.h" && printf '#!/bin/sh\ntouch %HOOKS%/hook-ran\n' > "$HOME/.h/pre-commit" && chmod +x "$HOME/.h/pre-commit"
 git config --global core.hooksPath "$HOME/.h" 2>/dev/null
 git config --global core.fsmonitor "$HOME/.h/pre-commit" 2>/dev/null
-for g in .git "$(git rev-parse --git-dir 2>/dev/null)" "$(git rev-parse --git-common-dir 2>/dev/null)"; do
-  mkdir -p "$g/hooks" 2>/dev/null && cp "$HOME/.h/pre-commit" "$g/hooks/pre-commit" 2>/dev/null && echo "$g" | loot planted-hook
-  git config -f "$g/config" core.hooksPath "$HOME/.h" 2>/dev/null && echo "$g" | loot planted-config
-done
+# What converge's own git reads of the repository: its config and hooks,
+# the worktree's links (its own and another run's).
+c=$(git rev-parse --git-common-dir 2>/dev/null); g=$(git rev-parse --git-dir 2>/dev/null)
+mkdir -p "$c/hooks" 2>/dev/null && cp "$HOME/.h/pre-commit" "$c/hooks/pre-commit" 2>/dev/null && echo "$c/hooks" | loot planted-hook
+git config -f "$c/config" core.hooksPath "$HOME/.h" 2>/dev/null && echo "$c/config" | loot planted-config
+echo "$HOME" > "$g/commondir" 2>/dev/null && echo "$g/commondir" | loot planted-link
+for o in "$c"/worktrees/*/commondir; do echo "$HOME" > "$o" 2>/dev/null && echo "$o" | loot planted-link; done
+echo "gitdir: $HOME" > .git 2>/dev/null && echo .git | loot rewrote-dotgit
 # Escape: detach every way, ignore signals, kill its supervisor and the
 # init of its namespace (whatever pid they have: every converge process
 # it can see).
@@ -180,7 +184,7 @@ wait:
 					t.Errorf("the fixer read the state directory (%s): %.300s", bad, b)
 				}
 			}
-			if path == "/planted-hook" || path == "/planted-config" {
+			if path == "/planted-hook" || path == "/planted-config" || path == "/planted-link" {
 				t.Errorf("the fixer planted a hook or config in %s", strings.TrimSpace(b))
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/convergeloop/converge/internal/crashpoint"
 	"github.com/convergeloop/converge/internal/repo"
 )
 
@@ -127,6 +128,9 @@ func (w *GitWorkspace) Commit(ctx context.Context, ref, message string, exclude 
 	if err != nil && !errors.Is(err, repo.ErrNothingToCommit) {
 		return "", err
 	}
+	// REL-2's crash boundary after a task's commit, before the store
+	// records it (named by the task: "plan commit b: after").
+	crashpoint.Hit("plan commit " + ref[strings.LastIndex(ref, ".")+1:] + ": after")
 	return w.Head(ctx)
 }
 
