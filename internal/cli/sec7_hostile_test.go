@@ -203,28 +203,9 @@ wait:
 // TestSEC_7_HostileSuiteAsAnUnprivilegedUser runs the hostile fixer's
 // test again as nobody, when run as root.
 func TestSEC_7_HostileSuiteAsAnUnprivilegedUser(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("runs as root only: it starts the test again as nobody")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Fatalf("setpriv (util-linux) is needed to run as nobody: %v", err)
-	}
-	bin := proctest.CopyExecutable(t, os.Args[0])
-	home := proctest.WorldDir(t)
-	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin,
-		"-test.run", "^TestSEC_7_HostileFixerReachesNothingAndDiesWithConverge$", "-test.count=1", "-test.v")
-	// Its own home and temporary directory; a build cache of its own (the
-	// demo repository's tests are Go's).
-	cmd.Env = append(cleanEnv(nil), "HOME="+home, "TMPDIR="+home, "GOCACHE="+filepath.Join(home, "go-build"), "GOFLAGS=")
-	cmd.Dir = home
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "--- PASS: TestSEC_7_HostileFixerReachesNothingAndDiesWithConverge") {
-		t.Fatalf("as nobody, the test did not run:\n%s", out)
-	}
+	// A build cache of its own: the demo repository's tests are Go's.
+	proctest.AsNobody(t, "^TestSEC_7_HostileFixerReachesNothingAndDiesWithConverge$", "TestSEC_7_HostileFixerReachesNothingAndDiesWithConverge",
+		cleanEnv(nil), "GOFLAGS=", "GOCACHE="+filepath.Join(os.TempDir(), "converge-nobody-go-build"))
 }
 
 // markedProcesses are the live processes whose command line holds mark.

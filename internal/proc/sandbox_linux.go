@@ -155,22 +155,7 @@ func runJail(path string, argv []string) int {
 	}
 	say("started")
 	_ = os.Stdin.Close()
-	exited := make(chan syscall.WaitStatus, 1)
-	gone := make(chan struct{})
-	go func() {
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, 0, nil)
-			switch {
-			case errors.Is(err, syscall.EINTR):
-			case err != nil:
-				close(gone)
-				return
-			case pid == p.Pid:
-				exited <- ws
-			}
-		}
-	}()
+	exited, gone := reapAll(p.Pid)
 	var (
 		ws       syscall.WaitStatus
 		stopping bool

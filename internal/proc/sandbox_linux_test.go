@@ -239,27 +239,8 @@ func TestSEC_7_ToolsUnderTheHomeStillRun(t *testing.T) {
 // TestSEC_7_AsAnUnprivilegedUser runs this package's SEC-7 tests again as
 // nobody, when run as root: both must be contained.
 func TestSEC_7_AsAnUnprivilegedUser(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("runs as root only: it starts the tests again as nobody")
-	}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Fatalf("setpriv (util-linux) is needed to run as nobody: %v", err)
-	}
-	bin := proctest.CopyExecutable(t, os.Args[0])
-	home := proctest.WorldDir(t)
-	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin,
-		"-test.run", "^TestSEC_7_", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "HOME="+home, "TMPDIR="+home)
-	cmd.Dir = home
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("as nobody: %v\n%s", err, out)
-	}
-	if !strings.Contains(string(out), "--- PASS: TestSEC_7_AContainedRunWritesOnlyItsWorktreeAndSeesNoState") {
-		t.Fatalf("as nobody, the tests did not run:\n%s", out)
-	}
-	t.Logf("as nobody:\n%s", lastLines(string(out), 12))
+	out := proctest.AsNobody(t, "^TestSEC_7_", "TestSEC_7_AContainedRunWritesOnlyItsWorktreeAndSeesNoState", os.Environ())
+	t.Logf("as nobody:\n%s", lastLines(out, 12))
 }
 
 func lastLines(s string, n int) string {

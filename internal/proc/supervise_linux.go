@@ -328,22 +328,7 @@ func runSupervisor(tag, path string, argv []string) int {
 	// Everything below the supervisor is the family; with the supervisor
 	// a subreaper, a wait for any child ends with ECHILD only once the
 	// last of it is gone.
-	exited := make(chan syscall.WaitStatus, 1)
-	gone := make(chan struct{})
-	go func() {
-		for {
-			var ws syscall.WaitStatus
-			pid, err := syscall.Wait4(-1, &ws, 0, nil)
-			switch {
-			case errors.Is(err, syscall.EINTR):
-			case err != nil:
-				close(gone)
-				return
-			case pid == p.Pid:
-				exited <- ws
-			}
-		}
-	}()
+	exited, gone := reapAll(p.Pid)
 	orphaned := make(chan struct{})
 	go func() {
 		// Converge never writes: the read ends when it closes the pipe
@@ -424,4 +409,28 @@ func exitAs(ws syscall.WaitStatus, done bool) int {
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {}
+}
+
+// reapAll waits for every child of this process, to the last: exited
+// receives how the child pid ended, and gone closes once no child is
+// left (ECHILD). A subreaper's or a namespace's init's children include
+// whatever their descendants left.
+func reapAll(pid int) (exited <-chan syscall.WaitStatus, gone <-chan struct{}) {
+	ex := make(chan syscall.WaitStatus, 1)
+	g := make(chan struct{})
+	go func() {
+		for {
+			var ws syscall.WaitStatus
+			got, err := syscall.Wait4(-1, &ws, 0, nil)
+			switch {
+			case errors.Is(err, syscall.EINTR):
+			case err != nil:
+				close(g)
+				return
+			case got == pid:
+				ex <- ws
+			}
+		}
+	}()
+	return ex, g
 }

@@ -3,7 +3,9 @@ package proctest
 import (
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -43,4 +45,34 @@ func CopyExecutable(t testing.TB, path string) string {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// AsNobody runs this test binary again as nobody (uid and gid 65534,
+// no groups, no inheritable capability) with -test.run run, in a home
+// of its own that is also its TMPDIR, with env and more; it fails t
+// unless the run passes and passed want. A test that calls it skips
+// unless run as root.
+func AsNobody(t testing.TB, run, want string, env []string, more ...string) string {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("runs as root only: it starts tests again as nobody")
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		t.Fatalf("setpriv (util-linux) is needed to run as nobody: %v", err)
+	}
+	bin := CopyExecutable(t, os.Args[0])
+	home := WorldDir(t)
+	cmd := exec.Command(setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all", bin,
+		"-test.run", run, "-test.count=1", "-test.v")
+	cmd.Env = append(append(env, "HOME="+home, "TMPDIR="+home), more...)
+	cmd.Dir = home
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("as nobody: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "--- PASS: "+want) {
+		t.Fatalf("as nobody, %s did not run:\n%s", want, out)
+	}
+	return string(out)
 }
