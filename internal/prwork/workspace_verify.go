@@ -478,6 +478,19 @@ func (w *GitWorkspace) overBounds(ctx context.Context, whole, ours []verify.File
 	for _, d := range whole {
 		added[d.Path()] = verify.AddedBytes(d, sizes[d.Path()])
 	}
+	var rest []string
+	for _, d := range whole {
+		if verify.File(ours, d.Path()) == nil {
+			rest = append(rest, d.Path())
+		}
+	}
+	return w.bound(runs, violated, added, rest), nil
+}
+
+// bound holds the fixers' parts of a change (added: the bytes each path
+// adds) to the round's bounds; rest are the paths no fixer's part holds
+// that count too, never undone.
+func (w *GitWorkspace) bound(runs []fixerRun, violated map[string]bool, added map[string]int64, rest []string) map[int]verify.Violation {
 	parts := make([][]verify.Sized, len(runs))
 	inPart := map[string]bool{}
 	for i, r := range runs {
@@ -492,12 +505,12 @@ func (w *GitWorkspace) overBounds(ctx context.Context, whole, ours []verify.File
 		}
 	}
 	var fixed []verify.Sized
-	for _, d := range whole {
-		if p := d.Path(); !inPart[p] && verify.File(ours, p) == nil {
+	for _, p := range rest {
+		if !inPart[p] {
 			fixed = append(fixed, verify.Sized{Path: p, Bytes: added[p]})
 		}
 	}
-	return verify.Bound(fixed, parts, w.Bounds), nil
+	return verify.Bound(fixed, parts, w.Bounds)
 }
 
 // overBoundsBySize is overBounds for a change too large to read line by
@@ -531,26 +544,7 @@ func (w *GitWorkspace) overBoundsBySize(ctx context.Context, head string, runs [
 	for _, p := range paths {
 		added[p] = max(0, now[p]-was[p])
 	}
-	parts := make([][]verify.Sized, len(runs))
-	inPart := map[string]bool{}
-	for i, r := range runs {
-		if !r.applied || violated[r.id] {
-			continue
-		}
-		for _, p := range r.files {
-			if n, ok := added[p]; ok {
-				parts[i] = append(parts[i], verify.Sized{Path: p, Bytes: n})
-				inPart[p] = true
-			}
-		}
-	}
-	var fixed []verify.Sized
-	for _, p := range paths {
-		if !inPart[p] {
-			fixed = append(fixed, verify.Sized{Path: p, Bytes: added[p]})
-		}
-	}
-	return verify.Bound(fixed, parts, w.Bounds), nil
+	return w.bound(runs, violated, added, paths), nil
 }
 
 // binarySizes are the sizes, as staged, of the binary files change
