@@ -357,3 +357,11 @@ func (r Reporting) Run(ctx context.Context, t agent.Task) (agent.Result, error) 
 	res.Usage = r.Usage
 	return res, err
 }
+
+// Main is the TestMain of a real CLI's package: its runs are supervised
+// as converge's main supervises them, so the CLI runs contained (SEC-7)
+// as converge runs it.
+func Main(m *testing.M) {
+	proc.Supervise()
+	os.Exit(m.Run())
+}
