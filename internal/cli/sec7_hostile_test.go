@@ -184,11 +184,26 @@ wait:
 					t.Errorf("the fixer read the state directory (%s): %.300s", bad, b)
 				}
 			}
-			if path == "/planted-hook" || path == "/planted-config" || path == "/planted-link" {
-				t.Errorf("the fixer planted a hook or config in %s", strings.TrimSpace(b))
-			}
 		}
 	}
+	// Whatever the fixer wrote in its view of the clone (its report says
+	// where), the clone on the machine has none of it: no hook, no config
+	// naming one, no worktree linked elsewhere.
+	_ = filepath.WalkDir(filepath.Join(state, "work", "clones"), func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		b, _ := os.ReadFile(p)
+		switch {
+		case filepath.Base(filepath.Dir(p)) == "hooks" && !strings.HasSuffix(p, ".sample"):
+			t.Errorf("the fixer planted a hook: %s", p)
+		case filepath.Base(p) == "config" && strings.Contains(string(b), "hooksPath"):
+			t.Errorf("the fixer planted a config: %s", p)
+		case filepath.Base(p) == "commondir" && !sameFile(filepath.Join(filepath.Dir(p), strings.TrimSpace(string(b))), filepath.Dir(filepath.Dir(filepath.Dir(p)))):
+			t.Errorf("the fixer relinked a worktree: %s", p)
+		}
+		return nil
+	})
 	if _, err := os.Stat(filepath.Join(hooks, "hook-ran")); err == nil {
 		t.Errorf("a hook the fixer planted ran")
 	}
@@ -233,4 +248,14 @@ func fileSum(path string) string {
 	}
 	sum := sha256.Sum256(b)
 	return string(sum[:])
+}
+
+// sameFile reports whether a and b name one directory on the machine.
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
 }

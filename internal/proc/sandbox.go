@@ -248,17 +248,22 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 			j.ReadOnlyPaths = append(j.ReadOnlyPaths, r)
 		}
 	}
-	j.Expose = topmost(j.Expose)
 	// Its git directories are the run's to commit in (objects, refs,
-	// logs, its worktree's HEAD and index: agents commit, and PR-V2 undoes
-	// it), but not what converge's own git would run or follow from them:
-	// the repository's config and hooks, info (attributes name filters),
-	// every worktree's links (commondir, gitdir: another run's too) stay
-	// read-only (SEC-8).
+	// logs, its worktree's HEAD and index: agents commit, and converge
+	// folds what they commit into its own commit), but not what converge's
+	// own git would run or follow from them (SEC-8). A linked worktree's
+	// git directories are the clone's, shared with every other run of the
+	// repository: there the run writes into a copy-on-write layer that
+	// dies with it (its commits show as the changed files they leave), so
+	// it can neither move another run's refs nor replace an object another
+	// run reads; without a layer it sees them read-only. In a repository
+	// of its own (.git inside its Dir), the repository's config and hooks,
+	// info (attributes name filters) and links stay read-only.
 	gitdirs := gitDirs(dir)
 	for _, g := range gitdirs {
-		if !under(g, []string{dir}) && !slices.Contains(j.Writable, g) {
-			j.Writable = append(j.Writable, g)
+		if !under(g, []string{dir}) {
+			j.Expose = append(j.Expose, g)
+			continue
 		}
 		for _, name := range []string{"config", "config.worktree", "commondir", "gitdir", "hooks", "info", "worktrees", "modules"} {
 			if _, err := os.Lstat(filepath.Join(g, name)); err == nil {
@@ -266,6 +271,7 @@ func newJail(s Spec, p Policy, scratch string) (*jail, error) {
 			}
 		}
 	}
+	j.Expose = topmost(j.Expose)
 	lim := p.Limits
 	if lim.FileSize <= 0 {
 		lim.FileSize = DefaultLimits.FileSize

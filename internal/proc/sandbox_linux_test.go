@@ -371,55 +371,90 @@ func markedLeft(mark string) []int {
 	return pids
 }
 
-// In a linked worktree (converge pr's), the run commits (objects, refs,
-// its HEAD and index), but its worktree's links and another worktree's,
-// the repository's config and hooks stay as they are: converge's own git
-// follows and runs them (SEC-8).
+// In a linked worktree (converge pr's), the run may commit, but nothing
+// it writes in the clone's git directory reaches the clone every other
+// run of the repository shares: not another run's branch or HEAD, not an
+// object (a replaced pack would change what another run reads), not the
+// repository's config and hooks, not any worktree's links, which
+// converge's own git follows and runs (SEC-8). Its commit shows as the
+// files it changed.
 func TestSEC_7_ALinkedWorktreesGitLinksAreNotTheRunsToWrite(t *testing.T) {
 	requireSandbox(t)
 	state := t.TempDir()
 	hiding(t, state)
 	clone := filepath.Join(state, "work", "clones", "r.git")
-	git := func(dir string, args ...string) {
+	git := func(dir string, args ...string) string {
 		t.Helper()
 		c := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@t"}, args...)...)
-		if out, err := c.CombinedOutput(); err != nil {
+		out, err := c.CombinedOutput()
+		if err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
+		return strings.TrimSpace(string(out))
 	}
 	if out, err := exec.Command("git", "init", "-q", clone).CombinedOutput(); err != nil {
 		t.Fatalf("git init: %v %s", err, out)
 	}
 	git(clone, "commit", "-q", "--allow-empty", "-m", "base")
+	git(clone, "gc", "-q")
 	wt, other := filepath.Join(state, "work", "wt", "mine"), filepath.Join(state, "work", "wt", "other")
 	git(clone, "worktree", "add", "-q", "-b", "mine", wt)
 	git(clone, "worktree", "add", "-q", "-b", "other", other)
-	before := map[string]string{}
-	for _, f := range []string{"config", "worktrees/mine/commondir", "worktrees/mine/gitdir", "worktrees/other/commondir", "worktrees/other/HEAD"} {
-		b, _ := os.ReadFile(filepath.Join(clone, ".git", f))
-		before[f] = string(b)
+	// What the clone's git directory holds, file by file, before the run.
+	snapshot := func() map[string]string {
+		m := map[string]string{}
+		root := filepath.Join(clone, ".git")
+		_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			rel, _ := filepath.Rel(root, p)
+			if rel == "index" || strings.HasPrefix(rel, "logs/") {
+				return nil // the clone's own worktree, not a run's
+			}
+			b, _ := os.ReadFile(p)
+			m[rel] = string(b)
+			return nil
+		})
+		return m
+	}
+	before := snapshot()
+	if len(before) < 8 {
+		t.Fatalf("the clone's git directory was not read: %d files", len(before))
 	}
 	r := contained(t, wt, strings.Join([]string{
 		`g=$(git rev-parse --git-dir); c=$(git rev-parse --git-common-dir)`,
-		`echo /tmp/evil > "$g/commondir" && echo WROTE-COMMONDIR`,
-		`echo /tmp/evil > "$g/gitdir" && echo WROTE-GITDIR`,
-		`echo /tmp/evil > "$c/worktrees/other/commondir" && echo WROTE-OTHERS`,
-		`echo 0000 > "$c/worktrees/other/HEAD" && echo WROTE-OTHER-HEAD`,
-		`git config core.hooksPath /tmp/h 2>/dev/null && echo WROTE-CONFIG`,
 		`echo f > f && git add f && git -c user.name=a -c user.email=a@b commit -qm agent && echo COMMITTED`,
+		`git update-ref refs/heads/other HEAD`,
+		`git update-ref refs/heads/planted HEAD`,
+		`git rev-parse HEAD > "$c/worktrees/other/HEAD"`,
+		`for p in "$c"/objects/pack/*.pack; do chmod u+w "$p"; printf x >> "$p"; done`,
+		`git config core.hooksPath /tmp/h`,
+		`echo /tmp/evil > "$c/worktrees/other/commondir"`,
+		`echo /tmp/evil > "$g/gitdir"`,
+		`echo /tmp/evil > "$g/commondir"`,
 		`echo done`,
 	}, "; "))
 	if !strings.Contains(r.Stdout, "done") || !strings.Contains(r.Stdout, "COMMITTED") {
 		t.Fatalf("the run did not finish, or could not commit in its worktree: %+v", r)
 	}
-	for _, bad := range []string{"WROTE-COMMONDIR", "WROTE-GITDIR", "WROTE-OTHERS", "WROTE-OTHER-HEAD", "WROTE-CONFIG"} {
-		if strings.Contains(r.Stdout, bad) {
-			t.Errorf("%s: %s", bad, r.Stdout)
+	after := snapshot()
+	for f, was := range before {
+		if after[f] != was {
+			t.Errorf("the run changed the clone's %s", f)
 		}
 	}
-	for f, was := range before {
-		if b, _ := os.ReadFile(filepath.Join(clone, ".git", f)); string(b) != was {
-			t.Errorf("the run changed %s", f)
+	for f := range after {
+		if _, ok := before[f]; !ok {
+			t.Errorf("the run added %s to the clone", f)
 		}
+	}
+	if got := git(other, "rev-parse", "HEAD"); got != git(clone, "rev-parse", "other") || git(other, "log", "--format=%s", "-1") != "base" {
+		t.Errorf("another run's worktree moved to %s", got)
+	}
+	// The run's commit is gone from converge's view; its file is there,
+	// uncommitted, for converge to commit.
+	if git(wt, "log", "--format=%s", "-1") != "base" || git(wt, "status", "--porcelain") != "?? f" {
+		t.Errorf("the run's worktree after its commit: %q / %q", git(wt, "log", "--format=%s", "-1"), git(wt, "status", "--porcelain"))
 	}
 }
