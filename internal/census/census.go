@@ -156,20 +156,48 @@ type Diff struct {
 	// not build ran none either, and an init that exits 0 under the test
 	// binary would then hold to it).
 	NoneRan bool `json:"none_ran,omitempty"`
+	// NowFailing are tests that fail on the candidate and did not at the
+	// baseline (a test the baseline passed, or a new one): a failing test
+	// counts whatever the command's exit status says (PR-V4, LOOP-8).
+	NowFailing []string `json:"now_failing,omitempty"`
+	// MoreFailed says the candidate's census counts more failures than
+	// the baseline's where no test is named (a summary baseline, a test
+	// failing more times than it did).
+	MoreFailed string `json:"more_failed,omitempty"`
 }
 
-// Empty: nothing lost, or nothing to compare (no baseline census).
+// Empty: nothing lost and nothing newly failing, or nothing to compare.
 func (d Diff) Empty() bool {
-	return len(d.Vanished) == 0 && len(d.NowSkipped) == 0 && d.Unknown == "" && !d.NoneRan
+	return len(d.Vanished) == 0 && len(d.NowSkipped) == 0 && d.Unknown == "" && !d.NoneRan && len(d.NowFailing) == 0 && d.MoreFailed == ""
+}
+
+// Failing are the tests that failed in c, sorted.
+func (c Census) Failing() []string {
+	var ids []string
+	for id, n := range c.Tests {
+		if n.Failed > 0 {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // Compare says which tests that ran at base no longer run on cand, or now
-// skip, and whether no test ran on cand at all. With no baseline census
-// there is nothing to hold the candidate to, and the Diff is empty; with a
-// baseline census and none of the candidate, Diff.Unknown says why.
+// skip, which fail on cand that did not fail at base, and whether no test
+// ran on cand at all. With no baseline census the candidate is held to
+// its own failures alone (fail closed: none of them can be the
+// baseline's); with a baseline census and none of the candidate,
+// Diff.Unknown says why.
 func Compare(base, cand Census) Diff {
 	var d Diff
 	if !base.Known {
+		if cand.Known && cand.Failed > 0 {
+			d.NowFailing = cand.Failing()
+			if len(d.NowFailing) == 0 {
+				d.MoreFailed = fmt.Sprintf("%d tests failed", cand.Failed)
+			}
+		}
 		return d
 	}
 	if !cand.Known {
@@ -186,8 +214,20 @@ func Compare(base, cand Census) Diff {
 		if cand.Ran < base.Ran || cand.Skipped > base.Skipped {
 			d.Unknown = fmt.Sprintf("%d tests ran and %d skipped, against %d and %d at the baseline", cand.Ran, cand.Skipped, base.Ran, base.Skipped)
 		}
+		if cand.Failed > base.Failed {
+			d.MoreFailed = fmt.Sprintf("%d tests failed, against %d at the baseline", cand.Failed, base.Failed)
+		}
 		return d
 	}
+	for id, c := range cand.Tests {
+		if c.Failed > 0 && base.Tests[id].Failed == 0 {
+			d.NowFailing = append(d.NowFailing, id)
+		}
+	}
+	if len(d.NowFailing) == 0 && cand.Failed > base.Failed {
+		d.MoreFailed = fmt.Sprintf("%d tests failed, against %d at the baseline", cand.Failed, base.Failed)
+	}
+	sort.Strings(d.NowFailing)
 	for id, b := range base.Tests {
 		if b.Ran() == 0 {
 			continue
@@ -213,7 +253,8 @@ func (d Diff) Except(allowed func(id string) bool) Diff {
 	if allowed == nil {
 		return d
 	}
-	out := Diff{Unknown: d.Unknown, NoneRan: d.NoneRan}
+	// A finding may ask to remove a test, never to make one fail.
+	out := Diff{Unknown: d.Unknown, NoneRan: d.NoneRan, NowFailing: d.NowFailing, MoreFailed: d.MoreFailed}
 	for _, id := range d.Vanished {
 		if !allowed(id) {
 			out.Vanished = append(out.Vanished, id)
@@ -239,6 +280,12 @@ func (d Diff) String() string {
 	}
 	if d.NoneRan {
 		parts = append(parts, "no test ran, and a pass that runs no test proves nothing")
+	}
+	if len(d.NowFailing) > 0 {
+		parts = append(parts, "tests fail that did not fail before: "+names(d.NowFailing))
+	}
+	if d.MoreFailed != "" {
+		parts = append(parts, d.MoreFailed)
 	}
 	if len(d.Vanished) > 0 {
 		parts = append(parts, "tests that ran before no longer run: "+names(d.Vanished))

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +257,82 @@ func TestPR_V4_LOOP_8_APassThatRanNoTestProvesNothing(t *testing.T) {
 	}
 	if d := Compare(none, one); !d.Empty() {
 		t.Errorf("a candidate that ran a test against a baseline that ran none: %+v", d)
+	}
+}
+
+// A TestMain that runs the tests and exits 0 (issue 36): the command is
+// green, and the census still counts the failure, which the comparison
+// holds against the baseline whatever the exit status.
+func TestPR_V4_LOOP_8_AFailingTestCountsWhateverTheExitStatus(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, goModule)
+	write(t, dir, map[string]string{"b/b_test.go": "package b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) {}\nfunc TestC(t *testing.T) {}\n"})
+	base := run(t, dir, "go", "test", "./b/").Census
+	if !base.Known || base.Failed != 0 || base.Passed != 2 {
+		t.Fatalf("baseline: %s", base)
+	}
+	write(t, dir, map[string]string{
+		"b/b_test.go": "package b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) { t.Error(\"broken\") }\nfunc TestC(t *testing.T) {}\nfunc TestNew(t *testing.T) { t.Fatal(\"new and broken\") }\n",
+		"b/main_test.go": "package b\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { m.Run(); os.Exit(0) }\n",
+	})
+	r := run(t, dir, "go", "test", "./b/")
+	if r.ExitCode != 0 {
+		t.Fatalf("the hostile TestMain did not make the command green: %d\n%s", r.ExitCode, r.Output)
+	}
+	d := Compare(base, r.Census)
+	want := []string{"example.com/m/b.TestB", "example.com/m/b.TestNew"}
+	if !reflect.DeepEqual(d.NowFailing, want) || d.Empty() {
+		t.Fatalf("diff = %+v, want now failing %v", d, want)
+	}
+	if s := d.String(); !strings.Contains(s, "tests fail that did not fail before: example.com/m/b.TestB") {
+		t.Fatalf("reason = %q", s)
+	}
+	// A finding may ask to remove a test, never to make it fail.
+	if e := d.Except(func(string) bool { return true }); !reflect.DeepEqual(e.NowFailing, want) {
+		t.Fatalf("except let failures go: %+v", e)
+	}
+	// Held to a summary, the count says it; with no baseline census, every
+	// failure is the candidate's own.
+	if d := Compare(base.Summary(), r.Census); d.MoreFailed == "" || d.Empty() {
+		t.Fatalf("summary diff = %+v", d)
+	}
+	if d := Compare(Census{Why: "not taken"}, r.Census); !reflect.DeepEqual(d.NowFailing, want) {
+		t.Fatalf("no-baseline diff = %+v", d)
+	}
+	// The printed output shows them too, for a run with no census.
+	var keys []string
+	for _, f := range Failures(r.Output) {
+		keys = append(keys, f.Key)
+	}
+	if !slices.Contains(keys, "--- FAIL: TestB") || !slices.Contains(keys, "--- FAIL: TestNew") {
+		t.Fatalf("failure lines %q in:\n%s", keys, r.Output)
+	}
+	// A baseline's own failure is not the candidate's.
+	if d := Compare(r.Census, r.Census); !d.Empty() {
+		t.Fatalf("a census fails against itself: %+v", d)
+	}
+}
+
+func TestPR_V4_FailureLinesOfEveryRunner(t *testing.T) {
+	out := strings.Join([]string{
+		"--- FAIL: TestX (0.01s)",
+		"    x_test.go:3: detail",
+		"FAIL\texample.com/m/x\t0.005s",
+		"not ok 3 - adds",
+		"FAILED tests/test_a.py::test_b - assert 1 == 2",
+		"test tests::adds ... FAILED",
+		"  ✕ adds two numbers (3 ms)",
+		"   × adds three numbers 2ms",
+		"ok  \texample.com/m/y\t0.1s",
+		"FAILED to reach nothing: this line is a log, and still a failure line by its form",
+	}, "\n")
+	var keys []string
+	for _, f := range Failures(out) {
+		keys = append(keys, f.Key)
+	}
+	want := []string{"--- FAIL: TestX", "FAIL example.com/m/x", "not ok - adds", "FAILED tests/test_a.py::test_b - assert 1 == 2", "test tests::adds ... FAILED",
+		"✕ adds two numbers", "× adds three numbers", "FAILED to reach nothing: this line is a log, and still a failure line by its form"}
+	if !reflect.DeepEqual(keys, want) {
+		t.Fatalf("keys\n%q\nwant\n%q", keys, want)
 	}
 }

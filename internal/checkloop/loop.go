@@ -387,6 +387,13 @@ func (l *Loop) mechanical(ctx context.Context, st State, c *Check) error {
 	if r.TimedOut {
 		c.Note = fmt.Sprintf("stopped at its %s time-box", budget)
 	}
+	if failing := failingTests(r.Census, r.Output); c.Passed && failing != "" {
+		// A check that exits 0 while its own census or output shows a
+		// failing test has not passed (LOOP-8): `go test ./... ; true`,
+		// a TestMain that exits 0, a flaky fallback.
+		c.Passed = false
+		c.Note = "exit status 0, but a test failed: " + failing
+	}
 	c.Output = tail(r.Output, checkOutputKept)
 	c.Digest = digest(fmt.Sprintf("exit %d timeout %v\n%s", r.ExitCode, r.TimedOut, NormalizeOutput(r.Output)))
 	return nil
@@ -569,4 +576,32 @@ func tail(s string, n int) string {
 		return s
 	}
 	return "…" + s[len(s)-n:]
+}
+
+// failingTests names the tests a check's run shows failing, by its census
+// where the runner reported one, else by the runners' failure lines in
+// its output; "" when none failed.
+func failingTests(c census.Census, output string) string {
+	const named = 5
+	var ids []string
+	if c.Known {
+		if c.Failed == 0 {
+			return ""
+		}
+		ids = c.Failing()
+	} else {
+		for _, f := range census.Failures(output) {
+			ids = append(ids, f.Key)
+		}
+		if len(ids) == 0 {
+			return ""
+		}
+	}
+	switch {
+	case len(ids) == 0:
+		return fmt.Sprintf("%d failed", c.Failed)
+	case len(ids) > named:
+		return fmt.Sprintf("%s and %d more", strings.Join(ids[:named], ", "), len(ids)-named)
+	}
+	return strings.Join(ids, ", ")
 }

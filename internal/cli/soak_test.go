@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +17,9 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
+
+// proofFailing reads the failed count of the proof's test census.
+var proofFailing = regexp.MustCompile(`\d+ ran \(\d+ passed, (\d+) failed\)`)
 
 // TestSoak_NoFalseSuccess drives the whole loop against the emulator under
 // randomized Copilot delays and bodies, lag faults, finding counts, human
@@ -233,6 +237,10 @@ echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary
 	// "addressed" or a destroyed PR is a false claim at the forge.
 	work := workVerdict(t, hub, demo, startHead, pr)
 	if code == 0 {
+		// A proof never shows a failing test beside two-stable (PR-V4).
+		if m := proofFailing.FindStringSubmatch(out); m != nil && m[1] != "0" {
+			work = strings.Trim(work+"; the proof shows "+m[1]+" failing test(s) beside two-stable", "; ")
+		}
 		return code, out, strings.Trim(forgeVerdict(pr, local)+"; "+work, "; ")
 	}
 	for _, l := range pr.Labels {

@@ -945,6 +945,29 @@ func TestPR_T9_ProofFields(t *testing.T) {
 	}
 }
 
+// TestPR_V4_NoTwoStableBesideAFailingTest: everything else proven, a
+// head whose test census (converge's own run of it) shows a failing test
+// is not two-stable: the run hands off naming the census, and no proof is
+// printed beside it. With the same census clean, it is two-stable.
+func TestPR_V4_NoTwoStableBesideAFailingTest(t *testing.T) {
+	for _, failed := range []int{1, 0} {
+		s := verifying("h3", 3)
+		s.Request.Accepted = "R3"
+		s.Rounds[1].Censuses = []TestCensus{{Kind: CensusCommit, Head: "h3", Census: census.Census{Known: true, Ecosystem: census.Go, Ran: 4, Passed: 4 - failed, Failed: failed}}}
+		pr := newPR("h3")
+		pr.Reviews = []forge.Review{okReview("R3", "h3", at(1))}
+		_, _, term := Decide(s, obs(at(2), pr), cfg())
+		if failed == 0 {
+			wantTerminal(t, term, ReasonTwoStable)
+			continue
+		}
+		wantTerminal(t, term, ReasonHandedOff)
+		if term.Proof != nil || !strings.Contains(term.Message, "go: 4 ran (3 passed, 1 failed)") {
+			t.Fatalf("terminal %+v", term)
+		}
+	}
+}
+
 func TestSEC1_UntrustedThreadsListedNotActedOn(t *testing.T) {
 	s := awaiting("h1", 1)
 	pr := newPR("h1")

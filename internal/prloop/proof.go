@@ -153,6 +153,14 @@ func (d *step) succeed(v verdict) {
 		return
 	}
 	p := d.proof(v)
+	if tc := p.TestCensus; tc != nil && tc.Known && tc.Failed > 0 {
+		// A proof never shows a failing test beside two-stable (PR-V4):
+		// converge's own run of the head's tests is a fact of the head
+		// like its CI.
+		d.end(ReasonHandedOff, fmt.Sprintf("not two-stable: converge's test run of %s shows failing tests (%s); make them pass and run converge again",
+			text.ShortSHA(p.HeadSHA), tc.Census), nil)
+		return
+	}
 	msg := fmt.Sprintf("two-stable on %s after %d round(s)", text.ShortSHA(p.HeadSHA), p.RoundsRun)
 	switch p.ReviewSource {
 	case "none", "":

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -751,11 +750,24 @@ type testRun struct {
 	untestedOK bool
 }
 
-// lostTests prefixes judge's reason when a run lost baseline tests
-// (PR-V4): it is the whole reason, not a failure excerpt.
-const lostTests = "the fix loses tests: "
+// lostTests prefixes judge's reason when a run's census holds against
+// the baseline's (PR-V4): tests lost or newly failing. It is the whole
+// reason, not a failure excerpt.
+const lostTests = "the test census rejects the fix: "
 
-func (t testRun) ok() bool { return t.code == 0 && !t.timedOut }
+// ok: the run is green — exit status 0 within its budget, and no test
+// failed, whatever the exit status says (PR-V4: a TestMain that exits 0,
+// a `|| true`): by its census where the runner reports one, else by the
+// runners' failure lines in its output.
+func (t testRun) ok() bool {
+	if t.code != 0 || t.timedOut {
+		return false
+	}
+	if t.census.Known {
+		return t.census.Failed == 0
+	}
+	return len(census.Failures(t.out)) == 0
+}
 
 // redReason words a red run for a hand-off: a time-out as such, else
 // prefix and the failing lines.
@@ -775,11 +787,11 @@ func (t testRun) excerpt(only map[string]bool) []string {
 		return []string{"tests timed out after " + fmtDuration(t.budget)}
 	}
 	var out []string
-	for _, f := range failures(t.out) {
-		if only != nil && !only[f.key] {
+	for _, f := range census.Failures(t.out) {
+		if only != nil && !only[f.Key] {
 			continue
 		}
-		out = append(out, f.lines...)
+		out = append(out, f.Lines...)
 		if len(out) >= maxExcerpt {
 			return out[:maxExcerpt]
 		}
@@ -804,8 +816,10 @@ const maxExcerpt = 6
 // blamed for failures it found. A run that timed out always fails: what it
 // would have printed is unknown. A run the build/test step would accept
 // still fails when a test that ran at the baseline no longer runs or now
-// skips, unless the round's findings ask to remove it (PR-V4), or when
-// the baseline's tests were counted and the run's cannot be.
+// skips, unless the round's findings ask to remove it (PR-V4), when a test
+// fails that did not fail at the baseline (never waived), or when the
+// baseline's tests were counted and the run's cannot be. Green means no
+// failing test, whatever the exit status (testRun.ok).
 func judge(base *testRun, tr testRun) string {
 	if bad := judgeBuild(base, tr); bad != "" {
 		return bad
@@ -834,10 +848,10 @@ func judgeBuild(base *testRun, tr testRun) string {
 		return strings.Join(tr.excerpt(nil), " | ")
 	}
 	had := map[string]bool{}
-	for _, f := range failures(base.out) {
-		had[f.key] = true
+	for _, f := range census.Failures(base.out) {
+		had[f.Key] = true
 	}
-	fails := failures(tr.out)
+	fails := census.Failures(tr.out)
 	if len(fails) == 0 && len(had) == 0 {
 		if tr.code == base.code {
 			return ""
@@ -846,8 +860,8 @@ func judgeBuild(base *testRun, tr testRun) string {
 	}
 	added := map[string]bool{}
 	for _, f := range fails {
-		if !had[f.key] {
-			added[f.key] = true
+		if !had[f.Key] {
+			added[f.Key] = true
 		}
 	}
 	switch {
@@ -859,54 +873,6 @@ func judgeBuild(base *testRun, tr testRun) string {
 		return ""
 	}
 	return strings.Join(tr.excerpt(added), " | ")
-}
-
-// failure is one failing test or package in a test run's output: key is
-// the line normalised for comparison across runs, lines are what a
-// hand-off quotes (the line, and the detail line under it when indented).
-type failure struct {
-	key   string
-	lines []string
-}
-
-// failureLine matches the verdict lines of common test runners: go test
-// (--- FAIL: TestX, FAIL pkg), TAP (not ok), pytest (FAILED path::test)
-// and cargo (test name ... FAILED).
-var failureLine = regexp.MustCompile(`^\s*(--- FAIL: \S+|FAIL\s+\S+.*|not ok\b.*|FAILED\s+\S+.*|test \S+ \.\.\. FAILED)`)
-
-// timing is a run time that changes from run to run: "(0.01s)" after a
-// go test name, "\t0.005s" after a package, " in 1.2s".
-var timing = regexp.MustCompile(`\s*\(\d+(\.\d+)?m?s\)\s*$|\s+\d+(\.\d+)?m?s\s*$`)
-
-// tapNumber is a TAP test number, which shifts when tests are added.
-var tapNumber = regexp.MustCompile(`^not ok \d+\b`)
-
-func failures(out string) []failure {
-	lines := strings.Split(out, "\n")
-	var fs []failure
-	seen := map[string]bool{}
-	for i, l := range lines {
-		l = strings.TrimRight(l, "\r")
-		if !failureLine.MatchString(l) {
-			continue
-		}
-		key := strings.Join(strings.Fields(timing.ReplaceAllString(strings.TrimSpace(l), "")), " ")
-		key = tapNumber.ReplaceAllString(key, "not ok")
-		if seen[key] {
-			continue
-		}
-		seen[key] = true
-		f := failure{key: key, lines: []string{text.Clip(strings.Join(strings.Fields(l), " "), 200)}}
-		if i+1 < len(lines) {
-			next := strings.TrimRight(lines[i+1], "\r")
-			indent := len(l) - len(strings.TrimLeft(l, " \t"))
-			if d := strings.TrimSpace(next); d != "" && len(next)-len(strings.TrimLeft(next, " \t")) > indent && !failureLine.MatchString(next) {
-				f.lines = append(f.lines, text.Clip(d, 200))
-			}
-		}
-		fs = append(fs, f)
-	}
-	return fs
 }
 
 func nonEmptyLines(s string) []string {

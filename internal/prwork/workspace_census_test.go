@@ -43,6 +43,10 @@ case "$task" in *'"id":"T-delete"'*)
   printf 'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal("Add")\n\t}\n}\n' > calc_test.go;;
 esac
 case "$task" in *'"id":"T-ok"'*) echo '// Add adds.' >> calc.go;; esac
+case "$task" in *'"id":"T-exit0"'*)
+  sed -i 's/return a + b/return a - b/' calc.go
+  sed -i 's/^import "testing"$/import (\n\t"os"\n\t"testing"\n)\n\nfunc TestMain(m *testing.M) { m.Run(); os.Exit(0) }/' calc_test.go;;
+esac
 echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed","files_changed":["calc.go"]}'`
 
 func censusPR(t *testing.T) (pr *censusPRT) {
@@ -141,4 +145,30 @@ func TestPR_V4_NoTestCommandPushesNothing(t *testing.T) {
 	if !strings.Contains(res.Censuses[1].Census.String(), "untested") {
 		t.Errorf("census %s", res.Censuses[1])
 	}
+}
+
+// TestPR_V4_AFailingTestCountsWhateverTheExitStatus: a fix that breaks
+// Add and adds a TestMain that runs the tests and exits 0 makes the test
+// command green; the census still counts TestAdd failing, which the
+// baseline passed, and the fix is not pushed: the branch at the forge
+// stays where it was.
+func TestPR_V4_AFailingTestCountsWhateverTheExitStatus(t *testing.T) {
+	c := censusPR(t)
+	ws := testWorkspace(t, c.bare, commandAgent(t, censusFixer, 0), "go test ./...")
+	res, err := ws.Fix(context.Background(), c.pr, 1, []prloop.Finding{{ID: "T-exit0", ThreadID: "T-exit0", Path: "calc.go", EndLine: 3, Summary: "Add is slow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Addressed) != 0 || res.CommitSHA != "" || remoteHead(t, c.bare) != c.pr.HeadSHA {
+		t.Fatalf("addressed %v commit %q: want nothing pushed", res.Addressed, res.CommitSHA)
+	}
+	if len(res.Blocked) != 1 || !strings.Contains(res.Blocked[0].Reason, "--- FAIL: TestAdd") {
+		t.Fatalf("blocked %+v: want the failing test named", res.Blocked)
+	}
+	for _, cs := range res.Censuses {
+		if cs.Kind == prloop.CensusCandidate && cs.Failed == 1 {
+			return
+		}
+	}
+	t.Fatalf("censuses %v: want the candidate's failing test counted", res.Censuses)
 }
