@@ -76,6 +76,16 @@ func rules(c Comment) []Hit {
 	}
 
 	// Doubts: signs that the comment may be about behaviour.
+	if m := saysWrong(p.lower); m != "" {
+		// A comment that says something is wrong, missing, broken or
+		// unreachable is never minor, whatever file it sits on: "the
+		// path docs/setup.md referenced here does not exist" on a
+		// README was called minor on the docs page's word (issue 36).
+		// A reference that leads nowhere, a step that fails, a claim
+		// that is untrue are defects of what readers run or follow,
+		// not wording; the judge decides.
+		add("says-wrong", LeanDoubt, m)
+	}
 	if m := consequence.FindString(p.lower); m != "" {
 		add("consequence", LeanDoubt, m)
 	}
@@ -253,6 +263,34 @@ func asksSomething(p prose, body string) bool {
 // otherwise (c003 "otherwise a run … keeps going for one more round");
 // cosmetic requests are justified by readability instead.
 var consequence = mustCompile(`\b(?:otherwise|so that|which means|means that|won't|can't|cannot|no longer|leads? to|results? in|causes?|will (?:not|never|be|fail|break|skip|drop|lose|hang|crash|stop|keep|run|return|miss)|would (?:not|never|fail|break|skip|drop|lose|hang|crash|stop|keep|run|return|miss|pass|go)|even (?:if|when|though))\b`)
+
+// wrongClaim: how a reviewer says that something is wrong, missing,
+// broken or unreachable — in code or in docs: a path, file, link, anchor,
+// command, option or name that does not exist, is not found or was
+// removed or renamed, a 404, a dead or broken link, unreachable code or
+// pages, a step that fails or does not work, a statement that is
+// incorrect, inaccurate or untrue, something invalid, undefined or
+// unresolved. "Outdated" alone is not one: it says a comment is old, and
+// an outdated comment is a comment to update (minor); when what it names
+// is gone, "no longer exists", "was renamed" say so. The defect words
+// (keywordRules) decide some of these in code; this rule holds on every
+// file kind and only rules minor out, so it cannot add a wrong decision.
+var wrongClaim = mustCompile(`\b(?:(?:does|do|did|would|will|could)(?:n't| not) (?:even )?exists?|(?:is|are|was|were)(?:n't| not) (?:there|present|available|defined|declared|exported|reachable|accessible|valid|correct|right|true|accurate|found|resolvable)|(?:no longer|never) (?:exists?|existed|works?|worked|valid|true|accurate|correct|reached|reachable|available|resolves?|applies)|non-?existent|non existent|nonexisting|non-existing|missing|absent|no such|not found|(?:can|could)(?:not|n't| not) (?:be )?(?:find|found|resolved?|reached|located|opened|loaded|imported)|unable to (?:find|resolve|reach|locate|open|load|import)|40[34]s?|404(?:ing|ed|'s)|410|dead (?:links?|urls?|code|ends?|pages?|references?)|(?:is|are|looks|seems|now|went) (?:dead|gone)|(?:was|were|has been|have been|got) (?:removed|deleted|moved|renamed)|broken|(?:bad|invalid|wrong|stale) (?:links?|urls?|paths?|references?|anchors?|refs?)|link rot|unreachable|inaccessible|(?:does|do|did)(?:n't| not) (?:work|match|compile|build|run|load|resolve|render|apply|point to|link to)|(?:not|stopped|isn't|aren't) working|wrong|incorrect(?:ly)?|inaccura\w*|untrue|mismatch\w*|inconsistent with|contradict\w*|invalid|undefined|undeclared|unresolv\w*|(?:syntax|compile|compilation|build|runtime|import|parse|parsing|type) errors?|errors? out|fail(?:s|ed|ing|ure|ures)?|points? (?:to )?nowhere|leads? nowhere|typo in (?:the |this |that )?(?:url|link|path|href|anchor|file ?name|import|command|key|flag|option))\b`)
+
+// cosmeticMissing: a missing mark, space or newline is a nit ("Missing
+// accent on …", "nit: missing trailing newline"), not a missing thing;
+// it is blanked before wrongClaim reads the text.
+var cosmeticMissing = mustCompile("\\bmissing (?:an? |the )?(?:(?:trailing|final|closing|ending|leading) )?`[[:punct:]]{1,3}`" +
+	`|\bmissing (?:an? |the )?(?:(?:trailing|final|closing|ending|leading|oxford|serial) )?(?:periods?|full stops?|commas?|spaces?|whitespace|newlines?|new lines?|line breaks?|blank lines?|empty lines?|accents?|diacritics?|articles?|apostrophes?|hyphens?|dash(?:es)?|colons?|punctuation|capitali[sz]ation|capital letters?|capitals?|backticks?|emphasis|letters?|words?)\b|\b(?:periods?|full stops?|commas?|spaces?|newlines?|line breaks?|blank lines?|accents?|articles?|apostrophes?|hyphens?|punctuation|backticks?) (?:is|are) missing\b`)
+
+// saysWrong is the wrongClaim a comment makes, if any, once cosmetic
+// missing marks are set aside.
+func saysWrong(lower string) string {
+	if cosmeticMissing.MatchString(lower) {
+		lower = cosmeticMissing.ReplaceAllString(lower, " ")
+	}
+	return wrongClaim.FindString(lower)
+}
 
 // behaviourWords: error handling, validation, concurrency, resources and
 // retries are behaviour; a short "nit: handle the error" has no defect
