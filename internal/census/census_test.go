@@ -272,7 +272,7 @@ func TestPR_V4_LOOP_8_AFailingTestCountsWhateverTheExitStatus(t *testing.T) {
 		t.Fatalf("baseline: %s", base)
 	}
 	write(t, dir, map[string]string{
-		"b/b_test.go": "package b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) { t.Error(\"broken\") }\nfunc TestC(t *testing.T) {}\nfunc TestNew(t *testing.T) { t.Fatal(\"new and broken\") }\n",
+		"b/b_test.go":    "package b\n\nimport \"testing\"\n\nfunc TestB(t *testing.T) { t.Error(\"broken\") }\nfunc TestC(t *testing.T) {}\nfunc TestNew(t *testing.T) { t.Fatal(\"new and broken\") }\n",
 		"b/main_test.go": "package b\n\nimport (\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestMain(m *testing.M) { m.Run(); os.Exit(0) }\n",
 	})
 	r := run(t, dir, "go", "test", "./b/")

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -89,22 +90,54 @@ func TestAG_T1_WhatTheProcessLeftIsGoneWhenRunReturns(t *testing.T) {
 // TestAG_T1_GraceOutlivesAWrapper: the leader is a wrapper shell that
 // SIGTERM ends at once; the agent it runs answers SIGTERM with its record,
 // and gets the grace period to do it — under the supervisor (AG-K1) and
-// run directly (git runs, systems without the supervisor) alike.
+// run directly (git runs, systems without the supervisor) alike. The
+// clock is the test's: the budget fires once the agent is listening for
+// SIGTERM, and the grace timer never does, so Run can only return because
+// the wait ended when the agent did.
 func TestAG_T1_GraceOutlivesAWrapper(t *testing.T) {
-	agent := `trap 'sleep 0.3; echo "{\"status\":\"partial\"}"; exit 0' TERM; while :; do sleep 0.05; done`
+	agent := `trap 'sleep 0.3; echo "{\"status\":\"partial\"}"; exit 0' TERM; echo listening; while :; do sleep 0.05; done`
 	for _, direct := range []bool{false, true} {
 		t.Run(map[bool]string{false: "supervised", true: "direct"}[direct], func(t *testing.T) {
-			start := time.Now()
-			r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", "sh -c '" + strings.ReplaceAll(agent, "'", `'\''`) + "'; echo wrapper-went-on"},
-				Budget: 500 * time.Millisecond, Grace: 5 * time.Second, Direct: direct})
-			if err != nil {
-				t.Fatal(err)
+			clock := proctest.NewManualClock()
+			listening := make(chan struct{})
+			var once sync.Once
+			type ran struct {
+				r   proc.Result
+				err error
 			}
-			if !r.TimedOut || !strings.Contains(r.Stdout, `{"status":"partial"}`) {
-				t.Errorf("result %+v, want the record the agent printed in its grace period", r)
+			out := make(chan ran, 1)
+			go func() {
+				r, err := proc.Run(context.Background(), proc.Spec{Argv: []string{"sh", "-c", "sh -c '" + strings.ReplaceAll(agent, "'", `'\''`) + "'; echo wrapper-went-on"},
+					Budget: 5 * time.Minute, Grace: 5 * time.Minute, Direct: direct, Clock: clock,
+					OnLine: func(_ bool, line string) {
+						if line == "listening" {
+							once.Do(func() { close(listening) })
+						}
+					}})
+				out <- ran{r, err}
+			}()
+			select {
+			case <-listening:
+			case got := <-out:
+				t.Fatalf("ended before its budget fired: %+v, %v", got.r, got.err)
 			}
-			if took := time.Since(start); took > 5*time.Second {
-				t.Errorf("took %s: the wait did not end when the agent did", took)
+			clock.Next(t).Fire() // the budget
+			grace := clock.Next(t)
+			if grace.D != 5*time.Minute {
+				t.Fatalf("grace timer %s, want the Spec's 5m", grace.D)
+			}
+			// The grace timer is not fired: only the end of the agent (and
+			// of all it started) can end the wait. The backstop is for a
+			// Run that waits for the grace regardless, which would hang.
+			var got ran
+			select {
+			case got = <-out:
+			case <-time.After(2 * time.Minute):
+				grace.Fire()
+				t.Fatal("Run did not return when the agent ended in its grace: it waited for the grace timer")
+			}
+			if got.err != nil || !got.r.TimedOut || !strings.Contains(got.r.Stdout, `{"status":"partial"}`) {
+				t.Errorf("result %+v, %v; want the record the agent printed in its grace period", got.r, got.err)
 			}
 		})
 	}

@@ -105,15 +105,14 @@ func TestPR_S4_AnglesRunInParallelAsSeparateProcesses(t *testing.T) {
 	wt, headSHA := gitRepo(t)
 	d := t.TempDir()
 	// Each run waits until all three have started: only parallel runs
-	// get past the barrier in time and print an answer.
+	// get past the barrier and print an answer; a run left waiting there
+	// is stopped at its budget without one, and the review fails.
 	argv := script(t, d, `in=$(cat)
 angle=$(printf '%s' "$in" | sed -n 's/.*"angle":"\([^"]*\)".*/\1/p')
 printf '%s' "$in" > "$D/in.$angle.json"
 echo $$ > "$D/pid.$angle"
 touch "$D/started.$angle"
-i=0
 while [ "$(ls "$D" | grep -c '^started\.')" -lt 3 ]; do
-  i=$((i+1)); [ $i -gt 200 ] && { echo "angles did not run in parallel" >&2; exit 0; }
   sleep 0.05
 done
 echo "reviewing $angle"
@@ -260,19 +259,41 @@ echo '[]'`)
 		t.Errorf("answer then exit 1: res %+v err %v", res, err)
 	}
 
-	argv = script(t, t.TempDir(), `in=$(cat)
+	// The other angles never end by themselves, nor by their budget (an
+	// hour): only the failure's stop ends them, which each notes on
+	// SIGTERM. The failing angle fails once both are running. A review
+	// that waited for them would run into the backstop context, minutes
+	// away.
+	d3 := t.TempDir()
+	argv = script(t, d3, `in=$(cat)
 case "$in" in
-*'"angle":"edge-cases"'*) echo boom >&2; exit 2 ;;
+*'"angle":"edge-cases"'*)
+  while [ "$(ls "$D" | grep -c '^running\.')" -lt 2 ]; do sleep 0.05; done
+  echo boom >&2; exit 2 ;;
 esac
-sleep 30; echo '[]'`)
-	start := time.Now()
-	_, err = reviewer(t, argv, nil).Review(context.Background(), Input{Workdir: wt, BaseRef: "main", Head: headSHA})
-	var rf *agent.RunFailure
-	if !errors.As(err, &rf) {
-		t.Fatalf("err = %v, want a RunFailure", err)
+angle=$(printf '%s' "$in" | sed -n 's/.*"angle":"\([^"]*\)".*/\1/p')
+trap 'touch "$D/stopped.$angle"; exit 0' TERM
+touch "$D/running.$angle"
+while :; do sleep 0.05; done`)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rv := reviewer(t, argv, nil)
+	rv.Budget = time.Hour
+	_, err = rv.Review(ctx, Input{Workdir: wt, BaseRef: "main", Head: headSHA})
+	if ctx.Err() != nil {
+		t.Fatalf("the review ended only at the backstop (%v): the failed angle waited for the others", err)
 	}
-	if time.Since(start) > 15*time.Second {
-		t.Errorf("a failed angle waited %s for the others", time.Since(start))
+	var rf *agent.RunFailure
+	if !errors.As(err, &rf) || !strings.Contains(rf.What, "edge-cases") {
+		t.Fatalf("err = %v, want the edge-cases angle's RunFailure", err)
+	}
+	for _, a := range DefaultAngles() {
+		if a.Name == "edge-cases" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(d3, "stopped."+a.Name)); err != nil {
+			t.Errorf("angle %s was not stopped by the failure: %v", a.Name, err)
+		}
 	}
 }
 

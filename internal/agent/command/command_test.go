@@ -104,15 +104,18 @@ func TestAG_T3_CommandGarbageIsBlocked(t *testing.T) {
 	}
 }
 
+// TestAG_T1_CommandHangStoppedAtBudget: a program that would run on past
+// its budget is stopped there, and its record says so (partial,
+// budget-exceeded: a run that ended by itself would read unparseable). The
+// context is a backstop minutes away: had it ended the run, Run's error
+// would say so.
 func TestAG_T1_CommandHangStoppedAtBudget(t *testing.T) {
 	a := newAgent(t, "echo thinking; sleep 60", Options{Grace: 500 * time.Millisecond})
-	start := time.Now()
-	res, err := a.Run(context.Background(), task(t, 300*time.Millisecond))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	res, err := a.Run(ctx, task(t, 300*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
-	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("returned after %s, want within ~2s", el)
 	}
 	if res.Record.Status != agent.StatusPartial || res.Record.Reason != agent.ReasonBudgetExceeded {
 		t.Fatalf("record = %+v", res.Record)
@@ -122,18 +125,33 @@ func TestAG_T1_CommandHangStoppedAtBudget(t *testing.T) {
 	}
 }
 
+// TestAG_T1_CommandIgnoringTermIsKilled: a program deaf to SIGTERM, that
+// would never end by itself, is killed after the grace: Run returns, its
+// record says stopped at the budget. Had nothing killed it, Run would not
+// return; the wait for it is a backstop minutes away.
 func TestAG_T1_CommandIgnoringTermIsKilled(t *testing.T) {
 	a := newAgent(t, "trap '' TERM; while :; do sleep 0.05; done", Options{Grace: 300 * time.Millisecond})
-	start := time.Now()
-	res, err := a.Run(context.Background(), task(t, 300*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
+	type ran struct {
+		res agent.Result
+		err error
 	}
-	if el := time.Since(start); el > 2*time.Second {
-		t.Errorf("returned after %s, want within ~2s", el)
+	out := make(chan ran, 1)
+	tk := task(t, 300*time.Millisecond)
+	go func() {
+		res, err := a.Run(context.Background(), tk)
+		out <- ran{res, err}
+	}()
+	var got ran
+	select {
+	case got = <-out:
+	case <-time.After(2 * time.Minute):
+		t.Fatal("Run did not return: the program deaf to SIGTERM was not stopped at its budget and killed after the grace")
 	}
-	if res.Record.Reason != agent.ReasonBudgetExceeded {
-		t.Fatalf("record = %+v", res.Record)
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	if got.res.Record.Status != agent.StatusPartial || got.res.Record.Reason != agent.ReasonBudgetExceeded {
+		t.Fatalf("record = %+v", got.res.Record)
 	}
 }
 
@@ -226,13 +244,11 @@ func TestAG_T1_CommandOutputFloodIsStopped(t *testing.T) {
 			a := newAgent(t, "cat >/dev/null; yes", Options{Name: "flooder"})
 			tk := task(t, time.Minute)
 			tk.Kind = kind
-			start := time.Now()
+			// A flood the bound missed would run into the minute's budget:
+			// partial, budget-exceeded.
 			res, err := a.Run(context.Background(), tk)
 			if err != nil {
 				t.Fatal(err)
-			}
-			if el := time.Since(start); el > 20*time.Second {
-				t.Errorf("returned after %s, want it stopped promptly", el)
 			}
 			want := "the agent wrote more than 64 MiB of output; stopped"
 			if res.Record.Status != agent.StatusBlocked || res.Record.Reason != agent.ReasonOutputFlood || res.Record.Summary != want {

@@ -173,20 +173,42 @@ func TestREL1_WritesRetriedWhenTheyDidNotLand(t *testing.T) {
 	}
 }
 
+// TestREL1_SleepHonoursContext: the back-off's wait (the real sleepCtx)
+// ends when the context does, with its error. The wait asked for is the
+// first back-off; the one slept is an hour, so that a wait that did not
+// end with the context would never end in the test: the backstop, a
+// minute, is for that.
 func TestREL1_SleepHonoursContext(t *testing.T) {
 	reg := httpmock.New(t)
 	reg.GraphQL("PullRequestObservation", httpmock.StringResponse(502, "bad gateway"))
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var asked []time.Duration
+	var slept error
 	c, _ := newTestClient(t, reg, func(o *Options) {
-		o.Retry.Sleep = func(ctx context.Context, d time.Duration) error { cancel(); return sleepCtx(ctx, d) }
+		o.Retry.Sleep = func(ctx context.Context, d time.Duration) error {
+			asked = append(asked, d)
+			cancel()
+			slept = sleepCtx(ctx, time.Hour)
+			return slept
+		}
 	})
-	start := time.Now()
-	_, err := c.Observe(ctx, testRef)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Observe(ctx, testRef)
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("a cancelled wait still slept")
+	}
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("err = %v, want context.Canceled", err)
 	}
-	if time.Since(start) > time.Second {
-		t.Error("a cancelled wait still slept")
+	if len(asked) != 1 || asked[0] != time.Second || !errors.Is(slept, context.Canceled) {
+		t.Errorf("waits asked %v, the wait ended with %v; want one back-off of 1s, ended by the cancel", asked, slept)
 	}
 }
 
