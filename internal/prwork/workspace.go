@@ -110,6 +110,12 @@ type GitWorkspace struct {
 	// mayGo the tests its findings ask to remove.
 	censuses []prloop.TestCensus
 	mayGo    func(testID string) bool
+	// frozenTest is the run's commands as discovered on the base branch
+	// (testCommand), once; infra the test infrastructure of the Fix under
+	// way, read on its head before any fixer ran (PR-V4).
+	testMu     sync.Mutex
+	frozenTest *repo.Commands
+	infra      map[string]bool
 	// vs is the verification of that Fix (PR-V1, PR-V2, PR-V3).
 	vs verifyState
 	// memory is what the next Fix's commit writes into the review
@@ -414,9 +420,15 @@ func (w *GitWorkspace) fixOnce(ctx context.Context, pr *forge.PullRequest, round
 		return res, nil, err
 	}
 	ordered := bottomUp(findings)
-	test := w.testCommand()
+	test := w.testCommand(ctx, pr)
 	if len(test) == 0 && !w.AllowUntested {
 		return w.untested(res, ordered), nil, nil
+	}
+	// What the tests and the test command read, on the head before any
+	// fixer ran: the fixers may not change it (PR-V4).
+	w.infra = map[string]bool{}
+	for _, p := range repo.TestInfra(w.worktree.Dir, test) {
+		w.infra[p] = true
 	}
 	var base *testRun
 	if len(test) > 0 {
@@ -703,11 +715,77 @@ func (w *GitWorkspace) applyEach(ctx context.Context, pr *forge.PullRequest, rou
 	return out, &tr, nil
 }
 
-func (w *GitWorkspace) testCommand() []string {
+// testCommand is the run's build/test command: test_cmd when set, else
+// the one discovered on the PR's base branch, once for the run (PR-V4):
+// what the head says — its README's testing section, a Makefile target, a
+// package.json script a fixer edited — never changes what "the tests
+// pass" means. Nil when none can be found (or the base cannot be read:
+// fail closed, no untested push).
+func (w *GitWorkspace) testCommand(ctx context.Context, pr *forge.PullRequest) []string {
 	if len(w.TestCmd) > 0 {
 		return w.TestCmd
 	}
-	return repo.Discover(w.worktree.Dir).Test
+	w.testMu.Lock()
+	defer w.testMu.Unlock()
+	if w.frozenTest != nil {
+		return w.frozenTest.Test
+	}
+	c, base, err := w.discoverOnBase(ctx, pr)
+	if err != nil {
+		w.logf("the test command cannot be found on the base branch %s: %v", pr.BaseRef, err)
+		return nil
+	}
+	w.frozenTest = &c
+	if len(c.Test) > 0 {
+		w.logf("test command %q, from the base branch %s at %s (%s); frozen for the run", strings.Join(c.Test, " "), pr.BaseRef, text.ShortSHA(base), c.Why[repo.KindTest])
+	}
+	return c.Test
+}
+
+// maxDiscoverBytes bounds one file of the base branch that discovery
+// reads.
+const maxDiscoverBytes = 1 << 20
+
+// discoverOnBase runs command discovery (REPO-C1) on the files at the
+// root of the PR's base branch, as fetched into the clone, and says which
+// commit that was.
+func (w *GitWorkspace) discoverOnBase(ctx context.Context, pr *forge.PullRequest) (repo.Commands, string, error) {
+	if w.clone == nil {
+		return repo.Commands{}, "", errors.New("no clone")
+	}
+	base, err := w.clone.Run(ctx, "rev-parse", "--verify", "--quiet", "refs/remotes/origin/"+pr.BaseRef+"^{commit}")
+	if err != nil {
+		return repo.Commands{}, "", fmt.Errorf("read %s: %w", pr.BaseRef, err)
+	}
+	base = strings.TrimSpace(base)
+	ls, err := w.clone.Run(ctx, "ls-tree", "-z", "--long", base)
+	if err != nil {
+		return repo.Commands{}, "", err
+	}
+	dir, err := os.MkdirTemp("", "converge-base-")
+	if err != nil {
+		return repo.Commands{}, "", err
+	}
+	defer os.RemoveAll(dir)
+	for _, e := range strings.Split(ls, "\x00") {
+		// <mode> SP <type> SP <object> SP+ <size> TAB <name>
+		meta, name, ok := strings.Cut(e, "\t")
+		f := strings.Fields(meta)
+		if !ok || len(f) != 4 || f[1] != "blob" || (f[0] != "100644" && f[0] != "100755") || strings.ContainsAny(name, "/\x00") {
+			continue
+		}
+		if n, err := strconv.ParseInt(f[3], 10, 64); err != nil || n > maxDiscoverBytes {
+			continue
+		}
+		b, err := w.clone.Run(ctx, "cat-file", "blob", f[2])
+		if err != nil {
+			return repo.Commands{}, "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(b), 0o600); err != nil {
+			return repo.Commands{}, "", err
+		}
+	}
+	return repo.Discover(dir), base, nil
 }
 
 // runTests runs the build/test command in the worktree under its

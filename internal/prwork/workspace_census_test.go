@@ -149,26 +149,29 @@ func TestPR_V4_NoTestCommandPushesNothing(t *testing.T) {
 
 // TestPR_V4_AFailingTestCountsWhateverTheExitStatus: a fix that breaks
 // Add and adds a TestMain that runs the tests and exits 0 makes the test
-// command green; the census still counts TestAdd failing, which the
-// baseline passed, and the fix is not pushed: the branch at the forge
-// stays where it was.
+// command green. Unasked, the TestMain is test infrastructure and the
+// change is undone; asked for by a finding on those lines, the census
+// still counts TestAdd failing, which the baseline passed. Either way
+// nothing is pushed: the branch at the forge stays where it was.
 func TestPR_V4_AFailingTestCountsWhateverTheExitStatus(t *testing.T) {
-	c := censusPR(t)
-	ws := testWorkspace(t, c.bare, commandAgent(t, censusFixer, 0), "go test ./...")
-	res, err := ws.Fix(context.Background(), c.pr, 1, []prloop.Finding{{ID: "T-exit0", ThreadID: "T-exit0", Path: "calc.go", EndLine: 3, Summary: "Add is slow"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(res.Addressed) != 0 || res.CommitSHA != "" || remoteHead(t, c.bare) != c.pr.HeadSHA {
-		t.Fatalf("addressed %v commit %q: want nothing pushed", res.Addressed, res.CommitSHA)
-	}
-	if len(res.Blocked) != 1 || !strings.Contains(res.Blocked[0].Reason, "--- FAIL: TestAdd") {
-		t.Fatalf("blocked %+v: want the failing test named", res.Blocked)
-	}
-	for _, cs := range res.Censuses {
-		if cs.Kind == prloop.CensusCandidate && cs.Failed == 1 {
-			return
+	for _, tc := range []struct {
+		finding prloop.Finding
+		want    string
+	}{
+		{prloop.Finding{ID: "T-exit0", ThreadID: "T-exit0", Path: "calc.go", EndLine: 3, Summary: "Add is slow"}, "the tests or the test command read"},
+		{prloop.Finding{ID: "T-exit0", ThreadID: "T-exit0", Path: "calc_test.go", StartLine: 1, EndLine: 5, Summary: "Add a TestMain that sets the tests up"}, "--- FAIL: TestAdd"},
+	} {
+		c := censusPR(t)
+		ws := testWorkspace(t, c.bare, commandAgent(t, censusFixer, 0), "go test ./...")
+		res, err := ws.Fix(context.Background(), c.pr, 1, []prloop.Finding{tc.finding})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Addressed) != 0 || res.CommitSHA != "" || remoteHead(t, c.bare) != c.pr.HeadSHA {
+			t.Fatalf("%s: addressed %v commit %q: want nothing pushed", tc.finding.Summary, res.Addressed, res.CommitSHA)
+		}
+		if len(res.Blocked) != 1 || !strings.Contains(res.Blocked[0].Reason, tc.want) {
+			t.Fatalf("%s: blocked %+v: want %q", tc.finding.Summary, res.Blocked, tc.want)
 		}
 	}
-	t.Fatalf("censuses %v: want the candidate's failing test counted", res.Censuses)
 }

@@ -94,7 +94,7 @@ func (w *GitWorkspace) Revert(ctx context.Context, pr *forge.PullRequest, round 
 			return res, w.reset(ctx, pr.HeadSHA)
 		}
 	}
-	if test := w.testCommand(); len(test) > 0 {
+	if test := w.testCommand(ctx, pr); len(test) > 0 {
 		tr, err := w.runTests(ctx, test)
 		if err != nil {
 			return res, err

@@ -41,7 +41,7 @@ func (w *GitWorkspace) SyncBase(ctx context.Context, pr *forge.PullRequest, roun
 	if err != nil {
 		return res, errors.Join(fmt.Errorf("merge %s: %w", pr.BaseRef, err), w.reset(ctx, pr.HeadSHA))
 	}
-	if test := w.testCommand(); len(test) > 0 {
+	if test := w.testCommand(ctx, pr); len(test) > 0 {
 		tr, err := w.runTests(ctx, test)
 		if err != nil {
 			return res, err

@@ -336,7 +336,7 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 	for _, f := range fs {
 		vfs = append(vfs, verify.Finding{ID: f.ID, Path: f.Path, Start: f.StartLine, End: f.EndLine, Body: f.Summary})
 	}
-	violations := verify.Preserve(verify.Round{Change: whole, PR: prDiff, Findings: vfs, Explained: explained})
+	violations := verify.Preserve(verify.Round{Change: whole, PR: prDiff, Findings: vfs, Explained: explained, Infra: w.infra})
 	undo := map[string]bool{}
 	for _, r := range runs {
 		if !r.applied {

@@ -113,6 +113,11 @@ func skips(lng, line string) int {
 type TestChange struct {
 	Removed []string // tests declared in removed lines and not again in added ones
 	Skipped int      // skip markers added beyond those removed
+	// RemovedAt is where each removed test was declared (its old line);
+	// SkipsAt where skip markers were added (the old line the added ones
+	// stand at): what a finding's range must cover to waive them.
+	RemovedAt map[string]int
+	SkipsAt   []int
 }
 
 // Tests reads what f did to the tests it declares: Go func TestX, Python
@@ -130,13 +135,17 @@ func Tests(f *FileDiff) TestChange {
 		return tc
 	}
 	count := map[string]int{}
+	at := map[string]int{}
 	skip := 0
 	var order []string
 	for _, c := range f.Changes {
-		for _, l := range c.Removed {
+		for i, l := range c.Removed {
 			for _, k := range testDecls(lng, l) {
 				if count[k] == 0 {
 					order = append(order, k)
+				}
+				if _, ok := at[k]; !ok {
+					at[k] = c.OldStart + i
 				}
 				count[k]++
 			}
@@ -146,12 +155,19 @@ func Tests(f *FileDiff) TestChange {
 			for _, k := range testDecls(lng, l) {
 				count[k]--
 			}
-			skip += skips(lng, l)
+			if n := skips(lng, l); n > 0 {
+				skip += n
+				tc.SkipsAt = append(tc.SkipsAt, max(1, c.OldStart))
+			}
 		}
 	}
 	for _, k := range order {
 		if count[k] > 0 {
 			tc.Removed = append(tc.Removed, k)
+			if tc.RemovedAt == nil {
+				tc.RemovedAt = map[string]int{}
+			}
+			tc.RemovedAt[k] = at[k]
 		}
 	}
 	tc.Skipped = max(0, skip)
