@@ -4,7 +4,9 @@ package prwork
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -43,6 +45,7 @@ case "$task" in *'"id":"T-delete"'*)
   printf 'package calc\n\nimport "testing"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal("Add")\n\t}\n}\n' > calc_test.go;;
 esac
 case "$task" in *'"id":"T-ok"'*) echo '// Add adds.' >> calc.go;; esac
+case "$task" in *'"id":"T-break"'*) sed -i 's/return a + b/return a - b/' calc.go;; esac
 case "$task" in *'"id":"T-exit0"'*)
   sed -i 's/return a + b/return a - b/' calc.go
   sed -i 's/^import "testing"$/import (\n\t"os"\n\t"testing"\n)\n\nfunc TestMain(m *testing.M) { m.Run(); os.Exit(0) }/' calc_test.go;;
@@ -173,5 +176,35 @@ func TestPR_V4_AFailingTestCountsWhateverTheExitStatus(t *testing.T) {
 		if len(res.Blocked) != 1 || !strings.Contains(res.Blocked[0].Reason, tc.want) {
 			t.Fatalf("%s: blocked %+v: want %q", tc.finding.Summary, res.Blocked, tc.want)
 		}
+	}
+}
+
+// TestPR_V4_TheTestCommandIsFrozenFromTheBaseBranch: the pull request's
+// head adds a Makefile whose test target passes whatever happens
+// (discovery would prefer it to go.mod); the run's test command is still
+// the base branch's `go test ./...`, so a fix that breaks Add is not
+// pushed. The head's own Makefile is the PR's change, not the round's.
+func TestPR_V4_TheTestCommandIsFrozenFromTheBaseBranch(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go")
+	}
+	p, bare := localPR(t, map[string]string{"go.mod": "module example.com/calc\n\ngo 1.21\n", "calc.go": censusCalc, "calc_test.go": censusCalcTest},
+		map[string]string{"calc.go": censusCalc + "\nfunc Sub(a, b int) int { return a - b }\n", "Makefile": "test:\n\ttrue\n"})
+	ws := testWorkspace(t, bare, commandAgent(t, censusFixer, 0), "")
+	ws.AllowUntested = false
+	var logs []string
+	ws.Logf = func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }
+	res, err := ws.Fix(context.Background(), p, 1, []prloop.Finding{{ID: "T-break", ThreadID: "T-break", Path: "calc.go", EndLine: 3, Summary: "Add is slow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Addressed) != 0 || res.CommitSHA != "" || remoteHead(t, bare) != p.HeadSHA {
+		t.Fatalf("addressed %v commit %q: want the broken fix refused by the base's test command\n%s", res.Addressed, res.CommitSHA, strings.Join(logs, "\n"))
+	}
+	if len(res.Blocked) != 1 || !strings.Contains(res.Blocked[0].Reason, "TestAdd") {
+		t.Fatalf("blocked %+v", res.Blocked)
+	}
+	if !slices.ContainsFunc(logs, func(l string) bool { return strings.Contains(l, `test command "go test ./..."`) && strings.Contains(l, "frozen") }) {
+		t.Errorf("the log does not say which command was frozen:\n%s", strings.Join(logs, "\n"))
 	}
 }
