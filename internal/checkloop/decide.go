@@ -123,9 +123,10 @@ func advance(next *State, cur *Iteration, obs Observation) []Action {
 			setEnd(next, obs, status, msg)
 			return acts
 		}
-		if prot := ProtectedPaths(obs.Changed, next.Config.Protect); len(prot) > 0 {
+		if prot := append(protectedPaths(obs.Changed, next.Config), obs.TestAware...); len(prot) > 0 {
 			// LOOP-6: the oracle's inputs are not the iteration's to
-			// change; whatever else it did goes with it.
+			// change, nor is code to learn that it is tested; whatever
+			// else it did goes with it.
 			cur.Outcome, cur.Protected = OutcomeUnverified, prot
 			return startUndo(cur, false)
 		}

@@ -136,6 +136,11 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[ActResult]
 	if obs.Changed, err = l.Workspace.Changed(ctx, cur.TreeBefore, obs.Tree); err != nil {
 		return Observation{}, err
 	}
+	if len(obs.Changed) > 0 {
+		if obs.TestAware, err = l.Workspace.TestAware(ctx, cur.TreeBefore, obs.Tree); err != nil {
+			return Observation{}, err
+		}
+	}
 	return obs, nil
 }
 

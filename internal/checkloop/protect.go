@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/convergeloop/converge/internal/verify"
 )
 
 // Protected oracle inputs (LOOP-6). A glob is matched against a path
@@ -90,6 +92,20 @@ func ProtectedPaths(changed, globs []string) []string {
 			if MatchGlob(g, p) {
 				out = append(out, p)
 				break
+			}
+		}
+	}
+	return out
+}
+
+// protectedPaths are the paths of changed that cfg protects: its globs,
+// and test infrastructure by name when ProtectInfra.
+func protectedPaths(changed []string, cfg Config) []string {
+	out := ProtectedPaths(changed, cfg.Protect)
+	if cfg.ProtectInfra {
+		for _, p := range changed {
+			if verify.IsTestInfraName(p) && !slices.Contains(out, p) {
+				out = append(out, p)
 			}
 		}
 	}

@@ -91,6 +91,11 @@ type Config struct {
 	// MatchGlob): an iteration that changes a path they match is
 	// rejected, its change undone.
 	Protect []string `json:"protect"`
+	// ProtectInfra protects, beside Protect, every path that is test
+	// infrastructure by its name (verify.IsTestInfraName: makefiles,
+	// runner configuration, test data, test helpers), new ones too: the
+	// default protection, with no --protect given.
+	ProtectInfra bool `json:"protect_infra,omitempty"`
 	// Bounds; zero means none (MaxIterations is always set).
 	MaxIterations int           `json:"max_iterations"`
 	MaxWallClock  time.Duration `json:"max_wall_clock,omitempty"`
@@ -410,8 +415,10 @@ type Observation struct {
 	Head string
 	Tree string
 	// Changed are the paths that differ between the in-flight iteration's
-	// TreeBefore and Tree, sorted.
-	Changed []string
+	// TreeBefore and Tree, sorted; TestAware those of them whose code,
+	// not a test, now behaves differently under a test runner (LOOP-6).
+	Changed   []string
+	TestAware []string `json:",omitempty"`
 	// Ticket is the in-flight iteration's ticket as the store holds it;
 	// nil when none is in flight or it was never created.
 	Ticket *TicketView

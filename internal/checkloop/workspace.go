@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/convergeloop/converge/internal/repo"
+	"github.com/convergeloop/converge/internal/verify"
 )
 
 // TrailerKey is the trailer of a loop's commits: Converge-Loop: <ticket>
@@ -28,6 +29,10 @@ type Workspace interface {
 	// Changed lists the paths that differ between two snapshot trees,
 	// sorted.
 	Changed(ctx context.Context, from, to string) ([]string, error)
+	// TestAware names the files whose code, not a test, the change
+	// between two snapshot trees makes behave differently under a test
+	// runner (LOOP-6), each with why.
+	TestAware(ctx context.Context, from, to string) ([]string, error)
 	// Undo puts HEAD, the index and the work tree back at head, removing
 	// untracked files (ignored ones stay).
 	Undo(ctx context.Context, head string) error
@@ -85,6 +90,29 @@ func (w *GitWorkspace) Snapshot(ctx context.Context) (string, string, error) {
 
 func (w *GitWorkspace) Changed(ctx context.Context, from, to string) ([]string, error) {
 	return w.ChangedPaths(ctx, from, to)
+}
+
+func (w *GitWorkspace) TestAware(ctx context.Context, from, to string) ([]string, error) {
+	if from == to {
+		return nil, nil
+	}
+	out, err := w.Git.Run(ctx, "diff-tree", "-p", "-r", "--no-renames", "--no-ext-diff", "--no-textconv", from, to, "--")
+	if err != nil {
+		return nil, fmt.Errorf("test-aware code %s..%s: %w", from, to, err)
+	}
+	d, err := verify.ParseDiff(out)
+	if errors.Is(err, verify.ErrTooLarge) {
+		// Fail closed: a change too large to read is not shown clean.
+		return []string{"(the change is too large to read for code that behaves differently under a test runner)"}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("test-aware code: %w", err)
+	}
+	var names []string
+	for _, v := range verify.TestAwareChanges(d) {
+		names = append(names, v.Path+" (behaves differently under a test runner)")
+	}
+	return names, nil
 }
 
 func (w *GitWorkspace) Undo(ctx context.Context, head string) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/temporal/kinds"
 )
@@ -375,7 +376,15 @@ func prepareLoop(ctx context.Context, ios *IOStreams, db *store.Store, opts *loo
 	}
 	protect := opts.Protect
 	if len(protect) == 0 {
+		// The default (LOOP-6): the test files, the test infrastructure
+		// by its names and what the check runs, sources and includes.
 		protect = checkloop.DefaultProtect(top)
+		cfg.ProtectInfra = true
+		if opts.Check != "" {
+			for _, p := range repo.TestInfra(top, []string{"sh", "-c", opts.Check}) {
+				protect = append(protect, "/"+p)
+			}
+		}
 	}
 	var judge agent.Agent
 	if opts.Check != "" {
