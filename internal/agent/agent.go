@@ -52,6 +52,9 @@ type Finding struct {
 	OrigStart      int    `json:"orig_start,omitempty"`
 	OrigEnd        int    `json:"orig_end,omitempty"`
 	OriginalCommit string `json:"original_commit,omitempty"`
+	// Structural: a defect to fix, proven by a test that fails without
+	// the fix and passes with it (PR-V7); the prompt asks for one.
+	Structural bool `json:"structural,omitempty"`
 }
 
 // Task is one unit of work handed to an agent.

@@ -524,7 +524,7 @@ func (s *prSettingsT) apply(p *loopParams) {
 	p.FaultBudget = v.Duration("fault_budget")
 	p.AgentBudget, p.TestBudget = v.Duration("agent_timeout"), v.Duration("test_timeout")
 	p.MaxFixers, p.AgentModels = v.Int("max_parallel_fixers"), v.List("agent_models")
-	p.TestCmd, p.AllowUntested = nil, v.Bool("allow_untested")
+	p.TestCmd, p.AllowUntested, p.Proof = nil, v.Bool("allow_untested"), v.String("proof")
 	// PR-V3: 0 in the settings is no bound.
 	noBound := func(n int) int {
 		if n == 0 {

@@ -92,6 +92,9 @@ type loopParams struct {
 
 	// AllowUntested pushes fixes with no test command found (PR-V4).
 	AllowUntested bool
+	// Proof is how structural fixes are proven (PR-V7): red-green or
+	// lines.
+	Proof string
 
 	// AgentBudget and TestBudget time-box each agent and build/test run
 	// (AG-T1, AG-T5); zero means the defaults.
@@ -445,6 +448,7 @@ func newPRLoop(p loopParams, workDir, runID string, out engine.Reporter, journal
 		Models:     p.AgentModels,
 	}
 	ws.AllowUntested = p.AllowUntested // PR-V4
+	ws.Proof = p.Proof                 // PR-V7
 	ws.Bounds = p.Bounds               // PR-V3
 	// --keep keeps the worktree for a person to look at, even while the
 	// loop waits (PR-G6).

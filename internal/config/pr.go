@@ -51,6 +51,12 @@ func PRFields() []Field {
 		{Key: "test_timeout", Kind: Duration, Min: 1, Default: dur(prwork.DefaultTestBudget), Help: "time-box of one build/test run; a run stopped at it counts as failing"},
 		{Key: "test_cmd", Kind: String, Default: "", Help: "test command (default: discovered from the repository, REPO-C1)"},
 		{Key: "allow_untested", Kind: Bool, Default: "false", Help: "push fixes although no test command is found; false: such fixes are handed off \"no test command\" (PR-V4)"},
+		{Key: "proof", Kind: String, Default: prwork.ProofRedGreen, Help: "how a structural finding's fix is proven (PR-V7): red-green, by a test that fails without the fix and passes with it, else the verifier's agreement (the judge, or an LLM fixer in a fresh context), else a trusted suggestion applied verbatim, else handed off \"no proof\"; lines: changed lines alone, every reply saying \"changed lines, not proven\"", Check: func(v string) error {
+			if v != prwork.ProofRedGreen && v != prwork.ProofLines {
+				return fmt.Errorf("%q is not red-green or lines", v)
+			}
+			return nil
+		}},
 		// What one round may push (PR-V3).
 		{Key: "max_push_bytes", Kind: Int, Min: 0, Default: strconv.FormatInt(verify.DefaultPushBytes, 10), Help: "bytes a round's change may add in all (a text file by its added lines, a binary file by its size); a fixer whose change takes the round over it is undone and its findings handed off naming the bound (PR-V3); 0: no bound"},
 		{Key: "max_file_bytes", Kind: Int, Min: 0, Default: strconv.FormatInt(verify.DefaultFileBytes, 10), Help: "bytes a round's change may add to one file; a fixer's change over it is undone and its findings handed off naming the bound (PR-V3); 0: no bound"},

@@ -93,6 +93,12 @@ func WriteDecisionLog(w io.Writer, rec RunRecord) error {
 		for _, c := range rr.Censuses {
 			fmt.Fprintf(b, "- test census, %s\n", cell(c.String()))
 		}
+		// What proved each fix, or why nothing did (PR-V7).
+		for _, tr := range st.Threads {
+			if tr.Round == rd.N && (tr.Disposition == DispAddressed && tr.Reason != "" || strings.Contains(tr.Reason, "no proof: ")) {
+				fmt.Fprintf(b, "- proof of %s: %s\n", cell(tr.ThreadID), cell(text.Clip(tr.Reason, 300)))
+			}
+		}
 		fs := byRound[rd.N]
 		if len(fs) == 0 {
 			fmt.Fprintf(b, "\nNo findings.\n")

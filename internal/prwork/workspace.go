@@ -61,6 +61,9 @@ type GitWorkspace struct {
 	// Verifier is the judge agent asked whether each fix addresses its
 	// finding (PR-V1(b)); nil: the diff's proof alone decides.
 	Verifier agent.Agent
+	// Proof is how a structural finding is proven (PR-V7): ProofRedGreen
+	// ("" too) or ProofLines (changed lines alone, every reply saying so).
+	Proof string
 	// TestBudget time-boxes each build/test run (AG-T5); zero means
 	// DefaultTestBudget.
 	TestBudget time.Duration
@@ -652,6 +655,7 @@ func (w *GitWorkspace) task(round int, dir string, fs []prloop.Finding) agent.Ta
 			ID: f.ID, ThreadID: f.ThreadID, Path: f.Path, StartLine: f.StartLine, EndLine: f.EndLine,
 			Body: f.Summary, Author: f.Author, Source: f.Source,
 			Outdated: f.Outdated, OrigStart: f.OrigStart, OrigEnd: f.OrigEnd, OriginalCommit: f.OriginalCommit,
+			Structural: f.Verdict == prloop.VerdictStructural,
 		})
 	}
 	return t
@@ -792,6 +796,15 @@ func (w *GitWorkspace) discoverOnBase(ctx context.Context, pr *forge.PullRequest
 // time-box. A run stopped at the budget is red; only a command that could
 // not run at all is an error.
 func (w *GitWorkspace) runTests(ctx context.Context, argv []string) (testRun, error) {
+	tr, err := w.runTestsIn(ctx, w.worktree.Dir, argv)
+	if err == nil {
+		w.censuses = append(w.censuses, prloop.TestCensus{Kind: prloop.CensusCandidate, Census: tr.census.Summary()})
+	}
+	return tr, err
+}
+
+// runTestsIn is runTests in dir, its census recorded nowhere.
+func (w *GitWorkspace) runTestsIn(ctx context.Context, dir string, argv []string) (testRun, error) {
 	budget := w.TestBudget
 	if budget <= 0 {
 		budget = DefaultTestBudget
@@ -802,11 +815,10 @@ func (w *GitWorkspace) runTests(ctx context.Context, argv []string) (testRun, er
 	}
 	// The census (PR-V4) is taken where the runner reports its tests;
 	// the output is what the plain command prints, for the excerpts.
-	r, err := census.Run(ctx, census.Spec{Dir: w.worktree.Dir, Argv: argv, Env: env, Budget: budget, MaxOutput: 64 << 10})
+	r, err := census.Run(ctx, census.Spec{Dir: dir, Argv: argv, Env: env, Budget: budget, MaxOutput: 64 << 10})
 	if err != nil {
 		return testRun{}, fmt.Errorf("run tests %s: %w", strings.Join(argv, " "), err)
 	}
-	w.censuses = append(w.censuses, prloop.TestCensus{Kind: prloop.CensusCandidate, Census: r.Census.Summary()})
 	if !r.Census.Known {
 		w.logf("no test census of this run (%s): %s", strings.Join(argv, " "), r.Census.Why)
 	}

@@ -424,6 +424,7 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 				failed[f.ID] = p.Why
 				continue
 			}
+			agreed := ""
 			if w.Verifier != nil {
 				v := w.askVerifier(ctx, f, vf, from, change)
 				if err := ctx.Err(); err != nil {
@@ -437,7 +438,23 @@ func (w *GitWorkspace) verifyChange(ctx context.Context, pr *forge.PullRequest, 
 					failed[f.ID] = why
 					continue
 				}
+				agreed = v.Why
 				p.Evidence += "; the verifier judge agreed: " + v.Why
+			}
+			if f.Verdict == prloop.VerdictStructural {
+				// PR-V7: touched lines are not a fix; a structural
+				// finding is proven or handed off.
+				proof, ok, err := w.proveStructural(ctx, pr, f, vf, r, from, change, agreed)
+				if err != nil {
+					return nil, nil, err
+				}
+				if !ok {
+					// Re-dispatched once with why (a test may still show
+					// it), then handed off quoting it.
+					failed[f.ID] = proof
+					continue
+				}
+				p.Evidence += "; " + proof
 			}
 			proved++
 			w.vs.mu.Lock()
@@ -635,6 +652,12 @@ func (w *GitWorkspace) prove(ctx context.Context, pr *forge.PullRequest, f prloo
 // (in the worktree), and the change to the file. Fail closed: an agent
 // that cannot run or answers outside the schema is no confirmation.
 func (w *GitWorkspace) askVerifier(ctx context.Context, f prloop.Finding, vf verify.Finding, from string, change []verify.FileDiff) verify.Verdict {
+	return w.askVerifierWith(ctx, w.Verifier, f, vf, from, change)
+}
+
+// askVerifierWith asks agent v whether the change addresses f: a task of
+// its own, so a fresh context whatever agent it is.
+func (w *GitWorkspace) askVerifierWith(ctx context.Context, v agent.Agent, f prloop.Finding, vf verify.Finding, from string, change []verify.FileDiff) verify.Verdict {
 	q := verify.Question{Finding: vf, Author: f.Author}
 	if vf.Path != "" {
 		lo, hi := vf.Start, vf.End
@@ -668,16 +691,16 @@ func (w *GitWorkspace) askVerifier(ctx context.Context, f prloop.Finding, vf ver
 		Diff:     q.Diff,
 	}
 	t.Prompt = verify.Prompt(q)
-	res, err := w.Verifier.Run(ctx, t)
+	res, err := v.Run(ctx, t)
 	w.usage.AddRun(res.Usage)
 	if err != nil {
 		return verify.Verdict{Why: "the verifier could not run: " + text.Clip(text.OneLine(err.Error()), 200)}
 	}
-	v := verify.ParseVerdict(res.Output)
-	if v.Valid && res.Record.Status != agent.StatusComplete {
+	verdict := verify.ParseVerdict(res.Output)
+	if verdict.Valid && res.Record.Status != agent.StatusComplete {
 		return verify.Verdict{Why: fmt.Sprintf("the verifier's run ended %s: %s", res.Record.Status, text.Clip(text.OneLine(res.Record.Summary), 200))}
 	}
-	return v
+	return verdict
 }
 
 // diffOf is git diff args, zero-context and without rename detection,
