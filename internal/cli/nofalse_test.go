@@ -320,10 +320,13 @@ else
   echo '[]'
 fi
 `)
+	// The fixer proves its fix (PR-V7): a test that fails on the bound
+	// as it was, and passes with the fix.
 	write(fix, `#!/bin/sh
 cat > /dev/null
 sed -i 's/i+n < len(xs)/i+n <= len(xs)/' summary.go
-echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed the bound","files_changed":["summary.go"]}'
+printf '\nfunc TestMovingSumKeepsTheLastWindow(t *testing.T) {\n\tif got := MovingSum([]float64{1, 2, 3}, 3); len(got) != 1 || got[0] != 6 {\n\t\tt.Fatalf("MovingSum = %%v", got)\n\t}\n}\n' >> summary_test.go
+echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed the bound","files_changed":["summary.go","summary_test.go"]}'
 `)
 	args := append(prArgs(hub, demo, t.TempDir()), "--no-copilot", "--agent", "command", "--agent-cmd", fix,
 		"--review-agent", "command", "--review-agent-cmd", review, "--review-angles", "correctness-leak,edge-cases")
