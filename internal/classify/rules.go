@@ -3,6 +3,7 @@ package classify
 import (
 	"path"
 	"strings"
+	"unicode"
 
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -123,8 +124,12 @@ func rules(c Comment) []Hit {
 	// package.json, real-118; "I think this makes a lot of sense." on
 	// CODEOWNERS, real-108): the file's kind is no doubt then.
 	approves := approval.MatchString(p.lower) && len(p.lower) <= 120 && !approvalBut.MatchString(p.lower)
+	// A thank-you or an approval that does not open with praise ("Fixed,
+	// thanks!", "Perfect, thanks", issue 36) asks for nothing either,
+	// when nothing in its words leans against minor (acknowledges).
+	acks := !approves && !leansAgainstMinor(hits) && acknowledges(p, c.Body)
 	switch {
-	case approves && (kind == pathTest || kind == pathBuild || kind == pathAgentDocs || kind == pathToolDocs):
+	case (approves || acks) && (kind == pathTest || kind == pathBuild || kind == pathAgentDocs || kind == pathToolDocs):
 	case kind == pathTest:
 		// Tests are structural by definition; a comment on a test file
 		// is cosmetic only where another rule says so (a typo in a
@@ -197,7 +202,74 @@ func rules(c Comment) []Hit {
 		// something, so those keep it borderline.
 		add("approval", LeanMinor, p.lower)
 	}
+	if acks {
+		add("acknowledgement", LeanMinor, p.lower)
+	}
 	return hits
+}
+
+// leansAgainstMinor: a rule that fired decides structural or rules minor
+// out.
+func leansAgainstMinor(hits []Hit) bool {
+	for _, h := range hits {
+		if h.Lean != LeanMinor {
+			return true
+		}
+	}
+	return false
+}
+
+// Acknowledges reports a comment that only thanks or approves: "Thanks!",
+// "LGTM, thanks", "Looks good", "Fixed, thanks!", "Thanks for fixing the
+// race". Every sentence of it accepts what it sees (acceptance); it asks
+// for nothing (no request word, question or suggestion), has no "but" and
+// no negation, quotes no code, names no nit, and no rule that could make
+// a comment structural or rule minor out fires on its words once what it
+// thanks for having been done is set aside (thanksFor). It is short
+// (ackMax). Such a comment needs no fix: it is no finding at all (the PR
+// loop does not take it up, issue 36); the heuristic calls it minor
+// unless its words name a defect (the judge decides those). Fail closed:
+// anything more than thanks ("Thanks. The retry still drops the last
+// message", "Thanks, but …", "Not great") is not one.
+func Acknowledges(body string) bool {
+	// Most comments fail on their face: read no further (the PR loop
+	// asks of every new thread's comments, on every step).
+	if len(body) > 4*ackMax || strings.Contains(body, "```") || !acceptance.MatchString(strings.ToLower(body)) {
+		return false
+	}
+	p := newProse(body)
+	if !acknowledges(p, body) {
+		return false
+	}
+	return !leansAgainstMinor(rules(Comment{Body: thanksFor.ReplaceAllString(p.lower, " ")}))
+}
+
+// thanksFor: what a comment thanks for having been done ("thanks for
+// fixing the race") names a defect that is gone, not one to fix.
+var thanksFor = mustCompile(`\b(?:thanks|thank you) for (?:fixing|addressing|catching|handling|resolving|closing|plugging|taking care of|sorting out|cleaning up|the fix(?:es)? (?:to|for))\b[^.!?;\n]*`)
+
+// ackMax bounds an acknowledgement: a longer text says more than thanks.
+const ackMax = 200
+
+// negation: "not great", "doesn't look good" is no acceptance.
+var negation = mustCompile(`\b(?:not|no|isn't|isnt|aren't|wasn't|doesn't|don't|didn't|won't|can't|never|hardly|neither|nor|without|yet)\b`)
+
+// acknowledges is Acknowledges on the comment's words alone, for the
+// rules: the caller holds what the other rules say.
+func acknowledges(p prose, body string) bool {
+	if p.lower == "" || len(p.lower) > ackMax || strings.Contains(body, "```") || strings.Contains(p.raw, "`") {
+		return false
+	}
+	if !acceptance.MatchString(p.lower) || asksSomething(p, body) || approvalBut.MatchString(p.lower) || negation.MatchString(p.lower) ||
+		minorWords.MatchString(p.lower) || commentTarget.MatchString(p.lower) {
+		return false
+	}
+	for _, sentence := range strings.FieldsFunc(p.lower, func(r rune) bool { return r == '.' || r == '!' || r == ';' || r == '\n' }) {
+		if strings.IndexFunc(sentence, unicode.IsLetter) >= 0 && !acceptance.MatchString(sentence) {
+			return false
+		}
+	}
+	return true
 }
 
 type keywordRule struct {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -82,6 +83,11 @@ func commentFindings(pr *forge.PullRequest, o Observation, c Config) []Finding {
 		key := commentKey(ic)
 		if isSelf(ic.Author, c) || !isHumanLogin(ic.Author, c) || !trusted(ic.Author, o, c) ||
 			strings.TrimSpace(ic.Body) == "" || ic.CreatedAt.Before(since) || len(answered[markerField(key)]) > 0 {
+			continue
+		}
+		if classify.Acknowledges(ic.Body) {
+			// "Thanks!" on the PR asks for nothing: no finding, so
+			// nothing to fix, escalate or answer (issue 36).
 			continue
 		}
 		out = append(out, Finding{ID: key, CommentID: key, Summary: ic.Body, Verdict: VerdictStructural, Source: "human", Author: ic.Author})

@@ -1073,6 +1073,11 @@ func (d *step) verify() bool {
 		if len(v.unseen) > 0 {
 			// Still not visible after the bounded reads: conjunct 3 cannot
 			// be proven on this observation; a new round reads again.
+			r := v.unseen[0]
+			if d.emptyRound("unseen/"+r.ID, fmt.Sprintf("review %s's comments never became visible (it counts %d comment(s), %d visible in threads)",
+				r.ID, r.CommentCount, reviewComments(r, d.pr))) {
+				return false
+			}
 			s.Phase = PhaseRequest
 			d.wait(fmt.Sprintf("review %s's comments are still not all visible; not proven, trying another round", v.unseen[0].ID))
 			return false
@@ -1115,8 +1120,77 @@ func (d *step) verify() bool {
 		d.end(ReasonConvergenceFailure, msg, nil)
 		return false
 	}
+	if settledOthers && !v.ciOK && (v.ci == ciPending || v.ci == ciNone) {
+		// Past the bounded CI wait, CI is all the round waits on.
+		key, why := "ci-none/"+d.head, fmt.Sprintf("no CI reported on %s while checks are expected (if the repository has none, set expects_github_checks: false)", text.ShortSHA(d.head))
+		if v.ci == ciPending {
+			key, why = "ci-pending/"+d.head, fmt.Sprintf("CI on %s never settled: %s still pending", text.ShortSHA(d.head), strings.Join(ciPendingNames(d.pr.Checks), ", "))
+		}
+		if d.emptyRound(key, why) {
+			return false
+		}
+	}
 	s.Phase = PhaseRequest
 	return true
+}
+
+// emptyRoundsMax is how many rounds in a row may change nothing while
+// waiting on the same missing fact before the run ends naming it.
+const emptyRoundsMax = 3
+
+// NoteEmptyRounds is the terminal's note when rounds that changed nothing
+// ended the run (emptyRound).
+const NoteEmptyRounds = "rounds-changed-nothing"
+
+// emptyRound is a round that ends waiting on a missing fact (key; why in
+// words) and is about to start another. When it changed nothing (no
+// commit, no reply, resolve or answer) and so did the rounds right before
+// it while waiting on the same fact, emptyRoundsMax of them end the run
+// convergence-failure naming the fact: a loop that makes no progress is
+// stalled (LOOP-5, the same exit, IF-1), and running empty rounds to the
+// cap would end cap-exhausted naming neither the fact nor its cause.
+func (d *step) emptyRound(key, why string) bool {
+	s := &d.s
+	if d.roundChanged() {
+		s.EmptyKey, s.EmptyWhy, s.EmptyRounds, s.EmptyRound = "", "", 0, 0
+		return false
+	}
+	switch {
+	case s.EmptyRound == s.Round && s.EmptyKey == key:
+		// This round is counted already (verify ran again).
+	case s.EmptyRound > 0 && s.EmptyRound == s.Round-1 && s.EmptyKey == key:
+		s.EmptyRounds++
+	default:
+		s.EmptyRounds = 1
+	}
+	s.EmptyKey, s.EmptyWhy, s.EmptyRound = key, why, s.Round
+	if s.EmptyRounds < emptyRoundsMax {
+		return false
+	}
+	d.end(ReasonConvergenceFailure, fmt.Sprintf("%d rounds in a row changed nothing, each waiting on the same missing fact: %s", s.EmptyRounds, why), nil)
+	d.term.Note = NoteEmptyRounds
+	return true
+}
+
+// roundChanged: the round pushed a commit or wrote a reply, a resolve or
+// an answer (a thread record of the round).
+func (d *step) roundChanged() bool {
+	if d.round().CommitSHA != "" {
+		return true
+	}
+	return slices.ContainsFunc(d.s.Threads, func(r ThreadRecord) bool { return r.Round == d.s.Round })
+}
+
+// ciPendingNames are the checks on the head still pending, converge's
+// own verdict excluded.
+func ciPendingNames(ch forge.CheckRollup) []string {
+	var out []string
+	for _, cx := range ch.Contexts {
+		if !strings.EqualFold(cx.Name, StatusContext) && contextState(cx) == ciPending {
+			out = append(out, cx.Name)
+		}
+	}
+	return out
 }
 
 // roundStructural reports a structural finding of this round that is

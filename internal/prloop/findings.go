@@ -104,6 +104,10 @@ const (
 	// the head's history (PR-T12): unresolve it and handle it again.
 	thDropped
 	thFinding // actionable: goes to triage
+	// thAcknowledged: a trusted thread converge never answered whose
+	// every trusted comment only thanks or approves: no finding, nothing
+	// to fix or answer (classify.Acknowledges).
+	thAcknowledged
 )
 
 // threadView is one thread as triage and verify see it.
@@ -207,8 +211,30 @@ func classifyThread(t forge.Thread, s State, o Observation, c Config) threadView
 			return v
 		}
 	}
+	if last == nil && onlyAcknowledges(t, o, c) {
+		// "Nice!" on a line asks for nothing: a trusted "Thanks" is no
+		// finding, structural or minor (issue 36).
+		v.Kind = thAcknowledged
+		return v
+	}
 	v.Kind = thFinding
 	return v
+}
+
+// onlyAcknowledges: every trusted comment of t only thanks or approves
+// (classify.Acknowledges), and there is one.
+func onlyAcknowledges(t forge.Thread, o Observation, c Config) bool {
+	seen := false
+	for _, cm := range t.Comments {
+		if isSelf(cm.Author, c) || !trusted(cm.Author, o, c) {
+			continue
+		}
+		if !classify.Acknowledges(cm.Body) {
+			return false
+		}
+		seen = true
+	}
+	return seen
 }
 
 // PriorResolvedKey names one converge reply that an earlier run saw
@@ -253,10 +279,12 @@ func lastResolveRecord(recs []ThreadRecord, id string, round int) *ThreadRecord 
 }
 
 // trustedSpokeAfter reports a comment by a trusted author (SEC-1) after
-// the comment at idx (PR-V6).
+// the comment at idx (PR-V6) that says more than thanks: a "Thanks!" or
+// "LGTM" after converge's reply asks for nothing and reopens nothing
+// (classify.Acknowledges, issue 36).
 func trustedSpokeAfter(t forge.Thread, idx int, o Observation, c Config) bool {
 	for i := idx + 1; i < len(t.Comments); i++ {
-		if a := t.Comments[i].Author; !isSelf(a, c) && trusted(a, o, c) {
+		if a := t.Comments[i].Author; !isSelf(a, c) && trusted(a, o, c) && !classify.Acknowledges(t.Comments[i].Body) {
 			return true
 		}
 	}

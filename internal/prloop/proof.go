@@ -3,6 +3,7 @@ package prloop
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -207,22 +208,23 @@ func (d *step) proof(v verdict) *Proof {
 			}
 		}
 	}
+	// At success every hand-off is resolved (PR-T11); the proof still
+	// names every thread converge handed to a human.
+	p.EscalatedThreads = d.handedOver(v, DispEscalated)
+	p.HandOffs = d.handedOver(v, DispDeferred)
+	var acked []string
 	for _, tv := range v.views {
-		// At success every hand-off is resolved (PR-T11); the proof still
-		// names the threads converge handed to a human.
-		var handed Disposition
-		if tv.Kind == thResolved && tv.Marker != nil {
-			handed = tv.Marker.Disposition
-		}
-		switch {
-		case tv.Kind == thEscalated, handed == DispEscalated:
-			p.EscalatedThreads = append(p.EscalatedThreads, tv.T.ID)
-		case tv.Kind == thUntrusted:
+		switch tv.Kind {
+		case thUntrusted:
 			// SEC-1: listed, never acted on, and not handed to anyone.
 			p.UntrustedThreads = append(p.UntrustedThreads, tv.T.ID)
-		case tv.Kind == thDeferred, handed == DispDeferred:
-			p.HandOffs = append(p.HandOffs, tv.T.ID)
+		case thAcknowledged:
+			acked = append(acked, tv.T.ID)
 		}
+	}
+	if len(acked) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%d open thread(s) only thank or approve, asking for nothing: no finding, left to their reviewers: %s",
+			len(acked), strings.Join(acked, ", ")))
 	}
 	if how := d.behind(); how != "" {
 		p.Notes = append(p.Notes, "the branch is "+how+" its base: not terminal (PR-T7); merge the base in before merging")
@@ -238,6 +240,47 @@ func (d *step) proof(v verdict) *Proof {
 		p.Notes = append(p.Notes, "the tests were red on the PR's head before any fix (baseline): "+d.s.BaselineTail)
 	}
 	return p
+}
+
+// handedOver are the threads, and the top-level comments and checks
+// (PR-T13, PR-V5), converge handed to a human with disp: every one its
+// records of this run name, and every one where the forge shows its
+// reply with disp — not only as a thread's latest reply, which a later
+// one (a human spoke, converge answered again) supersedes. A run that
+// replied "Escalated to a human" anywhere never proves with none (issue
+// 36). In the forge's order, then the records', each once.
+func (d *step) handedOver(v verdict, disp Disposition) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	add := func(id string) {
+		if k := markerField(id); !seen[k] {
+			seen[k] = true
+			out = append(out, id)
+		}
+	}
+	for _, tv := range v.views {
+		for _, m := range threadMarkers(tv.T, d.c) {
+			if m.Disposition == disp {
+				add(tv.T.ID)
+			}
+		}
+	}
+	for _, r := range d.s.Threads {
+		if r.Disposition == disp {
+			add(r.ThreadID)
+		}
+	}
+	for _, ic := range d.pr.IssueComments {
+		if !selfComment(ic.Author, d.c) {
+			continue
+		}
+		for _, m := range ParseMarkers(ic.Body) {
+			if m.Disposition == disp && isCommentKey(m.Thread) {
+				add(m.Thread)
+			}
+		}
+	}
+	return out
 }
 
 func prName(pr *forge.PullRequest) string {

@@ -371,6 +371,15 @@ type State struct {
 	// earlier run of this PR saw the thread resolved: a thread open again
 	// under the same reply was reopened by a human.
 	PriorResolved []string `json:"prior_resolved,omitempty"`
+	// EmptyKey names the missing fact the latest rounds waited on while
+	// changing nothing (no commit, no reply, resolve or answer), EmptyWhy
+	// says it in words, EmptyRounds counts those rounds in a row and
+	// EmptyRound is the last one counted: emptyRoundsMax in a row on the
+	// same fact end the run naming it (emptyRound).
+	EmptyKey    string `json:"empty_key,omitempty"`
+	EmptyWhy    string `json:"empty_why,omitempty"`
+	EmptyRounds int    `json:"empty_rounds,omitempty"`
+	EmptyRound  int    `json:"empty_round,omitempty"`
 }
 
 // ReviewRequest is one round's request for the bot's review (PR-S1,

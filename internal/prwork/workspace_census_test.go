@@ -204,7 +204,9 @@ func TestPR_V4_TheTestCommandIsFrozenFromTheBaseBranch(t *testing.T) {
 	if len(res.Blocked) != 1 || !strings.Contains(res.Blocked[0].Reason, "TestAdd") {
 		t.Fatalf("blocked %+v", res.Blocked)
 	}
-	if !slices.ContainsFunc(logs, func(l string) bool { return strings.Contains(l, `test command "go test ./..."`) && strings.Contains(l, "frozen") }) {
+	if !slices.ContainsFunc(logs, func(l string) bool {
+		return strings.Contains(l, `test command "go test ./..."`) && strings.Contains(l, "frozen")
+	}) {
 		t.Errorf("the log does not say which command was frozen:\n%s", strings.Join(logs, "\n"))
 	}
 }
