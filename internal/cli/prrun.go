@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/classify"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
@@ -457,6 +458,10 @@ func newPRLoop(p loopParams, workDir, runID string, out engine.Reporter, journal
 		// The judge agent also verifies each fix against its finding
 		// (PR-V1(b)).
 		ws.Verifier = p.Judge.Agent
+	} else if p.Agent != nil && backends.Known(p.Agent.Name()) {
+		// With no judge, an LLM fixer's backend, in a fresh context,
+		// agrees to a structural fix no test shows (PR-V7(b)).
+		ws.FreshVerifier = p.Agent
 	}
 	var classifier *classify.Judge
 	if p.Judge != nil && p.Judge.Agent != nil {

@@ -85,20 +85,13 @@ func (w *GitWorkspace) proveStructural(ctx context.Context, pr *forge.PullReques
 }
 
 // proofVerifier is who agrees to a fix no test shows (PR-V7(b)): the
-// judge when configured, else the fixer's backend when it is a model
-// (a fresh context: a task of its own); a command fixer has none.
+// judge when configured, else FreshVerifier (an LLM fixer's backend,
+// asked in a task of its own); a command fixer has none.
 func (w *GitWorkspace) proofVerifier() agent.Agent {
 	if w.Verifier != nil {
 		return w.Verifier
 	}
-	if w.Agent == nil {
-		return nil
-	}
-	switch w.Agent.Name() {
-	case "command", "suggest", "":
-		return nil
-	}
-	return w.Agent
+	return w.FreshVerifier
 }
 
 // redAtBase runs the test command on the round's base (the PR's head)

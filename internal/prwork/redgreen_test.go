@@ -82,3 +82,46 @@ func TestPR_V7_AStructuralFixIsProvenRedGreen(t *testing.T) {
 		})
 	}
 }
+
+// TestPR_V7_NoTestCanShowItTheFixersBackendAgreesInAFreshContext: a fix
+// no test shows (a message's text) is proven by the verifier's agreement;
+// with no judge, by the fixer's backend asked in a task of its own. It
+// agreeing pushes the fix, saying so; it disagreeing hands it off "no
+// proof", quoting it.
+func TestPR_V7_NoTestCanShowItTheFixersBackendAgreesInAFreshContext(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go")
+	}
+	msg := censusCalc + "\n// Describe says what Add does.\nfunc Describe() string { return \"adds tow numbers\" }\n"
+	for _, verdict := range []string{"addressed", "not-addressed"} {
+		t.Run(verdict, func(t *testing.T) {
+			p, bare := localPR(t, map[string]string{"go.mod": "module example.com/calc\n\ngo 1.21\n", "calc.go": censusCalc, "calc_test.go": censusCalcTest},
+				map[string]string{"calc.go": msg})
+			fixer := commandAgent(t, `task=$(cat)
+case "$task" in
+*'"kind":"verify"'*) echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"verified","files_changed":[],"verdict":"`+verdict+`","why":"the message reads right now"}' ;;
+*) sed -i 's/adds tow numbers/adds two numbers/' calc.go
+   echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary":"fixed the typo; no test can show a message text","files_changed":["calc.go"]}' ;;
+esac`, 0)
+			ws := testWorkspace(t, bare, fixer, "go test ./...")
+			ws.FreshVerifier = fixer
+			f := prloop.Finding{ID: "T-msg", ThreadID: "T-msg", Path: "calc.go", StartLine: 8, EndLine: 8, Verdict: prloop.VerdictStructural,
+				Summary: "The message says 'tow'."}
+			res, err := ws.Fix(context.Background(), p, 1, []prloop.Finding{f})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if verdict == "addressed" {
+				if len(res.Addressed) != 1 || res.CommitSHA == "" || remoteHead(t, bare) != res.CommitSHA ||
+					!strings.Contains(res.Proven["T-msg"], "the verifier agreed in a fresh context (no test shows it): the message reads right now") {
+					t.Fatalf("addressed %v proven %q blocked %+v: want it pushed on the verifier's word", res.Addressed, res.Proven, res.Blocked)
+				}
+				return
+			}
+			if len(res.Addressed) != 0 || res.CommitSHA != "" || len(res.Blocked) != 1 ||
+				!strings.Contains(res.Blocked[0].Reason, "no proof: ") || !strings.Contains(res.Blocked[0].Reason, "the verifier did not agree") {
+				t.Fatalf("addressed %v blocked %+v: want it handed off, no proof", res.Addressed, res.Blocked)
+			}
+		})
+	}
+}

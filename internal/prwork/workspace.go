@@ -63,7 +63,11 @@ type GitWorkspace struct {
 	Verifier agent.Agent
 	// Proof is how a structural finding is proven (PR-V7): ProofRedGreen
 	// ("" too) or ProofLines (changed lines alone, every reply saying so).
-	Proof string
+	// FreshVerifier agrees to a structural fix no test shows when no
+	// judge (Verifier) is configured: an LLM fixer's backend, each time
+	// in a fresh context; nil for a command fixer.
+	Proof         string
+	FreshVerifier agent.Agent
 	// TestBudget time-boxes each build/test run (AG-T5); zero means
 	// DefaultTestBudget.
 	TestBudget time.Duration
