@@ -30,6 +30,7 @@ import (
 	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/temporal/kinds"
+	"github.com/convergeloop/converge/internal/text"
 	"github.com/convergeloop/converge/internal/verify"
 )
 
@@ -665,6 +666,9 @@ func printProof(ios *IOStreams, runID string, p *prloop.Proof) {
 	}
 	if len(p.RevertedRounds) > 0 {
 		fmt.Fprintf(w, "  reverted rounds              %v\n", p.RevertedRounds)
+	}
+	for _, fp := range p.FindingProofs {
+		fmt.Fprintf(w, "  proof of %-19s %s\n", fp.Thread, text.Clip(fp.Proof, 300))
 	}
 	for _, n := range p.Notes {
 		fmt.Fprintf(w, "  note                         %s\n", n)

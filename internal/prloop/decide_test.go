@@ -1265,3 +1265,24 @@ func TestPR_M3_TransientRequestFailureIsRetriedNotRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestPR_V7_TheProofListsEachFindingsProof: the proof says how each
+// thread converge answered "Addressed" was proven, its latest proof when
+// a thread was addressed twice; threads handed off have none.
+func TestPR_V7_TheProofListsEachFindingsProof(t *testing.T) {
+	s := verifying("h3", 3)
+	s.Request.Accepted = "R3"
+	s.Threads = []ThreadRecord{
+		{ThreadID: "T1", Round: 1, Disposition: DispAddressed, HeadSHA: "h2", Reason: "summary.go line 20 changed; proven by TestMean: failed before the fix, passes with it"},
+		{ThreadID: "T2", Round: 1, Disposition: DispEscalated, HeadSHA: "h2", Reason: "no proof: the fix adds or changes no test that shows the finding"},
+		{ThreadID: "T1", Round: 2, Disposition: DispAddressed, HeadSHA: "h3", Reason: "summary.go line 21 changed; changed lines, not proven"},
+	}
+	pr := newPR("h3")
+	pr.Reviews = []forge.Review{okReview("R3", "h3", at(1))}
+	_, _, term := Decide(s, obs(at(2), pr), cfg())
+	wantTerminal(t, term, ReasonTwoStable)
+	want := []FindingProof{{Thread: "T1", Round: 2, Proof: "summary.go line 21 changed; changed lines, not proven"}}
+	if !reflect.DeepEqual(term.Proof.FindingProofs, want) {
+		t.Fatalf("finding proofs %+v, want %+v", term.Proof.FindingProofs, want)
+	}
+}

@@ -236,6 +236,20 @@ func (d *step) proof(v verdict) *Proof {
 		p.Notes = append(p.Notes, "single-iteration mode ("+d.s.SingleIterationWhy+"): the local multi-angle review is the independent review")
 	}
 	p.TestCensus = proofCensus(&d.s, pr.HeadSHA)
+	// Each addressed thread's proof, its latest (PR-V7).
+	at := map[string]int{}
+	for _, tr := range d.s.Threads {
+		if tr.Disposition != DispAddressed || strings.TrimSpace(tr.Reason) == "" {
+			continue
+		}
+		fp := FindingProof{Thread: tr.ThreadID, Round: tr.Round, Proof: tr.Reason}
+		if i, ok := at[tr.ThreadID]; ok {
+			p.FindingProofs[i] = fp
+			continue
+		}
+		at[tr.ThreadID] = len(p.FindingProofs)
+		p.FindingProofs = append(p.FindingProofs, fp)
+	}
 	if d.s.BaselineRed {
 		p.Notes = append(p.Notes, "the tests were red on the PR's head before any fix (baseline): "+d.s.BaselineTail)
 	}

@@ -665,6 +665,17 @@ type Proof struct {
 	// Usage is what the run's agents reported consuming, per round and
 	// in total (PR-M5).
 	Usage *UsageReport `json:"usage,omitempty"`
+	// FindingProofs say how each finding converge answered "Addressed"
+	// was proven (PR-V7): by a test, the verifier, a suggestion applied
+	// verbatim, or changed lines alone ("not proven").
+	FindingProofs []FindingProof `json:"finding_proofs,omitempty"`
+}
+
+// FindingProof is how one addressed thread's fix was proven.
+type FindingProof struct {
+	Thread string `json:"thread"`
+	Round  int    `json:"round"`
+	Proof  string `json:"proof"`
 }
 
 // Review names the independent review the proof rests on: its source and,

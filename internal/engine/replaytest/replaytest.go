@@ -11,7 +11,11 @@
 // Decide change that an old recording no longer replays is a change to
 // running workflows: keep the recording and version the change
 // (workflow.GetVersion). Rewriting one on purpose needs
-// CONVERGE_UPDATE_REPLAY=force, and a commit message that says why.
+// CONVERGE_UPDATE_REPLAY=force, and a commit message that says why;
+// CONVERGE_UPDATE_REPLAY=redecide rewrites only what Decide decides from
+// the recorded observations (a field added to what it reports), keeping
+// the run as it was recorded — for changes that alter no action a
+// workflow sends, said in the commit message.
 package replaytest
 
 import (
@@ -239,10 +243,67 @@ func Replay[S, O, A any](t *testing.T, dir string, decider func(config json.RawM
 		if err != nil {
 			t.Fatal(err)
 		}
+		if os.Getenv(UpdateEnv) == "redecide" {
+			out, err := redecide(raw, decider)
+			if err != nil {
+				t.Fatalf("%s: %v", filepath.Base(p), err)
+			}
+			if !bytes.Equal(out, raw) {
+				if err := os.WriteFile(p, out, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				t.Logf("decided %s again", p)
+			}
+			raw = out
+		}
 		if err := ReplayOne(raw, decider); err != nil {
 			t.Errorf("%s: %v", filepath.Base(p), err)
 		}
 	}
+}
+
+// redecide is a recording with each step's next state, actions and done
+// as Decide decides them now from the recorded observations; a step
+// whose recorded state was the step before's next starts from the new
+// next.
+func redecide[S, O, A any](raw []byte, decider func(config json.RawMessage) (Decider[S, O, A], error)) ([]byte, error) {
+	var rec rawRecording
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return nil, err
+	}
+	decide, err := decider(rec.Config)
+	if err != nil {
+		return nil, err
+	}
+	var prevRecorded, prevDecided json.RawMessage
+	for i := range rec.Steps {
+		s := &rec.Steps[i]
+		if prevRecorded != nil && same("state", s.State, json.RawMessage(prevRecorded)) == nil {
+			s.State = prevDecided
+		}
+		var st S
+		var obs O
+		if err := json.Unmarshal(s.State, &st); err != nil {
+			return nil, fmt.Errorf("step %d: state: %w", i, err)
+		}
+		if err := json.Unmarshal(s.Observation, &obs); err != nil {
+			return nil, fmt.Errorf("step %d: observation: %w", i, err)
+		}
+		next, actions, done := decide(st, obs)
+		prevRecorded = s.Next
+		if s.Next, err = json.Marshal(next); err != nil {
+			return nil, err
+		}
+		if s.Actions, err = json.Marshal(actions); err != nil {
+			return nil, err
+		}
+		s.Done, prevDecided = done, s.Next
+	}
+	b, err := json.MarshalIndent(rec, "", " ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
 }
 
 type rawStep struct {
