@@ -45,6 +45,18 @@ func TestPR_V3_AWaiverCoversOnlyItsFindingsLines(t *testing.T) {
 			t.Errorf("%s: rules %v, want %v (%+v)", c.name, rulesOf(got), c.want, got)
 		}
 	}
+	// A test file deleted as a finding on a line of it asks, naming the
+	// file as a whole: waived; a finding on one of its lines that asks to
+	// remove something smaller: not.
+	del := "diff --git a/calc_test.go b/calc_test.go\ndeleted file mode 100644\n--- a/calc_test.go\n+++ /dev/null\n@@ -1,2 +0,0 @@\n-package calc\n-func TestAdd(t *testing.T) {}\n"
+	for body, want := range map[string][]Rule{
+		"This whole file duplicates add_test.go; delete it.": nil,
+		"Remove this unused import.":                         {RuleTestFileDeleted},
+	} {
+		if got := rulesOf(Preserve(Round{Change: mustParse(t, del), Findings: []Finding{{Path: "calc_test.go", Start: 1, End: 1, Body: body}}})); !reflect.DeepEqual(got, want) {
+			t.Errorf("%q: rules %v, want %v", body, got, want)
+		}
+	}
 	// A test removed under a one-line nit elsewhere in its file is not
 	// waived; under a finding on its own lines, or naming it, it is.
 	rm := "diff --git a/calc_test.go b/calc_test.go\n--- a/calc_test.go\n+++ b/calc_test.go\n@@ -30,3 +29,0 @@\n-func TestAdd(t *testing.T) {\n-\tt.Fatal()\n-}\n"

@@ -188,7 +188,7 @@ func waives(fs []Finding, file string, want *regexp.Regexp, n int) bool {
 }
 
 // wholeFile: a finding's words about its file as a whole.
-var wholeFile = regexp.MustCompile(`(?i)(this|the|whole|entire) (file|module|test file)`)
+var wholeFile = regexp.MustCompile(`(?i)\b(this|the|whole|entire) (file|module|test file)\b`)
 
 // namesTest reports whether a finding names test (a declaration key such
 // as "func TestX") by its bare name and asks, in want's words, for it.
