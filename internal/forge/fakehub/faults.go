@@ -31,9 +31,11 @@ const (
 	// error beside it ("Something went wrong…"); REST requests drawn it
 	// get a 502 instead.
 	FaultPartial FaultKind = "partial"
-	// FaultPrimary is the primary limit spent: REST 403, GraphQL 200 with
-	// a RATE_LIMITED error, both with x-ratelimit-remaining 0 and the
-	// reset Faults.ResetIn from now; the token stays refused until then.
+	// FaultPrimary is the primary limit spent: REST 403 with
+	// x-ratelimit-remaining 0; GraphQL 200 with today's RATE_LIMIT error
+	// (code graphql_rate_limit, points left) or, every other draw, the
+	// older RATE_LIMITED one (remaining 0); the reset Faults.ResetIn from
+	// now; the token stays refused until then.
 	FaultPrimary FaultKind = "primary"
 	// FaultSecondary is a secondary limit: 403 or 429 with retry-after
 	// Faults.RetryAfter; the token stays refused until then.
@@ -285,6 +287,17 @@ func (h *Hub) serveFault(w http.ResponseWriter, r *http.Request, f FaultHit, ser
 		w.Header().Set("X-RateLimit-Reset", reset)
 		if r.URL.Path == "/api/graphql" || r.URL.Path == "/api/graphql/" {
 			w.Header().Set("X-RateLimit-Resource", "graphql")
+			if f.N%2 == 0 {
+				// GitHub's answer today: type RATE_LIMIT, code
+				// graphql_rate_limit, data null, and points left that
+				// the query costs more than.
+				w.Header().Set("X-RateLimit-Remaining", "12")
+				w.Header().Set("X-RateLimit-Used", strconv.Itoa(rateLimit-12))
+				writeJSON(w, http.StatusOK, map[string]any{"data": nil, "errors": []any{map[string]any{
+					"type": "RATE_LIMIT", "code": "graphql_rate_limit", "message": "API rate limit already exceeded for user ID 1."}}})
+				return
+			}
+			// The older answer, which GitHub gave before.
 			writeJSON(w, http.StatusOK, map[string]any{"errors": []any{map[string]any{
 				"type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1."}}})
 			return

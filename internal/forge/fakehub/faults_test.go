@@ -112,7 +112,8 @@ func TestREL1_SeededFaultKindsAsGitHubShowsThem(t *testing.T) {
 	set(FaultPrimary)
 	st, hdr, body, _ := faultGraphQL(t, h, tok, query)
 	reset, _ := strconv.ParseInt(hdr.Get("X-RateLimit-Reset"), 10, 64)
-	if st != 200 || !strings.Contains(body, `"RATE_LIMITED"`) || hdr.Get("X-RateLimit-Remaining") != "0" || reset < time.Now().Unix() {
+	if st != 200 || !strings.Contains(body, `"type":"RATE_LIMIT"`) || !strings.Contains(body, `"code":"graphql_rate_limit"`) ||
+		hdr.Get("X-RateLimit-Remaining") == "0" || reset < time.Now().Unix() {
 		t.Errorf("primary on graphql: %d %v %s", st, hdr, body)
 	}
 	st, hdr, body, _ = faultGet(t, h, tok, pulls)

@@ -214,6 +214,7 @@ type gqlRequest struct {
 
 type gqlError struct {
 	Type    string `json:"type"`
+	Code    string `json:"code"`
 	Message string `json:"message"`
 	Path    []any  `json:"path"`
 }
@@ -318,6 +319,19 @@ func (e *gqlErrors) has(typ string) bool {
 	return false
 }
 
+// rateLimited reports GitHub's GraphQL primary rate limit in every shape
+// it gives: today's `type: "RATE_LIMIT"` with `code: "graphql_rate_limit"`
+// (x-ratelimit-remaining not always 0: a query may cost more than what is
+// left), and the older `type: "RATE_LIMITED"` (REL-1). Never a refusal.
+func (e *gqlErrors) rateLimited() bool {
+	for _, x := range e.errs {
+		if x.Type == "RATE_LIMITED" || x.Type == "RATE_LIMIT" || strings.EqualFold(x.Code, "graphql_rate_limit") {
+			return true
+		}
+	}
+	return false
+}
+
 // gqlFail maps GraphQL errors by GitHub's `type`.
 func (c *Client) gqlFail(op string, err error) error {
 	ge, ok := err.(*gqlErrors)
@@ -326,7 +340,7 @@ func (c *Client) gqlFail(op string, err error) error {
 	}
 	host := c.graphqlURL.Host
 	switch {
-	case ge.has("RATE_LIMITED"):
+	case ge.rateLimited():
 		note := ""
 		if reset, ok := rateReset(ge.header); ok {
 			note = resetNote(reset)

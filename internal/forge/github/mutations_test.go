@@ -156,6 +156,9 @@ func TestPR_M3_OnlyADefiniteRefusalIsRefused(t *testing.T) {
 			httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
 			httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded", "Retry-After", "1"),
 		}, forge.KindRateLimited, false},
+		{"rate limited, today's shape", []func(*http.Request) (*http.Response, error){
+			rateLimit(), rateLimit(), rateLimit(), rateLimit(),
+		}, forge.KindRateLimited, false},
 		{"forbidden", one(httpmock.GraphQLErrors("FORBIDDEN", "octo does not have the correct permissions to execute `RequestReviewsByLogin`")), forge.KindAuth, false},
 		{"pr gone", one(httpmock.GraphQLErrors("NOT_FOUND", "Could not resolve to a node with the global id of 'PR_kwDOA'")), forge.KindNotFound, false},
 		{"untyped", one(httpmock.GraphQLErrors("", "Parse error on \"}\"")), forge.KindOther, false},
@@ -178,4 +181,12 @@ func TestPR_M3_OnlyADefiniteRefusalIsRefused(t *testing.T) {
 
 func one(r func(*http.Request) (*http.Response, error)) []func(*http.Request) (*http.Response, error) {
 	return []func(*http.Request) (*http.Response, error){r}
+}
+
+// rateLimit is GitHub's GraphQL primary limit as it answers today (REL-1):
+// type RATE_LIMIT, code graphql_rate_limit, points still left.
+func rateLimit() func(*http.Request) (*http.Response, error) {
+	return httpmock.JSON(200, map[string]any{"data": nil, "errors": []any{map[string]any{
+		"type": "RATE_LIMIT", "code": "graphql_rate_limit", "message": "API rate limit already exceeded for user ID 1."}}},
+		"Retry-After", "1", "X-Ratelimit-Remaining", "12")
 }

@@ -535,7 +535,7 @@ func (c *Client) RequestReviews(ctx context.Context, pr *forge.PullRequest, user
 	}
 	who := append(append([]string{}, botLogins...), userLogins...)
 	switch {
-	case ge.has("RATE_LIMITED"), ge.has("FORBIDDEN"):
+	case ge.rateLimited(), ge.has("FORBIDDEN"):
 		return c.gqlFail(op, err)
 	case ge.has("INSUFFICIENT_SCOPES"):
 		return c.fail(forge.KindAuth, op, fmt.Sprintf("token rejected by %s: %s", c.graphqlURL.Host, ge.Error()), ge)

@@ -80,6 +80,11 @@ func TestREL1_RateLimitWaits(t *testing.T) {
 			`{"message":"You have exceeded a secondary rate limit","documentation_url":"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}`), time.Minute},
 		{"graphql RATE_LIMITED in a 200", httpmock.GraphQLErrors("RATE_LIMITED", "API rate limit exceeded for user ID 1.",
 			"X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())), 43 * time.Second},
+		// GitHub's shape today: type RATE_LIMIT, code graphql_rate_limit,
+		// and points left that the query costs more than.
+		{"graphql RATE_LIMIT graphql_rate_limit in a 200, points left", httpmock.JSON(200, map[string]any{"data": nil, "errors": []any{map[string]any{
+			"type": "RATE_LIMIT", "code": "graphql_rate_limit", "message": "API rate limit already exceeded for user ID 1."}}},
+			"X-Ratelimit-Remaining", "35", "X-Ratelimit-Used", "4965", "X-Ratelimit-Reset", fmt.Sprint(reset.Unix())), 43 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

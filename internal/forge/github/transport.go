@@ -344,7 +344,9 @@ func (t *retryTransport) classify(resp *http.Response, body []byte, hit, attempt
 		switch graphQLVerdict(body) {
 		case gqlRateLimited:
 			// Refused before execution: safe to repeat a mutation too.
-			return verdict{true, t.rateLimitWait(resp.Header, hit), "graphql rate limited", true}
+			// GitHub's primary limit is spent for this query whatever
+			// points are left (it may cost more): its reset decides.
+			return verdict{true, t.rateLimitWait(resp.Header, hit, true), "graphql rate limited", true}
 		case gqlTransient:
 			// GitHub's own failure inside a query (alone or beside partial
 			// data): a read is repeated; a mutation may have landed, so it
@@ -358,7 +360,7 @@ func (t *retryTransport) classify(resp *http.Response, body []byte, hit, attempt
 	if !isRateLimit(resp, body) {
 		return verdict{}
 	}
-	return verdict{true, t.rateLimitWait(resp.Header, hit), fmt.Sprintf("rate limited (%d)", resp.StatusCode), true}
+	return verdict{true, t.rateLimitWait(resp.Header, hit, false), fmt.Sprintf("rate limited (%d)", resp.StatusCode), true}
 }
 
 func (t *retryTransport) classifyOther(resp *http.Response, err error, attempt int, read bool) verdict {
@@ -394,12 +396,12 @@ func (t *retryTransport) classifyOther(resp *http.Response, err error, attempt i
 
 // rateLimitWait follows GitHub's rules: retry-after, else the reset time
 // when the primary limit is spent, else at least a minute, doubling.
-func (t *retryTransport) rateLimitWait(h http.Header, hit int) time.Duration {
+func (t *retryTransport) rateLimitWait(h http.Header, hit int, primary bool) time.Duration {
 	now := t.policy.Now()
 	if d, ok := retryAfter(h, now); ok {
 		return d
 	}
-	if h.Get("X-Ratelimit-Remaining") == "0" {
+	if primary || h.Get("X-Ratelimit-Remaining") == "0" {
 		if reset, ok := rateReset(h); ok {
 			return max(reset.Sub(now), 0) + time.Second
 		}
@@ -459,7 +461,7 @@ func graphQLVerdict(body []byte) gqlVerdict {
 	}
 	ge := &gqlErrors{errs: r.Errors}
 	switch {
-	case ge.has("RATE_LIMITED"):
+	case ge.rateLimited():
 		return gqlRateLimited
 	case ge.transient():
 		return gqlTransient
