@@ -122,6 +122,10 @@ func TestLOOP_1_MCPStartLoopRunsInTheBackground(t *testing.T) {
 	if got := git(t, repo, "status", "--porcelain"); got != "" {
 		t.Errorf("the work tree is not clean:\n%s", got)
 	}
+	if t.Failed() {
+		b, _ := os.ReadFile(out.Output)
+		t.Logf("the loop's output:\n%s\ngit log:\n%s", b, git(t, repo, "log", "--all", "--format=%H %s%n%b"))
+	}
 
 	var lg struct{ Log string }
 	call(t, cs, "run_log", map[string]any{"run": r.ID}, &lg)
