@@ -586,6 +586,7 @@ func (j *latencyJob) Begin(_ context.Context, c *engine.Claim[prloop.State]) (pr
 	})
 	st := prloop.State{Phase: prloop.PhaseStart}
 	st.PriorResolved = prloop.PriorResolved(c.Prior)
+	st.PriorVerdictHead = prloop.PriorVerdictHead(c.Prior)
 	return st, nil
 }
 

@@ -140,6 +140,13 @@ func fileAtHead(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, path stri
 // what the killed run printed.
 func killAtFirstPush(t *testing.T, hub *fakehub.Hub, env []string, args []string) string {
 	t.Helper()
+	return signalAtFirstPush(t, hub, env, args, os.Kill)
+}
+
+// signalAtFirstPush runs converge and sends it sig at the first push the
+// emulator sees, then waits for it to end.
+func signalAtFirstPush(t *testing.T, hub *fakehub.Hub, env []string, args []string, sig os.Signal) string {
+	t.Helper()
 	events, cancel := hub.Subscribe()
 	defer cancel()
 	cmd := exec.Command("converge", args...)
@@ -154,7 +161,7 @@ func killAtFirstPush(t *testing.T, hub *fakehub.Hub, env []string, args []string
 		select {
 		case e := <-events:
 			if e.Kind == "push" {
-				_ = cmd.Process.Kill()
+				_ = cmd.Process.Signal(sig)
 				killed = true
 			}
 		case <-deadline:

@@ -358,6 +358,9 @@ func (j *prJob) Kind() engine.Kind {
 func (j *prJob) Target() string                 { return j.target }
 func (j *prJob) Fresh() bool                    { return j.p.Fresh }
 func (j *prJob) Resumable(st prloop.State) bool { return prloop.Resumable(st) }
+
+// Reopens: a run stopped by a signal or `converge stop` resumes (PR-G3).
+func (j *prJob) Reopens(st prloop.State) bool { return prloop.Reopens(st) }
 func (j *prJob) Progress(st prloop.State) engine.Progress {
 	return engine.Progress{Phase: string(st.Phase), Round: st.Round, Head: st.HeadSeen, Branch: j.p.headBranch, Base: j.p.baseBranch}
 }
@@ -388,12 +391,17 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		// PR-G3: a run killed mid-way continues where it stood, with its
 		// round count, wall clock and diff baseline; Decide re-reads the
 		// world before trusting any of it.
-		initial = *claim.Resumed
+		initial = prloop.Reopen(*claim.Resumed)
 	}
 	// Threads earlier runs saw resolved after converge resolved them: open
 	// now, a human reopened them, which the forge alone cannot tell from a
 	// resolve a crash kept from happening (PR-S12, REL-2).
 	initial.PriorResolved = prloop.PriorResolved(claim.Prior)
+	if initial.PriorVerdictHead == "" {
+		// The verdict an earlier run published, which a new head breaks
+		// (PR-T14).
+		initial.PriorVerdictHead = prloop.PriorVerdictHead(claim.Prior)
+	}
 
 	out := newReporter(j.ios, p.JSON, j.db, runID)
 	j.out = out
@@ -406,7 +414,7 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		out.mu, out.label = j.shared, p.Ref.String()
 	}
 	if r := claim.Resumed; r != nil {
-		out.Report(engine.Event{Kind: "start", Round: r.Round, Message: fmt.Sprintf("run %s on %s resumed at round %d (%s); --fresh starts a new run", runID, j.target, r.Round, r.Phase)})
+		out.Report(engine.Event{Kind: "start", Round: r.Round, Message: fmt.Sprintf("run %s on %s resumed at round %d (%s); --fresh starts a new run", runID, j.target, r.Round, initial.Phase)})
 	} else {
 		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, j.target)})
 	}

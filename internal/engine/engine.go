@@ -182,6 +182,10 @@ type runner[S, O any, A Action, R any] struct {
 	// faultSince is when the current streak of transient faults began;
 	// zero when the last step reached the world (REL-1).
 	faultSince time.Time
+	// nowTries counts the acts in a row that asked for a new observation
+	// at once (observeNow), so a world that keeps moving under one act
+	// falls back to the fault budget's waits.
+	nowTries int
 	// crashPoll: the step waits, so its acts are no crash boundaries (REL-2).
 	crashPoll bool
 }
@@ -249,6 +253,10 @@ func (e *runner[S, O, A, R]) run(ctx context.Context) error {
 				continue
 			}
 			if err := e.act(ctx, &actions[i]); err != nil {
+				if e.observeNow(err) {
+					faulted = true
+					break
+				}
 				// A write the world failed transiently: observe again and
 				// let Decide ask again for what the world does not show;
 				// every write is keyed by what the world shows (REL-2).
@@ -264,7 +272,7 @@ func (e *runner[S, O, A, R]) run(ctx context.Context) error {
 		if faulted {
 			continue
 		}
-		e.faultSince = time.Time{}
+		e.faultSince, e.nowTries = time.Time{}, 0
 		if !waited {
 			e.wait = e.opt.PollMin
 		}
@@ -415,4 +423,21 @@ func (e *runner[S, O, A, R]) report(ev Event) {
 		ev.Time = e.opt.Clock.Now()
 	}
 	e.opt.Reporter.Report(ev)
+}
+
+// maxObserveNow bounds the immediate re-observations in a row.
+const maxObserveNow = 3
+
+// observeNow reports an act's fault that a new observation answers at
+// once — the world moved under a decision (a PR's head after its verdict
+// was decided) — rather than an outage to wait out. Only a few in a row:
+// then the fault is waited out like any other.
+func (e *runner[S, O, A, R]) observeNow(err error) bool {
+	var now interface{ ObserveNow() bool }
+	if !errors.As(err, &now) || !now.ObserveNow() || e.nowTries >= maxObserveNow {
+		return false
+	}
+	e.nowTries++
+	e.report(Event{Kind: "note", Message: fmt.Sprintf("%v; observing again", err)})
+	return true
 }

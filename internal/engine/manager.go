@@ -508,6 +508,12 @@ func lifecycle[S any](ctx context.Context, m *Manager, r *Handle, a Adapter[S]) 
 	o = Outcome{Kind: k.Name, Target: r.target}
 	defer func() { o.Err = a.End(ctx, o) }()
 
+	if ro, ok := any(a).(Reopener[S]); ok && !a.Fresh() {
+		if err := ReopenStopped(ctx, db, r.target, ro.Reopens); err != nil {
+			o.Status, o.Code, o.Err = StatusRefused, m.cfg.CodeOf(err), err
+			return o
+		}
+	}
 	would := !a.Fresh() && WouldResume(ctx, db, r.target, a.Resumable)
 	if err := a.Refuse(ctx, would); err != nil {
 		o.Status, o.Code, o.Err = StatusRefused, m.cfg.CodeOf(err), err

@@ -106,6 +106,31 @@ func ClaimRun[S any](ctx context.Context, db *store.Store, kind, target string, 
 	return c, nil
 }
 
+// Reopener is an Adapter whose kind resumes some finished runs: a run a
+// human stopped (a signal, `converge stop`) continues with its counts and
+// clock when the same command runs again, unless it is Fresh.
+type Reopener[S any] interface {
+	Reopens(S) bool
+}
+
+// ReopenStopped makes target's newest run unfinished again when it is
+// finished and reopens says its state resumes; ClaimRun then resumes it.
+// A target a live process holds is left alone (ClaimRun refuses it).
+func ReopenStopped[S any](ctx context.Context, db *store.Store, target string, reopens func(S) bool) error {
+	last, err := db.LatestRunFor(ctx, target)
+	if err != nil || !last.Finished() || len(last.State) == 0 {
+		return nil
+	}
+	var st S
+	if json.Unmarshal(last.State, &st) != nil || !reopens(st) {
+		return nil
+	}
+	if err := db.ReopenRun(ctx, last.ID); err != nil {
+		return fmt.Errorf("resume stopped run %s: %w", last.ID, err)
+	}
+	return nil
+}
+
 // Release lets go of the target's lock; the run's record stays.
 func (c *Claim[S]) Release(ctx context.Context) {
 	_ = c.db.ReleaseLock(context.WithoutCancel(ctx), c.target, c.RunID)

@@ -29,6 +29,9 @@ const (
 func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
 	c = c.observed(o)
 	s = s.clone()
+	if v, ok := s.voidUnpublished(o); ok {
+		s = v
+	}
 	if s.Phase == PhaseDone && s.Terminal != nil {
 		// The terminal's labels and status again, as far as the forge does
 		// not show them yet: a write a fault interrupted is finished. So
@@ -57,6 +60,7 @@ func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
 			d.end(reason, msg, nil)
 		}
 	}
+	d.retract()
 	return d.s, d.acts, d.term
 }
 
@@ -1307,6 +1311,11 @@ func (d *step) end(reason Reason, msg string, proof *Proof) {
 		}
 	}
 	d.acts = append(keep, terminalActions(t, d.pr, d.c)...)
+	if reason == ReasonStoppedByHuman && d.o.StopRequested && d.s.Phase != PhaseDone {
+		// A signal or `converge stop`, not the PR's stop label: the same
+		// command resumes the run where it stood (Reopens).
+		d.s.StoppedPhase = d.s.Phase
+	}
 	d.s.Phase, d.s.Terminal, d.term = PhaseDone, t, t
 }
 
@@ -1332,6 +1341,7 @@ func (s State) clone() State {
 	s.LocalReviews = slices.Clone(s.LocalReviews)
 	s.PriorResolved = slices.Clone(s.PriorResolved)
 	s.Classified = slices.Clone(s.Classified)
+	s.Retractions = slices.Clone(s.Retractions)
 	for i := range s.Rounds {
 		s.Rounds[i].Findings = slices.Clone(s.Rounds[i].Findings)
 		s.Rounds[i].Hunks = slices.Clone(s.Rounds[i].Hunks)

@@ -213,8 +213,10 @@ func TestPR_V6_TrustedReplyInAResolvedThreadReopensIt(t *testing.T) {
 	pr.Labels = []string{LabelReady}
 	_, acts, term := Decide(State{}, obs(at(0), pr), cfg())
 	wantTerminal(t, term, "")
-	wantActs(t, acts, "set-status pending h1", "unresolve round-1/unresolve/T1", "fix round-1/fix")
-	f := acts[2].Findings
+	// The ready label an earlier run earned goes first, with one comment
+	// saying why (PR-T14): the reply breaks its "no thread awaiting".
+	wantActs(t, acts, "remove-label "+LabelReady, "comment retract/h1/1/comment", "set-status pending h1", "unresolve round-1/unresolve/T1", "fix round-1/fix")
+	f := acts[4].Findings
 	if len(f) != 1 || f[0].ThreadID != "T1" || f[0].Summary != "this fix is wrong for n > len(xs)" || !f[0].Reopened {
 		t.Fatalf("finding %+v, want T1 reopened with the reply since converge's last one", f)
 	}

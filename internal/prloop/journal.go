@@ -40,6 +40,26 @@ func Resumable(s State) bool {
 	return s.Terminal == nil || (s.Phase == PhaseDone && s.Terminal.Reason != ReasonErrored)
 }
 
+// Reopens reports whether a finished run's state is one the same command
+// resumes rather than starts over (PR-G3): a run a human stopped with a
+// signal or `converge stop`, which keeps its round count and wall clock.
+// The PR's stop label is not such a stop: a later run stops on it again.
+func Reopens(s State) bool {
+	return s.Phase == PhaseDone && s.Terminal != nil && s.Terminal.Reason == ReasonStoppedByHuman && s.StoppedPhase != ""
+}
+
+// Reopen is a stopped run's state resumed (Reopens): its terminal gone,
+// back in the phase it stopped in; Decide reads the world again before
+// trusting any of it.
+func Reopen(s State) State {
+	if !Reopens(s) {
+		return s
+	}
+	s = s.clone()
+	s.Phase, s.Terminal, s.StoppedPhase = s.StoppedPhase, nil, ""
+	return s
+}
+
 // PriorResolved reads, from earlier runs' stored states, the threads those
 // runs saw resolved after converge resolved them: open now, a human
 // reopened them (PR-S12, REL-2).

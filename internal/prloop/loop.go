@@ -153,6 +153,9 @@ func (l *Loop) Run(ctx context.Context, st State, opt engine.Options) (*Terminal
 // Transient reports a forge fault worth riding out (REL-1): an outage or
 // a rate limit, not a refusal.
 func Transient(err error) bool {
+	if headMoved(err) {
+		return true
+	}
 	switch forge.KindOf(err) {
 	case forge.KindUnreachable, forge.KindRateLimited:
 		return true
@@ -728,7 +731,9 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 			res, detail = &ActResult{Fix: &fr}, fr
 		}
 	case ActAddLabel:
-		err = l.Forge.AddLabels(ctx, pr.Ref, a.Label)
+		if err = l.headStill(ctx, pr, a); err == nil {
+			err = l.Forge.AddLabels(ctx, pr.Ref, a.Label)
+		}
 	case ActRemoveLabel:
 		err = l.Forge.RemoveLabel(ctx, pr.Ref, a.Label)
 		if forge.KindOf(err) == forge.KindNotFound {

@@ -192,6 +192,7 @@ func (d *step) proof(v verdict) *Proof {
 		RoundsRun:                d.s.Round,
 		RevertedRounds:           append([]int{}, d.s.RevertedRounds...),
 		MergeState:               pr.MergeState,
+		ObservedAt:               d.o.Now,
 	}
 	if v.ci == ciNone {
 		p.CIState = "none (no checks expected)"

@@ -44,7 +44,13 @@ func terminalActions(t *Terminal, pr *forge.PullRequest, c Config) []Action {
 	}
 	var acts []Action
 	if !hasLabel(pr, add) {
-		acts = append(acts, Action{Kind: ActAddLabel, Key: "terminal/add-label/" + add, Label: add, Reason: string(t.Reason)})
+		a := Action{Kind: ActAddLabel, Key: "terminal/add-label/" + add, Label: add, Reason: string(t.Reason)}
+		if t.Proof != nil {
+			// The head the verdict proved: the act publishes for no other
+			// (PR-T14, ErrHeadMoved).
+			a.SHA = t.Proof.HeadSHA
+		}
+		acts = append(acts, a)
 	}
 	if hasLabel(pr, remove) {
 		acts = append(acts, Action{Kind: ActRemoveLabel, Key: "terminal/remove-label/" + remove, Label: remove, Reason: string(t.Reason)})

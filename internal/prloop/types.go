@@ -380,6 +380,17 @@ type State struct {
 	EmptyWhy    string `json:"empty_why,omitempty"`
 	EmptyRounds int    `json:"empty_rounds,omitempty"`
 	EmptyRound  int    `json:"empty_round,omitempty"`
+	// PriorVerdictHead is the head an earlier run of the PR proved
+	// two-stable, when that is the PR's newest verdict (PriorVerdictHead):
+	// the verdict the PR may still show, which a new head breaks (PR-T14).
+	PriorVerdictHead string `json:"prior_verdict_head,omitempty"`
+	// Retractions are the verdicts this run withdrew (PR-T14), and the
+	// two-stable terminals it voided because the head moved before they
+	// were published.
+	Retractions []Retraction `json:"retractions,omitempty"`
+	// StoppedPhase is the phase a run stopped by a signal or `converge
+	// stop` stood in: the same command resumes it there (Reopens).
+	StoppedPhase Phase `json:"stopped_phase,omitempty"`
 }
 
 // ReviewRequest is one round's request for the bot's review (PR-S1,
@@ -642,12 +653,16 @@ type AgentFailure struct {
 
 // Proof is printed and stored at success (PR-T9): proof, not assertion.
 type Proof struct {
-	PR                       string    `json:"pr"`
-	HeadSHA                  string    `json:"head_sha"`
-	ReviewedCommit           string    `json:"reviewed_commit"`
-	ReviewID                 string    `json:"review_id,omitempty"`
-	ReviewSource             string    `json:"review_source"` // the review bot's Name (copilot) | local | none
-	ReviewedAt               time.Time `json:"reviewed_at"`
+	PR             string    `json:"pr"`
+	HeadSHA        string    `json:"head_sha"`
+	ReviewedCommit string    `json:"reviewed_commit"`
+	ReviewID       string    `json:"review_id,omitempty"`
+	ReviewSource   string    `json:"review_source"` // the review bot's Name (copilot) | local | none
+	ReviewedAt     time.Time `json:"reviewed_at"`
+	// ObservedAt is when the observation the verdict was decided on
+	// began, by the engine's clock: news after it is news the verdict did
+	// not read (PR-T14).
+	ObservedAt               time.Time `json:"observed_at,omitzero"`
 	CIState                  string    `json:"ci_state"`
 	OpenThreadsAwaitingReply int       `json:"open_threads_awaiting_reply"`
 	EscalatedThreads         []string  `json:"escalated_threads"`

@@ -5,9 +5,12 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -278,18 +281,23 @@ func (s *Server) registered(ctx context.Context) (map[string]bool, error) {
 }
 
 // rearmPR starts a new run on a registered PR (a notice's prKey) that has
-// a new head, was reopened, or has a new review, line comment or
-// reopened thread while no loop ran on it, when its last run ended
-// two-stable: the verdict it published (the ready label, a check run)
-// no longer holds, and only a new run can prove or withdraw it. Any other
-// terminal published needs-attention, which such news does not make less
-// true, and a human push is a yield (PR-T4) that must not be undone by
-// the push's own event. A PR whose loop runs is woken instead, and one
-// never registered is left alone. A registered PR whose last run is
-// unfinished while no loop of this server drives it (refused at its claim,
-// or ended by an error) is registered again on any such news: it resumes.
+// a new head, was reopened, or has a new review, line comment, top-level
+// comment or reopened thread while no loop ran on it, when its last run
+// ended two-stable: the verdict it published (the ready label, a check
+// run) may no longer hold, and the new run's first observation retracts
+// it or, when nothing broke, ends two-stable again writing nothing
+// (PR-T14). A shaKey (CI news on a commit) does the same for the PRs
+// whose verdict is on that commit. Any other terminal published
+// needs-attention, which such news does not make less true, and a human
+// push is a yield (PR-T4) that must not be undone by the push's own
+// event. A PR whose loop runs is woken instead, and the news is kept
+// until that loop ends (deferRearm): news a finishing run did not read is
+// never lost. One never registered is left alone. A registered PR whose
+// last run is unfinished while no loop of this server drives it (refused
+// at its claim, or ended by an error) is registered again on any such
+// news: it resumes.
 func (s *Server) rearmPR(ctx context.Context, key string) {
-	n, num, ok := parsePRKey(key)
+	n, num, sha, ok := parsePRKey(key)
 	if !ok {
 		s.log.Error("rearm: malformed key", "pr", key)
 		return
@@ -303,28 +311,125 @@ func (s *Server) rearmPR(ctx context.Context, key string) {
 		s.log.Error("rearm", "pr", key, "err", err)
 		return
 	}
+	at := s.opts.Clock.Now()
 	for _, t := range regs {
 		ref, err := forge.ParsePRURL(t)
-		if err != nil || !n.concerns(ref) || ref.Number != num || live[t] {
+		if err != nil || !n.concerns(ref) || (sha == "" && ref.Number != num) {
 			continue
 		}
-		run, err := s.opts.Store.LatestRunFor(ctx, t)
-		switch {
-		case err != nil:
+		if live[t] {
+			s.deferRearm(t, sha, at)
 			continue
-		case !run.Finished():
-			// Unfinished, and no loop of this server drives it: it was
-			// refused at its claim or ended by an error before its end was
-			// recorded. Registering resumes it (or is refused again, and
-			// says why, while another process drives it).
-			s.log.Info("rearm: news on a PR whose unfinished run no loop drives", "target", t, "run", run.ID)
-		case run.Status != string(prloop.ReasonTwoStable):
-			continue
-		default:
-			s.log.Info("rearm: news on a finished PR", "target", t)
 		}
-		if err := s.opts.Loops.Register(ctx, t); err != nil {
-			s.log.Error("rearm: register", "target", t, "err", err)
+		s.rearmTarget(ctx, t, sha, time.Time{})
+	}
+}
+
+// rearmTarget registers t again when its newest run calls for it (see
+// rearmPR). With sha, only a two-stable verdict on that commit does; with
+// since, only one whose proof was observed no later than lagMargin after
+// since: news older than that was read by the run that proved it.
+func (s *Server) rearmTarget(ctx context.Context, t, sha string, since time.Time) {
+	run, err := s.opts.Store.LatestRunFor(ctx, t)
+	switch {
+	case err != nil:
+		return
+	case !run.Finished():
+		if sha != "" || !since.IsZero() {
+			return
+		}
+		// Unfinished, and no loop of this server drives it: it was
+		// refused at its claim or ended by an error before its end was
+		// recorded. Registering resumes it (or is refused again, and
+		// says why, while another process drives it).
+		s.log.Info("rearm: news on a PR whose unfinished run no loop drives", "target", t, "run", run.ID)
+	case run.Status != string(prloop.ReasonTwoStable):
+		return
+	default:
+		if sha != "" && !strings.EqualFold(prloop.PriorVerdictHead([]store.Run{run}), sha) {
+			return
+		}
+		if !since.IsZero() {
+			if obs := prloop.ProofObservedAt(run); !obs.IsZero() && since.Before(obs.Add(-lagMargin)) {
+				return
+			}
+		}
+		s.log.Info("rearm: news on a finished PR", "target", t)
+	}
+	if err := s.opts.Loops.Register(ctx, t); err != nil {
+		s.log.Error("rearm: register", "target", t, "err", err)
+	}
+}
+
+// lagMargin is how long before a proof's observation news may have
+// happened and still not be in it: the forge shows a change to its API a
+// little after its webhook leaves.
+const lagMargin = 5 * time.Second
+
+// pendingRearm is news about a PR whose loop was live when it came.
+type pendingRearm struct {
+	shas []string // CI news on these commits; empty: news on the PR
+	pr   bool
+	at   time.Time // the first news since the loop was found live
+}
+
+// deferRearm keeps news on t while its loop runs: the loop was woken, but
+// may be past its last observation (PR-T14).
+func (s *Server) deferRearm(t, sha string, at time.Time) {
+	s.pendMu.Lock()
+	defer s.pendMu.Unlock()
+	if s.pending == nil {
+		s.pending = map[string]*pendingRearm{}
+	}
+	p := s.pending[t]
+	if p == nil {
+		p = &pendingRearm{at: at}
+		s.pending[t] = p
+	}
+	if sha == "" {
+		p.pr = true
+	} else if !slices.Contains(p.shas, sha) {
+		p.shas = append(p.shas, sha)
+	}
+}
+
+// pendingEvery spaces the checks of deferred news.
+const pendingEvery = time.Second
+
+// runPending hands deferred news to rearmTarget once its loop ended.
+func (s *Server) runPending(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.opts.Clock.After(pendingEvery):
+		}
+		s.pendMu.Lock()
+		if len(s.pending) == 0 {
+			s.pendMu.Unlock()
+			continue
+		}
+		live := map[string]bool{}
+		for _, r := range s.opts.Loops.Snapshot() {
+			live[r.Target] = true
+		}
+		ended := map[string]*pendingRearm{}
+		for t, p := range s.pending {
+			if !live[t] {
+				ended[t] = p
+				delete(s.pending, t)
+			}
+		}
+		s.pendMu.Unlock()
+		for _, t := range slices.Sorted(maps.Keys(ended)) {
+			p := ended[t]
+			if p.pr {
+				s.rearmTarget(ctx, t, "", p.at)
+				continue
+			}
+			for _, sha := range p.shas {
+				s.rearmTarget(ctx, t, sha, p.at)
+			}
 		}
 	}
 }

@@ -141,16 +141,12 @@ type glMRAttrs struct {
 	Oldrev string `json:"oldrev"`
 }
 
-// glNoteAttrs are a Note Hook's object_attributes. GitLab sends the
-// note's columns: type is "DiffNote" for a comment on a line,
-// "DiscussionNote" for a note in a thread, null for a plain comment.
+// glNoteAttrs are a Note Hook's object_attributes: what the server reads
+// of the note's columns.
 type glNoteAttrs struct {
-	NoteableType string          `json:"noteable_type"`
-	Type         string          `json:"type"`
-	Action       string          `json:"action"` // create or update (GitLab 16.11 and later)
-	System       bool            `json:"system"`
-	LineCode     string          `json:"line_code"`
-	Position     json.RawMessage `json:"position"`
+	NoteableType string `json:"noteable_type"`
+	Action       string `json:"action"` // create or update (GitLab 16.11 and later)
+	System       bool   `json:"system"`
 }
 
 // glPipelineAttrs are a Pipeline Hook's object_attributes.
@@ -238,10 +234,10 @@ func parseGitLabNotice(body []byte) (notice, error) {
 			return notice{}, fmt.Errorf("gitlab %s payload: no merge_request iid", kind)
 		}
 		n.numbers = []int{p.MergeRequest.IID}
-		inThread := a.Type == "DiffNote" || a.Type == "DiscussionNote" || a.Type == "LegacyDiffNote" ||
-			a.LineCode != "" || (len(a.Position) > 0 && string(a.Position) != "null")
-		// An edit is not news to a verdict, as GitHub's "edited" is not.
-		n.rearm = inThread && !a.System && (a.Action == "" || a.Action == "create")
+		// An edit is not news to a verdict, as GitHub's "edited" is not;
+		// a new note is, in a thread or not (a trusted top-level note is
+		// a finding, PR-T13).
+		n.rearm = !a.System && (a.Action == "" || a.Action == "create")
 	case "pipeline":
 		var a glPipelineAttrs
 		if err := attrs(&a); err != nil {
@@ -252,9 +248,12 @@ func parseGitLabNotice(body []byte) (notice, error) {
 			// ref may still read as the target branch, which would wake
 			// every merge request into it.
 			n.numbers = []int{p.MergeRequest.IID}
+			n.ci = true
+			n.shas = nonEmpty(a.SHA)
 			break
 		}
 		n.shas = nonEmpty(a.SHA)
+		n.ci = true
 		// A detached pipeline runs on refs/merge-requests/IID/head, a
 		// tag pipeline on a tag: neither names a branch.
 		if !a.Tag && !strings.HasPrefix(a.Ref, "refs/") {

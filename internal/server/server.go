@@ -162,6 +162,10 @@ type Server struct {
 	lastPrune time.Time
 	ctxMu     sync.Mutex
 	runCtx    context.Context
+	// pending is news on PRs whose loop was live when it came, by target
+	// (deferRearm), read once the loop ends.
+	pendMu  sync.Mutex
+	pending map[string]*pendingRearm
 }
 
 // New checks opts and makes a Server; Run starts its background work.
@@ -221,10 +225,11 @@ func (s *Server) Run(ctx context.Context) error {
 		s.ctxMu.Unlock()
 		s.prune(ctx, true)
 		var wg sync.WaitGroup
-		wg.Add(3)
+		wg.Add(4)
 		go func() { defer wg.Done(); s.wakes.run(ctx) }()
 		go func() { defer wg.Done(); s.discover.run(ctx) }()
 		go func() { defer wg.Done(); s.rearm.run(ctx) }()
+		go func() { defer wg.Done(); s.runPending(ctx) }()
 		wg.Wait()
 	})
 	if !ran {

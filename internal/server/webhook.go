@@ -78,9 +78,13 @@ type notice struct {
 	// repository's set (opened, labelled, ...).
 	membership bool
 	// rearm: the PR has a new head, was reopened, or has a new review,
-	// line comment or reopened thread, so a verdict its finished run
-	// published no longer holds (PR-T10).
+	// line comment, top-level comment or reopened thread, so a verdict its
+	// finished run published may no longer hold (PR-T10, PR-T14).
 	rearm bool
+	// ci: a check run, check suite or status changed on the commits in
+	// shas: a verdict published on one of them may no longer hold
+	// (PR-T14: CI red or re-run on the head).
+	ci bool
 }
 
 type wireRepo struct {
@@ -176,6 +180,9 @@ func parseNotice(event string, body []byte) (notice, error) {
 			return notice{}, errIgnored // a comment on an issue, not a PR
 		}
 		n.numbers = []int{p.Issue.Number}
+		// A trusted follow-up after converge's last reply is a finding
+		// (PR-T13) a two-stable verdict did not read.
+		n.rearm = p.Action == "created"
 	case "check_run":
 		if p.CheckRun == nil {
 			return notice{}, fmt.Errorf("payload of %s: no check_run", event)
@@ -183,6 +190,7 @@ func parseNotice(event string, body []byte) (notice, error) {
 		addPRs(p.CheckRun.PullRequests)
 		n.shas = nonEmpty(p.CheckRun.HeadSHA)
 		n.branches = nonEmpty(p.CheckRun.CheckSuite.HeadBranch)
+		n.ci = true
 	case "check_suite":
 		if p.CheckSuite == nil {
 			return notice{}, fmt.Errorf("payload of %s: no check_suite", event)
@@ -190,11 +198,13 @@ func parseNotice(event string, body []byte) (notice, error) {
 		addPRs(p.CheckSuite.PullRequests)
 		n.shas = nonEmpty(p.CheckSuite.HeadSHA)
 		n.branches = nonEmpty(p.CheckSuite.HeadBranch)
+		n.ci = true
 	case "status":
 		n.shas = nonEmpty(p.SHA)
 		for _, b := range p.Branches {
 			n.branches = append(n.branches, nonEmpty(b.Name)...)
 		}
+		n.ci = true
 	case "push":
 		branch, ok := strings.CutPrefix(p.Ref, "refs/heads/")
 		if !ok {
@@ -228,23 +238,32 @@ func (n notice) prKey(num int) string {
 	return strings.ToLower(fmt.Sprintf("%s|%s|%s#%d", n.forge, n.host, n.repo, num))
 }
 
+// shaKey names one commit of a notice for the rearm coalescer:
+// "FORGE|HOST|REPO@SHA": the PRs whose published verdict is on it.
+func (n notice) shaKey(sha string) string {
+	return strings.ToLower(fmt.Sprintf("%s|%s|%s@%s", n.forge, n.host, n.repo, sha))
+}
+
 // parsePRKey reads a prKey back as the notice that concerns its PR, and
-// the PR's number.
-func parsePRKey(key string) (notice, int, bool) {
+// the PR's number; or a shaKey, and the commit (number 0).
+func parsePRKey(key string) (notice, int, string, bool) {
 	parts := strings.SplitN(key, "|", 3)
 	if len(parts) != 3 {
-		return notice{}, 0, false
+		return notice{}, 0, "", false
+	}
+	kind, err := forge.ParseKind(parts[0])
+	if err != nil {
+		return notice{}, 0, "", false
+	}
+	if repo, sha, ok := strings.Cut(parts[2], "@"); ok && sha != "" && !strings.Contains(repo, "#") {
+		return notice{forge: kind, host: parts[1], repo: repo}, 0, sha, true
 	}
 	repo, num, ok := strings.Cut(parts[2], "#")
 	n, err := strconv.Atoi(num)
 	if !ok || err != nil {
-		return notice{}, 0, false
+		return notice{}, 0, "", false
 	}
-	kind, err := forge.ParseKind(parts[0])
-	if err != nil {
-		return notice{}, 0, false
-	}
-	return notice{forge: kind, host: parts[1], repo: repo}, n, true
+	return notice{forge: kind, host: parts[1], repo: repo}, n, "", true
 }
 
 func nonEmpty(s string) []string {
@@ -382,6 +401,11 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, id, event string, n
 	if n.rearm {
 		for _, num := range n.numbers {
 			s.rearm.add(n.prKey(num))
+		}
+	}
+	if n.ci {
+		for _, sha := range n.shas {
+			s.rearm.add(n.shaKey(sha))
 		}
 	}
 	s.metrics.delivery(event, "accepted")

@@ -164,6 +164,15 @@ func (s *Store) FinishRun(ctx context.Context, id, status string, exitCode int, 
 	return nil
 }
 
+// ReopenRun makes a finished run unfinished again, its stop request
+// cleared: a run a human stopped (a signal, `converge stop`) that the same
+// command resumes with its counts and clock (PR-G3).
+func (s *Store) ReopenRun(ctx context.Context, id string) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE runs SET status = ?, exit_code = 0, ended_at = NULL, stop_requested = 0, updated_at = ? WHERE id = ? AND ended_at IS NOT NULL`,
+		StatusRunning, fmtTime(s.now()), s.red(id))
+	return s.checkOne(res, err, "reopen run", "run", id)
+}
+
 // RequestStop asks the run to end cleanly at its next step (PR-G5). A
 // finished run cannot be stopped: the error says how it ended.
 func (s *Store) RequestStop(ctx context.Context, id string) error {

@@ -1009,6 +1009,8 @@ func (w *world) outcome(t *testing.T, term *prloop.Terminal) outcome {
 		// answered: each engine's own, which a lost activity's retry
 		// moves on Temporal (its back-off is workflow time).
 		p.ReviewedAt = time.Time{}
+		// So is the observation's: workflow time on Temporal.
+		p.ObservedAt = time.Time{}
 		tt.Proof = &p
 	}
 	b, err := json.Marshal(tt)
