@@ -47,6 +47,7 @@ type prOptions struct {
 	JSON     bool
 	Keep     bool
 	Fresh    bool // a new run even when one can resume (PR-G3)
+	Watch    bool // stay after the run and keep its verdict current (PR-T14)
 	DryRun   bool // write nothing; print what would be done (PR-M1)
 	// DisposeOnly replies to and resolves open threads once (PR-M2).
 	DisposeOnly bool
@@ -163,6 +164,9 @@ defaults; converge config prints them and where each came from.`,
 		},
 	}
 	addPRFlags(cmd.Flags(), opts)
+	// serve holds every PR it finished already (its --watch names
+	// repositories).
+	cmd.Flags().BoolVar(&opts.Watch, "watch", false, "stay after the run ends and keep its verdict current: on any change to the PR a new run retracts a verdict whose facts broke (PR-T14), until the PR closes or converge is stopped")
 	addEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
@@ -389,6 +393,7 @@ func (s *prSetup) params(ref forge.PRRef, f forge.Forge, cred prCred) loopParams
 		Checker:     checker,
 		NoReviewWhy: noReviewWhy(opts),
 		Fresh:       opts.Fresh,
+		Watch:       opts.Watch,
 		DryRun:      opts.DryRun,
 		DisposeOnly: opts.DisposeOnly,
 		// The settings are the repository's: its base branch's

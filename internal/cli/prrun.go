@@ -89,6 +89,9 @@ type loopParams struct {
 	DisposeOnly bool
 	// Fresh starts a new run even when an unfinished one could resume.
 	Fresh bool
+	// Watch keeps the PR after its run ends: a change to it starts a new
+	// run, which retracts a verdict whose facts broke (PR-T14).
+	Watch bool
 	// FaultBudget bounds how long forge faults are ridden out (REL-1).
 	FaultBudget time.Duration
 
@@ -174,10 +177,17 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 			return terms, err
 		}
 	}
+	outcomes := make([]engine.Outcome, len(ps))
+	var wg sync.WaitGroup
+	for i := range ps {
+		wg.Go(func() {
+			jobs[i], outcomes[i] = watchPR(ctx, ios, m, db, ps[i], shared, jobs[i], runs[i])
+		})
+	}
+	wg.Wait()
 	m.Wait()
 	var first error
-	for i, r := range runs {
-		o := r.Wait()
+	for i, o := range outcomes {
 		terms[i] = jobs[i].term
 		if o.Err != nil && first == nil {
 			first = o.Err

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -167,4 +168,86 @@ func reproven(t *testing.T, hub *fakehub.Hub, st fakehub.PRState) bool {
 		return r.CommitSHA == st.HeadSHA && strings.Contains(strings.ToLower(r.Author), "copilot")
 	})
 	return reviewed && convergeSuccess(t, hub, st.HeadSHA)
+}
+
+// TestPR_T14_WatchRetractsAVerdictWhoseFactsChanged: `converge pr
+// --watch` stays after two-stable; CI then reports red on the proven
+// head, and the verdict is withdrawn at the forge (label off, no success
+// on the head, one comment by converge). SIGINT ends the watch.
+func TestPR_T14_WatchRetractsAVerdictWhoseFactsChanged(t *testing.T) {
+	t.Parallel() // each test has its own emulator and state
+	hub, demo := startHub(t, 100*time.Millisecond)
+	buildConverge(t)
+	cmd := exec.Command("converge", append(prArgs(hub, demo, t.TempDir()), "--watch")...)
+	cmd.Env = cleanEnv(authorEnv(hub))
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	waitOut := func(limit time.Duration, what string, ok func() bool) {
+		t.Helper()
+		events, cancel := hub.Subscribe()
+		defer cancel()
+		deadline := time.After(limit)
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for !ok() {
+			select {
+			case <-events:
+			case <-tick.C:
+			case err := <-done:
+				t.Fatalf("converge pr --watch ended (%v) before %s:\n%s", err, what, out.String())
+			case <-deadline:
+				t.Fatalf("no %s after %s:\n%s", what, limit, out.String())
+			}
+		}
+	}
+	waitOut(5*time.Minute, "watching after two-stable", func() bool { return strings.Contains(out.String(), "converge: watching") })
+	head := prState(t, hub, demo.Number).HeadSHA
+	if !convergeSuccess(t, hub, head) || !slices.Contains(prState(t, hub, demo.Number).Labels, prloop.LabelReady) {
+		t.Fatalf("no ready verdict on %s before the test changes a fact:\n%s", head, out.String())
+	}
+	ci := restAs(t, hub, hub.Tokens().CI)
+	if _, _, err := ci.Repositories.CreateStatus(context.Background(), fakehub.DemoOwner, fakehub.DemoRepo, head, github.RepoStatus{
+		State: new("failure"), Context: new("ci/integration"), Description: new("integration tests failed"),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitOut(3*time.Minute, "the verdict withdrawn", func() bool {
+		return retractions(t, hub, demo.Number) == 1 && !slices.Contains(prState(t, hub, demo.Number).Labels, prloop.LabelReady)
+	})
+	if convergeSuccess(t, hub, head) {
+		t.Errorf("converge's verdict on %s is still success after CI went red", head)
+	}
+	if b := retractionBodies(t, hub, demo.Number); len(b) != 1 || !strings.Contains(b[0], "CI on") {
+		t.Errorf("retraction comments %q, want one saying CI broke", b)
+	}
+	// The watch settles: its own runs' writes start at most a run or two
+	// more, then the probe reads "unchanged" (a watch that spun would
+	// start a run per poll).
+	checks := func() int { return strings.Count(out.String(), "changed: checking the verdict") }
+	settled := time.Now()
+	for last := checks(); time.Since(settled) < 3*time.Second; {
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case err := <-done:
+			t.Fatalf("converge pr --watch ended (%v) while watching:\n%s", err, out.String())
+		}
+		if n := checks(); n != last {
+			last, settled = n, time.Now()
+		}
+		if checks() > 10 {
+			t.Fatalf("the watch keeps starting runs on an unchanged PR: writes %+v", hub.Writes()[len(hub.Writes())-12:])
+		}
+	}
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("converge pr --watch did not end after SIGINT:\n%s", out.String())
+	}
 }

@@ -391,6 +391,10 @@ func (s *Server) deferRearm(t, sha string, at time.Time) {
 	} else if !slices.Contains(p.shas, sha) {
 		p.shas = append(p.shas, sha)
 	}
+	select {
+	case s.pendKick <- struct{}{}:
+	default:
+	}
 }
 
 // pendingEvery spaces the checks of deferred news.
@@ -399,16 +403,23 @@ const pendingEvery = time.Second
 // runPending hands deferred news to rearmTarget once its loop ended.
 func (s *Server) runPending(ctx context.Context) {
 	for {
+		s.pendMu.Lock()
+		idle := len(s.pending) == 0
+		s.pendMu.Unlock()
+		if idle {
+			// Nothing deferred: no timer until deferRearm kicks.
+			select {
+			case <-ctx.Done():
+				return
+			case <-s.pendKick:
+			}
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.opts.Clock.After(pendingEvery):
 		}
 		s.pendMu.Lock()
-		if len(s.pending) == 0 {
-			s.pendMu.Unlock()
-			continue
-		}
 		live := map[string]bool{}
 		for _, r := range s.opts.Loops.Snapshot() {
 			live[r.Target] = true

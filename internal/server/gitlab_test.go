@@ -403,7 +403,7 @@ func TestPR_T10_GitLabEventsRearmAsGitHubsDo(t *testing.T) {
 		{"Merge Request Hook", glBody(t, "merge_request.json", "object_attributes.iid", 4, "object_attributes.action", "approved")},     // rearm
 		{"Merge Request Hook", glBody(t, "merge_request.json", "object_attributes.iid", 5, "object_attributes.action", "approval")},     // rearm
 		{"Merge Request Hook", glBody(t, "merge_request.json", "object_attributes.iid", 6, "object_attributes.action", "unapproved")},
-		{"Note Hook", glBody(t, "note_merge_request.json", "merge_request.iid", 7)},                                              // a plain comment: no
+		{"Note Hook", glBody(t, "note_merge_request.json", "merge_request.iid", 7)},                                              // a plain comment: rearm (a trusted one is a finding, PR-T13)
 		{"Note Hook", glBody(t, "note_diff.json", "merge_request.iid", 8)},                                                       // a line comment: rearm
 		{"Note Hook", glBody(t, "note_diff.json", "merge_request.iid", 9, "object_attributes.action", "update")},                 // an edit: no
 		{"Note Hook", glBody(t, "note_merge_request.json", "merge_request.iid", 10, "object_attributes.type", "DiscussionNote")}, // a thread note: rearm
@@ -419,7 +419,7 @@ func TestPR_T10_GitLabEventsRearmAsGitHubsDo(t *testing.T) {
 		t.Fatalf("push: status %d", code)
 	}
 	r.settle()
-	want := sorted([]string{mr(1), mr(3), mr(4), mr(5), mr(8), mr(10)})
+	want := sorted([]string{mr(1), mr(3), mr(4), mr(5), mr(7), mr(8), mr(10)})
 	if got := r.loops.Registered(); !slices.Equal(got, want) {
 		t.Errorf("rearmed %v, want %v", got, want)
 	}

@@ -164,8 +164,9 @@ type Server struct {
 	runCtx    context.Context
 	// pending is news on PRs whose loop was live when it came, by target
 	// (deferRearm), read once the loop ends.
-	pendMu  sync.Mutex
-	pending map[string]*pendingRearm
+	pendMu   sync.Mutex
+	pending  map[string]*pendingRearm
+	pendKick chan struct{}
 }
 
 // New checks opts and makes a Server; Run starts its background work.
@@ -183,7 +184,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Clock == nil {
 		opts.Clock = systemClock{}
 	}
-	s := &Server{opts: opts, log: opts.Logger, needAuth: !loopback || opts.Token != "", runCtx: context.Background()}
+	s := &Server{opts: opts, log: opts.Logger, needAuth: !loopback || opts.Token != "", runCtx: context.Background(), pendKick: make(chan struct{}, 1)}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
