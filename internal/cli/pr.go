@@ -48,6 +48,7 @@ type prOptions struct {
 	Keep     bool
 	Fresh    bool // a new run even when one can resume (PR-G3)
 	Watch    bool // stay after the run and keep its verdict current (PR-T14)
+	TakeOver bool // drive the PR although another converge holds its lease (PR-T14)
 	DryRun   bool // write nothing; print what would be done (PR-M1)
 	// DisposeOnly replies to and resolves open threads once (PR-M2).
 	DisposeOnly bool
@@ -166,6 +167,7 @@ defaults; converge config prints them and where each came from.`,
 	addPRFlags(cmd.Flags(), opts)
 	// serve holds every PR it finished already (its --watch names
 	// repositories).
+	cmd.Flags().BoolVar(&opts.TakeOver, "take-over", false, "drive the PR although another converge's lease is on its head (another machine or state store); that run yields at its next look")
 	cmd.Flags().BoolVar(&opts.Watch, "watch", false, "stay after the run ends and keep its verdict current: on any change to the PR a new run retracts a verdict whose facts broke (PR-T14), until the PR closes or converge is stopped")
 	addEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
@@ -394,6 +396,7 @@ func (s *prSetup) params(ref forge.PRRef, f forge.Forge, cred prCred) loopParams
 		NoReviewWhy: noReviewWhy(opts),
 		Fresh:       opts.Fresh,
 		Watch:       opts.Watch,
+		TakeOver:    opts.TakeOver,
 		DryRun:      opts.DryRun,
 		DisposeOnly: opts.DisposeOnly,
 		// The settings are the repository's: its base branch's

@@ -89,6 +89,10 @@ type loopParams struct {
 	DisposeOnly bool
 	// Fresh starts a new run even when an unfinished one could resume.
 	Fresh bool
+	// TakeOver drives the PR although another converge's live lease is on
+	// its head; heldBy is that lease, as pre-flight read it (PR-T14).
+	TakeOver bool
+	heldBy   *prloop.Lease
 	// Watch keeps the PR after its run ends: a change to it starts a new
 	// run, which retracts a verdict whose facts broke (PR-T14).
 	Watch bool
@@ -235,6 +239,10 @@ func preflight(ctx context.Context, p *loopParams) error {
 	}
 	p.Config.Self, p.selfLogin = self, self
 	p.headBranch, p.baseBranch = pre.HeadRef, pre.BaseRef
+	p.heldBy = nil
+	if l, ok := prloop.HeadLease(pre); ok && l.Live(forgeNow(pre)) {
+		p.heldBy = &l
+	}
 	if p.Configure != nil {
 		return p.Configure(ctx, p, pre)
 	}
@@ -380,6 +388,9 @@ func (j *prJob) Terminal(st prloop.State) (engine.Terminal, bool) { return kinds
 // Refuse refuses a disposal while a loop runs on the PR: the loop
 // disposes its threads itself (PR-M2).
 func (j *prJob) Refuse(ctx context.Context, _ bool) error {
+	if err := j.refuseHeld(ctx); err != nil {
+		return err
+	}
 	if !j.p.DisposeOnly {
 		return nil
 	}
@@ -403,6 +414,8 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		// world before trusting any of it.
 		initial = prloop.Reopen(*claim.Resumed)
 	}
+	// The run's lease on the head's pending verdict names it (PR-T14).
+	initial.RunID = runID
 	// Threads earlier runs saw resolved after converge resolved them: open
 	// now, a human reopened them, which the forge alone cannot tell from a
 	// resolve a crash kept from happening (PR-S12, REL-2).
@@ -694,4 +707,39 @@ func printProof(ios *IOStreams, runID string, p *prloop.Proof) {
 	if p.Usage != nil {
 		writeUsage(w, prUsage(p.Usage))
 	}
+}
+
+// forgeNow is the forge's clock as an observation read it, else ours.
+func forgeNow(pr *forge.PullRequest) time.Time {
+	if !pr.ObservedAt.IsZero() {
+		return pr.ObservedAt
+	}
+	return time.Now()
+}
+
+// refuseHeld refuses to drive a PR whose head carries a live lease of a
+// run this state store does not know (another machine, another store),
+// unless told to take over (PR-T14). A lease of a run of this store is
+// settled by the store's own lock (ClaimRun): a dead run's lease is no
+// hold, a live one's is a BusyError.
+func (j *prJob) refuseHeld(ctx context.Context) error {
+	l := j.p.heldBy
+	if l == nil || j.p.TakeOver || j.p.DryRun {
+		return nil
+	}
+	if _, err := j.db.GetRun(ctx, l.Run); err == nil {
+		return nil
+	}
+	// Exit 2, as a PR a loop of this store holds (a BusyError).
+	return &ExitErr{Code: exitcode.Usage, Err: &heldError{target: j.p.Ref.String(), lease: *l}}
+}
+
+// heldError is a PR another converge drives.
+type heldError struct {
+	target string
+	lease  prloop.Lease
+}
+
+func (e *heldError) Error() string {
+	return fmt.Sprintf("%s is driven by %s from another converge (another machine or state store); wait for it to end, stop it there, or take the pull request over with --take-over", e.target, e.lease)
 }

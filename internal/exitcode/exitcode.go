@@ -69,7 +69,7 @@ var Table = map[Kind]map[string]Code{
 		"two-stable": OK, "dry-run": OK, "disposed": OK,
 		"errored":    Error,
 		"handed-off": Human, "idle-timeout": Human, "human-push": Human, "all-conflicting": Human,
-		"base-moved": Human, "pr-closed": Human, "blocked-no-independent-review": Human, "stopped-by-human": Human,
+		"base-moved": Human, "pr-closed": Human, "blocked-no-independent-review": Human, "stopped-by-human": Human, "taken-over": Human,
 		"cap-exhausted":       Bound,
 		"convergence-failure": Convergence,
 	},

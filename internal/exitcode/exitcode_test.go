@@ -19,7 +19,7 @@ func TestIF1_ExitCodes(t *testing.T) {
 		"errored": Error, "failed": Error, "no-such-reason": Error, "": Error,
 		"handed-off": Human, "idle-timeout": Human, "human-push": Human, "all-conflicting": Human,
 		"base-moved": Human, "pr-closed": Human, "blocked-no-independent-review": Human,
-		"stopped-by-human": Human, "blocked": Human,
+		"stopped-by-human": Human, "taken-over": Human, "blocked": Human,
 		"cap-exhausted": Bound, "limited": Bound,
 		"convergence-failure": Convergence, "stalled": Convergence,
 	} {

@@ -61,6 +61,7 @@ func Decide(s State, o Observation, c Config) (State, []Action, *Terminal) {
 		}
 	}
 	d.retract()
+	d.keepLease()
 	return d.s, d.acts, d.term
 }
 
@@ -110,6 +111,11 @@ func (d *step) bookkeep() {
 		s.Phase = PhaseStart
 	}
 	if s.StartedAt.IsZero() {
+		if l, ok := HeadLease(d.pr); ok && l.Run != s.RunID {
+			// Held when this run started: the start was refused unless
+			// told to take over, so it is no take-over of this run.
+			s.LeaseAtStart = l.Run
+		}
 		s.StartedAt = o.Now
 		s.InitialHead, s.LastLoopSHA = d.head, d.head
 		s.InitialDiffLines = o.BaseDiffLines
@@ -209,6 +215,12 @@ func (d *step) preTerminal() bool {
 		return true
 	}
 	if d.o.StopRequested && d.stop("a human asked converge to stop (converge stop, or a signal)") {
+		return true
+	}
+	if l, ok := d.takenOver(); ok {
+		// Another converge took the PR over: it drives now, and this run
+		// writes nothing more (terminalActions: none for taken-over).
+		d.end(ReasonTakenOver, fmt.Sprintf("%s took the pull request over; this run yields", l), nil)
 		return true
 	}
 	// The stop label or a /converge stop comment, from a trusted author
@@ -488,13 +500,19 @@ func (d *step) forgeNow() time.Time {
 }
 
 // pendingStatus is PR-T10: a head the loop works on shows it.
+// With a run id it carries the run's lease (lease.go), written again when
+// another run's or a stale one shows.
 func (d *step) pendingStatus() {
-	if d.head == "" || convergeStatus(d.pr.Checks) == forge.StatusPending {
+	if d.head == "" || (convergeStatus(d.pr.Checks) == forge.StatusPending && (d.s.RunID == "" || d.ownLeaseFresh())) {
 		return
 	}
+	key := fmt.Sprintf("status/%s/pending", d.head)
+	if d.s.RunID != "" {
+		key = fmt.Sprintf("status/%s/pending/lease-%d", d.head, d.forgeNow().Unix())
+	}
 	d.acts = append(d.acts, Action{
-		Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/pending", d.head), SHA: d.head, State: forge.StatusPending,
-		Round: d.s.Round, Reason: fmt.Sprintf("converge: round %d running", d.s.Round),
+		Kind: ActSetStatus, Key: key, SHA: d.head, State: forge.StatusPending,
+		Round: d.s.Round, Reason: d.leaseReason(fmt.Sprintf("converge: round %d running", d.s.Round)),
 	})
 }
 

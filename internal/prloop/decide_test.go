@@ -933,7 +933,7 @@ func TestPR_T9_ProofFields(t *testing.T) {
 	wantTerminal(t, term, ReasonTwoStable)
 	want := &Proof{
 		PR: "https://github.com/o/r/pull/7", HeadSHA: "h3", ReviewedCommit: "h3", ReviewID: "R3", ReviewSource: "copilot",
-		ReviewedAt: at(1), CIState: "success", OpenThreadsAwaitingReply: 0,
+		ReviewedAt: at(1), ObservedAt: at(2), CIState: "success", OpenThreadsAwaitingReply: 0,
 		EscalatedThreads: []string{"T2"}, HandOffs: []string{"T4"}, UntrustedThreads: []string{"T3"}, RoundsRun: 3, RevertedRounds: []int{},
 		MergeState: forge.MergeBehind, Notes: term.Proof.Notes, TestCensus: &headCensus, Usage: UsageOf(s),
 	}

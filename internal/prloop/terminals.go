@@ -35,7 +35,8 @@ func hasLabel(pr *forge.PullRequest, label string) bool {
 // when the forge does not already show it, so a second run on a converged
 // PR writes nothing (PR-S12). A closed PR gets nothing: it is not ours.
 func terminalActions(t *Terminal, pr *forge.PullRequest, c Config) []Action {
-	if pr == nil || t.Reason == ReasonPRClosed {
+	if pr == nil || t.Reason == ReasonPRClosed || t.Reason == ReasonTakenOver {
+		// A closed PR is not ours; a taken-over one is another run's.
 		return nil
 	}
 	add, remove := LabelNeedsAttention, LabelReady

@@ -67,6 +67,10 @@ const (
 	// with another and was deferred to a human (PR-S7); the run ends
 	// awaiting human review, with note NoteAllConflicting (IF-1: exit 3).
 	ReasonAllConflicting Reason = "all-conflicting"
+	// ReasonTakenOver: another converge took the PR over (its lease on
+	// the head is newer than this run's start); this run wrote nothing
+	// more (PR-T14).
+	ReasonTakenOver Reason = "taken-over"
 )
 
 // NoteAllConflicting is the terminal's note, and the round's, when every
@@ -391,6 +395,12 @@ type State struct {
 	// StoppedPhase is the phase a run stopped by a signal or `converge
 	// stop` stood in: the same command resumes it there (Reopens).
 	StoppedPhase Phase `json:"stopped_phase,omitempty"`
+	// RunID is the run's id, its lease's name on the head's pending
+	// verdict (lease.go); empty, no lease is written.
+	RunID string `json:"run_id,omitempty"`
+	// LeaseAtStart is another run's lease the head showed when this run
+	// started (a take-over's): not a sign of being taken over.
+	LeaseAtStart string `json:"lease_at_start,omitempty"`
 }
 
 // ReviewRequest is one round's request for the bot's review (PR-S1,

@@ -1,0 +1,116 @@
+package prloop
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/text"
+)
+
+// One driver per PR, across machines and state stores (PR-T14): a run's
+// `converge` pending verdict on the head — the commit status, or the
+// in-progress check run — carries a lease: the run's id and when the
+// lease lapses, by the forge's clock. A run refreshes it while it works;
+// another converge reads it before it drives the PR and refuses, unless
+// told to take over; a run that finds a newer lease of another run on the
+// head yields at once and writes nothing. A lease not refreshed lapses:
+// a driver that died does not hold the PR for ever.
+
+// LeaseTTL is how long a lease holds unless refreshed; leaseRefresh is
+// how much of it left makes the run write it again (a run observes at
+// least every poll-max, ten minutes by default).
+const (
+	LeaseTTL     = 30 * time.Minute
+	leaseRefresh = 20 * time.Minute
+)
+
+// Lease is a run's hold on a PR as the head's verdict carries it.
+type Lease struct {
+	Run   string
+	Until time.Time
+}
+
+var leaseRE = regexp.MustCompile(`\[lease (\S+) until (\S+)\]`)
+
+// leaseText is a lease as the verdict's description says it.
+func leaseText(run string, until time.Time) string {
+	return fmt.Sprintf("[lease %s until %s]", markerField(run), until.UTC().Format(time.RFC3339))
+}
+
+// HeadLease reads the lease on the PR's head: the `converge` verdict's
+// description (a status) or title (a check run), while it is pending.
+func HeadLease(pr *forge.PullRequest) (Lease, bool) {
+	if pr == nil || convergeStatus(pr.Checks) != forge.StatusPending {
+		return Lease{}, false
+	}
+	for _, cx := range pr.Checks.Contexts {
+		if !strings.EqualFold(cx.Name, StatusContext) {
+			continue
+		}
+		for _, s := range []string{cx.Description, cx.Title} {
+			if m := leaseRE.FindStringSubmatch(s); m != nil {
+				until, err := time.Parse(time.RFC3339, m[2])
+				if err != nil {
+					return Lease{}, false
+				}
+				return Lease{Run: m[1], Until: until}, true
+			}
+		}
+	}
+	return Lease{}, false
+}
+
+// Live reports whether the lease still holds at the forge's time now.
+func (l Lease) Live(now time.Time) bool { return l.Until.After(now) }
+
+// String says who holds the PR, for the one line a refused start prints.
+func (l Lease) String() string {
+	return fmt.Sprintf("converge run %s (its lease lapses at %s unless it keeps working)", l.Run, l.Until.UTC().Format(time.RFC3339))
+}
+
+// takenOver is the lease of another run that appeared on the head after
+// this run started: someone took the PR over (`--take-over`).
+func (d *step) takenOver() (Lease, bool) {
+	l, ok := HeadLease(d.pr)
+	if !ok || d.s.RunID == "" || l.Run == d.s.RunID || l.Run == d.s.LeaseAtStart || !l.Live(d.forgeNow()) {
+		return Lease{}, false
+	}
+	return l, true
+}
+
+// leaseReason is a pending verdict's description with this run's lease.
+func (d *step) leaseReason(reason string) string {
+	if d.s.RunID == "" {
+		return reason
+	}
+	// GitHub keeps 140 characters of a status's description: the lease
+	// is whole, the words before it give way.
+	l := leaseText(d.s.RunID, d.forgeNow().Add(LeaseTTL))
+	return text.Clip(reason, max(0, 140-len(l)-1)) + " " + l
+}
+
+// ownLeaseFresh reports the head's pending verdict carries this run's
+// lease with more than leaseRefresh left.
+func (d *step) ownLeaseFresh() bool {
+	l, ok := HeadLease(d.pr)
+	return ok && l.Run == d.s.RunID && l.Until.Sub(d.forgeNow()) > leaseRefresh
+}
+
+// keepLease writes the lease again while the run works and it nears its
+// end (a long wait for a review), unless this step writes the head's
+// verdict anyway.
+func (d *step) keepLease() {
+	if d.term != nil || d.s.RunID == "" || d.head == "" || d.setsStatus() {
+		return
+	}
+	if l, ok := HeadLease(d.pr); !ok || l.Run != d.s.RunID || d.ownLeaseFresh() {
+		return
+	}
+	d.acts = append(d.acts, Action{
+		Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/pending/lease-%d", d.head, d.forgeNow().Unix()), SHA: d.head, State: forge.StatusPending,
+		Round: d.s.Round, Reason: d.leaseReason(fmt.Sprintf("converge: round %d running", d.s.Round)),
+	})
+}

@@ -1,0 +1,91 @@
+package prloop
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/convergeloop/converge/internal/forge"
+)
+
+// withLease shows a pending `converge` status on the head carrying run's
+// lease until until.
+func withLease(ch forge.CheckRollup, run string, until time.Time) forge.CheckRollup {
+	ch = withConvergeStatus(ch, string(forge.StatusPending))
+	ch.Contexts[len(ch.Contexts)-1].Description = "converge: round 1 running " + leaseText(run, until)
+	return ch
+}
+
+// TestPR_T14_ARunsPendingVerdictCarriesItsLease: the pending verdict a
+// run writes on the head names the run and when its hold lapses, by the
+// forge's clock; it is written again as the lapse nears, and not while
+// it is fresh.
+func TestPR_T14_ARunsPendingVerdictCarriesItsLease(t *testing.T) {
+	pr := newPR("h1")
+	pr.ObservedAt = at(0)
+	_, acts, _ := Decide(State{RunID: "r-me"}, obs(at(0), pr), cfg())
+	var lease string
+	for _, a := range acts {
+		if a.Kind == ActSetStatus && a.State == forge.StatusPending {
+			lease = a.Reason
+		}
+	}
+	want := leaseText("r-me", at(0).Add(LeaseTTL))
+	if !strings.Contains(lease, want) {
+		t.Fatalf("pending verdict %q does not carry %q: %q", lease, want, sig(acts))
+	}
+	s := awaiting("h1", 1)
+	s.RunID = "r-me"
+	pr.Checks = withLease(green(), "r-me", at(0).Add(LeaseTTL))
+	pr.ObservedAt = at(5)
+	_, acts, _ = Decide(s, obs(at(5), pr), cfg())
+	for _, a := range acts {
+		if a.Kind == ActSetStatus {
+			t.Fatalf("a fresh lease written again: %q", sig(acts))
+		}
+	}
+	pr.ObservedAt = at(15) // 15 of 30 minutes left
+	_, acts, _ = Decide(s, obs(at(15), pr), cfg())
+	refreshed := false
+	for _, a := range acts {
+		refreshed = refreshed || (a.Kind == ActSetStatus && a.State == forge.StatusPending && strings.Contains(a.Reason, leaseText("r-me", at(15).Add(LeaseTTL))))
+	}
+	if !refreshed {
+		t.Fatalf("a lease 15 minutes from lapsing is not refreshed: %q", sig(acts))
+	}
+}
+
+// TestPR_T14_ARunTakenOverYieldsAndWritesNothing: another converge's live
+// lease appears on the head after this run started: the run ends
+// taken-over (exit 3) and writes nothing — no label, no status, no
+// comment. A lease that lapsed, or the one the head showed when this run
+// started (its own take-over), is no such sign.
+func TestPR_T14_ARunTakenOverYieldsAndWritesNothing(t *testing.T) {
+	s := awaiting("h1", 1)
+	s.RunID = "r-me"
+	pr := newPR("h1")
+	pr.ObservedAt = at(5)
+	pr.Checks = withLease(green(), "r-other", at(5).Add(LeaseTTL))
+	_, acts, term := Decide(s, obs(at(5), pr), cfg())
+	wantTerminal(t, term, ReasonTakenOver)
+	if term.ExitCode != 3 || !strings.Contains(term.Message, "r-other") {
+		t.Errorf("terminal %+v, want exit 3 naming r-other", term)
+	}
+	if len(acts) != 0 {
+		t.Fatalf("a taken-over run wrote: %q", sig(acts))
+	}
+	// Lapsed: no hold.
+	pr.Checks = withLease(green(), "r-other", at(4))
+	if _, _, term := Decide(s, obs(at(5), pr), cfg()); term != nil && term.Reason == ReasonTakenOver {
+		t.Fatalf("a lapsed lease took the PR over: %+v", term)
+	}
+	// Seen at this run's start: this run is the take-over.
+	pr.Checks = withLease(green(), "r-other", at(5).Add(LeaseTTL))
+	first, _, term := Decide(State{RunID: "r-me"}, obs(at(0), pr), cfg())
+	if term != nil && term.Reason == ReasonTakenOver {
+		t.Fatalf("the take-over yielded to the lease it took over: %+v", term)
+	}
+	if first.LeaseAtStart != "r-other" {
+		t.Fatalf("lease at start %q, want r-other", first.LeaseAtStart)
+	}
+}
