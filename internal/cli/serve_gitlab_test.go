@@ -293,3 +293,58 @@ func TestPR_S2_ServeForgeAndWatchNames(t *testing.T) {
 		}
 	}
 }
+
+// TestPR_T14_ServeRetractsAGitLabVerdictOnATrustedComment: after a merge
+// request ends two-stable under serve, a trusted reviewer asks for more in
+// a plain (top-level) comment. Its Note Hook rearms the merge request and
+// the new run withdraws the verdict at the emulator before anything else:
+// the ready label off, converge's status on the head no longer success,
+// one comment by converge saying a comment awaits a reply.
+func TestPR_T14_ServeRetractsAGitLabVerdictOnATrustedComment(t *testing.T) {
+	t.Parallel() // its own emulator, state and port
+	if testing.Short() {
+		t.Skip("runs MR loops end to end")
+	}
+	w := startLabServe(t)
+	w.waitTwoStable(t)
+	iid := w.iids[0]
+	url := w.lab.MRURL(fakelab.DemoProject, iid)
+	deadline := time.Now().Add(2 * time.Minute)
+	for strings.Contains(getRuns(t, w.sp.addr), url+`"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve still lists %s's finished loop", url)
+		}
+		select {
+		case <-w.sp.done:
+			t.Fatalf("converge serve exited:\n%s", w.sp.out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	st, err := w.lab.MR(fakelab.DemoProject, iid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := st.HeadSHA
+	if _, _, err := w.reader.Notes.CreateMergeRequestNote(fakelab.DemoProject, int64(iid), &gitlab.CreateMergeRequestNoteOptions{
+		Body: gitlab.Ptr("Describe should print the median too."),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	waitLab(t, w.lab, w.sp, 3*time.Minute, "the verdict withdrawn", func() (bool, string) {
+		st, err := w.lab.MR(fakelab.DemoProject, iid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, d := range st.Discussions {
+			for _, b := range d.Notes {
+				if strings.Contains(b, "<!-- converge:retracted") {
+					n++
+				}
+			}
+		}
+		return n == 1 && !slices.Contains(st.Labels, prloop.LabelReady) && labStatus(t, w.reader, head) != "success",
+			fmt.Sprintf("%d retraction(s), labels %v, status %q", n, st.Labels, labStatus(t, w.reader, head))
+	})
+	w.drain(t)
+}
