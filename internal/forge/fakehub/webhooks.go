@@ -199,10 +199,19 @@ func (wh *webhooks) addLocked(d *Delivery) {
 	}
 }
 
-// deliverLoop sends queued deliveries in order, one at a time, until ctx
-// ends.
+// deliveryConcurrency is how many deliveries are in flight at once.
+// GitHub sends a repository's webhooks concurrently, in no promised
+// order; a receiver that needs one delivery to finish before the next
+// starts, or relies on their order, fails there, so it fails here.
+const deliveryConcurrency = 16
+
+// deliverLoop sends queued deliveries, up to deliveryConcurrency at once,
+// until ctx ends.
 func (h *Hub) deliverLoop(ctx context.Context) {
 	wh := &h.hooks
+	slots := make(chan struct{}, deliveryConcurrency)
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait()
 	for {
 		wh.mu.Lock()
 		var d *Delivery
@@ -221,7 +230,15 @@ func (h *Hub) deliverLoop(ctx context.Context) {
 				continue
 			}
 		}
-		h.send(ctx, cfg, d)
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		inFlight.Go(func() {
+			defer func() { <-slots }()
+			h.send(ctx, cfg, d)
+		})
 	}
 }
 

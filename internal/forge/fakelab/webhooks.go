@@ -295,10 +295,18 @@ func (hs *labHooks) addLocked(d *HookDelivery) {
 	}
 }
 
-// deliverHooks sends queued deliveries in order, one at a time, until
-// ctx ends.
+// hookConcurrency is how many deliveries are in flight at once: GitLab's
+// web hooks go out from background workers, concurrently, in no promised
+// order.
+const hookConcurrency = 16
+
+// deliverHooks sends queued deliveries, up to hookConcurrency at once,
+// until ctx ends.
 func (l *Lab) deliverHooks(ctx context.Context) {
 	hs := &l.hooks
+	slots := make(chan struct{}, hookConcurrency)
+	var inFlight sync.WaitGroup
+	defer inFlight.Wait()
 	for {
 		hs.mu.Lock()
 		var d *HookDelivery
@@ -321,7 +329,15 @@ func (l *Lab) deliverHooks(ctx context.Context) {
 				continue
 			}
 		}
-		l.sendHook(ctx, cfg, d)
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		inFlight.Go(func() {
+			defer func() { <-slots }()
+			l.sendHook(ctx, cfg, d)
+		})
 	}
 }
 

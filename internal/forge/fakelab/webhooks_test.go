@@ -152,9 +152,18 @@ func TestPR_S2_LabWebhooksAsGitLabSendsThem(t *testing.T) {
 		t.Fatalf("%d requests for %d deliveries", len(reqs), len(ds))
 	}
 	var sawOldrev, sawDiffNote, sawLabels, sawPipelineMR, sawPushCommit bool
+	// Deliveries go out concurrently, as GitLab's do: each request is
+	// matched to its delivery by its idempotency key, not by order.
+	byID := map[string]HookDelivery{}
+	for _, d := range ds {
+		byID[d.ID] = d
+	}
 	for i, r := range reqs {
-		d := ds[i]
 		h := r.header
+		d, ok := byID[h.Get("Idempotency-Key")]
+		if !ok {
+			t.Fatalf("request %d: idempotency key %q names no delivery", i, h.Get("Idempotency-Key"))
+		}
 		if h.Get("X-Gitlab-Token") != "s3cret" || h.Get("X-Gitlab-Event") != d.Event || h.Get("Idempotency-Key") != d.ID ||
 			h.Get("X-Gitlab-Event-UUID") == "" || h.Get("X-Gitlab-Webhook-UUID") == "" || h.Get("X-Gitlab-Instance") != l.URL() ||
 			!strings.HasPrefix(h.Get("User-Agent"), "GitLab/") {
