@@ -474,7 +474,7 @@ func (f *fleet) summary(since time.Time, sent int, d time.Duration) LatencyRun {
 		recv = append(recv, a.receive)
 	}
 	f.mu.Unlock()
-	r := LatencyRun{Seconds: d.Seconds(), Sent: sent, Events: events, Rate: float64(events) / d.Seconds(), Decisions: decisions, Uncovered: uncovered, Load: loadAvg()}
+	r := LatencyRun{Seconds: d.Seconds(), Sent: sent, Events: events, Rate: float64(events) / d.Seconds(), Decisions: decisions, Uncovered: uncovered, Load: LoadAvg()}
 	if len(lat) == 0 {
 		return r
 	}
@@ -491,8 +491,9 @@ func (f *fleet) summary(since time.Time, sent int, d time.Duration) LatencyRun {
 	return r
 }
 
-// loadAvg is the 1-minute load average, 0 where /proc has none.
-func loadAvg() float64 {
+// LoadAvg is the 1-minute load average, 0 where /proc has none: what a
+// figure measured on a shared machine is recorded with.
+func LoadAvg() float64 {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return 0

@@ -88,7 +88,7 @@ func authorEnv(hub *fakehub.Hub) map[string]string {
 }
 
 // restAs is go-github acting as one of the emulator's actors.
-func restAs(t *testing.T, hub *fakehub.Hub, token string) *github.Client {
+func restAs(t testing.TB, hub *fakehub.Hub, token string) *github.Client {
 	t.Helper()
 	c, err := ghREST(hub, token)
 	if err != nil {

@@ -22,7 +22,7 @@ import (
 // buildConverge builds the real binary: only its main hardens the process
 // (SEC-2); tests calling Run stay in process and prove nothing about /proc.
 // It is built once per package run and shared (TestMain removes it).
-func buildConverge(t *testing.T) string {
+func buildConverge(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the converge binary")

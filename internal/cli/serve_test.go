@@ -34,7 +34,7 @@ type serveProc struct {
 
 // startServe starts the converge binary's serve on a port of its own and
 // returns once it listens.
-func startServe(t *testing.T, env map[string]string, args ...string) *serveProc {
+func startServe(t testing.TB, env map[string]string, args ...string) *serveProc {
 	t.Helper()
 	buildConverge(t)
 	cmd := exec.Command("converge", append([]string{"serve", "--listen", "127.0.0.1:0"}, args...)...)
@@ -90,7 +90,7 @@ func (sp *serveProc) dump() string {
 
 // freeAddr is a loopback address no one listens on now, for a serve
 // whose webhook URL must be known before it starts.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -465,7 +465,7 @@ func answeredOnce(t *testing.T, num int, st fakehub.PRState) {
 }
 
 // getRuns is serve's GET /api/runs body.
-func getRuns(t *testing.T, addr string) string {
+func getRuns(t testing.TB, addr string) string {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/api/runs")
 	if err != nil {
