@@ -3,9 +3,9 @@ package cli
 import (
 	"context"
 	"net/http"
-	"strings"
 	"slices"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
