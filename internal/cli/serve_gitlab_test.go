@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"syscall"
@@ -347,4 +348,88 @@ func TestPR_T14_ServeRetractsAGitLabVerdictOnATrustedComment(t *testing.T) {
 			fmt.Sprintf("%d retraction(s), labels %v, status %q", n, st.Labels, labStatus(t, w.reader, head))
 	})
 	w.drain(t)
+}
+
+// TestPR_T14_WatchRetractsAGitLabVerdictOnATrustedComment: `converge pr
+// --watch` on a GitLab merge request stays after two-stable; a trusted
+// reviewer's plain comment then breaks "nothing awaits a reply", and the
+// watch's next look starts a run that withdraws the verdict at the
+// emulator: label off, status no longer success, one comment.
+func TestPR_T14_WatchRetractsAGitLabVerdictOnATrustedComment(t *testing.T) {
+	t.Parallel() // its own emulator and state
+	lab := labtest.Start(t, 100*time.Millisecond)
+	demo, err := fakelab.SeedDemo(t.Context(), lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildConverge(t)
+	cmd := exec.Command("converge", "pr", demo.MRURL, "--api-url", lab.APIURL(), "--ca-file", lab.CAFile(),
+		"--state", t.TempDir(), "--poll-min", "50ms", "--poll-max", "500ms", "--watch")
+	cmd.Env = cleanEnv(map[string]string{"CONVERGE_TOKEN": lab.Tokens().Author})
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	defer func() { _ = cmd.Process.Kill() }()
+	reader := labtest.Client(t, lab, lab.Tokens().Reviewer)
+	wait := func(limit time.Duration, what string, ok func() (bool, string)) {
+		t.Helper()
+		deadline := time.After(limit)
+		why := ""
+		for {
+			var good bool
+			if good, why = ok(); good {
+				return
+			}
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case err := <-done:
+				t.Fatalf("converge pr --watch ended (%v) before %s:\n%s", err, what, out.String())
+			case <-deadline:
+				t.Fatalf("no %s after %s (%s):\n%s", what, limit, why, out.String())
+			}
+		}
+	}
+	wait(5*time.Minute, "two-stable, then watching", func() (bool, string) {
+		if !strings.Contains(out.String(), "converge: watching") {
+			return false, "not watching yet"
+		}
+		return labTwoStable(t, lab, reader, demo.IID)
+	})
+	st, err := lab.MR(fakelab.DemoProject, demo.IID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := st.HeadSHA
+	if _, _, err := reader.Notes.CreateMergeRequestNote(fakelab.DemoProject, int64(demo.IID), &gitlab.CreateMergeRequestNoteOptions{
+		Body: gitlab.Ptr("Describe should print the median too."),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wait(3*time.Minute, "the verdict withdrawn", func() (bool, string) {
+		st, err := lab.MR(fakelab.DemoProject, demo.IID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, d := range st.Discussions {
+			for _, b := range d.Notes {
+				if strings.Contains(b, "<!-- converge:retracted") {
+					n++
+				}
+			}
+		}
+		s := labStatus(t, reader, head)
+		return n == 1 && !slices.Contains(st.Labels, prloop.LabelReady) && s != "success",
+			fmt.Sprintf("%d retraction(s), labels %v, status %q", n, st.Labels, s)
+	})
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("converge pr --watch did not end after SIGINT:\n%s", out.String())
+	}
 }
