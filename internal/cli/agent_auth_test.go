@@ -245,6 +245,7 @@ func TestPR_T5_RealClaudeCostBoundEndsTheRun(t *testing.T) {
 			{Text: "Applied both suggestions.\n" + statusRecord(t, "Mean returns ErrEmpty on empty input; MovingSum keeps the last window"),
 				Usage: fakemodel.Usage{InputTokens: 20000, OutputTokens: 2000}},
 		}},
+		verifierScript(t),
 	)
 	code, out := runBin(t, claudeEnv(t, bin, url, map[string]string{"CONVERGE_TOKEN": info.Tokens.Author}),
 		"pr", info.PRURL, "--api-url", info.APIURL, "--ca-file", info.CAFile, "--state", t.TempDir(),

@@ -412,6 +412,7 @@ func normaliseProof(t *testing.T, raw json.RawMessage, head string) (proof, cens
 		t.Fatalf("proof: %v", err)
 	}
 	delete(m, "reviewed_at")
+	delete(m, "observed_at") // the clock of the observation, each run its own
 	delete(m, "usage")
 	delete(m, "pr") // each emulator listens on a port of its own
 	c := m["test_census"]

@@ -181,6 +181,8 @@ func TestPR_M3_NoCopilotRealClaudeReviewsAndFixesUntilCleanLocalReview(t *testin
 		fakemodel.Script{Match: reviewPrompt, Also: []string{"+\t\treturn 0, ErrEmpty", "+\t" + boundNew}, Turns: []fakemodel.Turn{
 			{Text: "Nothing from this angle.\n[]"},
 		}},
+		// 4: the verifier, asked of each fix no test shows (PR-V7).
+		verifierScript(t),
 	)
 
 	state := t.TempDir()
@@ -332,6 +334,8 @@ func TestAG_B1_RealClaudeFixesTheSandboxPRToTwoStable(t *testing.T) {
 		}},
 		// 2: every local review angle, on every head.
 		fakemodel.Script{Match: reviewPrompt, Turns: []fakemodel.Turn{{Text: "Nothing from this angle.\n[]"}}},
+		// 3: the verifier, asked of each fix no test shows (PR-V7).
+		verifierScript(t),
 	)
 
 	ref, err := forge.ParsePRURL(info.PRURL)
@@ -380,7 +384,7 @@ func TestAG_B1_RealClaudeFixesTheSandboxPRToTwoStable(t *testing.T) {
 		t.Errorf("summary.go at the head:\n%s\nwant:\n%s", got, want)
 	}
 
-	checkClaudeRuns(t, srv, func(script int) bool { return script == 2 })
+	checkClaudeRuns(t, srv, func(script int) bool { return script == 2 || script == 3 }) // review angles, the verifier: read-only
 	ran := map[int]bool{}
 	for _, r := range srv.Requests() {
 		ran[r.Script] = true
@@ -390,4 +394,18 @@ func TestAG_B1_RealClaudeFixesTheSandboxPRToTwoStable(t *testing.T) {
 			t.Errorf("script %d never answered:\n%s", i, out)
 		}
 	}
+}
+
+// verifierScript answers every PR-V7 verifier run — the fresh-context
+// question whether a fix no test shows addresses its finding — with the
+// one schema-valid line: addressed.
+func verifierScript(t *testing.T) fakemodel.Script {
+	t.Helper()
+	line, err := json.Marshal(map[string]any{"status": "complete", "next_action": "", "needs_extension_minutes": 0,
+		"summary": "the change does what the comment asks", "files_changed": []string{},
+		"verdict": "addressed", "why": "the lines after the change fix what the comment describes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fakemodel.Script{Match: "You are verifying a fix.", Turns: []fakemodel.Turn{{Text: "Checked the change.\n" + string(line)}}}
 }

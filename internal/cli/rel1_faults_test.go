@@ -202,6 +202,7 @@ func storedProof(t *testing.T, state string, runCode int, runOut string) string 
 		t.Fatalf("proof --json: %v\n%s", err, out)
 	}
 	delete(v.Proof, "reviewed_at")
+	delete(v.Proof, "observed_at")
 	b, err := json.MarshalIndent(v.Proof, "", " ")
 	if err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package prloop
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,21 +28,25 @@ const (
 	leaseRefresh = 20 * time.Minute
 )
 
-// Lease is a run's hold on a PR as the head's verdict carries it.
+// Lease is a run's hold on a PR as the head's verdict carries it. A
+// commit status is the commit's, not the PR's: two PRs may share a head
+// (the same branch into two bases), so a lease names its PR's number.
 type Lease struct {
 	Run   string
+	PR    int
 	Until time.Time
 }
 
-var leaseRE = regexp.MustCompile(`\[lease (\S+) until (\S+)\]`)
+var leaseRE = regexp.MustCompile(`\[lease (\S+) #(\d+) until (\S+)\]`)
 
 // leaseText is a lease as the verdict's description says it.
-func leaseText(run string, until time.Time) string {
-	return fmt.Sprintf("[lease %s until %s]", markerField(run), until.UTC().Format(time.RFC3339))
+func leaseText(run string, pr int, until time.Time) string {
+	return fmt.Sprintf("[lease %s #%d until %s]", markerField(run), pr, until.UTC().Format(time.RFC3339))
 }
 
-// HeadLease reads the lease on the PR's head: the `converge` verdict's
-// description (a status) or title (a check run), while it is pending.
+// HeadLease reads the PR's lease on its head: the `converge` verdict's
+// description (a status) or title (a check run), while it is pending and
+// names this PR (another PR with the same head leases only itself).
 func HeadLease(pr *forge.PullRequest) (Lease, bool) {
 	if pr == nil || convergeStatus(pr.Checks) != forge.StatusPending {
 		return Lease{}, false
@@ -52,11 +57,12 @@ func HeadLease(pr *forge.PullRequest) (Lease, bool) {
 		}
 		for _, s := range []string{cx.Description, cx.Title} {
 			if m := leaseRE.FindStringSubmatch(s); m != nil {
-				until, err := time.Parse(time.RFC3339, m[2])
-				if err != nil {
+				until, err := time.Parse(time.RFC3339, m[3])
+				num, nerr := strconv.Atoi(m[2])
+				if err != nil || nerr != nil || num != pr.Number {
 					return Lease{}, false
 				}
-				return Lease{Run: m[1], Until: until}, true
+				return Lease{Run: m[1], PR: num, Until: until}, true
 			}
 		}
 	}
@@ -88,7 +94,7 @@ func (d *step) leaseReason(reason string) string {
 	}
 	// GitHub keeps 140 characters of a status's description: the lease
 	// is whole, the words before it give way.
-	l := leaseText(d.s.RunID, d.forgeNow().Add(LeaseTTL))
+	l := leaseText(d.s.RunID, d.pr.Number, d.forgeNow().Add(LeaseTTL))
 	return text.Clip(reason, max(0, 140-len(l)-1)) + " " + l
 }
 

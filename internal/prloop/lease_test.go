@@ -12,7 +12,7 @@ import (
 // lease until until.
 func withLease(ch forge.CheckRollup, run string, until time.Time) forge.CheckRollup {
 	ch = withConvergeStatus(ch, string(forge.StatusPending))
-	ch.Contexts[len(ch.Contexts)-1].Description = "converge: round 1 running " + leaseText(run, until)
+	ch.Contexts[len(ch.Contexts)-1].Description = "converge: round 1 running " + leaseText(run, 7, until)
 	return ch
 }
 
@@ -30,7 +30,7 @@ func TestPR_T14_ARunsPendingVerdictCarriesItsLease(t *testing.T) {
 			lease = a.Reason
 		}
 	}
-	want := leaseText("r-me", at(0).Add(LeaseTTL))
+	want := leaseText("r-me", 7, at(0).Add(LeaseTTL))
 	if !strings.Contains(lease, want) {
 		t.Fatalf("pending verdict %q does not carry %q: %q", lease, want, sig(acts))
 	}
@@ -48,7 +48,7 @@ func TestPR_T14_ARunsPendingVerdictCarriesItsLease(t *testing.T) {
 	_, acts, _ = Decide(s, obs(at(15), pr), cfg())
 	refreshed := false
 	for _, a := range acts {
-		refreshed = refreshed || (a.Kind == ActSetStatus && a.State == forge.StatusPending && strings.Contains(a.Reason, leaseText("r-me", at(15).Add(LeaseTTL))))
+		refreshed = refreshed || (a.Kind == ActSetStatus && a.State == forge.StatusPending && strings.Contains(a.Reason, leaseText("r-me", 7, at(15).Add(LeaseTTL))))
 	}
 	if !refreshed {
 		t.Fatalf("a lease 15 minutes from lapsing is not refreshed: %q", sig(acts))
@@ -87,5 +87,23 @@ func TestPR_T14_ARunTakenOverYieldsAndWritesNothing(t *testing.T) {
 	}
 	if first.LeaseAtStart != "r-other" {
 		t.Fatalf("lease at start %q, want r-other", first.LeaseAtStart)
+	}
+}
+
+// TestPR_T14_AnotherPRsLeaseOnTheSameHeadIsNotATakeOver: two PRs may share
+// a head commit, and a commit status is the commit's: the lease of a run
+// on PR 8 showing on this PR's head takes nothing over.
+func TestPR_T14_AnotherPRsLeaseOnTheSameHeadIsNotATakeOver(t *testing.T) {
+	s := awaiting("h1", 1)
+	s.RunID = "r-me"
+	pr := newPR("h1")
+	pr.ObservedAt = at(5)
+	pr.Checks = withConvergeStatus(green(), string(forge.StatusPending))
+	pr.Checks.Contexts[len(pr.Checks.Contexts)-1].Description = "converge: round 1 running " + leaseText("r-other", 8, at(5).Add(LeaseTTL))
+	if _, _, term := Decide(s, obs(at(5), pr), cfg()); term != nil && term.Reason == ReasonTakenOver {
+		t.Fatalf("PR 8's lease took PR 7 over: %+v", term)
+	}
+	if _, ok := HeadLease(pr); ok {
+		t.Fatal("PR 8's lease read as PR 7's")
 	}
 }

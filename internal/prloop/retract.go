@@ -72,7 +72,10 @@ func (d *step) retract() {
 	if ready {
 		acts = append(acts, Action{Kind: ActRemoveLabel, Key: key + "/label", Label: LabelReady, Round: d.s.Round, Reason: reason})
 	}
-	if own && !d.setsStatus() {
+	if own {
+		// Even when the step goes on to mark the head pending (a round
+		// starts): the retraction's writes come first, and the success
+		// must not outlive them.
 		acts = append(acts, Action{Kind: ActSetStatus, Key: key + "/status", SHA: d.head, State: forge.StatusFailure,
 			Round: d.s.Round, Reason: text.Clip(reason, 140)})
 	}
@@ -86,7 +89,7 @@ func (d *step) retract() {
 }
 
 // setsStatus reports a status on the head this step already writes (a
-// round's pending status): it replaces the success as surely.
+// round's pending status).
 func (d *step) setsStatus() bool {
 	for _, a := range d.acts {
 		if a.Kind == ActSetStatus && a.SHA == d.head && a.State != forge.StatusSuccess {
