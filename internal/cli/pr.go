@@ -226,6 +226,10 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		return err
 	}
 	if opts.engine.temporal() {
+		if opts.Watch || opts.TakeOver {
+			// Not silently ignored: the fleet's serve holds finished PRs.
+			return usageErr("--watch and --take-over run on the local engine only; on Temporal, converge serve --engine temporal holds finished PRs")
+		}
 		return runPRTemporal(ctx, ios, opts)
 	}
 	if err := containAgents(ios, opts.UnsafeNoSandbox, opts.StateDir); err != nil {
