@@ -118,10 +118,10 @@ func TestSEC_4_ReplayedDeliveryCausesNoSecondAction(t *testing.T) {
 	}
 }
 
-// TestPR_S2_BurstOfFiftyEventsWakesOnce: fifty deliveries for one PR
-// within the window wake its loop once, when the window ends; nothing
-// before.
-func TestPR_S2_BurstOfFiftyEventsWakesOnce(t *testing.T) {
+// TestPR_S2_BurstOfFiftyEventsWakesTwice: fifty deliveries for one PR
+// within the window wake its loop at once, on the first, and once more
+// when the window ends; nothing in between.
+func TestPR_S2_BurstOfFiftyEventsWakesTwice(t *testing.T) {
 	r := newRig(t, nil)
 	events := []struct{ event, body string }{
 		{"pull_request_review", reviewPayload(7)},
@@ -138,31 +138,43 @@ func TestPR_S2_BurstOfFiftyEventsWakesOnce(t *testing.T) {
 		r.clock.Advance(r.srv.opts.Window / 100)
 		r.srv.wakes.flush()
 	}
-	if w := r.loops.Wakes(); len(w) != 0 {
-		t.Fatalf("woke %v inside the window", w)
-	}
-	r.settle()
 	if w := r.loops.Wakes(); !slices.Equal(w, []string{prA}) {
-		t.Fatalf("wakes after the burst = %v, want one of %s", w, prA)
+		t.Fatalf("wakes inside the window = %v, want the first event's alone", w)
 	}
-	// The next event opens a new window.
-	r.deliver(t, "issue_comment", "later", testSecret, events[3].body)
 	r.settle()
-	if w := r.loops.Wakes(); len(w) != 2 {
-		t.Errorf("wakes after a later event = %v, want two", w)
+	if w := r.loops.Wakes(); !slices.Equal(w, []string{prA, prA}) {
+		t.Fatalf("wakes after the burst = %v, want one more of %s", w, prA)
+	}
+	// Quiet for a window: the next event wakes at once again.
+	r.settle()
+	r.settle()
+	r.deliver(t, "issue_comment", "later", testSecret, events[3].body)
+	r.srv.wakes.flush()
+	if w := r.loops.Wakes(); len(w) != 3 {
+		t.Errorf("wakes after a later event = %v, want three", w)
 	}
 }
 
-// TestPR_S2_RunWakesWhenTheWindowEnds: Run delivers the coalesced wake on
-// its own once the clock passes the window.
-func TestPR_S2_RunWakesWhenTheWindowEnds(t *testing.T) {
+// TestPR_S2_RunWakesAtOnceThenWhenTheWindowEnds: Run delivers a PR's first
+// wake at once, and the events after it in one wake once the clock passes
+// the window.
+func TestPR_S2_RunWakesAtOnceThenWhenTheWindowEnds(t *testing.T) {
 	r := newRig(t, nil)
 	r.loops.woke = make(chan string, 10)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- r.srv.Run(ctx) }()
 	defer func() { cancel(); <-done }()
-	for i := range 3 {
+	r.deliver(t, "pull_request_review", "d-0", testSecret, reviewPayload(8))
+	select {
+	case w := <-r.loops.woke:
+		if w != prB {
+			t.Errorf("woke %s, want %s", w, prB)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first event did not wake at once")
+	}
+	for i := 1; i < 3; i++ {
 		r.deliver(t, "pull_request_review", fmt.Sprintf("d-%d", i), testSecret, reviewPayload(8))
 	}
 	if d := r.clock.waitAsked(t); d != r.srv.opts.Window {
@@ -170,7 +182,7 @@ func TestPR_S2_RunWakesWhenTheWindowEnds(t *testing.T) {
 	}
 	select {
 	case w := <-r.loops.woke:
-		t.Fatalf("woke %s before the window ended", w)
+		t.Fatalf("woke %s again before the window ended", w)
 	default:
 	}
 	r.clock.Advance(r.srv.opts.Window)
