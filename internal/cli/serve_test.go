@@ -142,9 +142,14 @@ func waitFor(t *testing.T, hub *fakehub.Hub, sp *serveProc, limit time.Duration,
 	events, cancel := hub.Subscribe()
 	defer cancel()
 	deadline := time.After(limit)
+	// Not every condition is news at the emulator (a loop that ended is
+	// serve's): it is read again now and then too.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for !ok() {
 		select {
 		case <-events:
+		case <-tick.C:
 		case <-sp.done:
 			t.Fatalf("converge serve exited before %s:\n%s", what, sp.out.String())
 		case <-deadline:
