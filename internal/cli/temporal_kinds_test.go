@@ -237,9 +237,13 @@ func TestLOOP_8_TemporalLoopEndsBlockedOnAFlakyCheck(t *testing.T) {
 	dir, scripts := todoRepo(t, 2)
 	// The check fails first (the baseline), passes after iteration 1,
 	// then fails on the same tree when converge runs it again. Its
-	// counter lives outside the repository.
+	// counter is a file git ignores in the work tree: a contained check
+	// (SEC-7) writes nothing outside it, and its /tmp is its own.
 	flaky := filepath.Join(scripts, "flaky.sh")
-	count := filepath.Join(scripts, "count")
+	count := filepath.Join(dir, ".flaky-count")
+	if err := os.WriteFile(filepath.Join(dir, ".git", "info", "exclude"), []byte(".flaky-count\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	writeScript(t, flaky, "n=$(cat "+count+" 2>/dev/null || echo 0); n=$((n+1)); echo $n > "+count+"; echo run $n; [ $n -eq 2 ]\n")
 	p := loopKindParams(dir, removeOne(t, scripts), 3)
 	p.Check, p.Confirm, p.ConfirmSet = "sh "+flaky, 2, true

@@ -190,9 +190,18 @@ func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PR
 	loop, ws := newPRLoop(p, filepath.Join(ps.stateDir, "work"), b.RunID, b.Reporter, temporal.StateJournal[prloop.State]{Journal: b.Journal})
 	return &kinds.PRBound{
 		Loop:    loop,
-		Setup:   kinds.PRSetup{Ref: ref, Config: p.Config, DryRun: p.DryRun, DisposeOnly: p.DisposeOnly},
+		Setup:   kinds.PRSetup{RunID: setupRunID(b), Ref: ref, Config: p.Config, DryRun: p.DryRun, DisposeOnly: p.DisposeOnly},
 		Options: temporal.Options{PollMin: p.PollMin, PollMax: p.PollMax, FaultBudget: p.FaultBudget},
 		Close:   func(ctx context.Context) { _ = ws.Cleanup(ctx) },
 		Redact:  func(s string) string { return p.Minted.Redact(fixed.Redact(s)) },
 	}, nil
+}
+
+// setupRunID is the run id a PR workflow's lease names: the one its setup
+// recorded, so a later bind (a continue-as-new, another worker) keeps it.
+func setupRunID(b temporal.Binding[kinds.PRParams, kinds.PRSetup]) string {
+	if b.Setup != nil {
+		return b.Setup.RunID
+	}
+	return b.RunID
 }

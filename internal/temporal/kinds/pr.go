@@ -18,6 +18,9 @@ import (
 // on a worker: the PR, its settings (the base branch's .converge.yaml
 // read there) and the run's mode.
 type PRSetup struct {
+	// RunID names the run's lease on the PR's head (PR-T14), as the
+	// workflow's first run knows it.
+	RunID       string        `json:"run_id,omitempty"`
 	Ref         forge.PRRef   `json:"ref"`
 	Config      prloop.Config `json:"config"`
 	DryRun      bool          `json:"dry_run,omitempty"`
@@ -66,9 +69,11 @@ type PRBound = temporal.Bound[prloop.State, prloop.Observation, prloop.Action, *
 // runs activities: a client, a replay).
 func PR(bind PRBind) *PRKind {
 	return &PRKind{
-		Name:    "pr",
-		Target:  PRParams.Target,
-		Initial: func(PRParams, PRSetup) prloop.State { return prloop.State{Phase: prloop.PhaseStart} },
+		Name:   "pr",
+		Target: PRParams.Target,
+		Initial: func(_ PRParams, d PRSetup) prloop.State {
+			return prloop.State{Phase: prloop.PhaseStart, RunID: d.RunID}
+		},
 		Decider: func(d PRSetup, r engine.Reporter) temporal.Decider[prloop.State, prloop.Observation, prloop.Action] {
 			// The same Loop's Decide, Stepped and Fail, bound to nothing
 			// but the settings: they do no IO.
