@@ -219,9 +219,11 @@ func (e *ErrHeadMoved) Error() string {
 // not by waiting.
 func (e *ErrHeadMoved) ObserveNow() bool { return true }
 
+// headMoved reports a fault a new observation answers (ErrHeadMoved, a
+// push the moved branch refused): transient on every engine.
 func headMoved(err error) bool {
-	var hm *ErrHeadMoved
-	return errors.As(err, &hm)
+	var now interface{ ObserveNow() bool }
+	return errors.As(err, &now) && now.ObserveNow()
 }
 
 // PriorVerdictHead reads, from a PR's earlier runs (newest first), the

@@ -117,5 +117,22 @@ func (w *GitWorkspace) push(ctx context.Context, pr *forge.PullRequest) error {
 		err = w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef)
 	}
 	crashpoint.Hit("git push: after")
+	if errors.Is(err, repo.ErrNonFastForward) {
+		return &branchMovedError{err: err}
+	}
 	return err
 }
+
+// branchMovedError is a push the forge refused because the PR's branch
+// moved under the round (a human's push, another converge that took the
+// PR over): nothing was pushed, and the loop observes again at once and
+// judges what moved it (PR-T4, PR-T14) instead of ending errored.
+type branchMovedError struct{ err error }
+
+func (e *branchMovedError) Error() string {
+	return e.err.Error() + "; the branch moved under the round: observing it again"
+}
+func (e *branchMovedError) Unwrap() error { return e.err }
+
+// ObserveNow tells the engine a new observation answers this fault.
+func (e *branchMovedError) ObserveNow() bool { return true }
