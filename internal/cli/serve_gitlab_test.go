@@ -237,17 +237,7 @@ func TestPR_T10_ServeProvesAGitLabMRHeadPushedAfterItsVerdict(t *testing.T) {
 	w.waitTwoStable(t)
 	// The push comes once serve no longer lists the loop.
 	first := w.lab.MRURL(fakelab.DemoProject, w.iids[0])
-	deadline := time.Now().Add(2 * time.Minute)
-	for strings.Contains(getRuns(t, w.sp.addr), first+`"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve still lists %s's finished loop", first)
-		}
-		select {
-		case <-w.sp.done:
-			t.Fatalf("converge serve exited:\n%s", w.sp.out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitUnlisted(t, w.sp, first)
 	head, err := w.lab.PushFiles(fakelab.DemoProject, fakelab.DemoBranch, fakelab.UserAuthor, map[string]string{"NOTES.md": "a note pushed after the verdict\n"}, "Add notes")
 	if err != nil {
 		t.Fatal(err)
@@ -310,17 +300,7 @@ func TestPR_T14_ServeRetractsAGitLabVerdictOnATrustedComment(t *testing.T) {
 	w.waitTwoStable(t)
 	iid := w.iids[0]
 	url := w.lab.MRURL(fakelab.DemoProject, iid)
-	deadline := time.Now().Add(2 * time.Minute)
-	for strings.Contains(getRuns(t, w.sp.addr), url+`"`) {
-		if time.Now().After(deadline) {
-			t.Fatalf("serve still lists %s's finished loop", url)
-		}
-		select {
-		case <-w.sp.done:
-			t.Fatalf("converge serve exited:\n%s", w.sp.out.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	waitUnlisted(t, w.sp, url)
 	st, err := w.lab.MR(fakelab.DemoProject, iid)
 	if err != nil {
 		t.Fatal(err)
@@ -431,5 +411,22 @@ func TestPR_T14_WatchRetractsAGitLabVerdictOnATrustedComment(t *testing.T) {
 	case <-done:
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("converge pr --watch did not end after SIGINT:\n%s", out.String())
+	}
+}
+
+// waitUnlisted waits until serve no longer lists target's loop: its run
+// ended.
+func waitUnlisted(t *testing.T, sp *serveProc, target string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for strings.Contains(getRuns(t, sp.addr), target+`"`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve still lists %s's finished loop", target)
+		}
+		select {
+		case <-sp.done:
+			t.Fatalf("converge serve exited:\n%s", sp.out.String())
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
