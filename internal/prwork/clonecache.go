@@ -27,10 +27,19 @@ import (
 // registered in it and no worktree is in it. Everything here runs under
 // the clone's lock (clonelock.go).
 
-// cloneDir is the repository's clone in the cache under root.
+// cloneDir is the repository's clone in the cache under root, always
+// three levels down: a GitLab project's subgroups are one directory
+// (group~sub), never nested ones. The clone's lock guards that directory
+// and nothing above it, so a clone nested under another cache directory
+// could be pruned with its parent while it was being made (the pruner
+// takes the parent's lock, the cloner the child's).
 func cloneDir(root string, ref forge.PRRef) string {
-	return filepath.Join(root, "clones", sanitize(ref.Host), ref.Owner, ref.Repo)
+	return filepath.Join(root, "clones", sanitize(ref.Host), ownerDir(ref.Owner), ref.Repo)
 }
+
+// ownerDir is the owner as one directory name. "~" is in no GitHub owner
+// nor GitLab group path, so no two owners share one.
+func ownerDir(owner string) string { return strings.ReplaceAll(owner, "/", "~") }
 
 // gitDirOf is where the clone's refs and worktree records live: the
 // clone itself when bare, its .git in a clone an older converge made with
@@ -277,12 +286,14 @@ func PruneClones(ctx context.Context, root string, live func(run string) bool) (
 	return removed, errors.Join(errs...)
 }
 
-// cachedClones lists the clone directories under dir (<root>/clones): a
-// GitLab project's path has subgroups, so a clone is not always three
-// levels down (<host>/<owner>/<repo>); a directory holding a clone is
-// never one itself, lest pruning it remove the clone inside. A directory
-// three levels down that is no clone and holds none (a clone that never
-// finished) is listed too, as before.
+// cachedClones lists the clone directories under dir (<root>/clones).
+// converge makes every clone three levels down (<host>/<owner>/<repo>,
+// cloneDir); an older one nested a GitLab project's under its subgroups,
+// so a clone deeper down is listed too, and a directory holding a clone
+// is never one itself, lest pruning it remove the clone inside. A
+// directory three levels down that is no clone and holds none (a clone
+// that never finished) is listed too: it is removed under its own lock,
+// the one a run making a clone there holds.
 func cachedClones(dir string) ([]string, error) {
 	var out []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {

@@ -2,7 +2,9 @@ package prwork
 
 import (
 	"context"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/convergeloop/converge/internal/forge"
@@ -42,5 +44,41 @@ func TestPR_G6_PruneKeepsASubgroupProjectsLiveClone(t *testing.T) {
 	}
 	if err := ws.Cleanup(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPR_G6_ASubgroupClonesWhilePruning: `converge serve` reads a
+// finished GitLab run's .converge.yaml (ReadBaseFile makes the clone)
+// while it prunes the cache. A subgroup project's clone is one directory
+// three levels down, so the pruner, which removes a half-made clone there
+// under that directory's lock, waits for the cloner rather than removing
+// the directory git is cloning into (which failed the read: "fork/exec
+// /usr/bin/git: no such file or directory").
+func TestPR_G6_ASubgroupClonesWhilePruning(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pr, bare := localPR(t, map[string]string{".converge.yaml": "max_rounds: 3\n"}, map[string]string{"a.txt": "A\n"})
+	pr.Ref.Owner, pr.Ref.Repo, pr.Ref.Forge = "group/sub", "project", forge.GitLab
+	root := t.TempDir()
+	if rel, _ := filepath.Rel(filepath.Join(root, "clones"), cloneDir(root, pr.Ref)); len(strings.Split(rel, string(filepath.Separator))) != 3 {
+		t.Fatalf("clone at clones/%s: want <host>/<owner>/<repo>, three levels down", rel)
+	}
+	done := make(chan struct{})
+	var pruneErr error
+	go func() {
+		defer close(done)
+		for i := 0; i < 40 && pruneErr == nil; i++ {
+			_, pruneErr = PruneClones(ctx, root, func(string) bool { return false })
+		}
+	}()
+	for i := 0; i < 20; i++ {
+		data, found, err := ReadBaseFile(ctx, root, bare, gitTestEnv(), nil, pr, ".converge.yaml")
+		if err != nil || !found || string(data) != "max_rounds: 3\n" {
+			t.Fatalf("read %d: %q found=%v: %v", i, data, found, err)
+		}
+	}
+	<-done
+	if pruneErr != nil {
+		t.Fatal(pruneErr)
 	}
 }
