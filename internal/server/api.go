@@ -321,22 +321,45 @@ func (s *Server) rearmPR(ctx context.Context, key string) {
 			s.deferRearm(t, sha, at)
 			continue
 		}
-		s.rearmTarget(ctx, t, sha, time.Time{})
+		s.rearmRetrying(ctx, t, sha, time.Time{}, 0)
 	}
 }
+
+// rearmRetrying is rearmTarget, and when its registration fails (a clone that
+// could not be read, the store busy), the news is kept and tried again
+// after a back-off: a retraction is never lost to a passing fault.
+func (s *Server) rearmRetrying(ctx context.Context, t, sha string, since time.Time, tries int) {
+	err := s.rearmTarget(ctx, t, sha, since)
+	if err == nil || ctx.Err() != nil {
+		return
+	}
+	wait := min(pendingEvery<<min(tries, 10), maxRearmBackoff)
+	s.log.Error("rearm: register", "target", t, "err", err, "retry_in", wait)
+	s.pendMu.Lock()
+	p := s.pendingFor(t, since)
+	p.tries = max(p.tries, tries+1)
+	p.due = s.opts.Clock.Now().Add(wait)
+	p.note(sha)
+	s.pendMu.Unlock()
+	s.kickPending()
+}
+
+// maxRearmBackoff caps the wait between tries of a failed rearm.
+const maxRearmBackoff = 5 * time.Minute
 
 // rearmTarget registers t again when its newest run calls for it (see
 // rearmPR). With sha, only a two-stable verdict on that commit does; with
 // since, only one whose proof was observed no later than lagMargin after
-// since: news older than that was read by the run that proved it.
-func (s *Server) rearmTarget(ctx context.Context, t, sha string, since time.Time) {
+// since: news older than that was read by the run that proved it. Its
+// error is the registration's.
+func (s *Server) rearmTarget(ctx context.Context, t, sha string, since time.Time) error {
 	run, err := s.opts.Store.LatestRunFor(ctx, t)
 	switch {
 	case err != nil:
-		return
+		return nil
 	case !run.Finished():
 		if sha != "" || !since.IsZero() {
-			return
+			return nil
 		}
 		// Unfinished, and no loop of this server drives it: it was
 		// refused at its claim or ended by an error before its end was
@@ -344,21 +367,19 @@ func (s *Server) rearmTarget(ctx context.Context, t, sha string, since time.Time
 		// says why, while another process drives it).
 		s.log.Info("rearm: news on a PR whose unfinished run no loop drives", "target", t, "run", run.ID)
 	case run.Status != string(prloop.ReasonTwoStable):
-		return
+		return nil
 	default:
 		if sha != "" && !strings.EqualFold(prloop.PriorVerdictHead([]store.Run{run}), sha) {
-			return
+			return nil
 		}
 		if !since.IsZero() {
 			if obs := prloop.ProofObservedAt(run); !obs.IsZero() && since.Before(obs.Add(-lagMargin)) {
-				return
+				return nil
 			}
 		}
 		s.log.Info("rearm: news on a finished PR", "target", t)
 	}
-	if err := s.opts.Loops.Register(ctx, t); err != nil {
-		s.log.Error("rearm: register", "target", t, "err", err)
-	}
+	return s.opts.Loops.Register(ctx, t)
 }
 
 // lagMargin is how long before a proof's observation news may have
@@ -371,13 +392,23 @@ type pendingRearm struct {
 	shas []string // CI news on these commits; empty: news on the PR
 	pr   bool
 	at   time.Time // the first news since the loop was found live
+
+	tries int       // failed registrations so far
+	due   time.Time // not tried again before this
 }
 
-// deferRearm keeps news on t while its loop runs: the loop was woken, but
-// may be past its last observation (PR-T14).
-func (s *Server) deferRearm(t, sha string, at time.Time) {
-	s.pendMu.Lock()
-	defer s.pendMu.Unlock()
+// note adds news: on the PR when sha is empty, else CI news on sha.
+func (p *pendingRearm) note(sha string) {
+	if sha == "" {
+		p.pr = true
+	} else if !slices.Contains(p.shas, sha) {
+		p.shas = append(p.shas, sha)
+	}
+}
+
+// pendingFor is t's deferred news, made with at when there is none.
+// Under pendMu.
+func (s *Server) pendingFor(t string, at time.Time) *pendingRearm {
 	if s.pending == nil {
 		s.pending = map[string]*pendingRearm{}
 	}
@@ -386,15 +417,24 @@ func (s *Server) deferRearm(t, sha string, at time.Time) {
 		p = &pendingRearm{at: at}
 		s.pending[t] = p
 	}
-	if sha == "" {
-		p.pr = true
-	} else if !slices.Contains(p.shas, sha) {
-		p.shas = append(p.shas, sha)
-	}
+	return p
+}
+
+// kickPending wakes runPending.
+func (s *Server) kickPending() {
 	select {
 	case s.pendKick <- struct{}{}:
 	default:
 	}
+}
+
+// deferRearm keeps news on t while its loop runs: the loop was woken, but
+// may be past its last observation (PR-T14).
+func (s *Server) deferRearm(t, sha string, at time.Time) {
+	s.pendMu.Lock()
+	s.pendingFor(t, at).note(sha)
+	s.pendMu.Unlock()
+	s.kickPending()
 }
 
 // pendingEvery spaces the checks of deferred news.
@@ -425,8 +465,9 @@ func (s *Server) runPending(ctx context.Context) {
 			live[r.Target] = true
 		}
 		ended := map[string]*pendingRearm{}
+		now := s.opts.Clock.Now()
 		for t, p := range s.pending {
-			if !live[t] {
+			if !live[t] && !p.due.After(now) {
 				ended[t] = p
 				delete(s.pending, t)
 			}
@@ -435,11 +476,11 @@ func (s *Server) runPending(ctx context.Context) {
 		for _, t := range slices.Sorted(maps.Keys(ended)) {
 			p := ended[t]
 			if p.pr {
-				s.rearmTarget(ctx, t, "", p.at)
+				s.rearmRetrying(ctx, t, "", p.at, p.tries)
 				continue
 			}
 			for _, sha := range p.shas {
-				s.rearmTarget(ctx, t, sha, p.at)
+				s.rearmRetrying(ctx, t, sha, p.at, p.tries)
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -92,6 +93,9 @@ type fakeLoops struct {
 	runs       []RunInfo
 	wakes      []string
 	registered []string
+	// failNext fails that many Registers before they succeed.
+	failNext int
+	failed   int
 }
 
 func (l *fakeLoops) Wake(target string) {
@@ -106,6 +110,11 @@ func (l *fakeLoops) Wake(target string) {
 func (l *fakeLoops) Register(_ context.Context, target string) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failNext > 0 {
+		l.failNext--
+		l.failed++
+		return errors.New("read .converge.yaml: git clone: fork/exec /usr/bin/git: no such file or directory")
+	}
 	l.registered = append(l.registered, target)
 	l.runs = append(l.runs, RunInfo{Target: target, Phase: "new"})
 	return nil

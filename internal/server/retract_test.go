@@ -106,3 +106,49 @@ func TestPR_T14_NewsWhileALoopRunsIsNotLost(t *testing.T) {
 		t.Fatalf("registered %v, want only %s (prB's proof read the news)", got, prA)
 	}
 }
+
+// TestPR_T14_AFailedRearmIsTriedAgain: news on a finished two-stable PR
+// whose registration fails (its clone could not be read) is kept and
+// tried again after a back-off until a registration succeeds: the
+// retraction it may call for is never lost to a passing fault.
+func TestPR_T14_AFailedRearmIsTriedAgain(t *testing.T) {
+	r := newRig(t, nil)
+	ctx := context.Background()
+	proven := "https://github.com/acme/widget/pull/9"
+	if err := r.st.PutRegistration(ctx, proven); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.st.CreateRun(ctx, store.Run{ID: "r-9", Kind: "pr", Target: proven, Status: "two-stable",
+		EndedAt: r.clock.Now(), Proof: []byte(`{"head_sha":"cafe0001"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	r.loops.mu.Lock()
+	r.loops.failNext = 3
+	r.loops.mu.Unlock()
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r.srv.runPending(runCtx) }()
+	defer func() { cancel(); <-done }()
+	status := `{"sha":"cafe0001","state":"failure","context":"ci/integration","branches":[],"repository":{"full_name":"acme/widget"}}`
+	if code := r.deliver(t, "status", "s-1", testSecret, status); code != http.StatusAccepted {
+		t.Fatalf("status delivery: %d", code)
+	}
+	r.settle()
+	deadline := time.After(time.Minute)
+	for len(r.loops.Registered()) == 0 {
+		r.clock.Advance(pendingEvery)
+		select {
+		case <-deadline:
+			r.loops.mu.Lock()
+			defer r.loops.mu.Unlock()
+			t.Fatalf("the PR was never registered after %d failed tries", r.loops.failed)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	r.loops.mu.Lock()
+	failed := r.loops.failed
+	r.loops.mu.Unlock()
+	if got := r.loops.Registered(); failed != 3 || !slices.Equal(got, []string{proven}) {
+		t.Fatalf("registered %v after %d failures; want %s once, after 3", got, failed, proven)
+	}
+}
