@@ -226,9 +226,9 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		return err
 	}
 	if opts.engine.temporal() {
-		if opts.Watch || opts.TakeOver {
+		if opts.Watch {
 			// Not silently ignored: the fleet's serve holds finished PRs.
-			return usageErr("--watch and --take-over run on the local engine only; on Temporal, converge serve --engine temporal holds finished PRs")
+			return usageErr("--watch runs on the local engine only; on Temporal, converge serve --engine temporal holds finished PRs")
 		}
 		return runPRTemporal(ctx, ios, opts)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/temporal"
+	"github.com/convergeloop/converge/internal/temporal/kinds"
 )
 
 // runPRTemporal starts (or attaches to) one PR workflow per URL on the
@@ -51,7 +52,9 @@ func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	k := prKind(nil)
 	runs := make([]client.WorkflowRun, len(refs))
 	for i, u := range opts.URLs {
-		if runs[i], err = k.Start(ctx, c, opts.engine.TaskQueue, prParamsOf(opts, u), temporal.Options{}); err != nil {
+		params := prParamsOf(opts, u)
+		params.PriorVerdictHead = kinds.PriorVerdict(ctx, c, params)
+		if runs[i], err = k.Start(ctx, c, opts.engine.TaskQueue, params, temporal.Options{}); err != nil {
 			return &ExitErr{Code: exitcode.Unreachable, Err: err}
 		}
 	}

@@ -126,6 +126,7 @@ func prParamsOf(opts *prOptions, url string) kinds.PRParams {
 		JudgeAgent: opts.JudgeAgent, JudgeAgentCmd: opts.JudgeAgentCmd,
 		Set: opts.Set, DryRun: opts.DryRun, DisposeOnly: opts.DisposeOnly,
 		AllowHostMismatch: opts.AllowHostMismatch, NoAgentCheck: opts.NoAgentCheck,
+		TakeOver: opts.TakeOver,
 	}
 }
 
@@ -141,7 +142,7 @@ func prOptionsOf(p kinds.PRParams, w *workerOptions) *prOptions {
 		Agent: p.Agent, AgentCmd: p.AgentCmd, ReviewAgent: p.ReviewAgent, ReviewAgentCmd: p.ReviewAgentCmd,
 		JudgeAgent: p.JudgeAgent, JudgeAgentCmd: p.JudgeAgentCmd, Set: set,
 		DryRun: p.DryRun, DisposeOnly: p.DisposeOnly, AllowHostMismatch: p.AllowHostMismatch, NoAgentCheck: p.NoAgentCheck,
-		factory: w.factory,
+		TakeOver: p.TakeOver, factory: w.factory,
 	}
 }
 
@@ -168,6 +169,14 @@ func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PR
 	p := ps.params(ref, forges[0], tokens[0])
 	if err := preflight(ctx, &p); err != nil {
 		return nil, err
+	}
+	if b.Setup == nil {
+		// A new run refuses a PR another converge's live lease is on, as
+		// it does locally (prJob.refuseHeld); this workflow's own lease
+		// (a setup retried after it was written) is no hold.
+		if l := p.heldBy; l != nil && l.Run != b.RunID && !opts.TakeOver && !p.DryRun {
+			return nil, &ExitErr{Code: exitcode.Usage, Err: &heldError{target: ref.String(), lease: *l}}
+		}
 	}
 	if b.Setup == nil && p.Checker != nil && !p.DisposeOnly {
 		if err := p.Checker.check(ctx, p.agentChecks, p.agentEnv()); err != nil {

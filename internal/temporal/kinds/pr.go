@@ -8,9 +8,12 @@ package kinds
 import (
 	"context"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
+	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/temporal"
 )
 
@@ -44,6 +47,12 @@ type PRParams struct {
 	DisposeOnly       bool              `json:"dispose_only,omitempty"`
 	AllowHostMismatch bool              `json:"allow_host_mismatch,omitempty"`
 	NoAgentCheck      bool              `json:"no_agent_check,omitempty"`
+	// TakeOver drives the PR although another converge's live lease is
+	// on its head (PR-T14).
+	TakeOver bool `json:"take_over,omitempty"`
+	// PriorVerdictHead is the head the PR's newest earlier run proved
+	// two-stable (PriorVerdict), which a new head breaks (PR-T14).
+	PriorVerdictHead string `json:"prior_verdict_head,omitempty"`
 }
 
 // Target is the PR the parameters name (the URL as given when it does
@@ -71,8 +80,8 @@ func PR(bind PRBind) *PRKind {
 	return &PRKind{
 		Name:   "pr",
 		Target: PRParams.Target,
-		Initial: func(_ PRParams, d PRSetup) prloop.State {
-			return prloop.State{Phase: prloop.PhaseStart, RunID: d.RunID}
+		Initial: func(p PRParams, d PRSetup) prloop.State {
+			return prloop.State{Phase: prloop.PhaseStart, RunID: d.RunID, PriorVerdictHead: p.PriorVerdictHead}
 		},
 		Decider: func(d PRSetup, r engine.Reporter) temporal.Decider[prloop.State, prloop.Observation, prloop.Action] {
 			// The same Loop's Decide, Stepped and Fail, bound to nothing
@@ -86,6 +95,18 @@ func PR(bind PRBind) *PRKind {
 		},
 		Terminal: PRTerminal,
 	}
+}
+
+// PriorVerdict is the head the newest earlier workflow on p's PR proved
+// two-stable, when that is the verdict the PR may still show (as
+// prloop.PriorVerdictHead reads a local store's runs); "" when there is
+// none, a workflow still runs on it, or the cluster cannot say.
+func PriorVerdict(ctx context.Context, c client.Client, p PRParams) string {
+	run, _, err := temporal.RunOf(ctx, c, temporal.WorkflowID("pr", p.Target()))
+	if err != nil {
+		return ""
+	}
+	return prloop.PriorVerdictHead([]store.Run{run})
 }
 
 // PRTerminal reads a PR loop's terminal as the engines record it.
