@@ -1,6 +1,7 @@
 package prloop
 
 import (
+	"context"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -118,5 +119,52 @@ func (d *step) keepLease() {
 	d.acts = append(d.acts, Action{
 		Kind: ActSetStatus, Key: fmt.Sprintf("status/%s/pending/lease-%d", d.head, d.forgeNow().Unix()), SHA: d.head, State: forge.StatusPending,
 		Round: d.s.Round, Reason: d.leaseReason(fmt.Sprintf("converge: round %d running", d.s.Round)),
+	})
+}
+
+// PushGuarded is a Workspace that asks, just before each push, whether
+// the run still holds the PR: a fix takes minutes, and another converge
+// may take the PR over (`--take-over`) meanwhile. Without it the run
+// learns of the take-over at its next look, after its push.
+type PushGuarded interface {
+	GuardPush(guard func(ctx context.Context, pr *forge.PullRequest) error)
+}
+
+// ErrTakenOver is a push withheld because another run's live lease
+// appeared on the head while the round worked: nothing was pushed, and a
+// new observation ends the run taken-over (PR-T14).
+type ErrTakenOver struct{ Lease Lease }
+
+func (e *ErrTakenOver) Error() string {
+	return fmt.Sprintf("not pushed: the pull request was taken over by %s while the round worked", e.Lease)
+}
+
+// ObserveNow tells the engine a new observation answers this fault.
+func (e *ErrTakenOver) ObserveNow() bool { return true }
+
+// guardPush gives l's workspace, when it asks, the check its pushes make
+// for a run in state st: one change-probe read of the PR (free when
+// nothing changed). A read that fails does not hold the push back: the
+// push is never forced, so a branch another driver moved refuses it
+// anyway (and the run observes again).
+func guardPush(l *Loop, st State) {
+	g, ok := l.Workspace.(PushGuarded)
+	if !ok || st.RunID == "" {
+		return
+	}
+	g.GuardPush(func(ctx context.Context, pr *forge.PullRequest) error {
+		now, err := l.Forge.Observe(forge.WithProbe(ctx), pr.Ref)
+		if err != nil {
+			return nil
+		}
+		at := now.ObservedAt
+		if at.IsZero() {
+			at = time.Now()
+		}
+		lease, ok := HeadLease(now)
+		if !ok || lease.Run == st.RunID || lease.Run == st.LeaseAtStart || !lease.Live(at) {
+			return nil
+		}
+		return &ErrTakenOver{Lease: lease}
 	})
 }

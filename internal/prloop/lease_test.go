@@ -1,6 +1,9 @@
 package prloop
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -105,5 +108,61 @@ func TestPR_T14_AnotherPRsLeaseOnTheSameHeadIsNotATakeOver(t *testing.T) {
 	}
 	if _, ok := HeadLease(pr); ok {
 		t.Fatal("PR 8's lease read as PR 7's")
+	}
+}
+
+// guardedWorkspace records the push guard the loop gives it.
+type guardedWorkspace struct {
+	Workspace
+	guard func(ctx context.Context, pr *forge.PullRequest) error
+}
+
+// Fix pushes nothing: what the test reads is the guard it was given.
+func (g *guardedWorkspace) Fix(context.Context, *forge.PullRequest, int, []Finding) (FixResult, error) {
+	return FixResult{}, nil
+}
+
+func (g *guardedWorkspace) GuardPush(f func(ctx context.Context, pr *forge.PullRequest) error) {
+	g.guard = f
+}
+
+// TestPR_T14_APushWaitsOnNoTakeOver: a fix takes minutes; the push at its
+// end first reads the PR, and a live lease another converge wrote on the
+// head meanwhile (--take-over) withholds it (ErrTakenOver, answered by
+// observing again, which ends the run taken-over). The run's own lease,
+// the one it started over, and a lapsed one do not.
+func TestPR_T14_APushWaitsOnNoTakeOver(t *testing.T) {
+	ff, ref, _ := threadsPR(t, 0)
+	ws := &guardedWorkspace{}
+	l := NewLoop(ref, Deps{Forge: ff, Workspace: ws, Journal: &memJournal{done: map[string]bool{}}, Config: cfg()})
+	st := State{RunID: "r-me", LeaseAtStart: "r-before", Round: 1}
+	ctx := context.Background()
+	head := ff.PR(ref).HeadSHA
+	for _, c := range []struct {
+		holder string
+		until  time.Duration
+		held   bool
+	}{
+		{"r-me", time.Hour, false},
+		{"r-before", time.Hour, false},
+		{"r-taker", -time.Minute, false},
+		{"r-taker", time.Hour, true},
+	} {
+		desc := "converge: round 1 running " + leaseText(c.holder, ref.Number, time.Now().Add(c.until))
+		if err := ff.SetCommitStatus(ctx, ref, head, forge.CommitStatus{State: forge.StatusPending, Context: StatusContext, Description: desc}); err != nil {
+			t.Fatal(err)
+		}
+		ws.guard = nil
+		if _, err := l.Act(ctx, st, Observation{PR: ff.PR(ref)}, Action{Kind: ActFix, Key: fmt.Sprintf("fix-%s-%s", c.holder, c.until), Round: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if ws.guard == nil {
+			t.Fatal("the fix's workspace was given no push guard")
+		}
+		err := ws.guard(ctx, ff.PR(ref))
+		var taken *ErrTakenOver
+		if got := errors.As(err, &taken); got != c.held || (got && (taken.Lease.Run != c.holder || !headMoved(err))) {
+			t.Errorf("lease of %s (lapses in %s): push guard said %v, want held=%v and observe-now", c.holder, c.until, err, c.held)
+		}
 	}
 }

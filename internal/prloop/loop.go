@@ -651,6 +651,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 			l.report(engine.Event{Kind: "resolve", Round: round, Message: "reopened " + a.ThreadID + ": " + a.Reason})
 		}
 	case ActFix:
+		guardPush(l, st)
 		// The fix and the local review share the worktree: a review still
 		// running finishes first, and its result is kept.
 		if res, err = l.awaitReview(ctx); err != nil {
@@ -704,6 +705,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 			err = fmt.Errorf("revert: the workspace cannot revert commits")
 			break
 		}
+		guardPush(l, st)
 		var fr FixResult
 		if fr, err = rc.Revert(ctx, pr, round, a.Reverts, a.RevertRounds); err == nil {
 			res, detail = &ActResult{Revert: &fr}, fr
@@ -726,6 +728,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 			detail = res.Classify.Answer
 		}
 	case ActSyncBase:
+		guardPush(l, st)
 		var fr FixResult
 		if fr, err = l.syncBase(ctx, pr, round, a.Reason); err == nil {
 			res, detail = &ActResult{Fix: &fr}, fr

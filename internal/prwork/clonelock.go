@@ -11,6 +11,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/crashpoint"
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
 )
 
@@ -110,6 +111,11 @@ func gitLocked(ctx context.Context, cloneDir string, g *repo.Git, args ...string
 // push pushes the worktree's HEAD to the PR's head branch, never forced,
 // under the clone's lock (it updates the clone's remote-tracking ref).
 func (w *GitWorkspace) push(ctx context.Context, pr *forge.PullRequest) error {
+	if g := w.pushGuard.Load(); g != nil {
+		if err := (*g)(ctx, pr); err != nil {
+			return err
+		}
+	}
 	defer lockClone(w.clone.Dir)()
 	crashpoint.Hit("git push: before") // REL-2's crash matrix
 	err := w.worktree.Push(ctx, "origin", "HEAD", pr.HeadRef)
@@ -136,3 +142,11 @@ func (e *branchMovedError) Unwrap() error { return e.err }
 
 // ObserveNow tells the engine a new observation answers this fault.
 func (e *branchMovedError) ObserveNow() bool { return true }
+
+// GuardPush sets the check each later push makes first (PR-T14: the run
+// still holds the PR).
+func (w *GitWorkspace) GuardPush(guard func(ctx context.Context, pr *forge.PullRequest) error) {
+	w.pushGuard.Store(&guard)
+}
+
+var _ prloop.PushGuarded = (*GitWorkspace)(nil)

@@ -105,6 +105,8 @@ type GitWorkspace struct {
 	// fetchedFor is the observation the clone was last fetched for
 	// (fetchLocked); nil after the clone was made anew.
 	fetchedFor atomic.Pointer[fetchedObservation]
+	// pushGuard is what each push checks first (GuardPush).
+	pushGuard atomic.Pointer[func(ctx context.Context, pr *forge.PullRequest) error]
 	// baselines are the test runs of heads, by SHA (AG-T5): a head is
 	// tested once per run, and a pushed fix's own run is its head's.
 	baselines map[string]testRun
