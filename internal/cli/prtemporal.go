@@ -27,7 +27,7 @@ import (
 func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	if err := refuseWorkerFlags(map[string]bool{
 		"--token": opts.Token != "", "--ca-file": opts.CAFile != "", "--state": opts.StateDir != "",
-		"--keep": opts.Keep, "--fresh": opts.Fresh, "--config": opts.ConfigFile != "",
+		"--keep": opts.Keep, "--config": opts.ConfigFile != "",
 		"--app-id": opts.App.ID != "", "--app-key": opts.App.KeyFile != "",
 	}); err != nil {
 		return err
@@ -51,9 +51,10 @@ func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	warnNoWorker(ctx, ios, c, opts.engine.TaskQueue)
 	k := prKind(nil)
 	runs := make([]client.WorkflowRun, len(refs))
+	resumed := make([]*prloop.State, len(refs))
 	for i, u := range opts.URLs {
-		params := prParamsOf(opts, u)
-		params.PriorVerdictHead = kinds.PriorVerdict(ctx, c, params)
+		params := fleetPRParams(ctx, c, opts, u)
+		resumed[i] = params.Resume
 		if runs[i], err = k.Start(ctx, c, opts.engine.TaskQueue, params, temporal.Options{}); err != nil {
 			return &ExitErr{Code: exitcode.Unreachable, Err: err}
 		}
@@ -70,6 +71,9 @@ func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 			if len(runs) > 1 {
 				out.mu, out.label = &mu, refs[i].String()
 			}
+			if r := resumed[i]; r != nil {
+				out.Report(engine.Event{Kind: "start", Round: r.Round, Message: fmt.Sprintf("the stopped run on %s resumed at round %d (%s); --fresh starts a new run", refs[i], r.Round, r.StoppedPhase)})
+			}
 			errs[i] = followPR(ctx, ios, c, run, out, opts.JSON)
 		}()
 	}
@@ -80,6 +84,20 @@ func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		}
 	}
 	return nil
+}
+
+// fleetPRParams are url's workflow parameters: the command line's, with
+// what the PR's newest earlier workflow leaves (kinds.PriorRun): the head
+// its verdict proved, and its state when a signal or `converge stop`
+// stopped it, which the new workflow resumes unless --fresh (PR-T14).
+func fleetPRParams(ctx context.Context, c client.Client, opts *prOptions, url string) kinds.PRParams {
+	params := prParamsOf(opts, url)
+	var stopped *prloop.State
+	params.PriorVerdictHead, stopped = kinds.PriorRun(ctx, c, params)
+	if stopped != nil && !opts.Fresh {
+		params.Resume = stopped
+	}
+	return params
 }
 
 // warnNoWorker says so when no worker polls the task queue: the loops

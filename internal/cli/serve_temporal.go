@@ -71,9 +71,7 @@ func (t *temporalFleet) Register(ctx context.Context, target string) error {
 	if err := t.db.PutRegistration(ctx, ref.String()); err != nil {
 		return err
 	}
-	params := prParamsOf(&t.opts.pr, ref.String())
-	params.PriorVerdictHead = kinds.PriorVerdict(ctx, t.c, params)
-	run, err := t.kind.Start(ctx, t.c, t.queue, params, temporal.Options{})
+	run, err := t.kind.Start(ctx, t.c, t.queue, fleetPRParams(ctx, t.c, &t.opts.pr, ref.String()), temporal.Options{})
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,7 @@ package kinds
 
 import (
 	"context"
+	"encoding/json"
 
 	"go.temporal.io/sdk/client"
 
@@ -51,8 +52,12 @@ type PRParams struct {
 	// on its head (PR-T14).
 	TakeOver bool `json:"take_over,omitempty"`
 	// PriorVerdictHead is the head the PR's newest earlier run proved
-	// two-stable (PriorVerdict), which a new head breaks (PR-T14).
+	// two-stable (PriorRun), which a new head breaks (PR-T14).
 	PriorVerdictHead string `json:"prior_verdict_head,omitempty"`
+	// Resume is the state of the PR's newest earlier workflow when a
+	// signal or `converge stop` stopped it (PriorRun): this one goes on
+	// from it, with its round count and clock (PR-T14, PR-G3).
+	Resume *prloop.State `json:"resume,omitempty"`
 }
 
 // Target is the PR the parameters name (the URL as given when it does
@@ -81,7 +86,15 @@ func PR(bind PRBind) *PRKind {
 		Name:   "pr",
 		Target: PRParams.Target,
 		Initial: func(p PRParams, d PRSetup) prloop.State {
-			return prloop.State{Phase: prloop.PhaseStart, RunID: d.RunID, PriorVerdictHead: p.PriorVerdictHead}
+			st := prloop.State{Phase: prloop.PhaseStart}
+			if p.Resume != nil && prloop.Reopens(*p.Resume) {
+				st = prloop.Reopen(*p.Resume)
+			}
+			st.RunID = d.RunID
+			if st.PriorVerdictHead == "" {
+				st.PriorVerdictHead = p.PriorVerdictHead
+			}
+			return st
 		},
 		Decider: func(d PRSetup, r engine.Reporter) temporal.Decider[prloop.State, prloop.Observation, prloop.Action] {
 			// The same Loop's Decide, Stepped and Fail, bound to nothing
@@ -97,16 +110,22 @@ func PR(bind PRBind) *PRKind {
 	}
 }
 
-// PriorVerdict is the head the newest earlier workflow on p's PR proved
-// two-stable, when that is the verdict the PR may still show (as
-// prloop.PriorVerdictHead reads a local store's runs); "" when there is
-// none, a workflow still runs on it, or the cluster cannot say.
-func PriorVerdict(ctx context.Context, c client.Client, p PRParams) string {
+// PriorRun reads the newest earlier workflow on p's PR, as a local run
+// reads its store's earlier runs: the head it proved two-stable when that
+// is the verdict the PR may still show (prloop.PriorVerdictHead), and its
+// state when a signal or `converge stop` stopped it (prloop.Reopens), to
+// resume. Nothing when there is none, a workflow still runs on the PR, or
+// the cluster cannot say.
+func PriorRun(ctx context.Context, c client.Client, p PRParams) (verdictHead string, stopped *prloop.State) {
 	run, _, err := temporal.RunOf(ctx, c, temporal.WorkflowID("pr", p.Target()))
 	if err != nil {
-		return ""
+		return "", nil
 	}
-	return prloop.PriorVerdictHead([]store.Run{run})
+	var st prloop.State
+	if run.Finished() && len(run.State) > 0 && json.Unmarshal(run.State, &st) == nil && prloop.Reopens(st) {
+		stopped = &st
+	}
+	return prloop.PriorVerdictHead([]store.Run{run}), stopped
 }
 
 // PRTerminal reads a PR loop's terminal as the engines record it.
