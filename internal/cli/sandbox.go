@@ -26,6 +26,9 @@ type sandboxOptions struct {
 	HTTP         bool
 	CopilotDelay time.Duration
 	Verbose      bool
+	// NoCI seeds a repository on which no CI ever reports: converge's own
+	// verdict is the only check on a head.
+	NoCI bool
 }
 
 // sandboxInfo is the one JSON line `converge sandbox` prints.
@@ -81,6 +84,10 @@ refused (reach it from elsewhere through a tunnel, e.g. ssh -L).
 With --forge gitlab it serves a GitLab emulator (REST v4, GraphQL, git)
 instead: a project in a subgroup with an open merge request, GitLab Duo
 Code Review scripted as its review bot, and pipelines running its tests.
+
+With --no-ci no CI ever reports on the repository (GitHub: no check run or
+status; GitLab: no pipeline): a repository as many are, on which converge
+proves its verdict without CI.
 Point converge at the merge request URL with CONVERGE_TOKEN (or
 GITLAB_TOKEN) and SSL_CERT_FILE set to the printed ca_file.`,
 		Args: cobra.NoArgs,
@@ -97,6 +104,7 @@ GITLAB_TOKEN) and SSL_CERT_FILE set to the printed ca_file.`,
 	cmd.Flags().BoolVar(&opts.HTTP, "http", false, "serve plain http instead of https")
 	cmd.Flags().DurationVar(&opts.CopilotDelay, "copilot-delay", 3*time.Second, "how long the scripted Copilot takes to review")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log requests to stderr")
+	cmd.Flags().BoolVar(&opts.NoCI, "no-ci", false, "seed a repository on which no CI ever reports (no check run, status or pipeline but converge's own)")
 	return cmd
 }
 
@@ -133,7 +141,7 @@ func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error
 	}
 	defer hub.Close()
 
-	demo, err := fakehub.SeedDemo(ctx, hub)
+	demo, err := fakehub.SeedDemoWith(ctx, hub, fakehub.DemoOptions{NoCI: opts.NoCI})
 	if err != nil {
 		return fmt.Errorf("sandbox: seed demo repository: %w", err)
 	}

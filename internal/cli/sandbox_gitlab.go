@@ -28,7 +28,7 @@ func runSandboxGitLab(ctx context.Context, ios *IOStreams, opts *sandboxOptions,
 		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("sandbox: cannot listen on %s: %v (pick another --addr)", opts.Addr, err)}
 	}
 	defer lab.Close()
-	demo, err := fakelab.SeedDemo(ctx, lab)
+	demo, err := fakelab.SeedDemoWith(ctx, lab, fakelab.DemoOptions{NoCI: opts.NoCI})
 	if err != nil {
 		return fmt.Errorf("sandbox: seed demo project: %w", err)
 	}
