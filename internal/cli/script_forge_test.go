@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 )
 
@@ -55,6 +56,13 @@ import (
 //	forge head-diff-has PATH      the head still differs from the base in PATH
 //	forge every-head-has PATH SUBSTR  every commit from the start head to the head holds it
 //	forge writes-by author|reviewer N  the forge logged exactly N writes by that actor
+//	forge rate-limits SEED RATE   from now on the forge answers that share of converge's (the
+//	                              author's) API requests, drawn from SEED, rate-limited as it
+//	                              does today (GitHub: REST 403 and GraphQL 200 with type
+//	                              RATE_LIMIT or the older RATE_LIMITED; GitLab: 429), each
+//	                              limit lasting a second
+//	forge rate-limits-met MIN     the forge answered at least MIN of converge's requests in its
+//	                              rate limit's current shape (GitHub: GraphQL type RATE_LIMIT)
 //
 // Every check reads the forge through converge's own backend for it, with
 // the reviewer's token, and through a fresh git clone (forgeReader).
@@ -96,6 +104,13 @@ type scriptForge interface {
 	// botRound sets the review bot's nth review from now on (1-based) by
 	// opts: none, error, delay=D.
 	botRound(ts *testscript.TestScript, n int, opts []string)
+	// rateLimits: from now on the forge answers a share rate of the
+	// author's API requests, drawn from seed, with its rate limit (a
+	// second long) as it answers today.
+	rateLimits(ts *testscript.TestScript, seed int64, rate float64)
+	// rateLimitsMet is how many of the author's requests the forge has
+	// answered with its rate limit's current shape, each described.
+	rateLimitsMet() []string
 }
 
 // forgeStart is how a scenario starts a forge.
@@ -195,6 +210,22 @@ func cmdForge(ts *testscript.TestScript, neg bool, args []string) {
 		n, err := strconv.Atoi(args[1])
 		ts.Check(err)
 		f.botRound(ts, n, args[2:])
+	case "rate-limits":
+		usage(3, "SEED RATE")
+		seed, err := strconv.ParseInt(args[1], 10, 64)
+		ts.Check(err)
+		rate, err := strconv.ParseFloat(args[2], 64)
+		ts.Check(err)
+		f.rateLimits(ts, seed, rate)
+	case "rate-limits-met":
+		usage(2, "MIN")
+		least, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		met := f.rateLimitsMet()
+		ts.Logf("rate limits met in today's shape: %d\n%s", len(met), strings.Join(met, "\n"))
+		if len(met) < least {
+			ts.Fatalf("forge rate-limits-met: %d rate-limited answer(s) in today's shape, want at least %d", len(met), least)
+		}
 	case "threads":
 		usage(3, "open|outdated-open|resolved N")
 		checkThreads(ts, f, args[1], args[2])
@@ -352,6 +383,25 @@ func (h hubForge) setResolved(ts *testscript.TestScript, threadID string, resolv
 
 func (h hubForge) botRound(ts *testscript.TestScript, n int, opts []string) {
 	h.copilotRound(ts, n, opts)
+}
+
+// rateLimits: GitHub's primary limit (fakehub.FaultPrimary), which the
+// emulator answers on GraphQL in today's shape and the older one in turn.
+func (h hubForge) rateLimits(_ *testscript.TestScript, seed int64, rate float64) {
+	h.hub.SetFaults(fakehub.Faults{Seed: seed, Rate: rate, Kinds: []fakehub.FaultKind{fakehub.FaultPrimary},
+		Logins: []string{fakehub.LoginAuthor}, ResetIn: time.Second})
+}
+
+// rateLimitsMet: the GraphQL answers of type RATE_LIMIT (fakehub answers
+// a drawn primary limit so on every even draw, RATE_LIMITED on odd ones).
+func (h hubForge) rateLimitsMet() []string {
+	var out []string
+	for _, hit := range h.hub.FaultHits() {
+		if hit.Kind == fakehub.FaultPrimary && strings.HasPrefix(hit.Path, "/api/graphql") && hit.N%2 == 0 {
+			out = append(out, hit.String())
+		}
+	}
+	return out
 }
 
 // TestPR_T1_ScenarioTableOnBothForges runs the scenario table

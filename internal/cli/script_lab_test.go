@@ -253,6 +253,24 @@ func (f *labForge) push(ts *testscript.TestScript, which string, files map[strin
 	}
 }
 
+// rateLimits: GitLab's rate limit, 429 with RateLimit-* headers and
+// Retry-After (fakelab.FaultRateLimit).
+func (f *labForge) rateLimits(_ *testscript.TestScript, seed int64, rate float64) {
+	f.lab.SetFaults(fakelab.Faults{Seed: seed, Rate: rate, Kinds: []fakelab.FaultKind{fakelab.FaultRateLimit},
+		Usernames: []string{fakelab.UserAuthor}, RetryAfter: time.Second})
+}
+
+// rateLimitsMet: every 429 is GitLab's current shape.
+func (f *labForge) rateLimitsMet() []string {
+	var out []string
+	for _, hit := range f.lab.FaultHits() {
+		if hit.Kind == fakelab.FaultRateLimit {
+			out = append(out, hit.String())
+		}
+	}
+	return out
+}
+
 // humanPush: the author pushes a commit without converge's trailer.
 func (f *labForge) humanPush(ts *testscript.TestScript) {
 	_, err := f.lab.PushFiles(f.demo.Project, fakelab.DemoBranch, fakelab.UserAuthor, map[string]string{"NOTES.md": "human notes\n"}, "docs: add notes")
