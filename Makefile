@@ -45,12 +45,26 @@ PHASE1_PKGS = $(SLOW_PKGS) $$($(GO) list ./... | grep -vx "$$($(GO) list $(CLI_P
 # (BENCHMARKS.md, "Where the suite's CPU goes at dcf3012").
 # -vet=off: `go vet ./...` has just run every analyzer go test would run
 # (a subset), on the same packages and test files.
+#
+# Every step runs even when one before it failed (a red phase 1 must not
+# hide the cli package's verdict), and the end says which steps failed
+# and lists their failing tests, so no one reads thousands of lines for
+# them.
 test:
-	$(GO) vet ./...
-	$(MAKE) --no-print-directory workflowcheck
-	$(GO) test -vet=off -count=1 -p 3 -parallel 4 -timeout 30m $(PHASE1_PKGS)
-	$(GO) test -vet=off -count=1 -parallel 6 -timeout 60m $(CLI_PKG)
-	$(MAKE) --no-print-directory fuzz-smoke
+	@log=$$(mktemp); rc=$$(mktemp); trap 'rm -f "$$log" "$$rc"' EXIT; failed=; \
+	step() { name=$$1; shift; echo "$$*"; { "$$@" 2>&1; echo $$? >"$$rc"; } | tee -a "$$log"; \
+		[ "$$(cat "$$rc")" = 0 ] || failed="$$failed; $$name"; }; \
+	step "go vet" $(GO) vet ./...; \
+	step workflowcheck $(MAKE) --no-print-directory workflowcheck; \
+	step "phase 1 (every package but cli)" $(GO) test -vet=off -count=1 -p 3 -parallel 4 -timeout 30m $(PHASE1_PKGS); \
+	step "phase 2 (the cli package)" $(GO) test -vet=off -count=1 -parallel 6 -timeout 60m $(CLI_PKG); \
+	step "fuzz smoke" $(MAKE) --no-print-directory fuzz-smoke; \
+	if [ -n "$$failed" ]; then \
+		echo; echo "make test: FAILED in $${failed#; }"; \
+		grep -E '^[[:space:]]*--- FAIL|^FAIL|^panic:|^FAIL fuzz' "$$log" | awk '!seen[$$0]++'; \
+		exit 1; \
+	fi; \
+	echo; echo "make test: every step passed"
 
 # Phase 1 of make test under the race detector (the cli package's
 # scenarios run the test binary itself as converge, thousands of times:
