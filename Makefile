@@ -3,7 +3,7 @@ GO ?= go
 # The race detector needs cgo and a C compiler (make race).
 RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null && echo -race)
 
-.PHONY: build test race lint workflowcheck demo soak crash mutants fuzz fuzz-smoke fuzz-run fuzz-one
+.PHONY: build test race lint workflowcheck demo docs soak crash mutants fuzz fuzz-smoke fuzz-run fuzz-one
 
 build:
 	$(GO) build -o bin/converge ./cmd/converge
@@ -108,6 +108,11 @@ workflowcheck:
 
 demo:
 	$(GO) run ./cmd/converge demo
+
+# The reference pages under docs/ (one per command, the configuration),
+# generated from the code; internal/docgen's test fails when they are stale.
+docs:
+	$(GO) run ./internal/tools/docgen docs
 
 # The soak of the whole loop (issue 6): 200 randomized seeds against the
 # emulator; every run that exits 0 is checked at the forge. Prints

@@ -18,7 +18,12 @@ func newBenchCmd(factory *Factory, runF func(*benchOptions) error) *cobra.Comman
 	ios := factory.IOStreams
 	opts := &benchOptions{}
 	cmd := &cobra.Command{
-		Use:   "bench",
+		Use: "bench",
+		Example: `  # what converge spends at the forge, in seconds (the size make test runs)
+  converge bench
+
+  # the figures BENCHMARKS.md records, as JSON
+  converge bench --scale full --json`,
 		Short: "Measure what converge spends at the forge, beside a baseline, on the emulator",
 		Long: `Run scripted PR scenarios on the GitHub emulator with no-op agents and
 print what converge spends, side by side with a baseline that talks to

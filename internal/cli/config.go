@@ -25,7 +25,15 @@ func newConfigCmd(factory *Factory, runF func(*configOptions) error) *cobra.Comm
 	ios := factory.IOStreams
 	opts := &configOptions{Set: map[string]string{}}
 	cmd := &cobra.Command{
-		Use:   "config",
+		Use: "config",
+		Example: `  # the effective settings in this repository, and where each came from
+  converge config
+
+  # what a variable and a flag change
+  CONVERGE_MAX_ITERATIONS=8 converge config --review-wait 30m
+
+  # another file, as JSON
+  converge config --config ci/converge.yaml --json`,
 		Short: "Print the effective configuration and where each value came from",
 		Long: `Print every setting of the PR loop with its effective value and where it
 came from (PR-M4): a flag, a CONVERGE_* variable, the config file (with

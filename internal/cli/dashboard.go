@@ -25,7 +25,12 @@ func newDashboardCmd(factory *Factory, runF func(*dashboardOptions) error) *cobr
 	ios := factory.IOStreams
 	opts := &dashboardOptions{factory: factory}
 	cmd := &cobra.Command{
-		Use:   "dashboard",
+		Use: "dashboard",
+		Example: `  # the runs of the default state directory, at http://127.0.0.1:8766/
+  converge dashboard
+
+  # another state directory and port
+  converge dashboard --state ~/.local/state/converge-ci --addr 127.0.0.1:9000`,
 		Short: "Serve a web dashboard of the runs in the state store",
 		Long: `Serve a web dashboard of the state store (UX-2): the runs, and per run a
 timeline chart of its rounds (findings by verdict and source, threads

@@ -40,7 +40,12 @@ func newDemoCmd(factory *Factory, runF func(*demoOptions) error) *cobra.Command 
 	ios := factory.IOStreams
 	opts := &demoOptions{factory: factory}
 	cmd := &cobra.Command{
-		Use:   "demo",
+		Use: "demo",
+		Example: `  # offline, on the built-in GitHub emulator
+  converge demo
+
+  # the same on the GitLab emulator, as NDJSON events
+  converge demo --forge gitlab --json`,
 		Short: "Run the whole loop offline against a built-in GitHub or GitLab emulator",
 		Long: `Start the GitHub emulator in-process with a small Go repository whose
 pull request has real defects, and drive it to a proven two-stable finish:

@@ -46,7 +46,12 @@ func newDoctorCmd(factory *Factory, runF func(*doctorOptions) error) *cobra.Comm
 	ios := factory.IOStreams
 	opts := &doctorOptions{factory: factory}
 	cmd := &cobra.Command{
-		Use:   "doctor",
+		Use: "doctor",
+		Example: `  # the build, test and lint commands converge found here, and the agent CLIs it can drive
+  converge doctor
+
+  # ask Claude Code's model once, read-only, before a run
+  converge doctor --agent claude --check`,
 		Short: "Print the build, test and lint commands converge found in a repository, and why; and what it can run",
 		Long: `Print what converge pr, loop and plan would use in this repository
 (REPO-C1): the build, test and lint commands, each with the file and rule
@@ -422,7 +427,7 @@ func writeDoctorAgent(tw io.Writer, a doctorAgent) {
 	switch {
 	case cred != "":
 	case a.described:
-		cred = "(none found; see the README's section on the backend's provider)"
+		cred = "(none found; see docs/agents.md, \"Setting up each agent's provider\")"
 	default:
 		cred = "(this backend does not say)"
 	}

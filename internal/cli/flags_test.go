@@ -167,10 +167,13 @@ func TestIF_1_StatusFlags(t *testing.T) {
 		{check: func(o *statusOptions) bool {
 			return o.StateDir == "" && !o.JSON && o.Limit == 20 && o.engine == engineOptions{Engine: engineLocal}
 		}},
-		{args: []string{"--state", "s", "--json", "--limit", "0", "--engine", "temporal", "--temporal-address", "h:1", "--namespace", "n", "--task-queue", "q"},
+		{args: []string{"--state", "s", "--json", "--limit", "0", "--engine", "temporal", "--temporal-address", "h:1", "--namespace", "n"},
 			check: func(o *statusOptions) bool {
-				return o.StateDir == "s" && o.JSON && o.Limit == 0 && o.engine == engineOptions{Engine: engineTemporal, Address: "h:1", Namespace: "n", TaskQueue: "q"}
+				return o.StateDir == "s" && o.JSON && o.Limit == 0 && o.engine == engineOptions{Engine: engineTemporal, Address: "h:1", Namespace: "n"}
 			}},
+		// A task queue is where workers poll for work to run; status
+		// reads workflows by their ids (issue 39: only flags that apply).
+		usage[statusOptions]("unknown flag: --task-queue", "--engine", "temporal", "--task-queue", "q"),
 		usage[statusOptions]("invalid argument", "--limit", "many"),
 		usage[statusOptions]("unknown command", "r-1"),
 		{args: []string{"--follow", "r-1", "--json", "--state", "s"}, check: func(o *statusOptions) bool {
@@ -250,18 +253,24 @@ func TestIF_1_ServeFlags(t *testing.T) {
 	testFlags(t, newServeCmd, []flagCase[serveOptions]{
 		{check: func(o *serveOptions) bool {
 			return len(o.pr.URLs) == 0 && o.Listen == "127.0.0.1:8765" && len(o.Watch) == 0 && o.Label == "" && len(o.Authors) == 0 &&
-				o.PollBudget == defaultPollBudget && o.pr.Agent == "suggest" && o.engine.Engine == engineLocal && o.pr.factory != nil
+				o.PollPoints == defaultPollPoints && o.PollBudget == 0 && !o.changed("poll-budget") && o.pr.Agent == "suggest" &&
+				o.engine.Engine == engineLocal && o.pr.factory != nil
 		}},
 		{args: []string{flagPR, "--listen", ":9", "--watch", "o/a,o/b", "--watch", "o/c", "--watch-label", "l", "--watch-author", "x",
-			"--poll-budget", "5", "--agent", "codex", "--ci-wait", "1m"},
+			"--poll-points", "500", "--agent", "codex", "--ci-wait", "1m"},
 			check: func(o *serveOptions) bool {
 				return strings.Join(o.pr.URLs, " ") == flagPR && o.Listen == ":9" && strings.Join(o.Watch, " ") == "o/a o/b o/c" && o.Label == "l" &&
-					strings.Join(o.Authors, " ") == "x" && o.PollBudget == 5 && o.pr.Agent == "codex" && o.pr.Set["ci_wait"] == "1m0s"
+					strings.Join(o.Authors, " ") == "x" && o.PollPoints == 500 && o.pr.Agent == "codex" && o.pr.Set["ci_wait"] == "1m0s"
 			}},
+		// The old budget in polls a minute still parses (deprecated).
+		{args: []string{"--poll-budget", "5"}, check: func(o *serveOptions) bool {
+			return o.PollBudget == 5 && o.changed("poll-budget") && o.PollPoints == defaultPollPoints
+		}},
 		{args: []string{"--forge", "gitlab", "--watch", "g/sub/p"}, check: func(o *serveOptions) bool {
 			return o.Forge == "gitlab" && strings.Join(o.Watch, " ") == "g/sub/p"
 		}},
 		usage[serveOptions]("invalid argument", "--poll-budget", "lots"),
+		usage[serveOptions]("invalid argument", "--poll-points", "lots"),
 		usage[serveOptions]("unknown flag", "--watch-labels", "l"),
 	})
 }

@@ -24,7 +24,15 @@ func newInitCmd(factory *Factory, runF func(*initOptions) error) *cobra.Command 
 	ios := factory.IOStreams
 	opts := &initOptions{}
 	cmd := &cobra.Command{
-		Use:   "init [--dir DIR] [--force] [--action] [--sync]",
+		Use: "init [--dir DIR] [--force] [--action] [--sync]",
+		Example: `  # .converge.yaml with every default, and review instructions
+  converge init
+
+  # also the GitHub Action workflow
+  converge init --action
+
+  # after editing .github/review-instructions.md: update Copilot's copy
+  converge init --sync`,
 		Short: "Write .converge.yaml, review instructions and (--action) the GitHub Action workflow",
 		Long: `Set converge up in a repository (the root of the git repository in the
 current directory, or --dir DIR):

@@ -26,7 +26,12 @@ func newLogCmd(factory *Factory, runF func(*logOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &logOptions{factory: factory}
 	cmd := &cobra.Command{
-		Use:   "log RUN",
+		Use: "log RUN",
+		Example: `  # a run's decision log (converge status lists the runs)
+  converge log r-20261207-ae0f65
+
+  # on the fleet: the workflow of a PR
+  converge log --engine temporal https://github.com/acme/widget/pull/42`,
 		Short: "Print a run's decision log as markdown",
 		Long: `Print a run's decision log as markdown (PR-M5): each round with its
 review, findings (source, author, verdict, disposition) and commit, the
@@ -47,7 +52,7 @@ only the state store; a run still going shows what it has so far.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
-	addEngineFlags(cmd.Flags(), &opts.engine)
+	addReadEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
 

@@ -66,7 +66,13 @@ func newLoopCmd(factory *Factory, runF func(*loopOptions) error) *cobra.Command 
 	ios := factory.IOStreams
 	opts := &loopOptions{factory: factory}
 	cmd := &cobra.Command{
-		Use:   "loop --goal TEXT|--goal-file F --check CMD|--judge AGENT --agent NAME --max-iterations N",
+		Use: "loop --goal TEXT|--goal-file F --check CMD|--judge command --judge-cmd CMD --agent NAME --max-iterations N",
+		Example: `  # Claude Code works until the parser's tests pass
+  converge loop --goal "make the tests in ./parser pass" --check "go test ./parser/..." \
+    --agent claude --max-iterations 10
+
+  # a goal a judge program decides, with Codex working
+  converge loop --goal-file GOAL.md --judge command --judge-cmd ./judge.sh --agent codex --max-iterations 5`,
 		Short: "Iterate an agent on this repository until an external done-check passes",
 		Long: `Iterate an agent on the git repository in the current directory until a
 done-check that converge runs itself says the goal is met (SPEC §2).

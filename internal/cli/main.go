@@ -189,6 +189,7 @@ func NewRootCmd(f *Factory) *cobra.Command {
 	)
 	addVersion(root, f)
 	argsAreUsage(root)
+	completeValues(root, f)
 	return root
 }
 

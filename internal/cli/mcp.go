@@ -24,7 +24,9 @@ func newMCPCmd(factory *Factory, runF func(*mcpOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &mcpOptions{}
 	cmd := &cobra.Command{
-		Use:   "mcp",
+		Use: "mcp",
+		Example: `  # in an MCP client's configuration: the command converge, the argument mcp
+  converge mcp`,
 		Short: "Serve converge to an MCP client (a coding agent) over stdio",
 		Long: `Serve converge over the Model Context Protocol on stdin and stdout, for
 an MCP client such as a coding agent. Its tools: start_pr, start_loop and

@@ -57,9 +57,10 @@ type planOptions struct {
 
 func newPlanCmd(factory *Factory, runF func(*planOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "plan",
-		Short: "Run a plan of tasks with implementer and reviewer agents",
-		Args:  cobra.NoArgs,
+		Use:     "plan",
+		Example: `  converge plan run plan.yaml --agent claude --review-agent codex`,
+		Short:   "Run a plan of tasks with implementer and reviewer agents",
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return usageErr("plan needs a subcommand: converge plan run PLAN.yaml")
 		},
@@ -72,7 +73,12 @@ func newPlanRunCmd(factory *Factory, runF func(*planOptions) error) *cobra.Comma
 	ios := factory.IOStreams
 	opts := &planOptions{factory: factory}
 	cmd := &cobra.Command{
-		Use:   "run PLAN.yaml",
+		Use: "run PLAN.yaml",
+		Example: `  # each task implemented by Claude Code and reviewed by Codex, two at a time
+  converge plan run plan.yaml --agent claude --review-agent codex --parallel 2
+
+  # the plan's report as a file
+  converge plan run plan.yaml --agent claude --report plan-report.md`,
 		Short: "Execute a plan on this repository: tasks, parallel groups, barriers, reviews",
 		Long: `Execute a plan (PLAN-1) on the git repository in the current directory:
 each task is done by an implementer agent and committed on the current

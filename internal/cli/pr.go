@@ -124,7 +124,21 @@ func newPRCmd(factory *Factory, runF func(*prOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &prOptions{Set: map[string]string{}, factory: factory}
 	cmd := &cobra.Command{
-		Use:   "pr PR_URL [PR_URL...]",
+		Use: "pr PR_URL [PR_URL...]",
+		Example: `  # the token from gh auth login; Copilot reviews, Claude Code fixes
+  converge pr https://github.com/acme/widget/pull/42 --agent claude
+
+  # no Copilot on the repository: Codex reviews each head instead
+  converge pr https://github.com/acme/widget/pull/42 --agent claude --no-copilot --review-agent codex
+
+  # what it would do, writing nothing
+  converge pr https://github.com/acme/widget/pull/42 --dry-run
+
+  # stay after two-stable and withdraw the verdict when its facts change
+  converge pr https://github.com/acme/widget/pull/42 --agent claude --watch
+
+  # a GitLab merge request, GitLab Duo reviewing
+  converge pr https://gitlab.com/group/project/-/merge_requests/7 --agent codex`,
 		Short: "Drive a pull request to a proven two-stable finish",
 		Long: `Drive a pull request until it is review-clean and the forge proves it:
 request the forge's review bot (Copilot on GitHub), wait for its review,

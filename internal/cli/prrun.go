@@ -522,6 +522,11 @@ func (j *prJob) Drive(ctx context.Context, st prloop.State, opt engine.Options) 
 		// The caller's wake-ups (the demo's emulator) and the manager's.
 		opt.Wake = mergeWake(ctx, opt.Wake, p.Wake)
 	}
+	// Every forge call of the run is kept at what the forge said it cost
+	// (forgespend.go).
+	ctx = withRunMeter(ctx, j.db, j.runID, p.Forge, p.Ref, p.selfLogin, func(err error) {
+		j.out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("the run's forge spend is not recorded: %v", err)})
+	})
 	term, err := j.loop.Run(ctx, st, opt)
 	if !p.Keep {
 		_ = j.ws.Cleanup(context.WithoutCancel(ctx))
@@ -575,6 +580,11 @@ func (j *prJob) end(o engine.Outcome) error {
 		fmt.Fprintln(j.ios.Out, string(b))
 	} else {
 		printTerminal(j.ios, j.p.JSON, o.RunID, term)
+		if !j.p.JSON && j.db != nil {
+			if rows, err := j.db.RunForgeSpend(context.Background(), o.RunID); err == nil {
+				writeForgeSpend(j.ios.Out, spendView(rows[o.RunID]))
+			}
+		}
 	}
 	if term.ExitCode != exitcode.OK {
 		return &silentExit{code: term.ExitCode}

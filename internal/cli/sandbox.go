@@ -25,7 +25,10 @@ type sandboxOptions struct {
 	Addr         string
 	HTTP         bool
 	CopilotDelay time.Duration
-	Verbose      bool
+	// CopilotProfile is fakehub's Copilot pace: fast (CopilotDelay) or
+	// real (github.com's start and review delays).
+	CopilotProfile string
+	Verbose        bool
 	// NoCI seeds a repository on which no CI ever reports: converge's own
 	// verdict is the only check on a head.
 	NoCI bool
@@ -66,7 +69,12 @@ func newSandboxCmd(factory *Factory, runF func(*sandboxOptions) error) *cobra.Co
 	ios := factory.IOStreams
 	opts := &sandboxOptions{}
 	cmd := &cobra.Command{
-		Use:   "sandbox",
+		Use: "sandbox",
+		Example: `  # a GitHub emulator with a demo PR; prints the URLs and tokens as one JSON line
+  converge sandbox
+
+  # a GitLab one whose project has no CI
+  converge sandbox --forge gitlab --no-ci`,
 		Short: "Serve a GitHub (or GitLab) emulator with a seeded demo repository and an open PR",
 		Long: `Serve a GitHub emulator on loopback with a seeded demo repository and an
 open pull request, a scripted Copilot reviewer and a CI runner. Prints one
@@ -84,12 +92,21 @@ refused (reach it from elsewhere through a tunnel, e.g. ssh -L).
 With --forge gitlab it serves a GitLab emulator (REST v4, GraphQL, git)
 instead: a project in a subgroup with an open merge request, GitLab Duo
 Code Review scripted as its review bot, and pipelines running its tests.
+Point converge at the merge request URL with CONVERGE_TOKEN (or
+GITLAB_TOKEN) and SSL_CERT_FILE set to the printed ca_file.
+
+With --copilot-profile real the scripted Copilot keeps github.com's pace
+instead of the demo's: it starts a requested review about 30 seconds later
+(until then it is only requested: no copilot_work_started event) and
+posts the review about 2 minutes after that (--copilot-delay is then
+ignored). The default, fast, starts at once and reviews after
+--copilot-delay. GitHub only.
 
 With --no-ci no CI ever reports on the repository (GitHub: no check run or
-status; GitLab: no pipeline): a repository as many are, on which converge
-proves its verdict without CI.
-Point converge at the merge request URL with CONVERGE_TOKEN (or
-GITLAB_TOKEN) and SSL_CERT_FILE set to the printed ca_file.`,
+status; GitLab: no pipeline), as on many repositories. converge pr waits
+for CI unless told the repository has none: run it with
+--expects-github-checks=false (or expects_github_checks: false in the
+base branch's .converge.yaml), and it proves its verdict without CI.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if runF != nil {
@@ -103,6 +120,7 @@ GITLAB_TOKEN) and SSL_CERT_FILE set to the printed ca_file.`,
 	cmd.Flags().StringVar(&opts.Addr, "addr", "127.0.0.1:0", "address to listen on: loopback only (127.0.0.1:PORT, [::1]:PORT or localhost:PORT); any other is refused")
 	cmd.Flags().BoolVar(&opts.HTTP, "http", false, "serve plain http instead of https")
 	cmd.Flags().DurationVar(&opts.CopilotDelay, "copilot-delay", 3*time.Second, "how long the scripted Copilot takes to review")
+	cmd.Flags().Var(copilotProfileFlag{&opts.CopilotProfile}, "copilot-profile", "the scripted Copilot's pace: fast (starts at once, reviews after --copilot-delay) or real (github.com's: starts ~30s after the request, reviews ~2m later)")
 	cmd.Flags().BoolVarP(&opts.Verbose, "verbose", "v", false, "log requests to stderr")
 	cmd.Flags().BoolVar(&opts.NoCI, "no-ci", false, "seed a repository on which no CI ever reports (no check run, status or pipeline but converge's own)")
 	return cmd
@@ -111,6 +129,9 @@ GITLAB_TOKEN) and SSL_CERT_FILE set to the printed ca_file.`,
 func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error {
 	if err := loopbackAddr(opts.Addr); err != nil {
 		return err
+	}
+	if opts.Forge == forge.GitLab && opts.CopilotProfile == fakehub.CopilotProfileReal {
+		return usageErr("sandbox: --copilot-profile real paces GitHub's Copilot; the GitLab sandbox has none (pace Duo with --copilot-delay)")
 	}
 	dir, cleanup, err := sandboxDir(opts.StateDir)
 	if err != nil {
@@ -127,11 +148,12 @@ func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error
 		return runSandboxGitLab(ctx, ios, opts, dir, logger)
 	}
 	hub, err := fakehub.New(fakehub.Options{
-		StateDir:     dir,
-		Addr:         opts.Addr,
-		HTTP:         opts.HTTP,
-		CopilotDelay: opts.CopilotDelay,
-		Logger:       logger,
+		StateDir:       dir,
+		Addr:           opts.Addr,
+		HTTP:           opts.HTTP,
+		CopilotDelay:   opts.CopilotDelay,
+		CopilotProfile: opts.CopilotProfile,
+		Logger:         logger,
 	})
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)

@@ -35,10 +35,15 @@ type serveOptions struct {
 	Forge   string
 	Label   string
 	Authors []string
-	// PollBudget is the fleet's fallback polls a minute (serve_budget.go).
+	// PollPoints is the forge points an hour the fleet's fallback polls
+	// share (serve_budget.go); PollBudget, when given, the old budget of
+	// polls a minute instead.
+	PollPoints int
 	PollBudget int
 	// engine runs the loops in this process or on a Temporal cluster.
 	engine engineOptions
+	// changed tells a flag given from its default (nil: none was).
+	changed func(name string) bool
 }
 
 // Names of the server's secrets in the environment: never flags, so they
@@ -52,7 +57,15 @@ func newServeCmd(factory *Factory, runF func(*serveOptions) error) *cobra.Comman
 	ios := factory.IOStreams
 	opts := &serveOptions{pr: prOptions{Set: map[string]string{}, factory: factory}}
 	cmd := &cobra.Command{
-		Use:   "serve [PR_URL|MR_URL...]",
+		Use: "serve [PR_URL|MR_URL...]",
+		Example: `  # every open PR of a repository and every one opened later; webhooks wake the loops
+  CONVERGE_WEBHOOK_SECRET=s3cret converge serve --watch acme/widget --agent claude
+
+  # two PRs, listening on another address
+  converge serve https://github.com/acme/widget/pull/42 https://github.com/acme/widget/pull/43 --listen 127.0.0.1:9765
+
+  # the loops on a Temporal cluster (converge worker runs them)
+  converge serve --engine temporal --temporal-address temporal:7233 --watch acme/widget`,
 		Short: "Run PR loops as a server: webhooks wake them, restart resumes them",
 		Long: `Run one PR loop per registered pull request in this process, woken by
 webhooks and polling only as a fallback. POST /webhook receives GitHub's
@@ -76,6 +89,7 @@ and the dashboard need ` + envServeToken + ` as a bearer token.
 Every converge pr flag applies to every loop.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.pr.URLs = args
+			opts.changed = cmd.Flags().Changed
 			if runF != nil {
 				return runF(opts)
 			}
@@ -98,7 +112,11 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	if opts.pr.DryRun || opts.pr.DisposeOnly || opts.pr.Fresh {
 		return usageErr("serve runs loops to their end and resumes them: --dry-run, --dispose-only and --fresh are for converge pr")
 	}
-	if err := checkServeBudget(opts); err != nil {
+	changed := opts.changed
+	if changed == nil {
+		changed = func(string) bool { return false }
+	}
+	if err := checkServeBudget(opts, changed); err != nil {
 		return err
 	}
 	if err := opts.engine.check(ios); err != nil {
@@ -189,7 +207,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 
 	srv, err := server.New(server.Options{
 		Loops: eng, Store: eng.store(), Secret: []byte(secret), Addr: opts.Listen, Token: token,
-		Discover: f.discover, Forge: kind, Budget: f.polls,
+		Discover: f.discover, Forge: kind, Budget: f.polls, Stats: f.stats,
 		Logger: slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
@@ -97,14 +99,89 @@ func TestPR_G6_ServePrunesTheCloneCacheOnStart(t *testing.T) {
 	}
 }
 
-// TestPR_S2_ServePollBudgetRefusesNone: a budget of no poll, and --keep
-// (a worktree kept past the run), are refused before anything starts.
+// TestPR_S2_ServePollBudgetRefusesNone: a budget of no poll (in points or
+// in the old polls a minute), both budgets at once, and --keep (a
+// worktree kept past the run), are refused before anything starts, in one
+// line naming the flag; the old --poll-budget's line names --poll-points.
 func TestPR_S2_ServePollBudgetRefusesNone(t *testing.T) {
-	for _, args := range [][]string{{"--poll-budget", "0"}, {"--keep"}} {
+	for _, args := range [][]string{{"--poll-points", "0"}, {"--poll-budget", "0"}, {"--poll-budget", "5", "--poll-points", "100"}, {"--keep"}} {
 		ios, _, errOut := testIO(nil)
 		code := Run(context.Background(), append([]string{"serve", "--state", t.TempDir()}, args...), ios)
 		if code != exitcode.Usage || !strings.Contains(errOut.String(), strings.TrimPrefix(args[0], "--")) {
 			t.Errorf("serve %v: exit %d, want 2 (usage): %s", args, code, errOut)
+		}
+		if args[0] == "--poll-budget" && !strings.Contains(errOut.String(), "--poll-points N") {
+			t.Errorf("serve %v does not name the budget that replaces it: %s", args, errOut)
+		}
+	}
+}
+
+// TestPR_S2_ServePollsDrawForgePoints: serve's fallback polls draw a
+// budget of forge points (--poll-points), charged what the forge said
+// each poll cost, and /metrics shows it beside what each identity (here
+// the token's user) spent on each of its rate limits and what is left of
+// them: the run's calls are counted as they are made.
+func TestPR_S2_ServePollsDrawForgePoints(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a PR loop")
+	}
+	hub := hubtest.Start(t, time.Hour) // Copilot's review never comes: the loop polls
+	_, urls := hubtest.DemoPRs(t, hub, 1)
+	sp := startServe(t, map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author},
+		append([]string{"--api-url", hub.APIURL(), "--ca-file", hub.CAFile(), "--state", t.TempDir(),
+			"--poll-min", "1s", "--poll-max", "1s", "--poll-points", "3600"}, urls...)...)
+	metric := func(name string, labels ...string) (float64, bool) {
+		t.Helper()
+		resp, err := http.Get("http://" + sp.addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+	lines:
+		for line := range strings.Lines(string(b)) {
+			rest, ok := strings.CutPrefix(line, name)
+			if !ok || (rest[0] != ' ' && rest[0] != '{') {
+				continue
+			}
+			for _, l := range labels {
+				if !strings.Contains(rest, l) {
+					continue lines
+				}
+			}
+			f, err := strconv.ParseFloat(strings.TrimSpace(rest[strings.LastIndexByte(rest, ' '):]), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return f, true
+		}
+		return 0, false
+	}
+	api, err := url.Parse(hub.APIURL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := `identity="` + api.Host + "/" + fakehub.LoginAuthor + `"`
+	deadline := time.After(3 * time.Minute)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		spent, _ := metric("converge_poll_budget_spent_total")
+		calls, _ := metric("converge_forge_identity_calls_total", user, `resource="graphql"`)
+		left, _ := metric("converge_forge_identity_rate_limit_remaining", user, `resource="graphql"`)
+		points, _ := metric("converge_forge_identity_points_total", user, `resource="graphql"`)
+		if spent > 0 && calls > 0 && left > 0 && left < 5000 && points > 0 {
+			if avail, ok := metric("converge_poll_budget_available"); !ok || avail > 60 {
+				t.Fatalf("poll budget available %v (%v): want points, at most a minute's 60", avail, ok)
+			}
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-sp.done:
+			t.Fatalf("serve exited:\n%s", sp.out.String())
+		case <-deadline:
+			t.Fatalf("no poll charged (%v points) or no spend of %s (calls %v, points %v, left %v) on /metrics:\n%s", spent, user, calls, points, left, sp.out.String())
 		}
 	}
 }
@@ -140,6 +217,11 @@ func TestPR_S2_ServeLoopsTakeTheFleetsPollPermits(t *testing.T) {
 		}
 		t.Fatalf("no converge_poll_budget_available in /metrics:\n%s", b)
 		return 0
+	}
+	// The old budget, in polls a minute, still works, and says what
+	// replaces it.
+	if !strings.Contains(sp.out.String(), "--poll-points N") {
+		t.Errorf("serve --poll-budget does not name --poll-points:\n%s", sp.out.String())
 	}
 	// Its burst is one permit: the first poll takes it.
 	deadline := time.After(3 * time.Minute)

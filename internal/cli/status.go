@@ -36,7 +36,14 @@ func newStatusCmd(factory *Factory, runF func(*statusOptions) error) *cobra.Comm
 	ios := factory.IOStreams
 	opts := &statusOptions{factory: factory}
 	cmd := &cobra.Command{
-		Use:   "status",
+		Use: "status",
+		Example: `  converge status
+
+  # every run, as JSON
+  converge status --limit 0 --json
+
+  # follow a run another terminal drives
+  converge status --follow r-20261207-ae0f65`,
 		Short: "List runs from the state store",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -50,7 +57,7 @@ func newStatusCmd(factory *Factory, runF func(*statusOptions) error) *cobra.Comm
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
 	cmd.Flags().IntVar(&opts.Limit, "limit", 20, "how many runs, newest first (0: all); a cut list says so")
 	cmd.Flags().StringVar(&opts.Follow, "follow", "", "follow run `RUN` from another terminal: print its events until it ends, then exit with its exit code")
-	addEngineFlags(cmd.Flags(), &opts.engine)
+	addReadEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
 
@@ -72,6 +79,9 @@ type runView struct {
 	// Usage is what the run's agents reported consuming (converge proof
 	// only): per round, iteration or task, and in total.
 	Usage *runUsage `json:"usage,omitempty"`
+	// ForgeSpend is what the run's forge calls cost, as the forge said
+	// it, and the limit as it last said it (forgespend.go).
+	ForgeSpend *forgeSpendView `json:"forge_spend,omitempty"`
 }
 
 func viewOf(r store.Run) runView {
@@ -196,12 +206,17 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 		holder, live, err := db.LockLive(ctx, r.Target)
 		return live && holder == r.ID, err
 	}
-	return printRuns(ios, opts.JSON, runs, alive)
+	spends, err := runSpends(ctx, db, runs)
+	if err != nil {
+		return err
+	}
+	return printRuns(ios, opts.JSON, runs, alive, spends)
 }
 
 // printRuns prints runs as the status table or JSON; alive tells an
-// unfinished run some converge holds from one no process runs any more.
-func printRuns(ios *IOStreams, asJSON bool, runs []store.Run, alive func(store.Run) (bool, error)) error {
+// unfinished run some converge holds from one no process runs any more;
+// spends are the runs' forge spend by id (nil: not known).
+func printRuns(ios *IOStreams, asJSON bool, runs []store.Run, alive func(store.Run) (bool, error), spends map[string]*forgeSpendView) error {
 	if asJSON {
 		type statusView struct {
 			runView
@@ -212,7 +227,7 @@ func printRuns(ios *IOStreams, asJSON bool, runs []store.Run, alive func(store.R
 		views := make([]statusView, 0, len(runs))
 		for _, r := range runs {
 			v := viewOf(r)
-			v.Proof = nil
+			v.Proof, v.ForgeSpend = nil, spends[r.ID]
 			if !r.Finished() {
 				a, err := alive(r)
 				if err != nil {
@@ -229,7 +244,7 @@ func printRuns(ios *IOStreams, asJSON bool, runs []store.Run, alive func(store.R
 		return nil
 	}
 	tw := tabwriter.NewWriter(ios.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTATUS\tEXIT\tSTARTED\tTARGET\tWHY")
+	fmt.Fprintln(tw, "RUN\tSTATUS\tEXIT\tSTARTED\tTARGET\tFORGE\tLEFT\tWHY")
 	for _, r := range runs {
 		exit, status := "-", r.Status
 		if r.Finished() {
@@ -239,7 +254,9 @@ func printRuns(ios *IOStreams, asJSON bool, runs []store.Run, alive func(store.R
 		} else if !a {
 			status = "stopped"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, status, exit, r.StartedAt.Local().Format(time.DateTime), r.Target, text.Clip(whyEnded(r), 160))
+		sp := spends[r.ID]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, status, exit, r.StartedAt.Local().Format(time.DateTime), r.Target,
+			sp.spentCell(), sp.leftCell(), text.Clip(whyEnded(r), 160))
 	}
 	return tw.Flush()
 }
@@ -267,7 +284,7 @@ func runStatusTemporal(ctx context.Context, ios *IOStreams, opts *statusOptions)
 		runs = runs[:opts.Limit]
 		defer fmt.Fprintf(ios.ErrOut, "converge: showing the %d newest runs; there are more (--limit N shows N, --limit 0 all)\n", opts.Limit)
 	}
-	return printRuns(ios, opts.JSON, runs, func(r store.Run) (bool, error) { return r.Status == store.StatusRunning, nil })
+	return printRuns(ios, opts.JSON, runs, func(r store.Run) (bool, error) { return r.Status == store.StatusRunning, nil }, nil)
 }
 
 // whyEnded is the terminal's message of a run that ended non-zero (every
@@ -301,7 +318,11 @@ func newProofCmd(factory *Factory, runF func(*proofOptions) error) *cobra.Comman
 	ios := factory.IOStreams
 	opts := &proofOptions{factory: factory}
 	cmd := &cobra.Command{
-		Use:   "proof RUN",
+		Use: "proof RUN",
+		Example: `  converge proof r-20261207-ae0f65
+
+  # as JSON, for a script
+  converge proof --json r-20261207-ae0f65`,
 		Short: "Print a run's stored proof of convergence",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -319,7 +340,7 @@ func newProofCmd(factory *Factory, runF func(*proofOptions) error) *cobra.Comman
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
 	cmd.Flags().BoolVar(&opts.JSON, "json", false, "print JSON")
-	addEngineFlags(cmd.Flags(), &opts.engine)
+	addReadEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
 
@@ -328,6 +349,7 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 		return err
 	}
 	var r store.Run
+	var spend *forgeSpendView
 	if opts.engine.temporal() {
 		var err error
 		if r, _, err = workflowRun(ctx, &opts.engine, id); err != nil {
@@ -340,11 +362,16 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 		}
 		defer db.Close()
 		r = run
+		spends, err := runSpends(ctx, db, []store.Run{r})
+		if err != nil {
+			return err
+		}
+		spend = spends[r.ID]
 	}
 	usage := usageOfRun(r)
 	if opts.JSON {
 		v := viewOf(r)
-		v.Usage = usage
+		v.Usage, v.ForgeSpend = usage, spend
 		return json.NewEncoder(ios.Out).Encode(v)
 	}
 	if len(r.Proof) == 0 {
@@ -358,6 +385,7 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 			}
 		}
 		writeUsage(ios.Out, usage)
+		writeForgeSpend(ios.Out, spend)
 		if !r.Finished() {
 			return &silentExit{code: exitcode.Error}
 		}
@@ -367,13 +395,12 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 	if err := json.Unmarshal(r.Proof, &p); err != nil {
 		return fmt.Errorf("decode proof of %s: %w", id, err)
 	}
+	printProof(ios, r.ID, &p)
 	if p.Usage == nil && usage != nil {
 		// A proof stored before it carried usage: the state's.
-		printProof(ios, r.ID, &p)
 		writeUsage(ios.Out, usage)
-		return nil
 	}
-	printProof(ios, r.ID, &p)
+	writeForgeSpend(ios.Out, spend)
 	return nil
 }
 

@@ -23,7 +23,11 @@ func newStopCmd(factory *Factory, runF func(*stopOptions) error) *cobra.Command 
 	ios := factory.IOStreams
 	opts := &stopOptions{factory: factory}
 	cmd := &cobra.Command{
-		Use:   "stop RUN",
+		Use: "stop RUN",
+		Example: `  converge stop r-20261207-ae0f65
+
+  # the fleet's workflow of a PR
+  converge stop --engine temporal https://github.com/acme/widget/pull/42`,
 		Short: "Ask a running loop to end cleanly at its next step",
 		Long: `Ask a running loop to end cleanly at its next step: it finishes the
 action in flight, records stopped-by-human (exit 3) and releases its lock.
@@ -47,7 +51,7 @@ with the converge:stop label.`,
 		},
 	}
 	cmd.Flags().StringVar(&opts.StateDir, "state", "", "state directory (default $XDG_STATE_HOME/converge)")
-	addEngineFlags(cmd.Flags(), &opts.engine)
+	addReadEngineFlags(cmd.Flags(), &opts.engine)
 	return cmd
 }
 

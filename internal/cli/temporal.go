@@ -39,9 +39,21 @@ func addEngineFlags(f *pflag.FlagSet, o *engineOptions) {
 }
 
 func addTemporalFlags(f *pflag.FlagSet, o *engineOptions) {
+	addClusterFlags(f, o)
+	f.StringVar(&o.TaskQueue, "task-queue", "", "Temporal task queue converge's workers poll (default "+defaultTaskQueue+")")
+}
+
+// addReadEngineFlags are the engine flags of a command that reads or
+// signals runs (status, proof, log, stop): it names a workflow, and no
+// task queue matters to it.
+func addReadEngineFlags(f *pflag.FlagSet, o *engineOptions) {
+	f.StringVar(&o.Engine, "engine", engineLocal, "engine whose runs to read: local (the state directory's SQLite) or temporal (workflows on a Temporal cluster)")
+	addClusterFlags(f, o)
+}
+
+func addClusterFlags(f *pflag.FlagSet, o *engineOptions) {
 	f.StringVar(&o.Address, "temporal-address", "", "Temporal frontend HOST:PORT (default TEMPORAL_ADDRESS, then 127.0.0.1:7233)")
 	f.StringVar(&o.Namespace, "namespace", "", "Temporal namespace (default TEMPORAL_NAMESPACE, then default)")
-	f.StringVar(&o.TaskQueue, "task-queue", "", "Temporal task queue converge's workers poll (default "+defaultTaskQueue+")")
 }
 
 // check refuses an unknown engine, and Temporal flags without it.
@@ -49,7 +61,7 @@ func (o *engineOptions) check(ios *IOStreams) error {
 	switch o.Engine {
 	case engineLocal, "":
 		if o.Address != "" || o.Namespace != "" || o.TaskQueue != "" {
-			return usageErr("--temporal-address, --namespace and --task-queue need --engine temporal")
+			return usageErr("--temporal-address, --namespace and --task-queue need --engine temporal (they name the cluster of its runs)")
 		}
 		return nil
 	case engineTemporal:

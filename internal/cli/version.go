@@ -91,8 +91,9 @@ func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command 
 	ios := f.IOStreams
 	opts := &versionOptions{}
 	cmd := &cobra.Command{
-		Use:   "version",
-		Short: "Print converge's version, commit, build date and Go version",
+		Use:     "version",
+		Example: `  converge version --json`,
+		Short:   "Print converge's version, commit, build date and Go version",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErr("version takes no arguments (got %q)", args[0])

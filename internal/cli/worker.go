@@ -41,7 +41,9 @@ func newWorkerCmd(factory *Factory, runF func(*workerOptions) error) *cobra.Comm
 	ios := factory.IOStreams
 	opts := &workerOptions{engine: engineOptions{Engine: engineTemporal}, factory: factory}
 	cmd := &cobra.Command{
-		Use:   "worker",
+		Use: "worker",
+		Example: `  # one worker of a fleet; start as many as it needs, on as many machines
+  CONVERGE_TOKEN=ghp_example converge worker --temporal-address temporal:7233`,
 		Short: "Run loops of a Temporal cluster on this machine (the fleet engine)",
 		Long: `Run converge's workflows and activities for a Temporal cluster: every
 loop started with --engine temporal (converge pr, loop, plan, serve) runs

@@ -188,6 +188,9 @@ type runner[S, O any, A Action, R any] struct {
 	nowTries int
 	// crashPoll: the step waits, so its acts are no crash boundaries (REL-2).
 	crashPoll bool
+	// pollCharge settles the permit of the poll the next observation is
+	// (pollbudget.go); nil when it is no poll, or the budget counts polls.
+	pollCharge PollCharge
 }
 
 func (e *runner[S, O, A, R]) defaults() {
@@ -288,7 +291,15 @@ var errPersist = errors.New("persist state")
 
 // step observes, decides and persists; the actions are the caller's.
 func (e *runner[S, O, A, R]) step(ctx context.Context) (actions []A, done, restart bool, err error) {
-	obs, err := e.loop.Observe(ctx, e.st, Input[R]{Now: e.opt.Clock.Now(), Results: e.results, StopRequested: e.stopRequested(ctx)})
+	octx := ctx
+	if charge := e.pollCharge; charge != nil {
+		// A poll: the budget is charged what its observation spent.
+		e.pollCharge = nil
+		var settle func()
+		octx, settle = charge(ctx)
+		defer settle()
+	}
+	obs, err := e.loop.Observe(octx, e.st, Input[R]{Now: e.opt.Clock.Now(), Results: e.results, StopRequested: e.stopRequested(ctx)})
 	if err != nil {
 		return nil, false, false, err
 	}

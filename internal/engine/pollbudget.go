@@ -23,18 +23,47 @@ type PollBudget interface {
 	Reserve() (wait time.Duration, cancel func())
 }
 
+// PollCharge settles one poll's permit with what the poll spent: the
+// poll's observation runs under the context it returns (which meters what
+// the observation costs), and done is called once the observation
+// returned.
+type PollCharge = func(ctx context.Context) (metered context.Context, done func())
+
+// PollCharger is a PollBudget whose permits are points the polls spend
+// rather than polls (`converge serve`'s budget of forge points): what a
+// poll costs is known only once it ran (a probe answered 304 nothing, a
+// whole read what the forge said it cost), so ReservePoll takes the
+// budget's estimate of a poll, and the charge puts what the poll spent in
+// its place.
+type PollCharger interface {
+	ReservePoll() (wait time.Duration, cancel func(), charge PollCharge)
+}
+
+// reservePoll reserves the next poll's permit, and with a PollCharger the
+// charge its observation settles.
+func (e *runner[S, O, A, R]) reservePoll() (time.Duration, func(), PollCharge) {
+	if pc, ok := e.opt.Polls.(PollCharger); ok {
+		return pc.ReservePoll()
+	}
+	wait, cancel := e.opt.Polls.Reserve()
+	return wait, cancel, nil
+}
+
 // pollPermit waits, after a wait ended on its timer, for the fleet's
-// permit to poll; a wake ends it at once and gives the permit back.
+// permit to poll; a wake ends it at once and gives the permit back. A
+// permit taken leaves its charge for the next observation (step).
 func (e *runner[S, O, A, R]) pollPermit(ctx context.Context, bg <-chan struct{}) error {
 	if e.opt.Polls == nil {
 		return nil
 	}
-	wait, cancel := e.opt.Polls.Reserve()
+	wait, cancel, charge := e.reservePoll()
 	if wait <= 0 {
+		e.pollCharge = charge
 		return nil
 	}
 	select {
 	case <-e.opt.Clock.After(wait):
+		e.pollCharge = charge
 		return nil
 	case <-ctx.Done():
 		cancel()

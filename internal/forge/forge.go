@@ -159,6 +159,10 @@ type PullRequest struct {
 	ObservedAt time.Time
 	// Requests counts API requests this observation cost.
 	Requests int
+	// Spend is what this observation cost on the forge's primary rate
+	// limit, as the forge's answers said it (spend.go): a probe answered
+	// 304 costs nothing, a whole read what the forge charged for it.
+	Spend Spend
 	// Unchanged: asked WithProbe, a conditional change probe proved
 	// nothing it covers changed since the backend's last whole read, and
 	// this is that read (with ObservedAt and Requests of now). What no

@@ -125,29 +125,29 @@ func TestPLAN_1_ParseReview(t *testing.T) {
 	}
 }
 
-// TestPLAN_1_ReadmeExampleParses: the plan the README shows is a valid
+// TestPLAN_1_DocsExampleParses: the plan docs/plan.md shows is a valid
 // plan, with the groups and fields it explains.
-func TestPLAN_1_ReadmeExampleParses(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+func TestPLAN_1_DocsExampleParses(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "docs", "plan.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
-	i := strings.Index(s, "### `converge plan`")
+	i := strings.Index(s, "# `converge plan`")
 	if i < 0 {
-		t.Fatal("README has no converge plan section")
+		t.Fatal("docs/plan.md has no converge plan heading")
 	}
 	start := strings.Index(s[i:], "```yaml\n")
 	if start < 0 {
-		t.Fatal("the converge plan section has no yaml example")
+		t.Fatal("docs/plan.md has no yaml example")
 	}
 	body := s[i+start+len("```yaml\n"):]
 	body = body[:strings.Index(body, "```")]
-	p, err := Parse("README.md", []byte(body))
+	p, err := Parse("docs/plan.md", []byte(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Groups) != 2 || !p.Groups[0].Parallel || p.Task("repl") == nil || p.Task("repl").Agent != "claude" || len(p.Models) != 2 {
-		t.Errorf("README plan = %+v", p)
+		t.Errorf("docs/plan.md plan = %+v", p)
 	}
 }

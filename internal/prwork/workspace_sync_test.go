@@ -53,9 +53,12 @@ func TestPR_S14_SyncBaseMergesTestsAndPushes(t *testing.T) {
 	}
 	// Without a protection rule requiring branches to be up to date,
 	// GitHub does not say BEHIND; its compare counts the missing commit.
+	// (It says so once its background job computed the new base's
+	// mergeability, and UNSTABLE while the head's CI still runs.)
+	hub.AdvanceClock(fakehub.DefaultMergeabilityDelay)
 	pr := observe()
-	if pr.MergeState != forge.MergeClean {
-		t.Fatalf("merge state %s without the protection rule, want CLEAN", pr.MergeState)
+	if pr.MergeState != forge.MergeClean && pr.MergeState != forge.MergeUnstable {
+		t.Fatalf("merge state %s without the protection rule, want CLEAN (or UNSTABLE while CI runs)", pr.MergeState)
 	}
 	if n, err := client.CommitsBehind(ctx, ref, pr.BaseSHA, pr.HeadSHA); err != nil || n != 1 {
 		t.Fatalf("commits behind = %d, %v; want 1", n, err)

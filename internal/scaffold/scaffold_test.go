@@ -140,14 +140,14 @@ func TestPR_M4_InitRefusesSymlinks(t *testing.T) {
 	}
 }
 
-// TestSEC_5_ReadmeShowsTheInitWorkflow: the README's example workflow is
-// the one converge init --action writes.
-func TestSEC_5_ReadmeShowsTheInitWorkflow(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+// TestSEC_5_DocsShowTheInitWorkflow: the example workflow of docs/action.md
+// (the GitHub Action's page) is the one converge init --action writes.
+func TestSEC_5_DocsShowTheInitWorkflow(t *testing.T) {
+	page, err := os.ReadFile("../../docs/action.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(readme), "```yaml\n"+scaffold.Workflow+"```\n") {
-		t.Fatalf("README.md does not show the workflow converge init --action writes:\n%s", scaffold.Workflow)
+	if !strings.Contains(string(page), "```yaml\n"+scaffold.Workflow+"```\n") {
+		t.Fatalf("docs/action.md does not show the workflow converge init --action writes:\n%s", scaffold.Workflow)
 	}
 }

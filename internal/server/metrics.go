@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/convergeloop/converge/internal/store"
 )
 
 // metrics is the server's own registry: nothing global, so two servers in
@@ -70,7 +72,25 @@ var (
 	descAgentCost = prometheus.NewDesc("converge_agent_cost_usd_total",
 		"Agent cost, in US dollars.", nil, nil)
 	descBudget = prometheus.NewDesc("converge_poll_budget_available",
-		"Fallback poll permits available under the fleet's request budget.", nil, nil)
+		"Fallback poll permits available under the fleet's budget: forge points (converge serve's --poll-points), or polls.", nil, nil)
+	descBudgetSpent = prometheus.NewDesc("converge_poll_budget_spent_total",
+		"What fallback polls were charged under the fleet's budget: forge points as the forge said them (a probe answered 304 costs 0), or polls.", nil, nil)
+
+	idLabels     = []string{"identity", "resource"}
+	descIDPoints = prometheus.NewDesc("converge_forge_identity_points_total",
+		"Primary rate-limit points spent, as the forge's answers said them, per identity (a GitHub App installation, else the token's user) and rate limit.", idLabels, nil)
+	descIDEstimated = prometheus.NewDesc("converge_forge_identity_estimated_points_total",
+		"Of those points, the ones no answer said (a GraphQL mutation's least cost).", idLabels, nil)
+	descIDCalls = prometheus.NewDesc("converge_forge_identity_calls_total",
+		"Forge requests answered, per identity and rate limit.", idLabels, nil)
+	descIDNotModified = prometheus.NewDesc("converge_forge_identity_not_modified_total",
+		"Conditional forge requests answered 304 (free on the primary limit), per identity and rate limit.", idLabels, nil)
+	descIDLimit = prometheus.NewDesc("converge_forge_identity_rate_limit",
+		"The rate limit's size as the forge last said it, per identity and rate limit.", idLabels, nil)
+	descIDRemaining = prometheus.NewDesc("converge_forge_identity_rate_limit_remaining",
+		"What is left of the rate limit as the forge last said it, per identity and rate limit.", idLabels, nil)
+	descIDReset = prometheus.NewDesc("converge_forge_identity_rate_limit_reset_timestamp_seconds",
+		"When the rate limit resets (Unix time) as the forge last said it, per identity and rate limit.", idLabels, nil)
 )
 
 // fleetCollector reads the fleet at scrape time, so nothing is copied
@@ -78,7 +98,8 @@ var (
 type fleetCollector struct{ s *Server }
 
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLoops, descRequests, descPoints, descRemaining, descAgentSeconds, descAgentCost, descBudget} {
+	for _, d := range []*prometheus.Desc{descLoops, descRequests, descPoints, descRemaining, descAgentSeconds, descAgentCost, descBudget, descBudgetSpent,
+		descIDPoints, descIDEstimated, descIDCalls, descIDNotModified, descIDLimit, descIDRemaining, descIDReset} {
 		ch <- d
 	}
 }
@@ -100,9 +121,31 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 		emit(ch, descRemaining, prometheus.GaugeValue, st.RateLimitRemaining)
 		ch <- prometheus.MustNewConstMetric(descAgentSeconds, prometheus.CounterValue, st.AgentSeconds)
 		ch <- prometheus.MustNewConstMetric(descAgentCost, prometheus.CounterValue, st.AgentCostUSD)
+		for _, f := range st.Identities {
+			emitIdentity(ch, f)
+		}
 	}
 	if c.s.opts.Budget != nil {
 		ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, c.s.opts.Budget.Available())
+		ch <- prometheus.MustNewConstMetric(descBudgetSpent, prometheus.CounterValue, c.s.opts.Budget.Spent())
+	}
+}
+
+// emitIdentity is one identity's spend on one rate limit; the limit's
+// gauges only once an answer said them.
+func emitIdentity(ch chan<- prometheus.Metric, f store.ForgeSpend) {
+	l := []string{f.Identity, f.Resource}
+	ch <- prometheus.MustNewConstMetric(descIDPoints, prometheus.CounterValue, float64(f.Points), l...)
+	ch <- prometheus.MustNewConstMetric(descIDEstimated, prometheus.CounterValue, float64(f.Estimated), l...)
+	ch <- prometheus.MustNewConstMetric(descIDCalls, prometheus.CounterValue, float64(f.Calls), l...)
+	ch <- prometheus.MustNewConstMetric(descIDNotModified, prometheus.CounterValue, float64(f.NotModified), l...)
+	if f.ReadAt.IsZero() {
+		return
+	}
+	ch <- prometheus.MustNewConstMetric(descIDLimit, prometheus.GaugeValue, float64(f.Limit), l...)
+	ch <- prometheus.MustNewConstMetric(descIDRemaining, prometheus.GaugeValue, float64(f.Remaining), l...)
+	if !f.ResetAt.IsZero() {
+		ch <- prometheus.MustNewConstMetric(descIDReset, prometheus.GaugeValue, float64(f.ResetAt.Unix()), l...)
 	}
 }
 

@@ -97,6 +97,10 @@ type Stats struct {
 	RateLimitRemaining map[string]float64
 	AgentSeconds       float64 // agent run time, summed
 	AgentCostUSD       float64 // agent cost, summed
+	// Identities are what each identity (a GitHub App's installation,
+	// else the token's user) spent on each rate limit, as the forge's
+	// answers said it, with the limit as the last answer said it.
+	Identities []store.ForgeSpend
 }
 
 // Options configure a Server.

@@ -118,6 +118,8 @@ CREATE INDEX tickets_run ON tickets(run_id, n);
 	// 6: a lock's holder as a process identity (pid and start time): a
 	// dead holder's pid, reused by another process, kept the lock live.
 	`ALTER TABLE locks ADD COLUMN process TEXT NOT NULL DEFAULT '';`,
+	// 7: what forge calls cost, per run and per identity (spend.go).
+	spendSchema,
 }
 
 // SchemaVersion is the schema version this build writes.

@@ -121,9 +121,6 @@ func (h *Hub) startCopilotLocked(p *pr) {
 		return
 	}
 	p.copilotBusy = true
-	cp := h.copilot()
-	h.addEventLocked(p, &issueEvent{event: "copilot_work_started", actor: cp})
-	h.publishLocked(Event{Kind: "copilot_started", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: cp.surfaceLogin()})
 	if h.closed {
 		p.copilotBusy = false
 		return
@@ -132,26 +129,61 @@ func (h *Hub) startCopilotLocked(p *pr) {
 	if round.Delay != 0 {
 		delay = round.Delay
 	}
+	// Deadlines are taken now, by the hub's clock, so a clock moved on
+	// right after the request or the start counts.
+	if start := h.opts.CopilotStartDelay; start > 0 {
+		// Requested but not started yet, as on github.com for half a
+		// minute: no copilot_work_started, the bot still requested.
+		startAt := h.clockNow().Add(start)
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			if !h.sleepUntil(h.bgCtx(), startAt) {
+				h.mu.Lock()
+				p.copilotBusy = false
+				h.mu.Unlock()
+				return
+			}
+			h.mu.Lock()
+			if p.state != "OPEN" || !containsUser(p.requested, h.copilot()) {
+				// The PR closed or the request was withdrawn first.
+				p.copilotBusy = false
+				h.mu.Unlock()
+				return
+			}
+			due := h.copilotStartedLocked(p, delay)
+			h.mu.Unlock()
+			h.runCopilot(p, round, due)
+		}()
+		return
+	}
+	due := h.copilotStartedLocked(p, delay)
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
-		h.runCopilot(p, round, delay)
+		h.runCopilot(p, round, due)
 	}()
 }
 
-func (h *Hub) runCopilot(p *pr, round CopilotRound, delay time.Duration) {
+// copilotStartedLocked records that Copilot started its review, and
+// returns when, by the hub's clock, the review is due: delay later.
+func (h *Hub) copilotStartedLocked(p *pr, delay time.Duration) time.Time {
+	due := h.clockNow().Add(max(delay, 0))
+	cp := h.copilot()
+	h.addEventLocked(p, &issueEvent{event: "copilot_work_started", actor: cp})
+	h.publishLocked(Event{Kind: "copilot_started", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: cp.surfaceLogin()})
+	return due
+}
+
+// runCopilot posts the review when it is due: by the hub's clock
+// (sleepUntil), so a test's AdvanceClock hurries it.
+func (h *Hub) runCopilot(p *pr, round CopilotRound, due time.Time) {
 	ctx := h.bgCtx()
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			h.mu.Lock()
-			h.finishCopilotLocked(p)
-			h.mu.Unlock()
-			return
-		case <-t.C:
-		}
+	if !h.sleepUntil(ctx, due) {
+		h.mu.Lock()
+		h.finishCopilotLocked(p)
+		h.mu.Unlock()
+		return
 	}
 	h.mu.RLock()
 	head, base, dir := p.headSHA, p.baseSHA, p.repo.dir

@@ -205,23 +205,28 @@ func (h *Hub) restPullFiles(c *restCtx) {
 	}
 	out := []any{}
 	for _, f := range paged(c, files) {
-		esc := escapePath(f.path)
-		j := map[string]any{
-			"sha": f.blob, "filename": f.path, "status": f.status,
-			"additions": f.additions, "deletions": f.deletions, "changes": f.additions + f.deletions,
-			"blob_url":     fmt.Sprintf("%s/%s/blob/%s/%s", h.BaseURL(), rp.fullName(), head, esc),
-			"raw_url":      fmt.Sprintf("%s/%s/raw/%s/%s", h.BaseURL(), rp.fullName(), head, esc),
-			"contents_url": fmt.Sprintf("%s/repos/%s/contents/%s?ref=%s", h.APIURL(), rp.fullName(), esc, head),
-		}
-		if f.patch != "" {
-			j["patch"] = f.patch
-		}
-		if f.previous != "" {
-			j["previous_filename"] = f.previous
-		}
-		out = append(out, j)
+		out = append(out, h.fileJSON(rp, head, f))
 	}
 	c.reply(200, out)
+}
+
+// fileJSON is one changed file as pulls/N/files and compare list it.
+func (h *Hub) fileJSON(rp *repo, head string, f prFile) map[string]any {
+	esc := escapePath(f.path)
+	j := map[string]any{
+		"sha": f.blob, "filename": f.path, "status": f.status,
+		"additions": f.additions, "deletions": f.deletions, "changes": f.additions + f.deletions,
+		"blob_url":     fmt.Sprintf("%s/%s/blob/%s/%s", h.BaseURL(), rp.fullName(), head, esc),
+		"raw_url":      fmt.Sprintf("%s/%s/raw/%s/%s", h.BaseURL(), rp.fullName(), head, esc),
+		"contents_url": fmt.Sprintf("%s/repos/%s/contents/%s?ref=%s", h.APIURL(), rp.fullName(), esc, head),
+	}
+	if f.patch != "" {
+		j["patch"] = f.patch
+	}
+	if f.previous != "" {
+		j["previous_filename"] = f.previous
+	}
+	return j
 }
 
 func escapePath(p string) string {

@@ -365,14 +365,22 @@ func TestGhCLI_SandboxAnswersGhCommands(t *testing.T) {
 		t.Errorf("after gh pr merge --delete-branch: refs %v (%v), merge commit %q", refs, err, mergeSHA)
 	}
 
+	checkGhSent(t, capture, ghQueriesFile, 10)
+}
+
+// checkGhSent checks every GraphQL request gh sent, with its variables,
+// against GitHub's public schema; FAKEHUB_RECORD_GH=1 writes the distinct
+// documents to file for TestGhCLI_RecordedQueriesValidAndServed.
+func checkGhSent(t *testing.T, capture *gqlCapture, file string, atLeast int) {
+	t.Helper()
 	capture.mu.Lock()
 	sent := slices.Clone(capture.sent)
 	capture.mu.Unlock()
-	if len(sent) < 10 {
+	if len(sent) < atLeast {
 		t.Fatalf("captured %d GraphQL requests from gh; the capture is broken", len(sent))
 	}
 	if os.Getenv("FAKEHUB_RECORD_GH") != "" {
-		recordGhQueries(t, sent)
+		recordGhQueries(t, file, sent)
 	}
 	github := ghschema.Load(t)
 	for i, g := range sent {
@@ -392,11 +400,15 @@ func TestGhCLI_SandboxAnswersGhCommands(t *testing.T) {
 }
 
 // ghQueriesFile holds the distinct documents gh 2.23 sent in
-// TestGhCLI_SandboxAnswersGhCommands, so their fidelity is checked where gh
-// is not installed too; FAKEHUB_RECORD_GH=1 rewrites it from a run.
-const ghQueriesFile = "testdata/gh_2.23_queries.json"
+// TestGhCLI_SandboxAnswersGhCommands, and ghPRQueriesFile those it sent in
+// TestREL_4_GhPRCommandsAgainstSandbox, so their fidelity is checked where
+// gh is not installed too; FAKEHUB_RECORD_GH=1 rewrites them from a run.
+const (
+	ghQueriesFile   = "testdata/gh_2.23_queries.json"
+	ghPRQueriesFile = "testdata/gh_2.23_pr_edit_queries.json"
+)
 
-func recordGhQueries(t *testing.T, sent []httpmock.SentGraphQL) {
+func recordGhQueries(t *testing.T, file string, sent []httpmock.SentGraphQL) {
 	t.Helper()
 	var docs []string
 	for _, g := range sent {
@@ -410,7 +422,7 @@ func recordGhQueries(t *testing.T, sent []httpmock.SentGraphQL) {
 		err = os.MkdirAll("testdata", 0o755)
 	}
 	if err == nil {
-		err = os.WriteFile(ghQueriesFile, append(b, '\n'), 0o644)
+		err = os.WriteFile(file, append(b, '\n'), 0o644)
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -422,16 +434,23 @@ func recordGhQueries(t *testing.T, sent []httpmock.SentGraphQL) {
 // emulator's, without gh.
 func TestGhCLI_RecordedQueriesValidAndServed(t *testing.T) {
 	t.Parallel()
-	b, err := os.ReadFile(ghQueriesFile)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var docs []string
-	if err := json.Unmarshal(b, &docs); err != nil {
-		t.Fatal(err)
-	}
-	if len(docs) < 10 {
-		t.Fatalf("%s holds %d documents", ghQueriesFile, len(docs))
+	for _, f := range []struct {
+		name    string
+		atLeast int
+	}{{ghQueriesFile, 10}, {ghPRQueriesFile, 10}} {
+		b, err := os.ReadFile(f.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ds []string
+		if err := json.Unmarshal(b, &ds); err != nil {
+			t.Fatal(err)
+		}
+		if len(ds) < f.atLeast {
+			t.Fatalf("%s holds %d documents", f.name, len(ds))
+		}
+		docs = append(docs, ds...)
 	}
 	github := ghschema.Load(t)
 	ours, err := gqlparser.LoadSchema(&ast.Source{Name: "schema.graphql", Input: SchemaSDL()})

@@ -67,6 +67,8 @@ type gitCache struct {
 	changed map[string]int
 	diffs   map[string]string
 	files   map[string][]prFile // diff.go
+	// testMerges: a clean PR's test merge commit (fidelity.go)
+	testMerges map[string]string
 }
 
 // memo returns m[key], computing and storing it on a miss. Answers depend
@@ -425,6 +427,9 @@ func (h *Hub) refsChanged(ctx context.Context, rp *repo, refs map[string]string,
 	}
 	var ms []moved
 	h.pushHooks(rp, refs, by)
+	if h.refsMoved(rp, refs) {
+		h.pushed(ctx, rp)
+	}
 	h.mu.Lock()
 	prs := append([]*pr(nil), rp.prs...)
 	h.mu.Unlock()
@@ -447,6 +452,9 @@ func (h *Hub) refsChanged(ctx context.Context, rp *repo, refs map[string]string,
 			}
 		}
 		h.mu.Lock()
+		if (newBase != "" && newBase != p.baseSHA) || (newHead != "" && newHead != p.headSHA) {
+			h.mergeChangedLocked(p)
+		}
 		if newBase != "" {
 			p.baseSHA = newBase
 		}

@@ -158,12 +158,16 @@ func TestMergeStateFromGit(t *testing.T) {
 		}
 		return got.Repository.PullRequest.Mergeable, got.Repository.PullRequest.MergeStateStatus
 	}
+	// Each change's mergeability is computed by GitHub's background job
+	// first (TestREL_4_MergeabilityIsComputedLazily).
+	mergeabilitySettles(h)
 	if m, s := state(); m != "MERGEABLE" || s != "CLEAN" {
 		t.Errorf("fresh: %s %s", m, s)
 	}
 	if _, err := h.PushFiles("acme", "widget", "main", map[string]string{"README.md": "changed\n"}, "Readme"); err != nil {
 		t.Fatal(err)
 	}
+	mergeabilitySettles(h)
 	if m, s := state(); m != "MERGEABLE" || s != "CLEAN" {
 		t.Errorf("behind, no protection rule: %s %s", m, s)
 	}
@@ -176,6 +180,7 @@ func TestMergeStateFromGit(t *testing.T) {
 	if _, err := h.PushFiles("acme", "widget", "main", map[string]string{"main.go": "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"}, "Conflict"); err != nil {
 		t.Fatal(err)
 	}
+	mergeabilitySettles(h)
 	if m, s := state(); m != "CONFLICTING" || s != "DIRTY" {
 		t.Errorf("conflict: %s %s", m, s)
 	}

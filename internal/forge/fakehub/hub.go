@@ -40,6 +40,22 @@ type Options struct {
 	// CopilotDelay is how long a requested Copilot review takes; default 1s.
 	// Negative means immediately.
 	CopilotDelay time.Duration
+	// CopilotStartDelay is how long Copilot takes to start a requested
+	// review (its copilot_work_started event); 0 starts it at once.
+	CopilotStartDelay time.Duration
+	// CopilotProfile "real" paces Copilot as on github.com: it starts a
+	// requested review about RealCopilotStartDelay later and posts it
+	// about RealCopilotReviewDelay after that, by the hub's clock
+	// (AdvanceClock moves it on). It overrides CopilotDelay and
+	// CopilotStartDelay. "" or "fast" keeps them (the demo's pace).
+	CopilotProfile string
+	// MergeabilityDelay is how long after a push (or a PR's creation)
+	// GitHub's background job takes to compute a PR's mergeability, by
+	// the hub's clock: until then, or until a read after the first one
+	// that found it unknown, the PR reads mergeable null (REST) and
+	// UNKNOWN (GraphQL). 0 is DefaultMergeabilityDelay; negative computes
+	// it at once, on the first read.
+	MergeabilityDelay time.Duration
 	// Logger receives request and background-work logs; discarded when nil.
 	Logger *slog.Logger
 	// ReviewLag turns the lag fault on from the start (see ReviewLag).
@@ -131,6 +147,10 @@ type Hub struct {
 	appsOnce sync.Once
 
 	clock hubClock
+
+	// lazyMu guards every PR's lazy mergeability (pr.lazy), which reads
+	// advance under h.mu's read lock.
+	lazyMu sync.Mutex
 }
 
 // New prepares a hub: state directory, CA and tokens. Start serves it.
@@ -140,6 +160,16 @@ func New(opts Options) (*Hub, error) {
 	}
 	if opts.CopilotDelay == 0 {
 		opts.CopilotDelay = time.Second
+	}
+	switch opts.CopilotProfile {
+	case "", CopilotProfileFast:
+	case CopilotProfileReal:
+		opts.CopilotStartDelay, opts.CopilotDelay = RealCopilotStartDelay, RealCopilotReviewDelay
+	default:
+		return nil, fmt.Errorf("copilot profile %q: want %s or %s", opts.CopilotProfile, CopilotProfileFast, CopilotProfileReal)
+	}
+	if opts.MergeabilityDelay == 0 {
+		opts.MergeabilityDelay = DefaultMergeabilityDelay
 	}
 	h := &Hub{
 		opts:    opts,
@@ -479,6 +509,9 @@ type hubClock struct {
 	mu     sync.Mutex
 	shift  time.Duration
 	frozen time.Time
+	// moved is closed (and replaced) when AdvanceClock moves the clock,
+	// waking what waits on it (sleepClock).
+	moved chan struct{}
 }
 
 // AdvanceClock moves the hub's clock forward by d: a test lets time pass
@@ -486,6 +519,10 @@ type hubClock struct {
 func (h *Hub) AdvanceClock(d time.Duration) {
 	h.clock.mu.Lock()
 	defer h.clock.mu.Unlock()
+	if h.clock.moved != nil {
+		close(h.clock.moved)
+		h.clock.moved = nil
+	}
 	if !h.clock.frozen.IsZero() {
 		h.clock.frozen = h.clock.frozen.Add(d)
 		return

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 
 	graphqlgo "github.com/graph-gophers/graphql-go"
 )
@@ -363,3 +365,365 @@ func (h *Hub) dismissReview(by *user, p *pr, id int64, message string) (*review,
 }
 
 var errNoReview = errors.New("no such review")
+
+// The mutations gh pr edit, gh pr ready and gh pr comment --edit-last send.
+// serveGraphQL holds h.mu for writing.
+
+// prForMutation resolves a PR's global id and checks that u may change it:
+// its author or anyone with write access.
+func (h *Hub) prForMutation(u *user, id graphqlgo.ID, op string) (*pr, error) {
+	p, _ := h.nodes[string(id)].(*pr)
+	if p == nil {
+		return nil, notFoundf("Could not resolve to a node with the global id of '%s'", id)
+	}
+	if !u.canWrite() && u != p.author {
+		return nil, forbiddenf("%s does not have the correct permissions to execute `%s`", u.login, op)
+	}
+	return p, nil
+}
+
+type labelsInput struct {
+	Input struct {
+		ClientMutationId *string
+		LabelIds         []graphqlgo.ID
+		LabelableId      graphqlgo.ID
+	}
+}
+
+// labelsOf resolves label ids of p's repository, all or none.
+func labelsOf(p *pr, ids []graphqlgo.ID) ([]*label, error) {
+	var out []*label
+	for _, id := range ids {
+		var found *label
+		for _, l := range p.repo.labels {
+			if fmt.Sprintf("LA_fh%d", l.id) == string(id) {
+				found = l
+			}
+		}
+		if found == nil {
+			return nil, notFoundf("Could not resolve to a node with the global id of '%s'", id)
+		}
+		out = append(out, found)
+	}
+	return out, nil
+}
+
+// labelPR resolves a label mutation's subject and labels; labelling takes
+// triage or write access, which the author alone does not have.
+func (h *Hub) labelPR(u *user, args labelsInput, op string) (*pr, []*label, error) {
+	p, _ := h.nodes[string(args.Input.LabelableId)].(*pr)
+	if p == nil {
+		return nil, nil, notFoundf("Could not resolve to a node with the global id of '%s'", args.Input.LabelableId)
+	}
+	if !u.canWrite() {
+		return nil, nil, forbiddenf("%s does not have the correct permissions to execute `%s`", u.login, op)
+	}
+	ls, err := labelsOf(p, args.Input.LabelIds)
+	return p, ls, err
+}
+
+// AddLabelsToLabelable is gh pr edit --add-label: labels already on the PR
+// are left as they are.
+func (r *rootResolver) AddLabelsToLabelable(ctx context.Context, args labelsInput) (*labelsPayload, error) {
+	h := r.h
+	u := ctxUser(ctx)
+	p, ls, err := h.labelPR(u, args, "AddLabelsToLabelable")
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range ls {
+		h.addLabelLocked(u, p, l)
+	}
+	return &labelsPayload{h: h, p: p, cmid: args.Input.ClientMutationId}, nil
+}
+
+// RemoveLabelsFromLabelable is gh pr edit --remove-label: a label the PR
+// does not carry is no error.
+func (r *rootResolver) RemoveLabelsFromLabelable(ctx context.Context, args labelsInput) (*labelsPayload, error) {
+	h := r.h
+	u := ctxUser(ctx)
+	p, ls, err := h.labelPR(u, args, "RemoveLabelsFromLabelable")
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range ls {
+		h.removeLabelLocked(u, p, l)
+	}
+	return &labelsPayload{h: h, p: p, cmid: args.Input.ClientMutationId}, nil
+}
+
+func (h *Hub) addLabelLocked(by *user, p *pr, l *label) {
+	for _, x := range p.labels {
+		if x == l {
+			return
+		}
+	}
+	p.labels = append(p.labels, l)
+	p.updatedAt = h.now()
+	h.addEventLocked(p, &issueEvent{event: "labeled", actor: by, label: l.name})
+	h.publishLocked(Event{Kind: "label", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: by.restLogin, Detail: l.name})
+}
+
+func (h *Hub) removeLabelLocked(by *user, p *pr, l *label) {
+	for i, x := range p.labels {
+		if x == l {
+			p.labels = append(p.labels[:i:i], p.labels[i+1:]...)
+			p.updatedAt = h.now()
+			h.addEventLocked(p, &issueEvent{event: "unlabeled", actor: by, label: l.name})
+			h.publishLocked(Event{Kind: "label", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: by.restLogin, Detail: "-" + l.name})
+			return
+		}
+	}
+}
+
+type labelsPayload struct {
+	h    *Hub
+	p    *pr
+	cmid *string
+}
+
+func (a *labelsPayload) ClientMutationId() *string { return a.cmid }
+func (a *labelsPayload) Labelable() *labelableRes {
+	return &labelableRes{pr: &prRes{h: a.h, p: a.p}}
+}
+
+// UpdatePullRequest is gh pr edit --title/--body/--base (and the empty
+// update gh sends alongside --add-reviewer). The emulator keeps no
+// assignees, milestones or classic projects: setting any is refused, not
+// dropped; clearing them is no change.
+func (r *rootResolver) UpdatePullRequest(ctx context.Context, args struct {
+	Input struct {
+		AssigneeIds         *[]graphqlgo.ID
+		BaseRefName         *string
+		Body                *string
+		ClientMutationId    *string
+		LabelIds            *[]graphqlgo.ID
+		MaintainerCanModify *bool
+		MilestoneId         *graphqlgo.ID
+		ProjectIds          *[]graphqlgo.ID
+		PullRequestId       graphqlgo.ID
+		State               *string
+		Title               *string
+	}
+}) (*prStatePayload, error) {
+	h := r.h
+	in := args.Input
+	u := ctxUser(ctx)
+	p, err := h.prForMutation(u, in.PullRequestId, "UpdatePullRequest")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case in.AssigneeIds != nil && len(*in.AssigneeIds) > 0:
+		return nil, unprocessablef("fakehub keeps no assignees")
+	case in.MilestoneId != nil && *in.MilestoneId != "":
+		return nil, unprocessablef("fakehub keeps no milestones")
+	case in.ProjectIds != nil && len(*in.ProjectIds) > 0:
+		return nil, unprocessablef("fakehub keeps no classic projects")
+	case in.Title != nil && strings.TrimSpace(*in.Title) == "":
+		return nil, unprocessablef("Title can't be blank")
+	}
+	// Check everything before changing anything.
+	var labels []*label
+	if in.LabelIds != nil {
+		if !u.canWrite() {
+			return nil, forbiddenf("%s does not have the correct permissions to execute `UpdatePullRequest`", u.login)
+		}
+		if labels, err = labelsOf(p, *in.LabelIds); err != nil {
+			return nil, err
+		}
+	}
+	if in.BaseRefName != nil && *in.BaseRefName != p.baseRef {
+		if p.state != "OPEN" {
+			return nil, unprocessablef("Cannot change the base branch of a closed pull request.")
+		}
+		if _, err := revParse(ctx, p.repo.dir, "refs/heads/"+*in.BaseRefName); err != nil {
+			return nil, unprocessablef("Proposed base branch '%s' was not found", *in.BaseRefName)
+		}
+		if *in.BaseRefName == p.headRef {
+			return nil, unprocessablef("The base branch and the head branch cannot be the same")
+		}
+	}
+	if in.State != nil && *in.State == "OPEN" && p.state == "MERGED" {
+		return nil, unprocessablef("Could not open the pull request: it is merged")
+	}
+	edited := false
+	if in.Title != nil && *in.Title != p.title {
+		p.title, edited = *in.Title, true
+	}
+	if in.Body != nil && *in.Body != p.body {
+		p.body, edited = *in.Body, true
+	}
+	if in.BaseRefName != nil && *in.BaseRefName != p.baseRef {
+		p.baseRef, edited = *in.BaseRefName, true
+	}
+	if in.LabelIds != nil {
+		for _, old := range slices.Clone(p.labels) {
+			if !slices.Contains(labels, old) {
+				h.removeLabelLocked(u, p, old)
+			}
+		}
+		for _, l := range labels {
+			h.addLabelLocked(u, p, l)
+		}
+	}
+	if in.State != nil {
+		h.setPRStateLocked(p, u, *in.State == "OPEN")
+	}
+	if edited {
+		h.publishLocked(Event{Kind: "edited", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: u.restLogin})
+	}
+	p.updatedAt = h.now()
+	return &prStatePayload{h: h, p: p, u: u, cmid: in.ClientMutationId}, nil
+}
+
+// RequestReviews is gh pr edit --add-reviewer/--remove-reviewer: gh sends
+// the whole set of users (union false), so those left out are no longer
+// requested. Teams are never resolved.
+func (r *rootResolver) RequestReviews(ctx context.Context, args struct {
+	Input struct {
+		ClientMutationId *string
+		PullRequestId    graphqlgo.ID
+		TeamIds          *[]graphqlgo.ID
+		Union            bool
+		UserIds          *[]graphqlgo.ID
+	}
+}) (*requestReviewsPayload, error) {
+	h := r.h
+	in := args.Input
+	u := ctxUser(ctx)
+	p, err := h.prForMutation(u, in.PullRequestId, "RequestReviews")
+	if err != nil {
+		return nil, err
+	}
+	if in.TeamIds != nil && len(*in.TeamIds) > 0 {
+		return nil, notFoundf("Could not resolve to a node with the global id of '%s'", (*in.TeamIds)[0])
+	}
+	var want []*user
+	if in.UserIds != nil {
+		for _, id := range *in.UserIds {
+			ru := h.userByNodeID(string(id))
+			if ru == nil || ru.typ != "User" {
+				return nil, notFoundf("Could not resolve to a node with the global id of '%s'", id)
+			}
+			if !containsUser(want, ru) {
+				want = append(want, ru)
+			}
+		}
+	}
+	if p.state != "OPEN" {
+		return nil, unprocessablef("Pull request is closed")
+	}
+	// Those already requested are not asked again.
+	var add []*user
+	for _, w := range want {
+		if w == p.author {
+			return nil, unprocessablef("Review cannot be requested from pull request author.")
+		}
+		if !containsUser(p.requested, w) {
+			add = append(add, w)
+		}
+	}
+	if !in.Union {
+		for _, old := range slices.Clone(p.requested) {
+			if !containsUser(want, old) {
+				removeRequestedLocked(p, old)
+				h.addEventLocked(p, &issueEvent{event: "review_request_removed", actor: u, requestedReviewer: old})
+			}
+		}
+	}
+	if err := h.requestReviewersLocked(u, p, add, true); err != nil {
+		return nil, err
+	}
+	return &requestReviewsPayload{h: h, p: p, u: u, cmid: in.ClientMutationId}, nil
+}
+
+type draftInput struct {
+	Input struct {
+		ClientMutationId *string
+		PullRequestId    graphqlgo.ID
+	}
+}
+
+// MarkPullRequestReadyForReview is gh pr ready.
+func (r *rootResolver) MarkPullRequestReadyForReview(ctx context.Context, args draftInput) (*prStatePayload, error) {
+	return r.setDraft(ctx, args, false)
+}
+
+// ConvertPullRequestToDraft is gh pr ready --undo.
+func (r *rootResolver) ConvertPullRequestToDraft(ctx context.Context, args draftInput) (*prStatePayload, error) {
+	return r.setDraft(ctx, args, true)
+}
+
+// setDraft makes an open PR a draft or ready for review; a PR already so
+// is left as it is.
+func (r *rootResolver) setDraft(ctx context.Context, args draftInput, draft bool) (*prStatePayload, error) {
+	h := r.h
+	u := ctxUser(ctx)
+	op := map[bool]string{true: "ConvertPullRequestToDraft", false: "MarkPullRequestReadyForReview"}[draft]
+	p, err := h.prForMutation(u, args.Input.PullRequestId, op)
+	if err != nil {
+		return nil, err
+	}
+	if p.state != "OPEN" {
+		return nil, unprocessablef("Pull request is closed")
+	}
+	if p.draft != draft {
+		p.draft = draft
+		event, action := "ready_for_review", "ready_for_review"
+		if draft {
+			event, action = "convert_to_draft", "converted_to_draft"
+		}
+		h.addEventLocked(p, &issueEvent{event: event, actor: u})
+		// The pull_request webhook's action (webhooks.go).
+		h.publishLocked(Event{Kind: "state", Owner: p.repo.owner, Repo: p.repo.name, Number: p.number, Actor: u.restLogin, Detail: action})
+		p.updatedAt = h.now()
+	}
+	return &prStatePayload{h: h, p: p, u: u, cmid: args.Input.ClientMutationId}, nil
+}
+
+// editedComments holds the conversation comments edited since they were
+// made (IssueComment.includesCreatedEdit); issueComment keeps no such flag.
+var editedComments sync.Map // *issueComment → struct{}
+
+// UpdateIssueComment is gh pr comment --edit-last: its author, or anyone
+// with write access, may edit a comment.
+func (r *rootResolver) UpdateIssueComment(ctx context.Context, args struct {
+	Input struct {
+		Body             string
+		ClientMutationId *string
+		Id               graphqlgo.ID
+	}
+}) (*updateCommentPayload, error) {
+	h := r.h
+	in := args.Input
+	u := ctxUser(ctx)
+	c, _ := h.nodes[string(in.Id)].(*issueComment)
+	if c == nil {
+		return nil, notFoundf("Could not resolve to a node with the global id of '%s'", in.Id)
+	}
+	if u != c.author && !u.canWrite() {
+		return nil, forbiddenf("%s does not have the correct permissions to execute `UpdateIssueComment`", u.login)
+	}
+	if strings.TrimSpace(in.Body) == "" {
+		return nil, unprocessablef("Body can't be blank")
+	}
+	p := h.prOfIssueComment(c)
+	if in.Body != c.body {
+		c.body = in.Body
+		c.updatedAt = h.now()
+		editedComments.Store(c, struct{}{})
+		if p != nil {
+			p.updatedAt = c.updatedAt
+		}
+	}
+	return &updateCommentPayload{c: &issueCommentRes{h: h, p: p, c: c}, cmid: in.ClientMutationId}, nil
+}
+
+type updateCommentPayload struct {
+	c    *issueCommentRes
+	cmid *string
+}
+
+func (a *updateCommentPayload) ClientMutationId() *string      { return a.cmid }
+func (a *updateCommentPayload) IssueComment() *issueCommentRes { return a.c }

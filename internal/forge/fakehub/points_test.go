@@ -99,6 +99,7 @@ func gqlRaw(t *testing.T, h *Hub, token, doc string) (http.Header, gqlResp) {
 func TestPR_O1_ETagsAnd304sAsGitHub(t *testing.T) {
 	h := newHub(t, Options{HTTP: true})
 	n := seedPR(t, h, RepoOptions{})
+	mergeabilitySettles(h) // else the first read's mergeable: null moves the answer
 	tok := h.Tokens().Author
 	author := ghClient(t, h, tok)
 	ctx := t.Context()

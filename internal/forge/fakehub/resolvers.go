@@ -325,33 +325,36 @@ func (r *prRes) Url() gqlURI {
 }
 
 func (r *prRes) Mergeable(ctx context.Context) (string, error) {
-	m, _, err := r.h.mergeStatusOf(ctx, mergeInputOf(r.p))
+	m, _, err := r.h.lazyMergeStatus(ctx, r.p, mergeInputOf(r.p))
 	return m, err
 }
 
 func (r *prRes) MergeStateStatus(ctx context.Context) (string, error) {
-	_, s, err := r.h.mergeStatusOf(ctx, mergeInputOf(r.p))
+	_, s, err := r.h.lazyMergeStatus(ctx, r.p, mergeInputOf(r.p))
 	return s, err
+}
+
+// lazyMergeStatus is mergeStatusOf as a read sees it: UNKNOWN twice while
+// GitHub's background job has not computed it (fidelity.go).
+func (h *Hub) lazyMergeStatus(ctx context.Context, p *pr, in mergeInput) (mergeable, state string, err error) {
+	if !h.mergeComputed(ctx, p, in) {
+		return "UNKNOWN", "UNKNOWN", nil
+	}
+	return h.mergeStatusOf(ctx, in)
 }
 
 // mergeInput is what merge status depends on, read under h.mu.
 type mergeInput struct {
 	state, base, head, dir, rollup string
 	draft, requireUpToDate         bool
+	// reviewBlocked: a review rule requires approvals the PR lacks.
+	reviewBlocked bool
 }
 
 func mergeInputOf(p *pr) mergeInput {
+	d := reviewDecision(p)
 	return mergeInput{state: p.state, draft: p.draft, base: p.baseSHA, head: p.headSHA, dir: p.repo.dir, rollup: p.repo.rollupState(p.headSHA),
-		requireUpToDate: p.repo.requireUpToDate}
-}
-
-// mergeStatus derives mergeable and mergeStateStatus from git and checks;
-// it takes h.mu itself, so callers must not hold it.
-func (h *Hub) mergeStatus(ctx context.Context, p *pr) (mergeable, state string, err error) {
-	h.mu.RLock()
-	in := mergeInputOf(p)
-	h.mu.RUnlock()
-	return h.mergeStatusOf(ctx, in)
+		requireUpToDate: p.repo.requireUpToDate, reviewBlocked: d != nil && *d != "APPROVED"}
 }
 
 func (h *Hub) mergeStatusOf(ctx context.Context, in mergeInput) (mergeable, state string, err error) {
@@ -376,7 +379,11 @@ func (h *Hub) mergeStatusOf(ctx context.Context, in mergeInput) (mergeable, stat
 		// Without the protection rule GitHub does not call a branch
 		// that lacks base commits BEHIND: the compare API tells.
 		state = "BEHIND"
-	case rollup == "FAILURE":
+	case in.reviewBlocked:
+		state = "BLOCKED"
+	case rollup == "FAILURE" || rollup == "PENDING":
+		// Mergeable, but a check or status is not green (failed, or not
+		// finished yet): GitHub says CLEAN only when every one passed.
 		state = "UNSTABLE"
 	default:
 		state = "CLEAN"

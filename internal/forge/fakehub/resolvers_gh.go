@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	graphqlgo "github.com/graph-gophers/graphql-go"
 )
@@ -234,9 +235,16 @@ func (r *prRes) ReactionGroups() *[]*reactionGroupRes { return reactionGroups() 
 // ReviewDecision follows each reviewer's latest approval or change
 // request (a comment changes neither, a dismissal withdraws it): any
 // change request wins, then any approval; null when there is neither.
-func (r *prRes) ReviewDecision() *string {
+// ReviewDecision is GitHub's: null unless a review rule (branch
+// protection or a ruleset) requires reviews (fidelity.go).
+func (r *prRes) ReviewDecision() *string { return reviewDecision(r.p) }
+
+// reviewsVerdict is what the PR's latest reviews say, rule or none:
+// CHANGES_REQUESTED when any reviewer's latest asks for changes, else
+// APPROVED when one approved; search's review: qualifier reads it.
+func reviewsVerdict(p *pr) *string {
 	last := map[*user]string{}
-	for _, rv := range r.p.reviews {
+	for _, rv := range p.reviews {
 		switch rv.state {
 		case "APPROVED", "CHANGES_REQUESTED":
 			last[rv.author] = rv.state
@@ -395,7 +403,12 @@ func (s *statusRes) IsRequired(args requiredArgs) bool   { return false }
 
 // Issue comments: what gh shows of them.
 
-func (r *issueCommentRes) IncludesCreatedEdit() bool            { return false }
+// IncludesCreatedEdit is true once the comment was edited (gh shows
+// "edited").
+func (r *issueCommentRes) IncludesCreatedEdit() bool {
+	_, ok := editedComments.Load(r.c)
+	return ok
+}
 func (r *issueCommentRes) IsMinimized() bool                    { return false }
 func (r *issueCommentRes) MinimizedReason() *string             { return nil }
 func (r *issueCommentRes) ReactionGroups() *[]*reactionGroupRes { return reactionGroups() }
@@ -545,11 +558,16 @@ func (p *protectionRes) RequiresStrictStatusChecks() bool { return true }
 
 func (n *nodeRes) ToBranchProtectionRule() (*protectionRes, bool) { return nil, false }
 
-// Search: pull requests only, with the qualifiers gh uses (gh pr status,
-// gh search prs): repo:, is:pr|open|closed|merged|draft, state:, author:,
-// assignee: (nobody is assigned), review-requested:, head:, base:, label:;
-// other words must all appear in the title or body. An unknown qualifier
-// is refused rather than ignored, so a query never silently matches more.
+// Search: pull requests only, as GitHub's issue search finds them for the
+// queries gh builds (gh pr status; gh pr list --search, --label, --author,
+// --draft; gh search prs). Words, or a "quoted phrase", must appear in the
+// title, body or conversation (in:title,body,comments narrows that); the
+// qualifiers, each negated by a leading "-", are repo:, user:, org:,
+// is:/state:, type:, draft:, author: (app/NAME for a bot), assignee:
+// (nobody is assigned), review-requested:, reviewed-by:, review:,
+// commenter:, mentions:, involves:, head:, base:, label: (a,b: either),
+// no:, milestone: (there are none) and sort:. An unknown qualifier is
+// refused rather than ignored, so a query never silently matches more.
 
 func (r *rootResolver) Search(ctx context.Context, args struct {
 	After  *string
@@ -562,7 +580,7 @@ func (r *rootResolver) Search(ctx context.Context, args struct {
 	h := r.h
 	var ps []*pr
 	if args.Type == "ISSUE" {
-		match, err := h.searchFilter(ctxUser(ctx), args.Query)
+		q, err := h.parseSearchQuery(ctxUser(ctx), args.Query)
 		if err != nil {
 			return nil, err
 		}
@@ -573,14 +591,22 @@ func (r *rootResolver) Search(ctx context.Context, args struct {
 		sort.Strings(names)
 		for _, n := range names {
 			for _, p := range h.repos[n].prs {
-				if match(p) {
+				if q.match(p) {
 					ps = append(ps, p)
 				}
 			}
 		}
 		// Newest first, as GitHub's default "best match" does for
-		// qualifier-only queries.
+		// qualifier-only queries, unless sort: says otherwise.
 		sort.SliceStable(ps, func(i, j int) bool {
+			if q.less != nil {
+				if q.less(ps[i], ps[j]) {
+					return true
+				}
+				if q.less(ps[j], ps[i]) {
+					return false
+				}
+			}
 			if !ps[i].createdAt.Equal(ps[j].createdAt) {
 				return ps[i].createdAt.After(ps[j].createdAt)
 			}
@@ -594,65 +620,260 @@ func (r *rootResolver) Search(ctx context.Context, args struct {
 	return &searchConn{c: newPRConn(h, ps, s, e, pi)}, nil
 }
 
-func (h *Hub) searchFilter(viewer *user, q string) (func(*pr) bool, error) {
+// searchTerm is one word of a search query: a qualifier key:val, or a word
+// or phrase (key "").
+type searchTerm struct {
+	neg      bool
+	key, val string
+}
+
+// searchTerms splits a query on white space outside double quotes; a
+// quote before any colon makes the term a phrase ("a:b" is no qualifier).
+func searchTerms(q string) []searchTerm {
+	var out []searchTerm
+	rs := []rune(q)
+	for i := 0; i < len(rs); {
+		if unicode.IsSpace(rs[i]) {
+			i++
+			continue
+		}
+		var t searchTerm
+		var b strings.Builder
+		inQuote, keyed, quoted := false, false, false
+		for ; i < len(rs) && (inQuote || !unicode.IsSpace(rs[i])); i++ {
+			switch c := rs[i]; {
+			case c == '"':
+				inQuote, keyed, quoted = !inQuote, true, true
+			case c == ':' && !keyed && b.Len() > 0:
+				t.key, keyed = b.String(), true
+				b.Reset()
+			default:
+				b.WriteRune(c)
+			}
+		}
+		t.val = b.String()
+		if k, ok := strings.CutPrefix(t.key, "-"); ok {
+			t.neg, t.key = true, k
+		} else if t.key == "" && !quoted && strings.HasPrefix(t.val, "-") && len(t.val) > 1 {
+			t.neg, t.val = true, t.val[1:]
+		}
+		t.key = strings.ToLower(t.key)
+		if t.val != "" || t.key != "" {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+type searchQuery struct {
+	match func(*pr) bool
+	less  func(a, b *pr) bool // sort:; nil for the default order
+}
+
+func (h *Hub) parseSearchQuery(viewer *user, q string) (*searchQuery, error) {
 	var tests []func(*pr) bool
+	var less func(a, b *pr) bool
 	who := func(v string) *user {
 		if v == "@me" {
 			return viewer
 		}
+		if app, ok := strings.CutPrefix(v, "app/"); ok {
+			if u := h.userByLogin(strings.TrimSuffix(app, "[bot]")); u != nil && u.typ == "Bot" {
+				return u
+			}
+			return nil
+		}
 		return h.userByLogin(strings.TrimSuffix(v, "[bot]"))
 	}
-	for _, tok := range strings.Fields(q) {
-		k, v, ok := strings.Cut(tok, ":")
-		if !ok {
-			w := strings.ToLower(tok)
-			tests = append(tests, func(p *pr) bool {
-				return strings.Contains(strings.ToLower(p.title+"\n"+p.body), w)
-			})
-			continue
+	commented := func(p *pr, u *user) bool {
+		for _, c := range p.issueComments {
+			if c.author == u {
+				return true
+			}
 		}
-		switch k {
+		return false
+	}
+	mentions := func(p *pr, u *user) bool {
+		at := "@" + strings.ToLower(u.login)
+		if strings.Contains(strings.ToLower(p.body), at) {
+			return true
+		}
+		for _, c := range p.issueComments {
+			if strings.Contains(strings.ToLower(c.body), at) {
+				return true
+			}
+		}
+		return false
+	}
+	scope := map[string]bool{}
+	terms := searchTerms(q)
+	for _, t := range terms {
+		if t.key == "in" {
+			for _, s := range strings.Split(strings.ToLower(t.val), ",") {
+				if s != "title" && s != "body" && s != "comments" {
+					return nil, unprocessablef("fakehub search does not know in:%s", s)
+				}
+				scope[s] = true
+			}
+		}
+	}
+	if len(scope) == 0 {
+		scope = map[string]bool{"title": true, "body": true, "comments": true}
+	}
+	for _, t := range terms {
+		tok := t.key + ":" + t.val
+		var test func(*pr) bool
+		switch v := t.val; t.key {
+		case "":
+			w := strings.ToLower(v)
+			test = func(p *pr) bool {
+				if scope["title"] && strings.Contains(strings.ToLower(p.title), w) ||
+					scope["body"] && strings.Contains(strings.ToLower(p.body), w) {
+					return true
+				}
+				if scope["comments"] {
+					for _, c := range p.issueComments {
+						if strings.Contains(strings.ToLower(c.body), w) {
+							return true
+						}
+					}
+				}
+				return false
+			}
+		case "in":
+			continue
+		case "sort":
+			field, dir, _ := strings.Cut(strings.ToLower(v), "-")
+			key := map[string]func(*pr) int64{
+				"created":  func(p *pr) int64 { return p.createdAt.UnixNano() },
+				"updated":  func(p *pr) int64 { return p.updatedAt.UnixNano() },
+				"comments": func(p *pr) int64 { return int64(len(p.issueComments)) },
+			}[field]
+			if key == nil || (dir != "" && dir != "asc" && dir != "desc") {
+				return nil, unprocessablef("fakehub search does not know %s", tok)
+			}
+			// Ties go by creation, in the same direction.
+			less = func(a, b *pr) bool {
+				ka, kb := key(a), key(b)
+				if ka == kb {
+					ka, kb = a.id, b.id
+				}
+				if dir == "asc" {
+					return ka < kb
+				}
+				return ka > kb
+			}
+			continue
 		case "repo":
-			tests = append(tests, func(p *pr) bool { return strings.EqualFold(p.repo.fullName(), v) })
-		case "is", "state":
-			switch v {
-			case "pr":
-			case "issue":
-				tests = append(tests, func(*pr) bool { return false })
-			case "open", "closed", "merged":
-				st := strings.ToUpper(v)
-				tests = append(tests, func(p *pr) bool { return p.state == st || (st == "CLOSED" && p.state == "MERGED") })
-			case "draft":
-				tests = append(tests, func(p *pr) bool { return p.draft })
+			test = func(p *pr) bool { return strings.EqualFold(p.repo.fullName(), v) }
+		case "user", "org":
+			test = func(p *pr) bool { return strings.EqualFold(p.repo.owner, v) }
+		case "is", "state", "type":
+			lv := strings.ToLower(v)
+			switch {
+			case lv == "pr" && t.key != "state", lv == "public" && t.key == "is":
+				test = func(*pr) bool { return true }
+			case lv == "issue" && t.key != "state", lv == "private" && t.key == "is":
+				test = func(*pr) bool { return false }
+			case (lv == "open" || lv == "closed") && t.key != "type":
+				st := strings.ToUpper(lv)
+				test = func(p *pr) bool { return p.state == st || (st == "CLOSED" && p.state == "MERGED") }
+			case lv == "merged" && t.key == "is":
+				test = func(p *pr) bool { return p.state == "MERGED" }
+			case lv == "unmerged" && t.key == "is":
+				test = func(p *pr) bool { return p.state == "CLOSED" }
+			case lv == "draft" && t.key == "is":
+				test = func(p *pr) bool { return p.draft }
 			default:
 				return nil, unprocessablef("fakehub search does not know %s", tok)
 			}
+		case "draft":
+			if v != "true" && v != "false" {
+				return nil, unprocessablef("fakehub search does not know %s", tok)
+			}
+			want := v == "true"
+			test = func(p *pr) bool { return p.draft == want }
 		case "author":
 			u := who(v)
-			tests = append(tests, func(p *pr) bool { return u != nil && p.author == u })
-		case "assignee":
-			tests = append(tests, func(*pr) bool { return false })
+			test = func(p *pr) bool { return u != nil && p.author == u }
+		case "assignee", "milestone":
+			test = func(*pr) bool { return false }
 		case "review-requested":
 			u := who(v)
-			tests = append(tests, func(p *pr) bool { return u != nil && containsUser(p.requested, u) })
+			test = func(p *pr) bool { return u != nil && containsUser(p.requested, u) }
+		case "reviewed-by":
+			u := who(v)
+			test = func(p *pr) bool {
+				for _, rv := range p.reviews {
+					if u != nil && rv.author == u {
+						return true
+					}
+				}
+				return false
+			}
+		case "review":
+			lv := strings.ToLower(v)
+			if lv != "none" && lv != "required" && lv != "approved" && lv != "changes_requested" {
+				return nil, unprocessablef("fakehub search does not know %s", tok)
+			}
+			// The emulator requires no reviews, so no PR's decision is
+			// REVIEW_REQUIRED.
+			want := strings.ToUpper(lv)
+			if lv == "required" {
+				want = "REVIEW_REQUIRED"
+			}
+			test = func(p *pr) bool {
+				if lv == "none" {
+					return len(p.reviews) == 0
+				}
+				d := reviewsVerdict(p)
+				if r := reviewDecision(p); r != nil {
+					d = r // under a rule, REVIEW_REQUIRED too
+				}
+				return d != nil && *d == want
+			}
+		case "commenter":
+			u := who(v)
+			test = func(p *pr) bool { return u != nil && commented(p, u) }
+		case "mentions":
+			u := who(v)
+			test = func(p *pr) bool { return u != nil && mentions(p, u) }
+		case "involves":
+			u := who(v)
+			test = func(p *pr) bool { return u != nil && (p.author == u || commented(p, u) || mentions(p, u)) }
 		case "head":
-			tests = append(tests, func(p *pr) bool { return p.headRef == v })
+			test = func(p *pr) bool { return p.headRef == v }
 		case "base":
-			tests = append(tests, func(p *pr) bool { return p.baseRef == v })
+			test = func(p *pr) bool { return p.baseRef == v }
 		case "label":
-			tests = append(tests, func(p *pr) bool { return hasAnyLabel(p, []string{strings.Trim(v, `"`)}) })
+			names := strings.Split(v, ",")
+			test = func(p *pr) bool { return hasAnyLabel(p, names) }
+		case "no":
+			switch strings.ToLower(v) {
+			case "label":
+				test = func(p *pr) bool { return len(p.labels) == 0 }
+			case "assignee", "milestone", "project":
+				test = func(*pr) bool { return true }
+			default:
+				return nil, unprocessablef("fakehub search does not know %s", tok)
+			}
 		default:
 			return nil, unprocessablef("fakehub search does not know the qualifier %s", tok)
 		}
+		if t.neg {
+			pos := test
+			test = func(p *pr) bool { return !pos(p) }
+		}
+		tests = append(tests, test)
 	}
-	return func(p *pr) bool {
+	return &searchQuery{less: less, match: func(p *pr) bool {
 		for _, t := range tests {
 			if !t(p) {
 				return false
 			}
 		}
 		return true
-	}, nil
+	}}, nil
 }
 
 type searchConn struct{ c *prConn }
@@ -744,9 +965,11 @@ func (r *rootResolver) setPRState(ctx context.Context, args prStateInput, open b
 type prStatePayload struct {
 	h    *Hub
 	p    *pr
+	u    *user // who changed it (UpdatePullRequestPayload.actor)
 	cmid *string
 }
 
+func (a *prStatePayload) Actor() *actorRes          { return actorOf(a.h, a.u) }
 func (a *prStatePayload) ClientMutationId() *string { return a.cmid }
 func (a *prStatePayload) PullRequest() *prRes       { return &prRes{h: a.h, p: a.p} }
 
@@ -812,3 +1035,174 @@ type mergePayload struct {
 func (a *mergePayload) Actor() *actorRes          { return actorOf(a.h, a.u) }
 func (a *mergePayload) ClientMutationId() *string { return a.cmid }
 func (a *mergePayload) PullRequest() *prRes       { return &prRes{h: a.h, p: a.p} }
+
+// What gh pr edit reads before it writes: the repository's labels and
+// assignable users, the owner's teams (an organization's only) and the
+// PR's project (v2) items.
+
+type labelOrder struct {
+	Direction string
+	Field     string
+}
+
+// Labels is the repository's labels, oldest first by default (a label's id
+// grows with its creation), filtered by query on the name.
+func (r *repoRes) Labels(args struct {
+	After   *string
+	Before  *string
+	First   *int32
+	Last    *int32
+	OrderBy *labelOrder
+	Query   *string
+}) (*labelConn, error) {
+	var ls []*label
+	for _, l := range r.rp.labels {
+		if args.Query != nil && !strings.Contains(strings.ToLower(l.name), strings.ToLower(*args.Query)) {
+			continue
+		}
+		ls = append(ls, l)
+	}
+	byName := args.OrderBy != nil && args.OrderBy.Field == "NAME"
+	desc := args.OrderBy != nil && args.OrderBy.Direction == "DESC"
+	sort.Slice(ls, func(i, j int) bool {
+		a, b := ls[i], ls[j]
+		if desc {
+			a, b = b, a
+		}
+		if byName && !strings.EqualFold(a.name, b.name) {
+			return strings.ToLower(a.name) < strings.ToLower(b.name)
+		}
+		return a.id < b.id
+	})
+	s, e, pi, err := paginate(len(ls), pageArgs{After: args.After, Before: args.Before, First: args.First, Last: args.Last}, "labels")
+	if err != nil {
+		return nil, err
+	}
+	c := &labelConn{pi: pi, total: len(ls)}
+	for _, l := range ls[s:e] {
+		c.nodes = append(c.nodes, &labelRes{l: l})
+	}
+	return c, nil
+}
+
+// AssignableUsers is who can be assigned and asked to review: the users
+// (not bots) with write access, by login, filtered by query on the login
+// or name.
+func (r *repoRes) AssignableUsers(args struct {
+	After  *string
+	Before *string
+	First  *int32
+	Last   *int32
+	Query  *string
+}) (*userConn, error) {
+	var us []*user
+	for _, u := range r.h.assignableUsers() {
+		q := ""
+		if args.Query != nil {
+			q = strings.ToLower(*args.Query)
+		}
+		if strings.Contains(strings.ToLower(u.login), q) || strings.Contains(strings.ToLower(u.name), q) {
+			us = append(us, u)
+		}
+	}
+	s, e, pi, err := paginate(len(us), pageArgs{After: args.After, Before: args.Before, First: args.First, Last: args.Last}, "assignableUsers")
+	if err != nil {
+		return nil, err
+	}
+	c := &userConn{pi: pi, total: len(us)}
+	for _, u := range us[s:e] {
+		c.nodes = append(c.nodes, &userRes{h: r.h, u: u})
+	}
+	return c, nil
+}
+
+// assignableUsers is every known user with write access, by login.
+func (h *Hub) assignableUsers() []*user {
+	var us []*user
+	for _, u := range h.users {
+		if u.typ == "User" && u.canWrite() && !containsUser(us, u) {
+			us = append(us, u)
+		}
+	}
+	sort.Slice(us, func(i, j int) bool { return us[i].login < us[j].login })
+	return us
+}
+
+// userByNodeID resolves a user's global id (requestReviews' userIds).
+func (h *Hub) userByNodeID(id string) *user {
+	for _, u := range h.users {
+		if u.nodeID() == id {
+			return u
+		}
+	}
+	return nil
+}
+
+// Organization: every repository owner is a user, so this answers as
+// GitHub does for a user's login.
+func (r *rootResolver) Organization(args struct{ Login string }) (*orgRes, error) {
+	return nil, notFoundf("Could not resolve to an Organization with the login of '%s'.", args.Login)
+}
+
+type teamOrder struct {
+	Direction string
+	Field     string
+}
+
+func (o *orgRes) Teams(args struct {
+	After   *string
+	Before  *string
+	First   *int32
+	Last    *int32
+	OrderBy *teamOrder
+	Query   *string
+}) (*teamConn, error) {
+	_, _, pi, err := paginate(0, pageArgs{After: args.After, Before: args.Before, First: args.First, Last: args.Last}, "teams")
+	if err != nil {
+		return nil, err
+	}
+	return &teamConn{pi: pi}, nil
+}
+
+type teamConn struct{ pi *pageInfo }
+
+func (c *teamConn) Nodes() *[]*teamRes  { return &[]*teamRes{} }
+func (c *teamConn) PageInfo() *pageInfo { return c.pi }
+func (c *teamConn) TotalCount() int32   { return 0 }
+
+// ProjectItems: the emulator keeps no projects (v2), so a PR is in none.
+func (r *prRes) ProjectItems(args struct {
+	After           *string
+	Before          *string
+	First           *int32
+	IncludeArchived bool
+	Last            *int32
+}) (*projectV2ItemConn, error) {
+	_, _, pi, err := paginate(0, pageArgs{After: args.After, Before: args.Before, First: args.First, Last: args.Last}, "projectItems")
+	if err != nil {
+		return nil, err
+	}
+	return &projectV2ItemConn{pi: pi}, nil
+}
+
+type projectV2ItemConn struct{ pi *pageInfo }
+
+func (c *projectV2ItemConn) Nodes() *[]*projectV2ItemRes { return &[]*projectV2ItemRes{} }
+func (c *projectV2ItemConn) PageInfo() *pageInfo         { return c.pi }
+func (c *projectV2ItemConn) TotalCount() int32           { return 0 }
+
+// projectV2ItemRes and projectV2Res are served for their schema only.
+type projectV2ItemRes struct{}
+
+func (projectV2ItemRes) ID() graphqlgo.ID       { return "" }
+func (projectV2ItemRes) Project() *projectV2Res { return &projectV2Res{} }
+func (projectV2Res) ID() graphqlgo.ID           { return "" }
+func (projectV2Res) Title() string              { return "" }
+
+type projectV2Res struct{}
+
+// labelableRes is the Labelable a label mutation answers: always a PR.
+type labelableRes struct{ pr *prRes }
+
+func (l *labelableRes) Labels(args pageArgs) (*labelConn, error) { return l.pr.Labels(args) }
+func (l *labelableRes) ToPullRequest() (*prRes, bool)            { return l.pr, true }

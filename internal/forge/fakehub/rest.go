@@ -59,12 +59,14 @@ func (h *Hub) restMux() *http.ServeMux {
 	// are left to GraphQL.
 	handle("GET "+R+"/issues/{number}/timeline", h.withPR(h.restListEvents))
 	handle("POST "+R+"/statuses/{sha}", h.withRepo(h.restCreateStatus))
-	handle("GET "+R+"/commits/{ref}/status", h.withRepo(h.restCombinedStatus))
-	handle("GET "+R+"/commits/{ref}/statuses", h.withRepo(h.restListStatuses))
+	// commits/{ref}/status, /statuses and /check-runs, the ref perhaps a
+	// branch with slashes (contents.go).
+	handle("GET "+R+"/commits/{rest...}", h.withRepo(h.restCommitRef))
+	handle("GET "+R+"/contents/{path...}", h.withRepo(h.restContents))
+	handle("GET "+R+"/contents", h.withRepo(h.restContents))
 	handle("POST "+R+"/check-runs", h.withRepo(h.restCreateCheckRun))
 	handle("PATCH "+R+"/check-runs/{id}", h.withRepo(h.restUpdateCheckRun))
 	handle("GET "+R+"/check-runs/{id}", h.withRepo(h.restGetCheckRun))
-	handle("GET "+R+"/commits/{ref}/check-runs", h.withRepo(h.restListCheckRuns))
 	handle("GET "+R+"/collaborators/{login}/permission", h.withRepo(h.restPermission))
 	handle("GET "+R+"/compare/{basehead}", h.withRepo(h.restCompare))
 	// What the gh CLI reads and writes besides (diff.go).
@@ -355,16 +357,32 @@ func (h *Hub) restRateLimit(c *restCtx) {
 	c.reply(200, map[string]any{"resources": map[string]any{"core": core, "graphql": gql}, "rate": core})
 }
 
+// repoJSON is a repository as GitHub's minimal repository object shows
+// it (a combined status's repository): nothing in it moves with the
+// repository's content.
 func (h *Hub) repoJSON(rp *repo, u *user) map[string]any {
 	owner := h.ownerUser(rp.owner)
 	perm := map[string]any{"admin": false, "maintain": false, "push": u.canWrite(), "triage": u.canWrite(), "pull": true}
-	return map[string]any{
+	j := h.repoURLs(rp)
+	for k, v := range map[string]any{
 		"id": rp.id, "node_id": rp.nodeID(), "name": rp.name, "full_name": rp.fullName(), "private": false,
-		"owner": h.userJSON(owner, rp.owner), "html_url": h.BaseURL() + "/" + rp.fullName(),
-		"url": h.APIURL() + "/repos/" + rp.fullName(), "clone_url": h.GitURL(rp.owner, rp.name),
+		"owner": h.userJSON(owner, rp.owner), "clone_url": h.GitURL(rp.owner, rp.name),
 		"default_branch": rp.defaultBranch, "visibility": "public", "fork": false,
 		"created_at": ts(rp.createdAt), "permissions": perm,
+	} {
+		j[k] = v
 	}
+	return j
+}
+
+// repoFullJSONLocked is the repository as GET /repos/{o}/{r} and a PR's
+// base.repo and head.repo show it: with the repository-wide facts
+// (pushed_at, counts) that move whenever anything in it moves. h.mu must
+// be held.
+func (h *Hub) repoFullJSONLocked(rp *repo, u *user) map[string]any {
+	j := h.repoJSON(rp, u)
+	h.repoCountsLocked(rp, j)
+	return j
 }
 
 func (h *Hub) restRepo(c *restCtx) {
@@ -375,14 +393,79 @@ func (h *Hub) restRepo(c *restCtx) {
 		c.notFound()
 		return
 	}
-	c.reply(200, h.repoJSON(rp, c.u))
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	c.reply(200, h.repoFullJSONLocked(rp, c.u))
 }
 
-// pullJSON renders a PR; it runs git for mergeability, so no lock is held.
+// pullJSON renders a PR as GET pulls/{n} does; it runs git for
+// mergeability, so no lock is held.
 func (h *Hub) pullJSON(ctx context.Context, p *pr, u *user) map[string]any {
-	mergeable, mstate, _ := h.mergeStatus(ctx, p)
+	h.mu.RLock()
+	in := mergeInputOf(p)
+	dir := p.repo.dir
+	h.mu.RUnlock()
+	var mb, rebaseable, mergeSHA any
+	mstate := "unknown"
+	if h.mergeComputed(ctx, p, in) {
+		m, st, _ := h.mergeStatusOf(ctx, in)
+		mstate = strings.ToLower(st)
+		switch m {
+		case "MERGEABLE":
+			mb, rebaseable = true, true
+			if mi, err := h.mergeState(ctx, dir, in.base, in.head); err == nil && mi.tree != "" {
+				if sha := h.testMergeCommit(ctx, dir, in.base, in.head, mi.tree); sha != "" {
+					mergeSHA = sha
+				}
+			}
+		case "CONFLICTING":
+			mb, rebaseable = false, false
+		}
+	}
+	// A merged PR keeps the base it merged into: base..head is still its
+	// commits.
+	files, _ := h.prFiles(ctx, dir, in.base, in.head)
+	commits := 0
+	if cs, err := h.prCommits(ctx, dir, in.base, in.head); err == nil {
+		commits = len(cs)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	j := h.pullSimpleJSONLocked(p, u)
+	if p.mergeSHA != "" {
+		mergeSHA = p.mergeSHA
+	}
+	adds, dels := 0, 0
+	for _, f := range files {
+		adds += f.additions
+		dels += f.deletions
+	}
+	comments := 0
+	read := p.reads.Load() // a REST read does not advance the lag clock
+	for _, t := range p.threads {
+		if t.review == nil || !t.review.lagging(read) {
+			comments += len(t.comments)
+		}
+	}
+	for k, v := range map[string]any{
+		"merged": p.state == "MERGED", "mergeable": mb, "rebaseable": rebaseable, "mergeable_state": mstate,
+		"merged_by": nil, "comments": len(p.issueComments), "review_comments": comments,
+		"maintainer_can_modify": false, "commits": commits, "additions": adds, "deletions": dels, "changed_files": len(files),
+		"merge_commit_sha": mergeSHA,
+	} {
+		j[k] = v
+	}
+	if p.mergedBy != nil {
+		j["merged_by"] = h.userJSON(p.mergedBy, "")
+	}
+	return j
+}
+
+// pullSimpleJSONLocked is a PR as the list of pulls shows it (GitHub's
+// pull-request-simple): no mergeability and no counts, but the
+// repository objects, whose facts move with anything in the repository.
+// h.mu must be held.
+func (h *Hub) pullSimpleJSONLocked(p *pr, u *user) map[string]any {
 	rp := p.repo
 	state := "open"
 	if p.state != "OPEN" {
@@ -401,39 +484,37 @@ func (h *Hub) pullJSON(ctx context.Context, p *pr, u *user) map[string]any {
 	if reqs == nil {
 		reqs = []any{}
 	}
+	repoJ := h.repoFullJSONLocked(rp, u)
 	branch := func(ref, sha string) map[string]any {
-		return map[string]any{"label": rp.owner + ":" + ref, "ref": ref, "sha": sha, "user": h.userJSON(h.ownerUser(rp.owner), rp.owner), "repo": h.repoJSON(rp, u)}
+		return map[string]any{"label": rp.owner + ":" + ref, "ref": ref, "sha": sha, "user": h.userJSON(h.ownerUser(rp.owner), rp.owner), "repo": repoJ}
 	}
-	var mb any
-	switch mergeable {
-	case "MERGEABLE":
-		mb = true
-	case "CONFLICTING":
-		mb = false
-	}
-	comments := 0
-	read := p.reads.Load() // a REST read does not advance the lag clock
-	for _, t := range p.threads {
-		if t.review == nil || !t.review.lagging(read) {
-			comments += len(t.comments)
-		}
-	}
-	j := map[string]any{
-		"url": fmt.Sprintf("%s/repos/%s/pulls/%d", h.APIURL(), rp.fullName(), p.number), "id": p.id, "node_id": p.nodeID(),
-		"html_url": h.PRURL(rp.owner, rp.name, p.number), "number": p.number, "state": state, "locked": false,
-		"title": p.title, "body": p.body, "user": h.userJSON(p.author, ""), "labels": labels,
-		"created_at": ts(p.createdAt), "updated_at": ts(p.updatedAt), "closed_at": ts(p.closedAt), "merged_at": ts(p.mergedAt),
-		"requested_reviewers": reqs, "requested_teams": []any{}, "head": branch(p.headRef, p.headSHA), "base": branch(p.baseRef, p.baseSHA),
-		"draft": p.draft, "merged": p.state == "MERGED", "mergeable": mb, "mergeable_state": strings.ToLower(mstate),
-		"comments": len(p.issueComments), "review_comments": comments, "author_association": association(rp, p.author),
-	}
+	api := fmt.Sprintf("%s/repos/%s", h.APIURL(), rp.fullName())
+	self := fmt.Sprintf("%s/pulls/%d", api, p.number)
+	html := h.PRURL(rp.owner, rp.name, p.number)
+	issue := fmt.Sprintf("%s/issues/%d", api, p.number)
+	var mergeSHA any
 	if p.mergeSHA != "" {
-		j["merge_commit_sha"] = p.mergeSHA
+		mergeSHA = p.mergeSHA
 	}
-	if p.mergedBy != nil {
-		j["merged_by"] = h.userJSON(p.mergedBy, "")
+	return map[string]any{
+		"url": self, "id": p.id, "node_id": p.nodeID(),
+		"html_url": html, "diff_url": html + ".diff", "patch_url": html + ".patch", "issue_url": issue,
+		"commits_url": self + "/commits", "review_comments_url": self + "/comments", "review_comment_url": api + "/pulls/comments{/number}",
+		"comments_url": issue + "/comments", "statuses_url": api + "/statuses/" + p.headSHA,
+		"number": p.number, "state": state, "locked": false,
+		"title": p.title, "body": p.body, "user": h.userJSON(p.author, ""), "labels": labels,
+		"milestone": nil, "active_lock_reason": nil, "assignee": nil, "assignees": []any{},
+		"created_at": ts(p.createdAt), "updated_at": ts(p.updatedAt), "closed_at": ts(p.closedAt), "merged_at": ts(p.mergedAt),
+		"merge_commit_sha":    mergeSHA,
+		"requested_reviewers": reqs, "requested_teams": []any{}, "head": branch(p.headRef, p.headSHA), "base": branch(p.baseRef, p.baseSHA),
+		"draft": p.draft, "author_association": association(rp, p.author), "auto_merge": nil,
+		"_links": map[string]any{
+			"self": map[string]any{"href": self}, "html": map[string]any{"href": html}, "issue": map[string]any{"href": issue},
+			"comments": map[string]any{"href": issue + "/comments"}, "review_comments": map[string]any{"href": self + "/comments"},
+			"review_comment": map[string]any{"href": api + "/pulls/comments{/number}"}, "commits": map[string]any{"href": self + "/commits"},
+			"statuses": map[string]any{"href": api + "/statuses/" + p.headSHA},
+		},
 	}
-	return j
 }
 
 func (h *Hub) restListPulls(c *restCtx) {
@@ -450,11 +531,11 @@ func (h *Hub) restListPulls(c *restCtx) {
 				ps = append(ps, p)
 			}
 		}
-		h.mu.Unlock()
 		out := []any{}
 		for _, p := range paged(c, ps) {
-			out = append(out, h.pullJSON(c.ctx(), p, c.u))
+			out = append(out, h.pullSimpleJSONLocked(p, c.u))
 		}
+		h.mu.Unlock()
 		c.reply(200, out)
 	})(c)
 }
@@ -1158,7 +1239,9 @@ func (h *Hub) restCombinedStatus(c *restCtx) {
 	for _, s := range sts {
 		out = append(out, h.statusJSON(c.rp, s))
 	}
-	c.reply(200, map[string]any{"state": state, "sha": sha, "total_count": len(sts), "statuses": out, "repository": h.repoJSON(c.rp, c.u)})
+	commit := h.APIURL() + "/repos/" + c.rp.fullName() + "/commits/" + sha
+	c.reply(200, map[string]any{"state": state, "sha": sha, "total_count": len(sts), "statuses": out, "repository": h.repoJSON(c.rp, c.u),
+		"commit_url": commit, "url": commit + "/status"})
 }
 
 func (h *Hub) restListStatuses(c *restCtx) {
@@ -1464,10 +1547,22 @@ func (h *Hub) restCompare(c *restCtx) {
 	htmlURL := h.BaseURL() + "/" + c.rp.fullName() + "/compare/" + base + "..." + head
 	cs := []any{}
 	for _, ci := range commits {
-		cs = append(cs, map[string]any{"sha": ci.sha, "url": repoURL + "/commits/" + ci.sha})
+		cs = append(cs, h.commitJSON(c.rp, ci))
+	}
+	// The files changed from the merge base to head, as GitHub's
+	// three-dot compare lists them.
+	changed, err := h.prFiles(ctx, c.rp.dir, base, head)
+	if err != nil {
+		c.fail(http.StatusInternalServerError, "compare: "+err.Error())
+		return
+	}
+	files := []any{}
+	for _, f := range changed {
+		files = append(files, h.fileJSON(c.rp, head, f))
 	}
 	c.reply(200, map[string]any{
-		"url": repoURL + "/compare/" + baseRev + "..." + headRev, "html_url": htmlURL,
+		"files": files,
+		"url":   repoURL + "/compare/" + baseRev + "..." + headRev, "html_url": htmlURL,
 		"permalink_url": htmlURL, "diff_url": htmlURL + ".diff", "patch_url": htmlURL + ".patch",
 		"base_commit":       map[string]any{"sha": base, "url": repoURL + "/commits/" + base},
 		"merge_base_commit": map[string]any{"sha": strings.TrimSpace(mergeBase), "url": repoURL + "/commits/" + strings.TrimSpace(mergeBase)},

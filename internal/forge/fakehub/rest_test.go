@@ -22,6 +22,7 @@ func TestREST_GoGitHubClient(t *testing.T) {
 	t.Parallel()
 	h := newHub(t, Options{})
 	n := seedPR(t, h, RepoOptions{})
+	mergeabilitySettles(h)
 	ctx := t.Context()
 	tok := h.Tokens()
 	rev := ghClient(t, h, tok.Reviewer)
@@ -214,6 +215,7 @@ func TestREST_MergeMakesARealMergeCommit(t *testing.T) {
 	if err := h.SetRequireUpToDate("acme", "widget", true); err != nil {
 		t.Fatal(err)
 	}
+	mergeabilitySettles(h)
 	pull, _, _ := author.PullRequests.Get(ctx, "acme", "widget", n)
 	if pull.GetMergeableState() != "behind" {
 		t.Errorf("mergeable_state %q, want behind", pull.GetMergeableState())
@@ -292,6 +294,7 @@ func TestREST_CompareCountsFromGit(t *testing.T) {
 		}
 		return p.GetMergeableState()
 	}
+	mergeabilitySettles(h)
 	if got := state(); got != "clean" {
 		t.Errorf("mergeable_state %q behind without the protection rule, want clean", got)
 	}

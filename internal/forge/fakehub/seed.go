@@ -23,6 +23,12 @@ type RepoOptions struct {
 	// that lacks commits of its base show mergeStateStatus BEHIND; without
 	// it GitHub shows CLEAN (or whatever else holds).
 	RequireUpToDate bool
+	// RequiredApprovals is branch protection's review rule: a PR needs
+	// that many approving reviews. Only under it does GitHub give a PR a
+	// reviewDecision (REVIEW_REQUIRED until approved, APPROVED,
+	// CHANGES_REQUESTED) and mergeStateStatus BLOCKED while not approved;
+	// without it reviewDecision is null.
+	RequiredApprovals int
 }
 
 // NewPR describes a pull request to seed.
@@ -71,7 +77,8 @@ func (h *Hub) CreateRepo(owner, name string, files map[string]string, opts RepoO
 		return fmt.Errorf("create repo %s/%s: already exists", owner, name)
 	}
 	rp := &repo{owner: owner, name: name, id: h.newIDLocked(), dir: dir, defaultBranch: opts.DefaultBranch,
-		testCommand: opts.TestCommand, createdAt: h.now(), nextNumber: 1, labels: map[string]*label{}, ci: map[int]context.CancelFunc{}, noCopilot: opts.NoCopilot, requireUpToDate: opts.RequireUpToDate}
+		testCommand: opts.TestCommand, createdAt: h.now(), nextNumber: 1, labels: map[string]*label{}, ci: map[int]context.CancelFunc{}, noCopilot: opts.NoCopilot, requireUpToDate: opts.RequireUpToDate,
+		requiredApprovals: opts.RequiredApprovals}
 	h.repos[owner+"/"+name] = rp
 	h.nodes[rp.nodeID()] = rp
 	h.mu.Unlock()
@@ -88,6 +95,20 @@ func (h *Hub) CreateRepo(owner, name string, files map[string]string, opts RepoO
 	if _, err := runGit(ctx, dir, nil, nil, "update-ref", "refs/heads/"+opts.DefaultBranch, sha); err != nil {
 		return fmt.Errorf("create repo: %w", err)
 	}
+	h.pushed(ctx, rp)
+	return nil
+}
+
+// SetRequiredApprovals sets branch protection's review rule on a
+// repository (see RepoOptions.RequiredApprovals); 0 removes it.
+func (h *Hub) SetRequiredApprovals(owner, repoName string, n int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	rp := h.repoLocked(owner, repoName)
+	if rp == nil {
+		return fmt.Errorf("set required approvals: no repo %s/%s", owner, repoName)
+	}
+	rp.requiredApprovals = max(n, 0)
 	return nil
 }
 
@@ -135,6 +156,7 @@ func (h *Hub) commitOnBranch(ctx context.Context, rp *repo, branch string, files
 	if _, err := runGit(ctx, rp.dir, nil, nil, "update-ref", "refs/heads/"+branch, sha); err != nil {
 		return "", err
 	}
+	h.pushed(ctx, rp)
 	return sha, nil
 }
 
@@ -192,6 +214,7 @@ func (h *Hub) CreatePR(owner, repoName string, np NewPR) (int, error) {
 	rp.nextNumber++
 	rp.prs = append(rp.prs, p)
 	h.nodes[p.nodeID()] = p
+	h.mergeChangedLocked(p)
 	h.publishLocked(Event{Kind: "pr_opened", Owner: owner, Repo: repoName, Number: p.number, SHA: head, Actor: author.restLogin})
 	h.mu.Unlock()
 	h.startCI(rp, p)

@@ -30,6 +30,18 @@ type repo struct {
 	requireUpToDate bool
 	// ci cancels the running CI job per PR number.
 	ci map[int]context.CancelFunc
+
+	// Repository-wide facts GitHub serves inside every PR answer (base.repo
+	// and head.repo), so they move the PR's ETag (fidelity.go).
+	pushedAt  time.Time // the last push to any branch
+	updatedAt time.Time // the repository record's last change (a star)
+	sizeKB    int       // the git objects' size, KB
+	stars     int
+	issues    []*issue          // plain issues; numbers shared with PRs
+	lastRefs  map[string]string // branch tips as refsChanged last saw them
+	// requiredApprovals is branch protection's review rule (RepoOptions):
+	// only under it does a PR get a reviewDecision.
+	requiredApprovals int
 }
 
 func (r *repo) fullName() string { return r.owner + "/" + r.name }
@@ -76,6 +88,10 @@ type pr struct {
 	// reads counts GraphQL requests that touched the PR: the lag fault's
 	// clock. Atomic because queries advance it under the read lock.
 	reads atomic.Int64
+
+	// lazy is the background mergeability computation (fidelity.go),
+	// guarded by Hub.lazyMu as reads advance it under the read lock.
+	lazy lazyMerge
 }
 
 func (p *pr) nodeID() string { return fmt.Sprintf("PR_fh%d", p.id) }

@@ -370,6 +370,18 @@ func (a *App) call(ctx context.Context, op, method, path string, out any) error 
 		}
 		kind := forge.KindOther
 		switch {
+		case isRateLimit(resp, b):
+			// The App's own limit (its JWT's, or the installation's), a
+			// 403 or 429 as on every other endpoint: ridden out, never
+			// read as GitHub refusing the App (REL-1, REL-4).
+			kind = forge.KindRateLimited
+			wait := "later"
+			if d, ok := retryAfter(resp.Header, time.Now()); ok {
+				wait = "in " + d.String()
+			} else if reset, ok := rateReset(resp.Header); ok {
+				wait = "after " + reset.UTC().Format(time.RFC3339)
+			}
+			msg = fmt.Sprintf("%s rate-limited GitHub App %d: %s; converge tries again %s", a.restURL.Host, a.id, msg, wait)
 		case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
 			kind = forge.KindAuth
 			msg = fmt.Sprintf("%s refused GitHub App %d: %s; check --app-id and that --app-key is one of the App's current private keys", a.restURL.Host, a.id, msg)

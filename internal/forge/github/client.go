@@ -84,6 +84,9 @@ type Client struct {
 	viewer   string
 
 	app *App // GitHub App auth (app.go); nil with a token
+	// appOwner and appRepo are the repository whose installation the
+	// App's tokens are for (RateIdentity).
+	appOwner, appRepo string
 }
 
 const defaultUserAgent = "converge"
@@ -184,6 +187,7 @@ func New(opts Options) (*Client, error) {
 		// exact base, and a proxy prefix must not grow an /api/v3.
 		ghOpts = append(ghOpts, gh.WithURLs(&restStr, &restStr))
 	}
+	appOwner, appRepoName, _ := strings.Cut(opts.AppRepo, "/")
 	rc, err := gh.NewClient(ghOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("github client: %w", err)
@@ -199,6 +203,8 @@ func New(opts Options) (*Client, error) {
 		redact:     tokenRedactor(opts),
 		etags:      map[string]cachedPage{},
 		app:        opts.App,
+		appOwner:   appOwner,
+		appRepo:    appRepoName,
 	}, nil
 }
 

@@ -120,6 +120,12 @@ func (c *Client) mapErr(op string, host *url.URL, err error) error {
 	if errors.As(err, &er) && er.Response != nil {
 		return c.statusErr(op, host, er.Response.StatusCode, restMessage(er), er.Response.Header, err)
 	}
+	// go-github gives a 401 with "X-GitHub-Otp: required" its own type;
+	// it is a rejected credential like any 401 (REL-4: recorded answer).
+	var tfa *gh.TwoFactorAuthError
+	if errors.As(err, &tfa) && tfa.Response != nil {
+		return c.statusErr(op, host, tfa.Response.StatusCode, restMessage((*gh.ErrorResponse)(tfa)), tfa.Response.Header, err)
+	}
 
 	// The caller's own cancellation or deadline is not the forge's fault.
 	if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errAttemptTimeout)) {

@@ -257,9 +257,11 @@ type observeData struct {
 func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullRequest, error) {
 	const op = "observe pr"
 	ctx, n := withCounter(ctx)
+	spent := &forge.Tally{} // what it cost, as GitHub said (spend.go)
+	ctx = forge.WithMeter(ctx, spent)
 	hit, etags := c.probe(ctx, ref) // PR-O1: an unchanged PR is not read again (probe.go)
 	if hit != nil {
-		hit.Requests = int(n.Load())
+		hit.Requests, hit.Spend = int(n.Load()), spent.Spend()
 		return hit, nil
 	}
 	vars := map[string]any{"owner": ref.Owner, "name": ref.Repo, "number": ref.Number}
@@ -307,7 +309,7 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 	if t, err := http.ParseTime(hdr.Get("Date")); err == nil {
 		pr.ObservedAt = t
 	}
-	pr.Requests = int(n.Load())
+	pr.Requests, pr.Spend = int(n.Load()), spent.Spend()
 	c.remember(ref, pr, etags)
 	c.log.Debug("github: observed", "pr", ref.String(), "requests", pr.Requests, "threads", len(pr.Threads))
 	return pr, nil

@@ -172,6 +172,9 @@ func TestPR_O1_ObserveIsOneRequest(t *testing.T) {
 		CloneURL:   "https://ghe.example.com/octo/hello.git",
 		ObservedAt: time.Date(2026, 3, 4, 8, 0, 0, 0, time.UTC),
 		Requests:   1,
+		// What the query said it cost (its rateLimit; no headers here).
+		Spend: forge.Spend{Calls: 1, Points: 1, Resource: "graphql",
+			Budget: forge.RateBudget{Remaining: 4999, ResetAt: time.Date(2026, 3, 4, 6, 0, 0, 0, time.UTC)}},
 	}
 	if !reflect.DeepEqual(pr, want) {
 		g, _ := json.MarshalIndent(pr, "", " ")

@@ -199,11 +199,16 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	limited := 0 // rate-limit refusals so far; the header-less wait doubles on each
 	for attempt := 1; ; attempt++ {
 		resp, err := t.attempt(ctx, req, body)
-		if err == nil && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests ||
-			(graphQL && resp.StatusCode == http.StatusOK)) {
+		readBody := err == nil && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests ||
+			(graphQL && resp.StatusCode == http.StatusOK))
+		if err == nil && !readBody {
+			t.charge(ctx, resp, nil, graphQL) // what it cost, as GitHub said (spend.go)
+		}
+		if readBody {
 			// The verdict needs the body; keep it readable for the caller.
 			b, rerr := io.ReadAll(resp.Body)
 			resp.Body.Close()
+			t.charge(ctx, resp, b, graphQL)
 			if rerr != nil {
 				resp, err = nil, rerr
 				if ctx.Err() == nil && errors.Is(rerr, context.DeadlineExceeded) {

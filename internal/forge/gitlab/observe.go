@@ -28,6 +28,8 @@ const maxCommitPages = 10
 func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullRequest, error) {
 	const op = "observe merge request"
 	ctx, n := withCounter(ctx)
+	spent := &forge.Tally{} // what it cost, as GitLab said (spend.go)
+	ctx = forge.WithMeter(ctx, spent)
 	var mr mergeRequest
 	res, err := c.do(ctx, http.MethodGet, mrPath(ref), nil, &mr)
 	if err != nil {
@@ -110,7 +112,7 @@ func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullReque
 	if t, err := http.ParseTime(res.header.Get("Date")); err == nil {
 		pr.ObservedAt = t
 	}
-	pr.Requests = int(n.Load())
+	pr.Requests, pr.Spend = int(n.Load()), spent.Spend()
 	c.mu.Lock()
 	c.mrIDs[ref] = mr.ID
 	c.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/testutil/httpmock"
@@ -385,5 +386,33 @@ func TestHunkUpTo(t *testing.T) {
 	}
 	if got := hunkUpTo(d, 8); got != "" {
 		t.Errorf("line in no hunk: %q", got)
+	}
+}
+
+// TestREL_4_ChargeReadsGitLabsRateLimitHeaders: GitLab's RateLimit-*
+// headers as its documentation shows them (docs.gitlab.com, "GitLab.com
+// settings", rate limits: RateLimit-Limit 600, RateLimit-Observed 6,
+// RateLimit-Remaining 594, RateLimit-Reset 1563325137, RateLimit-Name on
+// a refusal), and an answer without them: one request, the limit unknown.
+func TestREL_4_ChargeReadsGitLabsRateLimitHeaders(t *testing.T) {
+	now := time.Date(2026, 3, 4, 5, 0, 0, 0, time.UTC)
+	h := http.Header{}
+	h.Set("RateLimit-Limit", "600")
+	h.Set("RateLimit-Observed", "6")
+	h.Set("RateLimit-Remaining", "594")
+	h.Set("RateLimit-Reset", "1563325137")
+	h.Set("RateLimit-ResetTime", "Wed, 17 Jul 2019 00:58:57 GMT")
+	got := chargeOf(&http.Response{StatusCode: 200, Header: h}, now)
+	want := forge.Charge{Resource: "api", Points: 1, At: now,
+		Budget: forge.RateBudget{Limit: 600, Used: 6, Remaining: 594, ResetAt: time.Unix(1563325137, 0).UTC()}}
+	if got != want {
+		t.Errorf("documented headers:\n got %+v\nwant %+v", got, want)
+	}
+	h.Set("RateLimit-Name", "throttle_authenticated_api")
+	if got := chargeOf(&http.Response{StatusCode: 429, Header: h}, now); got.Resource != "throttle_authenticated_api" || got.Points != 1 {
+		t.Errorf("a refusal naming its throttle: %+v", got)
+	}
+	if got := chargeOf(&http.Response{StatusCode: 200, Header: http.Header{}}, now); got != (forge.Charge{Resource: "api", Points: 1, At: now}) {
+		t.Errorf("no headers: %+v", got)
 	}
 }

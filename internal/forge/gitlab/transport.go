@@ -193,6 +193,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		resp, err := t.attempt(ctx, req, body)
+		t.charge(ctx, resp) // what it cost, as GitLab said (spend.go)
 		wait, retry := t.judge(resp, err, attempt, write)
 		if !retry || attempt >= t.policy.MaxAttempts {
 			return resp, err

@@ -104,7 +104,7 @@ func TestPR_S2_ServeOnTemporalSignalsWorkflowsByWebhooks(t *testing.T) {
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for ; ; <-tick.C {
-		out, err = exec.Command(bin, append([]string{"status", "--engine", "temporal"}, temporalFlags...)...).CombinedOutput()
+		out, err = exec.Command(bin, "status", "--engine", "temporal", "--temporal-address", hostPort, "--namespace", testutil.TemporalNamespace).CombinedOutput()
 		if err == nil && strings.Count(string(out), "two-stable") == len(numbers) {
 			break
 		}
