@@ -281,7 +281,11 @@ func (h *Hub) commitJSON(rp *repo, ci commitInfo) map[string]any {
 			"author":    person(ci.authorName, ci.authorEmail, ci.authored),
 			"committer": person(ci.committerName, ci.committerEmail, ci.committed),
 			"message":   ci.message, "comment_count": 0,
-			"url": api + "/git/commits/" + ci.sha,
+			"url":  api + "/git/commits/" + ci.sha,
+			"tree": map[string]any{"sha": ci.tree, "url": api + "/git/trees/" + ci.tree},
+			// The emulator signs nothing: GitHub's answer for an
+			// unsigned commit.
+			"verification": map[string]any{"verified": false, "reason": "unsigned", "signature": nil, "payload": nil, "verified_at": nil},
 		},
 		"author": account(ci.authorEmail), "committer": account(ci.committerEmail),
 		"parents": parents,

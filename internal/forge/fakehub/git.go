@@ -128,6 +128,7 @@ func (h *Hub) mergeState(ctx context.Context, dir, base, head string) (mergeInfo
 
 type commitInfo struct {
 	sha       string
+	tree      string
 	parents   []string
 	committed time.Time
 	authored  time.Time
@@ -139,18 +140,18 @@ type commitInfo struct {
 
 // commitFormat is git log's format for parseCommit: the message last, as
 // it may hold anything but NUL.
-const commitFormat = "%H%x00%P%x00%cI%x00%aI%x00%an%x00%ae%x00%cn%x00%ce%x00%B"
+const commitFormat = "%H%x00%P%x00%cI%x00%aI%x00%an%x00%ae%x00%cn%x00%ce%x00%T%x00%B"
 
 func parseCommit(rec string) (commitInfo, bool) {
-	f := strings.SplitN(rec, "\x00", 9)
-	if len(f) < 9 {
+	f := strings.SplitN(rec, "\x00", 10)
+	if len(f) < 10 {
 		return commitInfo{}, false
 	}
 	ct, _ := time.Parse(time.RFC3339, f[2])
 	at, _ := time.Parse(time.RFC3339, f[3])
 	return commitInfo{sha: f[0], parents: strings.Fields(f[1]), committed: ct.UTC(), authored: at.UTC(),
-		authorName: f[4], authorEmail: f[5], committerName: f[6], committerEmail: f[7],
-		message: strings.TrimRight(f[8], "\n")}, true
+		authorName: f[4], authorEmail: f[5], committerName: f[6], committerEmail: f[7], tree: f[8],
+		message: strings.TrimRight(f[9], "\n")}, true
 }
 
 // prCommits lists base..head oldest first.

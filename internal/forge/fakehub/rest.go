@@ -68,7 +68,9 @@ func (h *Hub) restMux() *http.ServeMux {
 	handle("PATCH "+R+"/check-runs/{id}", h.withRepo(h.restUpdateCheckRun))
 	handle("GET "+R+"/check-runs/{id}", h.withRepo(h.restGetCheckRun))
 	handle("GET "+R+"/collaborators/{login}/permission", h.withRepo(h.restPermission))
-	handle("GET "+R+"/compare/{basehead}", h.withRepo(h.restCompare))
+	// BASE...HEAD, either perhaps a branch with slashes (feature/x), as
+	// GitHub takes it.
+	handle("GET "+R+"/compare/{basehead...}", h.withRepo(h.restCompare))
 	// What the gh CLI reads and writes besides (diff.go).
 	handle("GET "+R+"/pulls/{number}/files", h.withPR(h.restPullFiles))
 	handle("GET "+R+"/pulls/{number}/commits", h.withPR(h.restPullCommits))
@@ -315,11 +317,25 @@ func (h *Hub) userJSON(u *user, login string) map[string]any {
 	if login == "" {
 		login = u.restLogin
 	}
+	// GitHub's simple-user, every field of it (REL-4: the recorded
+	// answers hold these URL templates on every user object).
+	api := h.APIURL() + "/users/" + url.PathEscape(login)
 	return map[string]any{
 		"login": login, "id": u.id, "node_id": u.nodeID(), "type": u.typ, "site_admin": false,
-		"avatar_url": fmt.Sprintf("%s/avatars/u/%d", h.BaseURL(), u.id),
-		"url":        h.APIURL() + "/users/" + url.PathEscape(login),
-		"html_url":   h.BaseURL() + "/" + url.PathEscape(login),
+		"avatar_url":          fmt.Sprintf("%s/avatars/u/%d", h.BaseURL(), u.id),
+		"gravatar_id":         "",
+		"url":                 api,
+		"html_url":            h.BaseURL() + "/" + url.PathEscape(login),
+		"followers_url":       api + "/followers",
+		"following_url":       api + "/following{/other_user}",
+		"gists_url":           api + "/gists{/gist_id}",
+		"starred_url":         api + "/starred{/owner}{/repo}",
+		"subscriptions_url":   api + "/subscriptions",
+		"organizations_url":   api + "/orgs",
+		"repos_url":           api + "/repos",
+		"events_url":          api + "/events{/privacy}",
+		"received_events_url": api + "/received_events",
+		"user_view_type":      "public",
 	}
 }
 
@@ -332,9 +348,21 @@ func (h *Hub) restUser(c *restCtx) {
 		c.fail(http.StatusForbidden, "Resource not accessible by integration")
 		return
 	}
+	// The authenticated user's own profile (GitHub's private-user): the
+	// simple-user's fields and the profile's, empty for the sandbox's
+	// people.
 	j := h.userJSON(c.u, "")
+	j["name"] = nil
 	if c.u.name != "" {
 		j["name"] = c.u.name
+	}
+	const created = "2026-01-01T00:00:00Z" // the sandbox's people all joined then
+	for k, v := range map[string]any{
+		"company": nil, "blog": "", "location": nil, "email": nil, "notification_email": nil, "hireable": nil, "bio": nil,
+		"twitter_username": nil, "public_repos": 0, "public_gists": 0, "followers": 0, "following": 0,
+		"created_at": created, "updated_at": created,
+	} {
+		j[k] = v
 	}
 	c.reply(200, j)
 }
@@ -368,7 +396,7 @@ func (h *Hub) repoJSON(rp *repo, u *user) map[string]any {
 		"id": rp.id, "node_id": rp.nodeID(), "name": rp.name, "full_name": rp.fullName(), "private": false,
 		"owner": h.userJSON(owner, rp.owner), "clone_url": h.GitURL(rp.owner, rp.name),
 		"default_branch": rp.defaultBranch, "visibility": "public", "fork": false,
-		"created_at": ts(rp.createdAt), "permissions": perm,
+		"created_at": ts(rp.createdAt), "permissions": perm, "description": nil,
 	} {
 		j[k] = v
 	}
@@ -1005,9 +1033,14 @@ func (h *Hub) issueCommentJSON(p *pr, ic *issueComment) map[string]any {
 	return map[string]any{
 		"id": ic.id, "node_id": ic.nodeID(), "body": ic.body, "user": h.userJSON(ic.author, ic.author.surfaceLogin()),
 		"created_at": ts(ic.createdAt), "updated_at": ts(ic.updatedAt), "author_association": association(rp, ic.author),
-		"url":       fmt.Sprintf("%s/repos/%s/issues/comments/%d", h.APIURL(), rp.fullName(), ic.id),
-		"html_url":  fmt.Sprintf("%s#issuecomment-%d", h.PRURL(rp.owner, rp.name, p.number), ic.id),
-		"issue_url": fmt.Sprintf("%s/repos/%s/issues/%d", h.APIURL(), rp.fullName(), p.number),
+		"url":                      fmt.Sprintf("%s/repos/%s/issues/comments/%d", h.APIURL(), rp.fullName(), ic.id),
+		"html_url":                 fmt.Sprintf("%s#issuecomment-%d", h.PRURL(rp.owner, rp.name, p.number), ic.id),
+		"issue_url":                fmt.Sprintf("%s/repos/%s/issues/%d", h.APIURL(), rp.fullName(), p.number),
+		"performed_via_github_app": nil,
+		"reactions": map[string]any{
+			"url":         fmt.Sprintf("%s/repos/%s/issues/comments/%d/reactions", h.APIURL(), rp.fullName(), ic.id),
+			"total_count": 0, "+1": 0, "-1": 0, "laugh": 0, "hooray": 0, "confused": 0, "heart": 0, "rocket": 0, "eyes": 0,
+		},
 	}
 }
 
@@ -1158,7 +1191,8 @@ func (h *Hub) statusJSON(rp *repo, s *commitStatus) map[string]any {
 	return map[string]any{
 		"id": s.id, "node_id": fmt.Sprintf("SC_fh%d", s.id), "state": s.state, "context": s.context, "description": s.description,
 		"target_url": s.targetURL, "creator": h.userJSON(s.creator, ""), "created_at": ts(s.createdAt), "updated_at": ts(s.updatedAt),
-		"url": fmt.Sprintf("%s/repos/%s/statuses/%s", h.APIURL(), rp.fullName(), s.sha),
+		"avatar_url": avatarOf(h, s.creator),
+		"url":        fmt.Sprintf("%s/repos/%s/statuses/%s", h.APIURL(), rp.fullName(), s.sha),
 	}
 }
 
@@ -1271,7 +1305,13 @@ func (h *Hub) checkRunJSON(rp *repo, cr *checkRun) map[string]any {
 		if cr.app.login == LoginCI {
 			name = "GitHub Actions"
 		}
-		app = map[string]any{"id": cr.app.id, "slug": cr.app.login, "name": name, "node_id": fmt.Sprintf("A_fh%d", cr.app.id)}
+		// GitHub's integration object: the App and its owner, what
+		// it may do and the events it receives.
+		app = map[string]any{"id": cr.app.id, "slug": cr.app.login, "name": name, "node_id": fmt.Sprintf("A_fh%d", cr.app.id),
+			"owner": h.userJSON(h.ownerUser(rp.owner), rp.owner), "description": "", "external_url": h.BaseURL(),
+			"html_url": h.BaseURL() + "/apps/" + cr.app.login, "created_at": "2026-01-01T00:00:00Z", "updated_at": "2026-01-01T00:00:00Z",
+			"permissions": map[string]any{"checks": "write", "contents": "read", "metadata": "read", "pull_requests": "write", "statuses": "write"},
+			"events":      []any{"check_run", "check_suite", "pull_request"}}
 	}
 	var concl any
 	if cr.conclusion != "" {
@@ -1280,9 +1320,11 @@ func (h *Hub) checkRunJSON(rp *repo, cr *checkRun) map[string]any {
 	return map[string]any{
 		"id": cr.id, "node_id": cr.nodeID(), "head_sha": cr.sha, "name": cr.name, "status": cr.status, "conclusion": concl,
 		"started_at": ts(cr.startedAt), "completed_at": ts(cr.completedAt), "details_url": cr.detailsURL,
-		"url":         fmt.Sprintf("%s/repos/%s/check-runs/%d", h.APIURL(), rp.fullName(), cr.id),
-		"html_url":    fmt.Sprintf("%s/%s/runs/%d", h.BaseURL(), rp.fullName(), cr.id),
-		"output":      map[string]any{"title": strp(cr.title), "summary": strp(cr.summary), "text": strp(cr.text), "annotations_count": len(cr.annotations)},
+		"url":      fmt.Sprintf("%s/repos/%s/check-runs/%d", h.APIURL(), rp.fullName(), cr.id),
+		"html_url": fmt.Sprintf("%s/%s/runs/%d", h.BaseURL(), rp.fullName(), cr.id),
+		"output": map[string]any{"title": strp(cr.title), "summary": strp(cr.summary), "text": strp(cr.text), "annotations_count": len(cr.annotations),
+			"annotations_url": fmt.Sprintf("%s/repos/%s/check-runs/%d/annotations", h.APIURL(), rp.fullName(), cr.id)},
+		"external_id": "",
 		"check_suite": map[string]any{"id": cr.id}, "app": app, "pull_requests": []any{},
 	}
 }
@@ -1564,8 +1606,27 @@ func (h *Hub) restCompare(c *restCtx) {
 		"files": files,
 		"url":   repoURL + "/compare/" + baseRev + "..." + headRev, "html_url": htmlURL,
 		"permalink_url": htmlURL, "diff_url": htmlURL + ".diff", "patch_url": htmlURL + ".patch",
-		"base_commit":       map[string]any{"sha": base, "url": repoURL + "/commits/" + base},
-		"merge_base_commit": map[string]any{"sha": strings.TrimSpace(mergeBase), "url": repoURL + "/commits/" + strings.TrimSpace(mergeBase)},
+		"base_commit":       h.commitAt(ctx, c.rp, base),
+		"merge_base_commit": h.commitAt(ctx, c.rp, strings.TrimSpace(mergeBase)),
 		"status":            status, "ahead_by": ahead, "behind_by": behind, "total_commits": ahead, "commits": cs,
 	})
+}
+
+// avatarOf is a status's avatar: its creator's (GitHub shows the App's or
+// the user's picture beside it).
+func avatarOf(h *Hub, u *user) any {
+	if u == nil {
+		return nil
+	}
+	return fmt.Sprintf("%s/avatars/u/%d", h.BaseURL(), u.id)
+}
+
+// commitAt is the commit object of sha as compare gives its base and merge
+// base; just its sha and url when git cannot read it.
+func (h *Hub) commitAt(ctx context.Context, rp *repo, sha string) map[string]any {
+	ci, err := commitOne(ctx, rp.dir, sha)
+	if err != nil {
+		return map[string]any{"sha": sha, "url": h.APIURL() + "/repos/" + rp.fullName() + "/commits/" + sha}
+	}
+	return h.commitJSON(rp, ci)
 }
