@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/convergeloop/converge/internal/testutil/jsonshape"
 )
 
 // recording is one file of testdata/recorded/github (its README says the
@@ -112,8 +114,7 @@ func TestREL_4_EmulatorAnswersHaveTheRecordedShape(t *testing.T) {
 			if err := json.Unmarshal(body, &got); err != nil {
 				t.Fatalf("the emulator's answer is not JSON: %s", body)
 			}
-			diffs := map[string]string{}
-			shapeDiff("$", want, got, diffs)
+			diffs := jsonshape.Diff(want, got)
 			if report {
 				keys := slices.Sorted(func(yield func(string) bool) {
 					for k := range diffs {
@@ -148,51 +149,4 @@ func TestREL_4_EmulatorAnswersHaveTheRecordedShape(t *testing.T) {
 			}
 		})
 	}
-}
-
-// shapeDiff records where got's shape differs from want's: a field want
-// has that got lacks, or a value of another JSON type (null goes with any
-// type, as GitHub's nullable fields do). Arrays compare their first
-// elements; fields got has beyond want's are no difference.
-func shapeDiff(path string, want, got any, diffs map[string]string) {
-	if want == nil || got == nil {
-		return
-	}
-	if kind(want) != kind(got) {
-		diffs[path] = fmt.Sprintf("%s in GitHub's answer, %s in the emulator's", kind(want), kind(got))
-		return
-	}
-	switch w := want.(type) {
-	case map[string]any:
-		g := got.(map[string]any)
-		for k, wv := range w {
-			gv, ok := g[k]
-			if !ok {
-				diffs[path+"."+k] = "absent from the emulator's answer"
-				continue
-			}
-			shapeDiff(path+"."+k, wv, gv, diffs)
-		}
-	case []any:
-		g := got.([]any)
-		if len(w) > 0 && len(g) > 0 {
-			shapeDiff(path+"[]", w[0], g[0], diffs)
-		}
-	}
-}
-
-func kind(v any) string {
-	switch v.(type) {
-	case map[string]any:
-		return "object"
-	case []any:
-		return "array"
-	case string:
-		return "string"
-	case float64:
-		return "number"
-	case bool:
-		return "boolean"
-	}
-	return "null"
 }

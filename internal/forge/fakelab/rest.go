@@ -264,8 +264,23 @@ func (l *Lab) restLocked(r *http.Request, ps params, u *user, seg []string, w ht
 }
 
 func (l *Lab) currentUserJSON(u *user) map[string]any {
-	return map[string]any{"id": u.id, "username": u.username, "name": u.name, "state": "active", "bot": u.bot,
+	j := map[string]any{"id": u.id, "username": u.username, "name": u.name, "state": "active", "bot": u.bot,
 		"avatar_url": nil, "web_url": l.URL() + "/" + u.username, "locked": false}
+	// GET /user's own profile, as GitLab gives it to its user: the
+	// sandbox's people have none of it filled in.
+	const joined = "2026-01-01T00:00:00.000Z"
+	for k, v := range map[string]any{
+		"created_at": joined, "updated_at": joined, "bio": "", "location": "", "public_email": "", "skype": "", "linkedin": "",
+		"twitter": "", "discord": "", "github": "", "website_url": "", "organization": "", "job_title": "", "pronouns": nil,
+		"work_information": nil, "local_time": nil, "last_sign_in_at": nil, "confirmed_at": joined, "last_activity_on": nil,
+		"email": u.username + "@example.com", "theme_id": 1, "color_scheme_id": 1, "projects_limit": 100000,
+		"current_sign_in_at": nil, "identities": []any{}, "can_create_group": true, "can_create_project": true,
+		"two_factor_enabled": false, "external": false, "private_profile": false, "commit_email": u.username + "@example.com",
+		"followers": 0, "following": 0, "is_followed": false,
+	} {
+		j[k] = v
+	}
+	return j
 }
 
 func (l *Lab) userBasic(u *user) any {
@@ -305,7 +320,12 @@ func (l *Lab) projectRoute(r *http.Request, ps params, u *user, p *project, seg 
 			return 404, msg("404 Not found")
 		}
 		return 200, map[string]any{"id": m.id, "username": m.username, "name": m.name, "state": "active",
-			"access_level": p.access(m), "avatar_url": nil, "web_url": l.URL() + "/" + m.username}
+			"access_level": p.access(m), "avatar_url": nil, "web_url": l.URL() + "/" + m.username,
+			// What GitLab shows of a membership beyond the level: none of
+			// it set in the sandbox (GitLab gives email and the SAML
+			// identity to group owners only).
+			"created_at": "2026-01-01T00:00:00.000Z", "created_by": nil, "expires_at": nil, "email": nil, "group_saml_identity": nil,
+			"membership_state": "active"}
 	case len(seg) == 2 && seg[0] == "statuses" && post:
 		return l.postStatus(ps, u, p, seg[1])
 	case len(seg) == 4 && seg[0] == "repository" && seg[1] == "commits" && seg[3] == "statuses" && get:
@@ -326,7 +346,12 @@ func (l *Lab) projectRoute(r *http.Request, ps params, u *user, p *project, seg 
 		if err != nil {
 			return 404, msg("404 Ref Not Found")
 		}
-		return 200, map[string]any{"commits": reverse(cs), "diffs": diffs, "compare_timeout": false, "compare_same_ref": from == to}
+		var last any // GitLab's "commit": the newest of the range
+		if len(cs) > 0 {
+			last = cs[0]
+		}
+		return 200, map[string]any{"commits": reverse(cs), "commit": last, "diffs": diffs, "compare_timeout": false, "compare_same_ref": from == to,
+			"web_url": fmt.Sprintf("%s/%s/-/compare/%s...%s", l.URL(), p.path, from, to)}
 	case len(seg) == 1 && seg[0] == "pipelines" && get:
 		var out []any
 		for i := len(p.pipelines) - 1; i >= 0; i-- {
@@ -516,7 +541,10 @@ func (l *Lab) mrRoute(r *http.Request, ps params, u *user, m *mr, seg []string, 
 			by = []any{}
 		}
 		left := max(p.opts.ApprovalsRequired-len(m.approvedBy), 0)
+		_, conflict := l.detailedStatusLocked(m)
 		return 200, map[string]any{"id": m.id, "iid": m.iid, "project_id": p.id, "title": m.title, "state": m.state,
+			"description": m.description, "created_at": ts(m.createdAt), "updated_at": ts(m.updatedAt),
+			"merge_status":       map[bool]string{false: "can_be_merged", true: "cannot_be_merged"}[conflict],
 			"approved":           left == 0, // as GitLab: true once no approval is left to give
 			"approvals_required": p.opts.ApprovalsRequired, "approvals_left": left, "approved_by": by,
 			"user_has_approved": m.approved(u), "user_can_approve": p.canWrite(u) && !m.approved(u)}
@@ -782,7 +810,14 @@ func (l *Lab) jobURL(p *project, j *job) string {
 func (l *Lab) pipelineJSON(p *project, pl *pipeline) map[string]any {
 	return map[string]any{"id": pl.id, "iid": pl.iid, "project_id": p.id, "sha": pl.sha, "ref": pl.ref, "status": pl.status,
 		"source": pl.source, "created_at": ts(pl.createdAt), "updated_at": ts(pl.updatedAt),
-		"web_url": fmt.Sprintf("%s/%s/-/pipelines/%d", l.URL(), p.path, pl.id)}
+		"web_url": fmt.Sprintf("%s/%s/-/pipelines/%d", l.URL(), p.path, pl.id),
+		// GitLab's other fields of a pipeline; the emulator times none
+		// and triggers them as nobody in particular.
+		"before_sha": nil, "tag": false, "yaml_errors": nil, "user": nil, "started_at": nil, "finished_at": nil,
+		"committed_at": nil, "duration": nil, "queued_duration": nil, "coverage": nil,
+		"detailed_status": map[string]any{"icon": "status_" + pl.status, "text": pl.status, "label": pl.status, "group": pl.status,
+			"tooltip": pl.status, "has_details": true, "details_path": fmt.Sprintf("/%s/-/pipelines/%d", p.path, pl.id),
+			"illustration": nil, "favicon": "/assets/ci_favicons/favicon_status_" + pl.status + ".png"}}
 }
 
 func (l *Lab) jobJSON(p *project, pl *pipeline, j *job) map[string]any {
@@ -814,7 +849,10 @@ func (l *Lab) commits(p *project, rng string) ([]any, error) {
 		cs = append(cs, map[string]any{"id": f[0], "short_id": f[0][:8], "title": title, "message": message + "\n",
 			"parent_ids": parents, "committed_date": f[2], "authored_date": f[3], "created_at": f[2],
 			"author_name": f[4], "author_email": f[5], "committer_name": f[6], "committer_email": f[7],
-			"web_url": fmt.Sprintf("%s/%s/-/commit/%s", l.URL(), p.path, f[0])})
+			"web_url": fmt.Sprintf("%s/%s/-/commit/%s", l.URL(), p.path, f[0]),
+			// Git trailers as GitLab parses them; converge reads its own
+			// from the message.
+			"trailers": map[string]any{}, "extended_trailers": map[string]any{}})
 	}
 	return cs, nil
 }
@@ -910,7 +948,20 @@ func (l *Lab) mrJSON(m *mr) map[string]any {
 		"created_at": ts(m.createdAt), "updated_at": ts(m.updatedAt), "merged_by": nil, "merged_at": nil,
 		"closed_by": nil, "closed_at": nil, "user_notes_count": userNotes(m), "merge_when_pipeline_succeeds": false,
 		"references":                    map[string]any{"short": "!" + itoa(m.iid), "relative": "!" + itoa(m.iid), "full": p.path + "!" + itoa(m.iid)},
-		"blocking_discussions_resolved": !p.opts.ThreadsMustResolve || l.allResolvedLocked(m)}
+		"reference":                     "!" + itoa(m.iid),
+		"blocking_discussions_resolved": !p.opts.ThreadsMustResolve || l.allResolvedLocked(m),
+		// GitLab's other fields of a merge request, as a project that
+		// uses none of what they describe (milestones, squash, time
+		// tracking, votes) shows them.
+		"assignee": nil, "milestone": nil, "merge_user": nil, "merge_commit_sha": nil, "squash_commit_sha": nil,
+		"squash": false, "squash_on_merge": false, "should_remove_source_branch": nil, "force_remove_source_branch": false,
+		"discussion_locked": nil, "upvotes": 0, "downvotes": 0, "imported": false, "imported_from": "none",
+		"merge_after": nil, "prepared_at": ts(m.createdAt), "approvals_before_merge": nil, "subscribed": true,
+		"task_completion_status": map[string]any{"count": 0, "completed_count": 0},
+		"time_stats":             map[string]any{"time_estimate": 0, "total_time_spent": 0, "human_time_estimate": nil, "human_total_time_spent": nil},
+		"merge_error":            nil, "latest_build_started_at": nil, "latest_build_finished_at": nil,
+		"first_deployed_to_production_at": nil, "diverged_commits_count": 0, "rebase_in_progress": false,
+		"first_contribution": false, "user": map[string]any{"can_merge": true}, "changes_count": nil}
 }
 
 func userNotes(m *mr) int {
