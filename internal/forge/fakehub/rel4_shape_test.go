@@ -4,27 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/convergeloop/converge/internal/testutil/jsonshape"
+	"github.com/convergeloop/converge/internal/testutil/recorded"
 )
-
-// recording is one file of testdata/recorded/github (its README says the
-// format): a real answer of GitHub's.
-type recording struct {
-	Request struct {
-		Method string `json:"method"`
-		Path   string `json:"path"`
-	} `json:"request"`
-	Response struct {
-		Status int             `json:"status"`
-		Body   json.RawMessage `json:"body"`
-	} `json:"response"`
-}
 
 // appPerms: an App's permissions are its own choice; the recorded run's
 // App (GitHub Actions on PyGithub's repository) asked for more than the
@@ -89,15 +75,12 @@ func TestREL_4_EmulatorAnswersHaveTheRecordedShape(t *testing.T) {
 	do(t, h, h.Tokens().CI, "POST", h.APIURL()+"/repos/acme/widget/check-runs", map[string]any{"name": "build", "head_sha": head, "status": "completed", "conclusion": "success"})
 	do(t, h, h.Tokens().Author, "POST", h.APIURL()+"/repos/acme/widget/statuses/"+head, map[string]any{"state": "success", "context": "lint"})
 	report := os.Getenv("FAKEHUB_SHAPE_REPORT") != ""
+	recs := recorded.Load(t, "github")
 	for _, c := range shapeCases {
 		t.Run(c.file, func(t *testing.T) {
-			var rec recording
-			b, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "recorded", "github", c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &rec); err != nil {
-				t.Fatal(err)
+			rec, ok := recs[c.file]
+			if !ok {
+				t.Fatalf("no recording %s", c.file)
 			}
 			tok := c.token
 			if tok == "" {
@@ -128,19 +111,7 @@ func TestREL_4_EmulatorAnswersHaveTheRecordedShape(t *testing.T) {
 				}
 				return
 			}
-			var unlisted, gone []string
-			for p, d := range diffs {
-				if _, ok := c.known[p]; !ok {
-					unlisted = append(unlisted, p+": "+d)
-				}
-			}
-			for p := range c.known {
-				if _, ok := diffs[p]; !ok {
-					gone = append(gone, p)
-				}
-			}
-			sort.Strings(unlisted)
-			sort.Strings(gone)
+			unlisted, gone := jsonshape.Unexplained(diffs, c.known)
 			if len(unlisted) > 0 {
 				t.Errorf("the emulator's answer differs from GitHub's recorded one:\n  %s", strings.Join(unlisted, "\n  "))
 			}

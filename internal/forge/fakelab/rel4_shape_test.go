@@ -7,12 +7,11 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
 	"github.com/convergeloop/converge/internal/testutil/jsonshape"
+	"github.com/convergeloop/converge/internal/testutil/recorded"
 )
 
 // labShapeCases are the recorded GitLab answers the emulator is held to:
@@ -87,20 +86,12 @@ func TestREL_4_LabAnswersHaveTheRecordedShape(t *testing.T) {
 	send("POST", fmt.Sprintf("projects/%s/statuses/%s", project, m.SHA), map[string]any{"state": "success", "name": "lint"})
 	send("PUT", fmt.Sprintf("projects/%s/merge_requests/%d", project, iid), map[string]any{"add_labels": "bug"})
 	report := os.Getenv("FAKELAB_SHAPE_REPORT") != ""
+	recs := recorded.Load(t, "gitlab")
 	for _, c := range labShapeCases {
 		t.Run(c.file, func(t *testing.T) {
-			var rec struct {
-				Response struct {
-					Status int             `json:"status"`
-					Body   json.RawMessage `json:"body"`
-				} `json:"response"`
-			}
-			b, err := os.ReadFile(filepath.Join("..", "..", "..", "testdata", "recorded", "gitlab", c.file))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal(b, &rec); err != nil {
-				t.Fatal(err)
+			rec, ok := recs[c.file]
+			if !ok {
+				t.Fatalf("no recording %s", c.file)
 			}
 			path := strings.NewReplacer("{project}", project, "{iid}", fmt.Sprint(iid), "{head}", m.SHA, "{author}", fmt.Sprint(m.Author.ID)).Replace(c.path)
 			status, body := send(c.method, path, c.body)
@@ -115,19 +106,7 @@ func TestREL_4_LabAnswersHaveTheRecordedShape(t *testing.T) {
 				t.Fatalf("the emulator's answer is not JSON: %s", body)
 			}
 			diffs := jsonshape.Diff(want, got)
-			var unlisted, gone []string
-			for p, d := range diffs {
-				if _, ok := c.known[p]; !ok {
-					unlisted = append(unlisted, p+": "+d)
-				}
-			}
-			for p := range c.known {
-				if _, ok := diffs[p]; !ok {
-					gone = append(gone, p)
-				}
-			}
-			sort.Strings(unlisted)
-			sort.Strings(gone)
+			unlisted, gone := jsonshape.Unexplained(diffs, c.known)
 			if report {
 				for _, u := range unlisted {
 					fmt.Printf("%s\t%s\n", c.file, u)

@@ -9,9 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -24,6 +22,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/testutil/httpmock"
+	"github.com/convergeloop/converge/internal/testutil/recorded"
 )
 
 // REL-1 and REL-4: converge's GitHub client against recorded real
@@ -37,131 +36,8 @@ import (
 // found; 422 invalid. A recording no case handles fails the test, so the
 // corpus cannot grow past what is proven.
 
-// recordedDir is the corpus, from this package's directory.
-var recCorpusDir = filepath.Join("..", "..", "..", "testdata", "recorded")
-
-// recording is one file of the corpus.
-type recAnswer struct {
-	file     string
-	Forge    string          `json:"forge"`
-	Kind     string          `json:"kind"`
-	Source   json.RawMessage `json:"source"`
-	Recorded *string         `json:"recorded"`
-	Request  struct {
-		Method           string          `json:"method"`
-		Path             string          `json:"path"`
-		Query            string          `json:"query"`
-		Body             json.RawMessage `json:"body"`
-		GraphQLDocument  string          `json:"graphql_document"`
-		GraphQLVariables map[string]any  `json:"graphql_variables"`
-	} `json:"request"`
-	Response struct {
-		Status   int               `json:"status"`
-		Headers  map[string]string `json:"headers"`
-		Body     json.RawMessage   `json:"body"`
-		BodyText *string           `json:"body_text"`
-	} `json:"response"`
-}
-
-// loadRecordings reads every file of the forge's corpus, checking the
-// parts of the format every file must have.
-func recLoad(t *testing.T, forgeName string) map[string]*recAnswer {
-	t.Helper()
-	dir := filepath.Join(recCorpusDir, forgeName)
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		t.Fatalf("read the corpus: %v", err)
-	}
-	out := map[string]*recAnswer{}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-			t.Errorf("%s/%s: not a recording (the corpus holds .json files only)", forgeName, e.Name())
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &recAnswer{file: e.Name()}
-		if err := json.Unmarshal(b, r); err != nil {
-			t.Errorf("%s: %v", e.Name(), err)
-			continue
-		}
-		switch {
-		case r.Forge != forgeName:
-			t.Errorf("%s: forge %q, want %q", e.Name(), r.Forge, forgeName)
-		case !slices.Contains([]string{"recorded traffic", "docs example", "reported answer"}, r.Kind):
-			t.Errorf("%s: kind %q is not one of the README's", e.Name(), r.Kind)
-		case len(r.Source) == 0 || string(r.Source) == "null":
-			t.Errorf("%s: no source", e.Name())
-		case r.Request.Method == "" || r.Request.Path == "":
-			t.Errorf("%s: no request method or path", e.Name())
-		case r.Response.Status < 100:
-			t.Errorf("%s: no response status", e.Name())
-		}
-		out[e.Name()] = r
-	}
-	return out
-}
-
-// header is the recorded response header named, any case.
-func (r *recAnswer) header(name string) string {
-	for k, v := range r.Response.Headers {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
-}
-
-// body decodes the recorded response body.
-func (r *recAnswer) body(t *testing.T) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(r.Response.Body, &v); err != nil {
-		t.Fatalf("%s: body: %v", r.file, err)
-	}
-	return v
-}
-
-// field walks a decoded body by keys and array indexes ("user.login",
-// "0.id", "check_runs.0.app.id").
-func recField(t *testing.T, v any, dotted string) any {
-	t.Helper()
-	for _, k := range strings.Split(dotted, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[k]
-		case []any:
-			i, err := strconv.Atoi(k)
-			if err != nil || i >= len(x) {
-				t.Fatalf("no element %q in %v", k, dotted)
-			}
-			v = x[i]
-		default:
-			t.Fatalf("%s: %q is not in the body", dotted, k)
-		}
-	}
-	return v
-}
-
-func recStr(t *testing.T, v any, dotted string) string {
-	t.Helper()
-	s, ok := recField(t, v, dotted).(string)
-	if !ok || s == "" {
-		t.Fatalf("%s: not a non-empty string in the recording", dotted)
-	}
-	return s
-}
-
-func recInt(t *testing.T, v any, dotted string) int64 {
-	t.Helper()
-	f, ok := recField(t, v, dotted).(float64)
-	if !ok {
-		t.Fatalf("%s: not a number in the recording", dotted)
-	}
-	return int64(f)
-}
+// recAnswer is one recorded answer (testdata/recorded/README.md).
+type recAnswer = recorded.Answer
 
 // replayed is one request converge sent to the replay server.
 type recReplayed struct {
@@ -254,7 +130,7 @@ func (e *recEnv) refAt(pattern string) (forge.PRRef, []string) {
 	}
 	m := regexp.MustCompile(pattern).FindStringSubmatch(p)
 	if m == nil {
-		e.t.Fatalf("%s: path %s does not match %s", e.rec.file, p, pattern)
+		e.t.Fatalf("%s: path %s does not match %s", e.rec.File, p, pattern)
 	}
 	ref := forge.PRRef{Host: "github.example.com", Scheme: "https", Owner: m[1], Repo: m[2], Forge: forge.GitHub}
 	if len(m) > 3 {
@@ -265,7 +141,7 @@ func (e *recEnv) refAt(pattern string) (forge.PRRef, []string) {
 	return ref, m
 }
 
-func (e *recEnv) body() any { return e.rec.body(e.t) }
+func (e *recEnv) body() any { return e.rec.Decode(e.t) }
 
 var (
 	recAppKeyOnce sync.Once
@@ -306,18 +182,18 @@ type recCase struct {
 // else, x-ratelimit-remaining 0, until x-ratelimit-reset (converge adds a
 // second of margin); else at least a minute.
 func recWaitRetryAfter(e *recEnv) time.Duration {
-	s, err := strconv.Atoi(e.rec.header("Retry-After"))
+	s, err := strconv.Atoi(e.rec.Header("Retry-After"))
 	if err != nil {
-		e.t.Fatalf("%s: Retry-After %q", e.rec.file, e.rec.header("Retry-After"))
+		e.t.Fatalf("%s: Retry-After %q", e.rec.File, e.rec.Header("Retry-After"))
 	}
 	return time.Duration(s) * time.Second
 }
 
 func recWaitReset(e *recEnv) time.Duration {
-	reset, err := strconv.ParseInt(e.rec.header("X-Ratelimit-Reset"), 10, 64)
-	date, derr := http.ParseTime(e.rec.header("Date"))
+	reset, err := strconv.ParseInt(e.rec.Header("X-Ratelimit-Reset"), 10, 64)
+	date, derr := http.ParseTime(e.rec.Header("Date"))
 	if err != nil || derr != nil {
-		e.t.Fatalf("%s: no x-ratelimit-reset or Date", e.rec.file)
+		e.t.Fatalf("%s: no x-ratelimit-reset or Date", e.rec.File)
 	}
 	return time.Unix(reset, 0).Sub(date) + time.Second
 }
@@ -330,7 +206,7 @@ func recCases() map[string]recCase {
 		// --- answers to the requests converge sends
 		"rest-get-user-200.json": {exact: true, run: func(e *recEnv) error {
 			login, err := e.c.Viewer(e.ctx)
-			if err == nil && login != recStr(e.t, e.body(), "login") {
+			if err == nil && login != recorded.Str(e.t, e.body(), "login") {
 				e.t.Errorf("viewer %q, want the recorded login", login)
 			}
 			return err
@@ -346,8 +222,8 @@ func recCases() map[string]recCase {
 				e.t.Fatalf("%d events, want %d", len(evs), len(b))
 			}
 			for i, ev := range evs {
-				if ev.ID != recInt(e.t, b, strconv.Itoa(i)+".id") || ev.Event != recStr(e.t, b, strconv.Itoa(i)+".event") ||
-					ev.Actor != recStr(e.t, b, strconv.Itoa(i)+".actor.login") || ev.CreatedAt.IsZero() {
+				if ev.ID != recorded.Int(e.t, b, strconv.Itoa(i)+".id") || ev.Event != recorded.Str(e.t, b, strconv.Itoa(i)+".event") ||
+					ev.Actor != recorded.Str(e.t, b, strconv.Itoa(i)+".actor.login") || ev.CreatedAt.IsZero() {
 					e.t.Errorf("event %d read as %+v", i, ev)
 				}
 			}
@@ -370,9 +246,9 @@ func recCases() map[string]recCase {
 		"rest-create-issue-comment-201.json": {exact: true, run: func(e *recEnv) error {
 			ref, _ := e.refAt(repoPR + `/comments$`)
 			b := e.body()
-			ic, err := e.c.CreateIssueComment(e.ctx, ref, recStr(e.t, b, "body"))
-			if err == nil && (ic.ID != recInt(e.t, b, "id") || ic.Author != recStr(e.t, b, "user.login") ||
-				ic.Body != recStr(e.t, b, "body") || ic.CreatedAt.IsZero()) {
+			ic, err := e.c.CreateIssueComment(e.ctx, ref, recorded.Str(e.t, b, "body"))
+			if err == nil && (ic.ID != recorded.Int(e.t, b, "id") || ic.Author != recorded.Str(e.t, b, "user.login") ||
+				ic.Body != recorded.Str(e.t, b, "body") || ic.CreatedAt.IsZero()) {
 				e.t.Errorf("comment read as %+v", ic)
 			}
 			return err
@@ -389,8 +265,8 @@ func recCases() map[string]recCase {
 			}
 			for i, ic := range ics {
 				p := strconv.Itoa(i)
-				if ic.ID != recInt(e.t, b, p+".id") || ic.NodeID != recStr(e.t, b, p+".node_id") ||
-					ic.Author != recStr(e.t, b, p+".user.login") || ic.Body == "" || ic.CreatedAt.IsZero() {
+				if ic.ID != recorded.Int(e.t, b, p+".id") || ic.NodeID != recorded.Str(e.t, b, p+".node_id") ||
+					ic.Author != recorded.Str(e.t, b, p+".user.login") || ic.Body == "" || ic.CreatedAt.IsZero() {
 					e.t.Errorf("comment %d read as %+v", i, ic)
 				}
 			}
@@ -413,17 +289,17 @@ func recCases() map[string]recCase {
 			// The change probe's CI witness, as probe.go asks for it.
 			p := "repos/" + ref.Owner + "/" + ref.Repo + "/commits/" + m[3] + "/status?per_page=100"
 			tag, unchanged, _, err := e.c.conditionalGet(e.ctx, p, "", nil)
-			if err == nil && (unchanged || tag == "" || tag != e.rec.header("ETag")) {
-				e.t.Errorf("probe read etag %q (unchanged %v), want the recorded %q", tag, unchanged, e.rec.header("ETag"))
+			if err == nil && (unchanged || tag == "" || tag != e.rec.Header("ETag")) {
+				e.t.Errorf("probe read etag %q (unchanged %v), want the recorded %q", tag, unchanged, e.rec.Header("ETag"))
 			}
 			return err
 		}},
 		"rest-create-check-run-201.json": {exact: true, run: func(e *recEnv) error {
 			ref, _ := e.refAt(`^/repos/([^/]+)/([^/]+)/check-runs$`)
 			b := e.body()
-			id, err := e.c.CreateCheckRun(e.ctx, ref, forge.CheckRun{Name: recStr(e.t, b, "name"), HeadSHA: recStr(e.t, b, "head_sha"),
-				Status: recStr(e.t, b, "status"), Conclusion: recStr(e.t, b, "conclusion")})
-			if err == nil && id != recInt(e.t, b, "id") {
+			id, err := e.c.CreateCheckRun(e.ctx, ref, forge.CheckRun{Name: recorded.Str(e.t, b, "name"), HeadSHA: recorded.Str(e.t, b, "head_sha"),
+				Status: recorded.Str(e.t, b, "status"), Conclusion: recorded.Str(e.t, b, "conclusion")})
+			if err == nil && id != recorded.Int(e.t, b, "id") {
 				e.t.Errorf("check run id %d, want the recorded one", id)
 			}
 			return err
@@ -433,8 +309,8 @@ func recCases() map[string]recCase {
 			ref, m := e.refAt(`^/repos/([^/]+)/([^/]+)/check-runs/(\d+)$`)
 			id, _ := strconv.ParseInt(m[3], 10, 64)
 			b := e.body()
-			status := recStr(e.t, b, "status")
-			run, _, err := e.c.rest.Checks.UpdateCheckRun(e.ctx, ref.Owner, ref.Repo, id, gh.UpdateCheckRunOptions{Name: recStr(e.t, b, "name"), Status: &status})
+			status := recorded.Str(e.t, b, "status")
+			run, _, err := e.c.rest.Checks.UpdateCheckRun(e.ctx, ref.Owner, ref.Repo, id, gh.UpdateCheckRunOptions{Name: recorded.Str(e.t, b, "name"), Status: &status})
 			if err != nil {
 				return e.c.mapErr("update check run", e.c.restURL, err)
 			}
@@ -448,9 +324,9 @@ func recCases() map[string]recCase {
 			b := e.body()
 			// ownCheckRun reads only the App's id: the run answering for
 			// the first recorded run's App and name is that run.
-			e.c.app = &App{id: recInt(e.t, b, "check_runs.0.app.id")}
-			id, err := e.c.ownCheckRun(e.ctx, ref, m[3], recStr(e.t, b, "check_runs.0.name"))
-			if err == nil && id != recInt(e.t, b, "check_runs.0.id") {
+			e.c.app = &App{id: recorded.Int(e.t, b, "check_runs.0.app.id")}
+			id, err := e.c.ownCheckRun(e.ctx, ref, m[3], recorded.Str(e.t, b, "check_runs.0.name"))
+			if err == nil && id != recorded.Int(e.t, b, "check_runs.0.id") {
 				e.t.Errorf("own check run %d, want the recorded first run", id)
 			}
 			return err
@@ -458,19 +334,19 @@ func recCases() map[string]recCase {
 		"rest-permission-200.json": {exact: true, run: func(e *recEnv) error {
 			ref, m := e.refAt(`^/repos/([^/]+)/([^/]+)/collaborators/([^/]+)/permission$`)
 			b := e.body()
-			if recField(e.t, b, "role_name") != nil {
+			if recorded.At(e.t, b, "role_name") != nil {
 				e.t.Fatal("the recording has role_name: check the case")
 			}
 			p, err := e.c.Permission(e.ctx, ref, m[3])
-			if err == nil && p != forge.Permission(recStr(e.t, b, "permission")) {
-				e.t.Errorf("permission %q, want the recorded %q", p, recStr(e.t, b, "permission"))
+			if err == nil && p != forge.Permission(recorded.Str(e.t, b, "permission")) {
+				e.t.Errorf("permission %q, want the recorded %q", p, recorded.Str(e.t, b, "permission"))
 			}
 			return err
 		}},
 		"rest-compare-200.json": {exact: true, run: func(e *recEnv) error {
 			ref, m := e.refAt(`^/repos/([^/]+)/([^/]+)/compare/(.+)\.\.\.(.+)$`)
 			n, err := e.c.CommitsBehind(e.ctx, ref, m[3], m[4])
-			if err == nil && int64(n) != recInt(e.t, e.body(), "behind_by") {
+			if err == nil && int64(n) != recorded.Int(e.t, e.body(), "behind_by") {
 				e.t.Errorf("behind by %d, want the recorded behind_by", n)
 			}
 			return err
@@ -487,8 +363,8 @@ func recCases() map[string]recCase {
 			}
 			for i, p := range prs {
 				k := strconv.Itoa(i)
-				if int64(p.Number) != recInt(e.t, b, k+".number") || p.URL != recStr(e.t, b, k+".html_url") ||
-					p.Author != recStr(e.t, b, k+".user.login") || len(p.Labels) != len(recField(e.t, b, k+".labels").([]any)) {
+				if int64(p.Number) != recorded.Int(e.t, b, k+".number") || p.URL != recorded.Str(e.t, b, k+".html_url") ||
+					p.Author != recorded.Str(e.t, b, k+".user.login") || len(p.Labels) != len(recorded.At(e.t, b, k+".labels").([]any)) {
 					e.t.Errorf("pull request %d read as %+v", i, p)
 				}
 			}
@@ -501,7 +377,7 @@ func recCases() map[string]recCase {
 			// whose ETag moves when mergeable does. It must read updated_at
 			// and keep the ETag.
 			b := e.body()
-			if recField(e.t, b, "mergeable") != nil || recStr(e.t, b, "mergeable_state") != "unknown" {
+			if recorded.At(e.t, b, "mergeable") != nil || recorded.Str(e.t, b, "mergeable_state") != "unknown" {
 				e.t.Fatal("the recording is not the lazily computed mergeability")
 			}
 			ref, _ := e.refAt(repoPR + `$`)
@@ -510,15 +386,15 @@ func recCases() map[string]recCase {
 			if err != nil {
 				return err
 			}
-			want, _ := time.Parse(time.RFC3339, recStr(e.t, b, "updated_at"))
-			if unchanged || tag != e.rec.header("ETag") || !st.UpdatedAt.Equal(want) || date.IsZero() || !st.settled(date) {
+			want, _ := time.Parse(time.RFC3339, recorded.Str(e.t, b, "updated_at"))
+			if unchanged || tag != e.rec.Header("ETag") || !st.UpdatedAt.Equal(want) || date.IsZero() || !st.settled(date) {
 				e.t.Errorf("probe read etag %q updated_at %v date %v (unchanged %v)", tag, st.UpdatedAt, date, unchanged)
 			}
 			return nil
 		}},
 		"rest-get-pull-304.json": {exact: true, run: func(e *recEnv) error {
 			ref, _ := e.refAt(repoPR + `$`)
-			prev := e.rec.header("ETag")
+			prev := e.rec.Header("ETag")
 			tag, unchanged, _, err := e.c.conditionalGet(e.ctx, "repos/"+ref.Owner+"/"+ref.Repo+"/pulls/"+strconv.Itoa(ref.Number), prev, &prStamp{})
 			if err == nil && (!unchanged || tag != prev) {
 				e.t.Errorf("304 read as unchanged %v etag %q", unchanged, tag)
@@ -530,7 +406,7 @@ func recCases() map[string]recCase {
 		}},
 		"app-get-app-200.json": {exact: true, run: func(e *recEnv) error {
 			slug, err := e.app().Slug(e.ctx)
-			if err == nil && slug != recStr(e.t, e.body(), "slug") {
+			if err == nil && slug != recorded.Str(e.t, e.body(), "slug") {
 				e.t.Errorf("slug %q, want the recorded one", slug)
 			}
 			return err
@@ -538,7 +414,7 @@ func recCases() map[string]recCase {
 		"app-get-repo-installation-200.json": {exact: true, run: func(e *recEnv) error {
 			ref, _ := e.refAt(`^/repos/([^/]+)/([^/]+)/installation$`)
 			id, err := e.app().installation(e.ctx, ref.Owner, ref.Repo)
-			if err == nil && id != recInt(e.t, e.body(), "id") {
+			if err == nil && id != recorded.Int(e.t, e.body(), "id") {
 				e.t.Errorf("installation %d, want the recorded id", id)
 			}
 			return err
@@ -547,7 +423,7 @@ func recCases() map[string]recCase {
 			m := regexp.MustCompile(`^/app/installations/(\d+)/access_tokens$`).FindStringSubmatch(e.rec.Request.Path)
 			inst, _ := strconv.ParseInt(m[1], 10, 64)
 			tok, err := e.app().installationToken(e.ctx, inst, "")
-			if err == nil && tok != recStr(e.t, e.body(), "token") {
+			if err == nil && tok != recorded.Str(e.t, e.body(), "token") {
 				e.t.Errorf("token %q, want the recorded one", tok)
 			}
 			return err
@@ -631,7 +507,7 @@ func recResolveThread(e *recEnv) error {
 }
 
 func TestREL_4_ClientReadsRecordedGitHubAnswers(t *testing.T) {
-	recs := recLoad(t, "github")
+	recs := recorded.Load(t, "github")
 	cases := recCases()
 	for name := range cases {
 		if recs[name] == nil {
@@ -660,7 +536,7 @@ func runRecCase(t *testing.T, rec *recAnswer, tc recCase) {
 	// The clock starts at the answer's own Date, so a wait until its
 	// x-ratelimit-reset is the wait GitHub meant.
 	start := httpmock.Date
-	if d, err := http.ParseTime(rec.header("Date")); err == nil {
+	if d, err := http.ParseTime(rec.Header("Date")); err == nil {
 		start = d
 	}
 	sl := &sleeps{now: start}

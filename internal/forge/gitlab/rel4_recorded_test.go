@@ -2,12 +2,9 @@ package gitlab
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -18,6 +15,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/testutil/httpmock"
+	"github.com/convergeloop/converge/internal/testutil/recorded"
 )
 
 // REL-1 and REL-4: converge's GitLab client against GitLab's own answers
@@ -30,118 +28,14 @@ import (
 // refusal); 401 and 403 auth; 404 not found; 400 invalid. A recording no
 // case serves fails the test.
 
-var recCorpus = filepath.Join("..", "..", "..", "testdata", "recorded", "gitlab")
-
-// recAnswer is one file of the corpus.
-type recAnswer struct {
-	file     string
-	Forge    string          `json:"forge"`
-	Kind     string          `json:"kind"`
-	Source   json.RawMessage `json:"source"`
-	Recorded *string         `json:"recorded"`
-	Request  struct {
-		Method string `json:"method"`
-		Path   string `json:"path"`
-		Query  string `json:"query"`
-	} `json:"request"`
-	Response struct {
-		Status   int               `json:"status"`
-		Headers  map[string]string `json:"headers"`
-		Body     json.RawMessage   `json:"body"`
-		BodyText *string           `json:"body_text"`
-	} `json:"response"`
-}
-
-func loadRecAnswers(t *testing.T) map[string]*recAnswer {
-	t.Helper()
-	entries, err := os.ReadDir(recCorpus)
-	if err != nil {
-		t.Fatalf("read the corpus: %v", err)
-	}
-	out := map[string]*recAnswer{}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-			t.Errorf("gitlab/%s: not a recording (the corpus holds .json files only)", e.Name())
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(recCorpus, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		r := &recAnswer{file: e.Name()}
-		if err := json.Unmarshal(b, r); err != nil {
-			t.Errorf("%s: %v", e.Name(), err)
-			continue
-		}
-		switch {
-		case r.Forge != "gitlab":
-			t.Errorf("%s: forge %q", e.Name(), r.Forge)
-		case !slices.Contains([]string{"recorded traffic", "docs example", "reported answer"}, r.Kind):
-			t.Errorf("%s: kind %q is not one of the README's", e.Name(), r.Kind)
-		case len(r.Source) == 0 || string(r.Source) == "null":
-			t.Errorf("%s: no source", e.Name())
-		case r.Request.Method == "" || r.Request.Path == "":
-			t.Errorf("%s: no request method or path", e.Name())
-		case r.Response.Status < 100:
-			t.Errorf("%s: no response status", e.Name())
-		}
-		out[e.Name()] = r
-	}
-	return out
-}
-
-func (r *recAnswer) decode(t *testing.T) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(r.Response.Body, &v); err != nil {
-		t.Fatalf("%s: body: %v", r.file, err)
-	}
-	return v
-}
-
-// recAt walks a decoded body ("0.notes.1.author.username").
-func recAt(t *testing.T, v any, dotted string) any {
-	t.Helper()
-	for _, k := range strings.Split(dotted, ".") {
-		switch x := v.(type) {
-		case map[string]any:
-			v = x[k]
-		case []any:
-			i, err := strconv.Atoi(k)
-			if err != nil || i >= len(x) {
-				t.Fatalf("no element %q in %s", k, dotted)
-			}
-			v = x[i]
-		default:
-			t.Fatalf("%s: %q is not in the body", dotted, k)
-		}
-	}
-	return v
-}
-
-func atStr(t *testing.T, v any, dotted string) string {
-	t.Helper()
-	s, ok := recAt(t, v, dotted).(string)
-	if !ok || s == "" {
-		t.Fatalf("%s: not a non-empty string in the recording", dotted)
-	}
-	return s
-}
-
-func atInt(t *testing.T, v any, dotted string) int64 {
-	t.Helper()
-	f, ok := recAt(t, v, dotted).(float64)
-	if !ok {
-		t.Fatalf("%s: not a number in the recording", dotted)
-	}
-	return int64(f)
-}
+// recAnswer is one recorded answer (testdata/recorded/README.md).
+type recAnswer = recorded.Answer
 
 // recRoute answers the requests of one endpoint with one recording.
 type recRoute struct {
 	method string
 	path   *regexp.Regexp // on the escaped path after /api/v4 (or /api/graphql)
-	file   string
+	File   string
 }
 
 func route(method, pattern, file string) recRoute {
@@ -156,7 +50,7 @@ const (
 
 type recSent struct {
 	method, path string
-	file         string
+	File         string
 }
 
 type recServer struct {
@@ -174,7 +68,7 @@ func newRecServer(t *testing.T, recs map[string]*recAnswer, routes []recRoute) *
 		var rec *recAnswer
 		for _, rt := range routes {
 			if rt.method == r.Method && rt.path.MatchString(p) {
-				rec = recs[rt.file]
+				rec = recs[rt.File]
 				break
 			}
 		}
@@ -183,7 +77,7 @@ func newRecServer(t *testing.T, recs map[string]*recAnswer, routes []recRoute) *
 			if rec == nil {
 				return ""
 			}
-			return rec.file
+			return rec.File
 		}()})
 		s.mu.Unlock()
 		if rec == nil {
@@ -233,7 +127,7 @@ type glEnv struct {
 	ctx  context.Context
 }
 
-func (e *glEnv) body(file string) any { return e.recs[file].decode(e.t) }
+func (e *glEnv) body(file string) any { return e.recs[file].Decode(e.t) }
 
 // glCase serves files (by routes) to what run makes converge send.
 type glCase struct {
@@ -270,19 +164,19 @@ func glCases() map[string]glCase {
 					return err
 				}
 				b, p := e.body(fMR), e.body(fProject)
-				if pr.ID != mrGID(atInt(e.t, b, "id")) || int64(pr.Number) != atInt(e.t, b, "iid") || pr.Title != atStr(e.t, b, "title") ||
-					pr.State != forge.StateOpen || pr.Author != atStr(e.t, b, "author.username") || pr.URL != atStr(e.t, b, "web_url") ||
-					pr.HeadRef != atStr(e.t, b, "source_branch") || pr.BaseRef != atStr(e.t, b, "target_branch") ||
-					pr.HeadSHA != atStr(e.t, b, "diff_refs.head_sha") || pr.BaseSHA != atStr(e.t, b, "diff_refs.base_sha") ||
-					pr.CrossRepo || pr.HeadRepo != atStr(e.t, p, "path_with_namespace") || pr.CloneURL != atStr(e.t, p, "http_url_to_repo") {
+				if pr.ID != mrGID(recorded.Int(e.t, b, "id")) || int64(pr.Number) != recorded.Int(e.t, b, "iid") || pr.Title != recorded.Str(e.t, b, "title") ||
+					pr.State != forge.StateOpen || pr.Author != recorded.Str(e.t, b, "author.username") || pr.URL != recorded.Str(e.t, b, "web_url") ||
+					pr.HeadRef != recorded.Str(e.t, b, "source_branch") || pr.BaseRef != recorded.Str(e.t, b, "target_branch") ||
+					pr.HeadSHA != recorded.Str(e.t, b, "diff_refs.head_sha") || pr.BaseSHA != recorded.Str(e.t, b, "diff_refs.base_sha") ||
+					pr.CrossRepo || pr.HeadRepo != recorded.Str(e.t, p, "path_with_namespace") || pr.CloneURL != recorded.Str(e.t, p, "http_url_to_repo") {
 					e.t.Errorf("merge request read as %+v", pr)
 				}
 				// The docs' example says detailed_merge_status
 				// "can_be_merged", a merge_status value GitLab does not list
 				// for detailed_merge_status: unknown to converge, so UNKNOWN
 				// (waited on), never taken for mergeable.
-				if atStr(e.t, b, "detailed_merge_status") != "can_be_merged" || pr.Mergeable != forge.MergeableUnknown || pr.MergeState != forge.MergeUnknown {
-					e.t.Errorf("detailed_merge_status %q read as %s/%s", atStr(e.t, b, "detailed_merge_status"), pr.Mergeable, pr.MergeState)
+				if recorded.Str(e.t, b, "detailed_merge_status") != "can_be_merged" || pr.Mergeable != forge.MergeableUnknown || pr.MergeState != forge.MergeUnknown {
+					e.t.Errorf("detailed_merge_status %q read as %s/%s", recorded.Str(e.t, b, "detailed_merge_status"), pr.Mergeable, pr.MergeState)
 				}
 				return nil
 			},
@@ -303,12 +197,12 @@ func glCases() map[string]glCase {
 					return err
 				}
 				b := e.body(fMRUnknown)
-				if atStr(e.t, b, "detailed_merge_status") != "unchecked" {
+				if recorded.Str(e.t, b, "detailed_merge_status") != "unchecked" {
 					e.t.Fatal("the recording is not an unchecked merge request")
 				}
 				// GitLab's lazily computed mergeability: unknown, which the
 				// loop waits on.
-				if pr.Mergeable != forge.MergeableUnknown || pr.MergeState != forge.MergeUnknown || pr.HeadSHA != atStr(e.t, b, "sha") {
+				if pr.Mergeable != forge.MergeableUnknown || pr.MergeState != forge.MergeUnknown || pr.HeadSHA != recorded.Str(e.t, b, "sha") {
 					e.t.Errorf("unchecked merge request read as %s/%s head %q", pr.Mergeable, pr.MergeState, pr.HeadSHA)
 				}
 				return nil
@@ -325,8 +219,8 @@ func glCases() map[string]glCase {
 				if len(mrs) != len(b) {
 					e.t.Fatalf("%d merge requests, want %d", len(mrs), len(b))
 				}
-				if int64(mrs[0].Number) != atInt(e.t, b, "0.iid") || mrs[0].URL != atStr(e.t, b, "0.web_url") ||
-					mrs[0].Author != atStr(e.t, b, "0.author.username") || len(mrs[0].Labels) != len(recAt(e.t, b, "0.labels").([]any)) {
+				if int64(mrs[0].Number) != recorded.Int(e.t, b, "0.iid") || mrs[0].URL != recorded.Str(e.t, b, "0.web_url") ||
+					mrs[0].Author != recorded.Str(e.t, b, "0.author.username") || len(mrs[0].Labels) != len(recorded.At(e.t, b, "0.labels").([]any)) {
 					e.t.Errorf("merge request read as %+v", mrs[0])
 				}
 				return nil
@@ -345,7 +239,7 @@ func glCases() map[string]glCase {
 				}
 				for i := range b {
 					k := strconv.Itoa(i)
-					if states[atInt(e.t, b, k+".user.id")] != atStr(e.t, b, k+".state") {
+					if states[recorded.Int(e.t, b, k+".user.id")] != recorded.Str(e.t, b, k+".state") {
 						e.t.Errorf("reviewer %d read as %v", i, states)
 					}
 				}
@@ -366,7 +260,7 @@ func glCases() map[string]glCase {
 				}
 				// GitLab lists newest first; converge keeps oldest first.
 				last := len(b) - 1
-				if got[0].SHA != atStr(e.t, b, strconv.Itoa(last)+".id") || got[0].Message == "" || got[0].CommittedAt.IsZero() {
+				if got[0].SHA != recorded.Str(e.t, b, strconv.Itoa(last)+".id") || got[0].Message == "" || got[0].CommittedAt.IsZero() {
 					e.t.Errorf("commits read as %+v", got)
 				}
 				return nil
@@ -385,8 +279,8 @@ func glCases() map[string]glCase {
 				}
 				for i, v := range vs {
 					k := strconv.Itoa(i)
-					if v.ID != atInt(e.t, b, k+".id") || v.HeadCommitSHA != atStr(e.t, b, k+".head_commit_sha") ||
-						v.BaseCommitSHA != atStr(e.t, b, k+".base_commit_sha") || v.CreatedAt.IsZero() {
+					if v.ID != recorded.Int(e.t, b, k+".id") || v.HeadCommitSHA != recorded.Str(e.t, b, k+".head_commit_sha") ||
+						v.BaseCommitSHA != recorded.Str(e.t, b, k+".base_commit_sha") || v.CreatedAt.IsZero() {
 						e.t.Errorf("version %d read as %+v", i, v)
 					}
 				}
@@ -401,7 +295,7 @@ func glCases() map[string]glCase {
 					return e.c.mapErr("observe merge request", err)
 				}
 				b := e.body("rest-get-merge-request-approvals-200.json")
-				if len(a.ApprovedBy) != 1 || a.ApprovedBy[0].User.Username != atStr(e.t, b, "approved_by.0.user.username") {
+				if len(a.ApprovedBy) != 1 || a.ApprovedBy[0].User.Username != recorded.Str(e.t, b, "approved_by.0.user.username") {
 					e.t.Errorf("approvals read as %+v", a)
 				}
 				return nil
@@ -419,8 +313,8 @@ func glCases() map[string]glCase {
 					e.t.Fatalf("%d discussions, want %d", len(ds), len(b))
 				}
 				d := ds[0]
-				if d.ID != atStr(e.t, b, "0.id") || d.IndividualNote || len(d.Notes) != 2 || d.Notes[0].typ() != "DiscussionNote" ||
-					!d.Notes[0].Resolvable || d.Notes[0].Resolved || d.Notes[1].Author.name() != atStr(e.t, b, "0.notes.1.author.username") ||
+				if d.ID != recorded.Str(e.t, b, "0.id") || d.IndividualNote || len(d.Notes) != 2 || d.Notes[0].typ() != "DiscussionNote" ||
+					!d.Notes[0].Resolvable || d.Notes[0].Resolved || d.Notes[1].Author.name() != recorded.Str(e.t, b, "0.notes.1.author.username") ||
 					d.Notes[1].CreatedAt.IsZero() {
 					e.t.Errorf("thread read as %+v", d)
 				}
@@ -441,9 +335,9 @@ func glCases() map[string]glCase {
 				b := e.body(fDiffNote)
 				n := ds[0].Notes[0]
 				p := n.Position
-				if n.typ() != "DiffNote" || p == nil || p.path() != atStr(e.t, b, "0.notes.0.position.new_path") ||
-					p.HeadSHA != atStr(e.t, b, "0.notes.0.position.head_sha") || p.NewLine == nil ||
-					int64(*p.NewLine) != atInt(e.t, b, "0.notes.0.position.new_line") || p.LineRange == nil {
+				if n.typ() != "DiffNote" || p == nil || p.path() != recorded.Str(e.t, b, "0.notes.0.position.new_path") ||
+					p.HeadSHA != recorded.Str(e.t, b, "0.notes.0.position.head_sha") || p.NewLine == nil ||
+					int64(*p.NewLine) != recorded.Int(e.t, b, "0.notes.0.position.new_line") || p.LineRange == nil {
 					e.t.Errorf("diff note read as %+v position %+v", n, p)
 				}
 				return nil
@@ -462,8 +356,8 @@ func glCases() map[string]glCase {
 				}
 				for i, ev := range evs {
 					k := strconv.Itoa(i)
-					if ev.ID != atInt(e.t, b, k+".id") || ev.Action != "add" || ev.User.name() != atStr(e.t, b, k+".user.username") ||
-						ev.Label == nil || ev.Label.Name != atStr(e.t, b, k+".label.name") || ev.CreatedAt.IsZero() {
+					if ev.ID != recorded.Int(e.t, b, k+".id") || ev.Action != "add" || ev.User.name() != recorded.Str(e.t, b, k+".user.username") ||
+						ev.Label == nil || ev.Label.Name != recorded.Str(e.t, b, k+".label.name") || ev.CreatedAt.IsZero() {
 						e.t.Errorf("label event %d read as %+v", i, ev)
 					}
 				}
@@ -480,8 +374,8 @@ func glCases() map[string]glCase {
 				b := e.body("rest-list-commit-statuses-200.json").([]any)
 				r := rollup(sts)
 				// Both pending; the allowed-to-fail one is still a status.
-				if len(r.Contexts) != len(b) || r.State != forge.CIPending || r.Contexts[0].Name != atStr(e.t, b, "0.name") ||
-					r.Contexts[0].URL != atStr(e.t, b, "0.target_url") {
+				if len(r.Contexts) != len(b) || r.State != forge.CIPending || r.Contexts[0].Name != recorded.Str(e.t, b, "0.name") ||
+					r.Contexts[0].URL != recorded.Str(e.t, b, "0.target_url") {
 					e.t.Errorf("statuses read as %+v", r)
 				}
 				return nil
@@ -491,7 +385,7 @@ func glCases() map[string]glCase {
 			routes: []recRoute{route("POST", `^/projects/group%2Fsub%2Fproj/statuses/[0-9a-f]{40}$`, "rest-create-commit-status-201.json")},
 			run: func(e *glEnv) error {
 				b := e.body("rest-create-commit-status-201.json")
-				return e.c.SetCommitStatus(e.ctx, testRef, atStr(e.t, b, "sha"), forge.CommitStatus{State: forge.StatusSuccess, Context: atStr(e.t, b, "name")})
+				return e.c.SetCommitStatus(e.ctx, testRef, recorded.Str(e.t, b, "sha"), forge.CommitStatus{State: forge.StatusSuccess, Context: recorded.Str(e.t, b, "name")})
 			},
 		},
 		"compare": {
@@ -508,7 +402,7 @@ func glCases() map[string]glCase {
 			routes: []recRoute{route("GET", `^/user$`, "rest-get-user-200.json")},
 			run: func(e *glEnv) error {
 				login, err := e.c.Viewer(e.ctx)
-				if err == nil && login != atStr(e.t, e.body("rest-get-user-200.json"), "username") {
+				if err == nil && login != recorded.Str(e.t, e.body("rest-get-user-200.json"), "username") {
 					e.t.Errorf("viewer %q, want the recorded username", login)
 				}
 				return err
@@ -520,10 +414,10 @@ func glCases() map[string]glCase {
 				route("GET", `^/projects/group%2Fsub%2Fproj/members/all/\d+$`, "rest-get-member-all-200.json"),
 			},
 			run: func(e *glEnv) error {
-				login := atStr(e.t, e.body("rest-list-users-by-username-200.json"), "0.username")
+				login := recorded.Str(e.t, e.body("rest-list-users-by-username-200.json"), "0.username")
 				p, err := e.c.Permission(e.ctx, testRef, login)
 				// access_level 30 is Developer: write.
-				if err == nil && (atInt(e.t, e.body("rest-get-member-all-200.json"), "access_level") != 30 || p != forge.PermWrite) {
+				if err == nil && (recorded.Int(e.t, e.body("rest-get-member-all-200.json"), "access_level") != 30 || p != forge.PermWrite) {
 					e.t.Errorf("permission %q, want write for access level 30", p)
 				}
 				return err
@@ -533,9 +427,9 @@ func glCases() map[string]glCase {
 			routes: []recRoute{route("POST", rMR+`/notes$`, "rest-get-merge-request-note-200.json")},
 			run: func(e *glEnv) error {
 				b := e.body("rest-get-merge-request-note-200.json")
-				ic, err := e.c.CreateIssueComment(e.ctx, testRef, atStr(e.t, b, "body"))
-				if err == nil && (ic.ID != atInt(e.t, b, "id") || ic.Author != atStr(e.t, b, "author.username") ||
-					ic.Body != atStr(e.t, b, "body") || ic.CreatedAt.IsZero()) {
+				ic, err := e.c.CreateIssueComment(e.ctx, testRef, recorded.Str(e.t, b, "body"))
+				if err == nil && (ic.ID != recorded.Int(e.t, b, "id") || ic.Author != recorded.Str(e.t, b, "author.username") ||
+					ic.Body != recorded.Str(e.t, b, "body") || ic.CreatedAt.IsZero()) {
 					e.t.Errorf("note read as %+v", ic)
 				}
 				return err
@@ -609,15 +503,15 @@ func glObserve(e *glEnv) error {
 }
 
 func TestREL_4_ClientReadsRecordedGitLabAnswers(t *testing.T) {
-	recs := loadRecAnswers(t)
+	recs := recorded.Load(t, "gitlab")
 	cases := glCases()
 	served := map[string]bool{}
 	for name, tc := range cases {
 		for _, rt := range tc.routes {
-			if recs[rt.file] == nil {
-				t.Errorf("case %q routes to %s, which is not in the corpus", name, rt.file)
+			if recs[rt.File] == nil {
+				t.Errorf("case %q routes to %s, which is not in the corpus", name, rt.File)
 			}
-			served[rt.file] = true
+			served[rt.File] = true
 		}
 	}
 	for file := range recs {
@@ -680,14 +574,14 @@ func runGLCase(t *testing.T, recs map[string]*recAnswer, tc glCase) {
 	}
 	last := reqs[len(reqs)-1]
 	if tc.want != recRateLimited {
-		if len(waits) != 0 || slices.ContainsFunc(reqs[:len(reqs)-1], func(r recSent) bool { return r.file == last.file }) {
+		if len(waits) != 0 || slices.ContainsFunc(reqs[:len(reqs)-1], func(r recSent) bool { return r.File == last.File }) {
 			t.Errorf("a refusal was retried: requests %v, waits %v", reqs, waits)
 		}
 		return
 	}
 	n := 0
 	for _, r := range reqs {
-		if r.file == last.file {
+		if r.File == last.File {
 			n++
 		}
 	}

@@ -2,7 +2,10 @@
 // recorded answer and an emulator's answer to the same request (REL-4).
 package jsonshape
 
-import "fmt"
+import (
+	"fmt"
+	"sort"
+)
 
 // Diff reports where got's shape differs from want's, by path ($.a.b[]):
 // a field want has that got lacks, or a value of another JSON type (null
@@ -56,4 +59,23 @@ func Kind(v any) string {
 		return "boolean"
 	}
 	return "null"
+}
+
+// Unexplained holds diffs to the differences known to be left (path →
+// why it cannot matter): those not listed ("path: what differs"), and
+// those listed that no longer occur, each sorted.
+func Unexplained(diffs, known map[string]string) (unlisted, gone []string) {
+	for p, d := range diffs {
+		if _, ok := known[p]; !ok {
+			unlisted = append(unlisted, p+": "+d)
+		}
+	}
+	for p := range known {
+		if _, ok := diffs[p]; !ok {
+			gone = append(gone, p)
+		}
+	}
+	sort.Strings(unlisted)
+	sort.Strings(gone)
+	return unlisted, gone
 }
