@@ -82,10 +82,17 @@ func (l Lease) String() string {
 // this run started: someone took the PR over (`--take-over`).
 func (d *step) takenOver() (Lease, bool) {
 	l, ok := HeadLease(d.pr)
-	if !ok || d.s.RunID == "" || l.Run == d.s.RunID || l.Run == d.s.LeaseAtStart || !l.Live(d.forgeNow()) {
+	if !ok || !l.takesOver(d.s, d.forgeNow()) {
 		return Lease{}, false
 	}
 	return l, true
+}
+
+// takesOver reports whether l is another run's live hold on the PR that
+// appeared after the run in st started: not its own lease, nor the one it
+// started over (--take-over), nor one lapsed at the forge's time now.
+func (l Lease) takesOver(st State, now time.Time) bool {
+	return st.RunID != "" && l.Run != st.RunID && l.Run != st.LeaseAtStart && l.Live(now)
 }
 
 // leaseReason is a pending verdict's description with this run's lease.
@@ -162,7 +169,7 @@ func guardPush(l *Loop, st State) {
 			at = time.Now()
 		}
 		lease, ok := HeadLease(now)
-		if !ok || lease.Run == st.RunID || lease.Run == st.LeaseAtStart || !lease.Live(at) {
+		if !ok || !lease.takesOver(st, at) {
 			return nil
 		}
 		return &ErrTakenOver{Lease: lease}

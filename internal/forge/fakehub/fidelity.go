@@ -353,6 +353,21 @@ func reviewDecision(p *pr) *string {
 	if need <= 0 {
 		return nil
 	}
+	approvals, changes := latestReviews(p)
+	d := "REVIEW_REQUIRED"
+	switch {
+	case changes:
+		d = "CHANGES_REQUESTED"
+	case approvals >= need:
+		d = "APPROVED"
+	}
+	return &d
+}
+
+// latestReviews counts the reviewers whose latest approval or change
+// request stands (a comment changes neither, a dismissal withdraws it):
+// the approvals, and whether any asks for changes.
+func latestReviews(p *pr) (approvals int, changes bool) {
 	last := map[*user]string{}
 	for _, rv := range p.reviews {
 		switch rv.state {
@@ -362,16 +377,12 @@ func reviewDecision(p *pr) *string {
 			delete(last, rv.author)
 		}
 	}
-	approvals, d := 0, "REVIEW_REQUIRED"
 	for _, st := range last {
 		if st == "CHANGES_REQUESTED" {
-			d = st
-			return &d
+			changes = true
+		} else {
+			approvals++
 		}
-		approvals++
 	}
-	if approvals >= need {
-		d = "APPROVED"
-	}
-	return &d
+	return approvals, changes
 }

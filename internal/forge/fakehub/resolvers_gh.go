@@ -243,24 +243,12 @@ func (r *prRes) ReviewDecision() *string { return reviewDecision(r.p) }
 // CHANGES_REQUESTED when any reviewer's latest asks for changes, else
 // APPROVED when one approved; search's review: qualifier reads it.
 func reviewsVerdict(p *pr) *string {
-	last := map[*user]string{}
-	for _, rv := range p.reviews {
-		switch rv.state {
-		case "APPROVED", "CHANGES_REQUESTED":
-			last[rv.author] = rv.state
-		case "DISMISSED":
-			delete(last, rv.author)
-		}
-	}
-	var d string
-	for _, st := range last {
-		if st == "CHANGES_REQUESTED" {
-			d = st
-			break
-		}
-		d = st
-	}
-	if d == "" {
+	approvals, changes := latestReviews(p)
+	d := "APPROVED"
+	switch {
+	case changes:
+		d = "CHANGES_REQUESTED"
+	case approvals == 0:
 		return nil
 	}
 	return &d

@@ -322,7 +322,7 @@ func (h *Hub) userJSON(u *user, login string) map[string]any {
 	api := h.APIURL() + "/users/" + url.PathEscape(login)
 	return map[string]any{
 		"login": login, "id": u.id, "node_id": u.nodeID(), "type": u.typ, "site_admin": false,
-		"avatar_url":          fmt.Sprintf("%s/avatars/u/%d", h.BaseURL(), u.id),
+		"avatar_url":          avatarOf(h, u),
 		"gravatar_id":         "",
 		"url":                 api,
 		"html_url":            h.BaseURL() + "/" + url.PathEscape(login),
