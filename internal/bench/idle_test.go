@@ -20,7 +20,12 @@ func TestPR_G6_IdleLoopsRegisteredWithTheManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%+v", il)
-	if il.Loops != n || il.RSSMiB <= 0 || il.HeapKiBLoop <= 0 {
+	// Not the heap per loop: the heap before the loops also holds what
+	// earlier tests of this process still free in the background, so on
+	// a loaded machine the difference came out negative (-10.4 KiB a loop
+	// under two make test at once). BENCHMARKS.md's figure comes from
+	// `converge bench`, one process.
+	if il.Loops != n || il.RSSMiB <= 0 {
 		t.Fatalf("figures %+v", il)
 	}
 	ctx := context.Background()
