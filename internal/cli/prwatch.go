@@ -30,7 +30,11 @@ func watchPR(ctx context.Context, ios *IOStreams, m *engine.Manager, db *store.S
 			return job, o
 		}
 		fmt.Fprintf(ios.ErrOut, "converge: watching %s: the verdict is kept current until the pull request closes or converge is stopped\n", p.Ref)
-		if !waitPRChange(ctx, p, job.term, stop) {
+		var seen *forge.PullRequest
+		if job.loop != nil {
+			seen = job.loop.LastObserved()
+		}
+		if !waitPRChange(ctx, p, job.term, seen, stop) {
 			return job, o
 		}
 		fmt.Fprintf(ios.ErrOut, "converge: %s changed: checking the verdict\n", p.Ref)
@@ -59,14 +63,17 @@ func keepsWatching(job *prJob, o engine.Outcome) bool {
 }
 
 // waitPRChange polls the PR every poll interval until it changed (true),
-// or ctx ends or converge is stopped (false). Its first read is whole: the
-// verdict's facts as the PR shows them after the run's own last writes;
-// a head or CI already unlike the verdict's (a change in the moment the
-// run ended) counts at once. After that the change probe answers an
+// or ctx ends or converge is stopped (false). Its first read is whole and
+// is compared with seen, the PR as the run's last observation read it:
+// news that came after that observation and before this read (a comment
+// in the moment the run ended) counts, though no later poll would see it
+// change. converge's own writes after that observation (its labels, its
+// status, its comments) are not news. Without seen, a head or CI already
+// unlike the verdict's counts. After that the change probe answers an
 // unchanged PR for one free request, and a whole read counts as a change
 // only when a fact a verdict reads differs (prFacts). A forge fault is
 // waited out: the next poll tries again.
-func waitPRChange(ctx context.Context, p loopParams, term *prloop.Terminal, stop <-chan struct{}) bool {
+func waitPRChange(ctx context.Context, p loopParams, term *prloop.Terminal, seen *forge.PullRequest, stop <-chan struct{}) bool {
 	every := max(p.PollMin, 50*time.Millisecond)
 	base := ""
 	for {
@@ -92,10 +99,13 @@ func waitPRChange(ctx context.Context, p loopParams, term *prloop.Terminal, stop
 		if pr.Unchanged && base != "" && base != "-" {
 			continue
 		}
-		facts := prFacts(pr)
+		facts := prFacts(pr, p.selfLogin)
 		switch {
 		case base == "" || base == "-":
 			base = facts
+			if seen != nil && prFacts(seen, p.selfLogin) != facts {
+				return true
+			}
 			if t := term; t != nil && t.Reason == prloop.ReasonTwoStable && t.Proof != nil &&
 				(pr.HeadSHA != t.Proof.HeadSHA || pr.Checks.State != forge.CISuccess && len(pr.Checks.Contexts) > 0) {
 				return true
@@ -107,14 +117,21 @@ func waitPRChange(ctx context.Context, p loopParams, term *prloop.Terminal, stop
 }
 
 // prFacts is what a verdict reads of a PR, as one comparable string: its
-// state, head, labels, checks, reviews, threads and comments.
-func prFacts(pr *forge.PullRequest) string {
+// state, head, labels, checks, reviews, threads and comments, less what
+// converge itself writes when it publishes a verdict: its verdict labels,
+// its own status and the top-level comments of self, its identity (all
+// of them when self is unknown).
+func prFacts(pr *forge.PullRequest, self string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s %s %s\n", pr.State, pr.HeadSHA, pr.BaseSHA)
-	labels := slices.Sorted(slices.Values(pr.Labels))
+	labels := slices.Sorted(slices.Values(slices.DeleteFunc(slices.Clone(pr.Labels), func(l string) bool {
+		return l == prloop.LabelReady || l == prloop.LabelNeedsAttention
+	})))
 	fmt.Fprintf(&b, "labels %q\n", labels)
 	for _, c := range pr.Checks.Contexts {
-		fmt.Fprintf(&b, "check %s %s %s\n", c.Name, c.Status, c.Conclusion)
+		if c.Name != prloop.StatusContext {
+			fmt.Fprintf(&b, "check %s %s %s\n", c.Name, c.Status, c.Conclusion)
+		}
 	}
 	for _, r := range pr.Reviews {
 		fmt.Fprintf(&b, "review %s %s %s\n", r.ID, r.State, r.CommitSHA)
@@ -123,7 +140,9 @@ func prFacts(pr *forge.PullRequest) string {
 		fmt.Fprintf(&b, "thread %s %v %d\n", t.ID, t.IsResolved, len(t.Comments))
 	}
 	for _, c := range pr.IssueComments {
-		fmt.Fprintf(&b, "comment %d\n", c.ID)
+		if self == "" || !strings.EqualFold(c.Author, self) {
+			fmt.Fprintf(&b, "comment %d\n", c.ID)
+		}
 	}
 	return b.String()
 }

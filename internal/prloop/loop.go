@@ -106,6 +106,8 @@ type Loop struct {
 	// (batch.go).
 	plan  []Action
 	batch *threadBatch
+	// last is the PR the last observation read (LastObserved).
+	last *forge.PullRequest
 }
 
 var (
@@ -443,8 +445,18 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 	if res != nil {
 		result = mergeResult(result, res)
 	}
-	return l.observeWhole(ctx, st, in, result) // probe.go
+	obs, err := l.observeWhole(ctx, st, in, result) // probe.go
+	if err == nil && obs.PR != nil {
+		l.last = obs.PR
+	}
+	return obs, err
 }
+
+// LastObserved is the pull request as the run's last observation read it
+// (nil before the first): the facts the run's verdict was decided on. A
+// watch after the run compares the PR with these, not with a later read
+// that may already hold news the verdict never saw (PR-T14).
+func (l *Loop) LastObserved() *forge.PullRequest { return l.last }
 
 // observeWorld reads the forge for one observation.
 func (l *Loop) observeWorld(ctx context.Context, st State, in engine.Input[*ActResult], result *ActResult) (Observation, error) {

@@ -391,7 +391,10 @@ const lagMargin = 5 * time.Second
 type pendingRearm struct {
 	shas []string // CI news on these commits; empty: news on the PR
 	pr   bool
-	at   time.Time // the first news since the loop was found live
+	// at is when the newest news came: the run's proof read all of it
+	// only when observed after this (less lagMargin). Zero: news no proof
+	// can have read (a rearm that failed while no loop ran).
+	at time.Time
 
 	tries int       // failed registrations so far
 	due   time.Time // not tried again before this
@@ -406,16 +409,23 @@ func (p *pendingRearm) note(sha string) {
 	}
 }
 
-// pendingFor is t's deferred news, made with at when there is none.
+// pendingFor is t's deferred news, with news at at added to it. It keeps
+// the newest time, not the first: a proof observed between two pieces of
+// news read the first and not the second, and must still be rearmed.
 // Under pendMu.
 func (s *Server) pendingFor(t string, at time.Time) *pendingRearm {
 	if s.pending == nil {
 		s.pending = map[string]*pendingRearm{}
 	}
 	p := s.pending[t]
-	if p == nil {
+	switch {
+	case p == nil:
 		p = &pendingRearm{at: at}
 		s.pending[t] = p
+	case at.IsZero() || p.at.IsZero():
+		p.at = time.Time{}
+	case at.After(p.at):
+		p.at = at
 	}
 	return p
 }

@@ -107,6 +107,49 @@ func TestPR_T14_NewsWhileALoopRunsIsNotLost(t *testing.T) {
 	}
 }
 
+// TestPR_T14_NewsAfterAProofIsNotLostBehindOlderNews: news on a live
+// loop's PR, then a proof observed after it, then more news before the
+// loop ends: the proof read the first news but not the last, and the
+// PR is rearmed (under load the two may be minutes apart).
+func TestPR_T14_NewsAfterAProofIsNotLostBehindOlderNews(t *testing.T) {
+	r := newRig(t, nil)
+	ctx := context.Background()
+	if err := r.st.PutRegistration(ctx, prA); err != nil {
+		t.Fatal(err)
+	}
+	r.deliver(t, "pull_request_review", "d-1", testSecret, reviewPayload(7))
+	r.settle()
+	r.clock.Advance(time.Minute)
+	observed := r.clock.Now()
+	r.clock.Advance(time.Minute)
+	r.deliver(t, "pull_request_review", "d-2", testSecret, reviewPayload(7))
+	r.settle()
+	if len(r.loops.Registered()) != 0 {
+		t.Fatalf("a live loop's PR was registered again: %v", r.loops.Registered())
+	}
+	proof := `{"head_sha":"aaa111","observed_at":"` + observed.UTC().Format(time.RFC3339Nano) + `"}`
+	if err := r.st.CreateRun(ctx, store.Run{ID: "r-1", Kind: "pr", Target: prA, Status: "two-stable",
+		EndedAt: r.clock.Now(), Proof: []byte(proof)}); err != nil {
+		t.Fatal(err)
+	}
+	r.loops.mu.Lock()
+	r.loops.runs = nil
+	r.loops.mu.Unlock()
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); r.srv.runPending(runCtx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.After(time.Minute)
+	for len(r.loops.Registered()) == 0 {
+		r.clock.Advance(pendingEvery)
+		select {
+		case <-deadline:
+			t.Fatal("news that came after the proof was observed never rearmed the PR: the older news hid it")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 // TestPR_T14_AFailedRearmIsTriedAgain: news on a finished two-stable PR
 // whose registration fails (its clone could not be read) is kept and
 // tried again after a back-off until a registration succeeds: the
