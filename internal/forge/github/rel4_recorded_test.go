@@ -21,6 +21,7 @@ import (
 	gh "github.com/google/go-github/v93/github"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/github/graphql"
 	"github.com/convergeloop/converge/internal/testutil/httpmock"
 	"github.com/convergeloop/converge/internal/testutil/recorded"
 )
@@ -429,6 +430,45 @@ func recCases() map[string]recCase {
 			return err
 		}},
 
+		// --- GraphQL answers recorded by git-spice (SOURCES.md). The
+		// mutations are converge's own, sent as converge sends them;
+		// the reads addressed the PR by node id, so converge's client
+		// sends the recorded document and reads the answer with the
+		// wire types and conversions its observation uses.
+		"graphql-reply-to-thread-200.json": {run: func(e *recEnv) error {
+			in := recGraphQLInput(e)
+			threadID, _ := in["pullRequestReviewThreadId"].(string)
+			body, _ := in["body"].(string)
+			cm, err := e.c.ReplyToThread(e.ctx, testRef, threadID, body)
+			recSentMutation(e, "reply", in)
+			b := e.body()
+			const at = "data.addPullRequestReviewThreadReply.comment."
+			if err == nil && (cm.ID != recorded.Str(e.t, b, at+"id") || cm.URL != recorded.Str(e.t, b, at+"url")) {
+				e.t.Errorf("reply read as %+v", cm)
+			}
+			return err
+		}},
+		"graphql-resolve-thread-200.json": {run: func(e *recEnv) error {
+			in := recGraphQLInput(e)
+			threadID, _ := in["threadId"].(string)
+			err := e.c.ResolveThread(e.ctx, testRef, threadID)
+			recSentMutation(e, "resolve", in)
+			return err
+		}},
+		"graphql-unresolve-thread-200.json": {run: func(e *recEnv) error {
+			in := recGraphQLInput(e)
+			threadID, _ := in["threadId"].(string)
+			err := e.c.UnresolveThread(e.ctx, testRef, threadID)
+			recSentMutation(e, "unresolve", in)
+			return err
+		}},
+		"graphql-review-threads-resolved-200.json":   {run: recThreadsPage},
+		"graphql-review-threads-file-level-200.json": {run: recThreadsPage},
+		// GitHub's own words for mergeability are converge's constants:
+		// UNKNOWN while GitHub computes it, then the value.
+		"graphql-mergeable-unknown-200.json":     {run: recMergeability(forge.MergeableUnknown, forge.MergeUnknown)},
+		"graphql-mergeable-conflicting-200.json": {run: recMergeability(forge.MergeableConflicting, forge.MergeDirty)},
+
 		// --- refusals
 		"rest-401-bad-credentials.json": {exact: true, want: recAuth, run: recViewer},
 		"rest-401-otp-required.json":    {exact: true, want: recAuth, run: recViewer},
@@ -504,6 +544,157 @@ func recCreateComment(e *recEnv) error {
 
 func recResolveThread(e *recEnv) error {
 	return e.c.ResolveThread(e.ctx, testRef, "PRRT_kwDOAAABBB4")
+}
+
+// recGraphQLInput is the recorded mutation's input.
+func recGraphQLInput(e *recEnv) map[string]any {
+	e.t.Helper()
+	in, ok := e.rec.Request.GraphQLVariables["input"].(map[string]any)
+	if !ok || len(in) == 0 {
+		e.t.Fatalf("%s: no recorded input", e.rec.File)
+	}
+	return in
+}
+
+// recSentMutation checks that converge sent its own document doc with
+// the recorded input, so the recorded answer answers what it asked.
+func recSentMutation(e *recEnv, doc string, in map[string]any) {
+	e.t.Helper()
+	reqs := e.srv.requests()
+	if len(reqs) != 1 {
+		e.t.Fatalf("%d requests, want the mutation once", len(reqs))
+	}
+	var sent struct {
+		Query     string `json:"query"`
+		Variables struct {
+			Input map[string]any `json:"input"`
+		} `json:"variables"`
+	}
+	if err := json.Unmarshal(reqs[0].body, &sent); err != nil {
+		e.t.Fatal(err)
+	}
+	if sent.Query != graphql.Doc(doc) {
+		e.t.Errorf("converge sent %q, not its %s document", sent.Query, doc)
+	}
+	if len(sent.Variables.Input) != len(in) {
+		e.t.Errorf("converge sent input %v; the recording's was %v", sent.Variables.Input, in)
+	}
+	for k, v := range in {
+		if sent.Variables.Input[k] != v {
+			e.t.Errorf("converge sent %s %v; the recording's was %v", k, sent.Variables.Input[k], v)
+		}
+	}
+}
+
+// recSendRecorded sends the recorded GraphQL document and variables with
+// converge's client and decodes the answer into out.
+func recSendRecorded(e *recEnv, out any) error {
+	e.t.Helper()
+	if e.rec.Request.GraphQLDocument == "" {
+		e.t.Fatalf("%s: no recorded document", e.rec.File)
+	}
+	const op = "observe pr"
+	if _, err := e.c.graphQL(e.ctx, op, e.rec.Request.GraphQLDocument, e.rec.Request.GraphQLVariables, false, out); err != nil {
+		return e.c.readFail(op, err)
+	}
+	return nil
+}
+
+// recIntOrZero is At's number, 0 for null (converge's deref).
+func recIntOrZero(t testing.TB, v any, dotted string) int {
+	t.Helper()
+	switch x := recorded.At(t, v, dotted).(type) {
+	case nil:
+		return 0
+	case float64:
+		return int(x)
+	default:
+		t.Fatalf("%s: %v is neither a number nor null", dotted, x)
+		return 0
+	}
+}
+
+// recThreadsPage reads a recorded page of review threads with converge's
+// threadConn and toThread, as Observe and threads_page read theirs.
+func recThreadsPage(e *recEnv) error {
+	var d struct {
+		Node *struct {
+			ReviewThreads threadConn `json:"reviewThreads"`
+		} `json:"node"`
+	}
+	if err := recSendRecorded(e, &d); err != nil {
+		return err
+	}
+	if d.Node == nil {
+		e.t.Fatal("no pull request read")
+	}
+	b := e.body()
+	const at = "data.node.reviewThreads."
+	tc := d.Node.ReviewThreads
+	if tc.PageInfo.HasNextPage != recorded.At(e.t, b, at+"pageInfo.hasNextPage").(bool) ||
+		tc.PageInfo.EndCursor != recorded.Str(e.t, b, at+"pageInfo.endCursor") {
+		e.t.Errorf("page info read as %+v", tc.PageInfo)
+	}
+	nodes := recorded.At(e.t, b, at+"nodes").([]any)
+	if len(nodes) == 0 || len(tc.Nodes) != len(nodes) {
+		e.t.Fatalf("%d threads, want the %d recorded", len(tc.Nodes), len(nodes))
+	}
+	for i, tn := range tc.Nodes {
+		th := toThread(tn)
+		p := at + "nodes." + strconv.Itoa(i) + "."
+		if th.ID != recorded.Str(e.t, b, p+"id") || th.Path != recorded.Str(e.t, b, p+"path") ||
+			th.Line != recIntOrZero(e.t, b, p+"line") || th.StartLine != recIntOrZero(e.t, b, p+"startLine") ||
+			th.OrigLine != recIntOrZero(e.t, b, p+"originalLine") || th.OrigStart != recIntOrZero(e.t, b, p+"originalStartLine") ||
+			th.IsResolved != recorded.At(e.t, b, p+"isResolved").(bool) || th.IsOutdated != recorded.At(e.t, b, p+"isOutdated").(bool) {
+			e.t.Errorf("thread %d read as %+v", i, th)
+		}
+		if tn.Comments.PageInfo.HasNextPage != recorded.At(e.t, b, p+"comments.pageInfo.hasNextPage").(bool) {
+			e.t.Errorf("thread %d: comments' hasNextPage read as %v", i, tn.Comments.PageInfo.HasNextPage)
+		}
+		cms := recorded.At(e.t, b, p+"comments.nodes").([]any)
+		if len(cms) == 0 || len(th.Comments) != len(cms) {
+			e.t.Fatalf("thread %d: %d comments, want the %d recorded", i, len(th.Comments), len(cms))
+		}
+		for j, cm := range th.Comments {
+			q := p + "comments.nodes." + strconv.Itoa(j) + "."
+			created, err := time.Parse(time.RFC3339, recorded.Str(e.t, b, q+"createdAt"))
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			if cm.ID != recorded.Str(e.t, b, q+"id") || cm.URL != recorded.Str(e.t, b, q+"url") ||
+				cm.Body != recorded.Str(e.t, b, q+"body") || cm.Author != recorded.Str(e.t, b, q+"author.login") ||
+				cm.OriginalCommit != recorded.Str(e.t, b, q+"originalCommit.oid") || !cm.CreatedAt.Equal(created) {
+				e.t.Errorf("thread %d comment %d read as %+v", i, j, cm)
+			}
+		}
+	}
+	return nil
+}
+
+// recMergeability reads a recorded PullRequest's mergeability with
+// converge's prNode and toPullRequest, and wants GitHub's words to be
+// converge's constants m and s.
+func recMergeability(m forge.MergeableState, s forge.MergeState) func(*recEnv) error {
+	return func(e *recEnv) error {
+		var d struct {
+			Node *prNode `json:"node"`
+		}
+		if err := recSendRecorded(e, &d); err != nil {
+			return err
+		}
+		if d.Node == nil {
+			e.t.Fatal("no pull request read")
+		}
+		pr := toPullRequest(testRef, d.Node, nil)
+		b := e.body()
+		if string(m) != recorded.Str(e.t, b, "data.node.mergeable") || string(s) != recorded.Str(e.t, b, "data.node.mergeStateStatus") {
+			e.t.Fatalf("the recording says %v/%v, the case %s/%s", recorded.At(e.t, b, "data.node.mergeable"), recorded.At(e.t, b, "data.node.mergeStateStatus"), m, s)
+		}
+		if pr.Mergeable != m || pr.MergeState != s || pr.IsDraft != recorded.At(e.t, b, "data.node.isDraft").(bool) {
+			e.t.Errorf("read as mergeable %q, merge state %q, draft %v", pr.Mergeable, pr.MergeState, pr.IsDraft)
+		}
+		return nil
+	}
 }
 
 func TestREL_4_ClientReadsRecordedGitHubAnswers(t *testing.T) {
