@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -16,12 +17,12 @@ import (
 // iteration id, final verification output, iterations run, queued scope,
 // bounds spent.
 type Result struct {
-	Run      string `json:"run"`
-	Status   Status `json:"status"`
-	ExitCode int    `json:"exit_code"`
-	Message  string `json:"message"`
-	Goal     string `json:"goal"`
-	Oracle   Oracle `json:"oracle"`
+	Run      string        `json:"run"`
+	Status   Status        `json:"status"`
+	ExitCode exitcode.Code `json:"exit_code"`
+	Message  string        `json:"message"`
+	Goal     string        `json:"goal"`
+	Oracle   Oracle        `json:"oracle"`
 	// Iterations are the results per iteration id.
 	Iterations    []IterationResult `json:"iterations"`
 	IterationsRun int               `json:"iterations_run"`

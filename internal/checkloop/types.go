@@ -56,7 +56,7 @@ const (
 )
 
 // ExitCode is the status's IF-1 exit code.
-func (s Status) ExitCode() int { return exitcode.For(exitcode.Loop, string(s)) }
+func (s Status) ExitCode() exitcode.Code { return exitcode.For(exitcode.Loop, string(s)) }
 
 // DefaultStallIterations is K of LOOP-5: a run with K iterations in a row
 // that left the work tree and the done-check's output as they were is
@@ -142,12 +142,12 @@ func (c Config) stallK() int {
 // this run's result, and its failed approaches carried in the digest
 // (LOOP-5).
 type Predecessor struct {
-	Run        string   `json:"run"`
-	Status     string   `json:"status"`
-	ExitCode   int      `json:"exit_code"`
-	Iterations int      `json:"iterations"`
-	Message    string   `json:"message,omitempty"`
-	Digest     []string `json:"digest,omitempty"`
+	Run        string        `json:"run"`
+	Status     string        `json:"status"`
+	ExitCode   exitcode.Code `json:"exit_code"`
+	Iterations int           `json:"iterations"`
+	Message    string        `json:"message,omitempty"`
+	Digest     []string      `json:"digest,omitempty"`
 }
 
 // Stage is where an iteration stands.
@@ -315,10 +315,10 @@ type Iteration struct {
 
 // Terminal is how the run ended.
 type Terminal struct {
-	Status   Status    `json:"status"`
-	ExitCode int       `json:"exit_code"`
-	Message  string    `json:"message"`
-	At       time.Time `json:"at"`
+	Status   Status        `json:"status"`
+	ExitCode exitcode.Code `json:"exit_code"`
+	Message  string        `json:"message"`
+	At       time.Time     `json:"at"`
 }
 
 // State is a run's persisted state.

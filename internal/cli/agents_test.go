@@ -124,16 +124,16 @@ func lastRun(t *testing.T, state string) store.Run {
 }
 
 // statusWhy is what `converge status --json` says of the newest run.
-func statusWhy(t *testing.T, state string) (status string, code int, why string) {
+func statusWhy(t *testing.T, state string) (status string, code exitcode.Code, why string) {
 	t.Helper()
 	ios, out, _ := testIO(nil)
 	if c := Run(context.Background(), []string{"status", "--json", "--state", state}, ios); c != 0 {
 		t.Fatalf("status exit %d", c)
 	}
 	var views []struct {
-		Status   string `json:"status"`
-		ExitCode *int   `json:"exit_code"`
-		Why      string `json:"why"`
+		Status   string         `json:"status"`
+		ExitCode *exitcode.Code `json:"exit_code"`
+		Why      string         `json:"why"`
 	}
 	if err := json.Unmarshal([]byte(out.String()), &views); err != nil || len(views) == 0 || views[0].ExitCode == nil {
 		t.Fatalf("status --json: %v\n%s", err, out)
@@ -158,7 +158,7 @@ func TestAG_T4_PRAgentPreflightWritesNothing(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		check error
-		code  int
+		code  exitcode.Code
 		want  string
 	}{
 		{notLoggedIn, exitcode.Auth, `authentication failed: "Not logged in · Please run /login"`},
@@ -204,7 +204,7 @@ func TestAG_T4_PRAgentPreflightWritesNothing(t *testing.T) {
 func TestAG_T4_PRAuthFailureMidRunExits6(t *testing.T) {
 	for _, tc := range []struct {
 		fail *agent.CLIError
-		code int
+		code exitcode.Code
 		want string
 	}{
 		{notLoggedIn, exitcode.Auth, "Not logged in · Please run /login"},
@@ -255,7 +255,7 @@ func gitRepoT(t *testing.T) string {
 // status; an endpoint that stayed down, exit 1 naming it. The agent
 // settings come from --agent-env and --agent-retry-bound.
 func TestAG_T4_LoopAgentFailures(t *testing.T) {
-	run := func(d *doubles, state string, extra ...string) (int, string) {
+	run := func(d *doubles, state string, extra ...string) (exitcode.Code, string) {
 		ios, out, errOut := testIO(nil)
 		ios.Backend = d.build
 		args := append([]string{"loop", "--goal", "make done.txt", "--check", "test -f done.txt", "--agent", "claude",
@@ -278,7 +278,7 @@ func TestAG_T4_LoopAgentFailures(t *testing.T) {
 
 	for _, tc := range []struct {
 		fail *agent.CLIError
-		code int
+		code exitcode.Code
 		want string
 	}{
 		{notLoggedIn, exitcode.Auth, "Not logged in · Please run /login"},
@@ -321,7 +321,7 @@ func TestAG_T4_PlanAgentFailures(t *testing.T) {
 	if err := os.WriteFile(planFile, []byte("groups:\n  - tasks:\n      - {id: a, prompt: do a}\n      - {id: b, prompt: do b}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := func(d *doubles, state string, extra ...string) (int, string, string) {
+	run := func(d *doubles, state string, extra ...string) (exitcode.Code, string, string) {
 		ios, out, errOut := testIO(nil)
 		ios.Backend = d.build
 		args := append([]string{"plan", "run", planFile, "--agent", "claude", "--parallel", "1", "--workdir", gitRepoT(t), "--state", state}, extra...)
@@ -346,7 +346,7 @@ func TestAG_T4_PlanAgentFailures(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		fail *agent.CLIError
-		code int
+		code exitcode.Code
 		want string
 	}{
 		{notLoggedIn, exitcode.Auth, "Not logged in · Please run /login"},
@@ -399,7 +399,7 @@ func (describedDouble) Describe(context.Context) agent.Description {
 // answers is usable, exit 0. Backends no run would use are not checked.
 func TestAG_T4_DoctorCheckExitsWithTheWorstProblem(t *testing.T) {
 	dir := gitRepoT(t)
-	run := func(d *doubles, args ...string) (int, string, string) {
+	run := func(d *doubles, args ...string) (exitcode.Code, string, string) {
 		// A token resolves: only the agents decide the exit code here.
 		ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": "t0ken"})
 		ios.Backend = func(cfg backends.Config) (agent.Agent, error) {

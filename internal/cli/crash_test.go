@@ -23,6 +23,7 @@ import (
 	"github.com/google/go-github/v93/github"
 
 	"github.com/convergeloop/converge/internal/crashpoint"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/store"
 )
@@ -156,7 +157,7 @@ type crashRun struct {
 	// notReached: the run ended before the boundary it was to die at.
 	notReached bool
 	killedOut  string
-	code       int // the exit code of the run to the end
+	code       exitcode.Code // the exit code of the run to the end
 	out        string
 	forge      crashForge
 }

@@ -112,7 +112,7 @@ type doctorReport struct {
 	Override *doctorFinding `json:"override,omitempty"`
 	// ExitCode is doctor's: the IF-1 code of the worst problem of the
 	// agents a run would use.
-	ExitCode int `json:"exit_code"`
+	ExitCode exitcode.Code `json:"exit_code"`
 }
 
 type doctorCmd struct {
@@ -143,7 +143,7 @@ type doctorAgent struct {
 	// Note is a problem Describe saw that the check proved wrong.
 	Note string `json:"note,omitempty"`
 	// Code is the IF-1 code of its problem (0: none).
-	Code int `json:"exit_code"`
+	Code exitcode.Code `json:"exit_code"`
 	// described: the backend described itself (agent.Describer).
 	described bool
 }

@@ -13,7 +13,7 @@ import (
 // code is the worst of them, and its one error line names that problem.
 func doctorWorst(rep *doctorReport, agentEnd error) error {
 	end := agentEnd
-	worse := func(code int, err error) {
+	worse := func(code exitcode.Code, err error) {
 		if code > rep.ExitCode {
 			rep.ExitCode, end = code, &ExitErr{Code: code, Err: err}
 		}

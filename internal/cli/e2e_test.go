@@ -208,20 +208,20 @@ func TestPR_S12_ConvergesThenSecondRunWritesNothing(t *testing.T) {
 
 // runPRWhile starts `converge pr` and calls during once the first Copilot
 // review has been requested, then returns the exit code and output.
-func runPRWhile(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, during func()) (int, string) {
+func runPRWhile(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, during func()) (exitcode.Code, string) {
 	t.Helper()
 	return runPRWhileIn(t, hub, demo, t.TempDir(), during)
 }
 
 // runPRWhileIn is runPRWhile with the state directory named.
-func runPRWhileIn(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state string, during func()) (int, string) {
+func runPRWhileIn(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state string, during func()) (exitcode.Code, string) {
 	t.Helper()
 	events, cancel := hub.Subscribe()
 	defer cancel()
 	ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": hub.Tokens().Author})
 	ctx, stop := context.WithTimeout(context.Background(), 60*time.Second)
 	defer stop()
-	done := make(chan int, 1)
+	done := make(chan exitcode.Code, 1)
 	go func() { done <- Run(ctx, prArgs(hub, demo, state), ios) }()
 	for {
 		select {
@@ -252,7 +252,7 @@ func TestSandbox_PrintsJSONAndServesGit(t *testing.T) {
 	pr, pw := io.Pipe()
 	ios := &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
+	done := make(chan exitcode.Code, 1)
 	go func() {
 		code := Run(ctx, []string{"sandbox", "--state", filepath.Join(t.TempDir(), "sbx")}, ios)
 		pw.Close()
@@ -454,7 +454,7 @@ func TestPR_G5_SecondLoopOnSamePRIsRefused(t *testing.T) {
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	ios1, _, _ := testIO(env)
-	done := make(chan int, 1)
+	done := make(chan exitcode.Code, 1)
 	go func() { done <- Run(ctx, prArgs(hub, demo, state), ios1) }()
 	for e := range events {
 		if e.Kind == "copilot_started" {
@@ -483,7 +483,7 @@ func TestREL3_BadInputAgainstEmulator(t *testing.T) {
 	for _, tc := range []struct {
 		name, token, url string
 		noCA             bool
-		code             int
+		code             exitcode.Code
 		want             string
 	}{
 		{"wrong token", "ghp_wrong", demo.PRURL, false, exitcode.Auth, "token rejected"},

@@ -32,7 +32,7 @@ import (
 // error, and what the options must hold.
 type flagCase[O any] struct {
 	args  []string
-	code  int
+	code  exitcode.Code
 	want  string
 	check func(*O) bool
 }
@@ -62,7 +62,7 @@ func noFactory(t *testing.T) *Factory {
 // parseFlags runs the command newCmd builds with args under the root and
 // returns the options runF got (nil when it was not called), the exit
 // code and the error.
-func parseFlags[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra.Command, args []string) (*O, int, error) {
+func parseFlags[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra.Command, args []string) (*O, exitcode.Code, error) {
 	t.Helper()
 	var got *O
 	root := newRoot()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-github/v93/github"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/repo"
@@ -23,7 +24,7 @@ import (
 
 // runBin runs the real converge binary (TestMain puts it on PATH) with env
 // added to a clean environment, and returns its exit code and output.
-func runBin(t *testing.T, env map[string]string, args ...string) (int, string) {
+func runBin(t *testing.T, env map[string]string, args ...string) (exitcode.Code, string) {
 	t.Helper()
 	bin := "converge"
 	if b := os.Getenv("CONVERGE_TEST_BIN"); b != "" {
@@ -43,13 +44,13 @@ func runBin(t *testing.T, env map[string]string, args ...string) (int, string) {
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
-	code := 0
+	code := exitcode.OK
 	if err != nil {
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
 			t.Fatalf("run converge: %v\n%s", err, out.String())
 		}
-		code = ee.ExitCode()
+		code = exitcode.Code(ee.ExitCode())
 	}
 	return code, out.String()
 }

@@ -28,7 +28,7 @@ func TestAG_B1_JudgeAgentTakesEveryBackend(t *testing.T) {
 	// The backends find their program in converge's own environment.
 	t.Setenv("CONVERGE_CLAUDE_BIN", missing)
 	t.Setenv("CONVERGE_CODEX_BIN", "/bin/sh")
-	run := func(args ...string) (int, string) {
+	run := func(args ...string) (exitcode.Code, string) {
 		ios, out, errOut := testIO(map[string]string{"CONVERGE_TOKEN": "ghp_preflighttoken0000000000000000000000"})
 		code := Run(context.Background(), append([]string{"pr", "https://github.com/acme/widget/pull/1",
 			"--api-url", api.URL, "--allow-host-mismatch", "--state", t.TempDir()}, args...), ios)

@@ -65,7 +65,7 @@ func TestPR_T14_OneDriverPerPRAcrossStateStores(t *testing.T) {
 	case <-time.After(2 * time.Minute):
 		t.Fatalf("the laptop's run did not yield:\n%s", lout.String())
 	}
-	if c := laptop.ProcessState.ExitCode(); c != exitcode.Human || !strings.Contains(lout.String(), "taken-over") {
+	if c := exitcode.Code(laptop.ProcessState.ExitCode()); c != exitcode.Human || !strings.Contains(lout.String(), "taken-over") {
 		t.Fatalf("the laptop: exit %d, want taken-over (3):\n%s", c, lout.String())
 	}
 	// Who drove: once the take-over pushed, the laptop wrote nothing. (A

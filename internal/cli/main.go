@@ -59,7 +59,7 @@ func System() *IOStreams {
 
 // ExitErr carries an exit code with the one-line message to print.
 type ExitErr struct {
-	Code int
+	Code exitcode.Code
 	Err  error
 }
 
@@ -72,12 +72,12 @@ func usageErr(format string, args ...any) error {
 }
 
 // silentExit ends with a code whose message was already printed.
-type silentExit struct{ code int }
+type silentExit struct{ code exitcode.Code }
 
-func (s *silentExit) Error() string { return fmt.Sprintf("exit %d", s.code) }
+func (s *silentExit) Error() string { return fmt.Sprintf("exit %d", int(s.code)) }
 
 // ExitCodeOf maps an error to its IF-1 exit code.
-func ExitCodeOf(err error) int {
+func ExitCodeOf(err error) exitcode.Code {
 	if err == nil {
 		return exitcode.OK
 	}
@@ -116,7 +116,7 @@ func Main() int {
 	ios := System()
 	if err != nil {
 		fmt.Fprintf(ios.ErrOut, "converge: %s\n", oneLine(err.Error()))
-		return exitcode.Error
+		return int(exitcode.Error)
 	}
 	if start.Warning != "" {
 		fmt.Fprintf(ios.ErrOut, "converge: warning: %s\n", oneLine(start.Warning))
@@ -131,11 +131,11 @@ func Main() int {
 	defer liveTerminal(ios)()
 	ctx, stop := withInterrupts(context.Background(), ios.ErrOut)
 	defer stop()
-	return Run(ctx, args, ios)
+	return int(Run(ctx, args, ios))
 }
 
 // Run executes one command line; it is what tests and Main call.
-func Run(ctx context.Context, args []string, ios *IOStreams) int {
+func Run(ctx context.Context, args []string, ios *IOStreams) exitcode.Code {
 	if ios.Getenv == nil {
 		ios.Getenv = os.Getenv
 	}

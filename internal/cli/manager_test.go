@@ -39,7 +39,7 @@ type lifecycleRig struct {
 	stopped string
 	// fail makes the next run end on a fault with the kind's errored
 	// terminal, whose status and code it returns.
-	fail func(t *testing.T) (status string, code int)
+	fail func(t *testing.T) (status string, code exitcode.Code)
 	// human, for a kind that has the end, seeds an unfinished run id that
 	// cannot go on without a human (nil: the kind has none).
 	human func(t *testing.T, id string)
@@ -99,7 +99,7 @@ func prRig(t *testing.T) *lifecycleRig {
 	r.seed = func(t *testing.T, id string) {
 		seedState(t, r.db, "pr", r.target, id, prloop.State{Phase: prloop.PhaseStart, StartedAt: time.Now()})
 	}
-	r.fail = func(t *testing.T) (string, int) {
+	r.fail = func(t *testing.T) (string, exitcode.Code) {
 		hub.Outage(time.Hour)
 		t.Cleanup(func() { hub.Outage(0) })
 		p.FaultBudget = time.Millisecond
@@ -159,7 +159,7 @@ func loopRig(t *testing.T) *lifecycleRig {
 	r.seed = func(t *testing.T, id string) {
 		seedState(t, r.db, checkloop.Kind, r.target, id, checkloop.NewState(id, s.cfg))
 	}
-	r.fail = func(t *testing.T) (string, int) {
+	r.fail = func(t *testing.T) (string, exitcode.Code) {
 		writeScript(t, agentPath, "cat >/dev/null; exit 1\n")
 		return string(checkloop.StatusFailed), exitcode.Error
 	}
@@ -192,7 +192,7 @@ func planRig(t *testing.T) *lifecycleRig {
 	r.seed = func(t *testing.T, id string) {
 		seedState(t, r.db, plan.Kind, r.target, id, plan.NewState(id, s.cfg))
 	}
-	r.fail = func(t *testing.T) (string, int) {
+	r.fail = func(t *testing.T) (string, exitcode.Code) {
 		writeScript(t, impl, "cat >/dev/null; exit 1\n")
 		return string(plan.StatusFailed), exitcode.Error
 	}

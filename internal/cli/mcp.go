@@ -97,8 +97,8 @@ func MCPConfig(ios *IOStreams, dir string) (mcpserver.Config, error) {
 		Executable: exe,
 		Env:        runEnv(ios),
 		Converge: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-			return Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: stdout, ErrOut: stderr,
-				Getenv: ios.Getenv, Environ: ios.Environ, Backend: ios.Backend})
+			return int(Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: stdout, ErrOut: stderr,
+				Getenv: ios.Getenv, Environ: ios.Environ, Backend: ios.Backend}))
 		},
 	}, nil
 }

@@ -103,7 +103,7 @@ func TestREL1_SeededFaultsEndAsFaultFree(t *testing.T) {
 // faultOutcome is one run's outcome, normalized so runs on different
 // emulators compare: commit ids, node ids, hosts and times masked.
 type faultOutcome struct {
-	code     int
+	code     exitcode.Code
 	out      string
 	terminal string // the "converge: …" line
 	proof    string // the stored proof, as JSON, without its times
@@ -181,7 +181,7 @@ func faultRun(t *testing.T, f *fakehub.Faults) faultOutcome {
 
 // storedProof is the run's proof from the state store (converge proof
 // --json), without the fields that are times or ids by nature.
-func storedProof(t *testing.T, state string, runCode int, runOut string) string {
+func storedProof(t *testing.T, state string, runCode exitcode.Code, runOut string) string {
 	t.Helper()
 	ios, out, errOut := testIO(nil)
 	if code := Run(context.Background(), []string{"status", "--json", "--state", state}, ios); code != 0 {

@@ -14,6 +14,7 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakelab"
 	"github.com/convergeloop/converge/internal/forge/forgehttp"
@@ -30,7 +31,7 @@ func TestSandbox_GitLabPrintsJSONAndServesTheMergeRequest(t *testing.T) {
 	pr, pw := io.Pipe()
 	ios := &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
+	done := make(chan exitcode.Code, 1)
 	go func() {
 		done <- Run(ctx, []string{"sandbox", "--forge", "gitlab", "--state", filepath.Join(t.TempDir(), "sbx")}, ios)
 	}()

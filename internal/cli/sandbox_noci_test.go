@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/forgehttp"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
@@ -51,7 +52,7 @@ func startSandbox(t *testing.T, args ...string) sandboxInfo {
 	pr, pw := io.Pipe()
 	ios := &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan int, 1)
+	done := make(chan exitcode.Code, 1)
 	go func() {
 		code := Run(ctx, append([]string{"sandbox", "--state", filepath.Join(t.TempDir(), "sbx")}, args...), ios)
 		pw.Close()

@@ -141,7 +141,7 @@ func TestSEC2_AgentCannotReadTokenFromConvergeProcess(t *testing.T) {
 			var out bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &out
 			err = cmd.Run()
-			code := cmd.ProcessState.ExitCode()
+			code := exitcode.Code(cmd.ProcessState.ExitCode())
 			if code == exitcode.Usage || code == exitcode.Auth || code == exitcode.Unreachable || rctx.Err() != nil {
 				t.Fatalf("converge exit %d (%v): the token did not get through\n%s", code, err, out.String())
 			}
@@ -219,7 +219,7 @@ func TestSEC6_RealBinaryRefusesHostMismatch(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	_ = cmd.Run()
-	if code := cmd.ProcessState.ExitCode(); code != exitcode.Usage || strings.Count(stderr.String(), "\n") != 1 ||
+	if code := exitcode.Code(cmd.ProcessState.ExitCode()); code != exitcode.Usage || strings.Count(stderr.String(), "\n") != 1 ||
 		!strings.Contains(stderr.String(), "--allow-host-mismatch") {
 		t.Fatalf("exit %d, want 2 with one line naming --allow-host-mismatch\n%s%s", code, stdout.String(), stderr.String())
 	}

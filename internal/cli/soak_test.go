@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/go-github/v93/github"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
@@ -50,7 +51,7 @@ func TestSoak_NoFalseSuccess(t *testing.T) {
 				if code == 0 {
 					successes.Add(1)
 				}
-				if code >= 0 && code < len(byExit) {
+				if code >= 0 && int(code) < len(byExit) {
 					byExit[code].Add(1)
 				}
 				if code != 0 && sc.agent != "crash" {
@@ -153,7 +154,7 @@ func (sc *soakCase) String() string { return strings.Join(sc.desc, " ") }
 
 // run plays the seed and returns the exit code, the output and, when the
 // outcome is a false success, why.
-func (sc *soakCase) run(t *testing.T) (int, string, string) {
+func (sc *soakCase) run(t *testing.T) (exitcode.Code, string, string) {
 	hub, demo := startHub(t, sc.delay)
 	hub.SetReviewLagSeeded(int64(sc.seed), sc.lagMax)
 	if err := hub.SetCopilotScript(demo.Owner, demo.Repo, demo.Number, sc.script); err != nil {
@@ -245,7 +246,7 @@ echo '{"status":"complete","next_action":"","needs_extension_minutes":0,"summary
 	}
 	for _, l := range pr.Labels {
 		if l == "converge:ready-for-merge" {
-			return code, out, strings.Trim("exit "+strconv.Itoa(code)+" but the PR is labelled ready-for-merge; "+work, "; ")
+			return code, out, strings.Trim("exit "+strconv.Itoa(int(code))+" but the PR is labelled ready-for-merge; "+work, "; ")
 		}
 	}
 	return code, out, work

@@ -63,14 +63,14 @@ func newStatusCmd(factory *Factory, runF func(*statusOptions) error) *cobra.Comm
 
 // runView is a run as status and proof print it.
 type runView struct {
-	ID       string     `json:"id"`
-	Kind     string     `json:"kind"`
-	Target   string     `json:"target"`
-	Status   string     `json:"status"`
-	ExitCode *int       `json:"exit_code,omitempty"`
-	Started  time.Time  `json:"started_at"`
-	Updated  time.Time  `json:"updated_at"`
-	Ended    *time.Time `json:"ended_at,omitempty"`
+	ID       string         `json:"id"`
+	Kind     string         `json:"kind"`
+	Target   string         `json:"target"`
+	Status   string         `json:"status"`
+	ExitCode *exitcode.Code `json:"exit_code,omitempty"`
+	Started  time.Time      `json:"started_at"`
+	Updated  time.Time      `json:"updated_at"`
+	Ended    *time.Time     `json:"ended_at,omitempty"`
 	// Alive, for a run not finished: whether a converge holds it now.
 	// One that does not (killed, or left for a human) is resumed by the
 	// same command.
@@ -404,7 +404,7 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 	return nil
 }
 
-func exitOrError(code int) int {
+func exitOrError(code exitcode.Code) exitcode.Code {
 	if code == 0 {
 		return exitcode.Error
 	}

@@ -135,7 +135,7 @@ func runLoopKind(t *testing.T, p kinds.LoopParams) (*testsuite.TestWorkflowEnvir
 
 // wantLoopEnd checks the run's terminal and that the workflow's result
 // reads it as the engines do.
-func wantLoopEnd(t *testing.T, env *testsuite.TestWorkflowEnvironment, r temporal.Result[checkloop.State], status checkloop.Status, code int) {
+func wantLoopEnd(t *testing.T, env *testsuite.TestWorkflowEnvironment, r temporal.Result[checkloop.State], status checkloop.Status, code exitcode.Code) {
 	t.Helper()
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatalf("workflow error: %v", err)
@@ -346,7 +346,7 @@ func runPlanKind(t *testing.T, p kinds.PlanParams) (*testsuite.TestWorkflowEnvir
 	return env, rt, r
 }
 
-func wantPlanEnd(t *testing.T, r temporal.Result[plan.State], status plan.Status, code int) {
+func wantPlanEnd(t *testing.T, r temporal.Result[plan.State], status plan.Status, code exitcode.Code) {
 	t.Helper()
 	tm := r.State.Terminal
 	if tm == nil {

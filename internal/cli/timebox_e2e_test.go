@@ -187,7 +187,7 @@ const timeboxLate = 500 * time.Millisecond
 // timeboxRun is one `converge pr` run with a time-boxed script agent.
 type timeboxRun struct {
 	dir         string // the script's log directory
-	code        int
+	code        exitcode.Code
 	out         string
 	end         time.Time
 	hub         *fakehub.Hub

@@ -97,7 +97,7 @@ func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
 	rt.registerLocalKinds(w)
 	defer rt.close()
 	if err := w.Start(); err != nil {
-		return &ExitErr{Code: 7, Err: fmt.Errorf("start worker on %s: %w", opts.engine.TaskQueue, err)}
+		return &ExitErr{Code: exitcode.Unreachable, Err: fmt.Errorf("start worker on %s: %w", opts.engine.TaskQueue, err)}
 	}
 	fmt.Fprintf(ios.ErrOut, "converge: worker on task queue %s at %s (namespace %s), pid %d\n", opts.engine.TaskQueue, opts.engine.Address, opts.engine.Namespace, os.Getpid())
 	<-ctx.Done()

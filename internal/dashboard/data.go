@@ -17,6 +17,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/plan"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
@@ -33,13 +34,13 @@ type RunSummary struct {
 	State string `json:"state"`
 	// Terminal is the terminal reason of an ended run ("two-stable",
 	// "errored", ...); Message its words, ExitCode its IF-1 code.
-	Terminal string    `json:"terminal,omitempty"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Message  string    `json:"message,omitempty"`
-	Rounds   int       `json:"rounds"`
-	Started  time.Time `json:"started_at"`
-	Updated  time.Time `json:"updated_at"`
-	Ended    time.Time `json:"ended_at,omitzero"`
+	Terminal string         `json:"terminal,omitempty"`
+	ExitCode *exitcode.Code `json:"exit_code,omitempty"`
+	Message  string         `json:"message,omitempty"`
+	Rounds   int            `json:"rounds"`
+	Started  time.Time      `json:"started_at"`
+	Updated  time.Time      `json:"updated_at"`
+	Ended    time.Time      `json:"ended_at,omitzero"`
 	// Cost is the agents' reported spend: CostUSD only when some agent
 	// reported a price; Coverage says whether all of them did.
 	CostUSD  *float64 `json:"cost_usd,omitempty"`

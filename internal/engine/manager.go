@@ -35,9 +35,9 @@ type Kind struct {
 
 // Terminal is how a run ended, as the store records it.
 type Terminal struct {
-	Status string // the kind's terminal reason: two-stable, complete, blocked...
-	Code   int    // its IF-1 exit code
-	Proof  any    // recorded with the run; nil: none
+	Status string        // the kind's terminal reason: two-stable, complete, blocked...
+	Code   exitcode.Code // its IF-1 exit code
+	Proof  any           // recorded with the run; nil: none
 }
 
 // Adapter is one loop kind bound to one target: what the Manager's one
@@ -116,7 +116,7 @@ type Outcome struct {
 	// Status is the recorded terminal, or one of the Status* above, or
 	// the kind's Errored with Unfinished when Begin failed (nothing ran).
 	Status string
-	Code   int
+	Code   exitcode.Code
 	Proof  any
 	// Resumed: the run continued a stored one (PR-G3).
 	Resumed bool
@@ -163,7 +163,7 @@ type Config struct {
 	Forges   map[string]forge.Forge
 	NewForge func(host string) (forge.Forge, error)
 	// CodeOf is the IF-1 exit code of a fault; nil: 1.
-	CodeOf func(error) int
+	CodeOf func(error) exitcode.Code
 	// Stop, when closed, is a stop request to every run (the first
 	// SIGINT): each loop decides how to end.
 	Stop <-chan struct{}
@@ -202,7 +202,7 @@ type Manager struct {
 // NewManager makes a Manager of cfg.
 func NewManager(cfg Config) *Manager {
 	if cfg.CodeOf == nil {
-		cfg.CodeOf = func(err error) int {
+		cfg.CodeOf = func(err error) exitcode.Code {
 			if err == nil {
 				return exitcode.OK
 			}

@@ -19,10 +19,10 @@ import (
 // world's gate opens, then ends "open"; a stop ends it "stopped". Its
 // waits last an hour, so only the Manager (Wake, Stop, Drain) ends them.
 type gateState struct {
-	Started  bool   `json:"started"`
-	Steps    int    `json:"steps"`
-	Terminal string `json:"terminal,omitempty"`
-	Code     int    `json:"code,omitempty"`
+	Started  bool          `json:"started"`
+	Steps    int           `json:"steps"`
+	Terminal string        `json:"terminal,omitempty"`
+	Code     exitcode.Code `json:"code,omitempty"`
 }
 
 type gateWorld struct {

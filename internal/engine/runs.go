@@ -138,7 +138,7 @@ func (c *Claim[S]) Release(ctx context.Context) {
 
 // Finish records the run's end: its status (a terminal reason), exit code
 // and proof.
-func (c *Claim[S]) Finish(ctx context.Context, status string, code int, proof any) error {
+func (c *Claim[S]) Finish(ctx context.Context, status string, code exitcode.Code, proof any) error {
 	var b []byte
 	if proof != nil {
 		var err error

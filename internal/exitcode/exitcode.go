@@ -10,17 +10,18 @@ import "fmt"
 // Code is an IF-1 exit code.
 type Code int
 
-// The exit codes of IF-1. They are untyped so that they serve as a
-// process's exit status (an int) and as a Code alike.
+// The exit codes of IF-1. They are typed: a code is chosen from this
+// list, never written as a number, and becomes a process's exit status
+// only at the edge (cli.Main).
 const (
-	OK          = 0 // success: two-stable, complete
-	Error       = 1 // errored or failed: an unexpected error (state was saved first)
-	Usage       = 2 // usage or bad input (flags, URL, config)
-	Human       = 3 // handed to a human
-	Bound       = 4 // a bound ran out
-	Convergence = 5 // convergence-failure; loop stalled
-	Auth        = 6 // authentication missing or rejected
-	Unreachable = 7 // forge unreachable, or a fault that persisted
+	OK          Code = 0 // success: two-stable, complete
+	Error       Code = 1 // errored or failed: an unexpected error (state was saved first)
+	Usage       Code = 2 // usage or bad input (flags, URL, config)
+	Human       Code = 3 // handed to a human
+	Bound       Code = 4 // a bound ran out
+	Convergence Code = 5 // convergence-failure; loop stalled
+	Auth        Code = 6 // authentication missing or rejected
+	Unreachable Code = 7 // forge unreachable, or a fault that persisted
 )
 
 // meanings are the codes' rows of IF-1, in order.
@@ -96,19 +97,19 @@ func Of(kind Kind, terminal string) (Code, bool) {
 
 // For is Of for a terminal the loop kind declares; a terminal the table
 // does not name is an error (exit 1), which the table's test rules out.
-func For(kind Kind, terminal string) int {
+func For(kind Kind, terminal string) Code {
 	if c, ok := Of(kind, terminal); ok {
-		return int(c)
+		return c
 	}
 	return Error
 }
 
 // ForReason is the exit code of a terminal of any loop kind (they agree
 // where they share a name); an unknown one is an error.
-func ForReason(reason string) int {
+func ForReason(reason string) Code {
 	for _, k := range []Kind{PR, Loop, Plan} {
 		if c, ok := Of(k, reason); ok {
-			return int(c)
+			return c
 		}
 	}
 	return Error

@@ -14,7 +14,7 @@ import (
 
 // TestIF1_ExitCodes pins the table of SPEC IF-1.
 func TestIF1_ExitCodes(t *testing.T) {
-	for reason, want := range map[string]int{
+	for reason, want := range map[string]Code{
 		"two-stable": OK, "complete": OK,
 		"errored": Error, "failed": Error, "no-such-reason": Error, "": Error,
 		"handed-off": Human, "idle-timeout": Human, "human-push": Human, "all-conflicting": Human,

@@ -199,7 +199,7 @@ func (s *server) start(ctx context.Context, kind, dir string, args []string, wan
 	case <-ended:
 		code := cmd.ProcessState.ExitCode()
 		out.ExitCode = &code
-		if len(ids) == 0 && code != exitcode.Usage {
+		if len(ids) == 0 && exitcode.Code(code) != exitcode.Usage {
 			ids = s.endedRuns(ctx, out.Output, began)
 		}
 		if len(ids) == 0 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -14,15 +15,15 @@ import (
 // concerns, block reason, commit, retries, review results and files
 // changed, and how the run ended.
 type Result struct {
-	Run       string  `json:"run"`
-	Status    string  `json:"status"`
-	ExitCode  int     `json:"exit_code"`
-	Message   string  `json:"message"`
-	PlanFile  string  `json:"plan_file"`
-	StartHead string  `json:"start_head,omitempty"`
-	Head      string  `json:"head,omitempty"`
-	WallClock string  `json:"wall_clock"`
-	CostUSD   float64 `json:"cost_usd"`
+	Run       string        `json:"run"`
+	Status    string        `json:"status"`
+	ExitCode  exitcode.Code `json:"exit_code"`
+	Message   string        `json:"message"`
+	PlanFile  string        `json:"plan_file"`
+	StartHead string        `json:"start_head,omitempty"`
+	Head      string        `json:"head,omitempty"`
+	WallClock string        `json:"wall_clock"`
+	CostUSD   float64       `json:"cost_usd"`
 	// Usage is what the run's agents reported consuming in all (PR-M5):
 	// tokens, and the cost with whether every run reported one (a cost
 	// none reported is "not reported", never $0).

@@ -40,7 +40,7 @@ const (
 const OutcomeInterrupted = "interrupted"
 
 // ExitCode is the status's IF-1 exit code.
-func (s Status) ExitCode() int { return exitcode.For(exitcode.Plan, string(s)) }
+func (s Status) ExitCode() exitcode.Code { return exitcode.For(exitcode.Plan, string(s)) }
 
 // Implementer statuses of a task in the report (AG-T2), SKIPPED for a
 // task whose dependency did not finish, NOT_APPROVED for a task the
@@ -287,10 +287,10 @@ type Config struct {
 
 // Terminal is how the run ended.
 type Terminal struct {
-	Status   Status    `json:"status"`
-	ExitCode int       `json:"exit_code"`
-	Message  string    `json:"message"`
-	At       time.Time `json:"at"`
+	Status   Status        `json:"status"`
+	ExitCode exitcode.Code `json:"exit_code"`
+	Message  string        `json:"message"`
+	At       time.Time     `json:"at"`
 }
 
 // State is a run's persisted state.

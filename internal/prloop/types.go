@@ -78,7 +78,7 @@ const (
 const NoteAllConflicting = "all-conflicting-deferred-to-human"
 
 // ExitCode maps a terminal reason to its IF-1 exit code.
-func ExitCode(reason Reason) int {
+func ExitCode(reason Reason) exitcode.Code {
 	return exitcode.For(exitcode.PR, string(reason))
 }
 
@@ -634,9 +634,9 @@ type BlockedFinding struct {
 
 // Terminal is how a run ended.
 type Terminal struct {
-	Reason   Reason `json:"reason"`
-	ExitCode int    `json:"exit_code"`
-	Message  string `json:"message"`
+	Reason   Reason        `json:"reason"`
+	ExitCode exitcode.Code `json:"exit_code"`
+	Message  string        `json:"message"`
 	// Note qualifies the reason, e.g. NoteAllConflicting.
 	Note  string `json:"note,omitempty"`
 	Proof *Proof `json:"proof,omitempty"`

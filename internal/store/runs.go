@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/convergeloop/converge/internal/exitcode"
 )
 
 // Run statuses the store itself knows about; terminal reasons ("two-stable",
@@ -24,7 +26,7 @@ type Run struct {
 	State json.RawMessage
 	// Status is StatusRunning or the terminal reason.
 	Status    string
-	ExitCode  int // meaningful once EndedAt is set
+	ExitCode  exitcode.Code // meaningful once EndedAt is set
 	StartedAt time.Time
 	UpdatedAt time.Time
 	EndedAt   time.Time // zero while running
@@ -58,7 +60,7 @@ func (s *Store) CreateRun(ctx context.Context, r Run) error {
 	}
 	var exit any
 	if !r.EndedAt.IsZero() {
-		exit = r.ExitCode
+		exit = int(r.ExitCode)
 	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO runs
 		(id, kind, target, state, status, exit_code, started_at, updated_at, ended_at, proof)
@@ -85,7 +87,7 @@ func scanRun(sc interface{ Scan(...any) error }) (Run, error) {
 	}
 	r.State = bytesOf(state)
 	r.Proof = bytesOf(proof)
-	r.ExitCode = int(exit.Int64)
+	r.ExitCode = exitcode.Code(exit.Int64)
 	r.StartedAt = parseTime(started)
 	r.UpdatedAt = parseTime(updated)
 	r.EndedAt = parseTime(endedText)
@@ -143,7 +145,7 @@ func (s *Store) SaveState(ctx context.Context, id string, state []byte, status s
 
 // FinishRun marks the run ended with its terminal status, exit code and
 // proof, and releases any lock it holds.
-func (s *Store) FinishRun(ctx context.Context, id, status string, exitCode int, proof []byte) error {
+func (s *Store) FinishRun(ctx context.Context, id, status string, exitCode exitcode.Code, proof []byte) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("finish run %s: %w", id, err)
@@ -151,7 +153,7 @@ func (s *Store) FinishRun(ctx context.Context, id, status string, exitCode int, 
 	defer tx.Rollback()
 	now := fmtTime(s.now())
 	res, err := tx.ExecContext(ctx, `UPDATE runs SET status = ?, exit_code = ?, proof = ?, ended_at = ?, updated_at = ? WHERE id = ?`,
-		s.red(status), exitCode, s.redJSON(proof), now, now, s.red(id))
+		s.red(status), int(exitCode), s.redJSON(proof), now, now, s.red(id))
 	if err := s.checkOne(res, err, "finish run", "run", id); err != nil {
 		return err
 	}

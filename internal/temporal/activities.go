@@ -13,6 +13,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/exitcode"
 )
 
 // Run names a run to its activities.
@@ -107,7 +108,7 @@ type Activities[P, D, S, O any, A engine.Action, R any] struct {
 	// Now is the worker's clock for event times; nil: time.Now.
 	Now func() time.Time
 	// CodeOf is the exit code a bind failure maps to; nil: 1.
-	CodeOf func(error) int
+	CodeOf func(error) exitcode.Code
 
 	mu    sync.Mutex
 	bound map[string]*binding[S, O, A, R, D]
@@ -180,7 +181,7 @@ func (a *Activities[P, D, S, O, A, R]) now() time.Time {
 const ErrBind = "converge.bind"
 
 func (a *Activities[P, D, S, O, A, R]) bindError(err error) error {
-	code := 1
+	code := exitcode.Error
 	if a.CodeOf != nil {
 		code = a.CodeOf(err)
 	}
@@ -191,7 +192,7 @@ func (a *Activities[P, D, S, O, A, R]) bindError(err error) error {
 // cause maps to, as a workflow's client reads it.
 type BindError struct {
 	Message string
-	Code    int
+	Code    exitcode.Code
 }
 
 func (e *BindError) Error() string { return e.Message }

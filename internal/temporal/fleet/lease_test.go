@@ -126,10 +126,10 @@ func waitEnd(t *testing.T, p *proc, limit time.Duration) {
 	}
 }
 
-func exitCode(p *proc) int {
+func exitCode(p *proc) exitcode.Code {
 	var ee *exec.ExitError
 	if errors.As(p.err, &ee) {
-		return ee.ExitCode()
+		return exitcode.Code(ee.ExitCode())
 	}
 	if p.err != nil {
 		return -1

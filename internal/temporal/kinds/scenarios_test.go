@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/convergeloop/converge/internal/engine"
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/fakeforge"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -695,7 +696,7 @@ var scenarios = []scenario{
 // outcome is how a row ended on one engine, in the terms compared.
 type outcome struct {
 	reason prloop.Reason
-	code   int
+	code   exitcode.Code
 	// terminal is the terminal and its proof as JSON, ids renamed by
 	// their place at the forge and the review's time left out.
 	terminal string
