@@ -17,6 +17,7 @@ import (
 	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prloop/prlooptest"
+	"github.com/convergeloop/converge/internal/store"
 )
 
 // Scale is how much a run measures: small runs in `make test`, full is
@@ -35,6 +36,9 @@ type Options struct {
 	Dir string
 	// Progress, when set, is told what runs (one line per figure).
 	Progress func(string)
+	// OpenStore opens, or creates, the state store at path, as converge's
+	// commands open theirs (cli.Factory): the loops measured journal to it.
+	OpenStore func(ctx context.Context, path string) (*store.Store, error)
 }
 
 // Requests are what one operation cost, counted at the emulator.
@@ -143,7 +147,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	}
 	for _, n := range loops {
 		say("%d idle loops", n)
-		il, err := idleLoops(ctx, fmt.Sprintf("%s/idle-%d", opt.Dir, n), n)
+		il, err := idleLoops(ctx, opt.OpenStore, fmt.Sprintf("%s/idle-%d", opt.Dir, n), n)
 		if err != nil {
 			return nil, fmt.Errorf("idle loops: %w", err)
 		}
@@ -155,7 +159,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	r.ClassifyNew = classifyTime(500)
 
 	say("webhook-to-decision latency")
-	if r.Latency, err = latency(ctx, opt.Dir+"/latency", opt.Scale); err != nil {
+	if r.Latency, err = latency(ctx, opt.OpenStore, opt.Dir+"/latency", opt.Scale); err != nil {
 		return nil, fmt.Errorf("webhook-to-decision latency: %w", err)
 	}
 	return r, nil

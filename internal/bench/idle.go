@@ -30,13 +30,13 @@ import (
 // The forge is the in-memory fake, in this process: its n PRs are made
 // before the first reading, so the per-loop figures are the loops' alone,
 // while the RSS is the whole process's, fake forge included.
-func idleLoops(ctx context.Context, dir string, n int) (IdleLoops, error) {
+func idleLoops(ctx context.Context, open func(context.Context, string) (*store.Store, error), dir string, n int) (IdleLoops, error) {
 	if err := ctx.Err(); err != nil {
 		return IdleLoops{}, err
 	}
-	db, err := store.Open(ctx, filepath.Join(dir, "converge.db"))
+	db, err := open(ctx, filepath.Join(dir, "converge.db"))
 	if err != nil {
-		return IdleLoops{}, fmt.Errorf("open state store: %w", err)
+		return IdleLoops{}, err
 	}
 	defer db.Close()
 	ff := fakeforge.New(fakeforge.Options{Viewer: "converge"})

@@ -15,7 +15,7 @@ import (
 func TestPR_G6_IdleLoopsRegisteredWithTheManager(t *testing.T) {
 	const n = 100
 	dir := t.TempDir()
-	il, err := idleLoops(context.Background(), dir, n)
+	il, err := idleLoops(context.Background(), openStore, dir, n)
 	if err != nil {
 		t.Fatal(err)
 	}

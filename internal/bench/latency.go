@@ -106,12 +106,12 @@ func shapeOf(s Scale) latencyShape {
 }
 
 // latency measures webhook-to-decision latency at scale s.
-func latency(ctx context.Context, dir string, s Scale) (*Latency, error) {
-	return measureLatency(ctx, dir, shapeOf(s))
+func latency(ctx context.Context, open func(context.Context, string) (*store.Store, error), dir string, s Scale) (*Latency, error) {
+	return measureLatency(ctx, open, dir, shapeOf(s))
 }
 
-func measureLatency(ctx context.Context, dir string, sh latencyShape) (*Latency, error) {
-	f, err := newFleet(ctx, dir, sh.prs)
+func measureLatency(ctx context.Context, open func(context.Context, string) (*store.Store, error), dir string, sh latencyShape) (*Latency, error) {
+	f, err := newFleet(ctx, open, dir, sh.prs)
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ const (
 	hookSecret            = "bench webhook secret"
 )
 
-func newFleet(ctx context.Context, dir string, n int) (_ *fleet, err error) {
+func newFleet(ctx context.Context, open func(context.Context, string) (*store.Store, error), dir string, n int) (_ *fleet, err error) {
 	// Copilot never starts the review the loops request, so each waits
 	// for it, as a fleet's loops wait most of the time.
 	hub, err := fakehub.New(fakehub.Options{StateDir: filepath.Join(dir, "hub"), CopilotDelay: 24 * time.Hour})
@@ -232,7 +232,7 @@ func newFleet(ctx context.Context, dir string, n int) (_ *fleet, err error) {
 		f.prs = append(f.prs, benchPR{target: ref.String(), ref: ref, head: st.HeadSHA, branch: st.HeadRef, check: cr.ID})
 	}
 
-	f.db, err = store.Open(ctx, filepath.Join(dir, "converge.db"))
+	f.db, err = open(ctx, filepath.Join(dir, "converge.db"))
 	if err != nil {
 		return nil, err
 	}

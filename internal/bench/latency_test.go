@@ -13,7 +13,7 @@ import (
 // its PR's loop on an observation begun after it arrived, and the
 // percentiles of each run are ordered.
 func TestPR_S2_WebhookToDecisionLatency(t *testing.T) {
-	l, err := latency(context.Background(), t.TempDir(), Small)
+	l, err := latency(context.Background(), openStore, t.TempDir(), Small)
 	if err != nil {
 		t.Fatal(err)
 	}

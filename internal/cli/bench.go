@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/bench"
+	"github.com/convergeloop/converge/internal/store"
 )
 
 type benchOptions struct {
@@ -47,7 +49,8 @@ in make test; --scale full is what BENCHMARKS.md records.`,
 				return runF(opts)
 			}
 			progress := func(s string) { fmt.Fprintln(ios.ErrOut, "bench: "+s) }
-			r, err := bench.Run(cmd.Context(), bench.Options{Scale: scale, Progress: progress})
+			open := func(ctx context.Context, path string) (*store.Store, error) { return factory.OpenStoreFile(ctx, path) }
+			r, err := bench.Run(cmd.Context(), bench.Options{Scale: scale, Progress: progress, OpenStore: open})
 			if err != nil {
 				return err
 			}

@@ -96,7 +96,7 @@ func runIDs(cmd *cobra.Command, f *Factory) []string {
 		ctx = context.Background()
 	}
 	dir, _ := cmd.Flags().GetString("state")
-	db, err := openExistingStore(ctx, f.IOStreams, dir, "")
+	db, err := f.OpenExistingStore(ctx, dir, "")
 	if err != nil {
 		return nil
 	}

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
@@ -20,8 +21,13 @@ import (
 type Factory struct {
 	IOStreams *IOStreams
 	// OpenStore opens, or creates, the state store in dir ("": the
-	// default) of a command that runs something (openStore).
-	OpenStore func(ctx context.Context, dir string) (*store.Store, error)
+	// default) of a command that runs something (openStore), with the
+	// run's secrets and redactor as opts.
+	OpenStore func(ctx context.Context, dir string, opts ...store.Option) (*store.Store, error)
+	// OpenStoreFile opens, or creates, the store at path: what OpenStore
+	// and OpenExistingStore open with, and a store of another name (a
+	// worker's tickets). Every store converge opens is opened here.
+	OpenStoreFile func(ctx context.Context, path string, opts ...store.Option) (*store.Store, error)
 	// OpenExistingStore opens the state store of a read-only command,
 	// never creating one; run names the run it reads, for the error
 	// (openExistingStore).
@@ -41,24 +47,32 @@ type Factory struct {
 // NewFactory is the real factory over ios. ios.Backend, when set,
 // builds the CLI backends (a test's double).
 func NewFactory(ios *IOStreams) *Factory {
-	return &Factory{
-		IOStreams: ios,
-		OpenStore: func(ctx context.Context, dir string) (*store.Store, error) {
-			return openStore(ctx, ios, dir)
-		},
-		OpenExistingStore: func(ctx context.Context, dir, run string) (*store.Store, error) {
-			return openExistingStore(ctx, ios, dir, run)
-		},
-		Forge:  ghclient.New,
-		GitLab: glclient.New,
-		Agent: func(set backends.Config, name, cmd, role string) (agent.Agent, error) {
-			if ios.Backend != nil && backends.Known(name) {
-				set.Name, set.Role = name, role
-				return ios.Backend(set)
-			}
-			return set.Build(name, cmd, role)
-		},
+	f := &Factory{IOStreams: ios, OpenStoreFile: openStoreFile}
+	f.OpenStore = func(ctx context.Context, dir string, opts ...store.Option) (*store.Store, error) {
+		return openStore(ctx, f, dir, opts...)
 	}
+	f.OpenExistingStore = func(ctx context.Context, dir, run string) (*store.Store, error) {
+		return openExistingStore(ctx, f, dir, run)
+	}
+	f.Forge, f.GitLab = ghclient.New, glclient.New
+	f.Agent = func(set backends.Config, name, cmd, role string) (agent.Agent, error) {
+		if ios.Backend != nil && backends.Known(name) {
+			set.Name, set.Role = name, role
+			return ios.Backend(set)
+		}
+		return set.Build(name, cmd, role)
+	}
+	return f
+}
+
+// openStoreFile is the one place a store is opened (store.Open): a
+// guard test fails on any other.
+func openStoreFile(ctx context.Context, path string, opts ...store.Option) (*store.Store, error) {
+	db, err := store.Open(ctx, path, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("open state store %s: %w", path, err)
+	}
+	return db, nil
 }
 
 // orDefault is f, or the real factory over ios when f is nil: options

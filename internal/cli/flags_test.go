@@ -46,7 +46,10 @@ func noFactory(t *testing.T) *Factory {
 	}
 	return &Factory{
 		IOStreams: ios,
-		OpenStore: func(context.Context, string) (*store.Store, error) {
+		OpenStore: func(context.Context, string, ...store.Option) (*store.Store, error) {
+			return nil, fail("opened a state store")
+		},
+		OpenStoreFile: func(context.Context, string, ...store.Option) (*store.Store, error) {
 			return nil, fail("opened a state store")
 		},
 		OpenExistingStore: func(context.Context, string, string) (*store.Store, error) {

@@ -12,8 +12,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/mcpserver"
 	"github.com/convergeloop/converge/internal/secure"
+	"github.com/convergeloop/converge/internal/store"
 )
 
 type mcpOptions struct {
@@ -96,9 +98,12 @@ func MCPConfig(ios *IOStreams, dir string) (mcpserver.Config, error) {
 		StateDir:   abs,
 		Executable: exe,
 		Env:        runEnv(ios),
-		Converge: func(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-			return int(Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: stdout, ErrOut: stderr,
-				Getenv: ios.Getenv, Environ: ios.Environ, Backend: ios.Backend}))
+		Converge: func(ctx context.Context, args []string, stdout, stderr io.Writer) exitcode.Code {
+			return Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: stdout, ErrOut: stderr,
+				Getenv: ios.Getenv, Environ: ios.Environ, Backend: ios.Backend})
+		},
+		OpenStore: func(ctx context.Context) (*store.Store, error) {
+			return NewFactory(ios).OpenStoreFile(ctx, filepath.Join(abs, "converge.db"))
 		},
 	}, nil
 }

@@ -389,6 +389,7 @@ func (s *prSetup) checkRef(r forge.PRRef) error {
 func (s *prSetup) params(ref forge.PRRef, f forge.Forge, cred prCred) loopParams {
 	ios, opts, file, agents, stateDir, checker, rest, cas := s.ios, s.opts, s.file, s.agents, s.stateDir, s.checker, s.rest, s.cas
 	return loopParams{
+		factory:  opts.factory,
 		Ref:      ref,
 		Forge:    f,
 		Remote:   gitRemote(rest, ref, cred.Token, cas),

@@ -37,6 +37,8 @@ import (
 // loopParams is everything one PR loop run needs, however it was started
 // (`converge pr` or `converge demo`).
 type loopParams struct {
+	// factory opens the run's store; nil: the real one.
+	factory  *Factory
 	Ref      forge.PRRef
 	Forge    forge.Forge
 	CloneURL string
@@ -158,9 +160,9 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 		secrets = append(secrets, p.Secrets...)
 		forges[p.Ref.Host] = p.Forge
 	}
-	db, err := store.Open(ctx, filepath.Join(ps[0].StateDir, "converge.db"), storeSecrets(secrets, ps)...)
+	db, err := ps[0].factory.orDefault(ios).OpenStore(ctx, ps[0].StateDir, storeSecrets(secrets, ps)...)
 	if err != nil {
-		return terms, fmt.Errorf("open state store: %w", err)
+		return terms, err
 	}
 	defer db.Close()
 	m := engine.NewManager(engine.Config{

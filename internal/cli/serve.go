@@ -335,9 +335,9 @@ func (f *fleet) open(ctx context.Context, secrets []string) error {
 			nonEmpty = append(nonEmpty, s)
 		}
 	}
-	db, err := store.Open(ctx, filepath.Join(f.stateDir, "converge.db"), store.WithSecrets(nonEmpty...), store.WithRedactor(f.ps.minted.Redact))
+	db, err := f.ps.opts.factory.orDefault(f.ios).OpenStore(ctx, f.stateDir, store.WithSecrets(nonEmpty...), store.WithRedactor(f.ps.minted.Redact))
 	if err != nil {
-		return fmt.Errorf("open state store: %w", err)
+		return err
 	}
 	f.db = db
 	f.m = engine.NewManager(engine.Config{

@@ -102,16 +102,12 @@ func storePath(ios *IOStreams, dir string) string {
 
 // openStore opens, or creates, the state store of a command that runs
 // something; a state directory it cannot write is bad input (IF-1).
-func openStore(ctx context.Context, ios *IOStreams, dir string) (*store.Store, error) {
-	path := storePath(ios, dir)
+func openStore(ctx context.Context, f *Factory, dir string, opts ...store.Option) (*store.Store, error) {
+	path := storePath(f.IOStreams, dir)
 	if err := writableDir(filepath.Dir(path)); err != nil {
 		return nil, err
 	}
-	db, err := store.Open(ctx, path)
-	if err != nil {
-		return nil, fmt.Errorf("open state store %s: %w", path, err)
-	}
-	return db, nil
+	return f.OpenStoreFile(ctx, path, opts...)
 }
 
 // errNoStore is a read-only command's missing state store.
@@ -122,8 +118,8 @@ var errNoStore = errors.New("no state store")
 // error (exit 2), not an empty store that says "no runs yet". Without
 // --state a missing default store is errNoStore: nothing ran yet.
 // run, when the command reads one run, is named in the error.
-func openExistingStore(ctx context.Context, ios *IOStreams, dir, run string) (*store.Store, error) {
-	path := storePath(ios, dir)
+func openExistingStore(ctx context.Context, f *Factory, dir, run string) (*store.Store, error) {
+	path := storePath(f.IOStreams, dir)
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		prefix := ""
 		if run != "" {
@@ -139,11 +135,7 @@ func openExistingStore(ctx context.Context, ios *IOStreams, dir, run string) (*s
 	} else if err != nil {
 		return nil, usageErr("state store %s: %v", path, err)
 	}
-	db, err := store.Open(ctx, path)
-	if err != nil {
-		return nil, fmt.Errorf("open state store %s: %w", path, err)
-	}
-	return db, nil
+	return f.OpenStoreFile(ctx, path)
 }
 
 // writableDir checks that converge can keep its store, clones and

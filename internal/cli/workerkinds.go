@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
 	"path/filepath"
 
 	"go.temporal.io/sdk/worker"
@@ -36,9 +35,9 @@ func (rt *workerRuntime) tickets(ctx context.Context, kind, target, runID string
 			return nil, err
 		}
 		path := filepath.Join(rt.opts.StateDir, "worker.db")
-		db, err := store.Open(ctx, path)
+		db, err := rt.opts.factory.orDefault(rt.ios).OpenStoreFile(ctx, path)
 		if err != nil {
-			return nil, fmt.Errorf("open the worker's store %s: %w", path, err)
+			return nil, err
 		}
 		rt.db = db
 	}

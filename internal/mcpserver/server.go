@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -45,7 +46,10 @@ type Config struct {
 	// output in stdout and stderr, and returns its exit code (IF-1). The
 	// read and stop tools are converge status, log, proof and stop run
 	// so.
-	Converge func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+	Converge func(ctx context.Context, args []string, stdout, stderr io.Writer) exitcode.Code
+	// OpenStore opens the existing state store of StateDir, read by the
+	// start tools to find the run a started converge recorded.
+	OpenStore func(ctx context.Context) (*store.Store, error)
 	// StartWait bounds how long a start waits for its run to be in the
 	// store (0: DefaultStartWait). What a run checks before it is
 	// recorded (the forge's permissions, an agent CLI's credentials) is
@@ -100,12 +104,12 @@ func (s *server) storePath() string { return filepath.Join(s.cfg.StateDir, "conv
 // and exit code, as a tool error the client reads.
 type commandError struct {
 	cmd  string
-	code int
+	code exitcode.Code
 	msg  string
 }
 
 func (e *commandError) Error() string {
-	meaning := exitcode.Code(e.code).Meaning()
+	meaning := e.code.Meaning()
 	if meaning == "" {
 		meaning = "failed"
 	}

@@ -58,8 +58,8 @@ type startOut struct {
 	PID    int    `json:"pid" jsonschema:"the started converge's process id"`
 	Output string `json:"output" jsonschema:"the file the started converge writes its progress to"`
 	// ExitCode is set when the started converge already ended.
-	ExitCode *int   `json:"exit_code,omitempty" jsonschema:"set when the started converge already ended: its exit code (IF-1)"`
-	Note     string `json:"note,omitempty"`
+	ExitCode *exitcode.Code `json:"exit_code,omitempty" jsonschema:"set when the started converge already ended: its exit code (IF-1)"`
+	Note     string         `json:"note,omitempty"`
 }
 
 func (s *server) addStartTools(srv *mcp.Server) {
@@ -197,9 +197,9 @@ func (s *server) start(ctx context.Context, kind, dir string, args []string, wan
 	}
 	select {
 	case <-ended:
-		code := cmd.ProcessState.ExitCode()
+		code := exitcode.Code(cmd.ProcessState.ExitCode())
 		out.ExitCode = &code
-		if len(ids) == 0 && exitcode.Code(code) != exitcode.Usage {
+		if len(ids) == 0 && code != exitcode.Usage {
 			ids = s.endedRuns(ctx, out.Output, began)
 		}
 		if len(ids) == 0 {
@@ -238,7 +238,7 @@ func (s *server) awaitRuns(ctx context.Context, pid, want int, ended <-chan stru
 				return nil
 			}
 			var err error
-			if db, err = store.Open(ctx, s.storePath()); err != nil {
+			if db, err = s.cfg.OpenStore(ctx); err != nil {
 				return err
 			}
 		}
@@ -283,7 +283,7 @@ func (s *server) endedRuns(ctx context.Context, output string, began time.Time) 
 	if _, err := os.Stat(s.storePath()); err != nil {
 		return nil // it recorded nothing
 	}
-	db, err := store.Open(ctx, s.storePath())
+	db, err := s.cfg.OpenStore(ctx)
 	if err != nil {
 		return nil
 	}
@@ -331,7 +331,7 @@ func (s *server) disposeThreads(ctx context.Context, _ *mcp.CallToolRequest, in 
 		return nil, disposeOut{}, fmt.Errorf("start converge pr --dispose-only: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return nil, disposeOut{}, &commandError{cmd: "pr --dispose-only", code: res.ExitCode, msg: errorLine(res.Stderr, res.Stdout)}
+		return nil, disposeOut{}, &commandError{cmd: "pr --dispose-only", code: exitcode.Code(res.ExitCode), msg: errorLine(res.Stderr, res.Stdout)}
 	}
 	var out disposeOut
 	if err := json.Unmarshal([]byte(strings.TrimSpace(res.Stdout)), &out); err != nil {

@@ -1,11 +1,9 @@
 package prloop
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
-	"github.com/convergeloop/converge/internal/forge"
 	localreview "github.com/convergeloop/converge/internal/review"
 )
 
@@ -13,13 +11,6 @@ import (
 // structural items, the next local review looks harder. Decide counts
 // the rounds (a fact of the state); the workspace decides what looking
 // harder means (more angles, a stronger model, review_escalation).
-
-// EffortReviewer is a Workspace whose local review can look harder:
-// LocalReviewAt with effort n > 0 reviews after n local reviews in a row
-// that found structural items; effort 0 is LocalReview.
-type EffortReviewer interface {
-	LocalReviewAt(ctx context.Context, pr *forge.PullRequest, round, effort int) (LocalReviewResult, error)
-}
 
 // reviewEffort is how many local reviews in a row, the latest before this
 // round's first, found structural items: the effort of this round's
@@ -58,13 +49,4 @@ func (r LocalReviewRecord) found() int {
 // harder, and why.
 func escalationNote(effort int) string {
 	return fmt.Sprintf("local review escalated (level %d): the %d local review(s) before found structural items (PR-S4)", effort, effort)
-}
-
-// localReview runs the local review of a at its effort; effort 0 is
-// LocalReview.
-func (l *Loop) localReview(ctx context.Context, pr *forge.PullRequest, round int, a Action) (LocalReviewResult, error) {
-	if er, ok := l.Workspace.(EffortReviewer); ok && a.Effort > 0 {
-		return er.LocalReviewAt(ctx, pr, round, a.Effort)
-	}
-	return l.Workspace.LocalReview(ctx, pr, round)
 }

@@ -103,7 +103,7 @@ type Loop struct {
 	review *pendingReview
 	wg     sync.WaitGroup
 	// plan is the step's actions, batch its batched replies and resolves
-	// (batch.go).
+	// (batch_io.go).
 	plan  []Action
 	batch *threadBatch
 	// last is the PR the last observation read (LastObserved).
@@ -174,7 +174,7 @@ func (a Action) Event() engine.Event {
 }
 
 // Decide is the pure step (engine.Loop); the step's plan is kept for
-// batching its writes (batch.go).
+// batching its writes (batch_io.go).
 func (l *Loop) Decide(st State, obs Observation) (State, []Action, bool) {
 	next, actions, done := l.decide(st, obs)
 	l.planned(actions)
@@ -445,7 +445,7 @@ func (l *Loop) Observe(ctx context.Context, st State, in engine.Input[*ActResult
 	if res != nil {
 		result = mergeResult(result, res)
 	}
-	obs, err := l.observeWhole(ctx, st, in, result) // probe.go
+	obs, err := l.observeWhole(ctx, st, in, result) // probe_io.go
 	if err == nil && obs.PR != nil {
 		l.last = obs.PR
 	}
@@ -608,7 +608,7 @@ func (l *Loop) Act(ctx context.Context, st State, obs Observation, a Action) (*A
 		return nil, nil
 	}
 	if ok, err := l.batched(ctx, round, pr, a); ok {
-		return nil, err // done with the step's other replies and resolves (batch.go)
+		return nil, err // done with the step's other replies and resolves (batch_io.go)
 	}
 	done, err := l.Journal.BeginAction(ctx, record(round, a))
 	if err != nil {

@@ -1,12 +1,10 @@
 package prloop
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/text"
 )
 
@@ -17,12 +15,6 @@ import (
 // findings it addressed there are escalated, citing both rounds, and the
 // round's other fixes are pushed without them. Decide's reversals, after
 // the push, stays as the check of a workspace that cannot do this.
-
-// PushChecker is a Workspace whose fix checks the round's commit before
-// pushing it (PR-S8).
-type PushChecker interface {
-	FixChecked(ctx context.Context, pr *forge.PullRequest, round int, findings []Finding, check PushCheck) (FixResult, error)
-}
 
 // PushCheck is what the run's earlier loop commits changed, placed on the
 // head the round's fix starts from. The zero PushCheck checks nothing.

@@ -1,7 +1,6 @@
 package prloop
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -245,25 +244,6 @@ func PriorVerdictHead(runs []store.Run) string {
 		return p.HeadSHA
 	}
 	return ""
-}
-
-// headStill re-reads the PR just before a verdict for a proved head is
-// published (the ready label): a head that moved since the observation
-// the verdict was decided on gets no verdict (PR-T14). The read may be
-// answered by the change probe, so an unchanged PR costs one free
-// request.
-func (l *Loop) headStill(ctx context.Context, pr *forge.PullRequest, a Action) error {
-	if a.SHA == "" || a.Label != LabelReady {
-		return nil
-	}
-	now, err := l.Forge.Observe(forge.WithProbe(ctx), pr.Ref)
-	if err != nil {
-		return fmt.Errorf("re-read the pull request before publishing its verdict: %w", err)
-	}
-	if now.HeadSHA != a.SHA {
-		return &ErrHeadMoved{Proved: a.SHA, Head: now.HeadSHA}
-	}
-	return nil
 }
 
 // ProofObservedAt is when the observation a finished run's proof was
