@@ -35,7 +35,7 @@ CLI_PKG = ./internal/cli
 # other agent CLIs' tests 45-70 s, the next ones about 20 s.
 SLOW_PKGS = ./internal/agent/opencode ./internal/temporal/fleet ./internal/prwork \
 	./internal/forge/github ./internal/mcpserver ./internal/agent/codex ./internal/agent/gemini \
-	./internal/bench ./internal/agent/claude ./internal/forge/fakehub \
+	./internal/bench ./internal/agent/claude ./internal/emulator/fakehub \
 	./internal/census ./internal/proc ./internal/forge/gitlab ./internal/classify ./action
 PHASE1_PKGS = $(SLOW_PKGS) $$($(GO) list ./... | grep -vx "$$($(GO) list $(CLI_PKG))")
 # -p 3: three packages at a time, not two. Phase 1's packages wait on

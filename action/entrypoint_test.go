@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-github/v93/github"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/testutil/gobuild"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // BenchmarkScenario_DemoPRToTwoStable is the scenario bench: one converged

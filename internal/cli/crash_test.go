@@ -23,8 +23,8 @@ import (
 	"github.com/google/go-github/v93/github"
 
 	"github.com/convergeloop/converge/internal/crashpoint"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/store"
 )
 

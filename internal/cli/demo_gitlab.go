@@ -12,9 +12,9 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
-	"github.com/convergeloop/converge/internal/forge/fakelab"
 	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"

@@ -10,8 +10,8 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakelab"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/testutil/labtest"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // TestUX_2_StatusAndProofShowTheRunsForgeSpend: a run's forge calls are

@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/emulator/fakeforge"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakeforge"
 )
 
 // forkForge shows its PRs as coming from a fork.

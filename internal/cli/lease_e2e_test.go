@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
 // TestPR_T14_OneDriverPerPRAcrossStateStores: a laptop (the author's

@@ -12,7 +12,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent/agenttest"
 	"github.com/convergeloop/converge/internal/agent/claude"
-	"github.com/convergeloop/converge/internal/agent/fakemodel"
+	"github.com/convergeloop/converge/internal/emulator/fakemodel"
 )
 
 // TestLOOP_1_RealClaudeCodeIsALoopBody: `converge loop --agent claude`

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-github/v93/github"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
 // secondDemoPR opens another PR on the demo repository, from its own

@@ -13,7 +13,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent/agenttest"
 	"github.com/convergeloop/converge/internal/agent/claude"
-	"github.com/convergeloop/converge/internal/agent/fakemodel"
+	"github.com/convergeloop/converge/internal/emulator/fakemodel"
 )
 
 // TestPLAN_1_RealClaudeCodeImplementsAndReviews: `converge plan run

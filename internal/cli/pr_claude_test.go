@@ -17,9 +17,9 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent/agenttest"
 	"github.com/convergeloop/converge/internal/agent/claude"
-	"github.com/convergeloop/converge/internal/agent/fakemodel"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakemodel"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"

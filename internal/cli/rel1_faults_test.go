@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
 // faultSeeds is how many seeds TestREL1_SeededFaultsEndAsFaultFree runs;

@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-github/v93/github"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )

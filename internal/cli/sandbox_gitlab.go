@@ -7,8 +7,8 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/exitcode"
-	"github.com/convergeloop/converge/internal/forge/fakelab"
 )
 
 // runSandboxGitLab is `converge sandbox --forge gitlab`: the GitLab

@@ -14,9 +14,9 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakelab"
 	"github.com/convergeloop/converge/internal/forge/forgehttp"
 	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
 )

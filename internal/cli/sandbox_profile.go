@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // copilotProfileFlag is `converge sandbox --copilot-profile`: fast (the

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
 // TestREL_4_SandboxCopilotProfile: `converge sandbox --copilot-profile

@@ -12,8 +12,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 )
 
@@ -127,7 +127,7 @@ type forgeStart struct {
 // needs to reach the forge; `forge start` sets BOT and REPLY_WRITTEN), and
 // stops it all when the script ends (ts.Defer).
 //
-// GitLab's adapter (script_lab_test.go, over internal/forge/fakelab,
+// GitLab's adapter (script_lab_test.go, over internal/emulator/fakelab,
 // observing through internal/forge/gitlab) registers itself in an init
 // func:
 //

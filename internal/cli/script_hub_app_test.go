@@ -6,7 +6,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // Hub subcommands of the GitHub App scenarios (SEC-5, PR-T10), each

@@ -6,7 +6,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // The hub subcommands of the drifting-reviewer scenarios (PR-G2, PR-T5):

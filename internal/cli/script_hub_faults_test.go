@@ -7,7 +7,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // REL-1's hub subcommands:

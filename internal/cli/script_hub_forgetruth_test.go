@@ -13,8 +13,8 @@ import (
 	"github.com/google/go-github/v93/github"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 	"github.com/convergeloop/converge/internal/repo"
 )

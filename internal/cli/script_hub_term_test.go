@@ -3,7 +3,7 @@ package cli
 import (
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // The hub subcommands of the terminal scenarios (UX-1):

@@ -13,8 +13,8 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakelab"
 	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review/duo"

@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/google/go-github/v93/github"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
 // proofFailing reads the failed count of the proof's test census.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/proc"
 	"github.com/convergeloop/converge/internal/repo"

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/proc"
 )
 

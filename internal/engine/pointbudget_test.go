@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/server"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"

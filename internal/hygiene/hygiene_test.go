@@ -265,3 +265,38 @@ func recvName(e ast.Expr) string {
 	}
 	return ""
 }
+
+// TestUX_EmulatorsStayOutOfTheLoops: the emulators are test and demo
+// infrastructure. Only the CLI (demo, sandbox), bench, the emulators
+// themselves and test helpers (…test packages, testutil) import them;
+// a loop, the engine, a forge client or the server never does.
+func TestUX_EmulatorsStayOutOfTheLoops(t *testing.T) {
+	dir := root(t)
+	const emu = "github.com/convergeloop/converge/internal/emulator/"
+	fset := token.NewFileSet()
+	importers := 0
+	for _, rel := range goFiles(t, dir) {
+		d := filepath.Dir(rel)
+		f, err := parser.ParseFile(fset, filepath.Join(dir, rel), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range f.Imports {
+			p, _ := strconv.Unquote(im.Path.Value)
+			if !strings.HasPrefix(p, emu) {
+				continue
+			}
+			importers++
+			switch {
+			case d == "internal/cli", d == "internal/bench",
+				strings.HasPrefix(d, "internal/emulator/"), strings.HasPrefix(d, "internal/testutil/"),
+				strings.HasSuffix(d, "test"):
+			default:
+				t.Errorf("%s imports %s: only the CLI, bench and test helpers use the emulators", rel, p)
+			}
+		}
+	}
+	if importers == 0 {
+		t.Fatal("no file imports an emulator: the guard looks in the wrong place")
+	}
+}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-github/v93/github"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/mcpserver"
 	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"

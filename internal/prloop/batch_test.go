@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/emulator/fakeforge"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakeforge"
 )
 
 // memJournal is a journal in memory that remembers what began.

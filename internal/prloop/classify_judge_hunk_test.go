@@ -9,7 +9,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/classify"
-	"github.com/convergeloop/converge/internal/forge/fakeforge"
+	"github.com/convergeloop/converge/internal/emulator/fakeforge"
 	"github.com/convergeloop/converge/internal/prloop"
 )
 

@@ -15,8 +15,8 @@ func TestPRLoopIsForgeNeutral(t *testing.T) {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
 	for _, dep := range strings.Fields(string(out)) {
-		for _, banned := range []string{"/forge/github", "/forge/fakehub", "/review/copilot", "google/go-github",
-			"/forge/gitlab", "/forge/fakelab", "/review/duo", "gitlab.com/gitlab-org/"} {
+		for _, banned := range []string{"/forge/github", "/emulator/fakehub", "/review/copilot", "google/go-github",
+			"/forge/gitlab", "/emulator/fakelab", "/review/duo", "gitlab.com/gitlab-org/"} {
 			if strings.Contains(dep, banned) {
 				t.Errorf("prloop depends on %s", dep)
 			}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/emulator/fakeforge"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakeforge"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prloop/prlooptest"
 )

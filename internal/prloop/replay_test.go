@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/emulator/fakeforge"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/engine/replaytest"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakeforge"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prloop/prlooptest"
 	"github.com/convergeloop/converge/internal/review"

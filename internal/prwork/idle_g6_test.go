@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/classify"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prloop/prlooptest"
 	"github.com/convergeloop/converge/internal/prwork"

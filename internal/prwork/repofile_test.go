@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"

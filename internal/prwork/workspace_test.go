@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent/suggest"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/repo"

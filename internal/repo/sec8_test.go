@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/proc"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"

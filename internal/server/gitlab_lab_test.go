@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakelab"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/testutil/labtest"
 )

@@ -22,7 +22,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
-	"github.com/convergeloop/converge/internal/agent/fakemodel"
+	"github.com/convergeloop/converge/internal/emulator/fakemodel"
 	"github.com/convergeloop/converge/internal/proc"
 )
 

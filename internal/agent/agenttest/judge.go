@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
-	"github.com/convergeloop/converge/internal/agent/fakemodel"
 	"github.com/convergeloop/converge/internal/classify"
+	"github.com/convergeloop/converge/internal/emulator/fakemodel"
 	"github.com/convergeloop/converge/internal/recap"
 )
 

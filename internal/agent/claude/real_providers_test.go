@@ -15,7 +15,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/agenttest"
-	"github.com/convergeloop/converge/internal/agent/fakemodel"
+	"github.com/convergeloop/converge/internal/emulator/fakemodel"
 )
 
 // The providers as Claude Code's users set them up (issue 16, 4): the

@@ -7,7 +7,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/agenttest"
-	"github.com/convergeloop/converge/internal/agent/fakemodel"
+	"github.com/convergeloop/converge/internal/emulator/fakemodel"
 )
 
 // TestRealGemini_JudgeVerdictsParsedAndValidated: the recap judge (PR-G2)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/agenttest"
-	"github.com/convergeloop/converge/internal/agent/fakemodel"
+	"github.com/convergeloop/converge/internal/emulator/fakemodel"
 )
 
 // OpenCode's own errors, with the real CLI against fakemodel: each ends

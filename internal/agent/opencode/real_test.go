@@ -12,7 +12,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/agenttest"
-	"github.com/convergeloop/converge/internal/agent/fakemodel"
+	"github.com/convergeloop/converge/internal/emulator/fakemodel"
 )
 
 // The real OpenCode CLI against fakemodel, set up as a user sets it up:

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // TestOpenPRsListsEveryPage: a watched repository's open PRs (converge

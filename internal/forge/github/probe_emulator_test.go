@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakehub"
 )
 
 // TestPR_O1_ObservationSpendIsWhatGitHubSaid: every observation carries

@@ -9,8 +9,8 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakelab"
 	"github.com/convergeloop/converge/internal/forge/forgetest"
 	"github.com/convergeloop/converge/internal/forge/gitlab"
 	"github.com/convergeloop/converge/internal/testutil/labtest"

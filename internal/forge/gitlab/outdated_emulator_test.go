@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakelab"
 	"github.com/convergeloop/converge/internal/testutil/labtest"
 )
 

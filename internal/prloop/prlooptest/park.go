@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convergeloop/converge/internal/emulator/fakeforge"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakeforge"
 	"github.com/convergeloop/converge/internal/prloop"
 	copilotbot "github.com/convergeloop/converge/internal/review/copilot"
 )

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/testutil"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"

@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/temporal"
 	"github.com/convergeloop/converge/internal/testutil"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"

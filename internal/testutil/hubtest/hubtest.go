@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
-	"github.com/convergeloop/converge/internal/forge/fakelab"
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 )
 
 // Start runs an emulator over https for the test's lifetime, with the

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakelab"
+	"github.com/convergeloop/converge/internal/emulator/fakelab"
 )
 
 func TestStartAndClient(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // Demo project coordinates: the GitHub demo's repository, in a subgroup.

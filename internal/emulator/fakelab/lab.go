@@ -29,7 +29,7 @@ import (
 
 	graphqlgo "github.com/graph-gophers/graphql-go"
 
-	"github.com/convergeloop/converge/internal/forge/fakegit"
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
 // Options configure a Lab.

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakegit"
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
 // Project webhooks, delivered as GitLab delivers them (docs.gitlab.com,

@@ -3,7 +3,7 @@ package fakehub
 import (
 	"context"
 	"fmt"
-	"github.com/convergeloop/converge/internal/forge/fakegit"
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
 // CICheckName is the check run the CI runner reports.

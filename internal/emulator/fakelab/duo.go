@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakegit"
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
 // What GitLab Duo Code Review writes, verbatim from GitLab's review

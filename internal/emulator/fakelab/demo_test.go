@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakehub"
+	"github.com/convergeloop/converge/internal/emulator/fakehub"
 )
 
 // The demo seeds a project whose tests pass, and Duo's first round

@@ -7,7 +7,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/convergeloop/converge/internal/forge/fakegit"
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
 // DeleteFile as a file's content in seeded commits removes the file.

@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/convergeloop/converge/internal/forge/fakegit"
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 	"net/http"
 	"strings"
 )

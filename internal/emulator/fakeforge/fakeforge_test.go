@@ -8,8 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/emulator/fakeforge"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/fakeforge"
 	"github.com/convergeloop/converge/internal/forge/forgetest"
 )
 

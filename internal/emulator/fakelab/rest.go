@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/convergeloop/converge/internal/forge/fakegit"
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
 func itoa(n int) string { return strconv.Itoa(n) }

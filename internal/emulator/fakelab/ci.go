@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/convergeloop/converge/internal/forge/fakegit"
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
 // CIJobName is the pipeline job that runs the project's test command.
