@@ -119,6 +119,9 @@ func followPR(ctx context.Context, ios *IOStreams, c client.Client, run client.W
 		}
 		out.mu.Lock()
 		printTerminal(ios, asJSON, res.RunID, t)
+		if !asJSON {
+			writeForgeSpend(ios.Out, spendRowsView(res.RunID, res.Spend))
+		}
 		out.mu.Unlock()
 		if t.ExitCode != exitcode.OK {
 			return &silentExit{code: t.ExitCode}

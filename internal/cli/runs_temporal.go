@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/temporal"
@@ -41,13 +43,36 @@ func workflowRun(ctx context.Context, o *engineOptions, arg string) (store.Run, 
 	if err != nil {
 		return r, nil, err
 	}
-	return r, &workflowRecords{events: events}, nil
+	return r, &workflowRecords{events: events, spend: workflowSpend(ctx, c, id)}, nil
+}
+
+// workflowSpend is a workflow's forge spend as status and proof print it;
+// nil when the cluster cannot say (a workflow that failed, a worker older
+// than the spend query): unknown, not zero.
+func workflowSpend(ctx context.Context, c client.Client, id string) *forgeSpendView {
+	rows, err := temporal.SpendOf(ctx, c, id)
+	if err != nil {
+		return nil
+	}
+	return spendRowsView(id, rows)
+}
+
+// spendRowsView is a workflow's spend rows as status and proof print them.
+func spendRowsView(id string, rows []temporal.SpendRow) *forgeSpendView {
+	out := make([]store.ForgeSpend, len(rows))
+	for i, r := range rows {
+		out[i] = r.Store(id)
+	}
+	return spendView(out)
 }
 
 // workflowRecords are a workflow's records for its log: its events. The
 // round and finding tables are the local store's; a workflow keeps its
 // decisions in its state and events.
-type workflowRecords struct{ events []store.Event }
+type workflowRecords struct {
+	events []store.Event
+	spend  *forgeSpendView
+}
 
 func (w *workflowRecords) Rounds(context.Context, string) ([]store.Round, error)     { return nil, nil }
 func (w *workflowRecords) Findings(context.Context, string) ([]store.Finding, error) { return nil, nil }

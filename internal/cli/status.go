@@ -276,7 +276,11 @@ func runStatusTemporal(ctx context.Context, ios *IOStreams, opts *statusOptions)
 		runs = runs[:opts.Limit]
 		defer fmt.Fprintf(ios.ErrOut, "converge: showing the %d newest runs; there are more (--limit N shows N, --limit 0 all)\n", opts.Limit)
 	}
-	return printRuns(ios, opts.JSON, runs, func(r store.Run) (bool, error) { return r.Status == store.StatusRunning, nil }, nil)
+	spends := map[string]*forgeSpendView{}
+	for _, r := range runs {
+		spends[r.ID] = workflowSpend(ctx, c, r.ID)
+	}
+	return printRuns(ios, opts.JSON, runs, func(r store.Run) (bool, error) { return r.Status == store.StatusRunning, nil }, spends)
 }
 
 // whyEnded is the terminal's message of a run that ended non-zero (every
@@ -343,10 +347,12 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 	var r store.Run
 	var spend *forgeSpendView
 	if opts.engine.temporal() {
+		var recs *workflowRecords
 		var err error
-		if r, _, err = workflowRun(ctx, &opts.engine, id); err != nil {
+		if r, recs, err = workflowRun(ctx, &opts.engine, id); err != nil {
 			return err
 		}
+		spend = recs.spend
 	} else {
 		db, run, err := opts.factory.orDefault(ios).OpenRun(ctx, opts.StateDir, id)
 		if err != nil {

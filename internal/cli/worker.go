@@ -205,6 +205,9 @@ func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PR
 		Options: temporal.Options{PollMin: p.PollMin, PollMax: p.PollMax, FaultBudget: p.FaultBudget},
 		Close:   func(ctx context.Context) { _ = ws.Cleanup(ctx) },
 		Redact:  func(s string) string { return p.Minted.Redact(fixed.Redact(s)) },
+		// The run's spend is kept in the workflow under the identity a
+		// local run's store would name (forgespend.go).
+		Identity: rateIdentity(ctx, p.Forge, ref, p.selfLogin),
 	}, nil
 }
 

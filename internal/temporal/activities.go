@@ -14,6 +14,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/forge"
 )
 
 // Run names a run to its activities.
@@ -32,6 +33,8 @@ type SetupOut[D any] struct {
 	Setup   D              `json:"setup"`
 	Options Options        `json:"options"`
 	Events  []engine.Event `json:"events,omitempty"`
+	// Spend is what the setup's forge calls cost (spend.go).
+	Spend []SpendRow `json:"spend,omitempty"`
 }
 
 // ObserveIn and ObserveOut are the observe activity's.
@@ -59,6 +62,8 @@ type Outcome[S any, A any] struct {
 	// again before anything repeats.
 	Lost bool           `json:"lost,omitempty"`
 	Fail *Failure[S, A] `json:"fail,omitempty"`
+	// Spend is what the activity's forge calls cost (spend.go).
+	Spend []SpendRow `json:"spend,omitempty"`
 }
 
 // Failure is a run's errored end as the kind's Fail made it.
@@ -214,18 +219,22 @@ func AsBindError(err error) (*BindError, bool) {
 func (a *Activities[P, D, S, O, A, R]) Setup(ctx context.Context, in SetupIn[P]) (SetupOut[D], error) {
 	stop := heartbeat(ctx)
 	defer stop()
+	meter := &spendMeter{}
+	ctx = forge.WithMeter(ctx, meter)
 	bd, err := a.bind(ctx, in.Run, in.Params, nil)
 	if err != nil {
 		return SetupOut[D]{}, a.bindError(err)
 	}
 	defer bd.mu.Unlock()
-	return redacted(bd.b.Redact, SetupOut[D]{Setup: bd.b.Setup, Options: bd.b.Options, Events: bd.events.take()})
+	return redacted(bd.b.Redact, SetupOut[D]{Setup: bd.b.Setup, Options: bd.b.Options, Events: bd.events.take(), Spend: meter.spent(bd.b.Identity)})
 }
 
 // Observe reads the world whole for the workflow's next decision.
 func (a *Activities[P, D, S, O, A, R]) Observe(ctx context.Context, in ObserveIn[P, D, S, R]) (ObserveOut[S, O, A], error) {
 	stop := heartbeat(ctx)
 	defer stop()
+	meter := &spendMeter{}
+	ctx = forge.WithMeter(ctx, meter)
 	bd, err := a.bind(ctx, in.Run, in.Params, &in.Setup)
 	if err != nil {
 		return ObserveOut[S, O, A]{}, a.bindError(err)
@@ -238,7 +247,7 @@ func (a *Activities[P, D, S, O, A, R]) Observe(ctx context.Context, in ObserveIn
 		var zero O
 		out.Outcome = a.fault(ctx, bd, in.State, zero, fmt.Errorf("observe: %w", err))
 	}
-	out.Events, out.Finished = bd.events.take(), bd.journal.take()
+	out.Events, out.Finished, out.Spend = bd.events.take(), bd.journal.take(), meter.spent(bd.b.Identity)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
@@ -256,6 +265,8 @@ func (a *Activities[P, D, S, O, A, R]) Act(ctx context.Context, in ActIn[P, D, S
 		// the world decides what is left, as after a local crash (REL-2).
 		return ActOut[S, A, R]{Outcome: Outcome[S, A]{Lost: true}}, nil
 	}
+	meter := &spendMeter{}
+	ctx = forge.WithMeter(ctx, meter)
 	bd, err := a.bind(ctx, in.Run, in.Params, &in.Setup)
 	if err != nil {
 		return ActOut[S, A, R]{}, a.bindError(err)
@@ -289,7 +300,7 @@ func (a *Activities[P, D, S, O, A, R]) Act(ctx context.Context, in ActIn[P, D, S
 			out.Woke = true
 		}
 	}
-	out.Events, out.Finished = bd.events.take(), bd.journal.take()
+	out.Events, out.Finished, out.Spend = bd.events.take(), bd.journal.take(), meter.spent(bd.b.Identity)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}

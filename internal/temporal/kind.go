@@ -96,6 +96,10 @@ type Bound[S, O any, A engine.Action, R, D any] struct {
 	// activity hands the workflow passes through it, since the history is
 	// a store like any other. nil: nothing to redact.
 	Redact func(string) string
+	// Identity names whose rate limits the run's forge calls count
+	// against ("HOST/LOGIN", "HOST/installation/ID"; never the token): the
+	// run's spend is kept under it. "": a kind that calls no forge.
+	Identity string
 }
 
 // Options are the engine's knobs for one workflow, fixed at its start.

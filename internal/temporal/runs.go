@@ -87,6 +87,27 @@ func RunOf(ctx context.Context, c client.Client, workflowID string) (store.Run, 
 	return r, nil, nil
 }
 
+// SpendOf is what a workflow's forge calls cost: its spend query while it
+// runs, its result's once it completed; nil for one that ended otherwise
+// (failed, terminated), whose spend no record holds.
+func SpendOf(ctx context.Context, c client.Client, workflowID string) ([]SpendRow, error) {
+	desc, err := c.DescribeWorkflow(ctx, workflowID, "")
+	if err != nil {
+		return nil, fmt.Errorf("describe workflow %s: %w", workflowID, err)
+	}
+	var rows []SpendRow
+	switch desc.RawResponse.GetWorkflowExecutionInfo().GetStatus() {
+	case enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING, enumspb.WORKFLOW_EXECUTION_STATUS_CONTINUED_AS_NEW:
+		err = query(ctx, c, workflowID, QuerySpend, &rows)
+	case enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+		var res Result[json.RawMessage]
+		if err = c.GetWorkflow(ctx, workflowID, "").Get(ctx, &res); err == nil {
+			rows = res.Spend
+		}
+	}
+	return rows, err
+}
+
 // ListRuns lists converge's workflows, newest first, each as its latest
 // run; limit <= 0 is all.
 func ListRuns(ctx context.Context, c client.Client, limit int) ([]store.Run, error) {

@@ -18,7 +18,9 @@ const (
 	QueryStatus = "status"
 	QueryLog    = "log"
 	QueryProof  = "proof"
-	QueryState  = "state" // the loop's state, as its kind persists it
+	// QuerySpend answers the run's forge spend so far ([]SpendRow).
+	QuerySpend = "spend"
+	QueryState = "state" // the loop's state, as its kind persists it
 )
 
 // Version is the workflow code's version for GetVersion: bump it, with a
@@ -54,6 +56,8 @@ type Carry[R any] struct {
 	Steps      int            `json:"steps,omitempty"`
 	Stop       bool           `json:"stop,omitempty"`
 	Runs       int            `json:"runs,omitempty"` // continue-as-new count
+	// Spend is what the run's forge calls cost so far (spend.go).
+	Spend []SpendRow `json:"spend,omitempty"`
 }
 
 // Result is how a workflow ended.
@@ -64,6 +68,8 @@ type Result[S any] struct {
 	Steps    int             `json:"steps"`
 	// Log is the run's events (their tail), readable with no worker up.
 	Log []engine.Event `json:"log,omitempty"`
+	// Spend is what the run's forge calls cost (spend.go).
+	Spend []SpendRow `json:"spend,omitempty"`
 }
 
 // Status answers the status query.
@@ -130,6 +136,7 @@ func (w *flow[P, D, S, O, A, R]) loop(ctx workflow.Context) (Result[S], error) {
 			return Result[S]{}, err
 		}
 		w.log(out.Events...)
+		c.Spend = addSpend(c.Spend, out.Spend)
 		w.in.Setup = &out.Setup
 		w.in.Options = w.in.Options.over(out.Options)
 		w.opt = w.in.Options.withDefaults()
@@ -281,6 +288,7 @@ func (w *flow[P, D, S, O, A, R]) act(ctx workflow.Context, actions []A, bestEffo
 func (w *flow[P, D, S, O, A, R]) record(o Outcome[S, A]) {
 	w.log(o.Events...)
 	w.in.Carry.Done = append(w.in.Carry.Done, o.Finished...)
+	w.in.Carry.Spend = addSpend(w.in.Carry.Spend, o.Spend)
 	w.fault = o.Fault
 }
 
@@ -390,7 +398,7 @@ func (w *flow[P, D, S, O, A, R]) finish(ctx workflow.Context) (Result[S], error)
 		w.log(engine.Event{Time: workflow.Now(ctx), Kind: "terminal", Message: t.Status,
 			Data: map[string]any{"status": t.Status, "exit_code": t.Code, "message": t.Status}})
 	}
-	return Result[S]{RunID: w.run.RunID, State: w.in.State, Terminal: t, Steps: w.in.Carry.Steps, Log: w.in.Carry.Log}, nil
+	return Result[S]{RunID: w.run.RunID, State: w.in.State, Terminal: t, Steps: w.in.Carry.Steps, Log: w.in.Carry.Log, Spend: w.in.Carry.Spend}, nil
 }
 
 func (w *flow[P, D, S, O, A, R]) log(events ...engine.Event) {
@@ -416,6 +424,11 @@ func (w *flow[P, D, S, O, A, R]) queries(ctx workflow.Context) error {
 	}
 	if err := workflow.SetQueryHandler(ctx, QueryLog, func() ([]engine.Event, error) {
 		return w.in.Carry.Log, nil
+	}); err != nil {
+		return err
+	}
+	if err := workflow.SetQueryHandler(ctx, QuerySpend, func() ([]SpendRow, error) {
+		return w.in.Carry.Spend, nil
 	}); err != nil {
 		return err
 	}
