@@ -49,11 +49,41 @@ func rateIdentity(ctx context.Context, f forge.Forge, ref forge.PRRef, self stri
 }
 
 // withRunMeter is ctx metering every forge call into the run's spend.
-func withRunMeter(ctx context.Context, db *store.Store, run string, f forge.Forge, ref forge.PRRef, self string, warn func(error)) context.Context {
+func withRunMeter(ctx context.Context, db *store.Store, run string, f forge.Forge, ref forge.PRRef, self string, warn func(error), earlier ...forge.Charge) context.Context {
 	if db == nil || run == "" {
 		return ctx
 	}
-	return forge.WithMeter(ctx, &runMeter{db: db, run: run, identity: rateIdentity(ctx, f, ref, self), warn: warn})
+	m := &runMeter{db: db, run: run, identity: rateIdentity(ctx, f, ref, self), warn: warn}
+	for _, c := range earlier {
+		m.Charge(c)
+	}
+	return forge.WithMeter(ctx, m)
+}
+
+// chargeLog keeps the charges of calls made before a run has an id (its
+// pre-flight), for the run's meter to record first.
+type chargeLog struct {
+	mu sync.Mutex
+	cs []forge.Charge
+}
+
+func (l *chargeLog) Charge(c forge.Charge) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cs = append(l.cs, c)
+}
+
+// take is what was kept, once: a later run of the same parameters (a
+// watch's) is charged only its own pre-flight.
+func (l *chargeLog) take() []forge.Charge {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cs := l.cs
+	l.cs = nil
+	return cs
 }
 
 // forgeSpendView is a run's forge spend as status and proof print it.

@@ -51,6 +51,11 @@ func TestUX_2_StatusAndProofShowTheRunsForgeSpend(t *testing.T) {
 	if sp.Calls < 5 || sp.Points < 5 || sp.NotModified < 0 || sp.EstimatedPoints > charged.GraphQLMutation {
 		t.Errorf("the run's spend %+v; the emulator charged the token %+v", sp, charged)
 	}
+	// Every call the command made is the run's, pre-flight's included:
+	// the emulator served the token nothing converge did not count.
+	if served := charged.RESTGet + charged.RESTWrite + charged.GraphQLQuery + charged.GraphQLMutation; sp.Calls != served {
+		t.Errorf("the run counted %d call(s); the emulator served the token %d (%+v)", sp.Calls, served, charged)
+	}
 	var gql *forgeLimitView
 	for i, l := range sp.Limits {
 		if strings.Contains(l.Identity, hub.Tokens().Author) {

@@ -38,11 +38,14 @@ import (
 // (`converge pr` or `converge demo`).
 type loopParams struct {
 	// factory opens the run's store; nil: the real one.
-	factory  *Factory
-	Ref      forge.PRRef
-	Forge    forge.Forge
-	CloneURL string
-	GitEnv   []string
+	factory *Factory
+	// preCharges are the forge calls pre-flight made before the run had
+	// an id; its meter records them first.
+	preCharges *chargeLog
+	Ref        forge.PRRef
+	Forge      forge.Forge
+	CloneURL   string
+	GitEnv     []string
 	// Remote, when set, replaces CloneURL and GitEnv with what it makes
 	// of the clone URL the pre-flight observation reports (SEC-6).
 	Remote func(reported string) (cloneURL string, gitEnv []string, err error)
@@ -209,6 +212,12 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 // preflight fails bad input before anything is recorded: the token must
 // work and the PR must exist. It fixes the loop's identity and clone URL.
 func preflight(ctx context.Context, p *loopParams) error {
+	// Its calls are the run's too, though it has no id yet: kept, and
+	// recorded first by the run's meter (forgespend.go).
+	if p.preCharges == nil {
+		p.preCharges = &chargeLog{}
+	}
+	ctx = forge.WithMeter(ctx, p.preCharges)
 	var self string
 	err := rideOutAtStart(ctx, p, func() (err error) {
 		self, err = p.Forge.Viewer(ctx)
@@ -528,7 +537,7 @@ func (j *prJob) Drive(ctx context.Context, st prloop.State, opt engine.Options) 
 	// (forgespend.go).
 	ctx = withRunMeter(ctx, j.db, j.runID, p.Forge, p.Ref, p.selfLogin, func(err error) {
 		j.out.Report(engine.Event{Kind: "note", Message: fmt.Sprintf("the run's forge spend is not recorded: %v", err)})
-	})
+	}, p.preCharges.take()...)
 	term, err := j.loop.Run(ctx, st, opt)
 	if !p.Keep {
 		_ = j.ws.Cleanup(context.WithoutCancel(ctx))
