@@ -882,6 +882,29 @@ func TestPR_T7_TerminalOrder(t *testing.T) {
 	}
 }
 
+// TestPR_T9_ProofSaysWhyTheMergeStateIsUnstable: GitHub reads converge's
+// own pending status as a check not passing, so a PR whose every other
+// check passed shows UNSTABLE at the verdict; the proof says so, and says
+// nothing when another check is what makes it UNSTABLE.
+func TestPR_T9_ProofSaysWhyTheMergeStateIsUnstable(t *testing.T) {
+	s := verifying("h1", 2)
+	pr := newPR("h1")
+	pr.MergeState = forge.MergeUnstable
+	pr.Checks = withConvergeStatus(pr.Checks, "pending")
+	pr.Reviews = []forge.Review{okReview("R2", "h1", at(1))}
+	_, _, term := Decide(s, obs(at(2), pr), cfg())
+	wantTerminal(t, term, ReasonTwoStable)
+	if len(term.Proof.Notes) != 1 || !strings.Contains(term.Proof.Notes[0], "converge's own pending status") || term.Proof.MergeState != forge.MergeUnstable {
+		t.Fatalf("UNSTABLE from converge's own status not explained: %+v", term.Proof)
+	}
+	pr.Checks = withConvergeStatus(pr.Checks, "success")
+	_, _, term = Decide(s, obs(at(2), pr), cfg())
+	wantTerminal(t, term, ReasonTwoStable)
+	if len(term.Proof.Notes) != 0 {
+		t.Fatalf("a note on an UNSTABLE that converge's own status does not explain: %v", term.Proof.Notes)
+	}
+}
+
 func TestPR_T7_BehindIsNotTerminal(t *testing.T) {
 	s := verifying("h1", 2)
 	pr := newPR("h1")

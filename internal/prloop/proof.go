@@ -236,6 +236,11 @@ func (d *step) proof(v verdict) *Proof {
 	if d.s.SingleIteration {
 		p.Notes = append(p.Notes, "single-iteration mode ("+d.s.SingleIterationWhy+"): the local multi-angle review is the independent review")
 	}
+	if pr.MergeState == forge.MergeUnstable && (v.ci == ciSuccess || v.ci == ciNone) && convergeStatus(pr.Checks) == forge.StatusPending {
+		// GitHub reads converge's own pending status as a check not
+		// passing; the success this verdict publishes is the last one.
+		p.Notes = append(p.Notes, "merge state UNSTABLE only from converge's own pending status on the head, which this verdict turns to success; every other check passed")
+	}
 	p.TestCensus = proofCensus(&d.s, pr.HeadSHA)
 	// Each addressed thread's proof, its latest (PR-V7).
 	at := map[string]int{}
