@@ -121,3 +121,100 @@ func TestREL_4_EmulatorAnswersHaveTheRecordedShape(t *testing.T) {
 		})
 	}
 }
+
+// gqlShapeCases are the recorded GraphQL answers the emulator is held to:
+// the recorded document sent as it was, its ids replaced by the
+// emulator's (prep says which object each stands for), and the
+// differences left with why they cannot matter.
+var gqlShapeCases = []struct {
+	file  string
+	prep  string // "pr": $id is PR 1; "thread": the input's thread id is PR 1's thread
+	known map[string]string
+}{
+	{file: "graphql-mergeable-unknown-200.json", prep: "pr"},
+	{file: "graphql-mergeable-conflicting-200.json", prep: "pr"},
+	{file: "graphql-review-threads-resolved-200.json", prep: "pr"},
+	{file: "graphql-reply-to-thread-200.json", prep: "thread"},
+	{file: "graphql-resolve-thread-200.json", prep: "thread"},
+	{file: "graphql-unresolve-thread-200.json", prep: "thread"},
+	// graphql-review-threads-file-level-200.json is not here: the
+	// emulator's reviewers comment on lines, so it holds no file-level
+	// thread to answer with (the client contract test reads GitHub's).
+}
+
+// TestREL_4_EmulatorGraphQLAnswersHaveTheRecordedShape: each recorded
+// real GraphQL answer's document, sent to the emulator on its own PR and
+// thread, is answered with the recording's shape: the same fields, JSON
+// types and nulls, no errors, but for the differences listed.
+func TestREL_4_EmulatorGraphQLAnswersHaveTheRecordedShape(t *testing.T) {
+	t.Parallel()
+	h := newHub(t, Options{})
+	seedPR(t, h, RepoOptions{})
+	mergeabilitySettles(h)
+	do(t, h, h.Tokens().Reviewer, "POST", h.APIURL()+"/repos/acme/widget/pulls/1/reviews", map[string]any{
+		"event": "COMMENT", "body": "one thread", "comments": []map[string]any{{"path": "main.go", "line": 4, "body": "a nit"}}})
+	r := gql(t, h, h.Tokens().Author, `query{repository(owner:"acme",name:"widget"){pullRequest(number:1){id reviewThreads(first:1){nodes{id}}}}}`, nil)
+	var ids struct {
+		Repository struct {
+			PullRequest struct {
+				ID            string
+				ReviewThreads struct{ Nodes []struct{ ID string } }
+			}
+		}
+	}
+	if err := json.Unmarshal(r.Data, &ids); err != nil || len(ids.Repository.PullRequest.ReviewThreads.Nodes) != 1 {
+		t.Fatalf("the PR's thread: %v %s", err, r.Data)
+	}
+	prID, threadID := ids.Repository.PullRequest.ID, ids.Repository.PullRequest.ReviewThreads.Nodes[0].ID
+	// The resolved thread's recording has a reply and is resolved.
+	gql(t, h, h.Tokens().Author, `mutation($id:ID!){addPullRequestReviewThreadReply(input:{pullRequestReviewThreadId:$id,body:"fixed"}){comment{id}}}`, map[string]any{"id": threadID})
+	recs := recorded.Load(t, "github")
+	for _, c := range gqlShapeCases {
+		t.Run(c.file, func(t *testing.T) {
+			rec, ok := recs[c.file]
+			if !ok || rec.Request.GraphQLDocument == "" {
+				t.Fatalf("no GraphQL recording %s", c.file)
+			}
+			vars := map[string]any{}
+			for k, v := range rec.Request.GraphQLVariables {
+				vars[k] = v
+			}
+			switch c.prep {
+			case "pr":
+				vars["id"] = prID
+			case "thread":
+				in := map[string]any{}
+				for k, v := range vars["input"].(map[string]any) {
+					in[k] = v
+				}
+				for _, k := range []string{"threadId", "pullRequestReviewThreadId"} {
+					if _, ok := in[k]; ok {
+						in[k] = threadID
+					}
+				}
+				vars["input"] = in
+			}
+			if c.file == "graphql-review-threads-resolved-200.json" {
+				gql(t, h, h.Tokens().Author, `mutation($id:ID!){resolveReviewThread(input:{threadId:$id}){thread{id}}}`, map[string]any{"id": threadID})
+			}
+			status, body := do(t, h, h.Tokens().Author, "POST", h.GraphQLURL(), map[string]any{"query": rec.Request.GraphQLDocument, "variables": vars})
+			if status != rec.Response.Status {
+				t.Fatalf("the emulator answered %d, GitHub %d: %s", status, rec.Response.Status, body)
+			}
+			var want, got any
+			if err := json.Unmarshal(rec.Response.Body, &want); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(body, &got); err != nil {
+				t.Fatalf("the emulator's answer is not JSON: %s", body)
+			}
+			unlisted, gone := jsonshape.Unexplained(jsonshape.Diff(want, got), c.known)
+			if len(unlisted) > 0 {
+				t.Errorf("the emulator's answer differs from GitHub's recorded one:\n  %s\nemulator: %s", strings.Join(unlisted, "\n  "), body)
+			}
+			if len(gone) > 0 {
+				t.Errorf("listed differences that no longer occur (drop them from the list): %s", strings.Join(gone, ", "))
+			}
+		})
+	}
+}

@@ -1001,6 +1001,14 @@ func (r *threadRes) StartLine(ctx context.Context) *int32 {
 func (r *threadRes) OriginalLine() *int32      { return i32p(r.t.line) }
 func (r *threadRes) OriginalStartLine() *int32 { return i32p(r.t.startLine) }
 func (r *threadRes) Path() string              { return r.t.path }
+// SubjectType is LINE: the emulator's threads are on lines (a thread
+// without one would be on its file).
+func (r *threadRes) SubjectType() string {
+	if r.t.line == 0 {
+		return "FILE"
+	}
+	return "LINE"
+}
 func (r *threadRes) StartDiffSide() *string {
 	if r.t.startLine == 0 {
 		return nil
