@@ -35,7 +35,7 @@ const (
 )
 
 // labClient is converge's GitLab backend acting with token on lab.
-func labClient(t *testing.T, lab *fakelab.Lab, token string) *gitlab.Client {
+func labClient(t testing.TB, lab *fakelab.Lab, token string) *gitlab.Client {
 	t.Helper()
 	c, err := gitlab.New(gitlab.Options{APIURL: lab.APIURL(), Token: token, HTTPClient: lab.HTTPClient()})
 	if err != nil {
@@ -44,7 +44,7 @@ func labClient(t *testing.T, lab *fakelab.Lab, token string) *gitlab.Client {
 	return c
 }
 
-func labHarness(t *testing.T, lab *fakelab.Lab, path string) forgetest.Harness {
+func labHarness(t testing.TB, lab *fakelab.Lab, path string) forgetest.Harness {
 	t.Helper()
 	// Duo is not available: requesting it records the request and starts
 	// nothing (the suite tests requests, not the scripted reviewer).

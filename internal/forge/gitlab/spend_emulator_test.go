@@ -50,3 +50,33 @@ func TestPR_O1_GitLabSpendIsWhatGitLabSaid(t *testing.T) {
 		t.Fatalf("identity %q: want HOST/%s, never the token", id, fakelab.UserAuthor)
 	}
 }
+
+// BenchmarkForgeSpendGitLabQuietPoll: what a poll of a merge request
+// nothing changed on costs on GitLab, read from GitLab's answers as
+// converge reads them (a request a point: GitLab's limits count
+// requests). BENCHMARKS.md's GitLab figures:
+//
+//	go test ./internal/forge/gitlab -run '^$' -bench ForgeSpendGitLab -benchtime 20x
+func BenchmarkForgeSpendGitLabQuietPoll(b *testing.B) {
+	lab := labtest.Start(b, 20*time.Millisecond)
+	h := labHarness(b, lab, "acme/widgets/quiet")
+	c := h.Forge
+	ref := h.Fixture.(*labFixture).ref
+	ctx := context.Background()
+	if _, err := c.Observe(forge.WithProbe(ctx), ref); err != nil {
+		b.Fatal(err)
+	}
+	tally := &forge.Tally{}
+	mctx := forge.WithMeter(forge.WithProbe(ctx), tally)
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := c.Observe(mctx, ref); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	s, n := tally.Spend(), float64(b.N)
+	b.ReportMetric(float64(s.Points)/n, "pts/op")
+	b.ReportMetric(float64(s.Calls)/n, "calls/op")
+	b.ReportMetric(float64(s.NotModified)/n, "304s/op")
+}
