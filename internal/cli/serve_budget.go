@@ -11,6 +11,7 @@ import (
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/server"
+	"github.com/convergeloop/converge/internal/store"
 )
 
 // defaultPollPoints is the fleet's fallback polls' budget in forge
@@ -78,7 +79,25 @@ func (f *fleet) stats() server.Stats {
 	if err != nil {
 		return server.Stats{}
 	}
-	return server.Stats{Identities: ids}
+	st := server.Stats{Identities: ids}
+	// The agents' cost, as each run's usage report sums it (what converge
+	// proof shows): read at the scrape, so nothing is kept twice.
+	runs, err := f.db.ListRuns(ctx, store.ListOptions{})
+	if err != nil {
+		return st
+	}
+	for _, r := range runs {
+		u := usageOfRun(r)
+		if u == nil {
+			continue
+		}
+		if u.Total.CostUSD != nil {
+			st.AgentCostUSD += *u.Total.CostUSD
+		}
+		st.AgentRuns += u.Total.AgentRuns
+		st.AgentPricedRuns += u.Total.PricedRuns
+	}
+	return st
 }
 
 // pollGate is the fleet's budget as the engine takes it; none without one.

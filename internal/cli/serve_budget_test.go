@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,8 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
+	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/testutil/hubtest"
 )
@@ -174,6 +178,17 @@ func TestPR_S2_ServePollsDrawForgePoints(t *testing.T) {
 			if avail, ok := metric("converge_poll_budget_available"); !ok || avail > 60 {
 				t.Fatalf("poll budget available %v (%v): want points, at most a minute's 60", avail, ok)
 			}
+			// The fleet-wide series are the identities' summed: never
+			// left at zero beside them.
+			if all, ok := metric("converge_forge_requests_total", `kind="graphql"`); !ok || all < calls {
+				t.Fatalf("converge_forge_requests_total{kind=graphql} %v (%v) beside the identity's %v calls", all, ok, calls)
+			}
+			if least, ok := metric("converge_forge_rate_limit_remaining", `resource="graphql"`); !ok || least <= 0 || least >= 5000 {
+				t.Fatalf("converge_forge_rate_limit_remaining{resource=graphql} %v (%v): want what the forge said was left", least, ok)
+			}
+			if runs, ok := metric("converge_agent_runs_total", `which="all"`); !ok || runs < 0 {
+				t.Fatalf("converge_agent_runs_total %v (%v)", runs, ok)
+			}
 			return
 		}
 		select {
@@ -235,5 +250,35 @@ func TestPR_S2_ServeLoopsTakeTheFleetsPollPermits(t *testing.T) {
 		case <-deadline:
 			t.Fatalf("the waiting loop's polls took no permit of the fleet's budget:\n%s", sp.out.String())
 		}
+	}
+}
+
+// TestPR_M5_MetricsSumTheAgentsCost: serve's /metrics sums the agents'
+// cost over the runs its store holds, as each run's usage report does
+// (converge proof), with how many agent runs there were and how many
+// reported a price: a cost no CLI reported is not shown as zero spent.
+func TestPR_M5_MetricsSumTheAgentsCost(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "converge.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for i, rounds := range [][]prloop.RoundRecord{
+		{{N: 1, Usage: agent.Usage{CostUSD: 0.25, CostReported: true, Runs: 1, PricedRuns: 1}}, {N: 2, Usage: agent.Usage{Runs: 1}}},
+		{{N: 1, Usage: agent.Usage{CostUSD: 0.5, CostReported: true, Runs: 2, PricedRuns: 2}}},
+	} {
+		st, err := json.Marshal(prloop.State{Rounds: rounds})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := db.CreateRun(ctx, store.Run{ID: fmt.Sprintf("r-%d", i), Kind: "pr", Target: fmt.Sprintf("https://github.com/o/r/pull/%d", i), State: st}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := &fleet{db: db}
+	st := f.stats()
+	if st.AgentCostUSD != 0.75 || st.AgentRuns != 4 || st.AgentPricedRuns != 3 {
+		t.Fatalf("stats %+v: want $0.75 over 4 agent runs, 3 of them priced", st)
 	}
 }

@@ -62,15 +62,13 @@ var (
 	descLoops = prometheus.NewDesc("converge_loops",
 		"Loops the manager holds, by phase.", []string{"phase"}, nil)
 	descRequests = prometheus.NewDesc("converge_forge_requests_total",
-		"Forge requests sent, by kind.", []string{"kind"}, nil)
-	descPoints = prometheus.NewDesc("converge_forge_points_total",
-		"Forge secondary-limit points spent, by kind.", []string{"kind"}, nil)
+		"Forge requests answered, by rate limit (the kind label is the forge's name of the limit: graphql, core, api), over every identity.", []string{"kind"}, nil)
 	descRemaining = prometheus.NewDesc("converge_forge_rate_limit_remaining",
-		"Primary rate limit remaining as the forge last said, by resource.", []string{"resource"}, nil)
-	descAgentSeconds = prometheus.NewDesc("converge_agent_seconds_total",
-		"Agent run time, in seconds.", nil, nil)
+		"What is left of each rate limit as the forge last said it: the least of any identity's.", []string{"resource"}, nil)
 	descAgentCost = prometheus.NewDesc("converge_agent_cost_usd_total",
-		"Agent cost, in US dollars.", nil, nil)
+		"Agent cost in US dollars, as the agents' CLIs reported it, over the runs the store holds.", nil, nil)
+	descAgentRuns = prometheus.NewDesc("converge_agent_runs_total",
+		"Agent runs over the runs the store holds (which all), and those whose CLI reported a price (which priced): the cost is known in full when the two are equal.", []string{"which"}, nil)
 	descBudget = prometheus.NewDesc("converge_poll_budget_available",
 		"Fallback poll permits available under the fleet's budget: forge points (converge serve's --poll-points), or polls.", nil, nil)
 	descBudgetSpent = prometheus.NewDesc("converge_poll_budget_spent_total",
@@ -98,7 +96,7 @@ var (
 type fleetCollector struct{ s *Server }
 
 func (c *fleetCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLoops, descRequests, descPoints, descRemaining, descAgentSeconds, descAgentCost, descBudget, descBudgetSpent,
+	for _, d := range []*prometheus.Desc{descLoops, descRequests, descRemaining, descAgentCost, descAgentRuns, descBudget, descBudgetSpent,
 		descIDPoints, descIDEstimated, descIDCalls, descIDNotModified, descIDLimit, descIDRemaining, descIDReset} {
 		ch <- d
 	}
@@ -116,14 +114,19 @@ func (c *fleetCollector) Collect(ch chan<- prometheus.Metric) {
 	emit(ch, descLoops, prometheus.GaugeValue, phases)
 	if c.s.opts.Stats != nil {
 		st := c.s.opts.Stats()
-		emit(ch, descRequests, prometheus.CounterValue, st.ForgeRequests)
-		emit(ch, descPoints, prometheus.CounterValue, st.ForgePoints)
-		emit(ch, descRemaining, prometheus.GaugeValue, st.RateLimitRemaining)
-		ch <- prometheus.MustNewConstMetric(descAgentSeconds, prometheus.CounterValue, st.AgentSeconds)
-		ch <- prometheus.MustNewConstMetric(descAgentCost, prometheus.CounterValue, st.AgentCostUSD)
+		requests, remaining := map[string]float64{}, map[string]float64{}
 		for _, f := range st.Identities {
 			emitIdentity(ch, f)
+			requests[f.Resource] += float64(f.Calls)
+			if r, ok := remaining[f.Resource]; !f.ReadAt.IsZero() && (!ok || float64(f.Remaining) < r) {
+				remaining[f.Resource] = float64(f.Remaining)
+			}
 		}
+		emit(ch, descRequests, prometheus.CounterValue, requests)
+		emit(ch, descRemaining, prometheus.GaugeValue, remaining)
+		ch <- prometheus.MustNewConstMetric(descAgentCost, prometheus.CounterValue, st.AgentCostUSD)
+		ch <- prometheus.MustNewConstMetric(descAgentRuns, prometheus.CounterValue, float64(st.AgentRuns), "all")
+		ch <- prometheus.MustNewConstMetric(descAgentRuns, prometheus.CounterValue, float64(st.AgentPricedRuns), "priced")
 	}
 	if c.s.opts.Budget != nil {
 		ch <- prometheus.MustNewConstMetric(descBudget, prometheus.GaugeValue, c.s.opts.Budget.Available())

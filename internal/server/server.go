@@ -86,17 +86,11 @@ func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d
 
 // Stats are the fleet's totals since start, read at every scrape.
 type Stats struct {
-	// ForgeRequests counts forge requests by kind (e.g. graphql,
-	// rest, rest_not_modified).
-	ForgeRequests map[string]float64
-	// ForgePoints counts secondary-limit points by kind (e.g.
-	// graphql_query, graphql_mutation, rest_read, rest_write).
-	ForgePoints map[string]float64
-	// RateLimitRemaining is the last remaining count per resource (core,
-	// graphql) as the forge's rate-limit headers said.
-	RateLimitRemaining map[string]float64
-	AgentSeconds       float64 // agent run time, summed
-	AgentCostUSD       float64 // agent cost, summed
+	// AgentCostUSD is the agents' cost as their CLIs reported it, summed
+	// over the runs the store holds (a CLI that reports no price adds
+	// nothing: AgentRuns and AgentPricedRuns say how much is known).
+	AgentCostUSD               float64
+	AgentRuns, AgentPricedRuns int
 	// Identities are what each identity (a GitHub App's installation,
 	// else the token's user) spent on each rate limit, as the forge's
 	// answers said it, with the limit as the last answer said it.

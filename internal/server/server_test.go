@@ -344,10 +344,12 @@ func TestServeMetricsParse(t *testing.T) {
 		o.Budget = budget
 		o.Stats = func() Stats {
 			return Stats{
-				ForgeRequests:      map[string]float64{"graphql": 12, "rest": 3},
-				ForgePoints:        map[string]float64{"graphql_mutation": 10},
-				RateLimitRemaining: map[string]float64{"graphql": 4988},
-				AgentSeconds:       42.5, AgentCostUSD: 0.25,
+				AgentCostUSD: 0.25, AgentRuns: 3, AgentPricedRuns: 2,
+				Identities: []store.ForgeSpend{
+					{Identity: "github.com/octo-author", Resource: "graphql", Calls: 7, Remaining: 4990, ReadAt: time.Now()},
+					{Identity: "github.com/installation/9", Resource: "graphql", Calls: 5, Remaining: 4988, ReadAt: time.Now()},
+					{Identity: "github.com/octo-author", Resource: "core", Calls: 3},
+				},
 			}
 		}
 	})
@@ -396,10 +398,11 @@ func TestServeMetricsParse(t *testing.T) {
 		{"converge_loops", map[string]string{"phase": "waiting"}, 1},
 		{"converge_loops", map[string]string{"phase": "fixing"}, 1},
 		{"converge_forge_requests_total", map[string]string{"kind": "graphql"}, 12},
-		{"converge_forge_points_total", map[string]string{"kind": "graphql_mutation"}, 10},
+		{"converge_forge_requests_total", map[string]string{"kind": "core"}, 3},
 		{"converge_forge_rate_limit_remaining", map[string]string{"resource": "graphql"}, 4988},
-		{"converge_agent_seconds_total", nil, 42.5},
 		{"converge_agent_cost_usd_total", nil, 0.25},
+		{"converge_agent_runs_total", map[string]string{"which": "all"}, 3},
+		{"converge_agent_runs_total", map[string]string{"which": "priced"}, 2},
 		{"converge_poll_budget_available", nil, 30},
 		{"converge_wakes_total", nil, 1},
 		{"converge_webhook_deliveries_total", map[string]string{"event": "pull_request_review", "outcome": "accepted"}, 1},
