@@ -1001,6 +1001,7 @@ func (r *threadRes) StartLine(ctx context.Context) *int32 {
 func (r *threadRes) OriginalLine() *int32      { return i32p(r.t.line) }
 func (r *threadRes) OriginalStartLine() *int32 { return i32p(r.t.startLine) }
 func (r *threadRes) Path() string              { return r.t.path }
+
 // SubjectType is LINE: the emulator's threads are on lines (a thread
 // without one would be on its file).
 func (r *threadRes) SubjectType() string {
