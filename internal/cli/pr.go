@@ -184,6 +184,7 @@ defaults; converge config prints them and where each came from.`,
 	cmd.Flags().BoolVar(&opts.TakeOver, "take-over", false, "drive the PR although another converge's lease is on its head (another machine or state store); that run yields at its next look")
 	cmd.Flags().BoolVar(&opts.Watch, "watch", false, "stay after the run ends and keep its verdict current: on any change to the PR a new run retracts a verdict whose facts broke (PR-T14), until the PR closes or converge is stopped")
 	addEngineFlags(cmd.Flags(), &opts.engine)
+	groupFlagHelp(cmd)
 	return cmd
 }
 

@@ -105,6 +105,7 @@ Every converge pr flag applies to every loop.`,
 	f.StringSliceVar(&opts.Authors, "watch-author", nil, "with --watch: only PRs by these authors (repeatable)")
 	addServeBudgetFlags(f, opts)
 	addEngineFlags(f, &opts.engine)
+	groupFlagHelp(cmd, "listen", "watch", "forge", "watch-label", "watch-author", "poll-points", "poll-budget")
 	return cmd
 }
 
