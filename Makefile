@@ -5,8 +5,11 @@ RACE ?= $(shell [ "$$($(GO) env CGO_ENABLED)" = 1 ] && command -v gcc >/dev/null
 
 .PHONY: build test race lint workflowcheck demo docs soak crash mutants fuzz fuzz-smoke fuzz-run fuzz-one
 
+# -v names each package as it compiles: a first build from a cold cache
+# takes minutes, and says so as it goes.
 build:
-	$(GO) build -o bin/converge ./cmd/converge
+	@echo "building bin/converge (a first build compiles every module: minutes)"
+	$(GO) build -v -o bin/converge ./cmd/converge
 
 # The whole suite: unit tables, emulator fidelity, real git, real gh,
 # end-to-end command-line scenarios, the fleet on a real Temporal server.
