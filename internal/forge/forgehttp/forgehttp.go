@@ -1,9 +1,10 @@
 // Package forgehttp holds the HTTP discipline every forge client shares:
-// the per-host limiter (REL-1), the rule that credentials go only to the
-// API's origins (SEC-6), Retry-After reading, and the CA-aware client
-// (IF-3). Each forge's retry transport stays its own: what a refusal looks
-// like (GitHub's GraphQL error types, its X-Ratelimit headers; GitLab's
-// RateLimit headers) differs.
+// the per-host limiter (REL-1), the retry policy, one attempt held to the
+// host's limit and its time-box, which transport faults a retry mends
+// (retry.go), the rule that credentials go only to the API's origins
+// (SEC-6), Retry-After reading, and the CA-aware client (IF-3). What a
+// rate-limit refusal looks like stays each forge's (GitHub's GraphQL error
+// types and X-Ratelimit headers; GitLab's RateLimit headers).
 package forgehttp
 
 import (

@@ -159,7 +159,7 @@ func New(opts Options) (*Client, error) {
 			allowed: []*url.URL{restURL, gu},
 			log:     log,
 		},
-		policy:  opts.Retry.withDefaults(),
+		policy:  opts.Retry.WithDefaults(),
 		timeout: timeout,
 		log:     log,
 		redact:  tokenRedactor(opts),

@@ -16,6 +16,7 @@ import (
 	gh "github.com/google/go-github/v93/github"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 )
 
 // ErrReviewerUnavailable is wrapped by RequestReviews when GitHub refuses
@@ -99,7 +100,7 @@ func (c *Client) mapErr(op string, host *url.URL, err error) error {
 		return err
 	}
 	origin := host.Scheme + "://" + host.Host
-	var le *hostLimitedError
+	var le *forgehttp.HostLimitedError
 	if errors.As(err, &le) {
 		return c.fail(forge.KindRateLimited, op, le.Error(), nil)
 	}
@@ -128,7 +129,7 @@ func (c *Client) mapErr(op string, host *url.URL, err error) error {
 	}
 
 	// The caller's own cancellation or deadline is not the forge's fault.
-	if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errAttemptTimeout)) {
+	if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, forgehttp.ErrAttemptTimeout)) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if msg, ok := netMessage(err); ok {
@@ -212,7 +213,7 @@ func netMessage(err error) (string, bool) {
 		return "TLS verification failed (" + verify.Err.Error() + ")", true
 	case errors.As(err, &dns):
 		return "DNS lookup of " + dns.Name + " failed (" + dns.Err + ")", true
-	case errors.Is(err, errAttemptTimeout):
+	case errors.Is(err, forgehttp.ErrAttemptTimeout):
 		return "request timed out", true
 	case errors.As(err, &rh):
 		return "TLS handshake failed; is the server speaking https? (check the scheme)", true

@@ -1,8 +1,6 @@
 package github
 
 import (
-	"context"
-	"fmt"
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge/forgehttp"
@@ -14,8 +12,8 @@ import (
 // (RetryPolicy.MaxWait).
 const (
 	DefaultTimeout = 30 * time.Second
-	DefaultBackoff = time.Second
-	DefaultMaxWait = 2 * time.Minute
+	DefaultBackoff = forgehttp.DefaultBackoff
+	DefaultMaxWait = forgehttp.DefaultMaxWait
 )
 
 // DefaultMaxConcurrent is how many requests one API host gets at once
@@ -35,47 +33,3 @@ type HostLimiter = forgehttp.HostLimiter
 // NewHostLimiter caps each host at max concurrent requests
 // (DefaultMaxConcurrent when max <= 0).
 func NewHostLimiter(max int) *HostLimiter { return forgehttp.NewHostLimiter(max) }
-
-// gate holds a request while its host's rate limit is spent: up to
-// MaxWait in-process (with the policy's ctx-aware sleep, never a bare
-// one), beyond that a KindRateLimited error at once, sent nowhere, for
-// the engine to ride out within the run's fault budget.
-func (t *retryTransport) gate(ctx context.Context, host string) error {
-	if t.limits == nil {
-		return nil
-	}
-	for {
-		now := t.policy.Now()
-		until, why := t.limits.BlockedUntil(host, now)
-		if until.IsZero() {
-			return nil
-		}
-		wait := until.Sub(now)
-		if wait > t.policy.MaxWait {
-			return &hostLimitedError{host: host, until: until, why: why}
-		}
-		t.log.Warn("github: waiting for the host's rate limit", "host", host, "wait", wait, "reason", why)
-		if err := t.policy.Sleep(ctx, wait); err != nil {
-			return err
-		}
-		if !t.policy.Now().Before(until) {
-			return nil
-		}
-		// A fake clock that did not move: do not spin on it.
-		if t.policy.Now().Equal(now) {
-			return nil
-		}
-	}
-}
-
-// hostLimitedError is the gate's refusal: the host's rate limit is spent
-// past MaxWait, and the request was not sent.
-type hostLimitedError struct {
-	host  string
-	until time.Time
-	why   string
-}
-
-func (e *hostLimitedError) Error() string {
-	return fmt.Sprintf("rate limit of %s spent (%s)%s; not asked again before then", e.host, e.why, resetNote(e.until))
-}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 	"github.com/convergeloop/converge/internal/forge/github/graphql"
 )
 
@@ -256,7 +257,7 @@ type observeData struct {
 // full page of threads or of one thread's comments (PR-O1).
 func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullRequest, error) {
 	const op = "observe pr"
-	ctx, n := withCounter(ctx)
+	ctx, n := forgehttp.WithCounter(ctx)
 	spent := &forge.Tally{} // what it cost, as GitHub said (spend.go)
 	ctx = forge.WithMeter(ctx, spent)
 	hit, etags := c.probe(ctx, ref) // PR-O1: an unchanged PR is not read again (probe.go)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 	"github.com/convergeloop/converge/internal/testutil/httpmock"
 )
 
@@ -178,7 +179,7 @@ func TestREL1_WritesRetriedWhenTheyDidNotLand(t *testing.T) {
 	}
 }
 
-// TestREL1_SleepHonoursContext: the back-off's wait (the real sleepCtx)
+// TestREL1_SleepHonoursContext: the back-off's wait (the real forgehttp.SleepCtx)
 // ends when the context does, with its error. The wait asked for is the
 // first back-off; the one slept is an hour, so that a wait that did not
 // end with the context would never end in the test: the backstop, a
@@ -194,7 +195,7 @@ func TestREL1_SleepHonoursContext(t *testing.T) {
 		o.Retry.Sleep = func(ctx context.Context, d time.Duration) error {
 			asked = append(asked, d)
 			cancel()
-			slept = sleepCtx(ctx, time.Hour)
+			slept = forgehttp.SleepCtx(ctx, time.Hour)
 			return slept
 		}
 	})

@@ -3,93 +3,26 @@ package github
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge/forgehttp"
 )
 
-// RetryPolicy bounds REL-1's retries. Zero fields take the defaults.
-type RetryPolicy struct {
-	// MaxAttempts per request, the first included (default 4).
-	MaxAttempts int
-	// BaseDelay is the first back-off; each retry doubles it (default 1s).
-	BaseDelay time.Duration
-	// MaxDelay caps one back-off step (default 30s).
-	MaxDelay time.Duration
-	// MaxWait is the longest rate-limit wait sat out in-process (default
-	// 2m); a longer one ends the call as KindRateLimited so the engine, not
-	// a blocked goroutine, owns the wait.
-	MaxWait time.Duration
-	// Sleep waits d or until ctx is done; tests inject a fake.
-	Sleep func(ctx context.Context, d time.Duration) error
-	// Now is the clock used to read x-ratelimit-reset.
-	Now func() time.Time
-}
-
-func (p RetryPolicy) withDefaults() RetryPolicy {
-	if p.MaxAttempts <= 0 {
-		p.MaxAttempts = 4
-	}
-	if p.BaseDelay <= 0 {
-		p.BaseDelay = DefaultBackoff
-	}
-	if p.MaxDelay <= 0 {
-		p.MaxDelay = 30 * time.Second
-	}
-	if p.MaxWait <= 0 {
-		p.MaxWait = DefaultMaxWait
-	}
-	if p.Sleep == nil {
-		p.Sleep = sleepCtx
-	}
-	if p.Now == nil {
-		p.Now = time.Now
-	}
-	return p
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
-// backoff is BaseDelay·2^(n-1), capped.
-func (p RetryPolicy) backoff(n int) time.Duration {
-	d := p.BaseDelay
-	for i := 1; i < n && d < p.MaxDelay; i++ {
-		d *= 2
-	}
-	return min(d, p.MaxDelay)
-}
+// RetryPolicy bounds REL-1's retries (forgehttp.RetryPolicy). Zero
+// fields take the defaults.
+type RetryPolicy = forgehttp.RetryPolicy
 
 type ctxKey int
 
-const (
-	keyCounter ctxKey = iota
-	keyKind
-)
+const keyKind ctxKey = iota
 
 // reqKind tells the retry transport what a POST is: GraphQL queries are
 // reads, mutations are writes.
@@ -108,19 +41,6 @@ func withKind(ctx context.Context, k reqKind) context.Context {
 func kindOf(ctx context.Context) reqKind {
 	k, _ := ctx.Value(keyKind).(reqKind)
 	return k
-}
-
-// withCounter makes every HTTP attempt under ctx count into the returned
-// counter, retries and redirects included: they all cost rate limit.
-func withCounter(ctx context.Context) (context.Context, *atomic.Int64) {
-	n := new(atomic.Int64)
-	return context.WithValue(ctx, keyCounter, n), n
-}
-
-func count(ctx context.Context) {
-	if n, ok := ctx.Value(keyCounter).(*atomic.Int64); ok {
-		n.Add(1)
-	}
 }
 
 // authTransport attaches the token only to the origins it was issued for
@@ -156,16 +76,6 @@ func credentialsAllowed(u *url.URL, allowed []*url.URL) bool {
 }
 
 func sameOrigin(a, b *url.URL) bool { return forgehttp.SameOrigin(a, b) }
-
-// errAttemptTimeout marks one attempt that outlived Options.Timeout, so it
-// is told apart from the caller's own deadline.
-var errAttemptTimeout = errors.New("request timed out")
-
-type attemptTimeoutError struct{ err error }
-
-func (e *attemptTimeoutError) Error() string   { return errAttemptTimeout.Error() }
-func (e *attemptTimeoutError) Unwrap() []error { return []error{errAttemptTimeout, e.err} }
-func (e *attemptTimeoutError) Timeout() bool   { return true }
 
 // retryTransport is REL-1: reads are retried on 5xx, timeouts, network
 // errors and rate limits; writes only when the request provably did not
@@ -206,17 +116,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		if readBody {
 			// The verdict needs the body; keep it readable for the caller.
-			b, rerr := io.ReadAll(resp.Body)
-			resp.Body.Close()
+			b, rerr := forgehttp.ReadBody(ctx, resp)
 			t.charge(ctx, resp, b, graphQL)
 			if rerr != nil {
 				resp, err = nil, rerr
-				if ctx.Err() == nil && errors.Is(rerr, context.DeadlineExceeded) {
-					err = &attemptTimeoutError{rerr}
-				}
 			} else {
-				resp.Body = io.NopCloser(bytes.NewReader(b))
-				resp.ContentLength = int64(len(b))
 				if v := t.classify(resp, b, limited+1, attempt, read); v.retry {
 					if !v.limit {
 						// GraphQL's own fault on a read: back off as for a 5xx.
@@ -252,14 +156,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return resp, nil
 			}
 		}
-		v := t.classifyOther(resp, err, attempt, read)
-		if !v.retry || attempt >= t.policy.MaxAttempts {
+		wait, retry, reason := forgehttp.FaultRetry(t.policy, resp, err, attempt, read)
+		if !retry || attempt >= t.policy.MaxAttempts {
 			return resp, err
 		}
-		if resp != nil {
-			io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-			resp.Body.Close()
-		}
+		v := verdict{retry: true, wait: wait, reason: reason}
+		forgehttp.Drain(resp)
 		if serr := t.sleep(ctx, req, attempt, v); serr != nil {
 			return nil, serr
 		}
@@ -281,55 +183,9 @@ func (t *retryTransport) block(host string, v verdict) {
 }
 
 func (t *retryTransport) attempt(ctx context.Context, req *http.Request, body []byte) (*http.Response, error) {
-	if err := t.gate(ctx, req.URL.Host); err != nil {
-		return nil, err
-	}
-	release := func() {}
-	if t.limits != nil {
-		r, err := t.limits.Acquire(ctx, req.URL.Host)
-		if err != nil {
-			return nil, err
-		}
-		release = r
-	}
-	actx, cancelCtx := ctx, context.CancelFunc(func() {})
-	if t.timeout > 0 {
-		actx, cancelCtx = context.WithTimeout(ctx, t.timeout)
-	}
-	// The slot is held until the answer is read: GitHub counts a request
-	// in flight until its body is done.
-	cancel := func() { cancelCtx(); release() }
-	r := req.Clone(actx)
-	if body != nil {
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		r.ContentLength = int64(len(body))
-	}
-	count(ctx)
-	resp, err := t.next.RoundTrip(r)
-	if err != nil {
-		timedOut := ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded)
-		cancel()
-		if timedOut {
-			return nil, &attemptTimeoutError{err}
-		}
-		return nil, err
-	}
-	resp.Body = &cancelBody{ReadCloser: resp.Body, cancel: cancel}
-	return resp, nil
-}
-
-// cancelBody ends an attempt's timeout context once the body is done, so
-// the deadline covers reading the answer too.
-type cancelBody struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelBody) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
+	return forgehttp.Attempt(ctx, t.next, req, body, t.timeout, t.limits, t.policy, func(wait time.Duration, why string) {
+		t.log.Warn("github: waiting for the host's rate limit", "host", req.URL.Host, "wait", wait, "reason", why)
+	})
 }
 
 type verdict struct {
@@ -357,7 +213,7 @@ func (t *retryTransport) classify(resp *http.Response, body []byte, hit, attempt
 			// data): a read is repeated; a mutation may have landed, so it
 			// is the caller's to judge.
 			if read {
-				return verdict{retry: true, wait: t.policy.backoff(attempt), reason: "graphql answered with its own error"}
+				return verdict{retry: true, wait: t.policy.Backoff(attempt), reason: "graphql answered with its own error"}
 			}
 		}
 		return verdict{}
@@ -368,54 +224,14 @@ func (t *retryTransport) classify(resp *http.Response, body []byte, hit, attempt
 	return verdict{true, t.rateLimitWait(resp.Header, hit, false), fmt.Sprintf("rate limited (%d)", resp.StatusCode), true}
 }
 
-func (t *retryTransport) classifyOther(resp *http.Response, err error, attempt int, read bool) verdict {
-	var le *hostLimitedError
-	if errors.As(err, &le) {
-		// The gate's refusal: nothing was sent, and a retry would meet it.
-		return verdict{}
-	}
-	if err != nil {
-		if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errAttemptTimeout)) {
-			return verdict{}
-		}
-		if permanentNetError(err) {
-			return verdict{}
-		}
-		if notSent(err) {
-			return verdict{true, t.policy.backoff(attempt), "cannot connect: " + err.Error(), false}
-		}
-		if read {
-			return verdict{true, t.policy.backoff(attempt), err.Error(), false}
-		}
-		return verdict{}
-	}
-	if resp.StatusCode >= 500 && read {
-		wait := t.policy.backoff(attempt)
-		if d, ok := retryAfter(resp.Header, t.policy.Now()); ok {
-			wait = max(wait, d)
-		}
-		return verdict{true, wait, fmt.Sprintf("server error %d", resp.StatusCode), false}
-	}
-	return verdict{}
-}
-
 // rateLimitWait follows GitHub's rules: retry-after, else the reset time
 // when the primary limit is spent, else at least a minute, doubling.
 func (t *retryTransport) rateLimitWait(h http.Header, hit int, primary bool) time.Duration {
-	now := t.policy.Now()
-	if d, ok := retryAfter(h, now); ok {
-		return d
-	}
+	var reset time.Time
 	if primary || h.Get("X-Ratelimit-Remaining") == "0" {
-		if reset, ok := rateReset(h); ok {
-			return max(reset.Sub(now), 0) + time.Second
-		}
+		reset, _ = rateReset(h)
 	}
-	d := time.Minute
-	for i := 1; i < hit; i++ {
-		d *= 2
-	}
-	return d
+	return forgehttp.LimitWait(h, t.policy.Now(), reset, hit)
 }
 
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
@@ -472,30 +288,6 @@ func graphQLVerdict(body []byte) gqlVerdict {
 		return gqlTransient
 	}
 	return gqlOK
-}
-
-// notSent reports errors that prove no byte of the request reached the
-// server: the connection was never made.
-func notSent(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// permanentNetError reports faults a retry cannot fix: a certificate the
-// client does not trust, a host that does not exist.
-func permanentNetError(err error) bool {
-	var unknownCA x509.UnknownAuthorityError
-	var hostErr x509.HostnameError
-	var invalid x509.CertificateInvalidError
-	var verify *tls.CertificateVerificationError
-	var dns *net.DNSError
-	switch {
-	case errors.As(err, &unknownCA), errors.As(err, &hostErr), errors.As(err, &invalid), errors.As(err, &verify):
-		return true
-	case errors.As(err, &dns) && dns.IsNotFound:
-		return true
-	}
-	return false
 }
 
 // HTTPClientWithCA returns an HTTP client trusting the system roots plus

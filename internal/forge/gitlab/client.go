@@ -174,7 +174,7 @@ func New(opts Options) (*Client, error) {
 	hc.Timeout = 0
 	hc.Transport = &retryTransport{
 		next:    &authTransport{next: next, token: opts.Token, allowed: []*url.URL{restURL}, graphql: gqlURL},
-		policy:  opts.Retry.withDefaults(),
+		policy:  opts.Retry.WithDefaults(),
 		timeout: timeout,
 		limits:  limits,
 		log:     log,

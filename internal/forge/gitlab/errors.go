@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 )
 
 // ErrReviewerUnavailable is wrapped by RequestReviews when a login names
@@ -61,11 +62,11 @@ func (c *Client) mapErr(op string, err error) error {
 	if errors.As(err, &ae) {
 		return c.statusErr(op, ae.status, ae.message, ae.header, err)
 	}
-	var le *hostLimitedError
+	var le *forgehttp.HostLimitedError
 	if errors.As(err, &le) {
 		return c.fail(forge.KindRateLimited, op, le.Error(), nil)
 	}
-	if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, errAttemptTimeout)) {
+	if errors.Is(err, context.Canceled) || (errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, forgehttp.ErrAttemptTimeout)) {
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	if msg, ok := netMessage(err); ok {
@@ -125,7 +126,7 @@ func netMessage(err error) (string, bool) {
 		return "TLS verification failed (" + verify.Err.Error() + ")", true
 	case errors.As(err, &dns):
 		return "DNS lookup of " + dns.Name + " failed (" + dns.Err + ")", true
-	case errors.Is(err, errAttemptTimeout):
+	case errors.Is(err, forgehttp.ErrAttemptTimeout):
 		return "request timed out", true
 	case errors.As(err, &op):
 		return op.Op + ": " + op.Err.Error(), true

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 )
 
 // maxCommitPages bounds the commit list read per observation (100 a page);
@@ -27,7 +28,7 @@ const maxCommitPages = 10
 // returned.
 func (c *Client) Observe(ctx context.Context, ref forge.PRRef) (*forge.PullRequest, error) {
 	const op = "observe merge request"
-	ctx, n := withCounter(ctx)
+	ctx, n := forgehttp.WithCounter(ctx)
 	spent := &forge.Tally{} // what it cost, as GitLab said (spend.go)
 	ctx = forge.WithMeter(ctx, spent)
 	var mr mergeRequest
