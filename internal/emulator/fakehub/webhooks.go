@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
 // WebhookConfig is the hub's one webhook, which, like a GitHub App's,
@@ -43,11 +45,7 @@ type Delivery struct {
 	Body   []byte
 	// Redelivery: queued again by Redeliver.
 	Redelivery bool
-	Attempts   int
-	Status     int    // the last answer's status; 0 when none
-	Err        string // the last failure, when the request itself failed
-	Delivered  bool   // answered 2xx
-	Done       bool   // delivered, or out of attempts
+	fakegit.DeliveryState
 }
 
 // maxDeliveryLog bounds the log; older deliveries cannot be redelivered,
@@ -199,81 +197,36 @@ func (wh *webhooks) addLocked(d *Delivery) {
 	}
 }
 
-// deliveryConcurrency is how many deliveries are in flight at once.
-// GitHub sends a repository's webhooks concurrently, in no promised
-// order; a receiver that needs one delivery to finish before the next
-// starts, or relies on their order, fails there, so it fails here.
-const deliveryConcurrency = 16
-
-// deliverLoop sends queued deliveries, up to deliveryConcurrency at once,
-// until ctx ends.
+// deliverLoop sends queued deliveries, concurrently, until ctx ends.
 func (h *Hub) deliverLoop(ctx context.Context) {
 	wh := &h.hooks
-	slots := make(chan struct{}, deliveryConcurrency)
-	var inFlight sync.WaitGroup
-	defer inFlight.Wait()
-	for {
+	fakegit.RunDeliveries(ctx, func() (func(context.Context), <-chan struct{}) {
 		wh.mu.Lock()
-		var d *Delivery
-		var cfg WebhookConfig
-		if len(wh.queue) > 0 && wh.cfg != nil {
-			d, wh.queue = wh.queue[0], wh.queue[1:]
-			cfg = *wh.cfg
+		defer wh.mu.Unlock()
+		if len(wh.queue) == 0 || wh.cfg == nil {
+			return nil, wh.kick
 		}
-		kick := wh.kick
-		wh.mu.Unlock()
-		if d == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-kick:
-				continue
-			}
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		inFlight.Go(func() {
-			defer func() { <-slots }()
-			h.send(ctx, cfg, d)
-		})
-	}
+		d, cfg := wh.queue[0], *wh.cfg
+		wh.queue = wh.queue[1:]
+		return func(ctx context.Context) { h.send(ctx, cfg, d) }, wh.kick
+	})
 }
 
 // send tries one delivery up to cfg.Attempts times.
 func (h *Hub) send(ctx context.Context, cfg WebhookConfig, d *Delivery) {
 	wh := &h.hooks
-	wait := cfg.RetryDelay
-	for {
-		status, err := post(ctx, cfg, d)
-		wh.mu.Lock()
-		d.Attempts++
-		d.Status = status
-		d.Err = ""
-		if err != nil {
-			d.Err = err.Error()
-		}
-		d.Delivered = err == nil && status/100 == 2
-		d.Done = d.Delivered || d.Attempts >= cfg.Attempts || ctx.Err() != nil
-		if d.Done {
-			close(wh.done)
-			wh.done = make(chan struct{})
-		}
-		wh.mu.Unlock()
-		h.log.Debug("fakehub webhook", "event", d.Event, "guid", d.GUID, "status", status, "err", err)
-		if d.Done {
-			return
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		wait *= 2
-	}
+	fakegit.TryDelivery(ctx, cfg.RetryDelay, func(ctx context.Context) (int, error) { return post(ctx, cfg, d) },
+		func(status int, err error) bool {
+			wh.mu.Lock()
+			done := d.Record(status, err, cfg.Attempts, ctx.Err() != nil)
+			if done {
+				close(wh.done)
+				wh.done = make(chan struct{})
+			}
+			wh.mu.Unlock()
+			h.log.Debug("fakehub webhook", "event", d.Event, "guid", d.GUID, "status", status, "err", err)
+			return done
+		})
 }
 
 func post(ctx context.Context, cfg WebhookConfig, d *Delivery) (int, error) {

@@ -87,11 +87,7 @@ type HookDelivery struct {
 	IID       int // the merge request, when the event has one
 	Body      []byte
 	Resend    bool
-	Attempts  int
-	Status    int    // the last answer's status; 0 when none
-	Err       string // the last failure, when the request itself failed
-	Delivered bool   // answered 2xx
-	Done      bool   // delivered, or out of attempts
+	fakegit.DeliveryState
 }
 
 const maxHookLog = 10000
@@ -295,82 +291,40 @@ func (hs *labHooks) addLocked(d *HookDelivery) {
 	}
 }
 
-// hookConcurrency is how many deliveries are in flight at once: GitLab's
-// web hooks go out from background workers, concurrently, in no promised
-// order.
-const hookConcurrency = 16
-
-// deliverHooks sends queued deliveries, up to hookConcurrency at once,
-// until ctx ends.
+// deliverHooks sends queued deliveries, concurrently, until ctx ends; a
+// delivery whose hook was removed since it was queued is dropped.
 func (l *Lab) deliverHooks(ctx context.Context) {
 	hs := &l.hooks
-	slots := make(chan struct{}, hookConcurrency)
-	var inFlight sync.WaitGroup
-	defer inFlight.Wait()
-	for {
+	fakegit.RunDeliveries(ctx, func() (func(context.Context), <-chan struct{}) {
 		hs.mu.Lock()
-		var d *HookDelivery
-		var cfg Hook
-		for len(hs.queue) > 0 && d == nil {
-			d, hs.queue = hs.queue[0], hs.queue[1:]
+		defer hs.mu.Unlock()
+		for len(hs.queue) > 0 {
+			d := hs.queue[0]
+			hs.queue = hs.queue[1:]
 			if r := hs.reg(d.HookID); r != nil {
-				cfg = r.cfg
-			} else {
-				d.Done, d.Err, d = true, "webhook removed", nil
+				cfg := r.cfg
+				return func(ctx context.Context) { l.sendHook(ctx, cfg, d) }, hs.kick
 			}
+			d.Done, d.Err = true, "webhook removed"
 		}
-		kick := hs.kick
-		hs.mu.Unlock()
-		if d == nil {
-			select {
-			case <-ctx.Done():
-				return
-			case <-kick:
-				continue
-			}
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return
-		}
-		inFlight.Go(func() {
-			defer func() { <-slots }()
-			l.sendHook(ctx, cfg, d)
-		})
-	}
+		return nil, hs.kick
+	})
 }
 
 func (l *Lab) sendHook(ctx context.Context, cfg Hook, d *HookDelivery) {
 	hs := &l.hooks
-	wait := cfg.RetryDelay
-	for {
-		status, err := l.postHook(ctx, cfg, d)
-		hs.mu.Lock()
-		d.Attempts++
-		d.Status, d.Err = status, ""
-		if err != nil {
-			d.Err = err.Error()
-		}
-		d.Delivered = err == nil && status/100 == 2
-		d.Done = d.Delivered || d.Attempts >= cfg.Attempts || ctx.Err() != nil
-		if d.Done {
-			close(hs.done)
-			hs.done = make(chan struct{})
-		}
-		hs.mu.Unlock()
-		l.log.Debug("fakelab webhook", "event", d.Event, "id", d.ID, "status", status, "err", err)
-		if d.Done {
-			return
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-		case <-t.C:
-		}
-		wait *= 2
-	}
+	fakegit.TryDelivery(ctx, cfg.RetryDelay, func(ctx context.Context) (int, error) { return l.postHook(ctx, cfg, d) },
+		func(status int, err error) bool {
+			hs.mu.Lock()
+			done := d.Record(status, err, cfg.Attempts, ctx.Err() != nil)
+			if done {
+				close(hs.done)
+				hs.done = make(chan struct{})
+			}
+			hs.mu.Unlock()
+			l.log.Debug("fakelab webhook", "event", d.Event, "id", d.ID, "status", status, "err", err)
+			return done
+		})
 }
 
 func (l *Lab) postHook(ctx context.Context, cfg Hook, d *HookDelivery) (int, error) {
