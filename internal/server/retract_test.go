@@ -86,22 +86,7 @@ func TestPR_T14_NewsWhileALoopRunsIsNotLost(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	r.loops.mu.Lock()
-	r.loops.runs = nil
-	r.loops.mu.Unlock()
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r.srv.runPending(runCtx) }()
-	defer func() { cancel(); <-done }()
-	deadline := time.After(time.Minute)
-	for len(r.loops.Registered()) == 0 {
-		r.clock.Advance(pendingEvery)
-		select {
-		case <-deadline:
-			t.Fatal("the news kept while prA's loop ran never rearmed it")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	endLoopsThenRearm(t, r, "the news kept while prA's loop ran never rearmed it")
 	if got := r.loops.Registered(); !slices.Equal(got, []string{prA}) {
 		t.Fatalf("registered %v, want only %s (prB's proof read the news)", got, prA)
 	}
@@ -132,22 +117,7 @@ func TestPR_T14_NewsAfterAProofIsNotLostBehindOlderNews(t *testing.T) {
 		EndedAt: r.clock.Now(), Proof: []byte(proof)}); err != nil {
 		t.Fatal(err)
 	}
-	r.loops.mu.Lock()
-	r.loops.runs = nil
-	r.loops.mu.Unlock()
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); r.srv.runPending(runCtx) }()
-	defer func() { cancel(); <-done }()
-	deadline := time.After(time.Minute)
-	for len(r.loops.Registered()) == 0 {
-		r.clock.Advance(pendingEvery)
-		select {
-		case <-deadline:
-			t.Fatal("news that came after the proof was observed never rearmed the PR: the older news hid it")
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
+	endLoopsThenRearm(t, r, "news that came after the proof was observed never rearmed the PR: the older news hid it")
 }
 
 // TestPR_T14_AFailedRearmIsTriedAgain: news on a finished two-stable PR
@@ -193,5 +163,28 @@ func TestPR_T14_AFailedRearmIsTriedAgain(t *testing.T) {
 	r.loops.mu.Unlock()
 	if got := r.loops.Registered(); failed != 3 || !slices.Equal(got, []string{proven}) {
 		t.Fatalf("registered %v after %d failures; want %s once, after 3", got, failed, proven)
+	}
+}
+
+// endLoopsThenRearm ends the rig's live loops and runs the deferred news
+// on the test's clock until a PR is registered again, failing with why
+// when none is within a minute.
+func endLoopsThenRearm(t *testing.T, r *rig, why string) {
+	t.Helper()
+	r.loops.mu.Lock()
+	r.loops.runs = nil
+	r.loops.mu.Unlock()
+	runCtx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); r.srv.runPending(runCtx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.After(time.Minute)
+	for len(r.loops.Registered()) == 0 {
+		r.clock.Advance(pendingEvery)
+		select {
+		case <-deadline:
+			t.Fatal(why)
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
 }
