@@ -50,6 +50,16 @@ type PRRef struct {
 	Forge Kind `json:",omitempty"`
 }
 
+// CommitURL is where the PR's web page shows one of its commits: GitHub
+// at PR/commits/SHA, GitLab at MR/diffs?commit_id=SHA (its MR/commits is
+// only the list).
+func (r PRRef) CommitURL(sha string) string {
+	if r.Forge == GitLab {
+		return r.String() + "/diffs?commit_id=" + sha
+	}
+	return r.String() + "/commits/" + sha
+}
+
 // String gives the PR's web URL.
 func (r PRRef) String() string {
 	scheme := r.Scheme

@@ -300,3 +300,41 @@ func TestUX_EmulatorsStayOutOfTheLoops(t *testing.T) {
 		t.Fatal("no file imports an emulator: the guard looks in the wrong place")
 	}
 }
+
+// TestUX_TheLoopsNameNoForge: the loops and the engine are forge-neutral:
+// no file of theirs names a forge (forge.GitHub, forge.GitLab); what
+// differs between forges lives in the forge's package (a PR reference's
+// commit URL, its client, its review bot).
+func TestUX_TheLoopsNameNoForge(t *testing.T) {
+	dir := root(t)
+	const forgePkg = "github.com/convergeloop/converge/internal/forge"
+	fset := token.NewFileSet()
+	checked := 0
+	for _, rel := range goFiles(t, dir) {
+		switch filepath.Dir(rel) {
+		case "internal/prloop", "internal/checkloop", "internal/plan", "internal/engine":
+		default:
+			continue
+		}
+		checked++
+		f, err := parser.ParseFile(fset, filepath.Join(dir, rel), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := importName(f, forgePkg)
+		if name == "" {
+			continue
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if id, ok := sel.X.(*ast.Ident); ok && id.Name == name && (sel.Sel.Name == "GitHub" || sel.Sel.Name == "GitLab") {
+					t.Errorf("%s: the loop names a forge (forge.%s); move what differs into the forge layer", fset.Position(sel.Pos()), sel.Sel.Name)
+				}
+			}
+			return true
+		})
+	}
+	if checked < 20 {
+		t.Fatalf("%d loop files checked: the guard looks in the wrong place", checked)
+	}
+}

@@ -94,18 +94,16 @@ func provenWords(proven string) string {
 	return ": proven by the change, " + defang(text.Clip(text.OneLine(proven), 500))
 }
 
-// commitLink links the fixing commit to the change in the PR, as each
-// forge shows a PR's commit: GitHub at PR/commits/SHA, GitLab at
-// MR/diffs?commit_id=SHA (its MR/commits is only the list). Without a
-// URL a bare SHA still autolinks.
+// commitLink links the fixing commit to the change in the PR, where its
+// forge shows a PR's commit (forge.PRRef.CommitURL). Without a URL a bare
+// SHA still autolinks.
 func commitLink(prURL, sha string) string {
 	if prURL == "" {
 		return sha
 	}
-	u := strings.TrimSuffix(prURL, "/")
-	link := u + "/commits/" + sha
-	if ref, err := forge.ParsePRURL(u); err == nil && ref.Forge == forge.GitLab {
-		link = u + "/diffs?commit_id=" + sha
+	link := strings.TrimSuffix(prURL, "/") + "/commits/" + sha
+	if ref, err := forge.ParsePRURL(prURL); err == nil {
+		link = ref.CommitURL(sha)
 	}
 	return fmt.Sprintf("[%s](%s)", text.ShortSHA(sha), link)
 }
