@@ -2,6 +2,7 @@ package fakegit
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -87,5 +88,22 @@ func TryDelivery(ctx context.Context, delay time.Duration, post func(context.Con
 		case <-t.C:
 		}
 		delay *= 2
+	}
+}
+
+// WaitDelivered waits until pending says no delivery is left undone; while
+// one is, pending also hands over the channel closed when the next
+// delivery ends.
+func WaitDelivered(ctx context.Context, pending func() (bool, <-chan struct{})) error {
+	for {
+		left, done := pending()
+		if !left {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for webhook deliveries: %w", ctx.Err())
+		case <-done:
+		}
 	}
 }

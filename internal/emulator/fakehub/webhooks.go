@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -162,26 +163,11 @@ func (h *Hub) Redeliver(guid string) error {
 // (delivered or out of attempts).
 func (h *Hub) WaitDeliveries(ctx context.Context) error {
 	wh := &h.hooks
-	for {
+	return fakegit.WaitDelivered(ctx, func() (bool, <-chan struct{}) {
 		wh.mu.Lock()
-		pending := false
-		for _, d := range wh.log {
-			if !d.Done {
-				pending = true
-				break
-			}
-		}
-		done := wh.done
-		wh.mu.Unlock()
-		if !pending {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait deliveries: %w", ctx.Err())
-		case <-done:
-		}
-	}
+		defer wh.mu.Unlock()
+		return slices.ContainsFunc(wh.log, func(d *Delivery) bool { return !d.Done }), wh.done
+	})
 }
 
 // addLocked logs and queues d; wh.mu is held.

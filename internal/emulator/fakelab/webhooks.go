@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -248,26 +249,11 @@ func (l *Lab) ResendHookDelivery(id string) error {
 // (delivered or out of attempts).
 func (l *Lab) WaitHookDeliveries(ctx context.Context) error {
 	hs := &l.hooks
-	for {
+	return fakegit.WaitDelivered(ctx, func() (bool, <-chan struct{}) {
 		hs.mu.Lock()
-		pending := false
-		for _, d := range hs.log {
-			if !d.Done {
-				pending = true
-				break
-			}
-		}
-		done := hs.done
-		hs.mu.Unlock()
-		if !pending {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("wait hook deliveries: %w", ctx.Err())
-		case <-done:
-		}
-	}
+		defer hs.mu.Unlock()
+		return slices.ContainsFunc(hs.log, func(d *HookDelivery) bool { return !d.Done }), hs.done
+	})
 }
 
 func (hs *labHooks) reg(id int) *hookReg {

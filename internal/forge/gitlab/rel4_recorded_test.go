@@ -269,13 +269,9 @@ func glCases() map[string]glCase {
 		"versions": {
 			routes: []recRoute{route("GET", rMR+`/versions$`, "rest-get-merge-request-versions-200.json")},
 			run: func(e *glEnv) error {
-				vs, _, err := getAll[version](e.ctx, e.c, mrPath(testRef)+"/versions", 0)
+				vs, b, err := listRecorded[version](e, mrPath(testRef)+"/versions", "rest-get-merge-request-versions-200.json", "observe merge request", "versions")
 				if err != nil {
-					return e.c.mapErr("observe merge request", err)
-				}
-				b := e.body("rest-get-merge-request-versions-200.json").([]any)
-				if len(vs) != len(b) {
-					e.t.Fatalf("%d versions, want %d", len(vs), len(b))
+					return err
 				}
 				for i, v := range vs {
 					k := strconv.Itoa(i)
@@ -304,13 +300,9 @@ func glCases() map[string]glCase {
 		"discussions": {
 			routes: []recRoute{route("GET", rMR+`/discussions$`, fDiscussion)},
 			run: func(e *glEnv) error {
-				ds, _, err := getAll[discussion](e.ctx, e.c, mrPath(testRef)+"/discussions", 0)
+				ds, b, err := listRecorded[discussion](e, mrPath(testRef)+"/discussions", fDiscussion, "observe merge request", "discussions")
 				if err != nil {
-					return e.c.mapErr("observe merge request", err)
-				}
-				b := e.body(fDiscussion).([]any)
-				if len(ds) != len(b) {
-					e.t.Fatalf("%d discussions, want %d", len(ds), len(b))
+					return err
 				}
 				d := ds[0]
 				if d.ID != recorded.Str(e.t, b, "0.id") || d.IndividualNote || len(d.Notes) != 2 || d.Notes[0].typ() != "DiscussionNote" ||
@@ -346,13 +338,9 @@ func glCases() map[string]glCase {
 		"label events": {
 			routes: []recRoute{route("GET", rMR+`/resource_label_events$`, "rest-list-merge-request-label-events-200.json")},
 			run: func(e *glEnv) error {
-				evs, _, err := getAll[labelEvent](e.ctx, e.c, mrPath(testRef)+"/resource_label_events", 0)
+				evs, b, err := listRecorded[labelEvent](e, mrPath(testRef)+"/resource_label_events", "rest-list-merge-request-label-events-200.json", "list issue events", "label events")
 				if err != nil {
-					return e.c.mapErr("list issue events", err)
-				}
-				b := e.body("rest-list-merge-request-label-events-200.json").([]any)
-				if len(evs) != len(b) {
-					e.t.Fatalf("%d label events, want %d", len(evs), len(b))
+					return err
 				}
 				for i, ev := range evs {
 					k := strconv.Itoa(i)
@@ -591,4 +579,19 @@ func runGLCase(t *testing.T, recs map[string]*recAnswer, tc glCase) {
 	if len(waits) == 0 || waits[0] != tc.wait {
 		t.Errorf("waited %v, want %v first (as GitLab asks)", waits, tc.wait)
 	}
+}
+
+// listRecorded reads a recorded list through converge's own paging
+// (getAll), its error mapped as op maps it, and holds the list's length
+// to the recording's (file); what names the items.
+func listRecorded[T any](e *glEnv, path, file, op, what string) ([]T, []any, error) {
+	got, _, err := getAll[T](e.ctx, e.c, path, 0)
+	if err != nil {
+		return nil, nil, e.c.mapErr(op, err)
+	}
+	b := e.body(file).([]any)
+	if len(got) != len(b) {
+		e.t.Fatalf("%d %s, want %d", len(got), what, len(b))
+	}
+	return got, b, nil
 }
