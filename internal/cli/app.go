@@ -10,9 +10,8 @@ import (
 
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/forge"
-	"github.com/convergeloop/converge/internal/forge/forgehttp"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
-	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
+	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/secure"
 )
@@ -128,24 +127,38 @@ func (c *appCache) load(load func() (*ghclient.App, error)) (*ghclient.App, erro
 // App, a client per repository on the App's installation tokens, a token
 // minted now for each repository, so refused App credentials end the
 // command before anything is recorded (exit 6), and every token the App
-// mints added to minted; else the token's one client for all.
+// mints added to minted; else the token's one client for all. The forge's
+// provider builds the clients; a forge without Apps refuses --app-id.
 func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef, limits config.Values, minted *secure.Secrets) ([]forge.Forge, []prCred, error) {
-	if siteOf(refs[0]).kind == forge.GitLab {
-		return gitlabAuth(ios, opts, rest, webHost, refs, limits)
-	}
-	app, err := opts.apps.load(func() (*ghclient.App, error) { return opts.App.load(ios, rest, opts.CAFile, minted) })
+	p, err := forgeOf(refs[0].Forge)
 	if err != nil {
 		return nil, nil, err
 	}
+	var app *ghclient.App
+	if p.Apps() {
+		if app, err = opts.apps.load(func() (*ghclient.App, error) { return opts.App.load(ios, rest, opts.CAFile, minted) }); err != nil {
+			return nil, nil, err
+		}
+	} else if opts.App.ID != "" || ios.Getenv("CONVERGE_APP_ID") != "" {
+		return nil, nil, usageErr("--app-id is for GitHub Apps: on %s converge acts with a token (--token, CONVERGE_TOKEN or the forge's own variable)", p.Kind())
+	}
+	build := func(o provider.ClientOptions) (forge.Forge, error) {
+		o.APIURL, o.GraphQLURL, o.CAFile, o.Limiter, o.Limits = rest, gql, opts.CAFile, opts.limiter, limitsOf(limits)
+		c, err := opts.factory.orDefault(ios).ForgeClient(p, o)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		return c, nil
+	}
 	forges, creds := make([]forge.Forge, len(refs)), make([]prCred, len(refs))
 	if app == nil {
-		token, _, err := siteOf(refs[0]).resolveToken(webHost, opts.Token, ios.Getenv)
+		token, _, err := p.ResolveToken(webHost, opts.Token, ios.Getenv)
 		if err != nil {
 			return nil, nil, err
 		}
-		client, err := opts.factory.orDefault(ios).Forge(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, Token: token, CAFile: opts.CAFile, Limiter: opts.limiter}, limits))
+		client, err := build(provider.ClientOptions{Token: token})
 		if err != nil {
-			return nil, nil, usageErr("%v", err)
+			return nil, nil, err
 		}
 		for i := range refs {
 			forges[i], creds[i] = client, prCred{Token: token}
@@ -155,13 +168,13 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 	if opts.Token != "" {
 		return nil, nil, usageErr("--token and --app-id exclude each other: converge acts either with a token or as a GitHub App")
 	}
-	byRepo := map[string]*ghclient.Client{}
+	byRepo := map[string]forge.Forge{}
 	for i, ref := range refs {
 		full := ref.Owner + "/" + ref.Repo
 		c := byRepo[strings.ToLower(full)]
 		if c == nil {
-			if c, err = opts.factory.orDefault(ios).Forge(forgeLimits(ghclient.Options{APIURL: rest, GraphQLURL: gql, App: app, AppRepo: full, CAFile: opts.CAFile, Limiter: opts.limiter}, limits)); err != nil {
-				return nil, nil, usageErr("%v", err)
+			if c, err = build(provider.ClientOptions{App: app, AppRepo: full}); err != nil {
+				return nil, nil, err
 			}
 			byRepo[strings.ToLower(full)] = c
 		}
@@ -171,37 +184,6 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 			return nil, nil, err
 		}
 		forges[i], creds[i] = c, prCred{app: app}
-	}
-	return forges, creds, nil
-}
-
-// gitlabAuth is prAuth on GitLab: one client on the token for every merge
-// request. GitLab has no Apps; a project, group or personal access token
-// acts as converge (SEC-5's App is GitHub's).
-func gitlabAuth(ios *IOStreams, opts *prOptions, rest, webHost string, refs []forge.PRRef, limits config.Values) ([]forge.Forge, []prCred, error) {
-	if opts.App.ID != "" || ios.Getenv("CONVERGE_APP_ID") != "" {
-		return nil, nil, usageErr("--app-id is GitHub's: on GitLab converge acts with a token (CONVERGE_TOKEN, GITLAB_TOKEN or --token)")
-	}
-	token, _, err := siteOf(refs[0]).resolveToken(webHost, opts.Token, ios.Getenv)
-	if err != nil {
-		return nil, nil, err
-	}
-	var cas []string
-	if opts.CAFile != "" {
-		cas = append(cas, opts.CAFile)
-	}
-	hc, err := forgehttp.HTTPClientWithCA(cas...)
-	if err != nil {
-		return nil, nil, usageErr("--ca-file: %v", err)
-	}
-	o := gitlabLimits(glclient.Options{APIURL: rest, Token: token, HTTPClient: hc, Limiter: opts.limiter}, limits)
-	client, err := opts.factory.orDefault(ios).GitLab(o)
-	if err != nil {
-		return nil, nil, usageErr("%v", err)
-	}
-	forges, creds := make([]forge.Forge, len(refs)), make([]prCred, len(refs))
-	for i := range refs {
-		forges[i], creds[i] = client, prCred{Token: token}
 	}
 	return forges, creds, nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -22,7 +23,7 @@ var agentBackends = []string{"command", "claude", "codex", "gemini", "opencode"}
 // flagWords are the words of a flag, by its name, on every command that
 // has it; agent flags depend on the command (agentWords).
 var flagWords = map[string][]string{
-	"forge":           {"github", "gitlab"},
+	"forge":           provider.Names(),
 	"engine":          {engineLocal, engineTemporal},
 	"scale":           {"small", "full"},
 	"copilot-profile": {"fast", "real"},

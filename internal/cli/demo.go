@@ -14,10 +14,9 @@ import (
 	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
-	"github.com/convergeloop/converge/internal/review/copilot"
 )
 
 type demoOptions struct {
@@ -114,7 +113,11 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	token := hub.Tokens().Author
-	client, err := opts.factory.orDefault(ios).Forge(ghclient.Options{
+	site, err := forgeOf(ref.Forge)
+	if err != nil {
+		return err
+	}
+	client, err := opts.factory.orDefault(ios).ForgeClient(site, provider.ClientOptions{
 		APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: token, CAFile: hub.CAFile(),
 	})
 	if err != nil {
@@ -129,7 +132,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 	wake := wakeOn(events)
 
 	cfg := prloop.DefaultConfig()
-	cfg.Bot, cfg.TrustedBots = copilot.New(), copilot.DefaultAllowlist()
+	cfg.Bot, cfg.TrustedBots = site.ReviewBot(), site.TrustedBots()
 	cfg.ReviewStartWindow = 30 * time.Second
 	cfg.ReviewWaitMax = 2 * time.Minute
 	cfg.CIWaitMax = 2 * time.Minute

@@ -15,7 +15,7 @@ import (
 	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
-	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
+	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review"
@@ -51,7 +51,11 @@ func runDemoGitLab(ctx context.Context, ios *IOStreams, opts *demoOptions, dir s
 		return fmt.Errorf("demo: %w", err)
 	}
 	token := lab.Tokens().Author
-	client, err := opts.factory.orDefault(ios).GitLab(glclient.Options{APIURL: lab.APIURL(), Token: token, HTTPClient: lab.HTTPClient()})
+	site, err := forgeOf(ref.Forge)
+	if err != nil {
+		return err
+	}
+	client, err := opts.factory.orDefault(ios).ForgeClient(site, provider.ClientOptions{APIURL: lab.APIURL(), Token: token, HTTPClient: lab.HTTPClient()})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -87,7 +87,7 @@ when --check shows the model answered.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&opts.Workdir, "workdir", ".", "the repository to inspect")
-	f.StringVar(&opts.Host, "host", "github.com", "the forge host whose token to look for")
+	f.StringVar(&opts.Host, "host", "", "the forge host whose token to look for (default: the forge's public host, github.com or gitlab.com)")
 	f.Var(forgeFlag{&opts.Forge}, "forge", "the forge whose token to look for: github (GH_TOKEN, gh) or gitlab (GITLAB_TOKEN, GL_TOKEN)")
 	f.BoolVar(&opts.JSON, "json", false, "print JSON")
 	f.BoolVar(&opts.Check, "check", false, "make one minimal read-only request per agent CLI and say whether its model answered")
@@ -198,10 +198,14 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 		}
 	}
 
-	if opts.Forge == forge.GitLab && opts.Host == "github.com" {
-		opts.Host = "gitlab.com" // --host's default is GitHub's
+	site, err := forgeOf(opts.Forge)
+	if err != nil {
+		return err
 	}
-	token, src, err := forgeSite{kind: opts.Forge}.resolveToken(opts.Host, "", ios.Getenv)
+	if opts.Host == "" {
+		opts.Host = site.DefaultHost()
+	}
+	token, src, err := site.ResolveToken(opts.Host, "", ios.Getenv)
 	if err != nil {
 		rep.Token = doctorFinding{What: err.Error()}
 	} else {

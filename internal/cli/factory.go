@@ -7,8 +7,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
-	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
+	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -32,11 +31,9 @@ type Factory struct {
 	// never creating one; run names the run it reads, for the error
 	// (openExistingStore).
 	OpenExistingStore func(ctx context.Context, dir, run string) (*store.Store, error)
-	// Forge builds a GitHub client: every GitHub client of pr, serve,
-	// worker and demo is built here.
-	Forge func(ghclient.Options) (*ghclient.Client, error)
-	// GitLab builds a GitLab client, as Forge does GitHub's.
-	GitLab func(glclient.Options) (*glclient.Client, error)
+	// ForgeClient builds a forge's client through its provider: every
+	// forge client of pr, serve, worker and demo is built here.
+	ForgeClient func(p provider.Provider, o provider.ClientOptions) (provider.Client, error)
 	// Agent builds every agent of a run (backends.Config.Build): name is
 	// one of backends.Kinds, cmd the command agent's command line, role
 	// backends.RoleFix, RoleReview or RoleJudge; set carries the run's
@@ -54,7 +51,7 @@ func NewFactory(ios *IOStreams) *Factory {
 	f.OpenExistingStore = func(ctx context.Context, dir, run string) (*store.Store, error) {
 		return openExistingStore(ctx, f, dir, run)
 	}
-	f.Forge, f.GitLab = ghclient.New, glclient.New
+	f.ForgeClient = func(p provider.Provider, o provider.ClientOptions) (provider.Client, error) { return p.NewClient(o) }
 	f.Agent = func(set backends.Config, name, cmd, role string) (agent.Agent, error) {
 		if ios.Backend != nil && backends.Known(name) {
 			set.Name, set.Role = name, role

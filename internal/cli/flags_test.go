@@ -18,7 +18,7 @@ import (
 	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -55,7 +55,9 @@ func noFactory(t *testing.T) *Factory {
 		OpenExistingStore: func(context.Context, string, string) (*store.Store, error) {
 			return nil, fail("opened a state store")
 		},
-		Forge: func(ghclient.Options) (*ghclient.Client, error) { return nil, fail("built a forge client") },
+		ForgeClient: func(provider.Provider, provider.ClientOptions) (provider.Client, error) {
+			return nil, fail("built a forge client")
+		},
 		Agent: func(backends.Config, string, string, string) (agent.Agent, error) {
 			return nil, fail("built an agent")
 		},

@@ -18,14 +18,13 @@ import (
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
+	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/recap"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/review"
-	"github.com/convergeloop/converge/internal/review/copilot"
-	"github.com/convergeloop/converge/internal/review/duo"
 	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/verify"
@@ -72,7 +71,7 @@ type prOptions struct {
 	App appOptions
 	// limiter, when set, is shared by every forge client made from these
 	// options, so a fleet's loops keep one per-host cap (REL-1).
-	limiter *ghclient.HostLimiter
+	limiter *forgehttp.HostLimiter
 	// apps, when set, keeps the GitHub App loaded once for every loop, so
 	// a fleet mints tokens per installation, not per PR (SEC-5).
 	apps *appCache
@@ -291,7 +290,7 @@ type prSetup struct {
 	file               *config.File
 	pre                *prSettingsT
 	agents             *prAgents
-	site               forgeSite
+	site               provider.Provider
 	rest, gql, webHost string
 	cas                []string
 	stateDir           string
@@ -336,12 +335,15 @@ func newPRSetup(ios *IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, e
 	if err != nil {
 		return nil, err
 	}
-	site := siteOf(ref)
-	rest, gql, err := site.endpoints(ref, opts.APIURL, ios.Getenv)
+	site, err := forgeOf(ref.Forge)
+	if err != nil {
+		return nil, err
+	}
+	rest, gql, err := site.Endpoints(ref, opts.APIURL, ios.Getenv)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	webHost, err := site.webHost(rest)
+	webHost, err := site.WebHost(rest)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -376,10 +378,10 @@ func (s *prSetup) checkRef(r forge.PRRef) error {
 	if err := checkPRHost(r, s.rest, s.opts.AllowHostMismatch); err != nil {
 		return err
 	}
-	if r.Forge != s.site.kind {
-		return usageErr("%s is on %s and the first PR on %s; one converge runs PRs of one forge, start another for the rest", r, r.Forge, s.site.kind)
+	if r.Forge != s.site.Kind() {
+		return usageErr("%s is on %s and the first PR on %s; one converge runs PRs of one forge, start another for the rest", r, r.Forge, s.site.Kind())
 	}
-	if other, _, err := s.site.endpoints(r, s.opts.APIURL, s.ios.Getenv); err != nil || other != s.rest {
+	if other, _, err := s.site.Endpoints(r, s.opts.APIURL, s.ios.Getenv); err != nil || other != s.rest {
 		return usageErr("%s is on another forge than %s; one converge runs PRs of one forge, start another for the rest", r, s.rest)
 	}
 	return nil
@@ -509,13 +511,17 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 	cfg.RecapInterval = v.Int("recap_interval")
 	cfg.SyncBase = v.Bool("sync_base")
 	cfg.ReviewMemory = v.Bool("review_memory")
-	// The forge's review bot: Copilot on GitHub, Duo on GitLab (PR-O2,
-	// PR-O5). The default trusted bots are Copilot's logins; on GitLab
-	// they are Duo's instead, since a GitLab user may be named like a
-	// Copilot login and must not be trusted as a bot.
-	cfg.Bot, cfg.TrustedBots = reviewBotFor(opts.kind), v.List("trusted_bots")
-	if opts.kind == forge.GitLab && slices.Equal(cfg.TrustedBots, copilot.DefaultAllowlist()) {
-		cfg.TrustedBots = duo.DefaultAllowlist()
+	// The forge's review bot, its provider's: Copilot on GitHub, Duo on
+	// GitLab (PR-O2, PR-O5). trusted_bots left at its default (Copilot's
+	// logins) trusts the forge's own bot's instead, since a GitLab user
+	// may be named like a Copilot login and must not be trusted as a bot.
+	site, err := forgeOf(opts.kind)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Bot, cfg.TrustedBots = site.ReviewBot(), v.List("trusted_bots")
+	if f, _ := config.Lookup(config.PRFields(), "trusted_bots"); slices.Equal(cfg.TrustedBots, strings.Split(f.Default, ",")) {
+		cfg.TrustedBots = site.TrustedBots()
 	}
 	if reviewer != nil {
 		angles, err := review.ParseAngles(v.String("review_angles"))

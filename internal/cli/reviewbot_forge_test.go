@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/review/copilot"
@@ -12,13 +13,17 @@ import (
 )
 
 // TestReviewBotForEachForge: GitHub's bot is Copilot, GitLab's is Duo,
-// an unknown forge has none; each travels in a loop's configuration and
+// an unknown forge is refused; each travels in a loop's configuration and
 // reads back as itself (PR-M4).
 func TestReviewBotForEachForge(t *testing.T) {
 	for kind, want := range map[forge.Kind]string{forge.GitHub: copilot.Name, forge.GitLab: duo.Name} {
-		b := reviewBotFor(kind)
+		site, err := forgeOf(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := site.ReviewBot()
 		if b == nil || b.Name() != want {
-			t.Fatalf("reviewBotFor(%q) = %v, want %s", kind, b, want)
+			t.Fatalf("forge %s's review bot = %v, want %s", kind, b, want)
 		}
 		c := prloop.DefaultConfig()
 		c.Bot = b
@@ -34,7 +39,7 @@ func TestReviewBotForEachForge(t *testing.T) {
 			t.Fatalf("%s read back %+v, want %+v", want, back.Bot, c.Bot)
 		}
 	}
-	if b := reviewBotFor(forge.Kind("gitea")); b != nil {
-		t.Fatalf("an unknown forge has no review bot, got %s", b.Name())
+	if site, err := forgeOf(forge.Kind("gitea")); err == nil || ExitCodeOf(err) != exitcode.Usage {
+		t.Fatalf("an unknown forge: got %v, %v; want a usage error", site, err)
 	}
 }

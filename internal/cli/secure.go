@@ -13,7 +13,11 @@ import (
 // another, the run would otherwise clone from the PR's host with the
 // API's token. allow is --allow-host-mismatch.
 func checkPRHost(ref forge.PRRef, rest string, allow bool) error {
-	if err := siteOf(ref).checkHosts(ref, rest, allow); err != nil {
+	p, err := forgeOf(ref.Forge)
+	if err != nil {
+		return err
+	}
+	if err := p.CheckHosts(ref, rest, allow); err != nil {
 		return usageErr("%v", err)
 	}
 	return nil
@@ -28,11 +32,15 @@ func checkPRHost(ref forge.PRRef, rest string, allow bool) error {
 // credential helper (SEC-8); no process can be started with it.
 func gitRemote(rest string, ref forge.PRRef, token string, caFiles []string) func(reported string) (string, []string, error) {
 	return func(reported string) (string, []string, error) {
-		u, err := siteOf(ref).cloneURL(rest, reported, ref)
+		p, err := forgeOf(ref.Forge)
+		if err != nil {
+			return "", nil, err
+		}
+		u, err := p.CloneURL(rest, reported, ref)
 		if err != nil {
 			return "", nil, usageErr("%v", err)
 		}
-		env, err := repo.GitAuthEnvUser(u, siteOf(ref).gitUser(), token, caFiles...)
+		env, err := repo.GitAuthEnvUser(u, p.GitUser(), token, caFiles...)
 		if err != nil {
 			return "", nil, usageErr("%v", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +16,8 @@ import (
 
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
-	glclient "github.com/convergeloop/converge/internal/forge/gitlab"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
+	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/server"
 	"github.com/convergeloop/converge/internal/store"
@@ -143,17 +142,18 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	if err != nil {
 		return err
 	}
+	site, err := forgeOf(kind)
+	if err != nil {
+		return err
+	}
 	for _, w := range opts.Watch {
-		if err := server.CheckWatchRepo(kind, w); err != nil {
+		if _, err := site.RepoRef(site.DefaultHost(), "", w); err != nil {
 			return usageErr("--watch: %v", err)
 		}
 	}
-	// The forge is the first PR's, or --api-url's (github.com or
-	// gitlab.com by default).
-	first := forge.PRRef{Host: "github.com"}
-	if kind == forge.GitLab {
-		first = forge.PRRef{Host: "gitlab.com", Scheme: "https", Forge: forge.GitLab}
-	}
+	// The forge is the first PR's, or --api-url's (the forge's public
+	// host by default).
+	first := forge.PRRef{Host: site.DefaultHost(), Scheme: "https", Forge: kind}
 	if len(refs) > 0 {
 		first = refs[0]
 	}
@@ -177,7 +177,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	// ps.minted as they are minted).
 	secrets := []string{secret, token}
 	if opts.pr.App.ID == "" && ios.Getenv("CONVERGE_APP_ID") == "" {
-		t, _, err := ps.site.resolveToken(ps.webHost, opts.pr.Token, ios.Getenv)
+		t, _, err := ps.site.ResolveToken(ps.webHost, opts.pr.Token, ios.Getenv)
 		if err != nil {
 			return err
 		}
@@ -185,7 +185,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	}
 	// One per-host cap for every loop's client: twenty loops must not
 	// make twenty times the requests in flight (REL-1).
-	opts.pr.limiter = ghclient.NewHostLimiter(ps.pre.values.Int("forge_concurrency"))
+	opts.pr.limiter = forgehttp.NewHostLimiter(ps.pre.values.Int("forge_concurrency"))
 	opts.pr.apps = &appCache{}
 	f := &fleet{ios: ios, ps: ps, stateDir: ps.stateDir}
 	if f.polls, err = newPollBudget(opts); err != nil {
@@ -488,22 +488,26 @@ func serveForge(flag string, refs []forge.PRRef) (forge.Kind, error) {
 	return kind, nil
 }
 
-// mrLister lists a GitLab project's open merge requests.
-type mrLister interface {
-	OpenMRs(ctx context.Context, projectFullPath string) ([]glclient.OpenMR, error)
-}
-
-// discover lists the open PRs of a watched repository that match it.
+// discover lists the open PRs of a watched repository that match it,
+// through the forge's client.
 func (f *fleet) discover(ctx context.Context, w store.RepoWatch) ([]string, error) {
-	if f.ps.site.kind == forge.GitLab {
-		return f.discoverMRs(ctx, w)
+	var scheme string
+	if u, err := url.Parse(f.ps.rest); err == nil {
+		scheme = u.Scheme
 	}
-	owner, repo, _ := strings.Cut(w.Repo, "/")
-	c, err := f.lister(ctx, owner, repo)
+	ref, err := f.ps.site.RepoRef(f.ps.webHost, scheme, w.Repo)
+	if err != nil {
+		return nil, fmt.Errorf("watch: %w", err)
+	}
+	forges, _, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values, f.ps.minted)
 	if err != nil {
 		return nil, err
 	}
-	prs, err := c.OpenPRs(ctx, owner, repo)
+	c, ok := forges[0].(provider.Client)
+	if !ok {
+		return nil, fmt.Errorf("the forge client cannot list pull requests")
+	}
+	prs, err := c.OpenPRs(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -511,52 +515,6 @@ func (f *fleet) discover(ctx context.Context, w store.RepoWatch) ([]string, erro
 	for _, p := range prs {
 		if server.WatchMatches(w, p.Author, p.Labels) {
 			urls = append(urls, p.URL)
-		}
-	}
-	return urls, nil
-}
-
-// lister is a client that can list owner/repo's pull requests.
-func (f *fleet) lister(ctx context.Context, owner, repo string) (*ghclient.Client, error) {
-	ref := forge.PRRef{Host: f.ps.webHost, Owner: owner, Repo: repo, Number: 1}
-	forges, _, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values, f.ps.minted)
-	if err != nil {
-		return nil, err
-	}
-	c, ok := forges[0].(*ghclient.Client)
-	if !ok {
-		return nil, fmt.Errorf("the forge client cannot list pull requests")
-	}
-	return c, nil
-}
-
-// discoverMRs lists the open merge requests of a watched GitLab project
-// that match it.
-func (f *fleet) discoverMRs(ctx context.Context, w store.RepoWatch) ([]string, error) {
-	i := strings.LastIndex(w.Repo, "/")
-	if i <= 0 {
-		return nil, fmt.Errorf("watch %q: want GROUP[/SUB...]/PROJECT", w.Repo)
-	}
-	ref := forge.PRRef{Host: f.ps.webHost, Owner: w.Repo[:i], Repo: w.Repo[i+1:], Number: 1, Forge: forge.GitLab}
-	if u, err := url.Parse(f.ps.rest); err == nil {
-		ref.Scheme = u.Scheme
-	}
-	forges, _, err := prAuth(ctx, f.ios, f.ps.opts, f.ps.rest, f.ps.gql, f.ps.webHost, []forge.PRRef{ref}, f.ps.pre.values, f.ps.minted)
-	if err != nil {
-		return nil, err
-	}
-	c, ok := forges[0].(mrLister)
-	if !ok {
-		return nil, fmt.Errorf("the forge client cannot list merge requests")
-	}
-	mrs, err := c.OpenMRs(ctx, w.Repo)
-	if err != nil {
-		return nil, err
-	}
-	var urls []string
-	for _, m := range mrs {
-		if server.WatchMatches(w, m.Author, m.Labels) {
-			urls = append(urls, m.URL)
 		}
 	}
 	return urls, nil

@@ -9,7 +9,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/engine"
-	ghclient "github.com/convergeloop/converge/internal/forge/github"
+	"github.com/convergeloop/converge/internal/forge/forgehttp"
 	"github.com/convergeloop/converge/internal/pool"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/prwork"
@@ -43,9 +43,9 @@ func PRFields() []Field {
 		{Key: "fault_budget", Kind: Duration, Min: 0.001, Default: dur(engine.DefaultFaultBudget), Help: "how long forge outages and rate limits are ridden out before the run ends errored"},
 		// The forge client's (REL-1); read from flags, the environment and
 		// --config only, as one client serves every PR of a host.
-		{Key: "forge_timeout", Kind: Duration, Min: 0.001, Default: dur(ghclient.DefaultTimeout), Help: "time-box of one forge request; a read past it is retried, a write is not (it may have landed)"},
-		{Key: "forge_backoff", Kind: Duration, Min: 0.001, Default: dur(ghclient.DefaultBackoff), Help: "first back-off of a retried forge request; each retry doubles it"},
-		{Key: "forge_concurrency", Kind: Int, Min: 1, Default: strconv.Itoa(ghclient.DefaultMaxConcurrent), Help: "forge requests in flight at once per API host"},
+		{Key: "forge_timeout", Kind: Duration, Min: 0.001, Default: dur(forgehttp.DefaultTimeout), Help: "time-box of one forge request; a read past it is retried, a write is not (it may have landed)"},
+		{Key: "forge_backoff", Kind: Duration, Min: 0.001, Default: dur(forgehttp.DefaultBackoff), Help: "first back-off of a retried forge request; each retry doubles it"},
+		{Key: "forge_concurrency", Kind: Int, Min: 1, Default: strconv.Itoa(forgehttp.DefaultMaxConcurrent), Help: "forge requests in flight at once per API host"},
 		// Per-step budgets (AG-T1, AG-T5).
 		{Key: "agent_timeout", Kind: Duration, Min: 1, Default: dur(agent.DefaultBudget), Help: "time-box of one agent run; at it the agent is stopped, and a run without a status record is retried once"},
 		{Key: "test_timeout", Kind: Duration, Min: 1, Default: dur(prwork.DefaultTestBudget), Help: "time-box of one build/test run; a run stopped at it counts as failing"},

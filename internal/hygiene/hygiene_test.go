@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -325,16 +326,87 @@ func TestUX_TheLoopsNameNoForge(t *testing.T) {
 		if name == "" {
 			continue
 		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if sel, ok := n.(*ast.SelectorExpr); ok {
-				if id, ok := sel.X.(*ast.Ident); ok && id.Name == name && (sel.Sel.Name == "GitHub" || sel.Sel.Name == "GitLab") {
-					t.Errorf("%s: the loop names a forge (forge.%s); move what differs into the forge layer", fset.Position(sel.Pos()), sel.Sel.Name)
-				}
-			}
-			return true
-		})
+		for _, sel := range forgeNames(f, name) {
+			t.Errorf("%s: the loop names a forge (forge.%s); move what differs into the forge layer", fset.Position(sel.Pos()), sel.Sel.Name)
+		}
 	}
 	if checked < 20 {
 		t.Fatalf("%d loop files checked: the guard looks in the wrong place", checked)
 	}
+}
+
+// forgeRules are the production files outside the forges' own packages
+// that may import a forge's package or name a forge, each for a reason
+// that is the forge's alone.
+var forgeRules = map[string]string{
+	"internal/cli/forgesite.go":  "the registration: the forges this binary drives",
+	"internal/cli/app.go":        "GitHub Apps (SEC-5) are GitHub's own feature, offered where Provider.Apps",
+	"internal/cli/demo.go":       "the demo picks its emulator",
+	"internal/cli/sandbox.go":    "the sandbox picks its emulator",
+	"internal/server/gitlab.go":  "GitLab's webhook handler",
+	"internal/server/webhook.go": "the webhook's forge, told by its headers",
+	"internal/bench/world.go":    "the scenario bench's world is the GitHub emulator",
+	"internal/bench/latency.go":  "the latency bench's world is the GitHub emulator",
+}
+
+// TestUX_ForgesChosenOnlyThroughTheirProvider: outside a forge's own
+// packages (its client, its review bot, its emulator, their test helpers)
+// no production code imports a forge's package or names a forge; it asks
+// the forge's provider (internal/forge/provider). A new forge is then one
+// package and a registration, not a hunt through the commands.
+func TestUX_ForgesChosenOnlyThroughTheirProvider(t *testing.T) {
+	dir := root(t)
+	const mod = "github.com/convergeloop/converge/"
+	forgePkgs := []string{mod + "internal/forge/github", mod + "internal/forge/gitlab"}
+	owned := []string{"internal/forge/", "internal/emulator/", "internal/review/", "internal/testutil/", "internal/tools/"}
+	fset := token.NewFileSet()
+	checked := 0
+	for _, rel := range goFiles(t, dir) {
+		if strings.HasSuffix(rel, "_test.go") || slices.ContainsFunc(owned, func(p string) bool { return strings.HasPrefix(rel, p) }) {
+			continue
+		}
+		if _, ok := forgeRules[rel]; ok {
+			continue
+		}
+		checked++
+		f, err := parser.ParseFile(fset, filepath.Join(dir, rel), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range forgePkgs {
+			if importName(f, p) != "" {
+				t.Errorf("%s imports %s: ask the forge's provider (provider.For) instead", rel, p)
+			}
+		}
+		name := importName(f, mod+"internal/forge")
+		if name == "" {
+			continue
+		}
+		for _, sel := range forgeNames(f, name) {
+			t.Errorf("%s: names a forge (forge.%s); put what differs in the forge's provider", fset.Position(sel.Pos()), sel.Sel.Name)
+		}
+	}
+	if checked < 100 {
+		t.Fatalf("%d files checked: the guard looks in the wrong place", checked)
+	}
+	for rel := range forgeRules {
+		if _, err := os.Stat(filepath.Join(dir, rel)); err != nil {
+			t.Errorf("forgeRules names %s, which is gone: drop its exception", rel)
+		}
+	}
+}
+
+// forgeNames are f's uses of forge.GitHub and forge.GitLab, the forge
+// package imported as name.
+func forgeNames(f *ast.File, name string) []*ast.SelectorExpr {
+	var out []*ast.SelectorExpr
+	ast.Inspect(f, func(n ast.Node) bool {
+		if sel, ok := n.(*ast.SelectorExpr); ok {
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == name && (sel.Sel.Name == "GitHub" || sel.Sel.Name == "GitLab") {
+				out = append(out, sel)
+			}
+		}
+		return true
+	})
+	return out
 }

@@ -5,21 +5,9 @@ import (
 	"github.com/convergeloop/converge/internal/review"
 )
 
-// ReviewBot is a forge's review bot (Copilot on GitHub) as the loop needs
-// it: who it is, how to ask it, how to tell it started, and what one of
-// its reviews says. Its methods are pure, so Decide stays pure.
-type ReviewBot interface {
-	Name() string
-	// Is reports whether login is the bot, on any API surface.
-	Is(login string) bool
-	// RequestLogin is the login a review is requested from.
-	RequestLogin() string
-	// StartedEvent is the issue event that proves a requested review
-	// started ("" when the forge shows none).
-	StartedEvent() string
-	// Read reads one of its reviews fail-closed against the PR it is on.
-	Read(r forge.Review, pr *forge.PullRequest) (review.Signal, string)
-}
+// ReviewBot is a forge's review bot as the loop needs it (review.Bot):
+// the loop consumes it, a forge's provider names it.
+type ReviewBot = review.Bot
 
 // botName names the review bot in what converge writes and prints: its
 // Name ("copilot" on GitHub), or "the review bot" when none is configured.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
 )
@@ -111,7 +112,11 @@ func (s *Server) servePostRepo(w http.ResponseWriter, r *http.Request) {
 		}
 		kind = k
 	}
-	if err := CheckWatchRepo(kind, in.Repo); err != nil {
+	site, err := provider.For(kind)
+	if err == nil {
+		_, err = site.RepoRef(site.DefaultHost(), "", in.Repo)
+	}
+	if err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
@@ -211,27 +216,6 @@ func (s *Server) discoverWatch(ctx context.Context, wt store.RepoWatch) {
 		}
 		known[target] = true
 	}
-}
-
-// CheckWatchRepo checks a watched repository's name: OWNER/REPO on
-// GitHub, GROUP[/SUBGROUP...]/PROJECT on GitLab.
-func CheckWatchRepo(kind forge.Kind, repo string) error {
-	parts := strings.Split(repo, "/")
-	for _, p := range parts {
-		if p == "" {
-			parts = nil
-		}
-	}
-	if kind == forge.GitLab {
-		if len(parts) < 2 {
-			return fmt.Errorf("repo %q: want GROUP[/SUBGROUP...]/PROJECT", repo)
-		}
-		return nil
-	}
-	if len(parts) != 2 {
-		return fmt.Errorf("repo %q: want owner/name", repo)
-	}
-	return nil
 }
 
 // WatchMatches reports whether an open PR by author carrying labels

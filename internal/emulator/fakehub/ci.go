@@ -3,6 +3,7 @@ package fakehub
 import (
 	"context"
 	"fmt"
+
 	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
@@ -20,7 +21,7 @@ func (h *Hub) startCI(rp *repo, p *pr) {
 	if cancel := rp.ci[p.number]; cancel != nil {
 		cancel()
 	}
-	ctx, cancel := context.WithCancel(h.bgCtx())
+	ctx, cancel := context.WithCancel(h.Context())
 	rp.ci[p.number] = cancel
 	now := h.now()
 	cr := &checkRun{id: h.newIDLocked(), sha: p.headSHA, name: CICheckName, status: "in_progress", app: h.ciUser(),
@@ -29,9 +30,7 @@ func (h *Hub) startCI(rp *repo, p *pr) {
 	h.nodes[cr.nodeID()] = cr
 	h.publishLocked(Event{Kind: "check", Owner: rp.owner, Repo: rp.name, Number: p.number, SHA: cr.sha, Actor: LoginCIREST, Detail: "in_progress"})
 	cmd := append([]string(nil), rp.testCommand...)
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
+	h.Go(func(context.Context) {
 		defer cancel()
 		out, err := runCI(ctx, rp.dir, cr.sha, cmd)
 		h.mu.Lock()
@@ -50,7 +49,7 @@ func (h *Hub) startCI(rp *repo, p *pr) {
 			cr.text = err.Error()
 		}
 		h.publishLocked(Event{Kind: "check", Owner: rp.owner, Repo: rp.name, Number: p.number, SHA: cr.sha, Actor: LoginCIREST, Detail: conclusion})
-	}()
+	})
 }
 
 // runCI checks sha out into a throwaway directory and runs cmd there.

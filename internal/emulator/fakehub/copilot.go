@@ -135,10 +135,8 @@ func (h *Hub) startCopilotLocked(p *pr) {
 		// Requested but not started yet, as on github.com for half a
 		// minute: no copilot_work_started, the bot still requested.
 		startAt := h.clockNow().Add(start)
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			if !h.sleepUntil(h.bgCtx(), startAt) {
+		h.Go(func(ctx context.Context) {
+			if !h.sleepUntil(ctx, startAt) {
 				h.mu.Lock()
 				p.copilotBusy = false
 				h.mu.Unlock()
@@ -154,15 +152,13 @@ func (h *Hub) startCopilotLocked(p *pr) {
 			due := h.copilotStartedLocked(p, delay)
 			h.mu.Unlock()
 			h.runCopilot(p, round, due)
-		}()
+		})
 		return
 	}
 	due := h.copilotStartedLocked(p, delay)
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
+	h.Go(func(context.Context) {
 		h.runCopilot(p, round, due)
-	}()
+	})
 }
 
 // copilotStartedLocked records that Copilot started its review, and
@@ -178,7 +174,7 @@ func (h *Hub) copilotStartedLocked(p *pr, delay time.Duration) time.Time {
 // runCopilot posts the review when it is due: by the hub's clock
 // (sleepUntil), so a test's AdvanceClock hurries it.
 func (h *Hub) runCopilot(p *pr, round CopilotRound, due time.Time) {
-	ctx := h.bgCtx()
+	ctx := h.Context()
 	if !h.sleepUntil(ctx, due) {
 		h.mu.Lock()
 		h.finishCopilotLocked(p)

@@ -131,7 +131,3 @@ func (h *Hub) CountsFor(login string) Counts {
 	}
 	return Counts{}
 }
-
-// Connections counts the connections clients opened to the hub: a client
-// that reuses its connections opens few however many requests it sends.
-func (h *Hub) Connections() int { return int(h.conns.Load()) }

@@ -246,7 +246,7 @@ func (h *Hub) repoCountsLocked(rp *repo, j map[string]any) {
 	open := rp.openIssuesLocked()
 	for k, v := range map[string]any{
 		"description": nil, "homepage": nil, "language": nil, "mirror_url": nil, "license": nil,
-		"git_url": "git://" + h.host + "/" + rp.fullName() + ".git", "ssh_url": "git@" + h.host + ":" + rp.fullName() + ".git",
+		"git_url": "git://" + h.Host() + "/" + rp.fullName() + ".git", "ssh_url": "git@" + h.Host() + ":" + rp.fullName() + ".git",
 		"svn_url":    h.BaseURL() + "/" + rp.fullName(),
 		"updated_at": ts(updated), "pushed_at": ts(pushed), "size": rp.sizeKB,
 		"stargazers_count": rp.stars, "watchers_count": rp.stars, "watchers": rp.stars,

@@ -3,7 +3,6 @@ package fakehub
 import (
 	"context"
 	"fmt"
-	"github.com/convergeloop/converge/internal/emulator/fakegit"
 	"math"
 	"net/http"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 )
 
 // gitIdentity is set explicitly on every commit the hub writes: machines
@@ -396,7 +397,7 @@ func (h *Hub) serveGit(w http.ResponseWriter, r *http.Request) {
 
 // afterPush re-reads refs and moves PR heads (and bases) accordingly.
 func (h *Hub) afterPush(owner, name string, by *user) {
-	ctx := h.bgCtx()
+	ctx := h.Context()
 	h.mu.Lock()
 	rp := h.repoLocked(owner, name)
 	h.mu.Unlock()
@@ -409,13 +410,6 @@ func (h *Hub) afterPush(owner, name string, by *user) {
 		return
 	}
 	h.refsChanged(ctx, rp, refs, by)
-}
-
-func (h *Hub) bgCtx() context.Context {
-	if h.ctx != nil {
-		return h.ctx
-	}
-	return context.Background()
 }
 
 // refsChanged updates every open PR from the branch tips and starts CI on

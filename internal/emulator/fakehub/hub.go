@@ -10,21 +10,15 @@ package fakehub
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/convergeloop/converge/internal/emulator/fakegit"
 	graphqlgo "github.com/graph-gophers/graphql-go"
 )
 
@@ -91,28 +85,15 @@ const (
 
 // Hub is one running emulator.
 type Hub struct {
-	opts    Options
-	conns   atomic.Int64 // connections opened (Connections)
-	wlog    writeLog
-	log     *slog.Logger
-	tempDir bool
-	tokens  Tokens
-
-	caPEM   []byte
-	caFile  string
-	tlsCert tls.Certificate
-	pool    *x509.CertPool
+	// Server is the hub as a server: state directory, CA, listener and
+	// background work (Host, URL, CAFile, HTTPClient, Connections, ...).
+	*fakegit.Server
+	opts   Options
+	wlog   writeLog
+	log    *slog.Logger
+	tokens Tokens
 
 	schema *graphqlgo.Schema
-
-	ln     net.Listener
-	srv    *http.Server
-	host   string
-	scheme string
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
 
 	// mu guards the model. A GraphQL query holds it for reading for its
 	// whole execution so it reads one snapshot; a mutation holds it for
@@ -186,24 +167,11 @@ func New(opts Options) (*Hub, error) {
 	if h.log == nil {
 		h.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if h.opts.StateDir == "" {
-		d, err := os.MkdirTemp("", "fakehub-")
-		if err != nil {
-			return nil, fmt.Errorf("state dir: %w", err)
-		}
-		h.opts.StateDir = d
-		h.tempDir = true
-	}
-	if err := os.MkdirAll(filepath.Join(h.opts.StateDir, "repos"), 0o755); err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
-	}
-	h.scheme = "https"
-	if opts.HTTP {
-		h.scheme = "http"
-	}
-	if err := h.makeCA(); err != nil {
+	srv, err := fakegit.NewServer("fakehub", h.opts.StateDir, opts.HTTP)
+	if err != nil {
 		return nil, err
 	}
+	h.Server, h.opts.StateDir = srv, srv.StateDir()
 	h.makeUsers()
 	s, err := graphqlgo.ParseSchema(schemaSDL, &rootResolver{h: h}, graphqlgo.MaxParallelism(1))
 	if err != nil {
@@ -218,55 +186,7 @@ func New(opts Options) (*Hub, error) {
 
 // Start listens and serves until Close (or ctx ends).
 func (h *Hub) Start(ctx context.Context) error {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", h.opts.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	h.ln = ln
-	h.host = ln.Addr().String()
-	h.ctx, h.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	h.srv = &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(h.log.Handler(), slog.LevelDebug),
-		ConnState: func(_ net.Conn, st http.ConnState) {
-			if st == http.StateNew {
-				h.conns.Add(1)
-			}
-		},
-	}
-	if !h.opts.HTTP {
-		h.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{h.tlsCert}, MinVersion: tls.VersionTLS12}
-		ln = tls.NewListener(ln, h.srv.TLSConfig)
-	}
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		if err := h.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			h.log.Error("fakehub serve", "err", err)
-		}
-	}()
-	// Closing when the caller's context ends keeps tests from leaking servers.
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		select {
-		case <-ctx.Done():
-			h.shutdown()
-		case <-h.ctx.Done():
-		}
-	}()
-	h.log.Info("fakehub listening", "url", h.BaseURL())
-	return nil
-}
-
-func (h *Hub) shutdown() {
-	h.cancel()
-	if h.srv != nil {
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		_ = h.srv.Shutdown(sctx)
-	}
+	return h.Listen(ctx, h.opts.Addr, h, h.log)
 }
 
 // Close stops serving, cancels background work (Copilot, CI) and waits for
@@ -275,30 +195,18 @@ func (h *Hub) Close() error {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
-	if h.cancel != nil {
-		h.shutdown()
-	}
-	h.wg.Wait()
+	h.Stop()
 	h.mu.Lock()
 	for id, ch := range h.subs {
 		close(ch)
 		delete(h.subs, id)
 	}
 	h.mu.Unlock()
-	if h.tempDir {
-		return os.RemoveAll(h.opts.StateDir)
-	}
-	return nil
+	return h.RemoveState()
 }
 
-// Host is host:port of the running hub.
-func (h *Hub) Host() string { return h.host }
-
-// Scheme is https, or http with Options.HTTP.
-func (h *Hub) Scheme() string { return h.scheme }
-
 // BaseURL is scheme://host.
-func (h *Hub) BaseURL() string { return h.scheme + "://" + h.host }
+func (h *Hub) BaseURL() string { return h.URL() }
 
 // APIURL is the REST base, Enterprise style.
 func (h *Hub) APIURL() string { return h.BaseURL() + "/api/v3" }
@@ -316,38 +224,14 @@ func (h *Hub) PRURL(owner, repo string, number int) string {
 	return fmt.Sprintf("%s/%s/%s/pull/%d", h.BaseURL(), owner, repo, number)
 }
 
-// CAFile is the PEM file of the CA that signed the server certificate.
-func (h *Hub) CAFile() string { return h.caFile }
-
-// CAPEM is the CA certificate in PEM.
-func (h *Hub) CAPEM() []byte { return h.caPEM }
-
-// StateDir is where the bare repositories live.
-func (h *Hub) StateDir() string { return h.opts.StateDir }
-
 // Tokens returns the identities' tokens.
 func (h *Hub) Tokens() Tokens { return h.tokens }
-
-// HTTPClient returns a client that trusts the hub's CA.
-func (h *Hub) HTTPClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: h.pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
-}
 
 // GitEnv is the environment git needs to talk to the hub with token: the CA
 // and an Authorization header passed as config through the environment, as
 // converge does (IF-2), so nothing lands on disk.
 func (h *Hub) GitEnv(token string) []string {
-	env := []string{
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
-		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
-	}
-	if !h.opts.HTTP {
-		env = append(env, "GIT_SSL_CAINFO="+h.caFile)
-	}
+	env := h.Server.GitEnv()
 	if token != "" {
 		env = append(env, "GIT_CONFIG_COUNT=1",
 			"GIT_CONFIG_KEY_0=http.extraHeader",

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/convergeloop/converge/internal/emulator/fakegit"
 	"net/http"
 	"strings"
 )
@@ -98,14 +97,4 @@ func (h *Hub) authenticate(r *http.Request) *user {
 		return u
 	}
 	return h.appTokenUser(tok) // an App's installation token (app.go)
-}
-
-// makeCA creates a throwaway CA and a server certificate for loopback names.
-func (h *Hub) makeCA() error {
-	ca, err := fakegit.NewCA(h.opts.StateDir, "fakehub")
-	if err != nil {
-		return err
-	}
-	h.tlsCert, h.caPEM, h.pool, h.caFile = ca.Cert, ca.PEM, ca.Pool, ca.File
-	return nil
 }

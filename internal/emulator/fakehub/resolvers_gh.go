@@ -1001,14 +1001,11 @@ func (r *rootResolver) MergePullRequest(ctx context.Context, args struct {
 	// request has let go of h.mu, as after a REST merge.
 	if !h.closed {
 		rp := p.repo
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			ctx := h.bgCtx()
+		h.Go(func(ctx context.Context) {
 			if refs, err := readRefs(ctx, rp.dir); err == nil {
 				h.refsChanged(ctx, rp, refs, u)
 			}
-		}()
+		})
 	}
 	return &mergePayload{h: h, p: p, u: u, cmid: in.ClientMutationId}, nil
 }

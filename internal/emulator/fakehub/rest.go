@@ -276,7 +276,7 @@ func paged[T any](c *restCtx, items []T) []T {
 	last := max(1, (len(items)+per-1)/per)
 	link := func(p int, rel string) string {
 		u := *c.r.URL
-		u.Scheme, u.Host = c.h.scheme, c.h.host
+		u.Scheme, u.Host = c.h.Scheme(), c.h.Host()
 		v := u.Query()
 		v.Set("page", strconv.Itoa(p))
 		v.Set("per_page", strconv.Itoa(per))

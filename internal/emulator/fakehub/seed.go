@@ -69,7 +69,7 @@ func (h *Hub) CreateRepo(owner, name string, files map[string]string, opts RepoO
 	if opts.DefaultBranch == "" {
 		opts.DefaultBranch = "main"
 	}
-	ctx := h.bgCtx()
+	ctx := h.Context()
 	dir := filepath.Join(h.opts.StateDir, "repos", owner, name+".git")
 	h.mu.Lock()
 	if h.repoLocked(owner, name) != nil {
@@ -119,7 +119,7 @@ func (h *Hub) PushFiles(owner, repoName, branch string, files map[string]string,
 }
 
 func (h *Hub) pushFilesAs(owner, repoName, branch string, files map[string]string, message string, by *user) (string, error) {
-	ctx := h.bgCtx()
+	ctx := h.Context()
 	h.mu.Lock()
 	rp := h.repoLocked(owner, repoName)
 	h.mu.Unlock()
@@ -163,7 +163,7 @@ func (h *Hub) commitOnBranch(ctx context.Context, rp *repo, branch string, files
 // CreatePR opens a pull request, committing pr.Files on its head branch
 // first, and starts CI on its head.
 func (h *Hub) CreatePR(owner, repoName string, np NewPR) (int, error) {
-	ctx := h.bgCtx()
+	ctx := h.Context()
 	h.mu.Lock()
 	rp := h.repoLocked(owner, repoName)
 	h.mu.Unlock()

@@ -154,7 +154,7 @@ func (p *annotationPos) Line() int32    { return int32(p.line) }
 // and, when the old head is not an ancestor of sha, a
 // head_ref_force_pushed event on its timeline.
 func (h *Hub) ForcePushBranch(owner, repoName, branch, sha, login string) error {
-	ctx := h.bgCtx()
+	ctx := h.Context()
 	by := h.userByLogin(login)
 	h.mu.Lock()
 	rp := h.repoLocked(owner, repoName)

@@ -70,7 +70,7 @@ type webhooks struct {
 // SetWebhook points the hub's webhook at cfg.URL; an empty URL turns it
 // off. The hub must be started.
 func (h *Hub) SetWebhook(cfg WebhookConfig) error {
-	if h.ctx == nil {
+	if !h.Listening() {
 		return errors.New("set webhook: the hub is not started")
 	}
 	if cfg.Attempts <= 0 {
@@ -91,7 +91,7 @@ func (h *Hub) SetWebhook(cfg WebhookConfig) error {
 	h.mu.Unlock()
 	tips := map[string]map[string]string{}
 	for _, rp := range repos {
-		if refs, err := readRefs(h.ctx, rp.dir); err == nil {
+		if refs, err := readRefs(h.Context(), rp.dir); err == nil {
 			tips[rp.fullName()] = refs
 		}
 	}
@@ -119,11 +119,7 @@ func (h *Hub) SetWebhook(cfg WebhookConfig) error {
 	}
 	wh.cfg = &cfg
 	if start {
-		h.wg.Add(1)
-		go func() {
-			defer h.wg.Done()
-			h.deliverLoop(h.ctx)
-		}()
+		h.Go(h.deliverLoop)
 	}
 	return nil
 }

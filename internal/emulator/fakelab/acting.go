@@ -47,7 +47,7 @@ func (l *Lab) OpenDiscussion(path string, iid int, username string, nd NewDiscus
 			pos = &Position{OldPath: nd.Path, NewPath: nd.Path, NewLine: nd.NewLine, OldLine: nd.OldLine}
 			if nd.OldLine == 0 && nd.NewLine > 0 {
 				v := m.version()
-				pos.OldLine = l.oldLineFor(l.bgCtx(), m.proj.dir, v.base, v.head, nd.Path, nd.NewLine)
+				pos.OldLine = l.oldLineFor(l.Context(), m.proj.dir, v.base, v.head, nd.Path, nd.NewLine)
 			}
 		}
 		d, err := l.createDiscussionLocked(m, u, nd.Body, pos)

@@ -30,13 +30,11 @@ func (l *Lab) startPipelineLocked(p *project, ref, sha string) {
 	j := &job{id: l.newIDLocked(), name: CIJobName, stage: "test", status: "running", createdAt: now, started: now}
 	pl.jobs = []*job{j}
 	p.pipelines = append(p.pipelines, pl)
-	ctx, cancel := context.WithCancel(l.bgCtx())
+	ctx, cancel := context.WithCancel(l.Context())
 	p.ci[pl.id] = cancel
 	l.publishLocked(Event{Kind: "pipeline", Project: p.path, SHA: sha, Detail: "running"})
 	cmd := append([]string(nil), p.testCommand...)
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
+	l.Go(func(context.Context) {
 		defer cancel()
 		out, err := fakegit.RunCI(ctx, p.dir, sha, cmd)
 		l.mu.Lock()
@@ -53,7 +51,7 @@ func (l *Lab) startPipelineLocked(p *project, ref, sha string) {
 		j.status, j.finished, j.trace = status, now, fakegit.Tail(out, 60)
 		pl.status, pl.updatedAt = status, now
 		l.publishLocked(Event{Kind: "pipeline", Project: p.path, SHA: sha, Detail: status})
-	}()
+	})
 }
 
 // WaitPipeline waits until the newest pipeline on sha finishes and

@@ -130,7 +130,7 @@ func (l *Lab) startDuoLocked(m *mr, by *user) {
 		l.duoUnapproveLocked(m, duo)
 	}
 	l.setReviewerStateLocked(m, duo, "review_started")
-	ctx := l.bgCtx()
+	ctx := l.Context()
 	changed, _ := fakegit.Run(ctx, m.proj.dir, nil, nil, "diff", "--name-only", m.version().base, m.headSHA)
 	if strings.TrimSpace(changed) == "" {
 		l.topNoteLocked(m, duo, DuoNothingToNote)
@@ -147,9 +147,7 @@ func (l *Lab) startDuoLocked(m *mr, by *user) {
 	if round.Delay != 0 {
 		delay = round.Delay
 	}
-	l.wg.Add(1)
-	go func() {
-		defer l.wg.Done()
+	l.Go(func(context.Context) {
 		if delay > 0 {
 			t := time.NewTimer(delay)
 			select {
@@ -162,7 +160,7 @@ func (l *Lab) startDuoLocked(m *mr, by *user) {
 		l.mu.Lock()
 		defer l.mu.Unlock()
 		l.finishDuoLocked(ctx, m, duo, progress, round)
-	}()
+	})
 }
 
 func (l *Lab) finishDuoLocked(ctx context.Context, m *mr, duo *user, progress *note, round DuoRound) {

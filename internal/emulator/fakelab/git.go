@@ -45,7 +45,7 @@ func (l *Lab) serveGit(w http.ResponseWriter, r *http.Request) {
 	fakegit.ServeHTTP(w, r, filepath.Join(l.opts.StateDir, "repos"), u.username)
 	if push && r.Method == http.MethodPost {
 		l.mu.Lock()
-		l.refsChangedLocked(l.bgCtx(), pr, before, u)
+		l.refsChangedLocked(l.Context(), pr, before, u)
 		l.mu.Unlock()
 	}
 }

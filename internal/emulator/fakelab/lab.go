@@ -13,16 +13,10 @@ package fakelab
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -94,20 +88,13 @@ const (
 
 // Lab is one running emulator.
 type Lab struct {
-	opts    Options
-	log     *slog.Logger
-	tempDir bool
-	tokens  Tokens
-	ca      *fakegit.CA
-	schema  *graphqlgo.Schema
-
-	srv    *http.Server
-	host   string
-	scheme string
-
-	ctx    context.Context
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// Server is the lab as a server: state directory, CA, listener and
+	// background work (Host, URL, CAFile, HTTPClient, Connections, ...).
+	*fakegit.Server
+	opts   Options
+	log    *slog.Logger
+	tokens Tokens
+	schema *graphqlgo.Schema
 
 	// mu guards the model; each request holds it for its whole handling.
 	mu       sync.Mutex
@@ -147,25 +134,11 @@ func New(opts Options) (*Lab, error) {
 	if l.log == nil {
 		l.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if l.opts.StateDir == "" {
-		d, err := os.MkdirTemp("", "fakelab-")
-		if err != nil {
-			return nil, fmt.Errorf("state dir: %w", err)
-		}
-		l.opts.StateDir, l.tempDir = d, true
-	}
-	if err := os.MkdirAll(filepath.Join(l.opts.StateDir, "repos"), 0o755); err != nil {
-		return nil, fmt.Errorf("state dir: %w", err)
-	}
-	l.scheme = "https"
-	if opts.HTTP {
-		l.scheme = "http"
-	}
-	ca, err := fakegit.NewCA(l.opts.StateDir, "fakelab")
+	srv, err := fakegit.NewServer("fakelab", l.opts.StateDir, opts.HTTP)
 	if err != nil {
 		return nil, err
 	}
-	l.ca = ca
+	l.Server, l.opts.StateDir = srv, srv.StateDir()
 	l.makeUsers()
 	s, err := graphqlgo.ParseSchema(schemaSDL, &rootResolver{l: l}, graphqlgo.MaxParallelism(1), graphqlgo.UseFieldResolvers())
 	if err != nil {
@@ -180,43 +153,7 @@ func New(opts Options) (*Lab, error) {
 
 // Start listens and serves until Close (or ctx ends).
 func (l *Lab) Start(ctx context.Context) error {
-	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", l.opts.Addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	l.host = ln.Addr().String()
-	l.ctx, l.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	l.srv = &http.Server{Handler: l, ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(l.log.Handler(), slog.LevelDebug)}
-	if !l.opts.HTTP {
-		l.srv.TLSConfig = &tls.Config{Certificates: []tls.Certificate{l.ca.Cert}, MinVersion: tls.VersionTLS12}
-		ln = tls.NewListener(ln, l.srv.TLSConfig)
-	}
-	l.wg.Add(2)
-	go func() {
-		defer l.wg.Done()
-		if err := l.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			l.log.Error("fakelab serve", "err", err)
-		}
-	}()
-	// Closing when the caller's context ends keeps tests from leaking servers.
-	go func() {
-		defer l.wg.Done()
-		select {
-		case <-ctx.Done():
-			l.shutdown()
-		case <-l.ctx.Done():
-		}
-	}()
-	l.log.Info("fakelab listening", "url", l.URL())
-	return nil
-}
-
-func (l *Lab) shutdown() {
-	l.cancel()
-	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_ = l.srv.Shutdown(sctx)
+	return l.Listen(ctx, l.opts.Addr, l, l.log)
 }
 
 // Close stops serving, cancels background work (Duo, pipelines) and waits
@@ -225,27 +162,15 @@ func (l *Lab) Close() error {
 	l.mu.Lock()
 	l.closed = true
 	l.mu.Unlock()
-	if l.cancel != nil {
-		l.shutdown()
-	}
-	l.wg.Wait()
+	l.Stop()
 	l.mu.Lock()
 	for id, ch := range l.subs {
 		close(ch)
 		delete(l.subs, id)
 	}
 	l.mu.Unlock()
-	if l.tempDir {
-		return os.RemoveAll(l.opts.StateDir)
-	}
-	return nil
+	return l.RemoveState()
 }
-
-// URL is scheme://host of the running lab, GitLab's instance URL.
-func (l *Lab) URL() string { return l.scheme + "://" + l.host }
-
-// Host is host:port.
-func (l *Lab) Host() string { return l.host }
 
 // APIURL is the REST v4 base.
 func (l *Lab) APIURL() string { return l.URL() + "/api/v4" }
@@ -261,42 +186,14 @@ func (l *Lab) MRURL(path string, iid int) string {
 	return fmt.Sprintf("%s/%s/-/merge_requests/%d", l.URL(), path, iid)
 }
 
-// CAFile is the PEM file of the CA that signed the server certificate
-// (GIT_SSL_CAINFO for git).
-func (l *Lab) CAFile() string { return l.ca.File }
-
-// CAPEM is the CA certificate in PEM.
-func (l *Lab) CAPEM() []byte { return l.ca.PEM }
-
-// StateDir is where the bare repositories live.
-func (l *Lab) StateDir() string { return l.opts.StateDir }
-
 // Tokens returns the identities' tokens.
 func (l *Lab) Tokens() Tokens { return l.tokens }
-
-// HTTPClient returns a client that trusts the lab's CA.
-func (l *Lab) HTTPClient() *http.Client {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = &tls.Config{RootCAs: l.ca.Pool, MinVersion: tls.VersionTLS12}
-	return &http.Client{Transport: tr, Timeout: 60 * time.Second}
-}
-
-// CertPool trusts the lab's CA.
-func (l *Lab) CertPool() *x509.CertPool { return l.ca.Pool }
 
 // GitEnv is the environment git needs to talk to the lab with token: the
 // CA and the token as basic auth (oauth2:<token>, as GitLab takes it)
 // passed as config through the environment, so nothing lands on disk.
 func (l *Lab) GitEnv(token string) []string {
-	env := []string{
-		"GIT_TERMINAL_PROMPT=0",
-		"GIT_CONFIG_NOSYSTEM=1",
-		"GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
-		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
-	}
-	if !l.opts.HTTP {
-		env = append(env, "GIT_SSL_CAINFO="+l.ca.File)
-	}
+	env := l.Server.GitEnv()
 	if token != "" {
 		env = append(env, "GIT_CONFIG_COUNT=1",
 			"GIT_CONFIG_KEY_0=http.extraHeader",
@@ -369,13 +266,6 @@ func (l *Lab) publishLocked(ev Event) {
 		}
 	}
 	l.hookLocked(ev)
-}
-
-func (l *Lab) bgCtx() context.Context {
-	if l.ctx != nil {
-		return l.ctx
-	}
-	return context.Background()
 }
 
 // now is the lab's time at millisecond precision, as GitLab's JSON gives

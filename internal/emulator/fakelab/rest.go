@@ -727,7 +727,7 @@ func (l *Lab) postStatus(ps params, u *user, p *project, sha string) (int, any) 
 	default:
 		return 400, map[string]any{"error": "state does not have a valid value"}
 	}
-	full, err := fakegit.RevParse(l.bgCtx(), p.dir, sha)
+	full, err := fakegit.RevParse(l.Context(), p.dir, sha)
 	if err != nil {
 		return 404, msg("404 Commit Not Found")
 	}
@@ -771,7 +771,7 @@ func nilIfEmpty(s string) any {
 // commitStatuses lists the jobs of the sha's pipelines and the external
 // statuses posted on it, newest first, as GitLab's statuses API does.
 func (l *Lab) commitStatuses(p *project, sha string, ps params) []any {
-	full, err := fakegit.RevParse(l.bgCtx(), p.dir, sha)
+	full, err := fakegit.RevParse(l.Context(), p.dir, sha)
 	if err != nil {
 		full = sha
 	}
@@ -830,7 +830,7 @@ func (l *Lab) jobJSON(p *project, pl *pipeline, j *job) map[string]any {
 
 // commits lists a revision range newest first in GitLab's commit shape.
 func (l *Lab) commits(p *project, rng string) ([]any, error) {
-	out, err := fakegit.RunAt(l.bgCtx(), p.dir, rangeEnds(rng), "log", "--format=%H%x00%P%x00%cI%x00%aI%x00%an%x00%ae%x00%cn%x00%ce%x00%B%x1e", rng)
+	out, err := fakegit.RunAt(l.Context(), p.dir, rangeEnds(rng), "log", "--format=%H%x00%P%x00%cI%x00%aI%x00%an%x00%ae%x00%cn%x00%ce%x00%B%x1e", rng)
 	if err != nil {
 		return nil, err
 	}
@@ -981,7 +981,7 @@ type mergeInfo struct{ conflict, behind bool }
 // detailedStatusLocked computes detailed_merge_status from git and the
 // project's merge checks, in GitLab's order of checks.
 func (l *Lab) detailedStatusLocked(m *mr) (string, bool) {
-	ctx := l.bgCtx()
+	ctx := l.Context()
 	p := m.proj
 	target, _ := fakegit.RevParse(ctx, p.dir, "refs/heads/"+m.target)
 	key := p.dir + "\x00" + target + "\x00" + m.headSHA
@@ -1024,7 +1024,7 @@ func (l *Lab) detailedStatusLocked(m *mr) (string, bool) {
 // file's unified diff from its first hunk header (no ---/+++ lines),
 // from the merge base of from and to, or from from itself when straight.
 func (l *Lab) compareDiffs(p *project, from, to string, straight bool) ([]any, error) {
-	ctx := l.bgCtx()
+	ctx := l.Context()
 	rng := from + "..." + to
 	if straight {
 		rng = from + ".." + to

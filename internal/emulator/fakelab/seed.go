@@ -77,7 +77,7 @@ func (l *Lab) CreateProject(path string, files map[string]string, opts ProjectOp
 	if opts.Members == nil {
 		opts.Members = map[string]int{UserOwner: AccessOwner, UserReviewer: AccessMaintainer, UserAuthor: AccessDeveloper, UserReporter: AccessReporter}
 	}
-	ctx := l.bgCtx()
+	ctx := l.Context()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.projectLocked(path) != nil {
@@ -126,7 +126,7 @@ func (l *Lab) SetMember(path, username string, level int) error {
 // CreateMR commits Files on the source branch (made from the target when
 // missing) and opens a merge request; it returns the iid.
 func (l *Lab) CreateMR(path string, n NewMR) (int, error) {
-	ctx := l.bgCtx()
+	ctx := l.Context()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := l.projectLocked(path)
@@ -223,7 +223,7 @@ func (l *Lab) ForcePush(path, branch, onto, username string, files map[string]st
 // ResetBranch force-moves branch to sha, an earlier commit, as a human's
 // `git push --force` of an older head does.
 func (l *Lab) ResetBranch(path, branch, sha, username string) error {
-	ctx := l.bgCtx()
+	ctx := l.Context()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := l.projectLocked(path)
@@ -244,7 +244,7 @@ func (l *Lab) ResetBranch(path, branch, sha, username string) error {
 }
 
 func (l *Lab) push(path, branch, parentRev, username string, files map[string]string, message string) (string, error) {
-	ctx := l.bgCtx()
+	ctx := l.Context()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	p := l.projectLocked(path)

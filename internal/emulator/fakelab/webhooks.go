@@ -132,7 +132,7 @@ func (l *Lab) AddHook(path string, h Hook) (int, error) {
 }
 
 func (l *Lab) addHookLocked(p *project, h Hook, name, desc string) (int, error) {
-	if l.ctx == nil {
+	if !l.Listening() {
 		return 0, errors.New("add hook: the lab is not started")
 	}
 	if !strings.HasPrefix(h.URL, "http://") && !strings.HasPrefix(h.URL, "https://") {
@@ -152,7 +152,7 @@ func (l *Lab) addHookLocked(p *project, h Hook, name, desc string) (int, error) 
 		h.Client = &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	}
 	// The tips now are the baseline the next push is compared with.
-	tips, _ := fakegit.ReadRefs(l.bgCtx(), p.dir)
+	tips, _ := fakegit.ReadRefs(l.Context(), p.dir)
 	hs := &l.hooks
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
@@ -169,11 +169,7 @@ func (l *Lab) addHookLocked(p *project, h Hook, name, desc string) (int, error) 
 	reg := &hookReg{id: hs.nextID, projectID: p.id, uuid: newUUID(), cfg: h, name: name, desc: desc, createdAt: l.now()}
 	hs.regs = append(hs.regs, reg)
 	if start {
-		l.wg.Add(1)
-		go func() {
-			defer l.wg.Done()
-			l.deliverHooks(l.ctx)
-		}()
+		l.Go(l.deliverHooks)
 	}
 	return reg.id, nil
 }
@@ -537,7 +533,7 @@ const zeroSHA = "0000000000000000000000000000000000000000"
 // pushHooksLocked makes a Push Hook per branch of p that moved since the
 // last look; l.mu is held.
 func (l *Lab) pushHooksLocked(p *project, by *user) []hookOut {
-	ctx := l.bgCtx()
+	ctx := l.Context()
 	refs, err := fakegit.ReadRefs(ctx, p.dir)
 	if err != nil {
 		return nil
@@ -621,7 +617,7 @@ func (l *Lab) projectHookJSON(p *project) map[string]any {
 		vis = 0
 	}
 	web := l.URL() + "/" + p.path
-	ssh := "git@" + strings.Split(l.host, ":")[0] + ":" + p.path + ".git"
+	ssh := "git@" + strings.Split(l.Host(), ":")[0] + ":" + p.path + ".git"
 	return map[string]any{"id": p.id, "name": parts[len(parts)-1], "description": nil, "web_url": web, "avatar_url": nil,
 		"git_ssh_url": ssh, "git_http_url": l.GitURL(p.path), "namespace": parts[len(parts)-2], "visibility_level": vis,
 		"path_with_namespace": p.path, "default_branch": p.defaultBranch, "ci_config_path": nil, "homepage": web,
@@ -691,7 +687,7 @@ func (l *Lab) mrAttrsJSON(m *mr) map[string]any {
 		"blocking_discussions_resolved": !p.opts.ThreadsMustResolve || l.allResolvedLocked(m),
 		"work_in_progress":              m.draft, "draft": m.draft, "first_contribution": false, "merge_status": legacy,
 		"description": m.description, "url": m.webURL(l), "source": l.projectHookJSON(p), "target": l.projectHookJSON(p),
-		"last_commit": l.commitHookJSON(l.bgCtx(), p, m.headSHA), "labels": l.labelsJSON(p, m.labels),
+		"last_commit": l.commitHookJSON(l.Context(), p, m.headSHA), "labels": l.labelsJSON(p, m.labels),
 		"detailed_merge_status": status, "head_pipeline_id": headPipelineID(m), "time_estimate": 0, "total_time_spent": 0}
 }
 
@@ -791,7 +787,7 @@ func (l *Lab) pipelineHookJSON(p *project, pl *pipeline, by *user) (map[string]a
 		"created_at": hookTS(pl.createdAt), "finished_at": finished, "duration": duration, "queued_duration": 0,
 		"variables": []any{}, "url": fmt.Sprintf("%s/%s/-/pipelines/%d", l.URL(), p.path, pl.id)}
 	return map[string]any{"object_kind": "pipeline", "object_attributes": attrs, "merge_request": mrj,
-		"user": l.userHookJSON(by), "project": l.projectHookJSON(p), "commit": l.commitHookJSON(l.bgCtx(), p, pl.sha),
+		"user": l.userHookJSON(by), "project": l.projectHookJSON(p), "commit": l.commitHookJSON(l.Context(), p, pl.sha),
 		"source_pipeline": nil, "builds": builds}, iid
 }
 

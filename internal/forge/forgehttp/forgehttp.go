@@ -28,6 +28,9 @@ import (
 // loops may share a token (REL-1).
 const DefaultMaxConcurrent = 4
 
+// DefaultTimeout bounds one HTTP attempt of any forge's client.
+const DefaultTimeout = 30 * time.Second
+
 // HostLimiter is REL-1's per-host discipline, shared by every client that
 // talks to one host (GitHub's and GitLab's alike): at most Max requests in
 // flight per host, and a record of when a host's rate limit is spent, so

@@ -1,8 +1,6 @@
 package github
 
 import (
-	"time"
-
 	"github.com/convergeloop/converge/internal/forge/forgehttp"
 )
 
@@ -11,7 +9,7 @@ import (
 // DefaultMaxWait is the longest rate-limit wait sat out in-process
 // (RetryPolicy.MaxWait).
 const (
-	DefaultTimeout = 30 * time.Second
+	DefaultTimeout = forgehttp.DefaultTimeout
 	DefaultBackoff = forgehttp.DefaultBackoff
 	DefaultMaxWait = forgehttp.DefaultMaxWait
 )

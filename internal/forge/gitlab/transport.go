@@ -24,7 +24,7 @@ import (
 // rate-limit wait sat out in-process; DefaultMaxConcurrent caps requests
 // in flight to one host.
 const (
-	DefaultTimeout       = 30 * time.Second
+	DefaultTimeout       = forgehttp.DefaultTimeout
 	DefaultMaxWait       = 2 * time.Minute
 	DefaultMaxConcurrent = forgehttp.DefaultMaxConcurrent
 )
