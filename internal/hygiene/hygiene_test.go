@@ -339,14 +339,12 @@ func TestUX_TheLoopsNameNoForge(t *testing.T) {
 // that may import a forge's package or name a forge, each for a reason
 // that is the forge's alone.
 var forgeRules = map[string]string{
-	"internal/cli/forgesite.go":  "the registration: the forges this binary drives",
-	"internal/cli/app.go":        "GitHub Apps (SEC-5) are GitHub's own feature, offered where Provider.Apps",
-	"internal/cli/demo.go":       "the demo picks its emulator",
-	"internal/cli/sandbox.go":    "the sandbox picks its emulator",
-	"internal/server/gitlab.go":  "GitLab's webhook handler",
-	"internal/server/webhook.go": "the webhook's forge, told by its headers",
-	"internal/bench/world.go":    "the scenario bench's world is the GitHub emulator",
-	"internal/bench/latency.go":  "the latency bench's world is the GitHub emulator",
+	"internal/cli/forgesite.go": "the registration: the forges this binary drives",
+	"internal/cli/app.go":       "GitHub Apps (SEC-5) are GitHub's own feature, offered where Provider.Apps",
+	"internal/cli/demo.go":      "the demo picks its emulator",
+	"internal/cli/sandbox.go":   "the sandbox picks its emulator",
+	"internal/bench/world.go":   "the scenario bench's world is the GitHub emulator",
+	"internal/bench/latency.go": "the latency bench's world is the GitHub emulator",
 }
 
 // TestUX_ForgesChosenOnlyThroughTheirProvider: outside a forge's own

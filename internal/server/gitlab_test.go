@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -435,5 +436,51 @@ func TestPR_T10_GitLabEventsRearmAsGitHubsDo(t *testing.T) {
 	r.settle()
 	if listed != 2 || !slices.Contains(r.loops.Registered(), mr(50)) {
 		t.Errorf("an opened merge request: discovery ran %d times, registered %v", listed, r.loops.Registered())
+	}
+}
+
+// TestSEC_4_ADeliveryOfTwoForgesIsRefused: a delivery carrying both
+// GitHub's and GitLab's event headers, each forge's proof valid, is
+// refused (400) and wakes nothing: which forge sent it cannot be told,
+// so neither forge's rules may be picked for it.
+func TestSEC_4_ADeliveryOfTwoForgesIsRefused(t *testing.T) {
+	r := newGitLabRig(t, []RunInfo{{Target: mr1, Head: "aaa111", Branch: "ms-viewport", Base: "master"}}, nil)
+	body := glBody(t, "merge_request.json", "object_attributes.action", "update")
+	// The body reads as either forge's: GitLab's merge request update
+	// and GitHub's pull_request synchronize.
+	var both map[string]any
+	if err := json.Unmarshal([]byte(body), &both); err != nil {
+		t.Fatal(err)
+	}
+	both["action"], both["number"], both["repository"] = "synchronize", 1, map[string]any{"full_name": "acme/widget"}
+	raw, err := json.Marshal(both)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []forge.Kind{forge.GitHub, forge.GitLab} {
+		event := map[forge.Kind]string{forge.GitHub: "pull_request", forge.GitLab: "Merge Request Hook"}[kind]
+		if n, err := readNotice(kind, event, raw); err != nil || len(n.Numbers) != 1 {
+			t.Fatalf("the body does not read as %s's: %+v, %v", kind, n, err)
+		}
+	}
+	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(string(raw)))
+	req.Header.Set(HeaderGitLabEvent, "Merge Request Hook")
+	req.Header.Set(HeaderGitLabEventUUID, "u-both")
+	req.Header.Set(HeaderGitLabToken, testSecret)
+	req.Header.Set(HeaderEvent, "pull_request")
+	req.Header.Set(HeaderDelivery, "d-both")
+	req.Header.Set(HeaderSignature, Sign([]byte(testSecret), raw))
+	rec := httptest.NewRecorder()
+	r.srv.ServeHTTP(rec, req)
+	if rec.Code != http.StatusBadRequest {
+		t.Errorf("a delivery of two forges: status %d, want 400", rec.Code)
+	}
+	r.settle()
+	if w := r.loops.Wakes(); len(w) != 0 {
+		t.Fatalf("the refused delivery woke %v", w)
+	}
+	// Either forge's headers alone are read by that forge.
+	if code := r.deliverGitLab(t, "Merge Request Hook", "u-one", "", testSecret, body); code != http.StatusAccepted {
+		t.Fatalf("GitLab's headers alone: status %d, want 202", code)
 	}
 }

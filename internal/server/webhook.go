@@ -1,10 +1,6 @@
 package server
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,219 +11,22 @@ import (
 	"sync"
 
 	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/provider"
 )
 
-// Webhook headers GitHub sends.
-const (
-	HeaderSignature = "X-Hub-Signature-256"
-	HeaderDelivery  = "X-GitHub-Delivery"
-	HeaderEvent     = "X-GitHub-Event"
-)
-
-// Sign is the X-Hub-Signature-256 value of body under secret:
-// "sha256=" and the hex HMAC SHA-256 of the body.
-func Sign(secret, body []byte) string {
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	return "sha256=" + hex.EncodeToString(m.Sum(nil))
-}
-
-// Errors of Verify.
-var (
-	ErrUnsigned     = errors.New("unsigned delivery")
-	ErrBadSignature = errors.New("signature does not match")
-)
-
-// Verify checks an X-Hub-Signature-256 value against body, in constant
-// time. An empty secret verifies nothing: a server with no secret
-// refuses every delivery rather than trust them all.
-func Verify(secret, body []byte, signature string) error {
-	if len(secret) == 0 || signature == "" {
-		return ErrUnsigned
-	}
-	hexSig, ok := strings.CutPrefix(signature, "sha256=")
-	if !ok {
-		return ErrBadSignature
-	}
-	got, err := hex.DecodeString(hexSig)
-	if err != nil {
-		return ErrBadSignature
-	}
-	m := hmac.New(sha256.New, secret)
-	m.Write(body)
-	if !hmac.Equal(got, m.Sum(nil)) {
-		return ErrBadSignature
-	}
-	return nil
-}
-
-// notice is what a delivery tells the server: which repository, and which
-// PRs by number, head commit or branch. Nothing else in it is believed.
+// notice is what a delivery tells the server (provider.Notice), and the
+// forge it came from: a GitHub event never wakes a GitLab merge request
+// of the same path, nor the reverse.
 type notice struct {
-	// forge is the forge the delivery came from: a GitHub event never
-	// wakes a GitLab merge request of the same path, nor the reverse.
+	provider.Notice
 	forge forge.Kind
-	// host is the forge's host as the payload names it (GitLab's
-	// project.web_url); empty matches a target on any host.
-	host     string
-	repo     string // owner/name; on GitLab the project's full path
-	numbers  []int
-	shas     []string
-	branches []string
-	// membership: a pull_request change that may add the PR to a watched
-	// repository's set (opened, labelled, ...).
-	membership bool
-	// rearm: the PR has a new head, was reopened, or has a new review,
-	// line comment, top-level comment or reopened thread, so a verdict its
-	// finished run published may no longer hold (PR-T10, PR-T14).
-	rearm bool
-	// ci: a check run, check suite or status changed on the commits in
-	// shas: a verdict published on one of them may no longer hold
-	// (PR-T14: CI red or re-run on the head).
-	ci bool
-}
-
-type wireRepo struct {
-	FullName string `json:"full_name"`
-}
-
-type wirePR struct {
-	Number int `json:"number"`
-	Head   struct {
-		SHA string `json:"sha"`
-		Ref string `json:"ref"`
-	} `json:"head"`
-}
-
-type wirePayload struct {
-	Action      string   `json:"action"`
-	Number      int      `json:"number"`
-	Repository  wireRepo `json:"repository"`
-	PullRequest *wirePR  `json:"pull_request"`
-	Issue       *struct {
-		Number      int             `json:"number"`
-		PullRequest json.RawMessage `json:"pull_request"`
-	} `json:"issue"`
-	CheckRun *struct {
-		HeadSHA      string   `json:"head_sha"`
-		PullRequests []wirePR `json:"pull_requests"`
-		CheckSuite   struct {
-			HeadBranch string `json:"head_branch"`
-		} `json:"check_suite"`
-	} `json:"check_run"`
-	CheckSuite *struct {
-		HeadSHA      string   `json:"head_sha"`
-		HeadBranch   string   `json:"head_branch"`
-		PullRequests []wirePR `json:"pull_requests"`
-	} `json:"check_suite"`
-	// status
-	SHA      string `json:"sha"`
-	Branches []struct {
-		Name string `json:"name"`
-	} `json:"branches"`
-	// push
-	Ref   string `json:"ref"`
-	After string `json:"after"`
-}
-
-// errIgnored marks a delivery of an event, or an action, converge does not
-// follow.
-var errIgnored = errors.New("ignored")
-
-// parseNotice reads the PR targets out of one delivery.
-func parseNotice(event string, body []byte) (notice, error) {
-	var p wirePayload
-	if err := json.Unmarshal(body, &p); err != nil {
-		return notice{}, fmt.Errorf("payload of %s: %w", event, err)
-	}
-	n := notice{repo: p.Repository.FullName}
-	addPRs := func(prs []wirePR) {
-		for _, pr := range prs {
-			if pr.Number > 0 {
-				n.numbers = append(n.numbers, pr.Number)
-			}
-		}
-	}
-	switch event {
-	case "pull_request", "pull_request_review", "pull_request_review_comment", "pull_request_review_thread":
-		num := p.Number
-		if p.PullRequest != nil && p.PullRequest.Number > 0 {
-			num = p.PullRequest.Number
-		}
-		if num <= 0 {
-			return notice{}, fmt.Errorf("payload of %s: no pull request number", event)
-		}
-		n.numbers = []int{num}
-		if event == "pull_request" {
-			switch p.Action {
-			case "opened", "reopened", "labeled", "ready_for_review":
-				n.membership = true
-			}
-			switch p.Action {
-			case "synchronize", "reopened":
-				n.rearm = true
-			}
-		}
-		// A review, a line comment or a reopened thread after a
-		// two-stable finish makes its "no open thread, reviewed head"
-		// claim old news as surely as a push does.
-		switch event + "/" + p.Action {
-		case "pull_request_review/submitted", "pull_request_review_comment/created", "pull_request_review_thread/unresolved":
-			n.rearm = true
-		}
-	case "issue_comment":
-		if p.Issue == nil || len(p.Issue.PullRequest) == 0 || string(p.Issue.PullRequest) == "null" {
-			return notice{}, errIgnored // a comment on an issue, not a PR
-		}
-		n.numbers = []int{p.Issue.Number}
-		// A trusted follow-up after converge's last reply is a finding
-		// (PR-T13) a two-stable verdict did not read.
-		n.rearm = p.Action == "created"
-	case "check_run":
-		if p.CheckRun == nil {
-			return notice{}, fmt.Errorf("payload of %s: no check_run", event)
-		}
-		addPRs(p.CheckRun.PullRequests)
-		n.shas = nonEmpty(p.CheckRun.HeadSHA)
-		n.branches = nonEmpty(p.CheckRun.CheckSuite.HeadBranch)
-		n.ci = true
-	case "check_suite":
-		if p.CheckSuite == nil {
-			return notice{}, fmt.Errorf("payload of %s: no check_suite", event)
-		}
-		addPRs(p.CheckSuite.PullRequests)
-		n.shas = nonEmpty(p.CheckSuite.HeadSHA)
-		n.branches = nonEmpty(p.CheckSuite.HeadBranch)
-		n.ci = true
-	case "status":
-		n.shas = nonEmpty(p.SHA)
-		for _, b := range p.Branches {
-			n.branches = append(n.branches, nonEmpty(b.Name)...)
-		}
-		n.ci = true
-	case "push":
-		branch, ok := strings.CutPrefix(p.Ref, "refs/heads/")
-		if !ok {
-			return notice{}, errIgnored // a tag
-		}
-		n.branches = nonEmpty(branch)
-		if strings.Trim(p.After, "0") != "" {
-			n.shas = nonEmpty(p.After)
-		}
-	default:
-		return notice{}, errIgnored
-	}
-	if strings.Count(n.repo, "/") != 1 {
-		return notice{}, fmt.Errorf("payload of %s: no repository full_name", event)
-	}
-	return n, nil
 }
 
 // concerns reports whether ref is in the notice's repository, on its
 // forge and (when the payload named one) its host.
 func (n notice) concerns(ref forge.PRRef) bool {
-	return ref.Forge == n.forge && strings.EqualFold(ref.FullName(), n.repo) &&
-		(n.host == "" || strings.EqualFold(ref.Host, n.host))
+	return ref.Forge == n.forge && strings.EqualFold(ref.FullName(), n.Repo) &&
+		(n.Host == "" || strings.EqualFold(ref.Host, n.Host))
 }
 
 // prKey names one PR of a notice for the rearm coalescer:
@@ -235,13 +34,13 @@ func (n notice) concerns(ref forge.PRRef) bool {
 // A registered target's names and host hold neither '|' nor '#'
 // (forge.ParsePRURL), so a payload naming one with them matches nothing.
 func (n notice) prKey(num int) string {
-	return strings.ToLower(fmt.Sprintf("%s|%s|%s#%d", n.forge, n.host, n.repo, num))
+	return strings.ToLower(fmt.Sprintf("%s|%s|%s#%d", n.forge, n.Host, n.Repo, num))
 }
 
 // shaKey names one commit of a notice for the rearm coalescer:
 // "FORGE|HOST|REPO@SHA": the PRs whose published verdict is on it.
 func (n notice) shaKey(sha string) string {
-	return strings.ToLower(fmt.Sprintf("%s|%s|%s@%s", n.forge, n.host, n.repo, sha))
+	return strings.ToLower(fmt.Sprintf("%s|%s|%s@%s", n.forge, n.Host, n.Repo, sha))
 }
 
 // parsePRKey reads a prKey back as the notice that concerns its PR, and
@@ -256,21 +55,14 @@ func parsePRKey(key string) (notice, int, string, bool) {
 		return notice{}, 0, "", false
 	}
 	if repo, sha, ok := strings.Cut(parts[2], "@"); ok && sha != "" && !strings.Contains(repo, "#") {
-		return notice{forge: kind, host: parts[1], repo: repo}, 0, sha, true
+		return notice{forge: kind, Notice: provider.Notice{Host: parts[1], Repo: repo}}, 0, sha, true
 	}
 	repo, num, ok := strings.Cut(parts[2], "#")
 	n, err := strconv.Atoi(num)
 	if !ok || err != nil {
 		return notice{}, 0, "", false
 	}
-	return notice{forge: kind, host: parts[1], repo: repo}, n, "", true
-}
-
-func nonEmpty(s string) []string {
-	if s == "" {
-		return nil
-	}
-	return []string{s}
+	return notice{forge: kind, Notice: provider.Notice{Host: parts[1], Repo: repo}}, n, "", true
 }
 
 // targets picks, among the loops, those the notice concerns: by PR
@@ -285,11 +77,11 @@ func (n notice) targets(runs []RunInfo, refs *refCache) []string {
 		if !ok || !n.concerns(ref) {
 			continue
 		}
-		hit := slices.Contains(n.numbers, ref.Number) ||
-			(r.Head != "" && slices.Contains(n.shas, r.Head)) ||
-			(r.Branch != "" && slices.Contains(n.branches, r.Branch)) ||
-			(r.Base != "" && slices.Contains(n.branches, r.Base))
-		if !hit && len(n.numbers) == 0 && r.Head == "" && r.Branch == "" && len(n.shas)+len(n.branches) > 0 {
+		hit := slices.Contains(n.Numbers, ref.Number) ||
+			(r.Head != "" && slices.Contains(n.SHAs, r.Head)) ||
+			(r.Branch != "" && slices.Contains(n.Branches, r.Branch)) ||
+			(r.Base != "" && slices.Contains(n.Branches, r.Base))
+		if !hit && len(n.Numbers) == 0 && r.Head == "" && r.Branch == "" && len(n.SHAs)+len(n.Branches) > 0 {
 			hit = true
 		}
 		if hit && !slices.Contains(out, r.Target) {
@@ -325,53 +117,79 @@ func (c *refCache) get(target string) (forge.PRRef, bool) {
 	return *ref, true
 }
 
-// serveWebhook verifies, deduplicates and routes one delivery. A request
-// with X-Gitlab-Event is GitLab's (gitlab.go); any other is GitHub's.
+// serveWebhook verifies, deduplicates and routes one delivery. The forge
+// whose headers it carries reads it (provider.Webhooks); one no forge
+// claims is the server's own forge's, and refused there.
 func (s *Server) serveWebhook(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(HeaderGitLabEvent) != "" {
-		s.serveGitLabWebhook(w, r)
+	kind, hooks, err := s.webhooksOf(r.Header)
+	if err != nil {
+		s.metrics.delivery("", "malformed")
+		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	event := r.Header.Get(HeaderEvent)
+	event := hooks.Event(r.Header)
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
 	if err != nil {
 		s.metrics.delivery(event, "unreadable")
 		httpError(w, http.StatusBadRequest, "unreadable body: "+err.Error())
 		return
 	}
-	if err := Verify(s.opts.Secret, body, r.Header.Get(HeaderSignature)); err != nil {
+	if err := hooks.Verify(s.opts.Secret, r.Header, body); err != nil {
 		outcome := "bad_signature"
-		if errors.Is(err, ErrUnsigned) {
+		if errors.Is(err, provider.ErrUnsigned) {
 			outcome = "unsigned"
 		}
 		s.metrics.delivery(event, outcome)
-		s.log.Warn("webhook refused", "event", event, "delivery", r.Header.Get(HeaderDelivery), "err", err)
+		s.log.Warn("webhook refused", "forge", kind, "event", event, "err", err)
 		httpError(w, http.StatusUnauthorized, err.Error())
 		return
 	}
-	id := r.Header.Get(HeaderDelivery)
-	if id == "" || event == "" {
-		s.metrics.delivery(event, "malformed")
-		httpError(w, http.StatusBadRequest, "missing "+HeaderDelivery+" or "+HeaderEvent)
-		return
-	}
-	if event == "ping" {
-		s.metrics.delivery(event, "ping")
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
-		return
-	}
-	n, err := parseNotice(event, body)
-	if errors.Is(err, errIgnored) {
-		s.metrics.delivery(event, "ignored")
-		writeJSON(w, http.StatusOK, map[string]any{"ignored": true})
-		return
-	}
+	id, err := hooks.Delivery(r.Header, body)
 	if err != nil {
 		s.metrics.delivery(event, "malformed")
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
-	s.act(w, r, id, event, n)
+	n, err := hooks.Read(event, body)
+	switch {
+	case errors.Is(err, provider.ErrPing):
+		s.metrics.delivery(event, "ping")
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+		return
+	case errors.Is(err, provider.ErrIgnored):
+		s.metrics.delivery(event, "ignored")
+		writeJSON(w, http.StatusOK, map[string]any{"ignored": true})
+		return
+	case err != nil:
+		s.metrics.delivery(event, "malformed")
+		httpError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	s.act(w, r, id, event, notice{Notice: n, forge: kind})
+}
+
+// webhooksOf is the forge whose headers h carries, and its webhooks; the
+// server's own forge's when no forge claims them. A delivery two forges
+// claim is refused: which one sent it cannot be told.
+func (s *Server) webhooksOf(h http.Header) (forge.Kind, provider.Webhooks, error) {
+	var claimants []provider.Provider
+	for _, p := range provider.All() {
+		if p.Webhooks().Claims(h) {
+			claimants = append(claimants, p)
+		}
+	}
+	switch len(claimants) {
+	case 1:
+		return claimants[0].Kind(), claimants[0].Webhooks(), nil
+	case 0:
+	default:
+		return "", nil, fmt.Errorf("the delivery carries the headers of %s and %s: which forge sent it cannot be told", claimants[0].Kind(), claimants[1].Kind())
+	}
+	p, err := provider.For(s.opts.Forge)
+	if err != nil {
+		return "", nil, err
+	}
+	return p.Kind(), p.Webhooks(), nil
 }
 
 // act records a verified delivery's id and, the first time it is seen,
@@ -395,16 +213,16 @@ func (s *Server) act(w http.ResponseWriter, r *http.Request, id, event string, n
 	for _, t := range targets {
 		s.wakes.add(t)
 	}
-	if n.membership && s.opts.Discover != nil {
-		s.discover.add(strings.ToLower(n.repo))
+	if n.Membership && s.opts.Discover != nil {
+		s.discover.add(strings.ToLower(n.Repo))
 	}
-	if n.rearm {
-		for _, num := range n.numbers {
+	if n.Rearm {
+		for _, num := range n.Numbers {
 			s.rearm.add(n.prKey(num))
 		}
 	}
-	if n.ci {
-		for _, sha := range n.shas {
+	if n.CI {
+		for _, sha := range n.SHAs {
 			s.rearm.add(n.shaKey(sha))
 		}
 	}

@@ -65,6 +65,8 @@ type Provider interface {
 	Apps() bool
 	// NewClient builds the forge's client.
 	NewClient(o ClientOptions) (Client, error)
+	// Webhooks reads the forge's webhook deliveries.
+	Webhooks() Webhooks
 }
 
 // ClientOptions is what every forge's client is built from.

@@ -5,6 +5,7 @@ package providertest
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
@@ -33,6 +34,7 @@ func Run(t *testing.T, p provider.Provider, world func(t *testing.T) World) {
 	t.Run("IF_2_TokenFromFlagThenEnvironment", func(t *testing.T) { tokens(t, p) })
 	t.Run("ReviewBotTrustsItsOwnLogins", func(t *testing.T) { bot(t, p) })
 	t.Run("RepoNamesOfItsShape", func(t *testing.T) { repoNames(t, p) })
+	t.Run("SEC_4_WebhooksRefuseUnprovenDeliveries", func(t *testing.T) { webhooks(t, p) })
 	t.Run("ClientObservesAndListsThePR", func(t *testing.T) { client(t, p, world(t)) })
 }
 
@@ -157,6 +159,30 @@ func repoNames(t *testing.T, p provider.Provider) {
 		if ref, err := p.RepoRef(p.DefaultHost(), "https", bad); err == nil {
 			t.Errorf("RepoRef accepted %q as %+v", bad, ref)
 		}
+	}
+}
+
+func webhooks(t *testing.T, p provider.Provider) {
+	hooks := p.Webhooks()
+	if hooks == nil {
+		t.Fatal("no webhooks: serve could not read the forge's deliveries")
+	}
+	none := http.Header{}
+	if hooks.Claims(none) {
+		t.Fatal("the forge claims a delivery with no headers: every forge would")
+	}
+	body := []byte(`{"hello":"world"}`)
+	if err := hooks.Verify(nil, none, body); !errors.Is(err, provider.ErrUnsigned) {
+		t.Fatalf("Verify with no secret = %v, want ErrUnsigned: an empty secret verifies nothing", err)
+	}
+	if err := hooks.Verify([]byte("s3cret"), none, body); err == nil {
+		t.Fatal("Verify accepted a delivery with no proof")
+	}
+	if _, err := hooks.Delivery(none, body); err == nil {
+		t.Fatal("Delivery gave an id to a delivery that carries none")
+	}
+	if _, err := hooks.Read("push", []byte("not json")); err == nil || errors.Is(err, provider.ErrIgnored) {
+		t.Fatalf("Read of a broken payload = %v, want a malformed-payload error", err)
 	}
 }
 

@@ -1,4 +1,4 @@
-package server
+package gitlab
 
 import (
 	"crypto/hmac"
@@ -7,41 +7,40 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 
-	"github.com/convergeloop/converge/internal/forge"
+	"github.com/convergeloop/converge/internal/forge/provider"
 )
 
 // Webhook headers GitLab sends (docs.gitlab.com, "Webhooks", delivery
 // headers).
 const (
-	HeaderGitLabEvent = "X-Gitlab-Event"
-	// HeaderGitLabToken carries the webhook's secret token as is: GitLab
+	HeaderEvent = "X-Gitlab-Event"
+	// HeaderToken carries the webhook's secret token as is: GitLab
 	// signs nothing, so the token proves the sender knows the secret and
 	// says nothing about the body.
-	HeaderGitLabToken = "X-Gitlab-Token"
-	// HeaderGitLabEventUUID is unique per delivery, except that deliveries
+	HeaderToken = "X-Gitlab-Token"
+	// HeaderEventUUID is unique per delivery, except that deliveries
 	// a receiver's own API calls set off (recursive webhooks) share it.
-	HeaderGitLabEventUUID = "X-Gitlab-Event-UUID"
+	HeaderEventUUID = "X-Gitlab-Event-UUID"
 	// HeaderIdempotencyKey (GitLab 17.4 and later) is unique per delivery
 	// and the same on every retry and resend of it.
 	HeaderIdempotencyKey = "Idempotency-Key"
 )
 
-// ErrBadToken is VerifyGitLabToken's answer to a token that is not the
+// ErrBadToken is VerifyWebhookToken's answer to a token that is not the
 // secret.
 var ErrBadToken = errors.New("token does not match")
 
-// VerifyGitLabToken checks an X-Gitlab-Token value against the secret in
+// VerifyWebhookToken checks an X-Gitlab-Token value against the secret in
 // constant time: both are hashed first, so neither the length nor a
 // common prefix of the secret leaks through the comparison's time. An
-// empty secret verifies nothing, as in Verify.
-func VerifyGitLabToken(secret []byte, token string) error {
+// empty secret verifies nothing, as GitHub's signature.
+func VerifyWebhookToken(secret []byte, token string) error {
 	if len(secret) == 0 || token == "" {
-		return ErrUnsigned
+		return provider.ErrUnsigned
 	}
 	want, got := sha256.Sum256(secret), sha256.Sum256([]byte(token))
 	if !hmac.Equal(got[:], want[:]) {
@@ -50,65 +49,54 @@ func VerifyGitLabToken(secret []byte, token string) error {
 	return nil
 }
 
-// gitlabDeliveryID is the id a GitLab delivery is deduplicated by: its
+// deliveryID is the id a GitLab delivery is deduplicated by: its
 // Idempotency-Key when GitLab sent one (a retry or a "Resend request"
 // repeats it while its X-Gitlab-Event-UUID is new), else its
 // X-Gitlab-Event-UUID with a digest of the body, since recursive
 // deliveries share one event UUID across different events. Both are
 // prefixed, so a GitLab id never meets a GitHub one. Empty when the
 // delivery has neither header.
-func gitlabDeliveryID(h http.Header, body []byte) string {
+func deliveryID(h http.Header, body []byte) string {
 	if key := strings.TrimSpace(h.Get(HeaderIdempotencyKey)); key != "" {
 		return "gitlab:" + key
 	}
-	if uuid := strings.TrimSpace(h.Get(HeaderGitLabEventUUID)); uuid != "" {
+	if uuid := strings.TrimSpace(h.Get(HeaderEventUUID)); uuid != "" {
 		sum := sha256.Sum256(body)
 		return "gitlab:" + uuid + ":" + hex.EncodeToString(sum[:8])
 	}
 	return ""
 }
 
-// serveGitLabWebhook verifies, deduplicates and routes one GitLab
-// delivery. GitLab permanently disables a webhook that answers 4xx, so
-// only a misconfiguration (wrong token, a payload that is not GitLab's)
-// gets one; events converge does not follow get 200.
-func (s *Server) serveGitLabWebhook(w http.ResponseWriter, r *http.Request) {
-	event := r.Header.Get(HeaderGitLabEvent)
-	if err := VerifyGitLabToken(s.opts.Secret, r.Header.Get(HeaderGitLabToken)); err != nil {
-		outcome := "bad_signature"
-		if errors.Is(err, ErrUnsigned) {
-			outcome = "unsigned"
-		}
-		s.metrics.delivery(event, outcome)
-		s.log.Warn("webhook refused", "event", event, "delivery", r.Header.Get(HeaderGitLabEventUUID), "err", err)
-		httpError(w, http.StatusUnauthorized, "missing or wrong "+HeaderGitLabToken)
-		return
+// Webhooks reads GitLab's deliveries: the secret sent as X-Gitlab-Token,
+// deduplicated by Idempotency-Key or X-Gitlab-Event-UUID. GitLab
+// permanently disables a webhook that answers 4xx, so only a
+// misconfiguration (wrong token, a payload that is not GitLab's) gets
+// one; events converge does not follow are ignored.
+func (Provider) Webhooks() provider.Webhooks { return webhooks{} }
+
+type webhooks struct{}
+
+func (webhooks) Claims(h http.Header) bool { return h.Get(HeaderEvent) != "" }
+
+func (webhooks) Event(h http.Header) string { return h.Get(HeaderEvent) }
+
+func (webhooks) Verify(secret []byte, h http.Header, _ []byte) error {
+	if err := VerifyWebhookToken(secret, h.Get(HeaderToken)); err != nil {
+		return fmt.Errorf("missing or wrong %s: %w", HeaderToken, err)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
-	if err != nil {
-		s.metrics.delivery(event, "unreadable")
-		httpError(w, http.StatusBadRequest, "unreadable body: "+err.Error())
-		return
-	}
-	id := gitlabDeliveryID(r.Header, body)
-	if id == "" {
-		s.metrics.delivery(event, "malformed")
-		httpError(w, http.StatusBadRequest, "missing "+HeaderGitLabEventUUID)
-		return
-	}
-	n, err := parseGitLabNotice(body)
-	if errors.Is(err, errIgnored) {
-		s.metrics.delivery(event, "ignored")
-		writeJSON(w, http.StatusOK, map[string]any{"ignored": true})
-		return
-	}
-	if err != nil {
-		s.metrics.delivery(event, "malformed")
-		httpError(w, http.StatusBadRequest, err.Error())
-		return
-	}
-	s.act(w, r, id, event, n)
+	return nil
 }
+
+func (webhooks) Delivery(h http.Header, body []byte) (string, error) {
+	if id := deliveryID(h, body); id != "" {
+		return id, nil
+	}
+	return "", errors.New("missing " + HeaderEventUUID)
+}
+
+// Read reads a delivery by its payload's object_kind; the event header
+// only names it.
+func (webhooks) Read(_ string, body []byte) (provider.Notice, error) { return parseNotice(body) }
 
 // glProject is the project every GitLab payload names. For a merge
 // request or a note on one it is the merge request's target project.
@@ -156,7 +144,7 @@ type glPipelineAttrs struct {
 	SHA string `json:"sha"`
 }
 
-// parseGitLabNotice reads the merge request targets out of one GitLab
+// parseNotice reads the merge request targets out of one GitLab
 // delivery, by its object_kind: merge_request, note, pipeline and push.
 // Others are ignored. The notice kinds are GitHub's, so a GitLab event
 // rearms a finished merge request exactly when its GitHub counterpart
@@ -164,27 +152,27 @@ type glPipelineAttrs struct {
 // approval (a review submitted), a new line comment or thread note (a
 // review comment created). converge's own doings, a label or a commit
 // status (a pipeline event), only wake.
-func parseGitLabNotice(body []byte) (notice, error) {
+func parseNotice(body []byte) (provider.Notice, error) {
 	var head struct {
 		ObjectKind string `json:"object_kind"`
 	}
 	if err := json.Unmarshal(body, &head); err != nil {
-		return notice{}, fmt.Errorf("gitlab payload: %w", err)
+		return provider.Notice{}, fmt.Errorf("gitlab payload: %w", err)
 	}
 	kind := head.ObjectKind
 	switch kind {
 	case "merge_request", "note", "pipeline", "push":
 	default:
 		// Read no further: another kind's fields may have other shapes.
-		return notice{}, errIgnored
+		return provider.Notice{}, provider.ErrIgnored
 	}
 	var p glPayload
 	if err := json.Unmarshal(body, &p); err != nil {
-		return notice{}, fmt.Errorf("gitlab %s payload: %w", kind, err)
+		return provider.Notice{}, fmt.Errorf("gitlab %s payload: %w", kind, err)
 	}
-	n := notice{forge: forge.GitLab, repo: p.Project.PathWithNamespace}
+	n := provider.Notice{Repo: p.Project.PathWithNamespace}
 	if u, err := url.Parse(p.Project.WebURL); err == nil {
-		n.host = u.Host
+		n.Host = u.Host
 	}
 	attrs := func(v any) error {
 		if len(p.ObjectAttributes) == 0 || string(p.ObjectAttributes) == "null" {
@@ -199,78 +187,78 @@ func parseGitLabNotice(body []byte) (notice, error) {
 	case "merge_request":
 		var a glMRAttrs
 		if err := attrs(&a); err != nil {
-			return notice{}, err
+			return provider.Notice{}, err
 		}
 		if a.IID <= 0 {
-			return notice{}, fmt.Errorf("gitlab %s payload: no merge request iid", kind)
+			return provider.Notice{}, fmt.Errorf("gitlab %s payload: no merge request iid", kind)
 		}
-		n.numbers = []int{a.IID}
+		n.Numbers = []int{a.IID}
 		_, labels := p.Changes["labels"]
 		_, draft := p.Changes["draft"]
 		_, wip := p.Changes["work_in_progress"] // before GitLab 16
 		switch a.Action {
 		case "open", "reopen":
-			n.membership = true
+			n.Membership = true
 		case "update":
 			// Labelled, or marked ready: the merge request may now
 			// belong to a watched repository's set.
-			n.membership = labels || draft || wip
+			n.Membership = labels || draft || wip
 		}
 		switch a.Action {
 		case "reopen", "approved", "approval":
-			n.rearm = true
+			n.Rearm = true
 		case "update":
-			n.rearm = strings.Trim(a.Oldrev, "0") != ""
+			n.Rearm = strings.Trim(a.Oldrev, "0") != ""
 		}
 	case "note":
 		var a glNoteAttrs
 		if err := attrs(&a); err != nil {
-			return notice{}, err
+			return provider.Notice{}, err
 		}
 		if a.NoteableType != "MergeRequest" {
-			return notice{}, errIgnored // a comment on an issue, a commit or a snippet
+			return provider.Notice{}, provider.ErrIgnored // a comment on an issue, a commit or a snippet
 		}
 		if p.MergeRequest == nil || p.MergeRequest.IID <= 0 {
-			return notice{}, fmt.Errorf("gitlab %s payload: no merge_request iid", kind)
+			return provider.Notice{}, fmt.Errorf("gitlab %s payload: no merge_request iid", kind)
 		}
-		n.numbers = []int{p.MergeRequest.IID}
+		n.Numbers = []int{p.MergeRequest.IID}
 		// An edit is not news to a verdict, as GitHub's "edited" is not;
 		// a new note is, in a thread or not (a trusted top-level note is
 		// a finding, PR-T13).
-		n.rearm = !a.System && (a.Action == "" || a.Action == "create")
+		n.Rearm = !a.System && (a.Action == "" || a.Action == "create")
 	case "pipeline":
 		var a glPipelineAttrs
 		if err := attrs(&a); err != nil {
-			return notice{}, err
+			return provider.Notice{}, err
 		}
 		if p.MergeRequest != nil && p.MergeRequest.IID > 0 {
 			// A merge request pipeline names its merge request; its
 			// ref may still read as the target branch, which would wake
 			// every merge request into it.
-			n.numbers = []int{p.MergeRequest.IID}
-			n.ci = true
-			n.shas = nonEmpty(a.SHA)
+			n.Numbers = []int{p.MergeRequest.IID}
+			n.CI = true
+			n.SHAs = provider.NonEmpty(a.SHA)
 			break
 		}
-		n.shas = nonEmpty(a.SHA)
-		n.ci = true
+		n.SHAs = provider.NonEmpty(a.SHA)
+		n.CI = true
 		// A detached pipeline runs on refs/merge-requests/IID/head, a
 		// tag pipeline on a tag: neither names a branch.
 		if !a.Tag && !strings.HasPrefix(a.Ref, "refs/") {
-			n.branches = nonEmpty(a.Ref)
+			n.Branches = provider.NonEmpty(a.Ref)
 		}
 	case "push":
 		branch, ok := strings.CutPrefix(p.Ref, "refs/heads/")
 		if !ok {
-			return notice{}, errIgnored
+			return provider.Notice{}, provider.ErrIgnored
 		}
-		n.branches = nonEmpty(branch)
+		n.Branches = provider.NonEmpty(branch)
 		if strings.Trim(p.After, "0") != "" {
-			n.shas = nonEmpty(p.After)
+			n.SHAs = provider.NonEmpty(p.After)
 		}
 	}
-	if i := strings.LastIndex(n.repo, "/"); i <= 0 || i == len(n.repo)-1 {
-		return notice{}, fmt.Errorf("gitlab %s payload: no project path_with_namespace", kind)
+	if i := strings.LastIndex(n.Repo, "/"); i <= 0 || i == len(n.Repo)-1 {
+		return provider.Notice{}, fmt.Errorf("gitlab %s payload: no project path_with_namespace", kind)
 	}
 	return n, nil
 }
