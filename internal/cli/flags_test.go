@@ -283,7 +283,8 @@ func TestIF_1_ServeFlags(t *testing.T) {
 func TestIF_1_DoctorFlags(t *testing.T) {
 	testFlags(t, newDoctorCmd, []flagCase[doctorOptions]{
 		{check: func(o *doctorOptions) bool {
-			return o.Workdir == "." && o.Host == "github.com" && !o.JSON && !o.Check && len(o.Agents) == 0 && len(o.Set) == 0 && o.Forge == forge.GitHub
+			// Host "" is the forge's public host, resolved as doctor runs.
+			return o.Workdir == "." && o.Host == "" && !o.JSON && !o.Check && len(o.Agents) == 0 && len(o.Set) == 0 && o.Forge == forge.GitHub
 		}},
 		{args: []string{"--forge", "gitlab"}, check: func(o *doctorOptions) bool { return o.Forge == forge.GitLab }},
 		{args: []string{"--workdir", "w", "--host", "ghe.example", "--json", "--check", "--agent", "claude", "--agent", "codex", "--agent-retry-bound", "30s"},
