@@ -69,7 +69,7 @@ func idleLoops(ctx context.Context, open func(context.Context, string) (*store.S
 			if err := db.PutRegistration(ctx, ref.String()); err != nil {
 				return IdleLoops{}, err
 			}
-			j := &idleJob{db: db, m: m, ref: ref, cfg: cfg, parked: parked.Done}
+			j := &idleJob{Adapter: prloop.Adapter{KindName: "pr", TargetName: ref.String()}, db: db, m: m, ref: ref, cfg: cfg, parked: parked.Done}
 			h, err := m.Add(context.WithoutCancel(ctx), engine.NewSpec[prloop.State](j))
 			if err != nil {
 				return IdleLoops{}, err
@@ -131,6 +131,7 @@ const idleWave = 100
 // run's journal and events go to the store; the workspace holds nothing
 // (a parked loop's worktree is given back; these never need one).
 type idleJob struct {
+	prloop.Adapter
 	db     *store.Store
 	m      *engine.Manager
 	ref    forge.PRRef
@@ -143,16 +144,8 @@ type idleJob struct {
 
 var _ engine.Adapter[prloop.State] = (*idleJob)(nil)
 
-func (j *idleJob) Kind() engine.Kind {
-	return engine.Kind{Name: "pr", Errored: string(prloop.ReasonErrored)}
-}
-func (j *idleJob) Target() string                     { return j.ref.String() }
 func (j *idleJob) Fresh() bool                        { return false }
-func (j *idleJob) Resumable(st prloop.State) bool     { return prloop.Resumable(st) }
 func (j *idleJob) Refuse(context.Context, bool) error { return nil }
-func (j *idleJob) Progress(st prloop.State) engine.Progress {
-	return engine.Progress{Phase: string(st.Phase), Round: st.Round, Head: st.HeadSeen}
-}
 
 func (j *idleJob) Begin(ctx context.Context, c *engine.Claim[prloop.State]) (prloop.State, error) {
 	f, err := j.m.Forge(j.ref.Host)
@@ -173,10 +166,7 @@ func (j *idleJob) Begin(ctx context.Context, c *engine.Claim[prloop.State]) (prl
 		Forge: f, Workspace: prlooptest.ParkedWorkspace{}, Journal: prloop.StoreJournal(j.db, runID),
 		Reporter: report, Config: j.cfg,
 	})
-	if c.Resumed != nil {
-		return *c.Resumed, nil
-	}
-	return prloop.State{Phase: prloop.PhaseStart}, nil
+	return prloop.Initial(c), nil
 }
 
 func (j *idleJob) Drive(ctx context.Context, st prloop.State, opt engine.Options) (prloop.State, error) {
@@ -185,13 +175,6 @@ func (j *idleJob) Drive(ctx context.Context, st prloop.State, opt engine.Options
 	term, err := j.loop.Run(ctx, st, opt)
 	st.Terminal = term
 	return st, err
-}
-
-func (j *idleJob) Terminal(st prloop.State) (engine.Terminal, bool) {
-	if st.Terminal == nil {
-		return engine.Terminal{}, false
-	}
-	return engine.Terminal{Status: string(st.Terminal.Reason), Code: st.Terminal.ExitCode}, true
 }
 
 // End is told how the run ended; a loop that ended before it waited

@@ -266,7 +266,8 @@ func newFleet(ctx context.Context, open func(context.Context, string) (*store.St
 	// event of the repository wakes it whatever the commit.
 	parked, ended := make(chan string, n), make(chan error, n)
 	for _, p := range f.prs {
-		a := &latencyJob{f: f, db: f.db, ref: p.ref, target: p.target, branch: p.branch, parked: parked, ended: ended}
+		a := &latencyJob{Adapter: prloop.Adapter{KindName: "pr", TargetName: p.target, HeadBranch: p.branch, BaseBranch: "main"},
+			f: f, db: f.db, ref: p.ref, parked: parked, ended: ended}
 		if _, err := f.m.Add(srvCtx, engine.NewSpec[prloop.State](a)); err != nil {
 			return nil, err
 		}
@@ -531,11 +532,10 @@ func (l fleetLoops) Snapshot() []server.RunInfo {
 // prJob without a clone: a waiting loop needs none), its Observe and
 // Decide timed.
 type latencyJob struct {
+	prloop.Adapter
 	f      *fleet
 	db     *store.Store
 	ref    forge.PRRef
-	target string
-	branch string
 	parked chan<- string
 	ended  chan<- error // a loop that ends: it never should
 	loop   *prloop.Loop
@@ -544,30 +544,14 @@ type latencyJob struct {
 
 var _ engine.Adapter[prloop.State] = (*latencyJob)(nil)
 
-func (j *latencyJob) Kind() engine.Kind {
-	return engine.Kind{Name: "pr", Errored: string(prloop.ReasonErrored)}
-}
-func (j *latencyJob) Target() string                     { return j.target }
 func (j *latencyJob) Fresh() bool                        { return true }
-func (j *latencyJob) Resumable(st prloop.State) bool     { return prloop.Resumable(st) }
 func (j *latencyJob) Refuse(context.Context, bool) error { return nil }
 
 func (j *latencyJob) End(_ context.Context, o engine.Outcome) error {
 	if o.Status != engine.StatusInterrupted {
-		j.ended <- fmt.Errorf("the loop on %s ended %s: %v", j.target, o.Status, o.Err)
+		j.ended <- fmt.Errorf("the loop on %s ended %s: %v", j.TargetName, o.Status, o.Err)
 	}
 	return o.Err
-}
-
-func (j *latencyJob) Progress(st prloop.State) engine.Progress {
-	return engine.Progress{Phase: string(st.Phase), Round: st.Round, Head: st.HeadSeen, Branch: j.branch, Base: "main"}
-}
-
-func (j *latencyJob) Terminal(st prloop.State) (engine.Terminal, bool) {
-	if st.Terminal == nil {
-		return engine.Terminal{}, false
-	}
-	return engine.Terminal{Status: string(st.Terminal.Reason), Code: st.Terminal.ExitCode}, true
 }
 
 func (j *latencyJob) Begin(_ context.Context, c *engine.Claim[prloop.State]) (prloop.State, error) {
@@ -581,14 +565,11 @@ func (j *latencyJob) Begin(_ context.Context, c *engine.Claim[prloop.State]) (pr
 		Forge: j.f.client, Workspace: prlooptest.ParkedWorkspace{}, Journal: prloop.StoreJournal(j.db, c.RunID), Config: cfg,
 		Reporter: engine.ReporterFunc(func(e engine.Event) {
 			if e.Kind == "wait" {
-				j.once.Do(func() { j.parked <- j.target })
+				j.once.Do(func() { j.parked <- j.TargetName })
 			}
 		}),
 	})
-	st := prloop.State{Phase: prloop.PhaseStart}
-	st.PriorResolved = prloop.PriorResolved(c.Prior)
-	st.PriorVerdictHead = prloop.PriorVerdictHead(c.Prior)
-	return st, nil
+	return prloop.Initial(c), nil
 }
 
 // Drive runs the loop on the engine as prloop.Loop.Run does, with its
@@ -597,7 +578,7 @@ func (j *latencyJob) Drive(ctx context.Context, st prloop.State, opt engine.Opti
 	opt.PollMin, opt.PollMax = time.Hour, time.Hour
 	opt.Transient = prloop.Transient
 	opt.Reporter = j.loop.Reporter
-	t := &timedLoop{Loop: j.loop, decided: func(s step) { j.f.decided(j.target, s) }}
+	t := &timedLoop{Loop: j.loop, decided: func(s step) { j.f.decided(j.TargetName, s) }}
 	final, err := engine.Run[prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult](ctx, t, j.loop.Journal, st, opt)
 	return final, err
 }

@@ -29,7 +29,6 @@ import (
 	"github.com/convergeloop/converge/internal/review"
 	"github.com/convergeloop/converge/internal/secure"
 	"github.com/convergeloop/converge/internal/store"
-	"github.com/convergeloop/converge/internal/temporal/kinds"
 	"github.com/convergeloop/converge/internal/text"
 	"github.com/convergeloop/converge/internal/verify"
 )
@@ -351,13 +350,12 @@ func canPushToHead(ctx context.Context, f forge.Forge, pr *forge.PullRequest, se
 // the Manager's. With several loops in one process shared is the lock
 // their terminals print under, and each line names its PR.
 type prJob struct {
+	prloop.Adapter
 	ios     *IOStreams
 	db      *store.Store
 	workDir string
 	p       loopParams
 	shared  *sync.Mutex
-	kind    string
-	target  string
 
 	// Set as the run goes.
 	runID string
@@ -370,31 +368,23 @@ type prJob struct {
 var _ engine.Adapter[prloop.State] = (*prJob)(nil)
 
 func newPRJob(ios *IOStreams, db *store.Store, workDir string, p loopParams, shared *sync.Mutex) *prJob {
-	j := &prJob{ios: ios, db: db, workDir: workDir, p: p, shared: shared, target: p.Ref.String(), kind: "pr"}
+	j := &prJob{ios: ios, db: db, workDir: workDir, p: p, shared: shared, Adapter: prloop.Adapter{TargetName: p.Ref.String(), KindName: "pr"}}
 	if p.DryRun {
 		// Its journal holds nothing done: a real run must never resume it.
-		j.target, j.kind, j.p.Fresh = j.target+"#dry-run", "pr-dry-run", true
+		j.TargetName, j.KindName, j.p.Fresh = j.TargetName+"#dry-run", "pr-dry-run", true
 	}
 	if p.DisposeOnly {
-		j.target, j.kind, j.p.Fresh = j.target+"#dispose", "pr-dispose", true
+		j.TargetName, j.KindName, j.p.Fresh = j.TargetName+"#dispose", "pr-dispose", true
 	}
 	return j
 }
 
-func (j *prJob) Kind() engine.Kind {
-	return engine.Kind{Name: j.kind, Errored: string(prloop.ReasonErrored)}
-}
-func (j *prJob) Target() string                 { return j.target }
-func (j *prJob) Fresh() bool                    { return j.p.Fresh }
-func (j *prJob) Resumable(st prloop.State) bool { return prloop.Resumable(st) }
+func (j *prJob) Fresh() bool { return j.p.Fresh }
 
-// Reopens: a run stopped by a signal or `converge stop` resumes (PR-G3).
-func (j *prJob) Reopens(st prloop.State) bool { return prloop.Reopens(st) }
+// Progress is on the PR's branches as its pre-flight read them.
 func (j *prJob) Progress(st prloop.State) engine.Progress {
-	return engine.Progress{Phase: string(st.Phase), Round: st.Round, Head: st.HeadSeen, Branch: j.p.headBranch, Base: j.p.baseBranch}
+	return prloop.ProgressOf(st, j.p.headBranch, j.p.baseBranch)
 }
-
-func (j *prJob) Terminal(st prloop.State) (engine.Terminal, bool) { return kinds.PRTerminal(st) }
 
 // Refuse refuses a disposal while a loop runs on the PR: the loop
 // disposes its threads itself (PR-M2).
@@ -418,24 +408,7 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 	p := j.p
 	runID := claim.RunID
 	j.runID = runID
-	initial := prloop.State{Phase: prloop.PhaseStart}
-	if claim.Resumed != nil {
-		// PR-G3: a run killed mid-way continues where it stood, with its
-		// round count, wall clock and diff baseline; Decide re-reads the
-		// world before trusting any of it.
-		initial = prloop.Reopen(*claim.Resumed)
-	}
-	// The run's lease on the head's pending verdict names it (PR-T14).
-	initial.RunID = runID
-	// Threads earlier runs saw resolved after converge resolved them: open
-	// now, a human reopened them, which the forge alone cannot tell from a
-	// resolve a crash kept from happening (PR-S12, REL-2).
-	initial.PriorResolved = prloop.PriorResolved(claim.Prior)
-	if initial.PriorVerdictHead == "" {
-		// The verdict an earlier run published, which a new head breaks
-		// (PR-T14).
-		initial.PriorVerdictHead = prloop.PriorVerdictHead(claim.Prior)
-	}
+	initial := prloop.Initial(claim)
 
 	out := newReporter(j.ios, p.JSON, j.db, runID)
 	j.out = out
@@ -443,14 +416,14 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 		// stdout carries only the envelope.
 		out.ios = &IOStreams{In: j.ios.In, Out: j.ios.ErrOut, ErrOut: j.ios.ErrOut, Getenv: j.ios.Getenv}
 	}
-	out.kind, out.target = j.kind, j.target
+	out.kind, out.target = j.KindName, j.TargetName
 	if j.shared != nil {
 		out.mu, out.label = j.shared, p.Ref.String()
 	}
 	if r := claim.Resumed; r != nil {
-		out.Report(engine.Event{Kind: "start", Round: r.Round, Message: fmt.Sprintf("run %s on %s resumed at round %d (%s); --fresh starts a new run", runID, j.target, r.Round, initial.Phase)})
+		out.Report(engine.Event{Kind: "start", Round: r.Round, Message: fmt.Sprintf("run %s on %s resumed at round %d (%s); --fresh starts a new run", runID, j.TargetName, r.Round, initial.Phase)})
 	} else {
-		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, j.target)})
+		out.Report(engine.Event{Kind: "start", Message: fmt.Sprintf("run %s on %s", runID, j.TargetName)})
 	}
 	reportOrphans(out, claim.Orphans)
 	if p.Reviewer == nil && !p.DisposeOnly {

@@ -129,14 +129,4 @@ func PriorRun(ctx context.Context, c client.Client, p PRParams) (verdictHead str
 }
 
 // PRTerminal reads a PR loop's terminal as the engines record it.
-func PRTerminal(st prloop.State) (engine.Terminal, bool) {
-	t := st.Terminal
-	if t == nil {
-		return engine.Terminal{}, false
-	}
-	var proof any
-	if t.Proof != nil {
-		proof = t.Proof
-	}
-	return engine.Terminal{Status: string(t.Reason), Code: t.ExitCode, Proof: proof}, true
-}
+func PRTerminal(st prloop.State) (engine.Terminal, bool) { return prloop.Adapter{}.Terminal(st) }
