@@ -16,13 +16,14 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/store"
 )
 
 // The agent CLIs as the commands build them, replaced by Go doubles
-// (IOStreams.Backend): what a backend returns when its CLI said it could
+// (cmdutil.IOStreams.Backend): what a backend returns when its CLI said it could
 // not run (*agent.CLIError), for the pre-flight check (AG-T4) and for a
 // run that fails mid-way, end to end through converge pr, loop and plan.
 
@@ -445,8 +446,8 @@ func TestSEC_2_RepositoryFileCannotPassCredentialsToAgents(t *testing.T) {
 		t.Fatal(err)
 	}
 	var errOut bytes.Buffer
-	ios := &IOStreams{ErrOut: &errOut, Getenv: func(string) string { return "" }}
-	ac, err := agentSettings(ios, nil, f)
+	ios := &cmdutil.IOStreams{ErrOut: &errOut, Getenv: func(string) string { return "" }}
+	ac, err := cmdutil.AgentSettings(ios, nil, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +461,7 @@ func TestSEC_2_RepositoryFileCannotPassCredentialsToAgents(t *testing.T) {
 	}
 	// The user's own flag passes what the user names.
 	errOut.Reset()
-	ac, err = agentSettings(ios, map[string]string{"agent_env": "AWS_SECRET_ACCESS_KEY"}, f)
+	ac, err = cmdutil.AgentSettings(ios, map[string]string{"agent_env": "AWS_SECRET_ACCESS_KEY"}, f)
 	if err != nil {
 		t.Fatal(err)
 	}

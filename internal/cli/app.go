@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/forge"
 	ghclient "github.com/convergeloop/converge/internal/forge/github"
@@ -49,35 +50,35 @@ func (o *appOptions) resolve(getenv func(string) string) bool {
 // Bad settings are usage errors (exit 2), each one line with its fix.
 // Each token the App mints joins minted, in every form git and the API
 // send it, before it is used (SEC-3).
-func (o *appOptions) load(ios *IOStreams, rest, caFile string, minted *secure.Secrets) (*ghclient.App, error) {
+func (o *appOptions) load(ios *cmdutil.IOStreams, rest, caFile string, minted *secure.Secrets) (*ghclient.App, error) {
 	if !o.resolve(ios.Getenv) {
 		return nil, nil
 	}
 	if o.ID == "" {
-		return nil, usageErr("--app-key or --app-installation without --app-id: give the GitHub App's id (--app-id, CONVERGE_APP_ID)")
+		return nil, cmdutil.UsageErr("--app-key or --app-installation without --app-id: give the GitHub App's id (--app-id, CONVERGE_APP_ID)")
 	}
 	id, err := strconv.ParseInt(o.ID, 10, 64)
 	if err != nil || id <= 0 {
-		return nil, usageErr("--app-id %q is not a GitHub App id: give the App's numeric id from its settings page", o.ID)
+		return nil, cmdutil.UsageErr("--app-id %q is not a GitHub App id: give the App's numeric id from its settings page", o.ID)
 	}
 	var inst int64
 	if o.Installation != "" {
 		if inst, err = strconv.ParseInt(o.Installation, 10, 64); err != nil || inst <= 0 {
-			return nil, usageErr("--app-installation %q is not an installation id: give the number, or leave it out to look it up per repository", o.Installation)
+			return nil, cmdutil.UsageErr("--app-installation %q is not an installation id: give the number, or leave it out to look it up per repository", o.Installation)
 		}
 	}
 	key, err := ghclient.LoadAppKey(o.KeyFile)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	hc, err := ghclient.HTTPClientWithCA(caFile)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	app, err := ghclient.NewApp(ghclient.AppOptions{ID: id, Key: key, Installation: inst, APIURL: rest, HTTPClient: hc,
 		OnToken: func(tok string) { minted.Add(repo.Secrets(tok)...) }})
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	return app, nil
 }
@@ -129,7 +130,7 @@ func (c *appCache) load(load func() (*ghclient.App, error)) (*ghclient.App, erro
 // command before anything is recorded (exit 6), and every token the App
 // mints added to minted; else the token's one client for all. The forge's
 // provider builds the clients; a forge without Apps refuses --app-id.
-func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef, limits config.Values, minted *secure.Secrets) ([]forge.Forge, []prCred, error) {
+func prAuth(ctx context.Context, ios *cmdutil.IOStreams, opts *prOptions, rest, gql, webHost string, refs []forge.PRRef, limits config.Values, minted *secure.Secrets) ([]forge.Forge, []prCred, error) {
 	p, err := forgeOf(refs[0].Forge)
 	if err != nil {
 		return nil, nil, err
@@ -140,13 +141,13 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 			return nil, nil, err
 		}
 	} else if opts.App.ID != "" || ios.Getenv("CONVERGE_APP_ID") != "" {
-		return nil, nil, usageErr("--app-id is for GitHub Apps: on %s converge acts with a token (--token, CONVERGE_TOKEN or the forge's own variable)", p.Kind())
+		return nil, nil, cmdutil.UsageErr("--app-id is for GitHub Apps: on %s converge acts with a token (--token, CONVERGE_TOKEN or the forge's own variable)", p.Kind())
 	}
 	build := func(o provider.ClientOptions) (forge.Forge, error) {
 		o.APIURL, o.GraphQLURL, o.CAFile, o.Limiter, o.Limits = rest, gql, opts.CAFile, opts.limiter, limitsOf(limits)
-		c, err := opts.factory.orDefault(ios).ForgeClient(p, o)
+		c, err := opts.factory.OrDefault(ios).ForgeClient(p, o)
 		if err != nil {
-			return nil, usageErr("%v", err)
+			return nil, cmdutil.UsageErr("%v", err)
 		}
 		return c, nil
 	}
@@ -166,7 +167,7 @@ func prAuth(ctx context.Context, ios *IOStreams, opts *prOptions, rest, gql, web
 		return forges, creds, nil
 	}
 	if opts.Token != "" {
-		return nil, nil, usageErr("--token and --app-id exclude each other: converge acts either with a token or as a GitHub App")
+		return nil, nil, cmdutil.UsageErr("--token and --app-id exclude each other: converge acts either with a token or as a GitHub App")
 	}
 	byRepo := map[string]forge.Forge{}
 	for i, ref := range refs {

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/bench"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -16,7 +17,7 @@ type benchOptions struct {
 	Scale string
 }
 
-func newBenchCmd(factory *Factory, runF func(*benchOptions) error) *cobra.Command {
+func newBenchCmd(factory *cmdutil.Factory, runF func(*benchOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &benchOptions{}
 	cmd := &cobra.Command{
@@ -43,7 +44,7 @@ in make test; --scale full is what BENCHMARKS.md records.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			scale := bench.Scale(opts.Scale)
 			if scale != bench.Small && scale != bench.Full {
-				return usageErr("--scale %q: want small or full", opts.Scale)
+				return cmdutil.UsageErr("--scale %q: want small or full", opts.Scale)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -68,7 +69,7 @@ in make test; --scale full is what BENCHMARKS.md records.`,
 	return cmd
 }
 
-func printBench(ios *IOStreams, r *bench.Report) {
+func printBench(ios *cmdutil.IOStreams, r *bench.Report) {
 	w := ios.Out
 	fmt.Fprintf(w, "converge bench (%s scale, %s, %d CPUs); counted at the emulator\n\n", r.Scale, r.GoVersion, r.CPUs)
 	fmt.Fprintf(w, "%-44s %12s %12s\n", "", "converge", "baseline")
@@ -96,7 +97,7 @@ func printBench(ios *IOStreams, r *bench.Report) {
 	printLatency(ios, r.Latency)
 }
 
-func printLatency(ios *IOStreams, l *bench.Latency) {
+func printLatency(ios *cmdutil.IOStreams, l *bench.Latency) {
 	if l == nil {
 		return
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/forge/provider"
 	"github.com/convergeloop/converge/internal/store"
 )
@@ -48,7 +49,7 @@ func agentWords(cmd *cobra.Command, flag string) []string {
 var runCommands = map[string]string{"log": "", "proof": "", "stop": "", "status": "follow"}
 
 // completeValues installs the completions on c and every command under it.
-func completeValues(c *cobra.Command, f *Factory) {
+func completeValues(c *cobra.Command, f *cmdutil.Factory) {
 	for name, words := range flagWords {
 		if c.LocalFlags().Lookup(name) != nil {
 			_ = c.RegisterFlagCompletionFunc(name, fixedWords(words))
@@ -88,7 +89,7 @@ func fixedWords(words []string) func(*cobra.Command, []string, string) ([]string
 // runIDs are the newest runs of the state store cmd's --state names, as
 // completions ("ID\tTARGET STATUS"); none when it has none, or on the
 // fleet, whose runs are workflows on the cluster.
-func runIDs(cmd *cobra.Command, f *Factory) []string {
+func runIDs(cmd *cobra.Command, f *cmdutil.Factory) []string {
 	if e, _ := cmd.Flags().GetString("engine"); e == engineTemporal {
 		return nil
 	}

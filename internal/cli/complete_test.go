@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -14,7 +15,7 @@ import (
 func complete(t *testing.T, args ...string) []string {
 	t.Helper()
 	var out strings.Builder
-	ios := &IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &strings.Builder{}, Getenv: func(string) string { return "" }}
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &strings.Builder{}, Getenv: func(string) string { return "" }}
 	if code := Run(context.Background(), append([]string{"__complete"}, args...), ios); code != 0 {
 		t.Fatalf("__complete %v: exit %d", args, code)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/repo"
 )
@@ -21,7 +22,7 @@ type configOptions struct {
 	Set  map[string]string
 }
 
-func newConfigCmd(factory *Factory, runF func(*configOptions) error) *cobra.Command {
+func newConfigCmd(factory *cmdutil.Factory, runF func(*configOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &configOptions{Set: map[string]string{}}
 	cmd := &cobra.Command{
@@ -53,7 +54,7 @@ An unknown key or a bad value is an error naming the file and line.`,
 	f.StringVar(&opts.File, "config", "", "config file (default: .converge.yaml at the repository root)")
 	f.BoolVar(&opts.JSON, "json", false, "print JSON")
 	for _, fd := range config.PRFields() {
-		fl := f.VarPF(&fieldFlag{f: fd, set: opts.Set}, fd.Flag(), "", fd.Help)
+		fl := f.VarPF(&cmdutil.FieldFlag{Field: fd, Values: opts.Set}, fd.Flag(), "", fd.Help)
 		if fd.Kind == config.Bool {
 			fl.NoOptDefVal = "true"
 		}
@@ -61,8 +62,8 @@ An unknown key or a bad value is an error naming the file and line.`,
 	return cmd
 }
 
-func runConfig(ctx context.Context, ios *IOStreams, opts *configOptions) error {
-	if err := ios.checkEnv(); err != nil {
+func runConfig(ctx context.Context, ios *cmdutil.IOStreams, opts *configOptions) error {
+	if err := ios.CheckEnv(); err != nil {
 		return err
 	}
 	fields := config.PRFields()
@@ -79,14 +80,14 @@ func runConfig(ctx context.Context, ios *IOStreams, opts *configOptions) error {
 	}
 	file, err := config.ReadFile(fields, path)
 	if err != nil {
-		return usageErr("%v", err)
+		return cmdutil.UsageErr("%v", err)
 	}
 	if file == nil && opts.File != "" {
-		return usageErr("--config: no file %s", opts.File)
+		return cmdutil.UsageErr("--config: no file %s", opts.File)
 	}
 	ss, err := config.Resolve(fields, config.Inputs{File: file, Getenv: ios.Getenv, Flags: opts.Set})
 	if err != nil {
-		return usageErr("%v", err)
+		return cmdutil.UsageErr("%v", err)
 	}
 	if opts.JSON {
 		return json.NewEncoder(ios.Out).Encode(ss)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/proc"
 	"github.com/convergeloop/converge/internal/store"
@@ -26,7 +27,7 @@ func addSandboxFlag(f *pflag.FlagSet, p *bool) {
 // (the store, the clone cache, every run's worktree) among the rest
 // (proc.Policy), or, with unsafe, not at all, said in one line. Where the
 // machine cannot contain them, the command is refused with why and how.
-func containAgents(ios *IOStreams, unsafe bool, stateDir string) error {
+func containAgents(ios *cmdutil.IOStreams, unsafe bool, stateDir string) error {
 	hide := proc.CurrentPolicy().Hide
 	if stateDir == "" {
 		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
@@ -39,7 +40,7 @@ func containAgents(ios *IOStreams, unsafe bool, stateDir string) error {
 	var writable []string
 	for _, w := range filepath.SplitList(ios.Getenv("CONVERGE_SANDBOX_WRITABLE")) {
 		if !filepath.IsAbs(w) {
-			return usageErr("CONVERGE_SANDBOX_WRITABLE: %q is not an absolute path; name each directory agents may write from /", w)
+			return cmdutil.UsageErr("CONVERGE_SANDBOX_WRITABLE: %q is not an absolute path; name each directory agents may write from /", w)
 		}
 		writable = append(writable, w)
 	}
@@ -50,7 +51,7 @@ func containAgents(ios *IOStreams, unsafe bool, stateDir string) error {
 	}
 	proc.SetPolicy(proc.Policy{Require: true, Hide: hide, Writable: writable})
 	if err := proc.Available(); err != nil {
-		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("agents run contained (SEC-7) and this machine cannot contain them: %v; allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns) or pass --%s", err, unsafeNoSandbox)}
+		return &cmdutil.ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("agents run contained (SEC-7) and this machine cannot contain them: %v; allow user namespaces (sysctl user.max_user_namespaces, kernel.unprivileged_userns_clone, kernel.apparmor_restrict_unprivileged_userns) or pass --%s", err, unsafeNoSandbox)}
 	}
 	return nil
 }

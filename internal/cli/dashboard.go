@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/dashboard"
 	"github.com/convergeloop/converge/internal/server"
 )
@@ -18,10 +19,10 @@ type dashboardOptions struct {
 	StateDir string
 	Addr     string
 
-	factory *Factory
+	factory *cmdutil.Factory
 }
 
-func newDashboardCmd(factory *Factory, runF func(*dashboardOptions) error) *cobra.Command {
+func newDashboardCmd(factory *cmdutil.Factory, runF func(*dashboardOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &dashboardOptions{factory: factory}
 	cmd := &cobra.Command{
@@ -54,14 +55,14 @@ open the page with ?token=TOKEN, or send Authorization: Bearer TOKEN.`,
 	return cmd
 }
 
-func runDashboard(ctx context.Context, ios *IOStreams, opts *dashboardOptions) error {
+func runDashboard(ctx context.Context, ios *cmdutil.IOStreams, opts *dashboardOptions) error {
 	token := ios.Getenv(envServeToken)
 	if !server.IsLoopback(opts.Addr) && token == "" {
-		return usageErr("--addr %s is off loopback: set %s, the token the dashboard then requires", opts.Addr, envServeToken)
+		return cmdutil.UsageErr("--addr %s is off loopback: set %s, the token the dashboard then requires", opts.Addr, envServeToken)
 	}
-	f := opts.factory.orDefault(ios)
+	f := opts.factory.OrDefault(ios)
 	db, err := f.OpenExistingStore(ctx, opts.StateDir, "")
-	if errors.Is(err, errNoStore) {
+	if errors.Is(err, cmdutil.ErrNoStore) {
 		// Nothing ran yet: the dashboard shows the first run as it starts.
 		db, err = f.OpenStore(ctx, opts.StateDir)
 	}
@@ -71,11 +72,11 @@ func runDashboard(ctx context.Context, ios *IOStreams, opts *dashboardOptions) e
 	defer db.Close()
 	h, err := dashboard.New(db, dashboard.Options{Addr: opts.Addr, Token: token})
 	if err != nil {
-		return usageErr("%v", err)
+		return cmdutil.UsageErr("%v", err)
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
-		return usageErr("--addr %s: %v", opts.Addr, err)
+		return cmdutil.UsageErr("--addr %s: %v", opts.Addr, err)
 	}
 	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	hs.RegisterOnShutdown(h.Close) // live pages' streams end, so Shutdown does not wait on them
@@ -98,7 +99,7 @@ func runDashboard(ctx context.Context, ios *IOStreams, opts *dashboardOptions) e
 func mountDashboard(next http.Handler, db dashboard.Source, addr, token string) (http.Handler, func(), error) {
 	h, err := dashboard.New(db, dashboard.Options{Addr: addr, Token: token})
 	if err != nil {
-		return nil, nil, usageErr("%v", err)
+		return nil, nil, cmdutil.UsageErr("%v", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/dashboard/", http.StripPrefix("/dashboard", h))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
@@ -29,13 +30,13 @@ type demoOptions struct {
 	// Forge is the emulator the demo runs on.
 	Forge forge.Kind
 	// factory builds the forge client and the agent (nil: the real one).
-	factory *Factory
+	factory *cmdutil.Factory
 	// atForge, in tests, reads the GitLab emulator after the loop and
 	// before it closes, so the outcome is checked at the forge.
 	atForge func(*fakelab.Lab, fakelab.DemoInfo)
 }
 
-func newDemoCmd(factory *Factory, runF func(*demoOptions) error) *cobra.Command {
+func newDemoCmd(factory *cmdutil.Factory, runF func(*demoOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &demoOptions{factory: factory}
 	cmd := &cobra.Command{
@@ -74,7 +75,7 @@ pipeline passes.`,
 	return cmd
 }
 
-func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
+func runDemo(ctx context.Context, ios *cmdutil.IOStreams, opts *demoOptions) error {
 	dir := opts.StateDir
 	if dir == "" {
 		tmp, err := os.MkdirTemp("", "converge-demo-")
@@ -117,7 +118,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 	if err != nil {
 		return err
 	}
-	client, err := opts.factory.orDefault(ios).ForgeClient(site, provider.ClientOptions{
+	client, err := opts.factory.OrDefault(ios).ForgeClient(site, provider.ClientOptions{
 		APIURL: hub.APIURL(), GraphQLURL: hub.GraphQLURL(), Token: token, CAFile: hub.CAFile(),
 	})
 	if err != nil {
@@ -136,7 +137,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 	cfg.ReviewStartWindow = 30 * time.Second
 	cfg.ReviewWaitMax = 2 * time.Minute
 	cfg.CIWaitMax = 2 * time.Minute
-	fixer, err := opts.factory.orDefault(ios).Agent(backends.Config{}, backends.Suggest, "", backends.RoleFix)
+	fixer, err := opts.factory.OrDefault(ios).Agent(backends.Config{}, backends.Suggest, "", backends.RoleFix)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -161,7 +162,7 @@ func runDemo(ctx context.Context, ios *IOStreams, opts *demoOptions) error {
 
 // demoLoop runs the demo's loop and then reads the forge once more: the
 // proof must match what the forge shows.
-func demoLoop(ctx context.Context, ios *IOStreams, opts *demoOptions, f forge.Forge, p loopParams) error {
+func demoLoop(ctx context.Context, ios *cmdutil.IOStreams, opts *demoOptions, f forge.Forge, p loopParams) error {
 	term, err := runLoop(ctx, ios, p)
 	if term != nil && term.Proof != nil && !opts.JSON {
 		pr, oerr := f.Observe(ctx, p.Ref)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
@@ -27,7 +28,7 @@ import (
 // every head is converge's local multi-angle review (PR-S4, conjunct 4).
 // Offline, that review's agent is demoReviewer, which reads the head's
 // files for the demo's known defects.
-func runDemoGitLab(ctx context.Context, ios *IOStreams, opts *demoOptions, dir string) error {
+func runDemoGitLab(ctx context.Context, ios *cmdutil.IOStreams, opts *demoOptions, dir string) error {
 	lab, err := fakelab.New(fakelab.Options{
 		StateDir: filepath.Join(dir, "forge"),
 		Logger:   slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -55,7 +56,7 @@ func runDemoGitLab(ctx context.Context, ios *IOStreams, opts *demoOptions, dir s
 	if err != nil {
 		return err
 	}
-	client, err := opts.factory.orDefault(ios).ForgeClient(site, provider.ClientOptions{APIURL: lab.APIURL(), Token: token, HTTPClient: lab.HTTPClient()})
+	client, err := opts.factory.OrDefault(ios).ForgeClient(site, provider.ClientOptions{APIURL: lab.APIURL(), Token: token, HTTPClient: lab.HTTPClient()})
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}
@@ -69,7 +70,7 @@ func runDemoGitLab(ctx context.Context, ios *IOStreams, opts *demoOptions, dir s
 	cfg := prloop.DefaultConfig()
 	cfg.Bot, cfg.ExpectsBot, cfg.LocalReview = nil, false, true
 	cfg.CIWaitMax = 2 * time.Minute
-	fixer, err := opts.factory.orDefault(ios).Agent(backends.Config{}, backends.Suggest, "", backends.RoleFix)
+	fixer, err := opts.factory.OrDefault(ios).Agent(backends.Config{}, backends.Suggest, "", backends.RoleFix)
 	if err != nil {
 		return fmt.Errorf("demo: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -26,7 +27,7 @@ func TestIF6_DemoOnGitLabConvergesWithProof(t *testing.T) {
 	t.Parallel() // each test has its own emulator and state
 	ios, out, errOut := testIO(nil)
 	var checked bool
-	opts := &demoOptions{Forge: forge.GitLab, StateDir: t.TempDir(), factory: NewFactory(ios)}
+	opts := &demoOptions{Forge: forge.GitLab, StateDir: t.TempDir(), factory: cmdutil.NewFactory(ios)}
 	opts.atForge = func(lab *fakelab.Lab, demo fakelab.DemoInfo) {
 		checked = true
 		mr, err := lab.MR(demo.Project, demo.IID)

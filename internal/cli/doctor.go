@@ -18,6 +18,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -39,10 +40,10 @@ type doctorOptions struct {
 	// Set holds the agent settings given as flags (--agent-env, …).
 	Set map[string]string
 	// factory builds the agents (nil: the real one).
-	factory *Factory
+	factory *cmdutil.Factory
 }
 
-func newDoctorCmd(factory *Factory, runF func(*doctorOptions) error) *cobra.Command {
+func newDoctorCmd(factory *cmdutil.Factory, runF func(*doctorOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &doctorOptions{factory: factory}
 	cmd := &cobra.Command{
@@ -94,7 +95,7 @@ when --check shows the model answered.`,
 	f.StringArrayVar(&opts.Agents, "agent", nil, "a backend a run would use (repeatable): its problems decide the exit code")
 	opts.Set = map[string]string{}
 	for _, fd := range config.AgentFields() {
-		f.Var(&fieldFlag{f: fd, set: opts.Set}, fd.Flag(), fd.Help)
+		f.Var(&cmdutil.FieldFlag{Field: fd, Values: opts.Set}, fd.Flag(), fd.Help)
 	}
 	return cmd
 }
@@ -153,13 +154,13 @@ type doctorFinding struct {
 	What string `json:"what"`
 }
 
-func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
+func runDoctor(ctx context.Context, ios *cmdutil.IOStreams, opts *doctorOptions) error {
 	dir, err := filepath.Abs(opts.Workdir)
 	if err != nil {
-		return usageErr("--workdir %s: %v", opts.Workdir, err)
+		return cmdutil.UsageErr("--workdir %s: %v", opts.Workdir, err)
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return usageErr("--workdir %s: not a directory", opts.Workdir)
+		return cmdutil.UsageErr("--workdir %s: not a directory", opts.Workdir)
 	}
 	rep := doctorReport{Repository: dir}
 	g := &repo.Git{Dir: dir}
@@ -184,12 +185,12 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 	cfgPath := filepath.Join(rep.Repository, config.FileName)
 	file, err := config.ReadFile(config.PRFields(), cfgPath)
 	if err != nil {
-		return usageErr("%v", err)
+		return cmdutil.UsageErr("%v", err)
 	}
 	if file != nil {
 		ss, err := config.Resolve(config.PRFields(), config.Inputs{File: file, Getenv: ios.Getenv})
 		if err != nil {
-			return usageErr("%v", err)
+			return cmdutil.UsageErr("%v", err)
 		}
 		for _, s := range ss {
 			if s.Key == "test_cmd" && s.Value != "" {
@@ -213,7 +214,7 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 	}
 
 	rep.Sandbox = sandboxFinding()
-	ac, err := agentSettings(ios, opts.Set, file)
+	ac, err := cmdutil.AgentSettings(ios, opts.Set, file)
 	if err != nil {
 		return err
 	}
@@ -234,7 +235,7 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 		if worst.Usable != nil && !*worst.Usable || why == "" {
 			why = worst.Check
 		}
-		end = &ExitErr{Code: rep.ExitCode, Err: fmt.Errorf("agent %s would stop a run: %s", worst.Name, text.OneLine(why))}
+		end = &cmdutil.ExitErr{Code: rep.ExitCode, Err: fmt.Errorf("agent %s would stop a run: %s", worst.Name, text.OneLine(why))}
 	}
 	end = doctorWorst(&rep, end)
 
@@ -270,13 +271,13 @@ func runDoctor(ctx context.Context, ios *IOStreams, opts *doctorOptions) error {
 
 // doctorAgents describes every backend, and with opts.Check checks those
 // a run would use.
-func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac agentConfig) ([]doctorAgent, error) {
+func doctorAgents(ctx context.Context, ios *cmdutil.IOStreams, opts *doctorOptions, ac cmdutil.AgentConfig) ([]doctorAgent, error) {
 	for _, n := range opts.Agents {
 		if !backends.Known(n) {
-			return nil, usageErr("doctor --agent %q: name one of %s", n, strings.Join(backends.Names(), ", "))
+			return nil, cmdutil.UsageErr("doctor --agent %q: name one of %s", n, strings.Join(backends.Names(), ", "))
 		}
 	}
-	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
+	b := cmdutil.NewAgentBuilder(opts.factory.OrDefault(ios), ac)
 	var out []doctorAgent
 	built := map[string]agent.Agent{}
 	var describe []func() agent.Description // out[i]'s, nil when it has none
@@ -286,7 +287,7 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 		bin, model := "CONVERGE_"+up+"_BIN", "CONVERGE_"+up+"_MODEL"
 		a := doctorAgent{Name: name, Configured: slices.Contains(opts.Agents, name) || ios.Getenv(bin) != "" || ios.Getenv(model) != "", Installed: true}
 		anyConfigured = anyConfigured || a.Configured
-		ag, err := b.backend(backends.Config{Name: name, Getenv: ios.Getenv})
+		ag, err := b.Backend(backends.Config{Name: name, Getenv: ios.Getenv})
 		if err != nil {
 			// Not found and not configured: simply not installed.
 			a.Installed, a.Problem = a.Configured, err.Error()
@@ -336,7 +337,7 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 			a.Code = exitcode.Usage
 		}
 	}
-	env := ac.taskEnv()
+	env := ac.TaskEnv()
 	for i := range out {
 		a := &out[i]
 		// A run uses a CLI backend only when told to (--agent claude):
@@ -377,10 +378,10 @@ func doctorAgents(ctx context.Context, ios *IOStreams, opts *doctorOptions, ac a
 // describeFallback is what doctor finds of a backend that does not
 // describe itself: the program's version, the model converge configures
 // and the agent_env variables that are set.
-func describeFallback(ctx context.Context, ios *IOStreams, program, modelVar string, ac agentConfig) agent.Description {
+func describeFallback(ctx context.Context, ios *cmdutil.IOStreams, program, modelVar string, ac cmdutil.AgentConfig) agent.Description {
 	var d agent.Description
 	if program != "" {
-		d.Version = agent.CLIVersion(ctx, program, ac.taskEnv())
+		d.Version = agent.CLIVersion(ctx, program, ac.TaskEnv())
 	}
 	d.Model, d.ModelFrom = ios.Getenv(modelVar), modelVar
 	if d.Model == "" {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/text"
 )
@@ -15,7 +16,7 @@ func doctorWorst(rep *doctorReport, agentEnd error) error {
 	end := agentEnd
 	worse := func(code exitcode.Code, err error) {
 		if code > rep.ExitCode {
-			rep.ExitCode, end = code, &ExitErr{Code: code, Err: err}
+			rep.ExitCode, end = code, &cmdutil.ExitErr{Code: code, Err: err}
 		}
 	}
 	if !rep.Token.OK {

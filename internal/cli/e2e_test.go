@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -44,7 +45,7 @@ func (s *syncBuffer) String() string {
 }
 
 // testIO returns streams backed by buffers and an environment of env only.
-func testIO(env map[string]string) (*IOStreams, *syncBuffer, *syncBuffer) {
+func testIO(env map[string]string) (*cmdutil.IOStreams, *syncBuffer, *syncBuffer) {
 	out, errOut := &syncBuffer{}, &syncBuffer{}
 	getenv := func(k string) string {
 		if v, ok := env[k]; ok {
@@ -58,7 +59,7 @@ func testIO(env map[string]string) (*IOStreams, *syncBuffer, *syncBuffer) {
 		}
 		return ""
 	}
-	return &IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut, Getenv: getenv}, out, errOut
+	return &cmdutil.IOStreams{In: strings.NewReader(""), Out: out, ErrOut: errOut, Getenv: getenv}, out, errOut
 }
 
 // startHub runs the emulator in-process with the demo repository seeded.
@@ -250,7 +251,7 @@ func runPRWhileIn(t *testing.T, hub *fakehub.Hub, demo fakehub.DemoInfo, state s
 // moves the PR's headRefOid.
 func TestSandbox_PrintsJSONAndServesGit(t *testing.T) {
 	pr, pw := io.Pipe()
-	ios := &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan exitcode.Code, 1)
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/spf13/pflag"
 )
 
@@ -26,7 +27,7 @@ func TestUX_PRHelpListsItsFlagsByConcern(t *testing.T) {
 				t.Errorf("%s --help has no %q heading", name, g.title)
 			}
 		}
-		cmd, _, err := NewRootCmd(NewFactory(ios)).Find([]string{name})
+		cmd, _, err := NewRootCmd(cmdutil.NewFactory(ios)).Find([]string{name})
 		if err != nil {
 			t.Fatal(err)
 		}

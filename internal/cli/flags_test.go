@@ -16,6 +16,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/provider"
@@ -38,13 +39,13 @@ type flagCase[O any] struct {
 }
 
 // noFactory is a factory whose makers fail t: a flag test runs nothing.
-func noFactory(t *testing.T) *Factory {
+func noFactory(t *testing.T) *cmdutil.Factory {
 	ios, _, _ := testIO(nil)
 	fail := func(what string) error {
 		t.Errorf("a flag test %s", what)
 		return errors.New(what)
 	}
-	return &Factory{
+	return &cmdutil.Factory{
 		IOStreams: ios,
 		OpenStore: func(context.Context, string, ...store.Option) (*store.Store, error) {
 			return nil, fail("opened a state store")
@@ -67,7 +68,7 @@ func noFactory(t *testing.T) *Factory {
 // parseFlags runs the command newCmd builds with args under the root and
 // returns the options runF got (nil when it was not called), the exit
 // code and the error.
-func parseFlags[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra.Command, args []string) (*O, exitcode.Code, error) {
+func parseFlags[O any](t *testing.T, newCmd func(*cmdutil.Factory, func(*O) error) *cobra.Command, args []string) (*O, exitcode.Code, error) {
 	t.Helper()
 	var got *O
 	root := newRoot()
@@ -81,10 +82,10 @@ func parseFlags[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobr
 	root.SetOut(io.Discard)
 	root.SetErr(io.Discard)
 	err := root.ExecuteContext(context.Background())
-	return got, ExitCodeOf(err), err
+	return got, cmdutil.ExitCodeOf(err), err
 }
 
-func testFlags[O any](t *testing.T, newCmd func(*Factory, func(*O) error) *cobra.Command, cases []flagCase[O]) {
+func testFlags[O any](t *testing.T, newCmd func(*cmdutil.Factory, func(*O) error) *cobra.Command, cases []flagCase[O]) {
 	t.Helper()
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -316,7 +317,7 @@ func TestIF_1_LoopFlags(t *testing.T) {
 		{check: func(o *loopOptions) bool {
 			return o.Goal == "" && o.Agent == "command" && o.MaxIterations == 0 && o.StallAfter == checkloop.DefaultStallIterations &&
 				o.Confirm == checkloop.DefaultConfirm && !o.confirmSet && o.AgentTimeout == agent.DefaultBudget && o.CheckTimeout == checkloop.DefaultCheckBudget &&
-				o.Workdir == "." && o.StateDir == "" && len(o.Protect) == 0 && !o.agents.noCheck && len(o.agents.set) == 0 &&
+				o.Workdir == "." && o.StateDir == "" && len(o.Protect) == 0 && !o.agents.NoCheck && len(o.agents.Set) == 0 &&
 				o.engine.Engine == engineLocal && o.factory != nil && !o.changed("max-iterations")
 		}},
 		{args: []string{"--goal", "g", "--check", "go test ./...", "--agent", "claude", "--max-iterations", "5", "--stall-after", "4", "--confirm", "3",
@@ -326,7 +327,7 @@ func TestIF_1_LoopFlags(t *testing.T) {
 				return o.Goal == "g" && o.Check == "go test ./..." && o.Agent == "claude" && o.MaxIterations == 5 && o.StallAfter == 4 && o.Confirm == 3 &&
 					o.confirmSet && strings.Join(o.Protect, " ") == "a/* b" && o.AllowRemoval && o.MaxWallClock == time.Hour && o.MaxCost == 2.5 &&
 					o.Predecessor == "r-1" && o.JSON && o.StateDir == "s" && o.Workdir == "w" && o.Fresh && o.AgentTimeout == time.Minute &&
-					o.CheckTimeout == 2*time.Minute && o.agents.set["agent_env"] == "K" && o.agents.noCheck && o.changed("max-iterations") && !o.changed("goal-file")
+					o.CheckTimeout == 2*time.Minute && o.agents.Set["agent_env"] == "K" && o.agents.NoCheck && o.changed("max-iterations") && !o.changed("goal-file")
 			}},
 		{args: []string{"--goal-file", "g.md", "--judge", "command", "--judge-cmd", "./judge.sh", "--agent-cmd", "./a.sh"},
 			check: func(o *loopOptions) bool {
@@ -345,14 +346,14 @@ func TestIF_1_PlanFlags(t *testing.T) {
 		{args: []string{"run", "p.yaml"}, check: func(o *planOptions) bool {
 			return o.File == "p.yaml" && o.Agent == "command" && o.AgentCmd == "" && o.ReviewAgent == "" && !o.JSON && o.Report == "" &&
 				o.StateDir == "" && o.Workdir == "." && !o.Fresh && o.AgentTimeout == agent.DefaultBudget && o.Parallel == defaultPlanParallel &&
-				!o.agents.noCheck && o.engine.Engine == engineLocal && o.factory != nil
+				!o.agents.NoCheck && o.engine.Engine == engineLocal && o.factory != nil
 		}},
 		{args: []string{"run", "p.yaml", "--agent", "gemini", "--review-agent", "command", "--review-agent-cmd", "./r.sh", "--json", "--report", "r.md",
 			"--state", "s", "--workdir", "w", "--fresh", "--agent-timeout", "90s", "--parallel", "1", "--agent-env", "X", "--no-agent-check", "--engine", "temporal"},
 			check: func(o *planOptions) bool {
 				return o.File == "p.yaml" && o.Agent == "gemini" && o.ReviewAgent == "command" && o.ReviewAgentCmd == "./r.sh" && o.JSON && o.Report == "r.md" &&
 					o.StateDir == "s" && o.Workdir == "w" && o.Fresh && o.AgentTimeout == 90*time.Second && o.Parallel == 1 &&
-					o.agents.set["agent_env"] == "X" && o.agents.noCheck && o.engine.Engine == engineTemporal
+					o.agents.Set["agent_env"] == "X" && o.agents.NoCheck && o.engine.Engine == engineTemporal
 			}},
 		usage[planOptions]("plan needs a subcommand"),
 		usage[planOptions]("plan run needs exactly one plan file", "run"),

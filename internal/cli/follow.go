@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 )
@@ -25,12 +26,12 @@ const followGone = 3
 // exits with the run's IF-1 exit code. A run no converge holds any more
 // (killed, or left for a human) ends the follow with exit 1: the same
 // command resumes it.
-func followRun(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
+func followRun(ctx context.Context, ios *cmdutil.IOStreams, opts *statusOptions) error {
 	id := opts.Follow
 	if opts.engine.temporal() {
-		return usageErr("status --follow reads the local state store; with --engine temporal the command that started the run follows it")
+		return cmdutil.UsageErr("status --follow reads the local state store; with --engine temporal the command that started the run follows it")
 	}
-	db, r, err := opts.factory.orDefault(ios).OpenRun(ctx, opts.StateDir, id)
+	db, r, err := opts.factory.OrDefault(ios).OpenRun(ctx, opts.StateDir, id)
 	if err != nil {
 		return err
 	}
@@ -71,13 +72,13 @@ func followRun(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 				fmt.Fprintf(ios.Out, "converge: run %s ended %s (exit %d)\n", r.ID, r.Status, r.ExitCode)
 			}
 			if r.ExitCode != exitcode.OK {
-				return &silentExit{code: r.ExitCode}
+				return &cmdutil.SilentExit{Code: r.ExitCode}
 			}
 			return nil
 		}
 		if holder, live, err := db.LockLive(ctx, r.Target); err == nil && (!live || holder != r.ID) {
 			if gone++; gone >= followGone {
-				return &ExitErr{Code: exitcode.Error, Err: fmt.Errorf("run %s is not running (no converge holds it) and has not ended; the command that started it resumes it", r.ID)}
+				return &cmdutil.ExitErr{Code: exitcode.Error, Err: fmt.Errorf("run %s is not running (no converge holds it) and has not ended; the command that started it resumes it", r.ID)}
 			}
 		} else {
 			gone = 0

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/provider"
 
@@ -14,7 +15,7 @@ import (
 func forgeOf(kind forge.Kind) (provider.Provider, error) {
 	p, err := provider.For(kind)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	return p, nil
 }

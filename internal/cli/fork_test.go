@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakeforge"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -37,7 +38,7 @@ func TestPR_G5_ForkPRTheTokenCannotPushToIsRefusedAtStart(t *testing.T) {
 
 	p := loopParams{Ref: ref, Forge: forkForge{ff, "mallory/widget"}}
 	err := preflight(ctx, &p)
-	if err == nil || ExitCodeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), "comes from the fork mallory/widget, which converge cannot push to") {
+	if err == nil || cmdutil.ExitCodeOf(err) != exitcode.Usage || !strings.Contains(err.Error(), "comes from the fork mallory/widget, which converge cannot push to") {
 		t.Fatalf("want a usage refusal naming the fork, got %v", err)
 	}
 	p = loopParams{Ref: ref, Forge: forkForge{ff, "mallory/widget"}, DryRun: true}

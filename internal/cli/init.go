@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/scaffold"
 )
@@ -20,7 +21,7 @@ type initOptions struct {
 	Sync   bool
 }
 
-func newInitCmd(factory *Factory, runF func(*initOptions) error) *cobra.Command {
+func newInitCmd(factory *cmdutil.Factory, runF func(*initOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &initOptions{}
 	cmd := &cobra.Command{
@@ -63,9 +64,9 @@ instructions, after they were edited.`,
 	return cmd
 }
 
-func runInit(ctx context.Context, ios *IOStreams, opts *initOptions) error {
+func runInit(ctx context.Context, ios *cmdutil.IOStreams, opts *initOptions) error {
 	if opts.Sync && (opts.Force || opts.Action) {
-		return usageErr("--sync writes only Copilot's copy of the review instructions; give it without --force and --action")
+		return cmdutil.UsageErr("--sync writes only Copilot's copy of the review instructions; give it without --force and --action")
 	}
 	dir := opts.Dir
 	if dir == "" {
@@ -79,7 +80,7 @@ func runInit(ctx context.Context, ios *IOStreams, opts *initOptions) error {
 		}
 	}
 	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
-		return usageErr("--dir %s: not a directory; name the repository to set up", dir)
+		return cmdutil.UsageErr("--dir %s: not a directory; name the repository to set up", dir)
 	}
 	changes, err := scaffold.Init(scaffold.Options{Dir: dir, Force: opts.Force, Action: opts.Action, Sync: opts.Sync})
 	if err != nil {
@@ -87,9 +88,9 @@ func runInit(ctx context.Context, ios *IOStreams, opts *initOptions) error {
 		var ie *scaffold.InputError
 		switch {
 		case errors.As(err, &ee):
-			return usageErr("init: %v; nothing was written", err)
+			return cmdutil.UsageErr("init: %v; nothing was written", err)
 		case errors.As(err, &ie):
-			return usageErr("init: %v", err)
+			return cmdutil.UsageErr("init: %v", err)
 		}
 		return fmt.Errorf("init: %w", err)
 	}

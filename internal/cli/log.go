@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/plan"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
@@ -19,10 +20,10 @@ type logOptions struct {
 	// RunID is the run whose log to print (the argument).
 	RunID string
 	// factory opens the store (nil: the real one).
-	factory *Factory
+	factory *cmdutil.Factory
 }
 
-func newLogCmd(factory *Factory, runF func(*logOptions) error) *cobra.Command {
+func newLogCmd(factory *cmdutil.Factory, runF func(*logOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &logOptions{factory: factory}
 	cmd := &cobra.Command{
@@ -39,7 +40,7 @@ guards, every decision in order, the terminal and the proof. It reads
 only the state store; a run still going shows what it has so far.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("log needs exactly one run id (see converge status)")
+				return cmdutil.UsageErr("log needs exactly one run id (see converge status)")
 			}
 			return nil
 		},
@@ -56,7 +57,7 @@ only the state store; a run still going shows what it has so far.`,
 	return cmd
 }
 
-func runLog(ctx context.Context, ios *IOStreams, opts *logOptions, id string) error {
+func runLog(ctx context.Context, ios *cmdutil.IOStreams, opts *logOptions, id string) error {
 	if err := opts.engine.check(ios); err != nil {
 		return err
 	}
@@ -67,7 +68,7 @@ func runLog(ctx context.Context, ios *IOStreams, opts *logOptions, id string) er
 		}
 		return writeRunLog(ctx, ios, recs, r)
 	}
-	db, r, err := opts.factory.orDefault(ios).OpenRun(ctx, opts.StateDir, id)
+	db, r, err := opts.factory.OrDefault(ios).OpenRun(ctx, opts.StateDir, id)
 	if err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ type runRecords interface {
 var _ runRecords = (*store.Store)(nil)
 
 // writeRunLog writes r's log as its kind writes it.
-func writeRunLog(ctx context.Context, ios *IOStreams, db runRecords, r store.Run) error {
+func writeRunLog(ctx context.Context, ios *cmdutil.IOStreams, db runRecords, r store.Run) error {
 	id := r.ID
 	var err error
 	if r.Kind == checkloop.Kind {
@@ -97,7 +98,7 @@ func writeRunLog(ctx context.Context, ios *IOStreams, db runRecords, r store.Run
 		return writePlanLog(ctx, ios, db, r)
 	}
 	if !strings.HasPrefix(r.Kind, "pr") {
-		return usageErr("run %s is a %s run; its log is not a PR decision log", id, r.Kind)
+		return cmdutil.UsageErr("run %s is a %s run; its log is not a PR decision log", id, r.Kind)
 	}
 	rec := prloop.RunRecord{Run: r}
 	if rec.Rounds, err = db.Rounds(ctx, id); err != nil {

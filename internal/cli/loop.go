@@ -18,6 +18,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/agent/command"
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/store"
@@ -52,17 +53,17 @@ type loopOptions struct {
 	// changed reports a flag given on the command line (nil: none).
 	changed func(flag string) bool
 	// agents are the agent settings and --no-agent-check.
-	agents *agentFlags
+	agents *cmdutil.AgentFlags
 	// goalFrom is the file Goal was read from, elsewhere (a worker's
 	// loop: where the command ran): protected as GoalFile is.
 	goalFrom string
 	// engine runs the loop here or on a Temporal cluster.
 	engine engineOptions
 	// factory opens the store and builds the agents (nil: the real one).
-	factory *Factory
+	factory *cmdutil.Factory
 }
 
-func newLoopCmd(factory *Factory, runF func(*loopOptions) error) *cobra.Command {
+func newLoopCmd(factory *cmdutil.Factory, runF func(*loopOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &loopOptions{factory: factory}
 	cmd := &cobra.Command{
@@ -139,7 +140,7 @@ local state store, are refused.`,
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run of the same goal and check can resume")
 	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each agent and judge run")
 	f.DurationVar(&opts.CheckTimeout, "check-timeout", checkloop.DefaultCheckBudget, "time-box of each mechanical done-check run")
-	opts.agents = addAgentFlags(f)
+	opts.agents = cmdutil.AddAgentFlags(f)
 	addEngineFlags(f, &opts.engine)
 	return cmd
 }
@@ -151,13 +152,13 @@ type loopSetup struct {
 	ws    *checkloop.GitWorkspace
 	body  agent.Agent
 	judge agent.Agent
-	// checks are the CLI backends among them (agentChecker).
-	checks []checkTarget
+	// checks are the CLI backends among them (cmdutil.AgentChecker).
+	checks []cmdutil.CheckTarget
 }
 
-func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
+func runLoopCmd(ctx context.Context, ios *cmdutil.IOStreams, opts *loopOptions) error {
 	// A misspelt CONVERGE_* variable is refused here as in `converge pr`.
-	if err := ios.checkEnv(); err != nil {
+	if err := ios.CheckEnv(); err != nil {
 		return err
 	}
 	if err := opts.engine.check(ios); err != nil {
@@ -169,7 +170,7 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 	if err := containAgents(ios, opts.UnsafeNoSandbox, opts.StateDir); err != nil {
 		return err
 	}
-	db, err := opts.factory.orDefault(ios).OpenStore(ctx, opts.StateDir)
+	db, err := opts.factory.OrDefault(ios).OpenStore(ctx, opts.StateDir)
 	if err != nil {
 		return err
 	}
@@ -179,13 +180,13 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 		return err
 	}
 	env := agent.ScrubEnv(os.Environ())
-	if c := opts.agents.checker(); c != nil {
+	if c := opts.agents.Checker(); c != nil {
 		// Before the run is recorded (AG-T4).
-		if err := c.check(ctx, s.checks, env); err != nil {
+		if err := c.Check(ctx, s.checks, env); err != nil {
 			return err
 		}
 	}
-	m := engine.NewManager(engine.Config{Store: db, CodeOf: ExitCodeOf, Stop: stopOnInterrupt(ctx)})
+	m := engine.NewManager(engine.Config{Store: db, CodeOf: cmdutil.ExitCodeOf, Stop: stopOnInterrupt(ctx)})
 	r, err := m.Add(ctx, engine.NewSpec(&loopJob{ios: ios, db: db, opts: opts, s: s, env: env}))
 	if err != nil {
 		return err
@@ -196,7 +197,7 @@ func runLoopCmd(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
 // loopJob is the done-check loop's engine.Adapter: one goal and check in
 // one repository, its run's lifecycle the Manager's.
 type loopJob struct {
-	ios  *IOStreams
+	ios  *cmdutil.IOStreams
 	db   *store.Store
 	opts *loopOptions
 	s    *loopSetup
@@ -288,13 +289,13 @@ func (j *loopJob) End(_ context.Context, o engine.Outcome) error {
 	}
 	printLoopResult(j.ios, j.opts.JSON, o.RunID, j.final)
 	if o.Code != 0 {
-		return &silentExit{code: o.Code}
+		return &cmdutil.SilentExit{Code: o.Code}
 	}
 	return nil
 }
 
 // printLoopResult prints a loop run's result, as JSON or its summary.
-func printLoopResult(ios *IOStreams, asJSON bool, runID string, final checkloop.State) {
+func printLoopResult(ios *cmdutil.IOStreams, asJSON bool, runID string, final checkloop.State) {
 	res := checkloop.BuildResult(final, time.Now())
 	if asJSON {
 		b, _ := json.Marshal(map[string]any{"kind": "result", "run": runID, "result": res})
@@ -306,64 +307,64 @@ func printLoopResult(ios *IOStreams, asJSON bool, runID string, final checkloop.
 
 // prepareLoop checks the command line and the repository, before any run
 // is recorded: bad input is exit 2 with one line (REL-3).
-func prepareLoop(ctx context.Context, ios *IOStreams, db *store.Store, opts *loopOptions) (*loopSetup, error) {
+func prepareLoop(ctx context.Context, ios *cmdutil.IOStreams, db *store.Store, opts *loopOptions) (*loopSetup, error) {
 	goal := opts.Goal
 	switch {
 	case opts.Goal != "" && opts.GoalFile != "":
-		return nil, usageErr("give the goal once: --goal TEXT or --goal-file F, not both")
+		return nil, cmdutil.UsageErr("give the goal once: --goal TEXT or --goal-file F, not both")
 	case opts.GoalFile != "":
 		b, err := os.ReadFile(opts.GoalFile)
 		if err != nil {
-			return nil, usageErr("--goal-file: %v", err)
+			return nil, cmdutil.UsageErr("--goal-file: %v", err)
 		}
 		goal = string(b)
 	}
 	if strings.TrimSpace(goal) == "" {
-		return nil, usageErr("loop needs a goal: --goal TEXT or --goal-file F")
+		return nil, cmdutil.UsageErr("loop needs a goal: --goal TEXT or --goal-file F")
 	}
 	if (opts.Check == "") == (opts.Judge == "") {
-		return nil, usageErr("loop needs one done-check: --check CMD (mechanical) or --judge command --judge-cmd CMD (judged)")
+		return nil, cmdutil.UsageErr("loop needs one done-check: --check CMD (mechanical) or --judge command --judge-cmd CMD (judged)")
 	}
 	if opts.MaxIterations <= 0 {
-		return nil, usageErr("loop needs --max-iterations N (N > 0): a loop without a bound is not allowed")
+		return nil, cmdutil.UsageErr("loop needs --max-iterations N (N > 0): a loop without a bound is not allowed")
 	}
 	if opts.StallAfter <= 0 {
-		return nil, usageErr("--stall-after %d: must be at least 1 (iterations in a row without progress before the loop ends stalled)", opts.StallAfter)
+		return nil, cmdutil.UsageErr("--stall-after %d: must be at least 1 (iterations in a row without progress before the loop ends stalled)", opts.StallAfter)
 	}
 	if opts.Confirm <= 0 {
-		return nil, usageErr("--confirm %d: must be at least 1 (runs in a row on the same tree a passing check must repeat before it counts)", opts.Confirm)
+		return nil, cmdutil.UsageErr("--confirm %d: must be at least 1 (runs in a row on the same tree a passing check must repeat before it counts)", opts.Confirm)
 	}
 	if opts.AllowRemoval && opts.Judge != "" {
-		return nil, usageErr("--allow-test-removal applies to a mechanical --check, whose tests converge counts")
+		return nil, cmdutil.UsageErr("--allow-test-removal applies to a mechanical --check, whose tests converge counts")
 	}
 	if opts.confirmSet && opts.Judge != "" {
-		return nil, usageErr("--confirm applies to a mechanical --check; a judged check is confirmed by its fresh final re-judgment")
+		return nil, cmdutil.UsageErr("--confirm applies to a mechanical --check; a judged check is confirmed by its fresh final re-judgment")
 	}
 	if opts.MaxWallClock < 0 || opts.MaxCost < 0 {
-		return nil, usageErr("--max-wall-clock and --max-cost cannot be negative")
+		return nil, cmdutil.UsageErr("--max-wall-clock and --max-cost cannot be negative")
 	}
 	if err := checkWorkdir("loop", opts.Workdir); err != nil {
 		return nil, err
 	}
 	ws, err := checkloop.OpenWorkspace(ctx, opts.Workdir)
 	if err != nil {
-		return nil, usageErr("%v; converge loop runs in a git repository (--workdir DIR)", err)
+		return nil, cmdutil.UsageErr("%v; converge loop runs in a git repository (--workdir DIR)", err)
 	}
 	if _, err := ws.Git.HeadSHA(ctx); err != nil {
-		return nil, usageErr("%s has no commit yet; commit something first: converge loop commits on the current branch", ws.Dir())
+		return nil, cmdutil.UsageErr("%s has no commit yet; commit something first: converge loop commits on the current branch", ws.Dir())
 	}
 	ws.UseRepoIdentity(ctx)
 	top := ws.Dir()
 
 	if opts.agents == nil {
-		opts.agents = &agentFlags{}
+		opts.agents = &cmdutil.AgentFlags{}
 	}
-	ac, err := agentSettings(ios, opts.agents.set, nil)
+	ac, err := cmdutil.AgentSettings(ios, opts.agents.Set, nil)
 	if err != nil {
 		return nil, err
 	}
-	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
-	b.command = loopCommand
+	b := cmdutil.NewAgentBuilder(opts.factory.OrDefault(ios), ac)
+	b.Command = loopCommand
 	body, err := loopAgent(b, "--agent", opts.Agent, "--agent-cmd", opts.AgentCmd, backends.RoleFix)
 	if err != nil {
 		return nil, err
@@ -395,10 +396,10 @@ func prepareLoop(ctx context.Context, ios *IOStreams, db *store.Store, opts *loo
 	var judge agent.Agent
 	if opts.Check != "" {
 		if err := checkloop.SelfAuthored(top, opts.Check); err != nil {
-			return nil, usageErr("--check: %v", err)
+			return nil, cmdutil.UsageErr("--check: %v", err)
 		}
 		if err := command.Preflight(opts.Check); err != nil && !strings.Contains(firstWord(opts.Check), "/") {
-			return nil, usageErr("--check: %v", strings.Replace(err.Error(), "agent program", "program", 1))
+			return nil, cmdutil.UsageErr("--check: %v", strings.Replace(err.Error(), "agent program", "program", 1))
 		}
 		cfg.Oracle = checkloop.Oracle{Class: checkloop.Mechanical, Command: opts.Check}
 		protect = append(protect, checkloop.CheckNamedFiles(top, opts.Check)...)
@@ -421,37 +422,37 @@ func prepareLoop(ctx context.Context, ios *IOStreams, db *store.Store, opts *loo
 		}
 		cfg.Predecessor = p
 	}
-	return &loopSetup{cfg: cfg, ws: ws, body: body, judge: judge, checks: b.built()}, nil
+	return &loopSetup{cfg: cfg, ws: ws, body: body, judge: judge, checks: b.Built()}, nil
 }
 
 // loopAgent builds the body or judge agent of a loop: the loop's command
 // backend, whose program must exist (AG-T4: pre-flight, exit 2).
-func loopAgent(b *agentBuilder, flag, name, cmdFlag, cmdline, role string) (agent.Agent, error) {
+func loopAgent(b *cmdutil.AgentBuilder, flag, name, cmdFlag, cmdline, role string) (agent.Agent, error) {
 	if flag == "--agent" && backends.Known(name) {
 		// A CLI agent gets the iteration's prompt (the packet rendered);
 		// the loop, not the agent, runs the check and commits.
-		a, err := b.agent(name, "", role)
+		a, err := b.Agent(name, "", role)
 		if err != nil {
-			return nil, usageErr("--agent %s: %v", name, err)
+			return nil, cmdutil.UsageErr("--agent %s: %v", name, err)
 		}
 		return a, nil
 	}
 	if name != "command" {
 		if flag == "--agent" {
-			return nil, usageErr("unknown --agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
+			return nil, cmdutil.UsageErr("unknown --agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
 		}
-		return nil, usageErr("unknown %s %q: use command (the loop's children read the context packet on stdin)", flag, name)
+		return nil, cmdutil.UsageErr("unknown %s %q: use command (the loop's children read the context packet on stdin)", flag, name)
 	}
-	a, err := b.agent(name, cmdline, role)
+	a, err := b.Agent(name, cmdline, role)
 	if errors.Is(err, backends.ErrNoCommand) {
 		example := "./agent.sh"
 		if flag == "--judge" {
 			example = "./judge.sh"
 		}
-		return nil, usageErr("%s command needs %s, e.g. %s '%s'", flag, cmdFlag, cmdFlag, example)
+		return nil, cmdutil.UsageErr("%s command needs %s, e.g. %s '%s'", flag, cmdFlag, cmdFlag, example)
 	}
 	if err != nil {
-		return nil, usageErr("%s: %v", cmdFlag, err)
+		return nil, cmdutil.UsageErr("%s: %v", cmdFlag, err)
 	}
 	return a, nil
 }
@@ -471,16 +472,16 @@ func loopCommand(name string, argv []string) (agent.Agent, error) {
 func predecessor(ctx context.Context, db *store.Store, id string) (*checkloop.Predecessor, error) {
 	r, err := db.GetRun(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, usageErr("--predecessor: no run %q in the state store (see converge status)", id)
+		return nil, cmdutil.UsageErr("--predecessor: no run %q in the state store (see converge status)", id)
 	}
 	if err != nil {
 		return nil, err
 	}
 	if r.Kind != checkloop.Kind {
-		return nil, usageErr("--predecessor: run %s is a %s run, not a loop run", id, r.Kind)
+		return nil, cmdutil.UsageErr("--predecessor: run %s is a %s run, not a loop run", id, r.Kind)
 	}
 	if !r.Finished() {
-		return nil, usageErr("--predecessor: run %s has not ended (%s); resume it with the same converge loop, or stop it first", id, r.Status)
+		return nil, cmdutil.UsageErr("--predecessor: run %s has not ended (%s); resume it with the same converge loop, or stop it first", id, r.Status)
 	}
 	p := &checkloop.Predecessor{Run: r.ID, Status: r.Status, ExitCode: r.ExitCode}
 	var st checkloop.State
@@ -496,7 +497,7 @@ func predecessor(ctx context.Context, db *store.Store, id string) (*checkloop.Pr
 
 // writeLoopLog prints a loop run's log (`converge log RUN`): its inputs,
 // iterations with their tickets, failed approaches, events and result.
-func writeLoopLog(ctx context.Context, ios *IOStreams, db runRecords, r store.Run) error {
+func writeLoopLog(ctx context.Context, ios *cmdutil.IOStreams, db runRecords, r store.Run) error {
 	var st checkloop.State
 	if len(r.State) > 0 {
 		if err := json.Unmarshal(r.State, &st); err != nil {
@@ -559,7 +560,7 @@ func dedupeStrings(xs []string) []string {
 // run's event log (db nil: none, a workflow's client).
 type loopReporter struct {
 	mu    sync.Mutex
-	ios   *IOStreams
+	ios   *cmdutil.IOStreams
 	json  bool
 	db    *store.Store
 	runID string
@@ -603,11 +604,11 @@ func checkWorkdir(command, dir string) error {
 	fi, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return usageErr("--workdir %s: no such directory; converge %s works in a git repository: give its path (default: the current directory)", dir, command)
+		return cmdutil.UsageErr("--workdir %s: no such directory; converge %s works in a git repository: give its path (default: the current directory)", dir, command)
 	case err != nil:
-		return usageErr("--workdir %s: %v", dir, errors.Unwrap(err))
+		return cmdutil.UsageErr("--workdir %s: %v", dir, errors.Unwrap(err))
 	case !fi.IsDir():
-		return usageErr("--workdir %s: not a directory; converge %s works in a git repository: give its path", dir, command)
+		return cmdutil.UsageErr("--workdir %s: not a directory; converge %s works in a git repository: give its path", dir, command)
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/repo"
@@ -22,7 +23,7 @@ import (
 // on the repository, follows its log and prints its result as converge
 // loop does; the exit code is its terminal's. The loop runs on a worker,
 // which must reach the repository at the same path.
-func runLoopTemporal(ctx context.Context, ios *IOStreams, opts *loopOptions) error {
+func runLoopTemporal(ctx context.Context, ios *cmdutil.IOStreams, opts *loopOptions) error {
 	if err := refuseWorkerFlags(map[string]bool{"--state": opts.StateDir != ""}); err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func runLoopTemporal(ctx context.Context, ios *IOStreams, opts *loopOptions) err
 	warnNoWorker(ctx, ios, c, opts.engine.TaskQueue)
 	run, err := kinds.Check(nil).Start(ctx, c, opts.engine.TaskQueue, p, temporal.Options{})
 	if err != nil {
-		return &ExitErr{Code: exitcode.Unreachable, Err: err}
+		return &cmdutil.ExitErr{Code: exitcode.Unreachable, Err: err}
 	}
 	out := &loopReporter{ios: ios, json: opts.JSON, runID: run.GetRunID(), kind: checkloop.Kind, target: localTarget(checkloop.Kind, p.Repo)}
 	return followWorkflow(ctx, c, run, out, func(res temporal.Result[checkloop.State]) error {
@@ -51,7 +52,7 @@ func runLoopTemporal(ctx context.Context, ios *IOStreams, opts *loopOptions) err
 		}
 		printLoopResult(ios, opts.JSON, res.RunID, res.State)
 		if t.ExitCode != exitcode.OK {
-			return &silentExit{code: t.ExitCode}
+			return &cmdutil.SilentExit{Code: t.ExitCode}
 		}
 		return nil
 	})
@@ -69,19 +70,19 @@ func loopParamsOf(ctx context.Context, opts *loopOptions) (kinds.LoopParams, err
 		AgentTimeout: opts.AgentTimeout, CheckTimeout: opts.CheckTimeout,
 	}
 	if opts.agents != nil {
-		p.Set, p.NoAgentCheck = opts.agents.set, opts.agents.noCheck
+		p.Set, p.NoAgentCheck = opts.agents.Set, opts.agents.NoCheck
 	}
 	if opts.GoalFile != "" {
 		if opts.Goal != "" {
-			return p, usageErr("give the goal once: --goal TEXT or --goal-file F, not both")
+			return p, cmdutil.UsageErr("give the goal once: --goal TEXT or --goal-file F, not both")
 		}
 		b, err := os.ReadFile(opts.GoalFile)
 		if err != nil {
-			return p, usageErr("--goal-file: %v", err)
+			return p, cmdutil.UsageErr("--goal-file: %v", err)
 		}
 		p.Goal = string(b)
 		if p.GoalFile, err = filepath.Abs(opts.GoalFile); err != nil {
-			return p, usageErr("--goal-file: %v", err)
+			return p, cmdutil.UsageErr("--goal-file: %v", err)
 		}
 	}
 	dir, err := workerRepo(ctx, opts.Workdir)
@@ -99,7 +100,7 @@ func loopParamsOf(ctx context.Context, opts *loopOptions) (kinds.LoopParams, err
 func workerRepo(ctx context.Context, workdir string) (string, error) {
 	dir, err := filepath.Abs(workdir)
 	if err != nil {
-		return "", usageErr("--workdir %s: %v", workdir, err)
+		return "", cmdutil.UsageErr("--workdir %s: %v", workdir, err)
 	}
 	if fi, err := os.Stat(dir); err == nil && fi.IsDir() {
 		if l, err := repo.OpenLocal(ctx, dir); err == nil {
@@ -117,7 +118,7 @@ func loopOptionsOf(p kinds.LoopParams) *loopOptions {
 		MaxIterations: p.MaxIterations, StallAfter: p.StallAfter, Confirm: p.Confirm, confirmSet: p.ConfirmSet,
 		AllowRemoval: p.AllowTestRemoval, MaxWallClock: p.MaxWallClock, MaxCost: p.MaxCost,
 		AgentTimeout: p.AgentTimeout, CheckTimeout: p.CheckTimeout, Workdir: p.Repo,
-		agents: &agentFlags{set: maps.Clone(p.Set), noCheck: p.NoAgentCheck},
+		agents: &cmdutil.AgentFlags{Set: maps.Clone(p.Set), NoCheck: p.NoAgentCheck},
 	}
 }
 
@@ -128,7 +129,7 @@ func loopOptionsOf(p kinds.LoopParams) *loopOptions {
 // refuses a dirty tree and checks the agents, as a new local run does.
 func (rt *workerRuntime) bindLoop(ctx context.Context, b temporal.Binding[kinds.LoopParams, kinds.LoopSetup]) (*kinds.LoopBound, error) {
 	if !filepath.IsAbs(b.Params.Repo) {
-		return nil, usageErr("the repository %q is not an absolute path; a worker works in the repository at the path the loop names", b.Params.Repo)
+		return nil, cmdutil.UsageErr("the repository %q is not an absolute path; a worker works in the repository at the path the loop names", b.Params.Repo)
 	}
 	db, err := rt.tickets(ctx, checkloop.Kind, b.Params.Repo, b.RunID)
 	if err != nil {
@@ -140,12 +141,12 @@ func (rt *workerRuntime) bindLoop(ctx context.Context, b temporal.Binding[kinds.
 		return nil, err
 	}
 	if !samePath(s.ws.Dir(), b.Params.Repo) {
-		return nil, usageErr("%s is not the top directory of its repository (%s): give --workdir the top directory, one loop per repository", b.Params.Repo, s.ws.Dir())
+		return nil, cmdutil.UsageErr("%s is not the top directory of its repository (%s): give --workdir the top directory, one loop per repository", b.Params.Repo, s.ws.Dir())
 	}
 	env := agent.ScrubEnv(os.Environ())
 	if b.Setup == nil {
-		if c := opts.agents.checker(); c != nil {
-			if err := c.check(ctx, s.checks, env); err != nil {
+		if c := opts.agents.Checker(); c != nil {
+			if err := c.Check(ctx, s.checks, env); err != nil {
 				return nil, err
 			}
 		}
@@ -178,7 +179,7 @@ func samePath(a, b string) bool {
 func refuseLocalFlags(set map[string]bool) error {
 	for _, flag := range slices.Sorted(maps.Keys(set)) {
 		if set[flag] {
-			return usageErr("%s reads the local state store: with --engine temporal a start attaches to the workflow running on the repository, or starts a new one; drop %s or use --engine local", flag, flag)
+			return cmdutil.UsageErr("%s reads the local state store: with --engine temporal a start attaches to the workflow running on the repository, or starts a new one; drop %s or use --engine local", flag, flag)
 		}
 	}
 	return nil

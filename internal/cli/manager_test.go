@@ -12,6 +12,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/suggest"
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -28,7 +29,7 @@ import (
 // git repository, agents that are programs).
 type lifecycleRig struct {
 	db     *store.Store
-	ios    *IOStreams
+	ios    *cmdutil.IOStreams
 	target string
 	// spec makes a new adapter of the kind on the rig's target.
 	spec func() engine.Spec
@@ -146,7 +147,7 @@ func loopRig(t *testing.T) *lifecycleRig {
 		Goal: "make done exist", Check: "test -f done", Agent: "command", AgentCmd: "sh " + agentPath,
 		MaxIterations: 3, StallAfter: checkloop.DefaultStallIterations, Confirm: 1,
 		Workdir: dir, StateDir: state, AgentTimeout: time.Minute, CheckTimeout: time.Minute,
-		agents: &agentFlags{},
+		agents: &cmdutil.AgentFlags{},
 	}
 	s, err := prepareLoop(context.Background(), ios, r.db, opts)
 	if err != nil {
@@ -179,7 +180,7 @@ func planRig(t *testing.T) *lifecycleRig {
 	writeScript(t, file, "groups:\n  - tasks:\n      - {id: a, prompt: Write a.txt., files: [a.txt]}\n")
 	opts := &planOptions{
 		Agent: "command", AgentCmd: "sh " + impl, ReviewAgent: "command", ReviewAgentCmd: "sh " + review,
-		StateDir: state, Workdir: dir, AgentTimeout: time.Minute, Parallel: 1, agents: &agentFlags{},
+		StateDir: state, Workdir: dir, AgentTimeout: time.Minute, Parallel: 1, agents: &cmdutil.AgentFlags{},
 	}
 	s, err := preparePlan(context.Background(), ios, opts, file)
 	if err != nil {
@@ -252,7 +253,7 @@ func TestPR_G3_G5_REL1_REL2_LifecycleOnEveryKind(t *testing.T) {
 	}
 	start := func(t *testing.T, r *lifecycleRig, stop bool) run {
 		t.Helper()
-		m := engine.NewManager(engine.Config{Store: r.db, CodeOf: ExitCodeOf})
+		m := engine.NewManager(engine.Config{Store: r.db, CodeOf: cmdutil.ExitCodeOf})
 		h, err := m.Add(context.Background(), r.spec())
 		if err != nil {
 			t.Fatal(err)
@@ -282,7 +283,7 @@ func TestPR_G3_G5_REL1_REL2_LifecycleOnEveryKind(t *testing.T) {
 	}{
 		{"PR-G3 claim new", func(t *testing.T, r *lifecycleRig) {
 			got := start(t, r, true)
-			if got.o.Resumed || got.o.RunID == "" || got.o.Status != r.stopped || ExitCodeOf(got.err) != exitcode.Human {
+			if got.o.Resumed || got.o.RunID == "" || got.o.Status != r.stopped || cmdutil.ExitCodeOf(got.err) != exitcode.Human {
 				t.Fatalf("want a new run ended %s (exit 3), got %+v (%v)", r.stopped, got.o, got.err)
 			}
 			recorded(t, r, got.o.RunID, r.stopped)
@@ -301,7 +302,7 @@ func TestPR_G3_G5_REL1_REL2_LifecycleOnEveryKind(t *testing.T) {
 				t.Fatalf("hold the lock for a live process: %v %v", ok, err)
 			}
 			got := start(t, r, false)
-			if got.o.Status != engine.StatusRefused || ExitCodeOf(got.err) != exitcode.Usage || !strings.Contains(got.err.Error(), "already running on "+r.target+" (run r-live)") {
+			if got.o.Status != engine.StatusRefused || cmdutil.ExitCodeOf(got.err) != exitcode.Usage || !strings.Contains(got.err.Error(), "already running on "+r.target+" (run r-live)") {
 				t.Fatalf("want refused, exit 2, naming run r-live; got %+v (%v)", got.o, got.err)
 			}
 			if runs, _ := r.db.ListRuns(context.Background(), store.ListOptions{Target: r.target}); len(runs) != 1 || runs[0].Finished() {
@@ -314,7 +315,7 @@ func TestPR_G3_G5_REL1_REL2_LifecycleOnEveryKind(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := start(t, r, false)
-			if got.o.RunID != "r-stop" || got.o.Status != r.stopped || ExitCodeOf(got.err) != exitcode.Human {
+			if got.o.RunID != "r-stop" || got.o.Status != r.stopped || cmdutil.ExitCodeOf(got.err) != exitcode.Human {
 				t.Fatalf("want run r-stop ended %s (exit 3), got %+v (%v)", r.stopped, got.o, got.err)
 			}
 			recorded(t, r, "r-stop", r.stopped)
@@ -322,7 +323,7 @@ func TestPR_G3_G5_REL1_REL2_LifecycleOnEveryKind(t *testing.T) {
 		{"REL-1 errored", func(t *testing.T, r *lifecycleRig) {
 			status, code := r.fail(t)
 			got := start(t, r, false)
-			if got.o.Status != status || ExitCodeOf(got.err) != code || got.o.Unfinished {
+			if got.o.Status != status || cmdutil.ExitCodeOf(got.err) != code || got.o.Unfinished {
 				t.Fatalf("want %s (exit %d), got %+v (%v)", status, code, got.o, got.err)
 			}
 			recorded(t, r, got.o.RunID, status)
@@ -333,7 +334,7 @@ func TestPR_G3_G5_REL1_REL2_LifecycleOnEveryKind(t *testing.T) {
 			}
 			r.human(t, "r-human")
 			got := start(t, r, false)
-			if got.o.Status != engine.StatusHumanNeeded || !got.o.Unfinished || ExitCodeOf(got.err) != exitcode.Human || !strings.Contains(got.err.Error(), "run r-human needs a human") {
+			if got.o.Status != engine.StatusHumanNeeded || !got.o.Unfinished || cmdutil.ExitCodeOf(got.err) != exitcode.Human || !strings.Contains(got.err.Error(), "run r-human needs a human") {
 				t.Fatalf("want run r-human left for a human (exit 3), got %+v (%v)", got.o, got.err)
 			}
 			if run, err := r.db.GetRun(context.Background(), "r-human"); err != nil || run.Finished() {
@@ -382,7 +383,7 @@ func TestREL2_PRLoopsDrainedThenResumedByANewManager(t *testing.T) {
 	ctx := context.Background()
 	workDir := filepath.Join(state, "work")
 	revive := map[string]engine.Reviver{"pr": prReviver(ios, db, workDir, nil, params)}
-	m := engine.NewManager(engine.Config{Store: db, WorkDir: workDir, CodeOf: ExitCodeOf, Revive: revive})
+	m := engine.NewManager(engine.Config{Store: db, WorkDir: workDir, CodeOf: cmdutil.ExitCodeOf, Revive: revive})
 	ref, err := forge.ParsePRURL(demo.PRURL)
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +420,7 @@ func TestREL2_PRLoopsDrainedThenResumedByANewManager(t *testing.T) {
 		t.Fatalf("the drained run %s is not unfinished in the store: %+v %v", runID, r, err)
 	}
 
-	m2 := engine.NewManager(engine.Config{Store: db, WorkDir: workDir, CodeOf: ExitCodeOf, Revive: revive})
+	m2 := engine.NewManager(engine.Config{Store: db, WorkDir: workDir, CodeOf: cmdutil.ExitCodeOf, Revive: revive})
 	started, err := m2.Resume(ctx)
 	if err != nil || len(started) != 1 {
 		t.Fatalf("want one loop resumed, got %d (%v)", len(started), err)

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/mcpserver"
 	"github.com/convergeloop/converge/internal/secure"
@@ -22,7 +23,7 @@ type mcpOptions struct {
 	StateDir string
 }
 
-func newMCPCmd(factory *Factory, runF func(*mcpOptions) error) *cobra.Command {
+func newMCPCmd(factory *cmdutil.Factory, runF func(*mcpOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &mcpOptions{}
 	cmd := &cobra.Command{
@@ -53,7 +54,7 @@ client, e.g. Claude Code: claude mcp add converge -- converge mcp`,
 	return cmd
 }
 
-func runMCP(ctx context.Context, ios *IOStreams, opts *mcpOptions) error {
+func runMCP(ctx context.Context, ios *cmdutil.IOStreams, opts *mcpOptions) error {
 	cfg, err := MCPConfig(ios, opts.StateDir)
 	if err != nil {
 		return err
@@ -72,22 +73,22 @@ func (nopWriteCloser) Close() error { return nil }
 // MCPConfig is the MCP server converge mcp serves on the state directory
 // dir ("" the default): its reads and stop are converge's own commands in
 // this process, its runs this binary.
-func MCPConfig(ios *IOStreams, dir string) (mcpserver.Config, error) {
+func MCPConfig(ios *cmdutil.IOStreams, dir string) (mcpserver.Config, error) {
 	if ios.Getenv == nil {
 		ios.Getenv = os.Getenv
 	}
 	if dir == "" {
-		p := storePath(ios, "")
+		p := cmdutil.StorePath(ios, "")
 		if p == "" {
-			return mcpserver.Config{}, usageErr("no state directory: neither XDG_STATE_HOME nor HOME is set; give one with --state DIR")
+			return mcpserver.Config{}, cmdutil.UsageErr("no state directory: neither XDG_STATE_HOME nor HOME is set; give one with --state DIR")
 		}
 		dir = filepath.Dir(p)
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return mcpserver.Config{}, usageErr("--state %s: %v", dir, err)
+		return mcpserver.Config{}, cmdutil.UsageErr("--state %s: %v", dir, err)
 	}
-	if err := writableDir(abs); err != nil {
+	if err := cmdutil.WritableDir(abs); err != nil {
 		return mcpserver.Config{}, err
 	}
 	exe, err := os.Executable()
@@ -99,11 +100,11 @@ func MCPConfig(ios *IOStreams, dir string) (mcpserver.Config, error) {
 		Executable: exe,
 		Env:        runEnv(ios),
 		Converge: func(ctx context.Context, args []string, stdout, stderr io.Writer) exitcode.Code {
-			return Run(ctx, args, &IOStreams{In: strings.NewReader(""), Out: stdout, ErrOut: stderr,
+			return Run(ctx, args, &cmdutil.IOStreams{In: strings.NewReader(""), Out: stdout, ErrOut: stderr,
 				Getenv: ios.Getenv, Environ: ios.Environ, Backend: ios.Backend})
 		},
 		OpenStore: func(ctx context.Context) (*store.Store, error) {
-			return NewFactory(ios).OpenStoreFile(ctx, filepath.Join(abs, "converge.db"))
+			return cmdutil.NewFactory(ios).OpenStoreFile(ctx, filepath.Join(abs, "converge.db"))
 		},
 	}, nil
 }
@@ -111,7 +112,7 @@ func MCPConfig(ios *IOStreams, dir string) (mcpserver.Config, error) {
 // runEnv is the environment of a run converge mcp starts: this process's,
 // with the token variables Harden took out of it put back (the run hides
 // them again itself, SEC-2).
-func runEnv(ios *IOStreams) []string {
+func runEnv(ios *cmdutil.IOStreams) []string {
 	env := os.Environ()
 	if ios.Environ != nil {
 		env = ios.Environ()

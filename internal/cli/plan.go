@@ -16,6 +16,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/plan"
@@ -45,31 +46,31 @@ type planOptions struct {
 	AgentTimeout   time.Duration
 	Parallel       int
 	// agents are the agent settings and --no-agent-check.
-	agents *agentFlags
+	agents *cmdutil.AgentFlags
 	// engine runs the plan here or on a Temporal cluster.
 	engine engineOptions
 	// data is the plan's content when it was read elsewhere (a worker's
 	// run: where the command ran); nil: read the file.
 	data []byte
 	// factory opens the store and builds the agents (nil: the real one).
-	factory *Factory
+	factory *cmdutil.Factory
 }
 
-func newPlanCmd(factory *Factory, runF func(*planOptions) error) *cobra.Command {
+func newPlanCmd(factory *cmdutil.Factory, runF func(*planOptions) error) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     "plan",
 		Example: `  converge plan run plan.yaml --agent claude --review-agent codex`,
 		Short:   "Run a plan of tasks with implementer and reviewer agents",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return usageErr("plan needs a subcommand: converge plan run PLAN.yaml")
+			return cmdutil.UsageErr("plan needs a subcommand: converge plan run PLAN.yaml")
 		},
 	}
 	cmd.AddCommand(newPlanRunCmd(factory, runF))
 	return cmd
 }
 
-func newPlanRunCmd(factory *Factory, runF func(*planOptions) error) *cobra.Command {
+func newPlanRunCmd(factory *cmdutil.Factory, runF func(*planOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &planOptions{factory: factory}
 	cmd := &cobra.Command{
@@ -117,7 +118,7 @@ human to put the branch right ends blocked (exit 3) instead of waiting
 to be resumed.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("plan run needs exactly one plan file: converge plan run PLAN.yaml")
+				return cmdutil.UsageErr("plan run needs exactly one plan file: converge plan run PLAN.yaml")
 			}
 			return nil
 		},
@@ -142,7 +143,7 @@ to be resumed.`,
 	f.BoolVar(&opts.Fresh, "fresh", false, "start a new run even when an interrupted run of the same plan can resume")
 	f.DurationVar(&opts.AgentTimeout, "agent-timeout", agent.DefaultBudget, "time-box of each implementer and reviewer run")
 	f.IntVar(&opts.Parallel, "parallel", defaultPlanParallel, "at most this many tasks of a parallel group at once, each in a git worktree of its own (1: one at a time, in this work tree)")
-	opts.agents = addAgentFlags(f)
+	opts.agents = cmdutil.AddAgentFlags(f)
 	addEngineFlags(f, &opts.engine)
 	return cmd
 }
@@ -156,9 +157,9 @@ type planSetup struct {
 	reviewer agent.Agent
 }
 
-func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file string) error {
+func runPlanCmd(ctx context.Context, ios *cmdutil.IOStreams, opts *planOptions, file string) error {
 	// A misspelt CONVERGE_* variable is refused here as in `converge pr`.
-	if err := ios.checkEnv(); err != nil {
+	if err := ios.CheckEnv(); err != nil {
 		return err
 	}
 	if err := opts.engine.check(ios); err != nil {
@@ -174,13 +175,13 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 	if err != nil {
 		return err
 	}
-	if c := opts.agents.checker(); c != nil {
+	if c := opts.agents.Checker(); c != nil {
 		// Before the run is recorded (AG-T4).
-		if err := c.check(ctx, s.agents.b.built(), agent.ScrubEnv(os.Environ())); err != nil {
+		if err := c.Check(ctx, s.agents.b.Built(), agent.ScrubEnv(os.Environ())); err != nil {
 			return err
 		}
 	}
-	db, err := opts.factory.orDefault(ios).OpenStore(ctx, opts.StateDir)
+	db, err := opts.factory.OrDefault(ios).OpenStore(ctx, opts.StateDir)
 	if err != nil {
 		return err
 	}
@@ -189,7 +190,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 	if stateDir == "" {
 		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
 	}
-	m := engine.NewManager(engine.Config{Store: db, WorkDir: filepath.Join(stateDir, "work"), CodeOf: ExitCodeOf, Stop: stopOnInterrupt(ctx)})
+	m := engine.NewManager(engine.Config{Store: db, WorkDir: filepath.Join(stateDir, "work"), CodeOf: cmdutil.ExitCodeOf, Stop: stopOnInterrupt(ctx)})
 	r, err := m.Add(ctx, engine.NewSpec(&planJob{ios: ios, db: db, opts: opts, s: s, file: file, workDir: m.WorkDir()}))
 	if err != nil {
 		return err
@@ -200,7 +201,7 @@ func runPlanCmd(ctx context.Context, ios *IOStreams, opts *planOptions, file str
 // planJob is the plan executor's engine.Adapter: one plan in one
 // repository, its run's lifecycle the Manager's.
 type planJob struct {
-	ios     *IOStreams
+	ios     *cmdutil.IOStreams
 	db      *store.Store
 	opts    *planOptions
 	s       *planSetup
@@ -323,14 +324,14 @@ func (j *planJob) End(_ context.Context, o engine.Outcome) error {
 		return err
 	}
 	if o.Code != 0 {
-		return &silentExit{code: o.Code}
+		return &cmdutil.SilentExit{Code: o.Code}
 	}
 	return nil
 }
 
 // printPlanResult writes a plan run's tracking report (--report) and
 // prints it, as JSON or markdown.
-func printPlanResult(ios *IOStreams, opts *planOptions, runID string, final plan.State) error {
+func printPlanResult(ios *cmdutil.IOStreams, opts *planOptions, runID string, final plan.State) error {
 	res := plan.BuildResult(final, time.Now())
 	var md bytes.Buffer
 	plan.WriteReport(&md, res)
@@ -351,32 +352,32 @@ func printPlanResult(ios *IOStreams, opts *planOptions, runID string, final plan
 // preparePlan reads the plan and checks the flags, the agents and the
 // repository before any run is recorded: bad input is exit 2 with one
 // line (REL-3, AG-T4 pre-flight).
-func preparePlan(ctx context.Context, ios *IOStreams, opts *planOptions, file string) (*planSetup, error) {
+func preparePlan(ctx context.Context, ios *cmdutil.IOStreams, opts *planOptions, file string) (*planSetup, error) {
 	data := opts.data
 	if data == nil {
 		var err error
 		if data, err = os.ReadFile(file); err != nil {
-			return nil, usageErr("plan file: %v", err)
+			return nil, cmdutil.UsageErr("plan file: %v", err)
 		}
 	}
 	p, err := plan.Parse(file, data)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	if opts.AgentTimeout <= 0 {
-		return nil, usageErr("--agent-timeout must be positive")
+		return nil, cmdutil.UsageErr("--agent-timeout must be positive")
 	}
 	if opts.Parallel < 1 {
-		return nil, usageErr("--parallel must be at least 1")
+		return nil, cmdutil.UsageErr("--parallel must be at least 1")
 	}
 	if opts.agents == nil {
-		opts.agents = &agentFlags{}
+		opts.agents = &cmdutil.AgentFlags{}
 	}
-	ac, err := agentSettings(ios, opts.agents.set, nil)
+	ac, err := cmdutil.AgentSettings(ios, opts.agents.Set, nil)
 	if err != nil {
 		return nil, err
 	}
-	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
+	b := cmdutil.NewAgentBuilder(opts.factory.OrDefault(ios), ac)
 	agents := &agentSet{cmd: opts.AgentCmd, b: b, built: map[string]agent.Agent{}}
 	if _, err := agents.check(opts.Agent, "--agent"); err != nil {
 		return nil, err
@@ -402,10 +403,10 @@ func preparePlan(ctx context.Context, ios *IOStreams, opts *planOptions, file st
 	}
 	ws, err := plan.OpenWorkspace(ctx, opts.Workdir)
 	if err != nil {
-		return nil, usageErr("%v; converge plan runs in a git repository (--workdir DIR)", err)
+		return nil, cmdutil.UsageErr("%v; converge plan runs in a git repository (--workdir DIR)", err)
 	}
 	if _, err := ws.Git.HeadSHA(ctx); err != nil {
-		return nil, usageErr("%s has no commit yet; commit something first: converge plan commits on the current branch", ws.Dir())
+		return nil, cmdutil.UsageErr("%s has no commit yet; commit something first: converge plan commits on the current branch", ws.Dir())
 	}
 	ws.UseRepoIdentity(ctx)
 	abs, err := filepath.Abs(file)
@@ -420,7 +421,7 @@ func preparePlan(ctx context.Context, ios *IOStreams, opts *planOptions, file st
 // agentSet builds implementer agents by name, once each.
 type agentSet struct {
 	cmd   string
-	b     *agentBuilder
+	b     *cmdutil.AgentBuilder
 	mu    sync.Mutex
 	built map[string]agent.Agent
 }
@@ -430,11 +431,11 @@ type agentSet struct {
 // the plan line.
 func (s *agentSet) check(name, where string) (agent.Agent, error) {
 	if name != "command" && !backends.Known(name) {
-		return nil, usageErr("%s: unknown agent %q: use command, or one of %s", where, name, strings.Join(backends.Names(), ", "))
+		return nil, cmdutil.UsageErr("%s: unknown agent %q: use command, or one of %s", where, name, strings.Join(backends.Names(), ", "))
 	}
 	a, err := s.get(name)
 	if err != nil {
-		return nil, usageErr("%s %s: %v", where, name, err)
+		return nil, cmdutil.UsageErr("%s %s: %v", where, name, err)
 	}
 	return a, nil
 }
@@ -453,7 +454,7 @@ func (s *agentSet) get(name string) (agent.Agent, error) {
 	if name == "command" {
 		a, err = commandAgent(s.b, "--agent-cmd", s.cmd, backends.RoleFix)
 	} else {
-		a, err = s.b.agent(name, "", backends.RoleFix)
+		a, err = s.b.Agent(name, "", backends.RoleFix)
 	}
 	if err != nil {
 		return nil, err
@@ -463,28 +464,28 @@ func (s *agentSet) get(name string) (agent.Agent, error) {
 }
 
 // planReviewer builds the task reviewer (PLAN-1).
-func planReviewer(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
+func planReviewer(b *cmdutil.AgentBuilder, name, cmdline string) (agent.Agent, error) {
 	switch {
 	case name == "command":
 		a, err := commandAgent(b, "--review-agent-cmd", cmdline, backends.RoleReview)
 		if err != nil {
-			return nil, usageErr("--review-agent command: %v", err)
+			return nil, cmdutil.UsageErr("--review-agent command: %v", err)
 		}
 		return a, nil
 	case backends.Known(name):
-		a, err := b.agent(name, "", backends.RoleReview)
+		a, err := b.Agent(name, "", backends.RoleReview)
 		if err != nil {
-			return nil, usageErr("--review-agent %s: %v", name, err)
+			return nil, cmdutil.UsageErr("--review-agent %s: %v", name, err)
 		}
 		return a, nil
 	}
-	return nil, usageErr("unknown --review-agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
+	return nil, cmdutil.UsageErr("unknown --review-agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
 }
 
 // commandAgent is a command backend in role running cmdline with sh -c;
 // its program must exist (AG-T4: pre-flight).
-func commandAgent(b *agentBuilder, flag, cmdline, role string) (agent.Agent, error) {
-	a, err := b.agent("command", cmdline, role)
+func commandAgent(b *cmdutil.AgentBuilder, flag, cmdline, role string) (agent.Agent, error) {
+	a, err := b.Agent("command", cmdline, role)
 	if errors.Is(err, backends.ErrNoCommand) {
 		return nil, fmt.Errorf("needs %s, e.g. %s './agent.sh'", flag, flag)
 	}
@@ -539,7 +540,7 @@ func refuseDirty(ctx context.Context, g *repo.Git, dir string, wouldResume bool,
 		for _, d := range dirty {
 			paths = append(paths, d.Path)
 		}
-		return usageErr("the working tree of %s has uncommitted changes (%s); commit or stash them first: %s", dir, clipList(paths, 5), why)
+		return cmdutil.UsageErr("the working tree of %s has uncommitted changes (%s); commit or stash them first: %s", dir, clipList(paths, 5), why)
 	}
 	return nil
 }
@@ -554,13 +555,13 @@ func localEnd(o engine.Outcome, terminal bool, again string) (err error, done bo
 	)
 	switch {
 	case errors.As(o.Err, &busy):
-		return usageErr("%s; wait for it to end (converge status shows it)", busy.Error()), true
+		return cmdutil.UsageErr("%s; wait for it to end (converge status shows it)", busy.Error()), true
 	case o.Status == engine.StatusRefused:
 		return o.Err, true
 	case o.Status == engine.StatusInterrupted:
 		return fmt.Errorf("run %s interrupted; run %s here to resume it (--fresh starts over)", o.RunID, again), true
 	case errors.As(o.Err, &hn):
-		return &ExitErr{Code: exitcode.Human, Err: fmt.Errorf("run %s needs a human: %s; then run %s here to resume it", o.RunID, hn.Why, again)}, true
+		return &cmdutil.ExitErr{Code: exitcode.Human, Err: fmt.Errorf("run %s needs a human: %s; then run %s here to resume it", o.RunID, hn.Why, again)}, true
 	case !terminal:
 		return fmt.Errorf("run %s: %w", o.RunID, o.Err), true
 	case o.RecordErr != nil:
@@ -579,7 +580,7 @@ func reportOrphans(out engine.Reporter, n int) {
 
 // writePlanLog prints a plan run's log (`converge log RUN`): its
 // tracking report so far and its events.
-func writePlanLog(ctx context.Context, ios *IOStreams, db runRecords, r store.Run) error {
+func writePlanLog(ctx context.Context, ios *cmdutil.IOStreams, db runRecords, r store.Run) error {
 	var st plan.State
 	if len(r.State) > 0 {
 		if err := json.Unmarshal(r.State, &st); err != nil {

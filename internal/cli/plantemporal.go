@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/plan"
@@ -22,7 +23,7 @@ import (
 // plan run does; the exit code is its terminal's. The plan is read here
 // and travels with the workflow; the run is on a worker, which must
 // reach the repository at the same path.
-func runPlanTemporal(ctx context.Context, ios *IOStreams, opts *planOptions, file string) error {
+func runPlanTemporal(ctx context.Context, ios *cmdutil.IOStreams, opts *planOptions, file string) error {
 	if err := refuseWorkerFlags(map[string]bool{"--state": opts.StateDir != ""}); err != nil {
 		return err
 	}
@@ -31,14 +32,14 @@ func runPlanTemporal(ctx context.Context, ios *IOStreams, opts *planOptions, fil
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return usageErr("plan file: %v", err)
+		return cmdutil.UsageErr("plan file: %v", err)
 	}
 	if _, err := plan.Parse(file, data); err != nil {
-		return usageErr("%v", err)
+		return cmdutil.UsageErr("%v", err)
 	}
 	abs, err := filepath.Abs(file)
 	if err != nil {
-		return usageErr("plan file: %v", err)
+		return cmdutil.UsageErr("plan file: %v", err)
 	}
 	dir, err := workerRepo(ctx, opts.Workdir)
 	if err != nil {
@@ -50,7 +51,7 @@ func runPlanTemporal(ctx context.Context, ios *IOStreams, opts *planOptions, fil
 		AgentTimeout: opts.AgentTimeout, Parallel: opts.Parallel,
 	}
 	if opts.agents != nil {
-		p.Set, p.NoAgentCheck = opts.agents.set, opts.agents.noCheck
+		p.Set, p.NoAgentCheck = opts.agents.Set, opts.agents.NoCheck
 	}
 	c, err := opts.engine.dial(ctx)
 	if err != nil {
@@ -60,7 +61,7 @@ func runPlanTemporal(ctx context.Context, ios *IOStreams, opts *planOptions, fil
 	warnNoWorker(ctx, ios, c, opts.engine.TaskQueue)
 	run, err := kinds.Plan(nil).Start(ctx, c, opts.engine.TaskQueue, p, temporal.Options{})
 	if err != nil {
-		return &ExitErr{Code: exitcode.Unreachable, Err: err}
+		return &cmdutil.ExitErr{Code: exitcode.Unreachable, Err: err}
 	}
 	out := &loopReporter{ios: ios, json: opts.JSON, runID: run.GetRunID(), kind: plan.Kind, target: localTarget(plan.Kind, dir)}
 	return followWorkflow(ctx, c, run, out, func(res temporal.Result[plan.State]) error {
@@ -72,7 +73,7 @@ func runPlanTemporal(ctx context.Context, ios *IOStreams, opts *planOptions, fil
 			return err
 		}
 		if t.ExitCode != exitcode.OK {
-			return &silentExit{code: t.ExitCode}
+			return &cmdutil.SilentExit{Code: t.ExitCode}
 		}
 		return nil
 	})
@@ -83,7 +84,7 @@ func planOptionsOf(p kinds.PlanParams) *planOptions {
 	return &planOptions{
 		Agent: p.Agent, AgentCmd: p.AgentCmd, ReviewAgent: p.ReviewAgent, ReviewAgentCmd: p.ReviewAgentCmd,
 		AgentTimeout: p.AgentTimeout, Parallel: p.Parallel, Workdir: p.Repo, data: []byte(p.Data),
-		agents: &agentFlags{set: maps.Clone(p.Set), noCheck: p.NoAgentCheck},
+		agents: &cmdutil.AgentFlags{Set: maps.Clone(p.Set), NoCheck: p.NoAgentCheck},
 	}
 }
 
@@ -97,7 +98,7 @@ func planOptionsOf(p kinds.PlanParams) *planOptions {
 // removed first: only one worker at a time works on a run.
 func (rt *workerRuntime) bindPlan(ctx context.Context, b temporal.Binding[kinds.PlanParams, kinds.PlanSetup]) (*kinds.PlanBound, error) {
 	if !filepath.IsAbs(b.Params.Repo) {
-		return nil, usageErr("the repository %q is not an absolute path; a worker works in the repository at the path the plan names", b.Params.Repo)
+		return nil, cmdutil.UsageErr("the repository %q is not an absolute path; a worker works in the repository at the path the plan names", b.Params.Repo)
 	}
 	db, err := rt.tickets(ctx, plan.Kind, b.Params.Repo, b.RunID)
 	if err != nil {
@@ -109,15 +110,15 @@ func (rt *workerRuntime) bindPlan(ctx context.Context, b temporal.Binding[kinds.
 		return nil, err
 	}
 	if !samePath(s.ws.Dir(), b.Params.Repo) {
-		return nil, usageErr("%s is not the top directory of its repository (%s): give --workdir the top directory, one plan run per repository", b.Params.Repo, s.ws.Dir())
+		return nil, cmdutil.UsageErr("%s is not the top directory of its repository (%s): give --workdir the top directory, one plan run per repository", b.Params.Repo, s.ws.Dir())
 	}
 	pools, err := planPoolDirs(filepath.Join(rt.opts.StateDir, "work"), b.RunID, nil)
 	if err != nil {
 		return nil, err
 	}
 	if b.Setup == nil {
-		if c := opts.agents.checker(); c != nil {
-			if err := c.check(ctx, s.agents.b.built(), agent.ScrubEnv(os.Environ())); err != nil {
+		if c := opts.agents.Checker(); c != nil {
+			if err := c.Check(ctx, s.agents.b.Built(), agent.ScrubEnv(os.Environ())); err != nil {
 				return nil, err
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -65,7 +66,7 @@ type prOptions struct {
 	ConfigFile string
 	// Set holds the config fields given as flags, by key, checked.
 	Set map[string]string
-	// NoAgentCheck skips the agents' pre-flight check (agentChecker).
+	// NoAgentCheck skips the agents' pre-flight check (cmdutil.AgentChecker).
 	NoAgentCheck bool
 	// App is GitHub App auth (SEC-5, app.go).
 	App appOptions
@@ -79,47 +80,10 @@ type prOptions struct {
 	engine engineOptions
 	// factory builds the forge clients and the agents (nil: the real
 	// one).
-	factory *Factory
+	factory *cmdutil.Factory
 }
 
-// fieldFlag is a config field as a flag: its value is checked by the
-// field itself, so a flag, the environment and the file reject the same
-// values with the same words.
-type fieldFlag struct {
-	f   config.Field
-	set map[string]string
-}
-
-func (v *fieldFlag) String() string {
-	if s, ok := v.set[v.f.Key]; ok {
-		return s
-	}
-	return v.f.Default
-}
-
-func (v *fieldFlag) Set(s string) error {
-	if v.f.Repeatable {
-		// Each --agent-env names variables; an empty one names none.
-		for _, n := range strings.Split(s, ",") {
-			if err := config.EnvName(n); err != nil {
-				return err
-			}
-		}
-	}
-	val, err := v.f.Parse(s)
-	if err != nil {
-		return err
-	}
-	if prev := v.set[v.f.Key]; v.f.Repeatable && prev != "" {
-		val = prev + "," + val
-	}
-	v.set[v.f.Key] = val
-	return nil
-}
-
-func (v *fieldFlag) Type() string { return v.f.Kind.String() }
-
-func newPRCmd(factory *Factory, runF func(*prOptions) error) *cobra.Command {
+func newPRCmd(factory *cmdutil.Factory, runF func(*prOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &prOptions{Set: map[string]string{}, factory: factory}
 	cmd := &cobra.Command{
@@ -154,7 +118,7 @@ Settings come from flags, then CONVERGE_* variables, then the
 defaults; converge config prints them and where each came from.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErr("pr needs a PR URL, e.g. converge pr https://github.com/OWNER/REPO/pull/123")
+				return cmdutil.UsageErr("pr needs a PR URL, e.g. converge pr https://github.com/OWNER/REPO/pull/123")
 			}
 			return nil
 		},
@@ -166,11 +130,11 @@ defaults; converge config prints them and where each came from.`,
 			if opts.DisposeOnly {
 				// PR-M2: success exits 0, any error 2.
 				if err := runPR(cmd.Context(), ios, opts); err != nil {
-					var ee *ExitErr
+					var ee *cmdutil.ExitErr
 					if errors.As(err, &ee) && ee.Code == exitcode.Usage {
 						return err
 					}
-					return &ExitErr{Code: exitcode.Usage, Err: err}
+					return &cmdutil.ExitErr{Code: exitcode.Usage, Err: err}
 				}
 				return nil
 			}
@@ -210,12 +174,12 @@ func addPRFlags(f *pflag.FlagSet, opts *prOptions) {
 	f.StringVar(&opts.ConfigFile, "config", "", "config file to use instead of the .converge.yaml on the PR's base branch")
 	// Every config field is a flag too (PR-M4).
 	for _, fd := range config.PRFields() {
-		fl := f.VarPF(&fieldFlag{f: fd, set: opts.Set}, fd.Flag(), "", fd.Help)
+		fl := f.VarPF(&cmdutil.FieldFlag{Field: fd, Values: opts.Set}, fd.Flag(), "", fd.Help)
 		if fd.Kind == config.Bool {
 			fl.NoOptDefVal = "true"
 		}
 	}
-	addNoAgentCheck(f, &opts.NoAgentCheck)
+	cmdutil.AddNoAgentCheck(f, &opts.NoAgentCheck)
 	addAppFlags(f, &opts.App)
 	f.Var(noCopilot{opts.Set}, "no-copilot", "do not expect the forge's review bot (Copilot on GitHub): single-iteration mode (the same as --expects-copilot=false)")
 	f.Lookup("no-copilot").NoOptDefVal = "true"
@@ -235,14 +199,14 @@ func (n noCopilot) Set(s string) error {
 	return nil
 }
 
-func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
+func runPR(ctx context.Context, ios *cmdutil.IOStreams, opts *prOptions) error {
 	if err := opts.engine.check(ios); err != nil {
 		return err
 	}
 	if opts.engine.temporal() {
 		if opts.Watch {
 			// Not silently ignored: the fleet's serve holds finished PRs.
-			return usageErr("--watch runs on the local engine only; on Temporal, converge serve --engine temporal holds finished PRs")
+			return cmdutil.UsageErr("--watch runs on the local engine only; on Temporal, converge serve --engine temporal holds finished PRs")
 		}
 		return runPRTemporal(ctx, ios, opts)
 	}
@@ -253,10 +217,10 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	for _, u := range opts.URLs {
 		ref, err := forge.ParsePRURL(u)
 		if err != nil {
-			return usageErr("%v", err)
+			return cmdutil.UsageErr("%v", err)
 		}
 		if slices.Contains(refs, ref) {
-			return usageErr("%s is given twice; one loop runs per PR (PR-G5)", u)
+			return cmdutil.UsageErr("%s is given twice; one loop runs per PR (PR-G5)", u)
 		}
 		refs = append(refs, ref)
 	}
@@ -285,7 +249,7 @@ func runPR(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 // shares: the checked flags, environment and --config, the agents they
 // make, the forge's endpoints and the state directory.
 type prSetup struct {
-	ios                *IOStreams
+	ios                *cmdutil.IOStreams
 	opts               *prOptions
 	file               *config.File
 	pre                *prSettingsT
@@ -294,35 +258,35 @@ type prSetup struct {
 	rest, gql, webHost string
 	cas                []string
 	stateDir           string
-	checker            *agentChecker
+	checker            *cmdutil.AgentChecker
 	// minted are the tokens a GitHub App mints, redacted as they come.
 	minted *secure.Secrets
 }
 
 // newPRSetup checks everything but the network: first is the PR whose
 // host names the forge when --api-url does not.
-func newPRSetup(ios *IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, error) {
+func newPRSetup(ios *cmdutil.IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, error) {
 	ref := first
 	if opts.DryRun && opts.DisposeOnly {
-		return nil, usageErr("--dry-run and --dispose-only exclude each other: a dry run writes nothing, a disposal writes replies")
+		return nil, cmdutil.UsageErr("--dry-run and --dispose-only exclude each other: a dry run writes nothing, a disposal writes replies")
 	}
 	var file *config.File
 	if opts.ConfigFile != "" {
 		data, err := os.ReadFile(opts.ConfigFile)
 		if err != nil {
-			return nil, usageErr("--config: %v", err)
+			return nil, cmdutil.UsageErr("--config: %v", err)
 		}
 		if file, err = config.ParseFile(config.PRFields(), opts.ConfigFile, data); err != nil {
-			return nil, usageErr("%v", err)
+			return nil, cmdutil.UsageErr("%v", err)
 		}
 	}
-	if err := ios.checkEnv(); err != nil {
+	if err := ios.CheckEnv(); err != nil {
 		return nil, err
 	}
 	// Flags and the environment are checked before the network is; a
 	// repository's file is checked when its base branch is read, and the
 	// agents are built again with its settings then.
-	ac, err := agentSettings(ios, opts.Set, file)
+	ac, err := cmdutil.AgentSettings(ios, opts.Set, file)
 	if err != nil {
 		return nil, err
 	}
@@ -341,11 +305,11 @@ func newPRSetup(ios *IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, e
 	}
 	rest, gql, err := site.Endpoints(ref, opts.APIURL, ios.Getenv)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	webHost, err := site.WebHost(rest)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	var cas []string
 	if opts.CAFile != "" {
@@ -358,13 +322,13 @@ func newPRSetup(ios *IOStreams, opts *prOptions, first forge.PRRef) (*prSetup, e
 	if stateDir == "" {
 		stateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
 	}
-	if err := writableDir(stateDir); err != nil {
+	if err := cmdutil.WritableDir(stateDir); err != nil {
 		return nil, err
 	}
-	var checker *agentChecker
+	var checker *cmdutil.AgentChecker
 	if !opts.NoAgentCheck {
 		// One for all the PRs: their agents are checked once each.
-		checker = &agentChecker{}
+		checker = &cmdutil.AgentChecker{}
 	}
 	return &prSetup{
 		ios: ios, opts: opts, file: file, pre: pre, agents: agents,
@@ -379,10 +343,10 @@ func (s *prSetup) checkRef(r forge.PRRef) error {
 		return err
 	}
 	if r.Forge != s.site.Kind() {
-		return usageErr("%s is on %s and the first PR on %s; one converge runs PRs of one forge, start another for the rest", r, r.Forge, s.site.Kind())
+		return cmdutil.UsageErr("%s is on %s and the first PR on %s; one converge runs PRs of one forge, start another for the rest", r, r.Forge, s.site.Kind())
 	}
 	if other, _, err := s.site.Endpoints(r, s.opts.APIURL, s.ios.Getenv); err != nil || other != s.rest {
-		return usageErr("%s is on another forge than %s; one converge runs PRs of one forge, start another for the rest", r, s.rest)
+		return cmdutil.UsageErr("%s is on another forge than %s; one converge runs PRs of one forge, start another for the rest", r, s.rest)
 	}
 	return nil
 }
@@ -433,13 +397,13 @@ func (s *prSetup) params(ref forge.PRRef, f forge.Forge, cred prCred) loopParams
 				if found {
 					name := fmt.Sprintf("%s (%s on %s)", config.FileName, pr.BaseRef, pr.Ref.FullName())
 					if f, err = config.ParseFile(config.PRFields(), name, data); err != nil {
-						return usageErr("%v", err)
+						return cmdutil.UsageErr("%v", err)
 					}
 				}
 			}
 			// The agents as this PR's settings make them, the forge
 			// token's value kept from every one (SEC-2).
-			ac, err := agentSettings(ios, opts.Set, f)
+			ac, err := cmdutil.AgentSettings(ios, opts.Set, f)
 			if err != nil {
 				return err
 			}
@@ -453,7 +417,7 @@ func (s *prSetup) params(ref forge.PRRef, f forge.Forge, cred prCred) loopParams
 				return err
 			}
 			s.apply(p)
-			p.Agent, p.Judge, p.AgentEnv = agents.fixer, agents.judge, ac.taskEnv()
+			p.Agent, p.Judge, p.AgentEnv = agents.fixer, agents.judge, ac.TaskEnv()
 			p.agentChecks = agents.checks
 			return nil
 		},
@@ -469,10 +433,10 @@ type prSettingsT struct {
 	reviewer *review.Reviewer
 }
 
-func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *review.Reviewer) (*prSettingsT, error) {
+func prSettings(opts *prOptions, ios *cmdutil.IOStreams, file *config.File, reviewer *review.Reviewer) (*prSettingsT, error) {
 	ss, err := config.Resolve(config.PRFields(), config.Inputs{File: file, Getenv: ios.Getenv, Flags: opts.Set})
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	v := config.ValuesOf(ss)
 	where := func(key string) string {
@@ -487,10 +451,10 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 		return key
 	}
 	if v.Duration("poll_max") < v.Duration("poll_min") {
-		return nil, usageErr("poll_max must be at least poll_min: %s, %s", where("poll_max"), where("poll_min"))
+		return nil, cmdutil.UsageErr("poll_max must be at least poll_min: %s, %s", where("poll_max"), where("poll_min"))
 	}
 	if v.Duration("review_wait") < v.Duration("review_start_window") {
-		return nil, usageErr("review_wait must be at least review_start_window: %s, %s", where("review_wait"), where("review_start_window"))
+		return nil, cmdutil.UsageErr("review_wait must be at least review_start_window: %s, %s", where("review_wait"), where("review_start_window"))
 	}
 	cfg := prloop.DefaultConfig()
 	cfg.MaxIterations = v.Int("max_iterations")
@@ -526,7 +490,7 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 	if reviewer != nil {
 		angles, err := review.ParseAngles(v.String("review_angles"))
 		if err != nil {
-			return nil, usageErr("%s: %v", where("review_angles"), err)
+			return nil, cmdutil.UsageErr("%s: %v", where("review_angles"), err)
 		}
 		rv := *reviewer
 		rv.Angles, rv.InstructionsPath = angles, v.String("review_instructions")
@@ -534,7 +498,7 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 		rv.Escalation = review.Escalation{Off: !v.Bool("review_escalation"), Models: v.List("review_models")}
 		if more := v.String("review_escalation_angles"); more != "" {
 			if rv.Escalation.Angles, err = review.ParseAngles(more); err != nil {
-				return nil, usageErr("%s: %v", where("review_escalation_angles"), err)
+				return nil, cmdutil.UsageErr("%s: %v", where("review_escalation_angles"), err)
 			}
 		}
 		reviewer = &rv
@@ -543,7 +507,7 @@ func prSettings(opts *prOptions, ios *IOStreams, file *config.File, reviewer *re
 	if !v.Bool("expects_copilot") && reviewer == nil && !opts.DryRun && !opts.DisposeOnly {
 		// Conjunct 4 is never dropped (PR-T1): with neither Copilot nor a
 		// review agent the run could only end blocked, so say it now.
-		return nil, usageErr("%s leaves no independent review: %s; add --review-agent command --review-agent-cmd CMD", where("expects_copilot"), noReviewWhy(opts))
+		return nil, cmdutil.UsageErr("%s leaves no independent review: %s; add --review-agent command --review-agent-cmd CMD", where("expects_copilot"), noReviewWhy(opts))
 	}
 	return &prSettingsT{values: v, settings: ss, cfg: cfg, reviewer: reviewer}, nil
 }
@@ -578,13 +542,13 @@ type prAgents struct {
 	fixer    agent.Agent
 	reviewer *review.Reviewer
 	judge    *recap.Judge
-	checks   []checkTarget
+	checks   []cmdutil.CheckTarget
 }
 
 // buildPRAgents builds the agents the flags name, each CLI backend with
 // ac. A missing program fails here, before the forge is touched (AG-T4).
-func buildPRAgents(ios *IOStreams, opts *prOptions, ac agentConfig) (*prAgents, error) {
-	b := newAgentBuilder(opts.factory.orDefault(ios), ac)
+func buildPRAgents(ios *cmdutil.IOStreams, opts *prOptions, ac cmdutil.AgentConfig) (*prAgents, error) {
+	b := cmdutil.NewAgentBuilder(opts.factory.OrDefault(ios), ac)
 	out := &prAgents{}
 	var err error
 	if out.fixer, err = pickAgent(b, opts.Agent, opts.AgentCmd, backends.RoleFix); err != nil {
@@ -600,55 +564,55 @@ func buildPRAgents(ios *IOStreams, opts *prOptions, ac agentConfig) (*prAgents, 
 		}
 		out.judge = &recap.Judge{Agent: a}
 	}
-	out.checks = b.built()
+	out.checks = b.Built()
 	return out, nil
 }
 
 // pickAgent builds the --agent in role (the fixer; a command judge).
-func pickAgent(b *agentBuilder, name, cmdline, role string) (agent.Agent, error) {
+func pickAgent(b *cmdutil.AgentBuilder, name, cmdline, role string) (agent.Agent, error) {
 	switch name {
 	case "suggest":
-		return b.agent(name, "", role)
+		return b.Agent(name, "", role)
 	case "command":
 		// A missing program fails here, before the forge is touched,
 		// rather than as a failed agent run in round one (AG-T4).
-		a, err := b.agent(name, cmdline, role)
+		a, err := b.Agent(name, cmdline, role)
 		if errors.Is(err, backends.ErrNoCommand) {
-			return nil, usageErr("--agent command needs --agent-cmd, e.g. --agent-cmd './fix.sh'")
+			return nil, cmdutil.UsageErr("--agent command needs --agent-cmd, e.g. --agent-cmd './fix.sh'")
 		}
 		if err != nil {
-			return nil, usageErr("--agent-cmd: %v", err)
+			return nil, cmdutil.UsageErr("--agent-cmd: %v", err)
 		}
 		return a, nil
 	}
 	if backends.Known(name) {
-		a, err := b.agent(name, "", role)
+		a, err := b.Agent(name, "", role)
 		if err != nil {
-			return nil, usageErr("--agent %s: %v", name, err)
+			return nil, cmdutil.UsageErr("--agent %s: %v", name, err)
 		}
 		return a, nil
 	}
-	return nil, usageErr("unknown --agent %q: use suggest or command, or one of %s", name, strings.Join(backends.Names(), ", "))
+	return nil, cmdutil.UsageErr("unknown --agent %q: use suggest or command, or one of %s", name, strings.Join(backends.Names(), ", "))
 }
 
 // pickJudge builds the --judge-agent: a command, or a CLI backend whose
 // judge runs are read-only and answer in their final message
 // (agent.ReadOnly). A missing program fails here, before the forge is
 // touched (AG-T4).
-func pickJudge(b *agentBuilder, name, cmdline string) (agent.Agent, error) {
+func pickJudge(b *cmdutil.AgentBuilder, name, cmdline string) (agent.Agent, error) {
 	if backends.Known(name) {
-		a, err := b.agent(name, "", backends.RoleJudge)
+		a, err := b.Agent(name, "", backends.RoleJudge)
 		if err != nil {
-			return nil, usageErr("--judge-agent %s: %v", name, err)
+			return nil, cmdutil.UsageErr("--judge-agent %s: %v", name, err)
 		}
 		return a, nil
 	}
 	if name != "command" {
-		return nil, usageErr("unknown --judge-agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
+		return nil, cmdutil.UsageErr("unknown --judge-agent %q: use command, or one of %s", name, strings.Join(backends.Names(), ", "))
 	}
 	a, err := pickAgent(b, "command", cmdline, backends.RoleJudge)
 	if err != nil {
-		return nil, usageErr("--judge-agent-cmd: %v", err)
+		return nil, cmdutil.UsageErr("--judge-agent-cmd: %v", err)
 	}
 	return a, nil
 }
@@ -682,21 +646,21 @@ func noReviewWhy(opts *prOptions) string {
 // nil when there is no review agent (a command fixer without
 // --review-agent) or it cannot review (suggest): then the run has no
 // local review, and without Copilot no independent review at all.
-func pickReviewer(b *agentBuilder, opts *prOptions) (*review.Reviewer, error) {
+func pickReviewer(b *cmdutil.AgentBuilder, opts *prOptions) (*review.Reviewer, error) {
 	name, cmdline := reviewAgentName(opts), opts.ReviewAgentCmd
 	if cmdline != "" && name != "command" {
-		return nil, usageErr("--review-agent-cmd goes with --review-agent command, not --review-agent %s", name)
+		return nil, cmdutil.UsageErr("--review-agent-cmd goes with --review-agent command, not --review-agent %s", name)
 	}
 	switch name {
 	case "", "suggest":
 		return nil, nil
 	case "command":
-		a, err := b.agent(name, cmdline, backends.RoleReview)
+		a, err := b.Agent(name, cmdline, backends.RoleReview)
 		if errors.Is(err, backends.ErrNoCommand) {
-			return nil, usageErr("--review-agent command needs --review-agent-cmd, e.g. --review-agent-cmd './review.sh'")
+			return nil, cmdutil.UsageErr("--review-agent command needs --review-agent-cmd, e.g. --review-agent-cmd './review.sh'")
 		}
 		if err != nil {
-			return nil, usageErr("--review-agent-cmd: %v", err)
+			return nil, cmdutil.UsageErr("--review-agent-cmd: %v", err)
 		}
 		// The command line is part of the cache key: another reviewer's
 		// verdict on a head is not this one's.
@@ -704,11 +668,11 @@ func pickReviewer(b *agentBuilder, opts *prOptions) (*review.Reviewer, error) {
 	}
 	if backends.Known(name) {
 		cfg := backends.Config{Name: name, Role: backends.RoleReview}
-		a, err := b.agent(name, "", backends.RoleReview)
+		a, err := b.Agent(name, "", backends.RoleReview)
 		if err != nil {
-			return nil, usageErr("--review-agent %s: %v", name, err)
+			return nil, cmdutil.UsageErr("--review-agent %s: %v", name, err)
 		}
 		return &review.Reviewer{Agent: a, AgentID: backends.ID(a, cfg)}, nil
 	}
-	return nil, usageErr("unknown --review-agent %q: use command (suggest cannot review), or one of %s", name, strings.Join(backends.Names(), ", "))
+	return nil, cmdutil.UsageErr("unknown --review-agent %q: use command (suggest cannot review), or one of %s", name, strings.Join(backends.Names(), ", "))
 }

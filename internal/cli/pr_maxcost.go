@@ -1,5 +1,7 @@
 package cli
 
+import "github.com/convergeloop/converge/internal/cmdutil"
+
 // unpricedAgents are the agents whose runs never report a price to
 // converge pr, with why: a run they are in cannot be bounded by cost.
 var unpricedAgents = map[string]string{
@@ -23,7 +25,7 @@ func maxCostCheck(opts *prOptions, maxCost float64, where string) error {
 	}
 	for _, r := range roles {
 		if why, ok := unpricedAgents[r.name]; ok {
-			return usageErr("%s cannot bound this run: %s %s reports no price (%s), and a cost no agent reports is never taken to be under the bound; bound the run with max_iterations or max_wall_clock instead, or use agents that report a price (claude, opencode; suggest costs nothing)", where, r.flag, r.name, why)
+			return cmdutil.UsageErr("%s cannot bound this run: %s %s reports no price (%s), and a cost no agent reports is never taken to be under the bound; bound the run with max_iterations or max_wall_clock instead, or use agents that report a price (claude, opencode; suggest costs nothing)", where, r.flag, r.name, why)
 		}
 	}
 	return nil

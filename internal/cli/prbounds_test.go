@@ -3,6 +3,7 @@ package cli
 import (
 	"testing"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/verify"
 )
 
@@ -11,7 +12,7 @@ import (
 // the PR run's bounds; 0 is no bound; unset, the defaults.
 func TestPR_V3_BoundsSettingsReachTheWorkspace(t *testing.T) {
 	env := map[string]string{"CONVERGE_MAX_PUSH_FILES": "7"}
-	ios := &IOStreams{Getenv: func(k string) string { return env[k] }}
+	ios := &cmdutil.IOStreams{Getenv: func(k string) string { return env[k] }}
 	opts := &prOptions{Set: map[string]string{"max_push_bytes": "0", "max_file_bytes": "2048"}}
 	s, err := prSettings(opts, ios, nil, nil)
 	if err != nil {
@@ -26,7 +27,7 @@ func TestPR_V3_BoundsSettingsReachTheWorkspace(t *testing.T) {
 		t.Errorf("the workspace's bounds %+v, want %+v", ws.Bounds, p.Bounds)
 	}
 
-	s, err = prSettings(&prOptions{}, &IOStreams{Getenv: func(string) string { return "" }}, nil, nil)
+	s, err = prSettings(&prOptions{}, &cmdutil.IOStreams{Getenv: func(string) string { return "" }}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/store"
@@ -18,7 +19,7 @@ import (
 // never resume. shared is the print lock of loops that share one output
 // (serve's): a revived loop's lines then name its PR, and a run that ends
 // in an error says so, as a registered one does.
-func prReviver(ios *IOStreams, db *store.Store, workDir string, shared *sync.Mutex, params func(ctx context.Context, ref forge.PRRef) (loopParams, error)) engine.Reviver {
+func prReviver(ios *cmdutil.IOStreams, db *store.Store, workDir string, shared *sync.Mutex, params func(ctx context.Context, ref forge.PRRef) (loopParams, error)) engine.Reviver {
 	return func(ctx context.Context, r store.Run) (engine.Spec, error) {
 		ref, err := forge.ParsePRURL(r.Target)
 		if err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/classify"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -37,7 +38,7 @@ import (
 // (`converge pr` or `converge demo`).
 type loopParams struct {
 	// factory opens the run's store; nil: the real one.
-	factory *Factory
+	factory *cmdutil.Factory
 	// preCharges are the forge calls pre-flight made before the run had
 	// an id; its meter records them first.
 	preCharges *chargeLog
@@ -126,14 +127,14 @@ type loopParams struct {
 	AgentEnv []string
 	// Checker checks that the run's CLI agents reach their models before
 	// anything is written or recorded (AG-T4); nil: no check.
-	Checker *agentChecker
+	Checker *cmdutil.AgentChecker
 	// agentChecks are the run's CLI backends, set with its settings.
-	agentChecks []checkTarget
+	agentChecks []cmdutil.CheckTarget
 }
 
 // runLoop runs one PR loop to its terminal: lock, record, run, persist,
 // print the proof. The returned error carries the terminal's exit code.
-func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Terminal, error) {
+func runLoop(ctx context.Context, ios *cmdutil.IOStreams, p loopParams) (*prloop.Terminal, error) {
 	terms, err := runLoops(ctx, ios, []loopParams{p})
 	return terms[0], err
 }
@@ -143,7 +144,7 @@ func runLoop(ctx context.Context, ios *IOStreams, p loopParams) (*prloop.Termina
 // shared (the clones under the state directory). Every PR passes
 // pre-flight before any run is recorded. The error carries the exit code
 // of the first PR, in the order given, that did not end two-stable.
-func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.Terminal, error) {
+func runLoops(ctx context.Context, ios *cmdutil.IOStreams, ps []loopParams) ([]*prloop.Terminal, error) {
 	terms := make([]*prloop.Terminal, len(ps))
 	for i := range ps {
 		if err := preflight(ctx, &ps[i]); err != nil {
@@ -151,7 +152,7 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 		}
 		// A disposal runs no agent.
 		if p := &ps[i]; p.Checker != nil && !p.DisposeOnly {
-			if err := p.Checker.check(ctx, p.agentChecks, p.agentEnv()); err != nil {
+			if err := p.Checker.Check(ctx, p.agentChecks, p.agentEnv()); err != nil {
 				return terms, err
 			}
 		}
@@ -162,14 +163,14 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 		secrets = append(secrets, p.Secrets...)
 		forges[p.Ref.Host] = p.Forge
 	}
-	db, err := ps[0].factory.orDefault(ios).OpenStore(ctx, ps[0].StateDir, storeSecrets(secrets, ps)...)
+	db, err := ps[0].factory.OrDefault(ios).OpenStore(ctx, ps[0].StateDir, storeSecrets(secrets, ps)...)
 	if err != nil {
 		return terms, err
 	}
 	defer db.Close()
 	m := engine.NewManager(engine.Config{
 		Store: db, WorkDir: filepath.Join(ps[0].StateDir, "work"), Forges: forges,
-		CodeOf: ExitCodeOf, Stop: stopOnInterrupt(ctx),
+		CodeOf: cmdutil.ExitCodeOf, Stop: stopOnInterrupt(ctx),
 	})
 	var shared *sync.Mutex
 	if len(ps) > 1 {
@@ -203,7 +204,7 @@ func runLoops(ctx context.Context, ios *IOStreams, ps []loopParams) ([]*prloop.T
 	}
 	if len(ps) > 1 && first != nil {
 		// Each run's own error was printed with its PR.
-		return terms, &silentExit{code: ExitCodeOf(first)}
+		return terms, &cmdutil.SilentExit{Code: cmdutil.ExitCodeOf(first)}
 	}
 	return terms, first
 }
@@ -232,7 +233,7 @@ func preflight(ctx context.Context, p *loopParams) error {
 	})
 	if err != nil {
 		if forge.KindOf(err) == forge.KindNotFound {
-			return usageErr("no pull request %d in %s on %s visible to %s; check the PR URL", p.Ref.Number, p.Ref.FullName(), p.Ref.Host, self)
+			return cmdutil.UsageErr("no pull request %d in %s on %s visible to %s; check the PR URL", p.Ref.Number, p.Ref.FullName(), p.Ref.Host, self)
 		}
 		return err
 	}
@@ -334,14 +335,14 @@ func canPushToHead(ctx context.Context, f forge.Forge, pr *forge.PullRequest, se
 	}
 	owner, name, ok := strings.Cut(pr.HeadRepo, "/")
 	if !ok {
-		return usageErr("%s comes from a fork converge cannot name (head repository %q); run converge where the branch lives", pr.Ref, pr.HeadRepo)
+		return cmdutil.UsageErr("%s comes from a fork converge cannot name (head repository %q); run converge where the branch lives", pr.Ref, pr.HeadRepo)
 	}
 	perm, err := f.Permission(ctx, forge.PRRef{Host: pr.Ref.Host, Owner: owner, Repo: name, Number: pr.Number}, self)
 	if err != nil && forge.KindOf(err) != forge.KindNotFound {
 		return fmt.Errorf("permission on the fork %s: %w", pr.HeadRepo, err)
 	}
 	if err != nil || !perm.CanWrite() {
-		return usageErr("%s comes from the fork %s, which %s cannot push to: converge pushes its fixes to the PR's branch; use a token that can push to %s (--dry-run and --dispose-only still work)", pr.Ref, pr.HeadRepo, self, pr.HeadRepo)
+		return cmdutil.UsageErr("%s comes from the fork %s, which %s cannot push to: converge pushes its fixes to the PR's branch; use a token that can push to %s (--dry-run and --dispose-only still work)", pr.Ref, pr.HeadRepo, self, pr.HeadRepo)
 	}
 	return nil
 }
@@ -351,7 +352,7 @@ func canPushToHead(ctx context.Context, f forge.Forge, pr *forge.PullRequest, se
 // their terminals print under, and each line names its PR.
 type prJob struct {
 	prloop.Adapter
-	ios     *IOStreams
+	ios     *cmdutil.IOStreams
 	db      *store.Store
 	workDir string
 	p       loopParams
@@ -367,7 +368,7 @@ type prJob struct {
 
 var _ engine.Adapter[prloop.State] = (*prJob)(nil)
 
-func newPRJob(ios *IOStreams, db *store.Store, workDir string, p loopParams, shared *sync.Mutex) *prJob {
+func newPRJob(ios *cmdutil.IOStreams, db *store.Store, workDir string, p loopParams, shared *sync.Mutex) *prJob {
 	j := &prJob{ios: ios, db: db, workDir: workDir, p: p, shared: shared, Adapter: prloop.Adapter{TargetName: p.Ref.String(), KindName: "pr"}}
 	if p.DryRun {
 		// Its journal holds nothing done: a real run must never resume it.
@@ -399,7 +400,7 @@ func (j *prJob) Refuse(ctx context.Context, _ bool) error {
 	if holder, live, err := j.db.LockLive(ctx, pr); err != nil {
 		return err
 	} else if live {
-		return usageErr("a loop is running on %s (run %s) and disposes its threads itself; stop it first (converge stop %s)", pr, holder, holder)
+		return cmdutil.UsageErr("a loop is running on %s (run %s) and disposes its threads itself; stop it first (converge stop %s)", pr, holder, holder)
 	}
 	return nil
 }
@@ -414,7 +415,7 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 	j.out = out
 	if p.DisposeOnly {
 		// stdout carries only the envelope.
-		out.ios = &IOStreams{In: j.ios.In, Out: j.ios.ErrOut, ErrOut: j.ios.ErrOut, Getenv: j.ios.Getenv}
+		out.ios = &cmdutil.IOStreams{In: j.ios.In, Out: j.ios.ErrOut, ErrOut: j.ios.ErrOut, Getenv: j.ios.Getenv}
 	}
 	out.kind, out.target = j.KindName, j.TargetName
 	if j.shared != nil {
@@ -523,8 +524,8 @@ func (j *prJob) Drive(ctx context.Context, st prloop.State, opt engine.Options) 
 // and makes the run's error.
 func (j *prJob) End(ctx context.Context, o engine.Outcome) error {
 	err := j.end(o)
-	if j.shared != nil && err != nil && ExitCodeOf(err) != exitcode.OK {
-		var se *silentExit
+	if j.shared != nil && err != nil && cmdutil.ExitCodeOf(err) != exitcode.OK {
+		var se *cmdutil.SilentExit
 		if !errors.As(err, &se) {
 			j.shared.Lock()
 			fmt.Fprintf(j.ios.ErrOut, "converge: %s: %s\n", j.p.Ref, oneLine(err.Error()))
@@ -538,7 +539,7 @@ func (j *prJob) end(o engine.Outcome) error {
 	var busy *engine.BusyError
 	switch {
 	case errors.As(o.Err, &busy):
-		return usageErr("%s; wait for it to end (converge status shows it)", busy.Error())
+		return cmdutil.UsageErr("%s; wait for it to end (converge status shows it)", busy.Error())
 	case o.Status == engine.StatusRefused:
 		return o.Err
 	case o.Status == engine.StatusInterrupted:
@@ -571,7 +572,7 @@ func (j *prJob) end(o engine.Outcome) error {
 		}
 	}
 	if term.ExitCode != exitcode.OK {
-		return &silentExit{code: term.ExitCode}
+		return &cmdutil.SilentExit{Code: term.ExitCode}
 	}
 	return nil
 }
@@ -607,7 +608,7 @@ type reporter struct {
 	// label, with several loops in one process, names the run's PR on
 	// every line and NDJSON event.
 	label string
-	ios   *IOStreams
+	ios   *cmdutil.IOStreams
 	json  bool
 	db    *store.Store
 	runID string
@@ -616,7 +617,7 @@ type reporter struct {
 	line         *runLine // its status line on a terminal
 }
 
-func newReporter(ios *IOStreams, asJSON bool, db *store.Store, runID string) *reporter {
+func newReporter(ios *cmdutil.IOStreams, asJSON bool, db *store.Store, runID string) *reporter {
 	return &reporter{mu: new(sync.Mutex), ios: ios, json: asJSON, db: db, runID: runID}
 }
 
@@ -652,7 +653,7 @@ func (r *reporter) Report(e engine.Event) {
 }
 
 // printTerminal prints the terminal and, at success, the proof (PR-T9).
-func printTerminal(ios *IOStreams, asJSON bool, runID string, t *prloop.Terminal) {
+func printTerminal(ios *cmdutil.IOStreams, asJSON bool, runID string, t *prloop.Terminal) {
 	if asJSON {
 		b, _ := json.Marshal(map[string]any{"kind": "result", "run": runID, "terminal": t})
 		fmt.Fprintln(ios.Out, string(b))
@@ -667,7 +668,7 @@ func printTerminal(ios *IOStreams, asJSON bool, runID string, t *prloop.Terminal
 	}
 }
 
-func printProof(ios *IOStreams, runID string, p *prloop.Proof) {
+func printProof(ios *cmdutil.IOStreams, runID string, p *prloop.Proof) {
 	none := func(xs []string) string {
 		if len(xs) == 0 {
 			return "none"
@@ -725,7 +726,7 @@ func (j *prJob) refuseHeld(ctx context.Context) error {
 		return nil
 	}
 	// Exit 2, as a PR a loop of this store holds (a BusyError).
-	return &ExitErr{Code: exitcode.Usage, Err: &heldError{target: j.p.Ref.String(), lease: *l}}
+	return &cmdutil.ExitErr{Code: exitcode.Usage, Err: &heldError{target: j.p.Ref.String(), lease: *l}}
 }
 
 // heldError is a PR another converge drives.

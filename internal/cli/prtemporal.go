@@ -11,6 +11,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -24,7 +25,7 @@ import (
 // proof as `converge pr` does; the exit code is the first PR's, in the
 // order given, that did not end two-stable. The loops run on the
 // workers: an interrupt here detaches, and they go on.
-func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
+func runPRTemporal(ctx context.Context, ios *cmdutil.IOStreams, opts *prOptions) error {
 	if err := refuseWorkerFlags(map[string]bool{
 		"--token": opts.Token != "", "--ca-file": opts.CAFile != "", "--state": opts.StateDir != "",
 		"--keep": opts.Keep, "--config": opts.ConfigFile != "",
@@ -36,10 +37,10 @@ func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 	for _, u := range opts.URLs {
 		ref, err := forge.ParsePRURL(u)
 		if err != nil {
-			return usageErr("%v", err)
+			return cmdutil.UsageErr("%v", err)
 		}
 		if slices.Contains(refs, ref) {
-			return usageErr("%s is given twice; one loop runs per PR (PR-G5)", u)
+			return cmdutil.UsageErr("%s is given twice; one loop runs per PR (PR-G5)", u)
 		}
 		refs = append(refs, ref)
 	}
@@ -56,7 +57,7 @@ func runPRTemporal(ctx context.Context, ios *IOStreams, opts *prOptions) error {
 		params := fleetPRParams(ctx, c, opts, u)
 		resumed[i] = params.Resume
 		if runs[i], err = k.Start(ctx, c, opts.engine.TaskQueue, params, temporal.Options{}); err != nil {
-			return &ExitErr{Code: exitcode.Unreachable, Err: err}
+			return &cmdutil.ExitErr{Code: exitcode.Unreachable, Err: err}
 		}
 	}
 	var mu sync.Mutex
@@ -102,7 +103,7 @@ func fleetPRParams(ctx context.Context, c client.Client, opts *prOptions, url st
 
 // warnNoWorker says so when no worker polls the task queue: the loops
 // then wait, started, until one does.
-func warnNoWorker(ctx context.Context, ios *IOStreams, c client.Client, queue string) {
+func warnNoWorker(ctx context.Context, ios *cmdutil.IOStreams, c client.Client, queue string) {
 	d, err := c.DescribeTaskQueue(ctx, queue, enumspb.TASK_QUEUE_TYPE_WORKFLOW)
 	if err != nil || len(d.GetPollers()) > 0 {
 		return
@@ -111,7 +112,7 @@ func warnNoWorker(ctx context.Context, ios *IOStreams, c client.Client, queue st
 }
 
 // followPR prints a PR workflow's events as they come, then its terminal.
-func followPR(ctx context.Context, ios *IOStreams, c client.Client, run client.WorkflowRun, out *reporter, asJSON bool) error {
+func followPR(ctx context.Context, ios *cmdutil.IOStreams, c client.Client, run client.WorkflowRun, out *reporter, asJSON bool) error {
 	return followWorkflow(ctx, c, run, out, func(res temporal.Result[prloop.State]) error {
 		t := res.State.Terminal
 		if t == nil {
@@ -124,7 +125,7 @@ func followPR(ctx context.Context, ios *IOStreams, c client.Client, run client.W
 		}
 		out.mu.Unlock()
 		if t.ExitCode != exitcode.OK {
-			return &silentExit{code: t.ExitCode}
+			return &cmdutil.SilentExit{Code: t.ExitCode}
 		}
 		return nil
 	})
@@ -192,5 +193,5 @@ func refuseWorkerFlags(set map[string]bool) error {
 		return nil
 	}
 	slices.Sort(given)
-	return usageErr("%s is each worker's with --engine temporal: give it to converge worker, where the loop runs", given[0])
+	return cmdutil.UsageErr("%s is each worker's with --engine temporal: give it to converge worker, where the loop runs", given[0])
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -22,7 +23,7 @@ import (
 // otherwise than with a verdict to keep (the PR closed, an error, a
 // stop), or when converge is stopped; it returns the last run's job and
 // outcome.
-func watchPR(ctx context.Context, ios *IOStreams, m *engine.Manager, db *store.Store, p loopParams, shared *sync.Mutex, job *prJob, h *engine.Handle) (*prJob, engine.Outcome) {
+func watchPR(ctx context.Context, ios *cmdutil.IOStreams, m *engine.Manager, db *store.Store, p loopParams, shared *sync.Mutex, job *prJob, h *engine.Handle) (*prJob, engine.Outcome) {
 	stop := stopOnInterrupt(ctx)
 	for {
 		o := h.Wait()

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -39,7 +40,7 @@ func TestReviewBotForEachForge(t *testing.T) {
 			t.Fatalf("%s read back %+v, want %+v", want, back.Bot, c.Bot)
 		}
 	}
-	if site, err := forgeOf(forge.Kind("gitea")); err == nil || ExitCodeOf(err) != exitcode.Usage {
+	if site, err := forgeOf(forge.Kind("gitea")); err == nil || cmdutil.ExitCodeOf(err) != exitcode.Usage {
 		t.Fatalf("an unknown forge: got %v, %v; want a usage error", site, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/temporal"
@@ -22,7 +23,7 @@ func workflowID(arg string) (string, error) {
 	if ref, err := forge.ParsePRURL(arg); err == nil {
 		return temporal.WorkflowID("pr", ref.String()), nil
 	}
-	return "", usageErr("%q names no workflow: give a workflow id as converge status --engine temporal lists it (converge-KIND:TARGET), or a PR URL", arg)
+	return "", cmdutil.UsageErr("%q names no workflow: give a workflow id as converge status --engine temporal lists it (converge-KIND:TARGET), or a PR URL", arg)
 }
 
 // workflowRun reads the run a RUN argument names from the cluster.
@@ -38,7 +39,7 @@ func workflowRun(ctx context.Context, o *engineOptions, arg string) (store.Run, 
 	defer c.Close()
 	r, events, err := temporal.RunOf(ctx, c, id)
 	if errors.Is(err, temporal.ErrNoRun) {
-		return r, nil, usageErr("no workflow %s on %s (namespace %s); converge status --engine temporal lists them", id, o.Address, o.Namespace)
+		return r, nil, cmdutil.UsageErr("no workflow %s on %s (namespace %s); converge status --engine temporal lists them", id, o.Address, o.Namespace)
 	}
 	if err != nil {
 		return r, nil, err
@@ -82,7 +83,7 @@ func (w *workflowRecords) Events(context.Context, string) ([]store.Event, error)
 }
 
 // stopWorkflow asks the workflow a RUN argument names to stop.
-func stopWorkflow(ctx context.Context, ios *IOStreams, o *engineOptions, arg string) error {
+func stopWorkflow(ctx context.Context, ios *cmdutil.IOStreams, o *engineOptions, arg string) error {
 	id, err := workflowID(arg)
 	if err != nil {
 		return err
@@ -94,7 +95,7 @@ func stopWorkflow(ctx context.Context, ios *IOStreams, o *engineOptions, arg str
 	defer c.Close()
 	kind, target, _ := strings.Cut(strings.TrimPrefix(id, "converge-"), ":")
 	if err := temporal.Stop(ctx, c, kind, target); err != nil {
-		return usageErr("stop %s: %v (converge status --engine temporal lists the running ones)", id, err)
+		return cmdutil.UsageErr("stop %s: %v (converge status --engine temporal lists the running ones)", id, err)
 	}
 	fmt.Fprintf(ios.Out, "stop requested for workflow %s; it ends at its next step\n", id)
 	return nil

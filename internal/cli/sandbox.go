@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -65,7 +66,7 @@ type sandboxTokens struct {
 // may wipe it but a user's directory is never emptied.
 const sandboxMarker = ".converge-sandbox"
 
-func newSandboxCmd(factory *Factory, runF func(*sandboxOptions) error) *cobra.Command {
+func newSandboxCmd(factory *cmdutil.Factory, runF func(*sandboxOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &sandboxOptions{}
 	cmd := &cobra.Command{
@@ -126,12 +127,12 @@ base branch's .converge.yaml), and it proves its verdict without CI.`,
 	return cmd
 }
 
-func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error {
+func runSandbox(ctx context.Context, ios *cmdutil.IOStreams, opts *sandboxOptions) error {
 	if err := loopbackAddr(opts.Addr); err != nil {
 		return err
 	}
 	if opts.Forge == forge.GitLab && opts.CopilotProfile == fakehub.CopilotProfileReal {
-		return usageErr("sandbox: --copilot-profile real paces GitHub's Copilot; the GitLab sandbox has none (pace Duo with --copilot-delay)")
+		return cmdutil.UsageErr("sandbox: --copilot-profile real paces GitHub's Copilot; the GitLab sandbox has none (pace Duo with --copilot-delay)")
 	}
 	dir, cleanup, err := sandboxDir(opts.StateDir)
 	if err != nil {
@@ -159,7 +160,7 @@ func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	if err := hub.Start(ctx); err != nil {
-		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("sandbox: cannot listen on %s: %v (pick another --addr)", opts.Addr, err)}
+		return &cmdutil.ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("sandbox: cannot listen on %s: %v (pick another --addr)", opts.Addr, err)}
 	}
 	defer hub.Close()
 
@@ -185,7 +186,7 @@ func runSandbox(ctx context.Context, ios *IOStreams, opts *sandboxOptions) error
 
 // serveSandbox prints the sandbox's JSON line (and, on a terminal, the
 // guide) and serves until interrupted.
-func serveSandbox(ctx context.Context, ios *IOStreams, info sandboxInfo, guide string) error {
+func serveSandbox(ctx context.Context, ios *cmdutil.IOStreams, info sandboxInfo, guide string) error {
 	line, err := json.Marshal(info)
 	if err != nil {
 		return err
@@ -212,10 +213,10 @@ func sandboxDir(want string) (string, func(), error) {
 	switch {
 	case os.IsNotExist(err):
 	case err != nil:
-		return "", nil, usageErr("sandbox: cannot read --state %s: %v", want, err)
+		return "", nil, cmdutil.UsageErr("sandbox: cannot read --state %s: %v", want, err)
 	case len(entries) > 0:
 		if _, err := os.Stat(filepath.Join(want, sandboxMarker)); err != nil {
-			return "", nil, usageErr("sandbox: --state %s is not empty and not a sandbox directory; name an empty or new directory", want)
+			return "", nil, cmdutil.UsageErr("sandbox: --state %s is not empty and not a sandbox directory; name an empty or new directory", want)
 		}
 		// A previous sandbox's state: the emulator starts fresh each time.
 		for _, e := range entries {
@@ -225,7 +226,7 @@ func sandboxDir(want string) (string, func(), error) {
 		}
 	}
 	if err := os.MkdirAll(want, 0o755); err != nil {
-		return "", nil, usageErr("sandbox: cannot create --state %s: %v", want, err)
+		return "", nil, cmdutil.UsageErr("sandbox: cannot create --state %s: %v", want, err)
 	}
 	if err := os.WriteFile(filepath.Join(want, sandboxMarker), []byte("converge sandbox state\n"), 0o644); err != nil {
 		return "", nil, fmt.Errorf("sandbox: mark %s: %w", want, err)
@@ -238,12 +239,12 @@ func sandboxDir(want string) (string, func(), error) {
 func loopbackAddr(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
-		return usageErr("--addr %s: %v; give HOST:PORT on loopback, e.g. 127.0.0.1:0", addr, err)
+		return cmdutil.UsageErr("--addr %s: %v; give HOST:PORT on loopback, e.g. 127.0.0.1:0", addr, err)
 	}
 	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
 		return nil
 	}
-	return usageErr("--addr %s is not a loopback address: the sandbox gives its tokens to anyone who can reach it and its certificate names only 127.0.0.1 and ::1; listen on 127.0.0.1:PORT and tunnel to it (ssh -L) to reach it from elsewhere", addr)
+	return cmdutil.UsageErr("--addr %s is not a loopback address: the sandbox gives its tokens to anyone who can reach it and its certificate names only 127.0.0.1 and ::1; listen on 127.0.0.1:PORT and tunnel to it (ssh -L) to reach it from elsewhere", addr)
 }
 
 // sandboxGuide tells a person at a terminal how to reach the sandbox with

@@ -7,13 +7,14 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/exitcode"
 )
 
 // runSandboxGitLab is `converge sandbox --forge gitlab`: the GitLab
 // emulator with the demo project and merge request, Duo scripted.
-func runSandboxGitLab(ctx context.Context, ios *IOStreams, opts *sandboxOptions, dir string, logger *slog.Logger) error {
+func runSandboxGitLab(ctx context.Context, ios *cmdutil.IOStreams, opts *sandboxOptions, dir string, logger *slog.Logger) error {
 	lab, err := fakelab.New(fakelab.Options{
 		StateDir: dir,
 		Addr:     opts.Addr,
@@ -25,7 +26,7 @@ func runSandboxGitLab(ctx context.Context, ios *IOStreams, opts *sandboxOptions,
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	if err := lab.Start(ctx); err != nil {
-		return &ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("sandbox: cannot listen on %s: %v (pick another --addr)", opts.Addr, err)}
+		return &cmdutil.ExitErr{Code: exitcode.Usage, Err: fmt.Errorf("sandbox: cannot listen on %s: %v (pick another --addr)", opts.Addr, err)}
 	}
 	defer lab.Close()
 	demo, err := fakelab.SeedDemoWith(ctx, lab, fakelab.DemoOptions{NoCI: opts.NoCI})

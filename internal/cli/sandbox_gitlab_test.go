@@ -14,6 +14,7 @@ import (
 
 	gl "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -29,7 +30,7 @@ import (
 // the same head.
 func TestSandbox_GitLabPrintsJSONAndServesTheMergeRequest(t *testing.T) {
 	pr, pw := io.Pipe()
-	ios := &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan exitcode.Code, 1)
 	go func() {

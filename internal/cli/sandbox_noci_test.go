@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/forgehttp"
@@ -50,7 +51,7 @@ func TestREL_4_SandboxNoCIHasNoCI(t *testing.T) {
 func startSandbox(t *testing.T, args ...string) sandboxInfo {
 	t.Helper()
 	pr, pw := io.Pipe()
-	ios := &IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: pw, ErrOut: io.Discard, Getenv: func(string) string { return "" }}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan exitcode.Code, 1)
 	go func() {

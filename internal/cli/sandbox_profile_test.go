@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
@@ -24,7 +25,7 @@ func TestREL_4_SandboxCopilotProfile(t *testing.T) {
 	})
 	ios, _, _ := testIO(nil)
 	err := runSandbox(context.Background(), ios, &sandboxOptions{Forge: forge.GitLab, Addr: "127.0.0.1:0", CopilotProfile: fakehub.CopilotProfileReal})
-	var ee *ExitErr
+	var ee *cmdutil.ExitErr
 	if !errors.As(err, &ee) || ee.Code != exitcode.Usage || !strings.Contains(err.Error(), "--copilot-profile real") {
 		t.Errorf("real profile on the GitLab sandbox: %v, want a usage error", err)
 	}

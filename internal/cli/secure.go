@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/repo"
 	"github.com/convergeloop/converge/internal/secure"
@@ -18,7 +19,7 @@ func checkPRHost(ref forge.PRRef, rest string, allow bool) error {
 		return err
 	}
 	if err := p.CheckHosts(ref, rest, allow); err != nil {
-		return usageErr("%v", err)
+		return cmdutil.UsageErr("%v", err)
 	}
 	return nil
 }
@@ -38,11 +39,11 @@ func gitRemote(rest string, ref forge.PRRef, token string, caFiles []string) fun
 		}
 		u, err := p.CloneURL(rest, reported, ref)
 		if err != nil {
-			return "", nil, usageErr("%v", err)
+			return "", nil, cmdutil.UsageErr("%v", err)
 		}
 		env, err := repo.GitAuthEnvUser(u, p.GitUser(), token, caFiles...)
 		if err != nil {
-			return "", nil, usageErr("%v", err)
+			return "", nil, cmdutil.UsageErr("%v", err)
 		}
 		return u, env, nil
 	}
@@ -57,7 +58,7 @@ func gitCredential(cloneURL string, token func(ctx context.Context, refused stri
 		return nil, nil
 	}
 	if err := secure.CheckTokenURLString(cloneURL); err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	return &repo.Credential{Remote: cloneURL, Token: token}, nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/convergeloop/converge/internal/agent"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/repo"
@@ -116,7 +117,7 @@ func TestSEC6_GitRemoteFollowsTheAPI(t *testing.T) {
 	} {
 		u, env, err := remote(tc.reported)
 		if tc.want == "" {
-			if ExitCodeOf(err) != exitcode.Usage {
+			if cmdutil.ExitCodeOf(err) != exitcode.Usage {
 				t.Errorf("%q: err %v, want exit 2", tc.reported, err)
 			}
 			continue

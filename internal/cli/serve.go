@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/forge/forgehttp"
@@ -52,7 +53,7 @@ const (
 	envServeToken    = "CONVERGE_SERVE_TOKEN"
 )
 
-func newServeCmd(factory *Factory, runF func(*serveOptions) error) *cobra.Command {
+func newServeCmd(factory *cmdutil.Factory, runF func(*serveOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &serveOptions{pr: prOptions{Set: map[string]string{}, factory: factory}}
 	cmd := &cobra.Command{
@@ -108,9 +109,9 @@ Every converge pr flag applies to every loop.`,
 	return cmd
 }
 
-func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
+func runServe(ctx context.Context, ios *cmdutil.IOStreams, opts *serveOptions) error {
 	if opts.pr.DryRun || opts.pr.DisposeOnly || opts.pr.Fresh {
-		return usageErr("serve runs loops to their end and resumes them: --dry-run, --dispose-only and --fresh are for converge pr")
+		return cmdutil.UsageErr("serve runs loops to their end and resumes them: --dry-run, --dispose-only and --fresh are for converge pr")
 	}
 	changed := opts.changed
 	if changed == nil {
@@ -128,13 +129,13 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 		}
 	}
 	if (opts.Label != "" || len(opts.Authors) > 0) && len(opts.Watch) == 0 {
-		return usageErr("--watch-label and --watch-author narrow --watch: name the repository with --watch OWNER/REPO")
+		return cmdutil.UsageErr("--watch-label and --watch-author narrow --watch: name the repository with --watch OWNER/REPO")
 	}
 	var refs []forge.PRRef
 	for _, u := range opts.pr.URLs {
 		ref, err := forge.ParsePRURL(u)
 		if err != nil {
-			return usageErr("%v", err)
+			return cmdutil.UsageErr("%v", err)
 		}
 		refs = append(refs, ref)
 	}
@@ -148,7 +149,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	}
 	for _, w := range opts.Watch {
 		if _, err := site.RepoRef(site.DefaultHost(), "", w); err != nil {
-			return usageErr("--watch: %v", err)
+			return cmdutil.UsageErr("--watch: %v", err)
 		}
 	}
 	// The forge is the first PR's, or --api-url's (the forge's public
@@ -169,7 +170,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	secret := ios.Getenv(envWebhookSecret)
 	token := ios.Getenv(envServeToken)
 	if !server.IsLoopback(opts.Listen) && token == "" {
-		return usageErr("--listen %s is off loopback: set %s, the bearer token the API and /metrics then require", opts.Listen, envServeToken)
+		return cmdutil.UsageErr("--listen %s is off loopback: set %s, the bearer token the API and /metrics then require", opts.Listen, envServeToken)
 	}
 
 	// What the store must never hold (SEC-2): the server's secrets and
@@ -212,7 +213,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 		Logger: slog.New(slog.NewTextHandler(ios.ErrOut, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
-		return usageErr("%v", err)
+		return cmdutil.UsageErr("%v", err)
 	}
 	handler, closeDash, err := mountDashboard(srv, f.db, opts.Listen, token)
 	if err != nil {
@@ -220,7 +221,7 @@ func runServe(ctx context.Context, ios *IOStreams, opts *serveOptions) error {
 	}
 	ln, err := net.Listen("tcp", opts.Listen)
 	if err != nil {
-		return usageErr("--listen %s: %v", opts.Listen, err)
+		return cmdutil.UsageErr("--listen %s: %v", opts.Listen, err)
 	}
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	hs.RegisterOnShutdown(closeDash)
@@ -318,7 +319,7 @@ func (f *fleet) drain(ctx context.Context) error {
 // fleet is `converge serve`'s loops: the engine Manager behind the
 // server's Loops, each PR run as `converge pr` runs it.
 type fleet struct {
-	ios      *IOStreams
+	ios      *cmdutil.IOStreams
 	ps       *prSetup
 	stateDir string
 	db       *store.Store
@@ -336,13 +337,13 @@ func (f *fleet) open(ctx context.Context, secrets []string) error {
 			nonEmpty = append(nonEmpty, s)
 		}
 	}
-	db, err := f.ps.opts.factory.orDefault(f.ios).OpenStore(ctx, f.stateDir, store.WithSecrets(nonEmpty...), store.WithRedactor(f.ps.minted.Redact))
+	db, err := f.ps.opts.factory.OrDefault(f.ios).OpenStore(ctx, f.stateDir, store.WithSecrets(nonEmpty...), store.WithRedactor(f.ps.minted.Redact))
 	if err != nil {
 		return err
 	}
 	f.db = db
 	f.m = engine.NewManager(engine.Config{
-		Store: db, WorkDir: filepath.Join(f.stateDir, "work"), CodeOf: ExitCodeOf,
+		Store: db, WorkDir: filepath.Join(f.stateDir, "work"), CodeOf: cmdutil.ExitCodeOf,
 		Revive: map[string]engine.Reviver{"pr": prReviver(f.ios, db, filepath.Join(f.stateDir, "work"), &f.shared, f.params)},
 		Polls:  f.pollGate(), Prune: f.prune,
 	})
@@ -385,7 +386,7 @@ func (f *fleet) Register(ctx context.Context, target string) error {
 		return err
 	}
 	if p.Checker != nil {
-		if err := p.Checker.check(ctx, p.agentChecks, p.agentEnv()); err != nil {
+		if err := p.Checker.Check(ctx, p.agentChecks, p.agentEnv()); err != nil {
 			return err
 		}
 	}
@@ -409,7 +410,7 @@ func (f *fleet) registerAll(ctx context.Context, targets []string) {
 
 // registerEach registers every target, startConcurrency at a time; a
 // target that fails says why on ios, under mu, and the rest go on.
-func registerEach(ctx context.Context, ios *IOStreams, mu *sync.Mutex, targets []string, register func(context.Context, string) error) {
+func registerEach(ctx context.Context, ios *cmdutil.IOStreams, mu *sync.Mutex, targets []string, register func(context.Context, string) error) {
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, startConcurrency)
 	for _, target := range targets {
@@ -475,14 +476,14 @@ func (f *fleet) Snapshot() []server.RunInfo {
 func serveForge(flag string, refs []forge.PRRef) (forge.Kind, error) {
 	kind, err := forge.ParseKind(flag)
 	if err != nil {
-		return kind, usageErr("--forge: %v", err)
+		return kind, cmdutil.UsageErr("--forge: %v", err)
 	}
 	if flag == "" && len(refs) > 0 {
 		kind = refs[0].Forge
 	}
 	for _, r := range refs {
 		if r.Forge != kind {
-			return kind, usageErr("%s is on %s, not %s; one converge serve drives one forge's PRs, start another for the rest", r, r.Forge, kind)
+			return kind, cmdutil.UsageErr("%s is on %s, not %s; one converge serve drives one forge's PRs, start another for the rest", r, r.Forge, kind)
 		}
 	}
 	return kind, nil

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/prwork"
 	"github.com/convergeloop/converge/internal/server"
@@ -35,16 +36,16 @@ func addServeBudgetFlags(f *pflag.FlagSet, opts *serveOptions) {
 func checkServeBudget(opts *serveOptions, changed func(string) bool) error {
 	if changed("poll-budget") {
 		if changed("poll-points") {
-			return usageErr("--poll-budget and --poll-points both given: --poll-budget counts polls, --poll-points what they cost; give --poll-points N alone (forge points an hour)")
+			return cmdutil.UsageErr("--poll-budget and --poll-points both given: --poll-budget counts polls, --poll-points what they cost; give --poll-points N alone (forge points an hour)")
 		}
 		if opts.PollBudget < 1 {
-			return usageErr("--poll-budget %d: want at least 1 fallback poll a minute; better, --poll-points N: forge points an hour (webhooks wake loops at once; polls catch what they missed)", opts.PollBudget)
+			return cmdutil.UsageErr("--poll-budget %d: want at least 1 fallback poll a minute; better, --poll-points N: forge points an hour (webhooks wake loops at once; polls catch what they missed)", opts.PollBudget)
 		}
 	} else if opts.PollPoints < 1 {
-		return usageErr("--poll-points %d: want at least 1 forge point an hour for fallback polls (default %d; webhooks wake loops at once, polls catch what they missed)", opts.PollPoints, defaultPollPoints)
+		return cmdutil.UsageErr("--poll-points %d: want at least 1 forge point an hour for fallback polls (default %d; webhooks wake loops at once, polls catch what they missed)", opts.PollPoints, defaultPollPoints)
 	}
 	if opts.pr.Keep {
-		return usageErr("--keep keeps a run's worktree; serve's loops hold none while they wait and leave none when they end: use converge pr --keep on the PR")
+		return cmdutil.UsageErr("--keep keeps a run's worktree; serve's loops hold none while they wait and leave none when they end: use converge pr --keep on the PR")
 	}
 	return nil
 }
@@ -55,13 +56,13 @@ func newPollBudget(opts *serveOptions) (*server.Budget, error) {
 	if opts.PollBudget > 0 {
 		b, err := server.NewBudget(opts.PollBudget, 0, nil)
 		if err != nil {
-			return nil, usageErr("--poll-budget: %v", err)
+			return nil, cmdutil.UsageErr("--poll-budget: %v", err)
 		}
 		return b, nil
 	}
 	b, err := server.NewPointBudget(opts.PollPoints, 0, 0, nil)
 	if err != nil {
-		return nil, usageErr("--poll-points: %v", err)
+		return nil, cmdutil.UsageErr("--poll-points: %v", err)
 	}
 	return b, nil
 }

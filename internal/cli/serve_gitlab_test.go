@@ -12,6 +12,7 @@ import (
 
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/emulator/fakehub"
 	"github.com/convergeloop/converge/internal/emulator/fakelab"
 	"github.com/convergeloop/converge/internal/forge"
@@ -279,7 +280,7 @@ func TestPR_S2_ServeForgeAndWatchNames(t *testing.T) {
 		if (err != nil) != c.err || (err == nil && got != c.want) {
 			t.Errorf("serveForge(%q, %v) = %v, %v", c.flag, c.refs, got, err)
 		}
-		if err != nil && ExitCodeOf(err) != 2 {
+		if err != nil && cmdutil.ExitCodeOf(err) != 2 {
 			t.Errorf("serveForge(%q): %v is not a usage error", c.flag, err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/server"
 	"github.com/convergeloop/converge/internal/store"
@@ -23,7 +24,7 @@ import (
 // nothing to resume: the workflows went on. The local store keeps the
 // server's own records (registrations, watches, deliveries).
 type temporalFleet struct {
-	ios   *IOStreams
+	ios   *cmdutil.IOStreams
 	opts  *serveOptions
 	db    *store.Store
 	c     client.Client
@@ -40,7 +41,7 @@ type temporalFleet struct {
 
 var _ serveEngine = (*temporalFleet)(nil)
 
-func newTemporalFleet(ctx context.Context, ios *IOStreams, opts *serveOptions, db *store.Store) (*temporalFleet, error) {
+func newTemporalFleet(ctx context.Context, ios *cmdutil.IOStreams, opts *serveOptions, db *store.Store) (*temporalFleet, error) {
 	c, err := opts.engine.dial(ctx)
 	if err != nil {
 		return nil, err

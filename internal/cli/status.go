@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/store"
@@ -26,13 +24,13 @@ type statusOptions struct {
 	Limit    int
 	engine   engineOptions
 	// factory opens the store (nil: the real one).
-	factory *Factory
+	factory *cmdutil.Factory
 
 	// Follow is the run --follow follows.
 	Follow string
 }
 
-func newStatusCmd(factory *Factory, runF func(*statusOptions) error) *cobra.Command {
+func newStatusCmd(factory *cmdutil.Factory, runF func(*statusOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &statusOptions{factory: factory}
 	cmd := &cobra.Command{
@@ -93,67 +91,7 @@ func viewOf(r store.Run) runView {
 	return v
 }
 
-func storePath(ios *IOStreams, dir string) string {
-	if dir != "" {
-		return filepath.Join(dir, "converge.db")
-	}
-	return store.DefaultPath(ios.Getenv)
-}
-
-// openStore opens, or creates, the state store of a command that runs
-// something; a state directory it cannot write is bad input (IF-1).
-func openStore(ctx context.Context, f *Factory, dir string, opts ...store.Option) (*store.Store, error) {
-	path := storePath(f.IOStreams, dir)
-	if err := writableDir(filepath.Dir(path)); err != nil {
-		return nil, err
-	}
-	return f.OpenStoreFile(ctx, path, opts...)
-}
-
-// errNoStore is a read-only command's missing state store.
-var errNoStore = errors.New("no state store")
-
-// openExistingStore opens the state store of a read-only command (status,
-// proof, log, stop): it never creates one, so a mistyped --state is an
-// error (exit 2), not an empty store that says "no runs yet". Without
-// --state a missing default store is errNoStore: nothing ran yet.
-// run, when the command reads one run, is named in the error.
-func openExistingStore(ctx context.Context, f *Factory, dir, run string) (*store.Store, error) {
-	path := storePath(f.IOStreams, dir)
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		prefix := ""
-		if run != "" {
-			prefix = fmt.Sprintf("no run %q: ", run)
-		}
-		switch {
-		case dir != "":
-			return nil, usageErr("%s--state %s holds no state store (no %s); name the directory converge pr, loop or plan ran with (converge status --state DIR)", prefix, dir, filepath.Base(path))
-		case run != "":
-			return nil, usageErr("%snothing has run yet (no state store at %s)", prefix, path)
-		}
-		return nil, errNoStore
-	} else if err != nil {
-		return nil, usageErr("state store %s: %v", path, err)
-	}
-	return f.OpenStoreFile(ctx, path)
-}
-
-// writableDir checks that converge can keep its store, clones and
-// worktrees in dir, creating it if need be: a read-only or unusable
-// --state is one line naming it, before anything runs (IF-1: exit 2).
-func writableDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return usageErr("state directory %s cannot be created (%v); give a writable one with --state DIR", dir, errors.Unwrap(err))
-	}
-	f, err := os.CreateTemp(dir, ".converge-write-check-*")
-	if err != nil {
-		return usageErr("state directory %s is not writable (%v); converge keeps its store and clones there: give a writable one with --state DIR", dir, errors.Unwrap(err))
-	}
-	f.Close()
-	return os.Remove(f.Name())
-}
-
-func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
+func runStatus(ctx context.Context, ios *cmdutil.IOStreams, opts *statusOptions) error {
 	if err := opts.engine.check(ios); err != nil {
 		return err
 	}
@@ -163,8 +101,8 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 	if opts.engine.temporal() {
 		return runStatusTemporal(ctx, ios, opts)
 	}
-	db, err := opts.factory.orDefault(ios).OpenExistingStore(ctx, opts.StateDir, "")
-	if errors.Is(err, errNoStore) {
+	db, err := opts.factory.OrDefault(ios).OpenExistingStore(ctx, opts.StateDir, "")
+	if errors.Is(err, cmdutil.ErrNoStore) {
 		if opts.JSON {
 			fmt.Fprintln(ios.Out, "[]")
 			return nil
@@ -177,7 +115,7 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 	}
 	defer db.Close()
 	if opts.Limit < 0 {
-		return usageErr("--limit %d: give a number of runs, or 0 for all", opts.Limit)
+		return cmdutil.UsageErr("--limit %d: give a number of runs, or 0 for all", opts.Limit)
 	}
 	limit := opts.Limit
 	if limit > 0 {
@@ -208,7 +146,7 @@ func runStatus(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
 // printRuns prints runs as the status table or JSON; alive tells an
 // unfinished run some converge holds from one no process runs any more;
 // spends are the runs' forge spend by id (nil: not known).
-func printRuns(ios *IOStreams, asJSON bool, runs []store.Run, alive func(store.Run) (bool, error), spends map[string]*forgeSpendView) error {
+func printRuns(ios *cmdutil.IOStreams, asJSON bool, runs []store.Run, alive func(store.Run) (bool, error), spends map[string]*forgeSpendView) error {
 	if asJSON {
 		type statusView struct {
 			runView
@@ -255,9 +193,9 @@ func printRuns(ios *IOStreams, asJSON bool, runs []store.Run, alive func(store.R
 
 // runStatusTemporal lists converge's workflows on the cluster as status
 // lists runs; a running workflow is alive (a worker takes it up).
-func runStatusTemporal(ctx context.Context, ios *IOStreams, opts *statusOptions) error {
+func runStatusTemporal(ctx context.Context, ios *cmdutil.IOStreams, opts *statusOptions) error {
 	if opts.Limit < 0 {
-		return usageErr("--limit %d: give a number of runs, or 0 for all", opts.Limit)
+		return cmdutil.UsageErr("--limit %d: give a number of runs, or 0 for all", opts.Limit)
 	}
 	c, err := opts.engine.dial(ctx)
 	if err != nil {
@@ -307,10 +245,10 @@ type proofOptions struct {
 	// RunID is the run whose proof to print (the argument).
 	RunID string
 	// factory opens the store (nil: the real one).
-	factory *Factory
+	factory *cmdutil.Factory
 }
 
-func newProofCmd(factory *Factory, runF func(*proofOptions) error) *cobra.Command {
+func newProofCmd(factory *cmdutil.Factory, runF func(*proofOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &proofOptions{factory: factory}
 	cmd := &cobra.Command{
@@ -322,7 +260,7 @@ func newProofCmd(factory *Factory, runF func(*proofOptions) error) *cobra.Comman
 		Short: "Print a run's stored proof of convergence",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("proof needs exactly one run id (see converge status)")
+				return cmdutil.UsageErr("proof needs exactly one run id (see converge status)")
 			}
 			return nil
 		},
@@ -340,7 +278,7 @@ func newProofCmd(factory *Factory, runF func(*proofOptions) error) *cobra.Comman
 	return cmd
 }
 
-func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string) error {
+func runProof(ctx context.Context, ios *cmdutil.IOStreams, opts *proofOptions, id string) error {
 	if err := opts.engine.check(ios); err != nil {
 		return err
 	}
@@ -354,7 +292,7 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 		}
 		spend = recs.spend
 	} else {
-		db, run, err := opts.factory.orDefault(ios).OpenRun(ctx, opts.StateDir, id)
+		db, run, err := opts.factory.OrDefault(ios).OpenRun(ctx, opts.StateDir, id)
 		if err != nil {
 			return err
 		}
@@ -385,9 +323,9 @@ func runProof(ctx context.Context, ios *IOStreams, opts *proofOptions, id string
 		writeUsage(ios.Out, usage)
 		writeForgeSpend(ios.Out, spend)
 		if !r.Finished() {
-			return &silentExit{code: exitcode.Error}
+			return &cmdutil.SilentExit{Code: exitcode.Error}
 		}
-		return &silentExit{code: exitOrError(r.ExitCode)}
+		return &cmdutil.SilentExit{Code: exitOrError(r.ExitCode)}
 	}
 	var p prloop.Proof
 	if err := json.Unmarshal(r.Proof, &p); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/engine"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/plan"
@@ -21,25 +22,6 @@ import (
 	"github.com/convergeloop/converge/internal/text"
 )
 
-// ForceTTYEnv makes converge treat its stdout as a terminal (live status
-// lines), as GH_FORCE_TTY does for gh: for a pager or a recording, and
-// for the tests.
-const ForceTTYEnv = "CONVERGE_FORCE_TTY"
-
-// stdoutIsTerminal reports whether the process's stdout is a terminal,
-// or CONVERGE_FORCE_TTY says to treat it as one.
-func stdoutIsTerminal() bool {
-	if v := os.Getenv(ForceTTYEnv); v != "" && v != "0" && v != "false" {
-		return true
-	}
-	fi, err := os.Stdout.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-// IsTerminal reports whether Out is a terminal the loops' status lines
-// are drawn on (IsTTY; tests set it).
-func (ios *IOStreams) IsTerminal() bool { return ios.IsTTY }
-
 // statusRefresh is how often the status lines are redrawn while nothing
 // happens, so their elapsed times move.
 const statusRefresh = time.Second
@@ -48,7 +30,7 @@ const statusRefresh = time.Second
 // terminal (UX-1): every line a command prints then goes above the
 // loops' status lines, which are redrawn in place. It returns what stops
 // the board's refresher; the lines stay as last drawn.
-func liveTerminal(ios *IOStreams) func() {
+func liveTerminal(ios *cmdutil.IOStreams) func() {
 	if !ios.IsTerminal() {
 		return func() {}
 	}
@@ -75,7 +57,7 @@ func liveTerminal(ios *IOStreams) func() {
 }
 
 // boardOf is ios's status board; nil when Out is no live terminal.
-func boardOf(ios *IOStreams) *term.Board {
+func boardOf(ios *cmdutil.IOStreams) *term.Board {
 	b, _ := ios.Out.(*term.Board)
 	return b
 }
@@ -94,7 +76,7 @@ type runLine struct {
 // none) and, on a live terminal, moves the run's status line: the waits
 // of a loop are shown there instead of a line per poll, and its terminal
 // takes the line off (the terminal is printed with the proof).
-func showEvent(ios *IOStreams, rl *runLine, e engine.Event, line string) {
+func showEvent(ios *cmdutil.IOStreams, rl *runLine, e engine.Event, line string) {
 	b := boardOf(ios)
 	if b == nil {
 		if line != "" && e.Kind != "terminal" {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/store"
 )
 
@@ -16,10 +17,10 @@ type stopOptions struct {
 	// RunID is the run to stop (the argument).
 	RunID string
 	// factory opens the store (nil: the real one).
-	factory *Factory
+	factory *cmdutil.Factory
 }
 
-func newStopCmd(factory *Factory, runF func(*stopOptions) error) *cobra.Command {
+func newStopCmd(factory *cmdutil.Factory, runF func(*stopOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &stopOptions{factory: factory}
 	cmd := &cobra.Command{
@@ -38,7 +39,7 @@ one aborts at once. From the pull request, a trusted human can do the same
 with the converge:stop label.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usageErr("stop needs exactly one run id (see converge status)")
+				return cmdutil.UsageErr("stop needs exactly one run id (see converge status)")
 			}
 			return nil
 		},
@@ -55,24 +56,24 @@ with the converge:stop label.`,
 	return cmd
 }
 
-func runStop(ctx context.Context, ios *IOStreams, opts *stopOptions, id string) error {
+func runStop(ctx context.Context, ios *cmdutil.IOStreams, opts *stopOptions, id string) error {
 	if err := opts.engine.check(ios); err != nil {
 		return err
 	}
 	if opts.engine.temporal() {
 		return stopWorkflow(ctx, ios, &opts.engine, id)
 	}
-	db, err := opts.factory.orDefault(ios).OpenExistingStore(ctx, opts.StateDir, id)
+	db, err := opts.factory.OrDefault(ios).OpenExistingStore(ctx, opts.StateDir, id)
 	if err != nil {
 		return err
 	}
 	defer db.Close()
 	err = db.RequestStop(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return usageErr("no run %q in the state store (see converge status)", id)
+		return cmdutil.UsageErr("no run %q in the state store (see converge status)", id)
 	}
 	if err != nil {
-		return usageErr("%v", err)
+		return cmdutil.UsageErr("%v", err)
 	}
 	fmt.Fprintf(ios.Out, "stop requested for run %s; it ends at its next step\n", id)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 	sdklog "go.temporal.io/sdk/log"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/temporal"
 )
@@ -57,18 +58,18 @@ func addClusterFlags(f *pflag.FlagSet, o *engineOptions) {
 }
 
 // check refuses an unknown engine, and Temporal flags without it.
-func (o *engineOptions) check(ios *IOStreams) error {
+func (o *engineOptions) check(ios *cmdutil.IOStreams) error {
 	switch o.Engine {
 	case engineLocal, "":
 		if o.Address != "" || o.Namespace != "" || o.TaskQueue != "" {
-			return usageErr("--temporal-address, --namespace and --task-queue need --engine temporal (they name the cluster of its runs)")
+			return cmdutil.UsageErr("--temporal-address, --namespace and --task-queue need --engine temporal (they name the cluster of its runs)")
 		}
 		return nil
 	case engineTemporal:
 		o.resolve(ios.Getenv)
 		return nil
 	}
-	return usageErr("--engine %q: want local or temporal", o.Engine)
+	return cmdutil.UsageErr("--engine %q: want local or temporal", o.Engine)
 }
 
 func (o *engineOptions) temporal() bool { return o.Engine == engineTemporal }
@@ -100,7 +101,7 @@ func (o *engineOptions) dial(ctx context.Context) (client.Client, error) {
 		Logger:    sdklog.NewStructuredLogger(slog.New(slog.DiscardHandler)),
 	})
 	if err != nil {
-		return nil, &ExitErr{Code: exitcode.Unreachable, Err: fmt.Errorf("temporal at %s (namespace %s) does not answer: %w; check --temporal-address and that the cluster runs", o.Address, o.Namespace, err)}
+		return nil, &cmdutil.ExitErr{Code: exitcode.Unreachable, Err: fmt.Errorf("temporal at %s (namespace %s) does not answer: %w; check --temporal-address and that the cluster runs", o.Address, o.Namespace, err)}
 	}
 	return c, nil
 }
@@ -109,7 +110,7 @@ func (o *engineOptions) dial(ctx context.Context) (client.Client, error) {
 // bound on a worker carries its exit code.
 func temporalErr(err error) error {
 	if be, ok := temporal.AsBindError(err); ok {
-		return &ExitErr{Code: be.Code, Err: errors.New(be.Message)}
+		return &cmdutil.ExitErr{Code: be.Code, Err: errors.New(be.Message)}
 	}
 	return err
 }

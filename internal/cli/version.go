@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/spf13/cobra"
 )
 
@@ -87,7 +88,7 @@ func (b buildInfo) String() string {
 
 type versionOptions struct{ JSON bool }
 
-func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command {
+func newVersionCmd(f *cmdutil.Factory, runF func(*versionOptions) error) *cobra.Command {
 	ios := f.IOStreams
 	opts := &versionOptions{}
 	cmd := &cobra.Command{
@@ -96,7 +97,7 @@ func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command 
 		Short:   "Print converge's version, commit, build date and Go version",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("version takes no arguments (got %q)", args[0])
+				return cmdutil.UsageErr("version takes no arguments (got %q)", args[0])
 			}
 			return nil
 		},
@@ -118,7 +119,7 @@ func newVersionCmd(f *Factory, runF func(*versionOptions) error) *cobra.Command 
 
 // addVersion gives root its --version flag and version subcommand; both
 // print the same line.
-func addVersion(root *cobra.Command, f *Factory) {
+func addVersion(root *cobra.Command, f *cmdutil.Factory) {
 	root.Version = readBuildInfo().String()
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.AddCommand(newVersionCmd(f, nil))

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/forge"
 	"github.com/convergeloop/converge/internal/prloop"
@@ -34,10 +35,10 @@ type workerOptions struct {
 	App             appOptions
 	// factory builds the forge clients and the agents of every loop
 	// (nil: the real one).
-	factory *Factory
+	factory *cmdutil.Factory
 }
 
-func newWorkerCmd(factory *Factory, runF func(*workerOptions) error) *cobra.Command {
+func newWorkerCmd(factory *cmdutil.Factory, runF func(*workerOptions) error) *cobra.Command {
 	ios := factory.IOStreams
 	opts := &workerOptions{engine: engineOptions{Engine: engineTemporal}, factory: factory}
 	cmd := &cobra.Command{
@@ -70,8 +71,8 @@ agent CLIs the loops name. Runs until SIGINT or SIGTERM.`,
 	return cmd
 }
 
-func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
-	if err := ios.checkEnv(); err != nil {
+func runWorker(ctx context.Context, ios *cmdutil.IOStreams, opts *workerOptions) error {
+	if err := ios.CheckEnv(); err != nil {
 		return err
 	}
 	if err := opts.engine.check(ios); err != nil {
@@ -80,7 +81,7 @@ func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Dir(store.DefaultPath(ios.Getenv))
 	}
-	if err := writableDir(opts.StateDir); err != nil {
+	if err := cmdutil.WritableDir(opts.StateDir); err != nil {
 		return err
 	}
 	if err := containAgents(ios, opts.UnsafeNoSandbox, opts.StateDir); err != nil {
@@ -93,11 +94,11 @@ func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
 	defer c.Close()
 	w := worker.New(c, opts.engine.TaskQueue, worker.Options{})
 	rt := &workerRuntime{ios: ios, opts: opts}
-	prKind(rt.bindPR).Register(w, &temporal.Activities[kinds.PRParams, kinds.PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{CodeOf: ExitCodeOf})
+	prKind(rt.bindPR).Register(w, &temporal.Activities[kinds.PRParams, kinds.PRSetup, prloop.State, prloop.Observation, prloop.Action, *prloop.ActResult]{CodeOf: cmdutil.ExitCodeOf})
 	rt.registerLocalKinds(w)
 	defer rt.close()
 	if err := w.Start(); err != nil {
-		return &ExitErr{Code: exitcode.Unreachable, Err: fmt.Errorf("start worker on %s: %w", opts.engine.TaskQueue, err)}
+		return &cmdutil.ExitErr{Code: exitcode.Unreachable, Err: fmt.Errorf("start worker on %s: %w", opts.engine.TaskQueue, err)}
 	}
 	fmt.Fprintf(ios.ErrOut, "converge: worker on task queue %s at %s (namespace %s), pid %d\n", opts.engine.TaskQueue, opts.engine.Address, opts.engine.Namespace, os.Getpid())
 	<-ctx.Done()
@@ -107,7 +108,7 @@ func runWorker(ctx context.Context, ios *IOStreams, opts *workerOptions) error {
 
 // workerRuntime binds loops on this worker.
 type workerRuntime struct {
-	ios  *IOStreams
+	ios  *cmdutil.IOStreams
 	opts *workerOptions
 	// db is the state store of this worker's loop and plan tickets
 	// (workerkinds.go), opened on first use.
@@ -155,7 +156,7 @@ func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PR
 	opts := prOptionsOf(b.Params, rt.opts)
 	ref, err := forge.ParsePRURL(b.Params.URL)
 	if err != nil {
-		return nil, usageErr("%v", err)
+		return nil, cmdutil.UsageErr("%v", err)
 	}
 	ps, err := newPRSetup(rt.ios, opts, ref)
 	if err != nil {
@@ -177,11 +178,11 @@ func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PR
 		// it does locally (prJob.refuseHeld); this workflow's own lease
 		// (a setup retried after it was written) is no hold.
 		if l := p.heldBy; l != nil && l.Run != b.RunID && !opts.TakeOver && !p.DryRun {
-			return nil, &ExitErr{Code: exitcode.Usage, Err: &heldError{target: ref.String(), lease: *l}}
+			return nil, &cmdutil.ExitErr{Code: exitcode.Usage, Err: &heldError{target: ref.String(), lease: *l}}
 		}
 	}
 	if b.Setup == nil && p.Checker != nil && !p.DisposeOnly {
-		if err := p.Checker.check(ctx, p.agentChecks, p.agentEnv()); err != nil {
+		if err := p.Checker.Check(ctx, p.agentChecks, p.agentEnv()); err != nil {
 			return nil, err
 		}
 	}
@@ -190,7 +191,7 @@ func (rt *workerRuntime) bindPR(ctx context.Context, b temporal.Binding[kinds.PR
 		// acting as another would take the run's own replies for a
 		// human's and answer them again. It refuses the run instead.
 		if want := b.Setup.Config.Self; want != "" && !strings.EqualFold(want, p.selfLogin) {
-			return nil, &ExitErr{Code: exitcode.Auth, Err: fmt.Errorf("this worker acts as %s, but run %s acts as %s: every worker of a fleet must use the same forge identity (token or App)", p.selfLogin, b.RunID, want)}
+			return nil, &cmdutil.ExitErr{Code: exitcode.Auth, Err: fmt.Errorf("this worker acts as %s, but run %s acts as %s: every worker of a fleet must use the same forge identity (token or App)", p.selfLogin, b.RunID, want)}
 		}
 		// Both halves of the run read the settings the workflow recorded.
 		p.Config = b.Setup.Config

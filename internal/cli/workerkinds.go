@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/convergeloop/converge/internal/checkloop"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/plan"
 	"github.com/convergeloop/converge/internal/store"
 	"github.com/convergeloop/converge/internal/temporal"
@@ -17,8 +18,8 @@ import (
 // registerLocalKinds registers the kinds that work in a repository on
 // this machine's filesystem: converge loop and converge plan run.
 func (rt *workerRuntime) registerLocalKinds(r worker.Registry) {
-	kinds.Check(rt.bindLoop).Register(r, &temporal.Activities[kinds.LoopParams, kinds.LoopSetup, checkloop.State, checkloop.Observation, checkloop.Action, checkloop.ActResult]{CodeOf: ExitCodeOf})
-	kinds.Plan(rt.bindPlan).Register(r, &temporal.Activities[kinds.PlanParams, kinds.PlanSetup, plan.State, plan.Observation, plan.Action, plan.ActResult]{CodeOf: ExitCodeOf})
+	kinds.Check(rt.bindLoop).Register(r, &temporal.Activities[kinds.LoopParams, kinds.LoopSetup, checkloop.State, checkloop.Observation, checkloop.Action, checkloop.ActResult]{CodeOf: cmdutil.ExitCodeOf})
+	kinds.Plan(rt.bindPlan).Register(r, &temporal.Activities[kinds.PlanParams, kinds.PlanSetup, plan.State, plan.Observation, plan.Action, plan.ActResult]{CodeOf: cmdutil.ExitCodeOf})
 }
 
 // tickets is the store of the tickets of the loop and plan runs this
@@ -31,11 +32,11 @@ func (rt *workerRuntime) tickets(ctx context.Context, kind, target, runID string
 	rt.dbMu.Lock()
 	defer rt.dbMu.Unlock()
 	if rt.db == nil {
-		if err := writableDir(rt.opts.StateDir); err != nil {
+		if err := cmdutil.WritableDir(rt.opts.StateDir); err != nil {
 			return nil, err
 		}
 		path := filepath.Join(rt.opts.StateDir, "worker.db")
-		db, err := rt.opts.factory.orDefault(rt.ios).OpenStoreFile(ctx, path)
+		db, err := rt.opts.factory.OrDefault(rt.ios).OpenStoreFile(ctx, path)
 		if err != nil {
 			return nil, err
 		}

@@ -7,12 +7,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/convergeloop/converge/internal/cli"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/docgen"
 )
 
 func root() *cobra.Command {
-	ios := &cli.IOStreams{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &strings.Builder{}, Getenv: func(string) string { return "" }}
-	return cli.NewRootCmd(cli.NewFactory(ios))
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &strings.Builder{}, ErrOut: &strings.Builder{}, Getenv: func(string) string { return "" }}
+	return cli.NewRootCmd(cmdutil.NewFactory(ios))
 }
 
 // TestUX_DocsAreCurrent: the reference pages under docs/ are what the

@@ -148,13 +148,13 @@ func importName(f *ast.File, path string) string {
 }
 
 // TestUX_StoreOpenedOnlyThroughTheFactory: store.Open is called in one
-// place, the CLI factory's opener: every command, the server, the
+// place, the command factory's opener (cmdutil): every command, the server, the
 // worker, MCP and bench open their store through it, with the same
 // checks (a writable directory, the run's secrets redacted).
 func TestUX_StoreOpenedOnlyThroughTheFactory(t *testing.T) {
 	dir := root(t)
 	const storePkg = "github.com/convergeloop/converge/internal/store"
-	allowed := map[string]bool{"internal/cli/factory.go": true}
+	allowed := map[string]bool{"internal/cmdutil/factory.go": true}
 	found := 0
 	fset := token.NewFileSet()
 	for _, rel := range goFiles(t, dir) {
@@ -177,7 +177,7 @@ func TestUX_StoreOpenedOnlyThroughTheFactory(t *testing.T) {
 			if id, ok := sel.X.(*ast.Ident); ok && id.Name == name {
 				found++
 				if !allowed[rel] {
-					t.Errorf("%s: store.Open outside the factory (internal/cli/factory.go openStoreFile); open it with Factory.OpenStore, OpenExistingStore or OpenStoreFile", fset.Position(sel.Pos()))
+					t.Errorf("%s: store.Open outside the factory (internal/cmdutil/factory.go openStoreFile); open it with Factory.OpenStore, OpenExistingStore or OpenStoreFile", fset.Position(sel.Pos()))
 				}
 			}
 			return true

@@ -18,6 +18,7 @@ import (
 
 	"github.com/convergeloop/converge/internal/checkloop"
 	"github.com/convergeloop/converge/internal/cli"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/mcpserver"
 	"github.com/convergeloop/converge/internal/prloop"
 	"github.com/convergeloop/converge/internal/proc"
@@ -73,7 +74,7 @@ func buildConverge(t *testing.T) string {
 // started).
 func session(t *testing.T, state string, env []string, exe string) *mcp.ClientSession {
 	t.Helper()
-	ios := &cli.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}, Getenv: getenv(env)}
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}, Getenv: getenv(env)}
 	if env != nil {
 		ios.Environ = func() []string { return env }
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/convergeloop/converge/internal/cli"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/mcpserver"
 )
 
@@ -85,7 +86,7 @@ func TestREL_3_ConvergeMCPBadInputIsUsage(t *testing.T) {
 	}
 	for _, args := range [][]string{{"mcp", "extra"}, {"mcp", "--state", filepath.Join(file, "state")}} {
 		var out, errOut bytes.Buffer
-		code := cli.Run(context.Background(), args, &cli.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Getenv: os.Getenv})
+		code := cli.Run(context.Background(), args, &cmdutil.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut, Getenv: os.Getenv})
 		if code != 2 || strings.Count(errOut.String(), "\n") != 1 || out.Len() != 0 {
 			t.Errorf("converge %s: exit %d, stdout %q, stderr %q; want exit 2 and one line on stderr", strings.Join(args, " "), code, out.String(), errOut.String())
 		}

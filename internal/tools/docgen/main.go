@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/convergeloop/converge/internal/cli"
+	"github.com/convergeloop/converge/internal/cmdutil"
 	"github.com/convergeloop/converge/internal/docgen"
 )
 
@@ -16,8 +17,8 @@ func main() {
 	if len(os.Args) > 1 {
 		dir = os.Args[1]
 	}
-	ios := &cli.IOStreams{In: strings.NewReader(""), Out: os.Stdout, ErrOut: os.Stderr, Getenv: func(string) string { return "" }}
-	if err := docgen.Write(dir, docgen.Pages(cli.NewRootCmd(cli.NewFactory(ios)))); err != nil {
+	ios := &cmdutil.IOStreams{In: strings.NewReader(""), Out: os.Stdout, ErrOut: os.Stderr, Getenv: func(string) string { return "" }}
+	if err := docgen.Write(dir, docgen.Pages(cli.NewRootCmd(cmdutil.NewFactory(ios)))); err != nil {
 		fmt.Fprintln(os.Stderr, "docgen:", err)
 		os.Exit(1)
 	}

@@ -1,9 +1,12 @@
-package cli
+package cmdutil
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
@@ -37,7 +40,7 @@ type Factory struct {
 	// Agent builds every agent of a run (backends.Config.Build): name is
 	// one of backends.Kinds, cmd the command agent's command line, role
 	// backends.RoleFix, RoleReview or RoleJudge; set carries the run's
-	// agent settings (agentBuilder).
+	// agent settings (AgentBuilder).
 	Agent func(set backends.Config, name, cmd, role string) (agent.Agent, error)
 }
 
@@ -72,10 +75,10 @@ func openStoreFile(ctx context.Context, path string, opts ...store.Option) (*sto
 	return db, nil
 }
 
-// orDefault is f, or the real factory over ios when f is nil: options
+// OrDefault is f, or the real factory over ios when f is nil: options
 // built in code (a worker's from a workflow's parameters, a test's)
 // carry none.
-func (f *Factory) orDefault(ios *IOStreams) *Factory {
+func (f *Factory) OrDefault(ios *IOStreams) *Factory {
 	if f != nil {
 		return f
 	}
@@ -95,9 +98,70 @@ func (f *Factory) OpenRun(ctx context.Context, dir, id string) (*store.Store, st
 	if err != nil {
 		db.Close()
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, store.Run{}, usageErr("no run %q in the state store (see converge status)", id)
+			return nil, store.Run{}, UsageErr("no run %q in the state store (see converge status)", id)
 		}
 		return nil, store.Run{}, err
 	}
 	return db, r, nil
+}
+
+// StorePath is the state store in dir, or the default one ("": $CONVERGE_STATE or the user's state directory).
+func StorePath(ios *IOStreams, dir string) string {
+	if dir != "" {
+		return filepath.Join(dir, "converge.db")
+	}
+	return store.DefaultPath(ios.Getenv)
+}
+
+// openStore opens, or creates, the state store of a command that runs
+// something; a state directory it cannot write is bad input (IF-1).
+func openStore(ctx context.Context, f *Factory, dir string, opts ...store.Option) (*store.Store, error) {
+	path := StorePath(f.IOStreams, dir)
+	if err := WritableDir(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	return f.OpenStoreFile(ctx, path, opts...)
+}
+
+// ErrNoStore is a read-only command's missing state store.
+var ErrNoStore = errors.New("no state store")
+
+// openExistingStore opens the state store of a read-only command (status,
+// proof, log, stop): it never creates one, so a mistyped --state is an
+// error (exit 2), not an empty store that says "no runs yet". Without
+// --state a missing default store is ErrNoStore: nothing ran yet.
+// run, when the command reads one run, is named in the error.
+func openExistingStore(ctx context.Context, f *Factory, dir, run string) (*store.Store, error) {
+	path := StorePath(f.IOStreams, dir)
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		prefix := ""
+		if run != "" {
+			prefix = fmt.Sprintf("no run %q: ", run)
+		}
+		switch {
+		case dir != "":
+			return nil, UsageErr("%s--state %s holds no state store (no %s); name the directory converge pr, loop or plan ran with (converge status --state DIR)", prefix, dir, filepath.Base(path))
+		case run != "":
+			return nil, UsageErr("%snothing has run yet (no state store at %s)", prefix, path)
+		}
+		return nil, ErrNoStore
+	} else if err != nil {
+		return nil, UsageErr("state store %s: %v", path, err)
+	}
+	return f.OpenStoreFile(ctx, path)
+}
+
+// WritableDir checks that converge can keep its store, clones and
+// worktrees in dir, creating it if need be: a read-only or unusable
+// --state is one line naming it, before anything runs (IF-1: exit 2).
+func WritableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return UsageErr("state directory %s cannot be created (%v); give a writable one with --state DIR", dir, errors.Unwrap(err))
+	}
+	f, err := os.CreateTemp(dir, ".converge-write-check-*")
+	if err != nil {
+		return UsageErr("state directory %s is not writable (%v); converge keeps its store and clones there: give a writable one with --state DIR", dir, errors.Unwrap(err))
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }

@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"context"
@@ -9,19 +9,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/spf13/pflag"
-
 	"github.com/convergeloop/converge/internal/agent"
 	"github.com/convergeloop/converge/internal/agent/backends"
 	"github.com/convergeloop/converge/internal/config"
 	"github.com/convergeloop/converge/internal/exitcode"
 	"github.com/convergeloop/converge/internal/text"
+	"github.com/spf13/pflag"
 )
 
-// agentConfig is what every agent CLI backend of a run is built with: the
+// AgentConfig is what every agent CLI backend of a run is built with: the
 // agent settings (agent_env, agent_retry_bound) and the forge token's
 // values, which reach no agent under any name (SEC-2).
-type agentConfig struct {
+type AgentConfig struct {
 	Env        []string
 	RetryBound time.Duration
 	Secrets    []string
@@ -29,10 +28,10 @@ type agentConfig struct {
 
 // agentSettings resolves the agent settings from the flags (set), the
 // environment and file (nil: none).
-func agentSettings(ios *IOStreams, set map[string]string, file *config.File) (agentConfig, error) {
+func AgentSettings(ios *IOStreams, set map[string]string, file *config.File) (AgentConfig, error) {
 	ss, err := config.Resolve(config.AgentFields(), config.Inputs{File: file, Getenv: ios.Getenv, Flags: set})
 	if err != nil {
-		return agentConfig{}, usageErr("%v", err)
+		return AgentConfig{}, UsageErr("%v", err)
 	}
 	v := config.ValuesOf(ss)
 	env := v.List("agent_env")
@@ -41,7 +40,7 @@ func agentSettings(ios *IOStreams, set map[string]string, file *config.File) (ag
 			env = fileAgentEnv(ios, env, s.Where)
 		}
 	}
-	return agentConfig{Env: env, RetryBound: v.Duration("agent_retry_bound")}, nil
+	return AgentConfig{Env: env, RetryBound: v.Duration("agent_retry_bound")}, nil
 }
 
 // fileAgentEnv is the agent_env a repository's .converge.yaml (at where)
@@ -64,41 +63,42 @@ func fileAgentEnv(ios *IOStreams, names []string, where string) []string {
 
 // taskEnv is the scrubbed environment every agent run of the run starts
 // from (agent.Task.Env), without a value that is one of ac's secrets.
-func (ac agentConfig) taskEnv() []string {
+func (ac AgentConfig) TaskEnv() []string {
 	return agent.WithoutValues(agent.ScrubEnv(os.Environ()), ac.Secrets)
 }
 
-// agentBuilder builds a run's agents with its agentConfig (Factory.
+// AgentBuilder builds a run's agents with its AgentConfig (Factory.
 // Agent), and remembers each CLI backend for the pre-flight check
-// (agentChecker).
-type agentBuilder struct {
+// (AgentChecker).
+type AgentBuilder struct {
 	f  *Factory
-	ac agentConfig
-	// command builds the command agent (backends.Config.NewCommand);
+	ac AgentConfig
+	// Command builds the command agent (backends.Config.NewCommand);
 	// nil: converge pr's and plan's.
-	command func(name string, argv []string) (agent.Agent, error)
+	Command func(name string, argv []string) (agent.Agent, error)
 	mu      sync.Mutex
-	checks  []checkTarget
+	checks  []CheckTarget
 }
 
-func newAgentBuilder(f *Factory, ac agentConfig) *agentBuilder {
-	return &agentBuilder{f: f, ac: ac}
+// NewAgentBuilder builds a run's agents through f.Agent with ac.
+func NewAgentBuilder(f *Factory, ac AgentConfig) *AgentBuilder {
+	return &AgentBuilder{f: f, ac: ac}
 }
 
-// agent builds the agent name in role (backends.Build), cmd the command
+// Agent builds the agent name in role (backends.Build), cmd the command
 // agent's command line.
-func (b *agentBuilder) agent(name, cmd, role string) (agent.Agent, error) {
+func (b *AgentBuilder) Agent(name, cmd, role string) (agent.Agent, error) {
 	return b.build(backends.Config{}, name, cmd, role)
 }
 
-// backend builds the CLI backend cfg names, with cfg's own environment.
-func (b *agentBuilder) backend(cfg backends.Config) (agent.Agent, error) {
+// Backend builds the CLI backend cfg names, with cfg's own environment.
+func (b *AgentBuilder) Backend(cfg backends.Config) (agent.Agent, error) {
 	return b.build(cfg, cfg.Name, "", cfg.Role)
 }
 
-func (b *agentBuilder) build(cfg backends.Config, name, cmd, role string) (agent.Agent, error) {
+func (b *AgentBuilder) build(cfg backends.Config, name, cmd, role string) (agent.Agent, error) {
 	cfg.AgentEnv, cfg.RetryBound, cfg.Secrets = b.ac.Env, b.ac.RetryBound, b.ac.Secrets
-	cfg.NewCommand = b.command
+	cfg.NewCommand = b.Command
 	a, err := b.f.Agent(cfg, name, cmd, role)
 	if err != nil {
 		return nil, err
@@ -116,27 +116,27 @@ func (b *agentBuilder) build(cfg backends.Config, name, cmd, role string) (agent
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !slices.ContainsFunc(b.checks, func(c checkTarget) bool { return c.key == key }) {
-		b.checks = append(b.checks, checkTarget{agent: a, key: key})
+	if !slices.ContainsFunc(b.checks, func(c CheckTarget) bool { return c.key == key }) {
+		b.checks = append(b.checks, CheckTarget{agent: a, key: key})
 	}
 	return a, nil
 }
 
-// built is every backend built so far, one per identity.
-func (b *agentBuilder) built() []checkTarget {
+// Built is every backend built so far, one per identity.
+func (b *AgentBuilder) Built() []CheckTarget {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return slices.Clone(b.checks)
 }
 
-// checkTarget is a backend to check before the run writes anything, and
+// CheckTarget is a backend to check before the run writes anything, and
 // its identity (backends.ID and the variables it is given).
-type checkTarget struct {
+type CheckTarget struct {
 	agent agent.Agent
 	key   string
 }
 
-// agentChecker is the pre-flight of a run's agents (AG-T4): before the
+// AgentChecker is the pre-flight of a run's agents (AG-T4): before the
 // first write to the forge and before anything is recorded, each CLI
 // backend proves it reaches its model with one minimal read-only request
 // (agent.Check). A backend identity that answered is not asked again by
@@ -145,18 +145,18 @@ type checkTarget struct {
 // PRs, is checked once. The command and suggest agents
 // are not checked: their programs were found, and they have no model of
 // converge's to reach.
-type agentChecker struct {
+type AgentChecker struct {
 	// Budget time-boxes each check; zero means agent.DefaultCheckBudget.
 	Budget time.Duration
 	mu     sync.Mutex
 	passed map[string]bool
 }
 
-// check checks each of ts not checked yet, one at a time, with env as
+// Check checks each of ts not checked yet, one at a time, with env as
 // their task's environment. The error is the first failure: exit 6 when
 // the CLI said its credentials failed, else exit 2, in one line with the
 // CLI's own words.
-func (c *agentChecker) check(ctx context.Context, ts []checkTarget, env []string) error {
+func (c *AgentChecker) Check(ctx context.Context, ts []CheckTarget, env []string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.passed == nil {
@@ -171,7 +171,7 @@ func (c *agentChecker) check(ctx context.Context, ts []checkTarget, env []string
 			return ctx.Err()
 		}
 		if err != nil {
-			return agentCheckError(t.agent.Name(), err)
+			return AgentCheckError(t.agent.Name(), err)
 		}
 		c.passed[t.key] = true
 	}
@@ -180,7 +180,7 @@ func (c *agentChecker) check(ctx context.Context, ts []checkTarget, env []string
 
 // agentCheckError is a failed pre-flight check as the command ends with
 // it: exit 6 for an authentication failure (agent.FailAuth), else exit 2.
-func agentCheckError(name string, err error) error {
+func AgentCheckError(name string, err error) error {
 	code := exitcode.Usage
 	if agent.KindOf(err) == agent.FailAuth {
 		code = exitcode.Auth
@@ -192,30 +192,34 @@ func agentCheckError(name string, err error) error {
 	return &ExitErr{Code: code, Err: fmt.Errorf("pre-flight check of the agents: %s; nothing was written (--no-agent-check skips the check)", msg)}
 }
 
-// agentFlags are the agent settings as flags of converge loop and plan
+// AgentFlags are the agent settings as flags of converge loop and plan
 // (converge pr has them with its other settings), and --no-agent-check.
-type agentFlags struct {
-	set     map[string]string
-	noCheck bool
+type AgentFlags struct {
+	// Set are the agent settings given as flags, by key.
+	Set map[string]string
+	// NoCheck is --no-agent-check.
+	NoCheck bool
 }
 
-func addAgentFlags(f *pflag.FlagSet) *agentFlags {
-	af := &agentFlags{set: map[string]string{}}
+// AddAgentFlags adds the agent settings and --no-agent-check to f.
+func AddAgentFlags(f *pflag.FlagSet) *AgentFlags {
+	af := &AgentFlags{Set: map[string]string{}}
 	for _, fd := range config.AgentFields() {
-		f.Var(&fieldFlag{f: fd, set: af.set}, fd.Flag(), fd.Help)
+		f.Var(&FieldFlag{Field: fd, Values: af.Set}, fd.Flag(), fd.Help)
 	}
-	addNoAgentCheck(f, &af.noCheck)
+	AddNoAgentCheck(f, &af.NoCheck)
 	return af
 }
 
-func addNoAgentCheck(f *pflag.FlagSet, p *bool) {
+// AddNoAgentCheck adds --no-agent-check to f.
+func AddNoAgentCheck(f *pflag.FlagSet, p *bool) {
 	f.BoolVar(p, "no-agent-check", false, "skip the pre-flight check that each agent CLI reaches its model (one minimal read-only request per backend before anything is written)")
 }
 
-// checker is the pre-flight of the run's agents; nil when skipped.
-func (af *agentFlags) checker() *agentChecker {
-	if af.noCheck {
+// Checker is the pre-flight of the run's agents; nil when skipped.
+func (af *AgentFlags) Checker() *AgentChecker {
+	if af.NoCheck {
 		return nil
 	}
-	return &agentChecker{}
+	return &AgentChecker{}
 }
