@@ -445,11 +445,13 @@ func (j *prJob) Begin(ctx context.Context, claim *engine.Claim[prloop.State]) (p
 // both engines run it: the local one (prJob) and a Temporal worker.
 func newPRLoop(p loopParams, workDir, runID string, out engine.Reporter, journal prloop.Journal) (*prloop.Loop, *prwork.GitWorkspace) {
 	ws := &prwork.GitWorkspace{
-		Root:       workDir,
-		RunID:      runID,
-		CloneURL:   p.CloneURL,
-		GitEnv:     p.GitEnv,
-		GitCred:    p.GitCred,
+		Checkout: prwork.Checkout{
+			Root:     workDir,
+			RunID:    runID,
+			CloneURL: p.CloneURL,
+			GitEnv:   p.GitEnv,
+			GitCred:  p.GitCred,
+		},
 		Agent:      p.Agent,
 		Reviewer:   p.Reviewer,
 		RecapJudge: p.Judge,

@@ -31,9 +31,14 @@ func TestPR_G6_FinishedRunsLeaveNoWorktreeOrClone(t *testing.T) {
 	root := t.TempDir()
 	run := func(id string) *prwork.GitWorkspace {
 		ws := &prwork.GitWorkspace{
-			Root: root, RunID: id, CloneURL: hub.GitURL("acme", "calc"),
-			GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
-			Agent:  suggest.New(), Budget: time.Minute,
+			Checkout: prwork.Checkout{
+				Root:     root,
+				RunID:    id,
+				CloneURL: hub.GitURL("acme", "calc"),
+				GitEnv:   repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
+			},
+			Agent:  suggest.New(),
+			Budget: time.Minute,
 		}
 		if _, err := ws.Prepare(ctx, pr); err != nil {
 			t.Fatal(err)

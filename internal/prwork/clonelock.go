@@ -110,7 +110,7 @@ func gitLocked(ctx context.Context, cloneDir string, g *repo.Git, args ...string
 
 // push pushes the worktree's HEAD to the PR's head branch, never forced,
 // under the clone's lock (it updates the clone's remote-tracking ref).
-func (w *GitWorkspace) push(ctx context.Context, pr *forge.PullRequest) error {
+func (w *Checkout) push(ctx context.Context, pr *forge.PullRequest) error {
 	if g := w.pushGuard.Load(); g != nil {
 		if err := (*g)(ctx, pr); err != nil {
 			return err
@@ -145,7 +145,7 @@ func (e *branchMovedError) ObserveNow() bool { return true }
 
 // GuardPush sets the check each later push makes first (PR-T14: the run
 // still holds the PR).
-func (w *GitWorkspace) GuardPush(guard func(ctx context.Context, pr *forge.PullRequest) error) {
+func (w *Checkout) GuardPush(guard func(ctx context.Context, pr *forge.PullRequest) error) {
 	w.pushGuard.Store(&guard)
 }
 

@@ -51,8 +51,14 @@ func reviewWorkspace(t *testing.T, bare string, argv []string) *GitWorkspace {
 		t.Fatal(err)
 	}
 	return &GitWorkspace{
-		Root: t.TempDir(), RunID: "r-review", CloneURL: bare, GitEnv: gitTestEnv(),
-		AgentEnv: agent.ScrubEnv(os.Environ()), Budget: time.Minute,
+		Checkout: Checkout{
+			Root:     t.TempDir(),
+			RunID:    "r-review",
+			CloneURL: bare,
+			GitEnv:   gitTestEnv(),
+		},
+		AgentEnv: agent.ScrubEnv(os.Environ()),
+		Budget:   time.Minute,
 		Reviewer: &localreview.Reviewer{Agent: a},
 	}
 }
@@ -126,7 +132,7 @@ esac`))
 }
 
 func TestPR_S4_LocalReviewWithoutReviewer(t *testing.T) {
-	ws := &GitWorkspace{Root: t.TempDir()}
+	ws := &GitWorkspace{Checkout: Checkout{Root: t.TempDir()}}
 	_, err := ws.LocalReview(context.Background(), &forge.PullRequest{HeadSHA: "abc"}, 1)
 	if err == nil || !strings.Contains(err.Error(), "no review agent is configured") {
 		t.Errorf("err = %v", err)

@@ -55,9 +55,17 @@ func TestPR_S8_RevertingFixIsNeverPushed(t *testing.T) {
 				t.Fatal(err)
 			}
 			ws := &prwork.GitWorkspace{
-				Root: t.TempDir(), RunID: "r-s8", CloneURL: hub.GitURL("acme", "calc"),
-				GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
-				Agent:  fixer, AgentEnv: agent.ScrubEnv(os.Environ()), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
+				Checkout: prwork.Checkout{
+					Root:     t.TempDir(),
+					RunID:    "r-s8",
+					CloneURL: hub.GitURL("acme", "calc"),
+					GitEnv:   repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
+				},
+				Agent:    fixer,
+				AgentEnv: agent.ScrubEnv(os.Environ()),
+				Budget:   time.Minute,
+				Author:   "converge",
+				Email:    "converge@example.com",
 			}
 			observe := func() *forge.PullRequest {
 				pr, err := client.Observe(ctx, ref)

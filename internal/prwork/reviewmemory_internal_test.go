@@ -36,7 +36,7 @@ func TestPR_S4_ReviewMemoryNeverWritesThroughALink(t *testing.T) {
 		t.Fatal(err)
 	}
 	var notes []string
-	w := &GitWorkspace{worktree: g, Logf: func(f string, a ...any) { notes = append(notes, f) }}
+	w := &GitWorkspace{Checkout: Checkout{worktree: g}, Logf: func(f string, a ...any) { notes = append(notes, f) }}
 	w.SetReviewMemory(&prloop.ReviewMemory{Entries: []prloop.MemoryEntry{{ID: "T1", Path: "calc.go", End: 5, Point: "p", Decision: prloop.DispDeferred, Why: "w"}}})
 	changed := w.writeReviewMemory(ctx)
 	if b, _ := os.ReadFile(outside); string(b) != "not the repository's\n" {

@@ -76,9 +76,14 @@ func TestPR_S2_RunnerOwnsDoublingBackOff(t *testing.T) {
 // repository, acting with tok.
 func demoWorkspace(t testing.TB, hub *fakehub.Hub, demo fakehub.DemoInfo, tok string) *prwork.GitWorkspace {
 	return &prwork.GitWorkspace{
-		Root: t.TempDir(), RunID: "r-test", CloneURL: hub.GitURL(demo.Owner, demo.Repo),
-		GitEnv: repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),
-		Agent:  suggest.New(), Budget: time.Minute,
+		Checkout: prwork.Checkout{
+			Root:     t.TempDir(),
+			RunID:    "r-test",
+			CloneURL: hub.GitURL(demo.Owner, demo.Repo),
+			GitEnv:   repo.AuthEnvFor(hub.GitURL(demo.Owner, demo.Repo), tok, hub.CAFile()),
+		},
+		Agent:  suggest.New(),
+		Budget: time.Minute,
 	}
 }
 
@@ -192,8 +197,13 @@ func TestPR_S5_TheJudgeReadsTheBaseReviewInstructions(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := &prwork.GitWorkspace{
-		Root: t.TempDir(), RunID: "r-judge", CloneURL: hub.GitURL("acme", "rules"),
-		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "rules"), tok, hub.CAFile()), Budget: time.Minute,
+		Checkout: prwork.Checkout{
+			Root:     t.TempDir(),
+			RunID:    "r-judge",
+			CloneURL: hub.GitURL("acme", "rules"),
+			GitEnv:   repo.AuthEnvFor(hub.GitURL("acme", "rules"), tok, hub.CAFile()),
+		},
+		Budget: time.Minute,
 	}
 	if _, err := ws.Prepare(ctx, pr); err != nil {
 		t.Fatal(err)

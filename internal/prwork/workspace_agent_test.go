@@ -98,9 +98,17 @@ func remoteHead(t *testing.T, bare string) string {
 
 func testWorkspace(t testing.TB, bare string, a agent.Agent, testCmd string) *GitWorkspace {
 	ws := &GitWorkspace{
-		Root: t.TempDir(), RunID: "r-test", CloneURL: bare, GitEnv: gitTestEnv(),
-		Agent: a, AgentEnv: agent.ScrubEnv(os.Environ()), Budget: time.Minute,
-		Author: "converge", Email: "converge@example.com",
+		Checkout: Checkout{
+			Root:     t.TempDir(),
+			RunID:    "r-test",
+			CloneURL: bare,
+			GitEnv:   gitTestEnv(),
+		},
+		Agent:    a,
+		AgentEnv: agent.ScrubEnv(os.Environ()),
+		Budget:   time.Minute,
+		Author:   "converge",
+		Email:    "converge@example.com",
 	}
 	if testCmd != "" {
 		ws.TestCmd = []string{"sh", "-c", testCmd}

@@ -101,9 +101,16 @@ func TestPR_S10_RedBuildIsNeverPushed(t *testing.T) {
 // the suggest agent, a minute's budget, converge as the committer.
 func calcWorkspace(hub *fakehub.Hub, tok, root, runID string) *prwork.GitWorkspace {
 	return &prwork.GitWorkspace{
-		Root: root, RunID: runID, CloneURL: hub.GitURL("acme", "calc"),
-		GitEnv: repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
-		Agent:  suggest.New(), Budget: time.Minute, Author: "converge", Email: "converge@example.com",
+		Checkout: prwork.Checkout{
+			Root:     root,
+			RunID:    runID,
+			CloneURL: hub.GitURL("acme", "calc"),
+			GitEnv:   repo.AuthEnvFor(hub.GitURL("acme", "calc"), tok, hub.CAFile()),
+		},
+		Agent:  suggest.New(),
+		Budget: time.Minute,
+		Author: "converge",
+		Email:  "converge@example.com",
 	}
 }
 
