@@ -32,11 +32,6 @@ func parseNotice(event string, body []byte) (notice, error) {
 	return readNotice(forge.GitHub, event, body)
 }
 
-// parseGitLabNotice reads a GitLab delivery as the server does.
-func parseGitLabNotice(body []byte) (notice, error) {
-	return readNotice(forge.GitLab, "", body)
-}
-
 func readNotice(kind forge.Kind, event string, body []byte) (notice, error) {
 	p, err := provider.For(kind)
 	if err != nil {
