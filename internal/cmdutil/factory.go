@@ -105,7 +105,8 @@ func (f *Factory) OpenRun(ctx context.Context, dir, id string) (*store.Store, st
 	return db, r, nil
 }
 
-// StorePath is the state store in dir, or the default one ("": $CONVERGE_STATE or the user's state directory).
+// StorePath is the state store in dir (--state), or with dir "" the
+// default one (store.DefaultPath: under $XDG_STATE_HOME, else $HOME).
 func StorePath(ios *IOStreams, dir string) string {
 	if dir != "" {
 		return filepath.Join(dir, "converge.db")
