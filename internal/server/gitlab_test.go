@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -122,14 +123,9 @@ func TestSEC_4_GitLabTokenChecked(t *testing.T) {
 		}
 	}
 	// A GitHub signature does not stand in for GitLab's token.
-	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(body))
-	req.Header.Set(HeaderGitLabEvent, "Merge Request Hook")
-	req.Header.Set(HeaderGitLabEventUUID, "u-1")
-	req.Header.Set(HeaderSignature, Sign(secret, []byte(body)))
-	rec := httptest.NewRecorder()
-	r.srv.ServeHTTP(rec, req)
-	if rec.Code != http.StatusUnauthorized {
-		t.Errorf("GitHub-signed GitLab delivery: status %d, want 401", rec.Code)
+	if code := r.post([]byte(body), map[string]string{HeaderGitLabEvent: "Merge Request Hook", HeaderGitLabEventUUID: "u-1",
+		HeaderSignature: Sign(secret, []byte(body))}); code != http.StatusUnauthorized {
+		t.Errorf("GitHub-signed GitLab delivery: status %d, want 401", code)
 	}
 	r.settle()
 	if w := r.loops.Wakes(); len(w) != 0 {
@@ -463,17 +459,9 @@ func TestSEC_4_ADeliveryOfTwoForgesIsRefused(t *testing.T) {
 			t.Fatalf("the body does not read as %s's: %+v, %v", kind, n, err)
 		}
 	}
-	req := httptest.NewRequest(http.MethodPost, "/webhook", strings.NewReader(string(raw)))
-	req.Header.Set(HeaderGitLabEvent, "Merge Request Hook")
-	req.Header.Set(HeaderGitLabEventUUID, "u-both")
-	req.Header.Set(HeaderGitLabToken, testSecret)
-	req.Header.Set(HeaderEvent, "pull_request")
-	req.Header.Set(HeaderDelivery, "d-both")
-	req.Header.Set(HeaderSignature, Sign([]byte(testSecret), raw))
-	rec := httptest.NewRecorder()
-	r.srv.ServeHTTP(rec, req)
-	if rec.Code != http.StatusBadRequest {
-		t.Errorf("a delivery of two forges: status %d, want 400", rec.Code)
+	if code := r.post(raw, map[string]string{HeaderGitLabEvent: "Merge Request Hook", HeaderGitLabEventUUID: "u-both", HeaderGitLabToken: testSecret,
+		HeaderEvent: "pull_request", HeaderDelivery: "d-both", HeaderSignature: Sign([]byte(testSecret), raw)}); code != http.StatusBadRequest {
+		t.Errorf("a delivery of two forges: status %d, want 400", code)
 	}
 	r.settle()
 	if w := r.loops.Wakes(); len(w) != 0 {
@@ -483,4 +471,15 @@ func TestSEC_4_ADeliveryOfTwoForgesIsRefused(t *testing.T) {
 	if code := r.deliverGitLab(t, "Merge Request Hook", "u-one", "", testSecret, body); code != http.StatusAccepted {
 		t.Fatalf("GitLab's headers alone: status %d, want 202", code)
 	}
+}
+
+// post delivers body to the webhook with headers, and returns the status.
+func (r *rig) post(body []byte, headers map[string]string) int {
+	req := httptest.NewRequest(http.MethodPost, "/webhook", bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	rec := httptest.NewRecorder()
+	r.srv.ServeHTTP(rec, req)
+	return rec.Code
 }
