@@ -308,7 +308,6 @@ func TestUX_EmulatorsStayOutOfTheLoops(t *testing.T) {
 // commit URL, its client, its review bot).
 func TestUX_TheLoopsNameNoForge(t *testing.T) {
 	dir := root(t)
-	const forgePkg = "github.com/convergeloop/converge/internal/forge"
 	fset := token.NewFileSet()
 	checked := 0
 	for _, rel := range goFiles(t, dir) {
@@ -318,15 +317,8 @@ func TestUX_TheLoopsNameNoForge(t *testing.T) {
 			continue
 		}
 		checked++
-		f, err := parser.ParseFile(fset, filepath.Join(dir, rel), nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
-		name := importName(f, forgePkg)
-		if name == "" {
-			continue
-		}
-		for _, sel := range forgeNames(f, name) {
+		_, named := forgesNamed(t, fset, filepath.Join(dir, rel))
+		for _, sel := range named {
 			t.Errorf("%s: the loop names a forge (forge.%s); move what differs into the forge layer", fset.Position(sel.Pos()), sel.Sel.Name)
 		}
 	}
@@ -367,20 +359,13 @@ func TestUX_ForgesChosenOnlyThroughTheirProvider(t *testing.T) {
 			continue
 		}
 		checked++
-		f, err := parser.ParseFile(fset, filepath.Join(dir, rel), nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatal(err)
-		}
+		f, named := forgesNamed(t, fset, filepath.Join(dir, rel))
 		for _, p := range forgePkgs {
 			if importName(f, p) != "" {
 				t.Errorf("%s imports %s: ask the forge's provider (provider.For) instead", rel, p)
 			}
 		}
-		name := importName(f, mod+"internal/forge")
-		if name == "" {
-			continue
-		}
-		for _, sel := range forgeNames(f, name) {
+		for _, sel := range named {
 			t.Errorf("%s: names a forge (forge.%s); put what differs in the forge's provider", fset.Position(sel.Pos()), sel.Sel.Name)
 		}
 	}
@@ -394,9 +379,18 @@ func TestUX_ForgesChosenOnlyThroughTheirProvider(t *testing.T) {
 	}
 }
 
-// forgeNames are f's uses of forge.GitHub and forge.GitLab, the forge
-// package imported as name.
-func forgeNames(f *ast.File, name string) []*ast.SelectorExpr {
+// forgesNamed parses the Go file at path and gives its uses of
+// forge.GitHub and forge.GitLab.
+func forgesNamed(t *testing.T, fset *token.FileSet, path string) (*ast.File, []*ast.SelectorExpr) {
+	t.Helper()
+	f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := importName(f, "github.com/convergeloop/converge/internal/forge")
+	if name == "" {
+		return f, nil
+	}
 	var out []*ast.SelectorExpr
 	ast.Inspect(f, func(n ast.Node) bool {
 		if sel, ok := n.(*ast.SelectorExpr); ok {
@@ -406,5 +400,5 @@ func forgeNames(f *ast.File, name string) []*ast.SelectorExpr {
 		}
 		return true
 	})
-	return out
+	return f, out
 }
